@@ -1,0 +1,1 @@
+"""The `batchplace` command line: solve, snapshot, demo."""

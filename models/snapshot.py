@@ -1,0 +1,498 @@
+"""The Snapshot: the one validated, frozen input every engine sees.
+
+Input comes from a loader (`models.loaders`: Kubernetes YAML, JSON, later live objects);
+output goes to `solver`. Everything is already defaulted and resolved here — priorities
+are numbers, HyperNode selectors are member lists, vcjobs are PodGroups with pods — so the
+solver never parses, defaults or guesses (DESIGN.md, "The snapshot").
+
+Quantities are integers in base units: `cpu` in millicores, `memory` in bytes, `gpu` in
+milli-GPUs (1000 = one whole device), any other resource in its own integer unit.
+
+Pods are the unit of placement. A pending pod belongs to a PodGroup and one of its tasks,
+and takes its requests, node selector, tolerations and NUMA policy from that task, so the
+replicas of a task are interchangeable (what the CP-SAT engine aggregates on). A running
+pod holds a node, and GPU indices when it uses GPUs; running pods of other schedulers have
+no PodGroup and only take capacity.
+
+What it does not promise: that the cluster it describes is schedulable, or that a
+PodGroup's queue exists (a PodGroup naming an unknown queue is valid input; it stays
+pending with that reason, as Volcano leaves it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Annotated, Literal, NewType
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "NodeName",
+    "QueueName",
+    "PodGroupKey",
+    "PodKey",
+    "ResourceList",
+    "CPU",
+    "MEMORY",
+    "GPU",
+    "GPU_MILLI_PER_DEVICE",
+    "ROOT_QUEUE",
+    "DEFAULT_QUEUE",
+    "Taint",
+    "Toleration",
+    "Gpu",
+    "NumaCell",
+    "Node",
+    "HyperNode",
+    "Queue",
+    "NetworkTopology",
+    "Task",
+    "PodGroup",
+    "Pod",
+    "PriorityClass",
+    "Snapshot",
+    "SnapshotLimits",
+    "pod_group_key",
+    "gpu_devices",
+    "is_fractional_gpu",
+]
+
+NodeName = NewType("NodeName", str)
+QueueName = NewType("QueueName", str)
+PodGroupKey = NewType("PodGroupKey", str)  # "namespace/name"
+PodKey = NewType("PodKey", str)  # "namespace/name"
+
+CPU = "cpu"
+MEMORY = "memory"
+GPU = "gpu"
+GPU_MILLI_PER_DEVICE = 1000
+ROOT_QUEUE = QueueName("root")
+DEFAULT_QUEUE = QueueName("default")
+
+NonNegativeInt = Annotated[int, Field(ge=0)]
+ResourceList = dict[str, NonNegativeInt]
+"""Resource name → amount in base units; a missing name means zero (or, in a capability, no cap)."""
+
+NumaPolicy = Literal["none", "best-effort", "restricted", "single-numa-node"]
+
+
+def pod_group_key(namespace: str, name: str) -> PodGroupKey:
+    return PodGroupKey(f"{namespace}/{name}")
+
+
+def gpu_devices(gpu_milli: int) -> int:
+    """Whole devices a request takes: `8000` → 8; a fraction (`500`) takes part of one, → 0."""
+    return gpu_milli // GPU_MILLI_PER_DEVICE if gpu_milli % GPU_MILLI_PER_DEVICE == 0 else 0
+
+
+def is_fractional_gpu(gpu_milli: int) -> bool:
+    """A request of 1–999 milli-GPU shares one device with others."""
+    return 0 < gpu_milli < GPU_MILLI_PER_DEVICE
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", ignored_types=(cached_property,))
+
+
+def _check_gpu_request(requests: Mapping[str, int]) -> None:
+    gpu_milli = requests.get(GPU, 0)
+    if gpu_milli > GPU_MILLI_PER_DEVICE and gpu_milli % GPU_MILLI_PER_DEVICE:
+        raise ValueError(
+            f"gpu request of {gpu_milli} milli-GPU is neither whole devices (a multiple of 1000) "
+            "nor a fraction of one device (1-999)"
+        )
+
+
+class Taint(_Frozen):
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Toleration(_Frozen):
+    key: str | None = Field(None, description="None with operator Exists tolerates every taint")
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+
+
+class Gpu(_Frozen):
+    index: NonNegativeInt
+    numa_cell: NonNegativeInt = 0
+    used_milli: int = Field(
+        0, ge=0, le=GPU_MILLI_PER_DEVICE, description="taken by work the snapshot lists no pod for"
+    )
+
+
+class NumaCell(_Frozen):
+    id: NonNegativeInt
+    cpu_milli: NonNegativeInt | None = Field(None, description="None: not known, not enforced")
+    memory_bytes: NonNegativeInt | None = None
+
+
+class Node(_Frozen):
+    name: NodeName
+    allocatable: ResourceList
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    gpu_model: str | None = None
+    gpus: tuple[Gpu, ...] = Field(
+        (), description="one entry per device; filled as indices 0..n-1 on cell 0 when omitted"
+    )
+    numa_cells: tuple[NumaCell, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_gpus(cls, data: object) -> object:
+        """A node that declares `gpu` allocatable but no devices gets devices 0..n-1."""
+        if isinstance(data, dict) and not data.get("gpus"):
+            gpu_milli = (data.get("allocatable") or {}).get(GPU, 0)
+            if isinstance(gpu_milli, int) and gpu_milli > 0:
+                data = {**data, "gpus": [{"index": i} for i in range(gpu_milli // GPU_MILLI_PER_DEVICE)]}
+        return data
+
+    @model_validator(mode="after")
+    def _gpus_match_allocatable(self) -> "Node":
+        gpu_milli = self.allocatable.get(GPU, 0)
+        if gpu_milli % GPU_MILLI_PER_DEVICE:
+            raise ValueError(f"allocatable gpu must be whole devices, got {gpu_milli} milli-GPU")
+        if len(self.gpus) != gpu_milli // GPU_MILLI_PER_DEVICE:
+            raise ValueError(
+                f"node lists {len(self.gpus)} GPU devices but allocatable gpu is "
+                f"{gpu_milli // GPU_MILLI_PER_DEVICE}"
+            )
+        indices = [gpu.index for gpu in self.gpus]
+        if len(set(indices)) != len(indices):
+            raise ValueError(f"GPU indices repeat: {sorted(indices)}")
+        return self
+
+    @cached_property
+    def gpu_by_index(self) -> dict[int, Gpu]:
+        return {gpu.index: gpu for gpu in self.gpus}
+
+
+class HyperNode(_Frozen):
+    """A network domain (Volcano `topology.volcano.sh`): tier 1 = closest (leaf switch)."""
+
+    name: str
+    tier: int = Field(ge=1)
+    node_members: tuple[NodeName, ...] = ()
+    hypernode_members: tuple[str, ...] = ()
+
+
+class Queue(_Frozen):
+    name: QueueName
+    parent: QueueName | None = Field(None, description="None: a child of the root queue")
+    weight: int = Field(1, ge=1)
+    capability: ResourceList | None = Field(None, description="hard cap; a missing resource is not capped")
+    deserved: ResourceList | None = Field(None, description="fixed deserved share instead of water-filling")
+    guarantee: ResourceList = Field(default_factory=dict, description="reserved minimum, never reclaimed")
+    reclaimable: bool = True
+    priority: int = 0
+    state: Literal["open", "closed"] = "open"
+
+
+class NetworkTopology(_Frozen):
+    mode: Literal["hard", "soft"] = "hard"
+    highest_tier_allowed: int | None = Field(
+        None, ge=1, description="hard mode is enforced only when a tier limit is set (Volcano)"
+    )
+
+
+class Task(_Frozen):
+    """A pod template inside a PodGroup; all its pods ask for the same."""
+
+    name: str
+    min_available: NonNegativeInt = 0
+    requests: ResourceList = Field(default_factory=dict)
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+    depends_on: tuple[str, ...] = ()
+    numa_policy: NumaPolicy = "none"
+
+    @field_validator("requests")
+    @classmethod
+    def _gpu_shape(cls, requests: ResourceList) -> ResourceList:
+        _check_gpu_request(requests)
+        return requests
+
+
+class PodGroup(_Frozen):
+    namespace: str
+    name: str
+    queue: QueueName = DEFAULT_QUEUE
+    priority: int = 0
+    min_member: NonNegativeInt = 0
+    min_resources: ResourceList | None = None
+    creation_time: float = Field(0.0, description="unix seconds; older PodGroups go first among equals")
+    preemptable: bool = True
+    tasks: tuple[Task, ...] = ()
+    network_topology: NetworkTopology | None = None
+
+    @property
+    def key(self) -> PodGroupKey:
+        return pod_group_key(self.namespace, self.name)
+
+    @cached_property
+    def task_by_name(self) -> dict[str, Task]:
+        return {task.name: task for task in self.tasks}
+
+    @model_validator(mode="after")
+    def _tasks_are_consistent(self) -> "PodGroup":
+        names = [task.name for task in self.tasks]
+        if len(set(names)) != len(names):
+            raise ValueError(f"task names repeat: {sorted(names)}")
+        for index, task in enumerate(self.tasks):
+            for dependency in task.depends_on:
+                if dependency not in names:
+                    raise ValueError(f"tasks[{index}] ({task.name}) depends on unknown task {dependency!r}")
+        _reject_dependency_cycle(self.tasks)
+        return self
+
+
+def _reject_dependency_cycle(tasks: tuple[Task, ...]) -> None:
+    depends_on = {task.name: task.depends_on for task in tasks}
+    state: dict[str, int] = {}  # 1 = on the stack, 2 = done
+
+    def visit(name: str, trail: list[str]) -> None:
+        if state.get(name) == 2:
+            return
+        if state.get(name) == 1:
+            raise ValueError(f"task dependencies form a cycle: {' -> '.join([*trail, name])}")
+        state[name] = 1
+        for dependency in depends_on[name]:
+            visit(dependency, [*trail, name])
+        state[name] = 2
+
+    for name in depends_on:
+        visit(name, [])
+
+
+class Pod(_Frozen):
+    namespace: str
+    name: str
+    phase: Literal["pending", "running"]
+    pod_group: PodGroupKey | None = Field(None, description="None only for running pods of other schedulers")
+    task: str | None = None
+    requests: ResourceList = Field(default_factory=dict)
+    node: NodeName | None = Field(None, description="set exactly when running")
+    gpu_indices: tuple[NonNegativeInt, ...] = ()
+    numa_cell: NonNegativeInt | None = Field(None, description="the cell a single-numa-node pod holds")
+    priority: int = 0
+    preemptable: bool = True
+    start_time: float | None = None
+
+    @property
+    def key(self) -> PodKey:
+        return PodKey(f"{self.namespace}/{self.name}")
+
+    @field_validator("requests")
+    @classmethod
+    def _gpu_shape(cls, requests: ResourceList) -> ResourceList:
+        _check_gpu_request(requests)
+        return requests
+
+    @model_validator(mode="after")
+    def _phase_matches_fields(self) -> "Pod":
+        if self.phase == "running" and self.node is None:
+            raise ValueError("a running pod needs a node")
+        if self.phase == "pending":
+            if self.node is not None:
+                raise ValueError("a pending pod has no node")
+            if self.pod_group is None or self.task is None:
+                raise ValueError("a pending pod needs its pod_group and task")
+        return self
+
+
+class PriorityClass(_Frozen):
+    name: str
+    value: int
+    global_default: bool = False
+
+
+class SnapshotLimits(_Frozen):
+    """Sizes past which a snapshot is refused instead of solved slowly or exhausting memory."""
+
+    max_nodes: int = 50_000
+    max_pods: int = 500_000
+    max_pod_groups: int = 100_000
+
+
+class Snapshot(_Frozen):
+    """Everything one scheduling cycle sees. Build with `Snapshot.model_validate(...)`."""
+
+    nodes: tuple[Node, ...] = ()
+    hypernodes: tuple[HyperNode, ...] = ()
+    queues: tuple[Queue, ...] = ()
+    pod_groups: tuple[PodGroup, ...] = ()
+    pods: tuple[Pod, ...] = ()
+    priority_classes: tuple[PriorityClass, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _add_default_queue(cls, data: object) -> object:
+        """Volcano's `default` queue exists even when nobody declared it (weight 1)."""
+        if isinstance(data, dict):
+            queues = list(data.get("queues") or ())
+            names = {q.name if isinstance(q, Queue) else (q or {}).get("name") for q in queues}
+            if DEFAULT_QUEUE not in names:
+                data = {**data, "queues": [*queues, {"name": DEFAULT_QUEUE}]}
+        return data
+
+    @model_validator(mode="after")
+    def _within_limits(self) -> "Snapshot":
+        limits = SnapshotLimits()
+        for what, count, limit in (
+            ("nodes", len(self.nodes), limits.max_nodes),
+            ("pods", len(self.pods), limits.max_pods),
+            ("pod_groups", len(self.pod_groups), limits.max_pod_groups),
+        ):
+            if count > limit:
+                raise ValueError(f"snapshot too large: {count} {what}, at most {limit}")
+        return self
+
+    @model_validator(mode="after")
+    def _names_are_unique(self) -> "Snapshot":
+        for what, keys in (
+            ("node", [n.name for n in self.nodes]),
+            ("hypernode", [h.name for h in self.hypernodes]),
+            ("queue", [q.name for q in self.queues]),
+            ("pod group", [g.key for g in self.pod_groups]),
+            ("pod", [p.key for p in self.pods]),
+            ("priority class", [c.name for c in self.priority_classes]),
+        ):
+            seen: set[str] = set()
+            for key in keys:
+                if key in seen:
+                    raise ValueError(f"duplicate {what} {key!r}")
+                seen.add(key)
+        return self
+
+    @model_validator(mode="after")
+    def _queue_tree_is_a_tree(self) -> "Snapshot":
+        parents = {q.name: q.parent for q in self.queues}
+        for queue in self.queues:
+            if queue.parent is not None and queue.parent not in parents and queue.parent != ROOT_QUEUE:
+                raise ValueError(f"queue {queue.name!r} has unknown parent {queue.parent!r}")
+            seen = {queue.name}
+            parent = queue.parent
+            while parent is not None and parent != ROOT_QUEUE:
+                if parent in seen:
+                    raise ValueError(f"queue parents form a cycle through {queue.name!r}")
+                seen.add(parent)
+                parent = parents.get(parent)
+        return self
+
+    @model_validator(mode="after")
+    def _hypernodes_form_a_forest(self) -> "Snapshot":
+        nodes = {n.name for n in self.nodes}
+        tiers = {h.name: h.tier for h in self.hypernodes}
+        parent_of: dict[str, str] = {}
+        for hypernode in self.hypernodes:
+            for member in hypernode.node_members:
+                if member not in nodes:
+                    raise ValueError(f"hypernode {hypernode.name!r} lists unknown node {member!r}")
+            for member in hypernode.hypernode_members:
+                if member not in tiers:
+                    raise ValueError(f"hypernode {hypernode.name!r} lists unknown hypernode {member!r}")
+                if tiers[member] >= hypernode.tier:
+                    raise ValueError(
+                        f"hypernode {hypernode.name!r} (tier {hypernode.tier}) contains "
+                        f"{member!r} of tier {tiers[member]}; members must be of a lower tier"
+                    )
+            for member in (*hypernode.node_members, *hypernode.hypernode_members):
+                if member in parent_of:
+                    raise ValueError(
+                        f"{member!r} is a member of both {parent_of[member]!r} and {hypernode.name!r}"
+                    )
+                parent_of[member] = hypernode.name
+        return self
+
+    @model_validator(mode="after")
+    def _pods_reference_what_exists(self) -> "Snapshot":
+        groups = {g.key: g for g in self.pod_groups}
+        nodes = {n.name: n for n in self.nodes}
+        for pod in self.pods:
+            if pod.pod_group is not None:
+                group = groups.get(pod.pod_group)
+                if group is None:
+                    raise ValueError(f"pod {pod.key} names unknown pod group {pod.pod_group!r}")
+                task = group.task_by_name.get(pod.task or "")
+                if task is None:
+                    raise ValueError(f"pod {pod.key} names unknown task {pod.task!r} of {group.key}")
+                if pod.phase == "pending" and pod.requests != task.requests:
+                    raise ValueError(
+                        f"pending pod {pod.key} requests {pod.requests} but its task {task.name!r} "
+                        f"requests {task.requests}"
+                    )
+            if pod.phase == "running":
+                node = nodes.get(pod.node)  # type: ignore[arg-type]
+                if node is None:
+                    raise ValueError(f"running pod {pod.key} is on unknown node {pod.node!r}")
+                unknown = [i for i in pod.gpu_indices if i not in node.gpu_by_index]
+                if unknown:
+                    raise ValueError(f"running pod {pod.key} holds GPUs {unknown} that node {node.name} lacks")
+        return self
+
+    # ---- read-only indices (derived once, never stored twice) ----
+
+    @cached_property
+    def node_by_name(self) -> dict[NodeName, Node]:
+        return {n.name: n for n in self.nodes}
+
+    @cached_property
+    def queue_by_name(self) -> dict[QueueName, Queue]:
+        return {q.name: q for q in self.queues}
+
+    @cached_property
+    def pod_group_by_key(self) -> dict[PodGroupKey, PodGroup]:
+        return {g.key: g for g in self.pod_groups}
+
+    @cached_property
+    def pod_by_key(self) -> dict[PodKey, Pod]:
+        return {p.key: p for p in self.pods}
+
+    @cached_property
+    def pods_by_group(self) -> dict[PodGroupKey, tuple[Pod, ...]]:
+        grouped: dict[PodGroupKey, list[Pod]] = {g.key: [] for g in self.pod_groups}
+        for pod in self.pods:
+            if pod.pod_group is not None:
+                grouped[pod.pod_group].append(pod)
+        return {key: tuple(pods) for key, pods in grouped.items()}
+
+    @cached_property
+    def hypernode_by_name(self) -> dict[str, HyperNode]:
+        return {h.name: h for h in self.hypernodes}
+
+    @cached_property
+    def hypernode_chain(self) -> dict[NodeName, tuple[str, ...]]:
+        """Each node's HyperNodes from tier 1 upward: `{"n1": ("leaf-a", "spine")}`."""
+        parent_of: dict[str, str] = {}
+        for hypernode in self.hypernodes:
+            for member in (*hypernode.node_members, *hypernode.hypernode_members):
+                parent_of[member] = hypernode.name
+        chains: dict[NodeName, tuple[str, ...]] = {}
+        for node in self.nodes:
+            chain: list[str] = []
+            current = parent_of.get(node.name)
+            while current is not None:
+                chain.append(current)
+                current = parent_of.get(current)
+            chains[node.name] = tuple(chain)
+        return chains
+
+    def queue_ancestors(self, queue: QueueName) -> tuple[QueueName, ...]:
+        """The queue itself, then its parents up to (not including) root."""
+        chain: list[QueueName] = []
+        current: QueueName | None = queue
+        while current is not None and current != ROOT_QUEUE and current in self.queue_by_name:
+            chain.append(current)
+            current = self.queue_by_name[current].parent
+        return tuple(chain)
+
+    def task_of(self, pod: Pod) -> Task | None:
+        if pod.pod_group is None or pod.task is None:
+            return None
+        return self.pod_group_by_key[pod.pod_group].task_by_name[pod.task]
