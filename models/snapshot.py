@@ -67,6 +67,7 @@ CPU = "cpu"
 MEMORY = "memory"
 GPU = "gpu"
 GPU_MILLI_PER_DEVICE = 1000
+MAX_GPUS_PER_NODE = 1024
 ROOT_QUEUE = QueueName("root")
 DEFAULT_QUEUE = QueueName("default")
 
@@ -147,15 +148,17 @@ class Node(_Frozen):
     @classmethod
     def _default_gpus(cls, data: object) -> object:
         """A node that declares `gpu` allocatable but no devices gets devices 0..n-1."""
-        if isinstance(data, dict) and not data.get("gpus"):
-            gpu_milli = (data.get("allocatable") or {}).get(GPU, 0)
-            if isinstance(gpu_milli, int) and gpu_milli > 0:
+        if isinstance(data, dict) and not data.get("gpus") and isinstance(data.get("allocatable"), dict):
+            gpu_milli = data["allocatable"].get(GPU, 0)
+            if isinstance(gpu_milli, int) and 0 < gpu_milli <= MAX_GPUS_PER_NODE * GPU_MILLI_PER_DEVICE:
                 data = {**data, "gpus": [{"index": i} for i in range(gpu_milli // GPU_MILLI_PER_DEVICE)]}
         return data
 
     @model_validator(mode="after")
     def _gpus_match_allocatable(self) -> "Node":
         gpu_milli = self.allocatable.get(GPU, 0)
+        if gpu_milli > MAX_GPUS_PER_NODE * GPU_MILLI_PER_DEVICE:
+            raise ValueError(f"allocatable gpu {gpu_milli // GPU_MILLI_PER_DEVICE} is more than {MAX_GPUS_PER_NODE} devices")
         if gpu_milli % GPU_MILLI_PER_DEVICE:
             raise ValueError(f"allocatable gpu must be whole devices, got {gpu_milli} milli-GPU")
         if len(self.gpus) != gpu_milli // GPU_MILLI_PER_DEVICE:
@@ -177,7 +180,7 @@ class HyperNode(_Frozen):
     """A network domain (Volcano `topology.volcano.sh`): tier 1 = closest (leaf switch)."""
 
     name: str
-    tier: int = Field(ge=1)
+    tier: int = Field(ge=0)
     node_members: tuple[NodeName, ...] = ()
     hypernode_members: tuple[str, ...] = ()
 
@@ -334,9 +337,9 @@ class Snapshot(_Frozen):
     @classmethod
     def _add_default_queue(cls, data: object) -> object:
         """Volcano's `default` queue exists even when nobody declared it (weight 1)."""
-        if isinstance(data, dict):
+        if isinstance(data, dict) and isinstance(data.get("queues", ()), (list, tuple)):
             queues = list(data.get("queues") or ())
-            names = {q.name if isinstance(q, Queue) else (q or {}).get("name") for q in queues}
+            names = {q.name if isinstance(q, Queue) else q.get("name") if isinstance(q, dict) else None for q in queues}
             if DEFAULT_QUEUE not in names:
                 data = {**data, "queues": [*queues, {"name": DEFAULT_QUEUE}]}
         return data
@@ -428,7 +431,7 @@ class Snapshot(_Frozen):
                         f"requests {task.requests}"
                     )
             if pod.phase == "running":
-                node = nodes.get(pod.node)  # type: ignore[arg-type]
+                node = nodes.get(NodeName(pod.node or ""))
                 if node is None:
                     raise ValueError(f"running pod {pod.key} is on unknown node {pod.node!r}")
                 unknown = [i for i in pod.gpu_indices if i not in node.gpu_by_index]

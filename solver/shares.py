@@ -82,7 +82,9 @@ def water_fill(
     met = [False] * count
     for member in range(count):
         if fixed[member] is not None:
-            share = {name: fixed[member].get(name, 0) for name in names}  # type: ignore[union-attr]
+            # A resource the fixed share does not name is deserved up to what the queue asks.
+            named = fixed[member]
+            share = {name: named.get(name, cap(member, name)) for name in names}  # type: ignore[union-attr]
             capability = capabilities[member]
             if capability is not None:
                 share = {name: min(v, capability.get(name, v)) for name, v in share.items()}

@@ -3,13 +3,20 @@ selector and whose NoSchedule / NoExecute taints it tolerates.
 
 `eligible(node, task)` is the plain predicate every engine and the checker call.
 PreferNoSchedule taints never exclude a node (they are a preference, as in kube-scheduler).
+
+`check` judges each pod bound this cycle by that predicate. Worked example: a pod whose
+task selects `pool=infer` bound to a node labelled `pool=train` is one violation,
+"node selector mismatch"; running pods are not judged (a taint added under them is
+kubelet's business, not a placement's).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from models.snapshot import Node, Taint, Task, Toleration
+from models.snapshot import Node, Snapshot, Taint, Task, Toleration
+from solver.after import After
+from solver.violation import Violation
 
 NAME = "eligibility"
 
@@ -50,3 +57,33 @@ def ineligibility_reason(node: Node, task: Task) -> str | None:
 
 def eligible(node: Node, task: Task) -> bool:
     return ineligibility_reason(node, task) is None
+
+
+def _explain(node: Node, task: Task, reason: str) -> str:
+    if reason == REASON_UNSCHEDULABLE:
+        return "is cordoned (unschedulable)"
+    if reason == REASON_SELECTOR:
+        labels, selector = dict(sorted(node.labels.items())), dict(sorted(task.node_selector.items()))
+        return f"has labels {labels}, not the selector {selector}"
+    untolerated = [t for t in node.taints if not tolerates((t,), task.tolerations)]
+    names = ", ".join(f"{t.key}={t.value}:{t.effect}" for t in untolerated)
+    return f"has taint(s) {names} the pod does not tolerate"
+
+
+def check(snapshot: Snapshot, after: After) -> list[Violation]:
+    """Each pod bound this cycle goes to a node `eligible` for its task."""
+    violations: list[Violation] = []
+    for bound in after.bound:
+        reason = ineligibility_reason(bound.node, bound.task)
+        if reason is not None:
+            violations.append(
+                Violation(
+                    rule=NAME,
+                    subject=bound.pod.key,
+                    message=(
+                        f"pod {bound.pod.key} is bound to node {bound.node.name}, which "
+                        f"{_explain(bound.node, bound.task, reason)} ({reason})"
+                    ),
+                )
+            )
+    return violations

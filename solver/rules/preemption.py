@@ -11,6 +11,21 @@
 
 `victim_refusal` answers for one (preemptor, victim) pair; the checker adds the
 whole-placement parts (gang of victims, guarantee, deserved after the evictions).
+
+`check` judges every eviction of a running pod (malformed ones are `binding`'s):
+  - `victim_refusal` is None, with allocated and deserved per queue at the snapshot
+    (`solver.shares`), and the victim's PodGroup is preemptable too;
+  - the PodGroup it is `for` exists and gets at least one bind in this placement;
+  - reclaim takes from a queue only while it is above its deserved share: after all
+    reclaim evictions from queue Q, some victim v of Q has allocated_after(Q) + v not
+    ≤ deserved(Q) — then the victims can be taken one by one, v last, each while Q is
+    still above its share (Volcano's proportion `Reclaimable` loop). allocated_after
+    counts Q's kept running and bound pods (its subtree), as Volcano's reclaim runs
+    after allocate and sees its allocations.
+    Example: Q deserves 4 GPUs and runs two 4-GPU pods; reclaiming one leaves 4 and
+    4 + 4 > 4 holds; reclaiming both leaves 0 and 0 + 4 ≤ 4, so the second was taken
+    from a queue already at its share: a violation.
+The gang of victims is rule 3's (`gang`), the guarantee rule 4's (`quota`).
 """
 
 from __future__ import annotations
@@ -18,7 +33,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from models.snapshot import Pod, PodGroup, Snapshot
+from models.snapshot import Pod, PodGroup, QueueName, Snapshot
+from solver.after import After, EvictedPod
+from solver.shares import deserved_shares, queue_allocated
+from solver.violation import Violation, describe_resources
 
 NAME = "preemption"
 
@@ -73,3 +91,57 @@ def victim_refusal(
     if queue_overused(allocated.get(preemptor.queue, {}), deserved.get(preemptor.queue, {})):
         return f"queue {preemptor.queue} already holds its deserved share"
     return None
+
+
+def _plus(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    return {name: a.get(name, 0) + b.get(name, 0) for name in set(a) | set(b)}
+
+
+def check(snapshot: Snapshot, after: After) -> list[Violation]:
+    violations: list[Violation] = []
+    if not after.evicted:
+        return violations
+    allocated = queue_allocated(snapshot)
+    deserved = deserved_shares(snapshot)
+
+    def report(subject: str, message: str) -> None:
+        violations.append(Violation(rule=NAME, subject=subject, message=message))
+
+    reclaimed: dict[QueueName, list[EvictedPod]] = {}
+    for evicted in after.evicted:
+        pod, eviction = evicted.pod, evicted.eviction
+        what = f"{eviction.reason} of pod {pod.key} for {eviction.for_}"
+        preemptor = snapshot.pod_group_by_key.get(eviction.for_)
+        if preemptor is None:
+            report(pod.key, f"{what}: pod group {eviction.for_} does not exist")
+            continue
+        if after.bound_count(preemptor.key) == 0:
+            report(pod.key, f"{what}: pod group {preemptor.key} gets no bind in this placement")
+        refusal = victim_refusal(
+            snapshot,
+            preemptor=preemptor,
+            victim=pod,
+            reason=eviction.reason,
+            allocated=allocated,
+            deserved=deserved,
+        )
+        if refusal is None and pod.pod_group is not None:
+            victim_group = snapshot.pod_group_by_key[pod.pod_group]
+            if not victim_group.preemptable:
+                refusal = f"its pod group {victim_group.key} is not preemptable"
+        if refusal is not None:
+            report(pod.key, f"{what} is not allowed: {refusal}")
+        elif eviction.reason == "reclaim" and pod.pod_group is not None:
+            queue = snapshot.pod_group_by_key[pod.pod_group].queue
+            reclaimed.setdefault(queue, []).append(evicted)
+
+    for queue, victims in sorted(reclaimed.items()):
+        left, share = after.queue_allocated_after[queue], deserved.get(queue, {})
+        if not any(above_deserved(_plus(left, v.pod.requests), share) for v in victims):
+            report(
+                queue,
+                f"queue {queue}: {len(victims)} reclaim eviction(s) leave it {describe_resources(left)}, "
+                f"and adding back any one victim keeps it within its deserved {describe_resources(share)}: "
+                "the last victim was taken from a queue no longer above its share",
+            )
+    return violations

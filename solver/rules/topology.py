@@ -2,6 +2,11 @@
 ≤ `highest_tier_allowed`. Volcano enforces hard mode only when a tier limit is set.
 
 A single node is a domain of its own (tier 0): a gang wholly on one node is always inside.
+
+`check`: a PodGroup with a hard tier limit and at least one bind this cycle has all its
+pods — kept running and bound — inside one such domain. Example: limit 1, pods on `n1`
+(leaf sw-a) and `n3` (leaf sw-b, both under spine tier 2) → no common HyperNode of
+tier ≤ 1, a violation. PodGroups with no bind are not judged (their pods do not move).
 """
 
 from __future__ import annotations
@@ -9,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from models.snapshot import NodeName, PodGroup, Snapshot
+from solver.after import After
+from solver.violation import Violation
 
 NAME = "topology"
 
@@ -39,3 +46,32 @@ def common_domain(snapshot: Snapshot, nodes: Iterable[NodeName], tier_limit: int
     if not common:
         return None
     return min(common, key=lambda name: snapshot.hypernode_by_name[name].tier)
+
+
+def check(snapshot: Snapshot, after: After) -> list[Violation]:
+    violations: list[Violation] = []
+    for group in snapshot.pod_groups:
+        limit = hard_tier_limit(group)
+        if limit is None or after.bound_count(group.key) == 0:
+            continue
+        nodes = [p.node for p in after.kept_of(group.key) if p.node is not None]
+        nodes += [b.node.name for b in after.bound_of(group.key)]
+        if common_domain(snapshot, nodes, limit) is None:
+            where = ", ".join(f"{node} in {_widest_domain(snapshot, node, limit)}" for node in sorted(set(nodes)))
+            violations.append(
+                Violation(
+                    rule=NAME,
+                    subject=group.key,
+                    message=(
+                        f"pod group {group.key} must stay within one HyperNode of tier <= {limit}, but its "
+                        f"pods on {len(set(nodes))} nodes share none ({where})"
+                    ),
+                )
+            )
+    return violations
+
+
+def _widest_domain(snapshot: Snapshot, node: NodeName, tier_limit: int) -> str:
+    """For messages: the largest HyperNode within the limit holding `node`, or "no HyperNode"."""
+    domains = domains_within(snapshot, node, tier_limit)
+    return domains[-1] if domains else "no HyperNode"

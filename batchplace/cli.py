@@ -1,0 +1,135 @@
+"""The `batchplace` command: solve, snapshot, demo.
+
+Every command reads input through `models.loaders`, solves through `solver.place`, and
+prints. Input errors (`SnapshotError`, unreadable files) print one line naming file,
+document, object and field, and exit with status 2 — never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from batchplace.demo import run_demo
+from batchplace.render import decision_tables
+from models.errors import SnapshotError
+from models.loaders import LoadResult, load_snapshot_files, snapshot_to_json
+from solver.place import ENGINES, SolveConfig, place
+
+__all__ = ["app", "main"]
+
+EXIT_INPUT_ERROR = 2
+DEFAULT_SCHEDULER_NAMES = ("batchplace", "volcano")
+
+app = typer.Typer(
+    name="batchplace",
+    help=(
+        "Batch placement for Kubernetes GPU clusters: each scheduling cycle solved as one "
+        "optimization problem (gangs, queue quotas, fair shares, preemption, topology)."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+stdout = Console(soft_wrap=False)
+stderr = Console(stderr=True)
+log = logging.getLogger("batchplace")
+
+FilesArgument = Annotated[
+    list[Path],
+    typer.Argument(
+        help="Kubernetes YAML files (multi-document or `kind: List`): Nodes, Pods, Volcano Jobs, "
+        "PodGroups, Queues, HyperNodes, PriorityClasses. Use `-` for standard input.",
+        show_default=False,
+    ),
+]
+SchedulerNameOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--scheduler-name",
+        help="Pending pods with this spec.schedulerName are placed (repeatable). "
+        "Default: batchplace and volcano. Running pods of any scheduler always use capacity.",
+    ),
+]
+
+
+def _load(files: list[Path], scheduler_names: list[str] | None) -> LoadResult:
+    names = tuple(scheduler_names) if scheduler_names else DEFAULT_SCHEDULER_NAMES
+    try:
+        result = load_snapshot_files(files, scheduler_names=names)
+    except SnapshotError as error:
+        stderr.print(f"[red]error:[/red] {error}", markup=True, highlight=False)
+        raise typer.Exit(EXIT_INPUT_ERROR) from None
+    except OSError as error:
+        stderr.print(f"[red]error:[/red] {error.filename or ''}: {error.strerror}", highlight=False)
+        raise typer.Exit(EXIT_INPUT_ERROR) from None
+    for warning in result.warnings:
+        stderr.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+    return result
+
+
+@app.command()
+def solve(
+    files: FilesArgument,
+    engine: Annotated[
+        str,
+        typer.Option(help=f"Placement engine: {', '.join(ENGINES)}. auto = CP-SAT with greedy fallback."),
+    ] = "auto",
+    output: Annotated[str, typer.Option(help="table (for people) or json (the output contract).")] = "table",
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", min=0.01, max=3600, help="Solver time limit in seconds.")
+    ] = 5.0,
+    scheduler_name: SchedulerNameOption = None,
+) -> None:
+    """Place the pending pods of FILES and print binds, evictions and the reason for each pending PodGroup."""
+    if engine not in ENGINES:
+        stderr.print(f"[red]error:[/red] --engine: unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    if output not in ("table", "json"):
+        stderr.print(f"[red]error:[/red] --output: must be table or json, got {output!r}")
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    loaded = _load(files, scheduler_name)
+    decision = place(loaded.snapshot, SolveConfig(engine=engine, time_limit_s=time_limit))  # type: ignore[arg-type]
+    if output == "json":
+        sys.stdout.write(json.dumps(decision.to_contract(), indent=2) + "\n")
+    else:
+        stdout.print(decision_tables(decision))
+
+
+@app.command()
+def snapshot(files: FilesArgument, scheduler_name: SchedulerNameOption = None) -> None:
+    """Print the validated snapshot of FILES as JSON (the form the HTTP API takes)."""
+    loaded = _load(files, scheduler_name)
+    sys.stdout.write(snapshot_to_json(loaded.snapshot) + "\n")
+
+
+@app.command()
+def demo(
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict lines.")] = False,
+) -> None:
+    """Solve every seed example in examples/ (no cluster needed) and print expected vs got."""
+    results = run_demo()
+    for decision, verdict in results:
+        if not quiet:
+            stdout.rule(f"[bold]{verdict.scenario}")
+            stdout.print(decision_tables(decision))
+    stdout.rule("[bold]verdicts")
+    for _, verdict in results:
+        mark = "[green]OK  [/green]" if verdict.ok else "[red]FAIL[/red]"
+        stdout.print(f"{mark} {verdict.scenario}: expected {verdict.expected}; got {verdict.got}", highlight=False)
+    failed = sum(not verdict.ok for _, verdict in results)
+    if failed:
+        stdout.print(f"[red]{failed} of {len(results)} scenarios did not come out as expected[/red]")
+        raise typer.Exit(1)
+    stdout.print(f"[green]all {len(results)} scenarios came out as expected[/green]")
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
+    app()

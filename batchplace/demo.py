@@ -1,0 +1,105 @@
+"""`batchplace demo`: solve every seed example and say, per example, expected vs got.
+
+Input: the YAML files in `examples/` (Volcano's quick-start manifests as written, with
+`schedulerName: volcano`). Output: for each, the placement table and a one-line verdict.
+The expectations live here, next to the code that checks them, so the demo is also a
+smoke test: `run_demo()` returns the verdicts and the test suite asserts all hold.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from models.loaders import load_snapshot_files
+from models.placement import Decision
+from models.snapshot import Snapshot
+from solver.place import SolveConfig, place
+
+__all__ = ["EXAMPLES_DIR", "Scenario", "Verdict", "SCENARIOS", "run_scenario", "run_demo"]
+
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    scenario: str
+    expected: str
+    got: str
+    ok: bool
+
+
+@dataclass(frozen=True)
+class Scenario:
+    file: str
+    expected: str
+    judge: Callable[[Snapshot, Decision], tuple[bool, str]]
+
+
+def _state(decision: Decision, name: str) -> str:
+    for outcome in decision.podgroups:
+        if outcome.name == name:
+            return outcome.state
+    return "absent"
+
+
+def _hello(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
+    state = _state(decision, "default/hello-volcano-job")
+    return state == "scheduled", f"hello-volcano-job {state}, {len(decision.placement.binds)} bind(s)"
+
+
+def _queue_weights(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
+    scheduled = Counter(o.queue for o in decision.podgroups if o.state == "scheduled")
+    got = f"queue-a {scheduled['queue-a']} jobs, queue-b {scheduled['queue-b']} jobs"
+    return (scheduled["queue-a"], scheduled["queue-b"]) == (2, 4), got
+
+
+def _gang_20(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
+    outcome = next(o for o in decision.podgroups if o.min_member == 20)
+    reason = outcome.reasons[0] if outcome.reasons else "no reason"
+    ok = outcome.state == "pending" and outcome.placed == 0 and reason.startswith("gang:")
+    return ok, f"{outcome.name} {outcome.state}, {outcome.placed} placed: {reason}"
+
+
+def _gang_4(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
+    outcome = next(o for o in decision.podgroups if o.min_member == 4)
+    ok = outcome.state == "scheduled" and outcome.placed == 4
+    return ok, f"{outcome.name} {outcome.state}, {outcome.placed}/4 placed"
+
+
+def _workflow(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
+    tasks = Counter(snapshot.pod_by_key[b.pod].task for b in decision.placement.binds)
+    waiting = [r for o in decision.podgroups for r in o.reasons if r.startswith("dependency:")]
+    ok = tasks["task-a"] > 0 and tasks["task-b"] == 0
+    detail = f"; {waiting[0]}" if waiting else ""
+    return ok, f"task-a {tasks['task-a']} bound, task-b {tasks['task-b']} bound{detail}"
+
+
+def _topology(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
+    leaves = {snapshot.hypernode_chain[b.node][0] for b in decision.placement.binds if snapshot.hypernode_chain[b.node]}
+    gpus = sum(len(b.gpus) for b in decision.placement.binds)
+    ok = gpus == 16 and len(leaves) == 1
+    return ok, f"{gpus} GPUs bound on {len(decision.placement.binds)} pods in leaf {', '.join(sorted(leaves)) or '-'}"
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario("hello-volcano-job.yaml", "hello-volcano-job scheduled", _hello),
+    Scenario("queue-weights.yaml", "queue-a 2 jobs, queue-b 4 jobs (weights 1:2)", _queue_weights),
+    Scenario("gang-min-available-20.yaml", "gang of 20 pending with a gang reason, nothing bound", _gang_20),
+    Scenario("gang-min-available-4.yaml", "gang of 4 scheduled whole", _gang_4),
+    Scenario("workflow-job.yaml", "task-a bound, task-b waits for it", _workflow),
+    Scenario("gpu-topology.yaml", "16-GPU hard-topology gang inside one leaf", _topology),
+)
+
+
+def run_scenario(scenario: Scenario, *, config: SolveConfig) -> tuple[Decision, Verdict]:
+    loaded = load_snapshot_files([EXAMPLES_DIR / scenario.file])
+    decision = place(loaded.snapshot, config)
+    ok, got = scenario.judge(loaded.snapshot, decision)
+    return decision, Verdict(scenario.file, scenario.expected, got, ok)
+
+
+def run_demo(*, config: SolveConfig = SolveConfig()) -> list[tuple[Decision, Verdict]]:
+    return [run_scenario(scenario, config=config) for scenario in SCENARIOS]

@@ -1,0 +1,81 @@
+"""Human-readable tables of a `Decision` (the CLI's default output), drawn with rich.
+
+Input: a `Decision`. Output: rich renderables; the caller prints them. JSON output does
+not go through here — it is `Decision.to_contract()` as it is.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from models.placement import Decision
+from models.quantity import format_bytes, format_milli
+from models.snapshot import CPU, GPU, MEMORY
+
+__all__ = ["decision_tables", "format_resources"]
+
+
+def format_resources(resources: dict[str, int]) -> str:
+    """`{"cpu": 2500, "memory": 1073741824, "gpu": 8000}` → `"2.5 cpu, 1Gi, 8 gpu"`."""
+    parts = []
+    if resources.get(CPU):
+        parts.append(f"{format_milli(resources[CPU])} cpu")
+    if resources.get(MEMORY):
+        parts.append(format_bytes(resources[MEMORY]))
+    if resources.get(GPU):
+        parts.append(f"{format_milli(resources[GPU])} gpu")
+    return ", ".join(parts) or "-"
+
+
+def _summary(decision: Decision) -> Text:
+    line = f"engine {decision.engine} · status {decision.status} · {decision.solve_seconds * 1000:.1f} ms"
+    if decision.objective is not None:
+        line += f" · objective {decision.objective:g}"
+    if decision.bound is not None:
+        line += f" · bound {decision.bound:g}"
+    if decision.gap is not None:
+        line += f" · gap {decision.gap:.2%}"
+    binds, evictions = len(decision.placement.binds), len(decision.placement.evictions)
+    return Text(f"{line} · {binds} binds · {evictions} evictions", style="bold")
+
+
+def decision_tables(decision: Decision) -> Group:
+    """Summary line, then PodGroups, binds, evictions and queues as tables."""
+    groups = Table(title="PodGroups", title_justify="left")
+    for column in ("podgroup", "queue", "placed/min", "state", "reason"):
+        groups.add_column(column, overflow="fold")
+    for outcome in decision.podgroups:
+        style = "green" if outcome.state == "scheduled" else "yellow"
+        groups.add_row(
+            outcome.name,
+            outcome.queue,
+            f"{outcome.placed}/{outcome.min_member}",
+            Text(outcome.state, style=style),
+            "; ".join(outcome.reasons),
+        )
+
+    binds = Table(title="Binds", title_justify="left")
+    for column in ("pod", "node", "gpus"):
+        binds.add_column(column)
+    for bind in decision.placement.binds:
+        gpus = ",".join(map(str, bind.gpus)) if bind.gpus else "-"
+        binds.add_row(bind.pod, bind.node, gpus)
+
+    parts: list[Table | Text] = [_summary(decision), groups, binds]
+    if decision.placement.evictions:
+        evictions = Table(title="Evictions", title_justify="left")
+        for column in ("pod", "node", "reason", "for"):
+            evictions.add_column(column)
+        for eviction in decision.placement.evictions:
+            evictions.add_row(eviction.pod, eviction.node, eviction.reason, eviction.for_)
+        parts.append(evictions)
+
+    queues = Table(title="Queues", title_justify="left")
+    for column in ("queue", "allocated", "deserved"):
+        queues.add_column(column)
+    for share in decision.queues:
+        queues.add_row(share.name, format_resources(share.allocated), format_resources(share.deserved))
+    parts.append(queues)
+    return Group(*parts)

@@ -1,0 +1,227 @@
+"""Cross-document resolution: from the records of every document to one validated Snapshot.
+
+Input: an `Inventory` (what each document said, in input order) and the `Warnings` so far.
+Output: a `Snapshot`, or a `SnapshotError` naming the document(s) at fault.
+
+Order (each step needs the previous ones): expand vcjobs and add one-pod PodGroups →
+reject duplicate names, naming both documents → build Nodes (with GPUs and NUMA cells),
+resolve HyperNode selectors → join pods to PodGroups and tasks → give running pods their
+GPU devices → resolve priorities → validate the whole Snapshot.
+
+Priorities, as Kubernetes and Volcano resolve them: a pod's `spec.priority` when set
+(admission fills it in a live cluster), else its `priorityClassName`'s value, else the
+value of the PriorityClass with `globalDefault: true`, else 0. A PodGroup's comes from its
+`priorityClassName` the same way. A class that is not in the input counts as 0, with a
+warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from models.errors import FieldError, Location
+from models.snapshot import Node, Pod, PodGroup, Snapshot
+
+from .cluster_build import build_nodes, resolve_hypernodes
+from .cluster_objects import (
+    HyperNodeRecord,
+    NodeRecord,
+    NumaTopologyRecord,
+    PriorityClassRecord,
+    QueueRecord,
+)
+from .gpu_assignment import RunningGpuPod, assign_gpus
+from .grouping import Workload, add_one_pod_groups, expand_jobs, join_pods
+from .raw import Warnings, build_model, pydantic_message
+from .volcano_job import VcJobRecord
+from .workloads import PodGroupRecord, PodRecord
+
+__all__ = ["Inventory", "assemble"]
+
+
+@dataclass
+class Inventory:
+    """Every record read, per kind, in input order (PodGroups, pods and vcjobs together, so the
+    snapshot lists them in the order the input did)."""
+
+    nodes: list[NodeRecord] = field(default_factory=list)
+    numa_topologies: list[NumaTopologyRecord] = field(default_factory=list)
+    hypernodes: list[HyperNodeRecord] = field(default_factory=list)
+    queues: list[QueueRecord] = field(default_factory=list)
+    priority_classes: list[PriorityClassRecord] = field(default_factory=list)
+    workloads: list[PodGroupRecord | PodRecord | VcJobRecord] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    pod_count: int = 0  # pods read or expanded so far, checked against the snapshot's limit
+
+
+def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
+    workload = expand_jobs(inventory.workloads, warnings)
+    add_one_pod_groups(workload)
+    _reject_duplicates(inventory, workload)
+    priorities = _Priorities(inventory.priority_classes, warnings)
+    nodes = build_nodes(inventory.nodes, inventory.numa_topologies, warnings)
+    hypernodes = resolve_hypernodes(inventory.hypernodes, nodes, warnings)
+    join_pods(workload, nodes, warnings)
+    context = _PodContext(
+        workload=workload,
+        groups={group.key: group for group in workload.groups},
+        nodes={node.name: node for node in nodes},
+        gpus=_running_pod_gpus(workload.pods, nodes),
+        priorities=priorities,
+    )
+    snapshot_fields = {
+        "nodes": nodes,
+        "hypernodes": hypernodes,
+        "queues": [record.queue for record in inventory.queues],
+        "pod_groups": [_pod_group(group, workload, priorities) for group in workload.groups],
+        "pods": [_pod(pod, context) for pod in workload.pods],
+        "priority_classes": [record.priority_class for record in inventory.priority_classes],
+    }
+    try:
+        return Snapshot.model_validate(snapshot_fields)
+    except ValidationError as error:
+        path, message = pydantic_message(error)
+        single_source = inventory.sources[0] if len(set(inventory.sources)) == 1 else None
+        raise FieldError(message, location=Location(source=single_source), path=path) from None
+
+
+# ---- duplicates ----
+
+
+def _reject_duplicates(inventory: Inventory, workload: Workload) -> None:
+    """Two objects of one kind with one name: an error naming both documents."""
+    kinds: list[tuple[str, Iterable[tuple[str, Location]]]] = [
+        ("Node", ((r.name, r.location) for r in inventory.nodes)),
+        ("Numatopology", ((r.node_name, r.location) for r in inventory.numa_topologies)),
+        ("HyperNode", ((r.name, r.location) for r in inventory.hypernodes)),
+        ("Queue", ((r.queue.name, r.location) for r in inventory.queues)),
+        ("PriorityClass", ((r.priority_class.name, r.location) for r in inventory.priority_classes)),
+        ("Pod", ((r.key, r.location) for r in workload.pods)),
+        ("PodGroup", ((r.key, r.location) for r in workload.groups)),
+    ]
+    for kind, keyed in kinds:
+        first: dict[str, Location] = {}
+        for key, location in keyed:
+            if key in first:
+                message = f"duplicate {kind} {key!r}; the first is in {first[key] or 'the input'}"
+                raise FieldError(message, location=location)
+            first[key] = location
+
+
+# ---- priorities ----
+
+
+class _Priorities:
+    def __init__(self, classes: Sequence[PriorityClassRecord], warnings: Warnings) -> None:
+        self._values = {record.priority_class.name: record.priority_class.value for record in classes}
+        self._warnings = warnings
+        defaults = [record for record in classes if record.priority_class.global_default]
+        if len(defaults) > 1:
+            raise FieldError(
+                f"PriorityClass {defaults[0].priority_class.name!r} ({defaults[0].location}) is already "
+                "the global default; Kubernetes allows one",
+                location=defaults[1].location,
+                path=("globalDefault",),
+            )
+        self._default = defaults[0].priority_class.value if defaults else 0
+
+    def value(self, class_name: str | None, *, explicit: int | None, location: Location) -> int:
+        if explicit is not None:
+            return explicit
+        if class_name is None:
+            return self._default
+        if class_name not in self._values:
+            self._warnings.add(location, f"priorityClassName {class_name!r} is not in the input; priority 0")
+            return 0
+        return self._values[class_name]
+
+
+# ---- GPUs of running pods ----
+
+
+def _running_pod_gpus(pods: Sequence[PodRecord], nodes: Sequence[Node]) -> dict[str, tuple[int, ...]]:
+    by_node: dict[str, list[RunningGpuPod]] = {}
+    for pod in pods:
+        if pod.node is not None and (pod.template.requests.get("gpu", 0) or pod.gpu_indices is not None):
+            by_node.setdefault(pod.node, []).append(
+                RunningGpuPod(
+                    key=pod.key,
+                    gpu_milli=pod.template.requests.get("gpu", 0),
+                    annotated=pod.gpu_indices,
+                    location=pod.location,
+                    path=pod.path,
+                )
+            )
+    assigned: dict[str, tuple[int, ...]] = {}
+    for node in nodes:
+        assigned.update(assign_gpus(node, by_node.get(node.name, [])))
+    return assigned
+
+
+# ---- models ----
+
+
+def _pod_group(group: PodGroupRecord, workload: Workload, priorities: _Priorities) -> PodGroup:
+    return build_model(
+        PodGroup,
+        group.location,
+        namespace=group.namespace,
+        name=group.name,
+        queue=group.queue,
+        priority=priorities.value(group.priority_class, explicit=group.priority, location=group.location),
+        min_member=group.min_member,
+        min_resources=group.min_resources,
+        creation_time=group.creation_time,
+        preemptable=group.preemptable,
+        tasks=workload.tasks.get(group.key, ()),
+        network_topology=group.network_topology,
+    )
+
+
+@dataclass(frozen=True)
+class _PodContext:
+    workload: Workload
+    groups: Mapping[str, PodGroupRecord]
+    nodes: Mapping[str, Node]
+    gpus: Mapping[str, tuple[int, ...]]
+    priorities: _Priorities
+
+
+def _pod(pod: PodRecord, context: _PodContext) -> Pod:
+    membership = context.workload.membership.get(pod.key)
+    group = context.groups[membership[0]] if membership else None
+    preemptable = pod.template.preemptable
+    if preemptable is None:
+        preemptable = group.preemptable if group is not None else True
+    indices = context.gpus.get(pod.key, ())
+    priority = context.priorities.value(
+        pod.template.priority_class, explicit=pod.template.priority, location=pod.location
+    )
+    return build_model(
+        Pod,
+        pod.location,
+        namespace=pod.namespace,
+        name=pod.name,
+        phase="pending" if pod.pending else "running",
+        pod_group=membership[0] if membership else None,
+        task=membership[1] if membership else None,
+        requests=pod.template.requests,
+        node=pod.node,
+        gpu_indices=indices,
+        numa_cell=_numa_cell(pod, context.nodes, indices),
+        priority=priority,
+        preemptable=preemptable,
+        start_time=pod.start_time,
+    )
+
+
+def _numa_cell(pod: PodRecord, nodes: Mapping[str, Node], indices: tuple[int, ...]) -> int | None:
+    """A running single-numa-node pod holds the one cell its GPUs sit on."""
+    if pod.node is None or pod.template.numa_policy != "single-numa-node" or not indices:
+        return None
+    node = nodes[pod.node]
+    cells = {node.gpu_by_index[index].numa_cell for index in indices}
+    return cells.pop() if len(cells) == 1 else None

@@ -1,0 +1,211 @@
+"""Join pods to their PodGroups and tasks, as Volcano's controllers would see them.
+
+Input: PodGroup, vcjob and Pod records of every document. Output: for every PodGroup its
+tasks, and for every pod its PodGroup and task (or none, for running pods that only take
+capacity).
+
+Rules, in order:
+1. A vcjob is expanded into its PodGroup and pending pods, unless the input already holds
+   pods the job created (label or annotation `volcano.sh/job-name`): then the job is a
+   live one and its real PodGroup and pods are read instead (warning).
+2. A pending pod of batchplace without a PodGroup gets a one-pod PodGroup
+   `podgroup-<pod>` (queue from `scheduling.volcano.sh/queue-name`, min_member 1), as
+   Volcano's PodGroup controller makes for plain pods.
+3. A pending pod naming a PodGroup that is not in the input is skipped (warning); a running
+   one keeps taking capacity, outside any PodGroup (warning); a running pod on a node
+   that is not in the input is skipped (warning).
+4. Tasks of a plain PodGroup come from its pods: the task name is the pod's
+   `volcano.sh/task-spec` annotation, else its `batchplace.io/task` label or annotation,
+   else "main". Pods of one task must ask for the same (requests, node selector,
+   tolerations, NUMA policy) because the engines treat a task's replicas as
+   interchangeable; when they do not, the task is split into one task per distinct shape,
+   named `<task>-<hash>` with the first 6 hex digits of the shape's SHA-256 (stable whatever
+   the pod order or names), with a warning. Each task's min_available is the PodGroup's
+   `minTaskMember[task]` (0 when absent or when the task was split).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from models.snapshot import DEFAULT_QUEUE, Node, Task
+
+from .raw import Warnings, build_model
+from .volcano_job import VcJobRecord
+from .workloads import PodGroupRecord, PodRecord
+
+__all__ = ["Workload", "expand_jobs", "add_one_pod_groups", "join_pods"]
+
+DEFAULT_TASK = "main"
+ONE_POD_GROUP_PREFIX = "podgroup-"
+
+
+@dataclass
+class Workload:
+    """PodGroups with their tasks, pods with their group and task."""
+
+    groups: list[PodGroupRecord]
+    pods: list[PodRecord]
+    job_tasks: dict[str, tuple[Task, ...]] = field(default_factory=dict)  # group key → vcjob tasks
+    tasks: dict[str, tuple[Task, ...]] = field(default_factory=dict)  # group key → tasks
+    membership: dict[str, tuple[str, str] | None] = field(default_factory=dict)  # pod key → (group, task)
+
+
+def expand_jobs(records: Sequence[PodGroupRecord | PodRecord | VcJobRecord], warnings: Warnings) -> Workload:
+    """Rule 1, keeping input order: a vcjob's PodGroup and pods sit where the job did."""
+    live_jobs = {(r.namespace, r.job_name) for r in records if isinstance(r, PodRecord) and r.job_name}
+    workload = Workload(groups=[], pods=[])
+    for record in records:
+        if isinstance(record, PodGroupRecord):
+            workload.groups.append(record)
+        elif isinstance(record, PodRecord):
+            workload.pods.append(record)
+        elif (record.group.namespace, record.group.name) in live_jobs:
+            warnings.add(
+                record.group.location,
+                "the input holds pods this job created; they and their PodGroup are read instead of expanding the job",
+            )
+        else:
+            workload.groups.append(record.group)
+            workload.pods.extend(record.pods)
+            workload.job_tasks[record.group.key] = record.tasks
+    return workload
+
+
+def add_one_pod_groups(workload: Workload) -> None:
+    """Rule 2: a one-pod PodGroup for each pending pod that names none."""
+    pods = []
+    for pod in workload.pods:
+        if pod.pending and pod.group_name is None:
+            group_name = f"{ONE_POD_GROUP_PREFIX}{pod.name}"
+            workload.groups.append(
+                PodGroupRecord(
+                    namespace=pod.namespace,
+                    name=group_name,
+                    queue=pod.queue_name or DEFAULT_QUEUE,
+                    min_member=1,
+                    min_task_member={},
+                    min_resources=None,
+                    priority_class=pod.template.priority_class,
+                    creation_time=pod.creation_time or 0.0,
+                    preemptable=pod.template.preemptable is not False,
+                    network_topology=None,
+                    location=pod.location,
+                    priority=pod.template.priority,
+                )
+            )
+            pod = dataclasses.replace(pod, group_name=group_name)
+        pods.append(pod)
+    workload.pods = pods
+
+
+def join_pods(workload: Workload, nodes: Sequence[Node], warnings: Warnings) -> None:
+    """Rules 3 and 4: fill `workload.tasks` and `workload.membership`; drop pods that cannot stay."""
+    node_names = {node.name for node in nodes}
+    groups = {group.key: group for group in workload.groups}
+    members: dict[str, list[PodRecord]] = {key: [] for key in groups}
+    kept = []
+    for pod in workload.pods:
+        if not pod.pending and pod.node not in node_names:
+            warnings.add(pod.location, f"runs on node {pod.node!r}, which is not in the input; skipped")
+            continue
+        group_key = f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
+        if group_key is not None and group_key not in groups:
+            if pod.pending:
+                warnings.add(pod.location, f"names PodGroup {pod.group_name!r}, which is not in the input; skipped")
+                continue
+            warnings.add(
+                pod.location,
+                f"names PodGroup {pod.group_name!r}, which is not in the input; it only takes capacity",
+            )
+            group_key = None
+        kept.append(pod)
+        workload.membership[pod.key] = None
+        if group_key is not None:
+            members[group_key].append(pod)
+    dropped: set[str] = set()
+    for key, group in groups.items():
+        if key in workload.job_tasks:
+            dropped |= _join_job_tasks(workload, group, members[key], warnings)
+        else:
+            _derive_tasks(workload, group, members[key], warnings)
+    workload.pods = [pod for pod in kept if pod.key not in dropped]
+
+
+def _join_job_tasks(workload: Workload, group: PodGroupRecord, pods: list[PodRecord], warnings: Warnings) -> set[str]:
+    """Pods joining a vcjob's PodGroup must name one of its tasks; returns pending pods to drop."""
+    tasks = workload.job_tasks[group.key]
+    names = {task.name for task in tasks}
+    workload.tasks[group.key] = tasks
+    dropped = set()
+    for pod in pods:
+        task = pod.task_name or DEFAULT_TASK
+        if task in names:
+            workload.membership[pod.key] = (group.key, task)
+            continue
+        action = "skipped" if pod.pending else "it only takes capacity"
+        warnings.add(pod.location, f"names task {task!r}, which vcjob {group.key} does not have; {action}")
+        if pod.pending:
+            dropped.add(pod.key)
+    return dropped
+
+
+def _shape(pod: PodRecord) -> str:
+    """What makes pods interchangeable, as canonical JSON (it also names split tasks)."""
+    template = pod.template
+    return json.dumps(
+        {
+            "requests": template.requests,
+            "node_selector": template.node_selector,
+            "tolerations": [toleration.model_dump() for toleration in template.tolerations],
+            "numa_policy": template.numa_policy,
+        },
+        sort_keys=True,
+    )
+
+
+def _derive_tasks(workload: Workload, group: PodGroupRecord, pods: list[PodRecord], warnings: Warnings) -> None:
+    shapes_by_task: dict[str, dict[str, PodRecord]] = {}
+    for pod in pods:
+        shapes_by_task.setdefault(pod.task_name or DEFAULT_TASK, {}).setdefault(_shape(pod), pod)
+    tasks: list[Task] = []
+    task_of_shape: dict[tuple[str, str], str] = {}
+    for name, shapes in shapes_by_task.items():
+        split = len(shapes) > 1
+        for shape, example in shapes.items():
+            task_name = f"{name}-{hashlib.sha256(shape.encode()).hexdigest()[:6]}" if split else name
+            task_of_shape[(name, shape)] = task_name
+            min_available = 0 if split else group.min_task_member.get(name, 0)
+            tasks.append(_task_model(group, task_name, example, min_available))
+        if split:
+            warnings.add(
+                group.location,
+                f"pods of task {name!r} differ in requests, node selector, tolerations or NUMA policy; "
+                f"split into tasks {', '.join(task_of_shape[(name, shape)] for shape in shapes)}"
+                + (" (its minTaskMember is not applied)" if name in group.min_task_member else ""),
+            )
+    for name in group.min_task_member:
+        if name not in shapes_by_task:
+            warnings.add(group.location, f"minTaskMember names task {name!r}, which has no pods in the input; ignored")
+    for pod in pods:
+        task_name = task_of_shape[(pod.task_name or DEFAULT_TASK, _shape(pod))]
+        workload.membership[pod.key] = (group.key, task_name)
+    workload.tasks[group.key] = tuple(tasks)
+
+
+def _task_model(group: PodGroupRecord, name: str, example: PodRecord, min_available: int) -> Task:
+    template = example.template
+    return build_model(
+        Task,
+        group.location,
+        name=name,
+        min_available=min_available,
+        requests=template.requests,
+        node_selector=template.node_selector,
+        tolerations=template.tolerations,
+        numa_policy=template.numa_policy,
+    )

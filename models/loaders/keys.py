@@ -1,0 +1,44 @@
+"""The label and annotation keys the Kubernetes loader reads: batchplace's own contract,
+plus the Volcano / Kubernetes / scheduler-plugins keys it honours.
+
+batchplace's own keys (documented for users in the README):
+
+    batchplace.io/gpu-milli      resource  a pod's fraction of one GPU, 1-999 milli-GPU
+    batchplace.io/gpus           Pod       "0,1": device indices a running pod holds
+    batchplace.io/gpu-numa       Node      "0,0,0,0,1,1,1,1": NUMA cell of each GPU index
+    batchplace.io/numa-policy    Pod       none | best-effort | restricted | single-numa-node
+    batchplace.io/task           Pod       task name inside a plain PodGroup (label or annotation)
+
+Keys of other projects, read as they define them:
+
+    volcano.sh/preemptable                 Pod, PodGroup, vcjob: "false" = not preemptable
+    volcano.sh/task-spec                   Pod: the vcjob task it belongs to
+    volcano.sh/job-name                    Pod: the vcjob that created it
+    volcano.sh/numa-topology-policy        Pod: Volcano's name for the NUMA policy
+    scheduling.k8s.io/group-name           Pod: its Volcano PodGroup
+    scheduling.x-k8s.io/pod-group          Pod label: its scheduler-plugins PodGroup
+    scheduling.volcano.sh/queue-name       Pod without PodGroup: queue of its one-pod PodGroup
+    scheduling.x-k8s.io/queue              scheduler-plugins PodGroup: queue (label or annotation)
+    volcano.sh/queue-name                  scheduler-plugins PodGroup: queue (label or annotation)
+    nvidia.com/gpu.product                 Node label: GPU model
+"""
+
+from __future__ import annotations
+
+GPU_MILLI_RESOURCE = "batchplace.io/gpu-milli"
+GPUS_ANNOTATION = "batchplace.io/gpus"
+GPU_NUMA_ANNOTATION = "batchplace.io/gpu-numa"
+NUMA_POLICY_ANNOTATION = "batchplace.io/numa-policy"
+TASK_KEY = "batchplace.io/task"
+
+PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
+VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
+VOLCANO_JOB_NAME_KEY = "volcano.sh/job-name"
+VOLCANO_NUMA_POLICY_ANNOTATION = "volcano.sh/numa-topology-policy"
+VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+XK8S_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+POD_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+XK8S_QUEUE_KEYS = ("scheduling.x-k8s.io/queue", "volcano.sh/queue-name")
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+
+NVIDIA_GPU_RESOURCE = "nvidia.com/gpu"

@@ -1,0 +1,179 @@
+"""Kubernetes field types several kinds share: resource lists, a pod's effective requests,
+taints, tolerations.
+
+Input: `RawObject`s (`status.allocatable`, `spec.containers[]`, `spec.taints`, …).
+Output: `ResourceList`s in batchplace's base units and `Taint` / `Toleration` models.
+
+Resource names become batchplace's: `cpu` in millicores, `memory` and every other resource
+in its own integer unit (bytes, counts), `nvidia.com/gpu` devices times 1000 into `gpu`
+milli-GPUs, and `batchplace.io/gpu-milli` (a fraction of one device) added to `gpu` as it is.
+Worked example: a container asking `cpu: 500m, memory: 1Gi, nvidia.com/gpu: 2` becomes
+`{"cpu": 500, "memory": 1073741824, "gpu": 2000}`.
+
+Not promised: pod-level `spec.resources` (alpha in Kubernetes 1.32) and in-place resize
+status are not read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from models.quantity import QuantityError, to_base_units
+from models.snapshot import (
+    CPU,
+    GPU,
+    GPU_MILLI_PER_DEVICE,
+    ResourceList,
+    Taint,
+    Toleration,
+)
+
+from .keys import GPU_MILLI_RESOURCE, NVIDIA_GPU_RESOURCE
+from .raw import RawObject, describe
+
+__all__ = ["ResourceRole", "read_resources", "pod_requests", "read_taints", "read_tolerations", "add_resources"]
+
+ResourceRole = Literal["node", "request", "quota"]
+"""Where a resource list sits: node capacity, a container's request, or a queue's quota."""
+
+_SCALE = {CPU: 1000, NVIDIA_GPU_RESOURCE: GPU_MILLI_PER_DEVICE}
+_RENAME = {NVIDIA_GPU_RESOURCE: GPU}
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+_TAINT_EFFECTS: dict[str, TaintEffect] = {
+    "NoSchedule": "NoSchedule",
+    "PreferNoSchedule": "PreferNoSchedule",
+    "NoExecute": "NoExecute",
+}
+_OPERATORS: dict[str, Literal["Equal", "Exists"]] = {"Equal": "Equal", "Exists": "Exists"}
+
+
+def _quantity(obj: RawObject, name: str, value: object) -> int:
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise obj.error(name, f"expected a quantity such as 500m or 1Gi, got {describe(value)}")
+    try:
+        amount = to_base_units(value, scale=_SCALE.get(name, 1))
+    except QuantityError as error:
+        raise obj.error(name, str(error)) from None
+    if amount < 0:
+        raise obj.error(name, f"must be >= 0, got {value}")
+    return amount
+
+
+def read_resources(obj: RawObject, key: str, *, role: ResourceRole) -> ResourceList:
+    """The resource list under `key` in base units; absent reads as empty.
+
+    `batchplace.io/gpu-milli` is a per-pod request: on a node it is ignored (nodes count
+    whole devices), in a request it must be 1-999 and not mixed with `nvidia.com/gpu`.
+    """
+    resources: ResourceList = {}
+    entries = obj.entries(key)
+    mapping = obj.child(key)
+    names = {name for name, _ in entries}
+    for name, value in entries:
+        amount = _quantity(mapping, name, value)
+        if name == GPU_MILLI_RESOURCE:
+            if role == "node":
+                continue
+            if role == "request":
+                _check_gpu_fraction(mapping, amount, mixed=NVIDIA_GPU_RESOURCE in names)
+        target = _RENAME.get(name, GPU if name == GPU_MILLI_RESOURCE else name)
+        resources[target] = resources.get(target, 0) + amount
+    if role == "request":
+        resources = {name: amount for name, amount in resources.items() if amount}
+    return resources
+
+
+def _check_gpu_fraction(mapping: RawObject, gpu_milli: int, *, mixed: bool) -> None:
+    if mixed:
+        raise mapping.error(
+            GPU_MILLI_RESOURCE, f"ask for whole GPUs ({NVIDIA_GPU_RESOURCE}) or a fraction of one, not both"
+        )
+    if not 0 < gpu_milli < GPU_MILLI_PER_DEVICE:
+        raise mapping.error(GPU_MILLI_RESOURCE, f"must be 1-999 milli-GPU (part of one device), got {gpu_milli}")
+
+
+def add_resources(*lists: Mapping[str, int]) -> ResourceList:
+    total: ResourceList = {}
+    for resources in lists:
+        for name, amount in resources.items():
+            total[name] = total.get(name, 0) + amount
+    return total
+
+
+def _max_resources(left: Mapping[str, int], right: Mapping[str, int]) -> ResourceList:
+    return {name: max(left.get(name, 0), right.get(name, 0)) for name in {*left, *right}}
+
+
+def _container_requests(container: RawObject) -> ResourceList:
+    """Requests, with a limit standing in for each request left out (Kubernetes' defaulting)."""
+    resources = container.child("resources")
+    requests = read_resources(resources, "requests", role="request")
+    limits = read_resources(resources, "limits", role="request")
+    return {**limits, **requests}
+
+
+def _sorted(resources: Mapping[str, int]) -> ResourceList:
+    return {name: resources[name] for name in sorted(resources) if resources[name]}
+
+
+def pod_requests(spec: RawObject) -> ResourceList:
+    """What the scheduler reserves for a pod: Kubernetes' effective request rule.
+
+    Sum of the app containers (plus restartable "sidecar" init containers, which keep
+    running), at least the largest one-off init container (plus the sidecars started
+    before it), plus `spec.overhead`. Example: containers of 1 and 2 CPU, an init container
+    of 4 CPU → 4 CPU; the same with the init container at 2 CPU → 3 CPU.
+    """
+    app = add_resources(*(_container_requests(c) for c in spec.children("containers")))
+    sidecars: ResourceList = {}
+    init_peak: ResourceList = {}
+    for init in spec.children("initContainers"):
+        requests = _container_requests(init)
+        if init.optional_string("restartPolicy") == "Always":
+            app = add_resources(app, requests)
+            sidecars = add_resources(sidecars, requests)
+            running = sidecars
+        else:
+            running = add_resources(requests, sidecars)
+        init_peak = _max_resources(init_peak, running)
+    effective = _max_resources(app, init_peak)
+    return _sorted(add_resources(effective, read_resources(spec, "overhead", role="request")))
+
+
+def _effect(obj: RawObject, text: str) -> TaintEffect:
+    effect = _TAINT_EFFECTS.get(text)
+    if effect is None:
+        raise obj.error("effect", f"must be one of {', '.join(_TAINT_EFFECTS)}, got {text!r}")
+    return effect
+
+
+def read_taints(spec: RawObject) -> tuple[Taint, ...]:
+    taints = []
+    for taint in spec.children("taints"):
+        effect = _effect(taint, taint.required_string("effect"))
+        taints.append(Taint(key=taint.required_string("key"), value=taint.string("value", ""), effect=effect))
+    return tuple(taints)
+
+
+def read_tolerations(spec: RawObject) -> tuple[Toleration, ...]:
+    """`tolerationSeconds` is not read: batchplace places, it does not evict on taints."""
+    tolerations = []
+    for toleration in spec.children("tolerations"):
+        operator_text = toleration.string("operator", "Equal")
+        operator = _OPERATORS.get(operator_text)
+        if operator is None:
+            raise toleration.error("operator", f"must be Equal or Exists, got {operator_text!r}")
+        key = toleration.optional_string("key")
+        if key is None and operator != "Exists":
+            raise toleration.error("operator", "must be Exists when key is empty")
+        effect_text = toleration.optional_string("effect")
+        tolerations.append(
+            Toleration(
+                key=key,
+                operator=operator,
+                value=toleration.string("value", ""),
+                effect=None if effect_text is None else _effect(toleration, effect_text),
+            )
+        )
+    return tuple(tolerations)

@@ -1,0 +1,314 @@
+"""Load a Snapshot from Kubernetes YAML: the manifests people write, or `kubectl get -o yaml`.
+
+Input: files, YAML text, or already-parsed documents as `(source, 1-based number, object)`
+(what the HTTP service will hand over). Each document is one object or a `List` / `*List`
+with `items` (items without `kind` take it from the list: a `PodList`'s items are Pods).
+Output: a `LoadResult` — the validated `Snapshot` plus warnings, one line each, such as
+`cluster.yaml: document 4 (ConfigMap default/x): kind v1/ConfigMap is not used; skipped`.
+
+Kinds read (the API version within a group is not checked; what each reads is in the
+reader's module docstring):
+
+    v1 Node, v1 Pod                           cluster_objects, workloads
+    scheduling.k8s.io PriorityClass           cluster_objects
+    scheduling.volcano.sh Queue, PodGroup     cluster_objects, workloads
+    scheduling.x-k8s.io PodGroup              workloads
+    batch.volcano.sh Job (vcjob)              volcano_job
+    topology.volcano.sh HyperNode             cluster_objects
+    nodeinfo.volcano.sh Numatopology          cluster_objects
+
+Every other kind is skipped with one warning. Errors (all `SnapshotError`, see
+`models.errors`): `InputFormatError` when text is not YAML or a document is not a
+Kubernetes object, `FieldError` when a field's value is wrong; both say file, document,
+object and field path. It does not read from a cluster: that is the controller's job.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from models.errors import InputFormatError, Location
+from models.snapshot import Snapshot, SnapshotLimits
+
+from .assemble import Inventory, assemble
+from .cluster_objects import (
+    read_hypernode,
+    read_node,
+    read_numatopology,
+    read_priority_class,
+    read_queue,
+)
+from .raw import (
+    DEFAULT_NAMESPACE,
+    Metadata,
+    RawObject,
+    Warnings,
+    describe,
+    read_metadata,
+)
+from .volcano_job import read_volcano_job
+from .workloads import read_pod, read_volcano_pod_group, read_xk8s_pod_group
+
+__all__ = [
+    "DEFAULT_SCHEDULER_NAMES",
+    "Document",
+    "LoadResult",
+    "load_snapshot_files",
+    "load_snapshot_documents",
+    "load_snapshot_yaml_text",
+    "parse_yaml_documents",
+]
+
+DEFAULT_SCHEDULER_NAMES: tuple[str, ...] = ("batchplace", "volcano")
+STDIN_SOURCE = "<stdin>"
+_MAX_PODS = SnapshotLimits().max_pods
+Document = tuple[str, int, object]
+"""(source name, 1-based document number, the parsed object)."""
+
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_CLUSTER_SCOPED = frozenset(
+    {
+        "Node",
+        "Namespace",
+        "PriorityClass",
+        "Queue",
+        "HyperNode",
+        "Numatopology",
+        "PersistentVolume",
+        "StorageClass",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "RuntimeClass",
+        "IngressClass",
+    }
+)
+
+
+_AFFINITY_NOT_READ = (
+    "affinity and topologySpreadConstraints are not read; only nodeSelector and tolerations constrain placement"
+)
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    snapshot: Snapshot
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Context:
+    inventory: Inventory
+    warnings: Warnings
+    scheduler_names: frozenset[str]
+
+
+# ---- public API ----
+
+
+def load_snapshot_files(
+    paths: Sequence[str | Path], *, scheduler_names: Collection[str] = DEFAULT_SCHEDULER_NAMES
+) -> LoadResult:
+    """Read YAML files (multi-document) into one Snapshot; `-` reads standard input (named
+    `<stdin>` in messages). A file that cannot be read is an `InputFormatError` naming it."""
+    documents: list[Document] = []
+    for path in paths:
+        source = STDIN_SOURCE if str(path) == "-" else str(path)
+        try:
+            text = sys.stdin.read() if source == STDIN_SOURCE else Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise InputFormatError(f"cannot read the file: {error}", location=Location(source)) from None
+        documents += parse_yaml_documents(text, source=source)
+    return load_snapshot_documents(documents, scheduler_names=scheduler_names)
+
+
+def load_snapshot_yaml_text(
+    text: str, *, source: str = "<input>", scheduler_names: Collection[str] = DEFAULT_SCHEDULER_NAMES
+) -> LoadResult:
+    return load_snapshot_documents(parse_yaml_documents(text, source=source), scheduler_names=scheduler_names)
+
+
+def load_snapshot_documents(
+    documents: Sequence[Document], *, scheduler_names: Collection[str] = DEFAULT_SCHEDULER_NAMES
+) -> LoadResult:
+    context = _Context(Inventory(), Warnings(), frozenset(scheduler_names))
+    for source, number, document in documents:
+        context.inventory.sources.append(source)
+        for obj in _objects(source, number, document):
+            _read_object(obj, context)
+    snapshot = assemble(context.inventory, context.warnings)
+    return LoadResult(snapshot=snapshot, warnings=context.warnings.lines)
+
+
+def parse_yaml_documents(text: str, *, source: str) -> list[Document]:
+    """Parse multi-document YAML; empty documents (a trailing `---`) are dropped but counted."""
+    documents: list[Document] = []
+    number = 0
+    try:
+        for number, document in enumerate(yaml.load_all(text, Loader=_SafeLoader), start=1):
+            if document is not None:
+                documents.append((source, number, document))
+    except yaml.YAMLError as error:
+        message = f"not valid YAML: {_yaml_problem(error)}"
+        raise InputFormatError(message, location=Location(source, number + 1)) from None
+    except RecursionError:
+        raise InputFormatError("YAML nested too deeply", location=Location(source, number + 1)) from None
+    return documents
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    mark = getattr(error, "problem_mark", None)
+    if mark is None:
+        return str(problem)
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
+
+
+# ---- documents to objects ----
+
+
+def _object_location(source: str, number: int, obj: Mapping[object, object]) -> Location:
+    """`Location(source, number, "Kind ns/name")`, as far as the object says it."""
+    kind = obj.get("kind")
+    kind_text = kind if isinstance(kind, str) and kind else None
+    metadata = obj.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    if not isinstance(name, str) or not name:
+        return Location(source, number, kind_text)
+    if kind_text is None:
+        return Location(source, number, name)
+    if kind_text in _CLUSTER_SCOPED:
+        return Location(source, number, f"{kind_text} {name}")
+    namespace = metadata.get("namespace") if isinstance(metadata, Mapping) else None
+    namespace_text = namespace if isinstance(namespace, str) and namespace else DEFAULT_NAMESPACE
+    return Location(source, number, f"{kind_text} {namespace_text}/{name}")
+
+
+def _objects(source: str, number: int, document: object) -> Iterator[RawObject]:
+    """The Kubernetes objects in one document: itself, or the items of a List."""
+    location = Location(source, number)
+    if not isinstance(document, Mapping):
+        raise InputFormatError(
+            f"expected a Kubernetes object (a mapping with apiVersion, kind, metadata), got {describe(document)}",
+            location=location,
+        )
+    kind = document.get("kind")
+    if not (isinstance(kind, str) and kind.endswith("List") and "items" in document):
+        yield _checked(document, _object_location(source, number, document), ())
+        return
+    items = document.get("items") or []
+    if not isinstance(items, list):
+        raise InputFormatError(f"items: expected a list, got {describe(items)}", location=location)
+    item_kind = kind.removesuffix("List")
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise InputFormatError(
+                f"expected a Kubernetes object, got {describe(item)}", location=location, path=("items", index)
+            )
+        if item_kind and "kind" not in item:
+            item = {"kind": item_kind, "apiVersion": document.get("apiVersion"), **item}
+        yield _checked(item, _object_location(source, number, item), ("items", index))
+
+
+def _checked(obj: Mapping[object, object], location: Location, path: tuple[str | int, ...]) -> RawObject:
+    for key in ("apiVersion", "kind"):
+        value = obj.get(key)
+        if not isinstance(value, str) or not value:
+            hint = ""
+            if any(name in obj for name in ("nodes", "pod_groups", "pods")):
+                hint = " (this looks like a snapshot in JSON form: load it with load_snapshot_json)"
+            raise InputFormatError(
+                f"not a Kubernetes object: {key} is missing or not a string{hint}", location=location, path=path
+            )
+    if not all(isinstance(key, str) for key in obj):
+        raise InputFormatError("not a Kubernetes object: a key is not a string", location=location, path=path)
+    return RawObject({str(key): value for key, value in obj.items()}, location, path)
+
+
+# ---- dispatch ----
+
+
+def _read_object(obj: RawObject, context: _Context) -> None:
+    api_version = str(obj.raw("apiVersion"))
+    kind = str(obj.raw("kind"))
+    group = api_version.rpartition("/")[0]
+    reader = _READERS.get((group, kind))
+    if reader is None:
+        context.warnings.add(obj.location, f"kind {api_version}/{kind} is not used; skipped")
+        return
+    reader(obj, read_metadata(obj), context)
+
+
+def _node(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    context.inventory.nodes.append(read_node(obj, meta))
+
+
+def _numatopology(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    context.inventory.numa_topologies.append(read_numatopology(obj, meta))
+
+
+def _hypernode(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    context.inventory.hypernodes.append(read_hypernode(obj, meta))
+
+
+def _queue(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    record = read_queue(obj, meta)
+    if record is not None:
+        context.inventory.queues.append(record)
+
+
+def _priority_class(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    context.inventory.priority_classes.append(read_priority_class(obj, meta))
+
+
+def _volcano_pod_group(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    context.inventory.workloads.append(read_volcano_pod_group(obj, meta))
+
+
+def _xk8s_pod_group(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    context.inventory.workloads.append(read_xk8s_pod_group(obj, meta))
+
+
+def _pod(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    record = read_pod(obj, meta, scheduler_names=context.scheduler_names)
+    if record is None:
+        return
+    if record.pending and record.template.uses_affinity:
+        context.warnings.add(obj.location, _AFFINITY_NOT_READ)
+    _count_pods(obj, 1, context)
+    context.inventory.workloads.append(record)
+
+
+def _volcano_job(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    record = read_volcano_job(obj, meta, scheduler_names=context.scheduler_names, warnings=context.warnings)
+    if record is None:
+        return
+    if any(pod.template.uses_affinity for pod in record.pods):
+        context.warnings.add(obj.location, _AFFINITY_NOT_READ)
+    _count_pods(obj, len(record.pods), context)
+    context.inventory.workloads.append(record)
+
+
+def _count_pods(obj: RawObject, count: int, context: _Context) -> None:
+    """Stop early, before memory runs out, when the input holds more pods than a snapshot may."""
+    context.inventory.pod_count += count
+    if context.inventory.pod_count > _MAX_PODS:
+        raise obj.error(None, f"the input holds more than {_MAX_PODS} pods, the snapshot's limit")
+
+
+_READERS: dict[tuple[str, str], Callable[[RawObject, Metadata, _Context], None]] = {
+    ("", "Node"): _node,
+    ("", "Pod"): _pod,
+    ("scheduling.k8s.io", "PriorityClass"): _priority_class,
+    ("scheduling.volcano.sh", "Queue"): _queue,
+    ("scheduling.volcano.sh", "PodGroup"): _volcano_pod_group,
+    ("scheduling.x-k8s.io", "PodGroup"): _xk8s_pod_group,
+    ("batch.volcano.sh", "Job"): _volcano_job,
+    ("topology.volcano.sh", "HyperNode"): _hypernode,
+    ("nodeinfo.volcano.sh", "Numatopology"): _numatopology,
+}

@@ -1,0 +1,208 @@
+"""Expand a Volcano Job (`batch.volcano.sh` vcjob) the way Volcano's admission webhook and
+job controller would: into one PodGroup and its pending pods.
+
+Input: one vcjob `RawObject`. Output: a `VcJobRecord` — a `PodGroupRecord` named as the job,
+its `Task`s, and one pending `PodRecord` per replica, named `<job>-<task>-<index>`.
+
+Defaults, as Volcano's webhook applies them (`pkg/webhooks/admission/jobs/mutate`):
+- a task's `minAvailable` is its `replicas`; an unnamed task is `default<index>`;
+- the job's `minAvailable`, when absent or 0, is the sum of its tasks' `minAvailable`;
+- `queue` is "default", `schedulerName` "volcano"; a pod template without a
+  `schedulerName` or `priorityClassName` takes the job's (as the job controller does).
+Checks, as Volcano's validating webhook makes them: at least one task, `replicas` >= 0,
+0 <= task `minAvailable` <= `replicas`, unique task names, job `minAvailable` <= total
+replicas, `dependsOn.name` naming tasks of the job.
+
+A job is batchplace's when every task's effective scheduler is in `scheduler_names`; a job
+of another scheduler is skipped silently, one whose tasks disagree is skipped with a warning.
+Not read: `policies`, `plugins`, `maxRetry`, `minSuccess`, volumes; `min_resources` is left
+unset (the engines derive a gang's needs from its tasks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from models.snapshot import DEFAULT_QUEUE, SnapshotLimits, Task
+
+from .raw import Metadata, RawObject, Warnings, build_model
+from .workloads import (
+    NumaPolicy,
+    PodGroupRecord,
+    PodRecord,
+    PodTemplate,
+    parse_numa_policy,
+    read_network_topology,
+    read_pod_template,
+    read_preemptable,
+)
+
+__all__ = ["VcJobRecord", "read_volcano_job", "DEFAULT_JOB_SCHEDULER"]
+
+DEFAULT_JOB_SCHEDULER = "volcano"
+DEFAULT_TASK_PREFIX = "default"
+MAX_PODS = SnapshotLimits().max_pods
+
+
+@dataclass(frozen=True)
+class VcJobRecord:
+    group: PodGroupRecord
+    tasks: tuple[Task, ...]
+    pods: tuple[PodRecord, ...]
+
+
+@dataclass(frozen=True)
+class _TaskSpec:
+    name: str
+    replicas: int
+    min_available: int
+    template: PodTemplate
+    depends_on: tuple[str, ...]
+    obj: RawObject
+
+
+def read_volcano_job(
+    obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str], warnings: Warnings
+) -> VcJobRecord | None:
+    spec = obj.child("spec")
+    task_objs = spec.children("tasks")
+    if not task_objs:
+        raise spec.error("tasks", "a vcjob needs at least one task")
+    job_priority_class = spec.optional_string("priorityClassName")
+    tasks = [_read_task(task, index, meta, job_priority_class) for index, task in enumerate(task_objs)]
+    _check_task_names(tasks)
+    total_replicas = sum(task.replicas for task in tasks)
+    if total_replicas > MAX_PODS:
+        message = f"the tasks' replicas total {total_replicas}, more than a snapshot's {MAX_PODS} pods"
+        raise spec.error("tasks", message)
+    if not _is_ours(tasks, spec.string("schedulerName", DEFAULT_JOB_SCHEDULER), scheduler_names, obj, warnings):
+        return None
+    group = PodGroupRecord(
+        namespace=meta.namespace,
+        name=meta.name,
+        queue=spec.string("queue", DEFAULT_QUEUE),
+        min_member=_job_min_available(spec, tasks),
+        min_task_member={task.name: task.min_available for task in tasks},
+        min_resources=None,
+        priority_class=job_priority_class,
+        creation_time=meta.creation_time or 0.0,
+        preemptable=read_preemptable(obj, meta) is not False,
+        network_topology=read_network_topology(spec),
+        location=obj.location,
+    )
+    return VcJobRecord(
+        group=group,
+        tasks=tuple(_task_model(task) for task in tasks),
+        pods=tuple(pod for task in tasks for pod in _task_pods(task, meta)),
+    )
+
+
+def _read_task(task: RawObject, index: int, job_meta: Metadata, job_priority_class: str | None) -> _TaskSpec:
+    replicas = task.integer("replicas", 0, minimum=0)
+    min_available = task.optional_integer("minAvailable", minimum=0)
+    if min_available is not None and min_available > replicas:
+        raise task.error("minAvailable", f"must be <= replicas ({replicas}), got {min_available}")
+    template_obj = task.child("template")
+    template_meta = template_obj.child("metadata")
+    name = task.string("name", f"{DEFAULT_TASK_PREFIX}{index}")
+    pod_meta = Metadata(
+        name=name,
+        namespace=job_meta.namespace,
+        labels=template_meta.string_map("labels"),
+        annotations=template_meta.string_map("annotations"),
+        creation_time=job_meta.creation_time,
+    )
+    template = read_pod_template(template_obj, pod_meta, numa_fallback=_topology_policy(task))
+    if template.priority_class is None and job_priority_class is not None:
+        template = dataclasses.replace(template, priority_class=job_priority_class)
+    return _TaskSpec(
+        name=name,
+        replicas=replicas,
+        min_available=replicas if min_available is None else min_available,
+        template=template,
+        depends_on=task.child("dependsOn").string_list("name"),
+        obj=task,
+    )
+
+
+def _topology_policy(task: RawObject) -> NumaPolicy:
+    text = task.optional_string("topologyPolicy")
+    if text is None:
+        return "none"
+    return parse_numa_policy(text, task.location, (*task.path, "topologyPolicy"))
+
+
+def _check_task_names(tasks: list[_TaskSpec]) -> None:
+    first_index: dict[str, int] = {}
+    for index, task in enumerate(tasks):
+        if task.name in first_index:
+            raise task.obj.error("name", f"task name {task.name!r} repeats spec.tasks[{first_index[task.name]}]")
+        first_index[task.name] = index
+    for task in tasks:
+        for position, dependency in enumerate(task.depends_on):
+            if dependency not in first_index:
+                raise task.obj.child("dependsOn").error(
+                    "name", f"item {position}: {dependency!r} is not a task of this job"
+                )
+
+
+def _is_ours(
+    tasks: list[_TaskSpec], job_scheduler: str, scheduler_names: Collection[str], obj: RawObject, warnings: Warnings
+) -> bool:
+    schedulers = {task.template.scheduler_name or job_scheduler for task in tasks}
+    ours = {name for name in schedulers if name in scheduler_names}
+    if ours and ours != schedulers:
+        warnings.add(
+            obj.location,
+            f"tasks name different schedulers ({', '.join(sorted(schedulers))}); a gang cannot be split "
+            "between schedulers, so the job is skipped",
+        )
+        return False
+    return bool(ours)
+
+
+def _job_min_available(spec: RawObject, tasks: list[_TaskSpec]) -> int:
+    total_replicas = sum(task.replicas for task in tasks)
+    min_available = spec.integer("minAvailable", 0, minimum=0)
+    if min_available > total_replicas:
+        raise spec.error(
+            "minAvailable", f"must be <= the total replicas of its tasks ({total_replicas}), got {min_available}"
+        )
+    return min_available or sum(task.min_available for task in tasks)
+
+
+def _task_model(task: _TaskSpec) -> Task:
+    return build_model(
+        Task,
+        task.obj.location,
+        name=task.name,
+        min_available=task.min_available,
+        requests=task.template.requests,
+        node_selector=task.template.node_selector,
+        tolerations=task.template.tolerations,
+        depends_on=task.depends_on,
+        numa_policy=task.template.numa_policy,
+    )
+
+
+def _task_pods(task: _TaskSpec, job_meta: Metadata) -> list[PodRecord]:
+    return [
+        PodRecord(
+            namespace=job_meta.namespace,
+            name=f"{job_meta.name}-{task.name}-{index}",
+            template=task.template,
+            node=None,
+            group_name=job_meta.name,
+            task_name=task.name,
+            job_name=job_meta.name,
+            queue_name=None,
+            gpu_indices=None,
+            creation_time=job_meta.creation_time,
+            start_time=None,
+            location=task.obj.location,
+            path=(*task.obj.path, "template"),
+        )
+        for index in range(task.replicas)
+    ]

@@ -1,0 +1,298 @@
+"""Readers for the workload side: v1 Pod, Volcano PodGroup (`scheduling.volcano.sh`) and
+scheduler-plugins PodGroup (`scheduling.x-k8s.io`, as Kubeflow uses it).
+
+Input: one `RawObject` per object. Output: `PodRecord` / `PodGroupRecord`, not yet joined;
+`assemble` groups pods into their PodGroups and tasks.
+
+Which pods count (DESIGN.md, "Pod"): a pod with `spec.nodeName` is running and takes
+capacity whatever its scheduler; a pod without one is pending and is batchplace's only when
+its `spec.schedulerName` is one of `scheduler_names` (others are ignored, silently, as
+another scheduler's business). Pods in phase Succeeded or Failed are skipped.
+
+Not promised: node affinity, pod (anti-)affinity and topology spread constraints are not
+read; a pending pod that has them gets a warning saying so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Literal
+
+from models.errors import FieldError, Location, PathPart
+from models.snapshot import (
+    DEFAULT_QUEUE,
+    GPU,
+    GPU_MILLI_PER_DEVICE,
+    NetworkTopology,
+    ResourceList,
+    Toleration,
+)
+
+from .keys import (
+    GPUS_ANNOTATION,
+    NUMA_POLICY_ANNOTATION,
+    POD_QUEUE_ANNOTATION,
+    PREEMPTABLE_ANNOTATION,
+    TASK_KEY,
+    VOLCANO_GROUP_ANNOTATION,
+    VOLCANO_JOB_NAME_KEY,
+    VOLCANO_NUMA_POLICY_ANNOTATION,
+    VOLCANO_TASK_ANNOTATION,
+    XK8S_GROUP_LABEL,
+    XK8S_QUEUE_KEYS,
+)
+from .kube_fields import pod_requests, read_resources, read_tolerations
+from .raw import Metadata, RawObject
+
+__all__ = [
+    "NumaPolicy",
+    "PodTemplate",
+    "PodRecord",
+    "PodGroupRecord",
+    "read_pod_template",
+    "read_pod",
+    "read_volcano_pod_group",
+    "read_xk8s_pod_group",
+    "read_network_topology",
+    "read_numa_policy",
+    "parse_numa_policy",
+    "read_preemptable",
+    "GPUS_PATH",
+]
+
+NumaPolicy = Literal["none", "best-effort", "restricted", "single-numa-node"]
+_NUMA_POLICIES: dict[str, NumaPolicy] = {
+    "none": "none",
+    "best-effort": "best-effort",
+    "restricted": "restricted",
+    "single-numa-node": "single-numa-node",
+}
+_TRUE = ("1", "t", "T", "true", "TRUE", "True")  # Go's strconv.ParseBool, as Volcano reads it
+_FALSE = ("0", "f", "F", "false", "FALSE", "False")
+_FINISHED_PHASES = ("Succeeded", "Failed")
+GPUS_PATH: tuple[PathPart, ...] = ("metadata", "annotations", GPUS_ANNOTATION)
+
+
+def _annotation_path(obj: RawObject, key: str) -> tuple[PathPart, ...]:
+    return (*obj.path, "metadata", "annotations", key)
+
+
+def read_numa_policy(obj: RawObject, meta: Metadata, *, fallback: NumaPolicy = "none") -> NumaPolicy:
+    """`batchplace.io/numa-policy`, else Volcano's `volcano.sh/numa-topology-policy`, else
+    `fallback` (a vcjob task's `topologyPolicy`)."""
+    for key in (NUMA_POLICY_ANNOTATION, VOLCANO_NUMA_POLICY_ANNOTATION):
+        text = meta.annotations.get(key)
+        if text:
+            return parse_numa_policy(text, obj.location, _annotation_path(obj, key))
+    return fallback
+
+
+def parse_numa_policy(text: str, location: Location, path: tuple[PathPart, ...]) -> NumaPolicy:
+    policy = _NUMA_POLICIES.get(text)
+    if policy is None:
+        message = f"must be one of {', '.join(_NUMA_POLICIES)}, got {text!r}"
+        raise FieldError(message, location=location, path=path)
+    return policy
+
+
+def read_preemptable(obj: RawObject, meta: Metadata) -> bool | None:
+    """`volcano.sh/preemptable`: None when absent, so the PodGroup's value applies."""
+    text = meta.annotations.get(PREEMPTABLE_ANNOTATION)
+    if text is None:
+        return None
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    path = _annotation_path(obj, PREEMPTABLE_ANNOTATION)
+    raise FieldError(f"expected true or false, got {text!r}", location=obj.location, path=path)
+
+
+def read_network_topology(spec: RawObject) -> NetworkTopology | None:
+    """`spec.networkTopology`: mode hard (default) or soft, `highestTierAllowed` >= 1."""
+    if not spec.has("networkTopology"):
+        return None
+    topology = spec.child("networkTopology")
+    mode = topology.string("mode", "hard")
+    if mode not in ("hard", "soft"):
+        raise topology.error("mode", f"must be hard or soft, got {mode!r}")
+    return NetworkTopology(
+        mode="hard" if mode == "hard" else "soft",
+        highest_tier_allowed=topology.optional_integer("highestTierAllowed", minimum=1),
+    )
+
+
+# ---- pod templates and pods ----
+
+
+@dataclass(frozen=True)
+class PodTemplate:
+    """What a pod (or a vcjob task's template) asks of the scheduler."""
+
+    requests: ResourceList
+    node_selector: dict[str, str]
+    tolerations: tuple[Toleration, ...]
+    numa_policy: NumaPolicy
+    scheduler_name: str | None
+    priority: int | None
+    priority_class: str | None
+    preemptable: bool | None
+    uses_affinity: bool
+
+
+def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPolicy = "none") -> PodTemplate:
+    """`obj` holds `metadata` and `spec`: a Pod, or a vcjob task's `template`."""
+    spec = obj.child("spec")
+    requests = pod_requests(spec)
+    gpu_milli = requests.get(GPU, 0)
+    if gpu_milli > GPU_MILLI_PER_DEVICE and gpu_milli % GPU_MILLI_PER_DEVICE:
+        raise spec.error(
+            "containers",
+            f"the containers ask for {gpu_milli} milli-GPU in total: "
+            "whole GPUs, or a fraction (1-999) of one GPU, not both",
+        )
+    return PodTemplate(
+        requests=requests,
+        node_selector=spec.string_map("nodeSelector"),
+        tolerations=read_tolerations(spec),
+        numa_policy=read_numa_policy(obj, meta, fallback=numa_fallback),
+        scheduler_name=spec.optional_string("schedulerName"),
+        priority=spec.optional_integer("priority"),
+        priority_class=spec.optional_string("priorityClassName"),
+        preemptable=read_preemptable(obj, meta),
+        uses_affinity=spec.has("affinity") or bool(spec.children("topologySpreadConstraints")),
+    )
+
+
+@dataclass(frozen=True)
+class PodRecord:
+    """A pod as read, before it joins its PodGroup and task."""
+
+    namespace: str
+    name: str
+    template: PodTemplate
+    node: str | None
+    group_name: str | None
+    task_name: str | None
+    job_name: str | None
+    queue_name: str | None
+    gpu_indices: tuple[int, ...] | None
+    creation_time: float | None
+    start_time: float | None
+    location: Location
+    path: tuple[PathPart, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def pending(self) -> bool:
+        return self.node is None
+
+
+def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]) -> PodRecord | None:
+    """None for a finished pod, and for a pending pod another scheduler places."""
+    spec = obj.child("spec")
+    status = obj.child("status")
+    if status.optional_string("phase") in _FINISHED_PHASES:
+        return None
+    node = spec.optional_string("nodeName")
+    template = read_pod_template(obj, meta)
+    if node is None and (template.scheduler_name or "default-scheduler") not in scheduler_names:
+        return None
+    return PodRecord(
+        namespace=meta.namespace,
+        name=meta.name,
+        template=template,
+        node=node,
+        group_name=meta.tag(VOLCANO_GROUP_ANNOTATION) or meta.tag(XK8S_GROUP_LABEL),
+        task_name=meta.annotations.get(VOLCANO_TASK_ANNOTATION) or meta.tag(TASK_KEY),
+        job_name=meta.tag(VOLCANO_JOB_NAME_KEY),
+        queue_name=meta.annotations.get(POD_QUEUE_ANNOTATION),
+        gpu_indices=_gpu_indices(obj, meta),
+        creation_time=meta.creation_time,
+        start_time=status.timestamp("startTime"),
+        location=obj.location,
+        path=obj.path,
+    )
+
+
+def _gpu_indices(obj: RawObject, meta: Metadata) -> tuple[int, ...] | None:
+    """`batchplace.io/gpus: "0,1"` → `(0, 1)`; None when absent."""
+    text = meta.annotations.get(GPUS_ANNOTATION)
+    if text is None or not text.strip():
+        return None
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isdigit() for part in parts):
+        message = f"expected comma-separated GPU indices such as 0,1, got {text!r}"
+        raise FieldError(message, location=obj.location, path=(*obj.path, *GPUS_PATH))
+    indices = tuple(int(part) for part in parts)
+    if len(set(indices)) != len(indices):
+        raise FieldError(f"lists a GPU twice: {text!r}", location=obj.location, path=(*obj.path, *GPUS_PATH))
+    return indices
+
+
+# ---- PodGroups ----
+
+
+@dataclass(frozen=True)
+class PodGroupRecord:
+    """A PodGroup as read; its tasks come later, from its pods or from its vcjob."""
+
+    namespace: str
+    name: str
+    queue: str
+    min_member: int
+    min_task_member: dict[str, int]
+    min_resources: ResourceList | None
+    priority_class: str | None
+    creation_time: float
+    preemptable: bool
+    network_topology: NetworkTopology | None
+    location: Location
+    priority: int | None = None  # set for a one-pod PodGroup whose pod states `spec.priority`
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def read_volcano_pod_group(obj: RawObject, meta: Metadata) -> PodGroupRecord:
+    spec = obj.child("spec")
+    min_task_member = spec.child("minTaskMember")
+    return PodGroupRecord(
+        namespace=meta.namespace,
+        name=meta.name,
+        queue=spec.string("queue", DEFAULT_QUEUE),
+        min_member=spec.integer("minMember", 0, minimum=0),
+        min_task_member={
+            task: min_task_member.integer(task, 0, minimum=0) for task, _ in spec.entries("minTaskMember")
+        },
+        min_resources=read_resources(spec, "minResources", role="quota") if spec.has("minResources") else None,
+        priority_class=spec.optional_string("priorityClassName"),
+        creation_time=meta.creation_time or 0.0,
+        preemptable=read_preemptable(obj, meta) is not False,
+        network_topology=read_network_topology(spec),
+        location=obj.location,
+    )
+
+
+def read_xk8s_pod_group(obj: RawObject, meta: Metadata) -> PodGroupRecord:
+    """scheduler-plugins' PodGroup: no queue field, so a label or annotation names one."""
+    spec = obj.child("spec")
+    queue = next((value for key in XK8S_QUEUE_KEYS if (value := meta.tag(key))), DEFAULT_QUEUE)
+    return PodGroupRecord(
+        namespace=meta.namespace,
+        name=meta.name,
+        queue=queue,
+        min_member=spec.integer("minMember", 0, minimum=0),
+        min_task_member={},
+        min_resources=read_resources(spec, "minResources", role="quota") if spec.has("minResources") else None,
+        priority_class=None,
+        creation_time=meta.creation_time or 0.0,
+        preemptable=read_preemptable(obj, meta) is not False,
+        network_topology=None,
+        location=obj.location,
+    )

@@ -1,0 +1,246 @@
+"""The cluster as it would be after a placement: computed once, read by every rule's check.
+
+Input: a validated `Snapshot` and a `Placement` (from any engine). Output: a frozen
+`After` — the running pods that stay, the pods bound this cycle with their node, GPUs and
+NUMA cell, and the totals the rules compare with limits (per node, per GPU device, per
+queue, per PodGroup and task). `build_after` is pure; `After` is "write once, read many",
+like kube-scheduler's `CycleState`, and its mappings must not be mutated by readers.
+
+Only well-formed entries enter the state; the malformed ones are the `binding` rule's to
+report and every other rule judges the placement as if they were absent:
+  - a bind counts when its pod exists and is pending, its node exists, and it is the
+    pod's first bind in the placement;
+  - an eviction counts when its pod exists and is running (its first eviction).
+This keeps one mistake one violation: a pod bound twice is reported by `binding`, not
+also as a capacity overflow by its phantom second copy.
+
+How GPU devices fill (`milli_per_device`): a whole-GPU pod (a multiple of 1000) takes
+each device it holds entirely (1000); a fractional pod (1–999) puts its milli on the one
+device it holds; `Gpu.used_milli` — work the snapshot lists no pod for — comes on top.
+Worked example: device 4 with used_milli 100, a running 300-milli pod and a bound
+500-milli pod holds 100 + 300 + 500 = 900 of 1000.
+
+What it does not promise: that the placement is valid. It only adds up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from models.placement import Eviction, Placement
+from models.snapshot import (
+    GPU,
+    GPU_MILLI_PER_DEVICE,
+    Node,
+    NodeName,
+    Pod,
+    PodGroup,
+    PodGroupKey,
+    PodKey,
+    QueueName,
+    Snapshot,
+    Task,
+    gpu_devices,
+)
+
+__all__ = ["BoundPod", "EvictedPod", "After", "build_after", "milli_per_device"]
+
+
+def milli_per_device(gpu_milli: int) -> int:
+    """What a pod asking `gpu_milli` takes on each device it holds: 8000 → 1000, 500 → 500, 0 → 0."""
+    return GPU_MILLI_PER_DEVICE if gpu_devices(gpu_milli) > 0 else gpu_milli
+
+
+@dataclass(frozen=True)
+class BoundPod:
+    """A pending pod bound this cycle, with what its `Bind` says."""
+
+    pod: Pod
+    group: PodGroup
+    task: Task
+    node: Node
+    gpus: tuple[int, ...]
+    numa_cell: int | None
+
+    @property
+    def gpus_well_formed(self) -> bool:
+        """Distinct indices the node has; per-device rules judge only such binds."""
+        return len(set(self.gpus)) == len(self.gpus) and all(i in self.node.gpu_by_index for i in self.gpus)
+
+
+@dataclass(frozen=True)
+class EvictedPod:
+    """A running pod the placement evicts, with the eviction that says so."""
+
+    pod: Pod
+    eviction: Eviction
+
+
+@dataclass(frozen=True)
+class After:
+    """The state after `placement` is applied to the snapshot (see the module docstring).
+
+    Resource mappings are `{resource: amount}` in base units; a missing name is zero.
+    Queue totals include the queue's whole subtree, as `solver.shares.queue_allocated`.
+    """
+
+    placement: Placement
+    kept: tuple[Pod, ...]
+    """Running pods that stay (not evicted)."""
+    evicted: tuple[EvictedPod, ...]
+    bound: tuple[BoundPod, ...]
+    node_used: Mapping[NodeName, Mapping[str, int]]
+    """Requests of kept and bound pods per node (every node of the snapshot is a key)."""
+    node_bound: Mapping[NodeName, Mapping[str, int]]
+    """Requests of bound pods only, per node they landed on."""
+    gpu_used_milli: Mapping[NodeName, Mapping[int, int]]
+    """Per device: `used_milli` + kept pods + bound pods (every device is a key)."""
+    gpu_bound_milli: Mapping[NodeName, Mapping[int, int]]
+    """Per device that received a bind: milli added by binds."""
+    queue_allocated_before: Mapping[QueueName, Mapping[str, int]]
+    """Running pods at the snapshot, per queue with its subtree (every queue is a key)."""
+    queue_allocated_after: Mapping[QueueName, Mapping[str, int]]
+    """Kept + bound pods, per queue with its subtree (every queue is a key)."""
+    queue_bound: Mapping[QueueName, Mapping[str, int]]
+    """Bound pods only, per queue with its subtree (every queue is a key)."""
+    group_kept: Mapping[PodGroupKey, Mapping[str, int]]
+    """Kept running pods per PodGroup, per task name (every PodGroup is a key)."""
+    group_bound: Mapping[PodGroupKey, Mapping[str, int]]
+    """Bound pods per PodGroup, per task name (every PodGroup is a key)."""
+    group_evicted: Mapping[PodGroupKey, int]
+    """Evicted pods per PodGroup (every PodGroup is a key)."""
+    kept_by_group: Mapping[PodGroupKey, tuple[Pod, ...]]
+    """Kept running pods per PodGroup (every PodGroup is a key)."""
+    bound_by_group: Mapping[PodGroupKey, tuple[BoundPod, ...]]
+    """Bound pods per PodGroup (every PodGroup is a key)."""
+
+    def placed(self, group: PodGroupKey, task: str | None = None) -> int:
+        """Kept running + bound pods of `group` (of one `task` when given)."""
+        kept, bound = self.group_kept.get(group, {}), self.group_bound.get(group, {})
+        if task is not None:
+            return kept.get(task, 0) + bound.get(task, 0)
+        return sum(kept.values()) + sum(bound.values())
+
+    def kept_count(self, group: PodGroupKey) -> int:
+        return sum(self.group_kept.get(group, {}).values())
+
+    def bound_count(self, group: PodGroupKey) -> int:
+        return sum(self.group_bound.get(group, {}).values())
+
+    def bound_of(self, group: PodGroupKey) -> tuple[BoundPod, ...]:
+        return self.bound_by_group.get(group, ())
+
+    def kept_of(self, group: PodGroupKey) -> tuple[Pod, ...]:
+        return self.kept_by_group.get(group, ())
+
+
+def _add(total: dict[str, int], extra: Mapping[str, int]) -> None:
+    for name, amount in extra.items():
+        total[name] = total.get(name, 0) + amount
+
+
+def _queue_totals(snapshot: Snapshot, pods: Iterable[Pod]) -> dict[QueueName, dict[str, int]]:
+    """Requests of `pods` per queue, each pod counted in its queue and every ancestor."""
+    totals: dict[QueueName, dict[str, int]] = {q.name: {} for q in snapshot.queues}
+    for pod in pods:
+        if pod.pod_group is None:
+            continue
+        for queue in snapshot.queue_ancestors(snapshot.pod_group_by_key[pod.pod_group].queue):
+            _add(totals[queue], pod.requests)
+    return totals
+
+
+def _valid_evictions(snapshot: Snapshot, placement: Placement) -> tuple[EvictedPod, ...]:
+    evicted: dict[PodKey, EvictedPod] = {}
+    for eviction in placement.evictions:
+        pod = snapshot.pod_by_key.get(eviction.pod)
+        if pod is not None and pod.phase == "running" and pod.key not in evicted:
+            evicted[pod.key] = EvictedPod(pod=pod, eviction=eviction)
+    return tuple(evicted.values())
+
+
+def _valid_binds(snapshot: Snapshot, placement: Placement) -> tuple[BoundPod, ...]:
+    bound: dict[PodKey, BoundPod] = {}
+    for bind in placement.binds:
+        pod = snapshot.pod_by_key.get(bind.pod)
+        node = snapshot.node_by_name.get(bind.node)
+        if pod is None or node is None or pod.phase != "pending" or pod.key in bound:
+            continue
+        group = snapshot.pod_group_by_key[pod.pod_group]  # type: ignore[index]  # pending pods have one
+        bound[pod.key] = BoundPod(
+            pod=pod,
+            group=group,
+            task=group.task_by_name[pod.task],  # type: ignore[index]
+            node=node,
+            gpus=bind.gpus,
+            numa_cell=bind.numa_cell,
+        )
+    return tuple(bound.values())
+
+
+def build_after(snapshot: Snapshot, placement: Placement) -> After:
+    """Apply `placement` to `snapshot` on paper and add everything up."""
+    evicted = _valid_evictions(snapshot, placement)
+    evicted_keys = {e.pod.key for e in evicted}
+    running = tuple(p for p in snapshot.pods if p.phase == "running")
+    kept = tuple(p for p in running if p.key not in evicted_keys)
+    bound = _valid_binds(snapshot, placement)
+
+    node_used: dict[NodeName, dict[str, int]] = {n.name: {} for n in snapshot.nodes}
+    node_bound: dict[NodeName, dict[str, int]] = {}
+    gpu_used: dict[NodeName, dict[int, int]] = {n.name: {g.index: g.used_milli for g in n.gpus} for n in snapshot.nodes}
+    gpu_bound: dict[NodeName, dict[int, int]] = {}
+    for pod in kept:
+        node_name = pod.node  # running pods always have one
+        assert node_name is not None
+        _add(node_used[node_name], pod.requests)
+        for index in pod.gpu_indices:
+            gpu_used[node_name][index] += milli_per_device(pod.requests.get(GPU, 0))
+    for b in bound:
+        _add(node_used[b.node.name], b.pod.requests)
+        _add(node_bound.setdefault(b.node.name, {}), b.pod.requests)
+        if not b.gpus_well_formed:
+            continue  # `binding` reports it; counting unknown devices would invent capacity errors
+        milli = milli_per_device(b.pod.requests.get(GPU, 0))
+        for index in b.gpus:
+            gpu_used[b.node.name][index] += milli
+            devices = gpu_bound.setdefault(b.node.name, {})
+            devices[index] = devices.get(index, 0) + milli
+
+    group_kept: dict[PodGroupKey, dict[str, int]] = {g.key: {} for g in snapshot.pod_groups}
+    group_bound: dict[PodGroupKey, dict[str, int]] = {g.key: {} for g in snapshot.pod_groups}
+    group_evicted: dict[PodGroupKey, int] = {g.key: 0 for g in snapshot.pod_groups}
+    kept_by_group: dict[PodGroupKey, list[Pod]] = {g.key: [] for g in snapshot.pod_groups}
+    bound_by_group: dict[PodGroupKey, list[BoundPod]] = {g.key: [] for g in snapshot.pod_groups}
+    for pod in kept:
+        if pod.pod_group is not None:
+            task = pod.task or ""
+            group_kept[pod.pod_group][task] = group_kept[pod.pod_group].get(task, 0) + 1
+            kept_by_group[pod.pod_group].append(pod)
+    for b in bound:
+        counts = group_bound[b.group.key]
+        counts[b.task.name] = counts.get(b.task.name, 0) + 1
+        bound_by_group[b.group.key].append(b)
+    for e in evicted:
+        if e.pod.pod_group is not None:
+            group_evicted[e.pod.pod_group] += 1
+
+    return After(
+        placement=placement,
+        kept=kept,
+        evicted=evicted,
+        bound=bound,
+        node_used=node_used,
+        node_bound=node_bound,
+        gpu_used_milli=gpu_used,
+        gpu_bound_milli=gpu_bound,
+        queue_allocated_before=_queue_totals(snapshot, running),
+        queue_allocated_after=_queue_totals(snapshot, (*kept, *(b.pod for b in bound))),
+        queue_bound=_queue_totals(snapshot, (b.pod for b in bound)),
+        group_kept=group_kept,
+        group_bound=group_bound,
+        group_evicted=group_evicted,
+        kept_by_group={key: tuple(pods) for key, pods in kept_by_group.items()},
+        bound_by_group={key: tuple(pods) for key, pods in bound_by_group.items()},
+    )

@@ -1,0 +1,460 @@
+"""The greedy engine: fairness-ordered, gang-aware, topology-aware best fit, vectorized
+over nodes with numpy. Answers alone, as CP-SAT's fallback, and as its hint.
+
+Input: a `Snapshot` (and optionally its `Problem`, if the caller built one). Output: a
+`Decision` with engine "greedy" and status "GREEDY". It follows Volcano's actions:
+
+1. *allocate* — queues are served in fairness order, re-evaluated after every turn
+   (`proportion.go`'s QueueOrderFn): first queues whose next PodGroup still fits within
+   their deserved share, then the rest (idle capacity may be overused, capability never);
+   among those the lowest dominant share (allocated incl. this cycle's binds / deserved)
+   along the queue's path from the root, then queue priority, then name. Within a queue,
+   PodGroups by priority, then age, then key. A PodGroup's minimum (`gang_requirement`:
+   min_member and each task's min_available, running pods counted, waiting tasks left
+   out) is placed as one transaction (Volcano's `Statement`) and rolled back whole if it
+   does not fit. Its further pods are then placed one per turn, each on its own, and
+   the PodGroup goes back to its queue between turns, as Volcano pushes a ready job back.
+   Worked example: 3 CPU, queue-a weight 1 and queue-b weight 2 (deserved 1 and 2 CPU),
+   six 0.5-CPU jobs each → a, b, b, a, b, b: b gets 4 jobs, a gets 2.
+2. *preempt*, then *reclaim* (`greedy_preempt.py`) for PodGroups still pending, each
+   a transaction of evictions and binds together.
+
+Hard topology: the gang goes whole into the first candidate domain (`greedy_topology`)
+where its transaction succeeds; soft topology prefers such a domain, then the cluster.
+
+Every PodGroup left pending carries reasons (`solver.reasons`); `solver.outcome` builds
+the Decision. Deterministic: same snapshot, same placement (ties go to the lower node
+index, i.e. snapshot order).
+
+Not promised: optimality, or that preemption makes room for a quota-capped queue
+(victims are chosen for node capacity only).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from models.placement import Bind, Decision, Eviction, Placement
+from models.snapshot import PodGroupKey, Snapshot
+from solver import reasons
+from solver.greedy_explain import eligibility_error, fit_error
+from solver.greedy_plan import GroupPlan, PlanTask, build_plan, dominant_share_of_row, dominant_shares
+from solver.greedy_preempt import Preemptor, VictimPool, run_preemption
+from solver.greedy_state import CycleState
+from solver.greedy_topology import candidate_domains, key_resource
+from solver.outcome import build_decision
+from solver.problem import Problem, build_problem
+
+__all__ = ["GreedyConfig", "solve_greedy", "GreedyEngine", "GroupPlan", "dominant_shares"]
+
+ENGINE = "greedy"
+
+
+@dataclass(frozen=True)
+class GreedyConfig:
+    """Which Volcano actions run after allocate."""
+
+    preemption: bool = True
+    reclaim: bool = True
+
+
+def solve_greedy(snapshot: Snapshot, *, config: GreedyConfig = GreedyConfig(), problem: Problem | None = None) -> Decision:
+    """One greedy cycle over `snapshot`; see the module docstring."""
+    started = time.perf_counter()
+    engine = GreedyEngine(snapshot, problem if problem is not None else build_problem(snapshot), config)
+    placement, group_reasons = engine.run()
+    return build_decision(
+        snapshot,
+        placement,
+        engine=ENGINE,
+        status="GREEDY",
+        solve_seconds=time.perf_counter() - started,
+        reasons=group_reasons,
+    )
+
+
+class GreedyEngine:
+    """One cycle: allocate, preempt, reclaim. Also the seam `greedy_preempt` works through."""
+
+    def __init__(self, snapshot: Snapshot, problem: Problem, config: GreedyConfig):
+        self.snapshot = snapshot
+        self.problem = problem
+        self.config = config
+        self.state = CycleState(problem, snapshot)
+        self.plans = [build_plan(snapshot, problem, index=k) for k in range(len(snapshot.pod_groups))]
+        self._head_demands: dict[int, np.ndarray] = {}  # PodGroup index → demand while it waits at a queue's head
+        self._deserved_lists = problem.queue_deserved.tolist()
+        self.victims = VictimPool(self)  # who preempt / reclaim may evict, asked once per kind of preemptor
+
+    def run(self) -> tuple[Placement, dict[PodGroupKey, list[str]]]:
+        self._allocate()
+        if self.config.preemption:
+            run_preemption(self, action="preempt")
+        if self.config.reclaim:
+            run_preemption(self, action="reclaim")
+        return self._placement(), {plan.group.key: plan.reasons or plan.static_reasons for plan in self.plans}
+
+    def unbound(self, task: PlanTask, limit: int | None = None) -> list[int]:
+        """Pending pods of `task` not bound yet, at most `limit`, in order."""
+        binds, pods, out = self.state.binds, task.pending, []
+        index = task.cursor
+        while index < len(pods) and (limit is None or len(out) < limit):
+            if pods[index] not in binds:
+                out.append(pods[index])
+            index += 1
+        return out
+
+    def _commit(self, plan: GroupPlan) -> None:
+        self.state.forget()
+        for task in plan.tasks:
+            while task.cursor < len(task.pending) and task.pending[task.cursor] in self.state.binds:
+                task.cursor += 1
+
+    def minimum_counts(self, plan: GroupPlan) -> dict[int, int]:
+        """Pods per task row the minimum still needs: each task's min_available, then
+        min_member filled from the tasks in order. Example: min_member 5, tasks a (min 2,
+        4 pending) and b (min 2), nothing running → {a: 3, b: 2}."""
+        state = self.state
+        counts = {t.row: max(0, t.min_available - int(state.running_by_task[t.row])) for t in plan.tasks}
+        remaining = plan.requirement.min_member - int(state.running_count[plan.index]) - sum(counts.values())
+        for task in plan.tasks:
+            if remaining <= 0:
+                break
+            take = min(remaining, len(task.pending) - task.cursor - counts[task.row])
+            counts[task.row] += max(0, take)
+            remaining -= max(0, take)
+        return counts
+
+    def demand(self, plan: GroupPlan, counts: dict[int, int]) -> tuple[np.ndarray, int]:
+        """Requests summed over `counts` pods per task row, and the whole GPU devices they take."""
+        problem = self.problem
+        total = np.zeros(len(problem.resource_names), dtype=np.int64)
+        devices = 0
+        for row, count in counts.items():
+            total += count * problem.task_requests[row]
+            gpu = int(problem.task_requests[row, problem.gpu_column])
+            devices += count * (gpu // 1000 if gpu % 1000 == 0 else 0)
+        return total, devices
+
+    # ---- allocate: fairness order ----
+
+    def _allocate(self) -> None:
+        queues: dict[int, deque[GroupPlan]] = {}
+        for plan in sorted(self.plans, key=lambda p: p.order):
+            if self._has_work(plan):
+                queues.setdefault(plan.queue, deque()).append(plan)
+        # A queue's key changes only when its head changes or a queue on its path gains
+        # binds, so keys are cached and dropped for the queues sharing the served one's path.
+        keys: dict[int, tuple[object, ...]] = {}
+        related = self._related_queues()
+        while queues:
+            if len(queues) == 1:
+                queue = next(iter(queues))
+            else:
+                for q in queues:
+                    if q not in keys:
+                        keys[q] = self._queue_key(q, queues[q][0])
+                queue = min(queues, key=keys.__getitem__)
+            plan = queues[queue].popleft()
+            requeue = self._turn(plan, alone=len(queues) == 1 and not queues[queue])
+            self._head_demands.pop(plan.index, None)
+            for q in related[queue]:
+                keys.pop(q, None)
+            if requeue:
+                queues[queue].appendleft(plan)
+            if not queues[queue]:
+                del queues[queue]
+
+    def _related_queues(self) -> list[list[int]]:
+        """Per queue, the queues whose path from the root shares a queue with its path."""
+        paths = [set(path) for path in self.problem.queue_ancestors]
+        return [[q for q, other in enumerate(paths) if other & path] for path in paths]
+
+    def _has_work(self, plan: GroupPlan) -> bool:
+        return not plan.failure and any(self.unbound(task, 1) for task in plan.tasks)
+
+    def dominant_shares(self) -> np.ndarray:
+        """`[Q]` dominant share of every queue now (this cycle's binds included)."""
+        return dominant_shares(self.state.queue_used, self.problem.queue_deserved)
+
+    def _queue_key(self, queue: int, head: GroupPlan) -> tuple[object, ...]:
+        """(would the head PodGroup take a queue on the path past its deserved share, then per
+        queue on the path from the root: dominant share, −priority, name) — smaller goes first.
+        Plain Python over a few short rows: cheaper than numpy at this size."""
+        problem, used_rows = self.problem, self.state.queue_used
+        demand = [(r, amount) for r, amount in enumerate(self._head_demand(head).tolist()) if amount > 0]
+        over = False
+        levels = []
+        for a in reversed(problem.queue_ancestors[queue]):
+            used, deserved = used_rows[a].tolist(), self._deserved_lists[a]
+            over = over or any(used[r] + amount > deserved[r] for r, amount in demand)
+            levels.append((dominant_share_of_row(used, deserved), -int(problem.queue_priority[a]), problem.queue_names[a]))
+        return (over, tuple(levels))
+
+    def _head_demand(self, plan: GroupPlan) -> np.ndarray:
+        demand = self._head_demands.get(plan.index)
+        if demand is None:
+            demand = self._head_demands[plan.index] = self._compute_head_demand(plan)
+        return demand
+
+    def _compute_head_demand(self, plan: GroupPlan) -> np.ndarray:
+        if not plan.minimum_met:
+            return self.demand(plan, self.minimum_counts(plan))[0]
+        for task in plan.tasks:
+            if task.row not in plan.exhausted and self.unbound(task, 1):
+                return self.problem.task_requests[task.row]
+        return np.zeros(len(self.problem.resource_names), dtype=np.int64)
+
+    def _turn(self, plan: GroupPlan, *, alone: bool) -> bool:
+        """Serve `plan` once; True when it goes back to its queue for more."""
+        if not plan.minimum_met:
+            if not self.attempt(plan, action=None):
+                return False
+            if not alone:
+                return self._has_extras(plan)
+        return self._place_extras(plan, all_at_once=alone)
+
+    def _has_extras(self, plan: GroupPlan) -> bool:
+        return any(task.row not in plan.exhausted and self.unbound(task, 1) for task in plan.tasks)
+
+    def _place_extras(self, plan: GroupPlan, *, all_at_once: bool) -> bool:
+        """Pods beyond the minimum, each on its own (no rollback): all, or one per turn."""
+        for task in plan.tasks:
+            if task.row in plan.exhausted:
+                continue
+            pods = self.unbound(task, None if all_at_once else 1)
+            if not pods:
+                continue
+            got = self._place(plan, task, len(pods), plan.domain, preemptor=None)
+            if got < len(pods) and plan.soft_topology and plan.domain is not None:
+                got += self._place(plan, task, len(pods) - got, None, preemptor=None)
+            if got < len(pods):
+                plan.exhausted.add(task.row)
+                if not self.state.running_count[plan.index] + self.state.bound_count[plan.index]:
+                    self._explain_extras(plan, task)
+            self._commit(plan)
+            if not all_at_once and got:
+                return self._has_extras(plan)
+        return False
+
+    def _explain_extras(self, plan: GroupPlan, task: PlanTask) -> None:
+        """A PodGroup with no minimum that got no pod at all: say why its first task did not fit."""
+        state = self.state
+        shape = state.shape(task.row)
+        room, blocker = state.quota_room(plan.queue, shape)
+        if room == 0 and blocker is not None:
+            queue, r = blocker
+            sentences = [
+                reasons.quota_exceeded(
+                    self.problem.queue_names[queue],
+                    resource=self.problem.resource_names[r],
+                    capability=int(self.problem.queue_capability[queue, r]),
+                    in_use=int(state.queue_used[queue, r]),
+                    needs=int(shape.requests[r]),
+                )
+            ]
+        else:
+            sentences = fit_error(state, shape, plan.group.task_by_name[task.name], plan.domain)
+        plan.reasons = [*sentences, *plan.static_reasons]
+
+    # ---- one PodGroup ----
+
+    def attempt(self, plan: GroupPlan, *, action: str | None) -> bool:
+        """Place `plan`'s minimum (with evictions when `action` is "preempt"/"reclaim"),
+        trying topology domains first; commit on success, and place extras right away
+        when preempting. Records reasons on failure."""
+        counts = self.minimum_counts(plan)
+        for task in plan.tasks:
+            if counts[task.row] and not self.problem.eligible_nodes(task.row).any():
+                plan.failure = "eligibility"
+                task_model = plan.group.task_by_name[task.name]
+                plan.reasons = [eligibility_error(self.state, task_model, task.row), *plan.static_reasons]
+                return False
+        if plan.tier_limit is not None or plan.soft_topology:
+            domains, best = self._domains(plan, counts, action)
+            for domain in domains:
+                mask = domain.mask(self.problem)
+                if self._transaction(plan, counts, mask, action):
+                    plan.domain = mask
+                    return self._committed(plan, action)
+            if plan.tier_limit is not None:
+                if plan.failure not in ("quota", "eligibility"):
+                    plan.failure = "topology"
+                    demand, _ = self.demand(plan, counts)
+                    key = key_resource(self.problem, demand)
+                    name = self.problem.resource_names[key]
+                    plan.reasons = [
+                        reasons.topology_no_domain(
+                            tier=plan.tier_limit,
+                            needs=self.problem.resources_dict(demand),
+                            best=best.name if best else None,
+                            best_free={name: best.free} if best else {},
+                        ),
+                        *plan.static_reasons,
+                    ]
+                return False
+        if self._transaction(plan, counts, None, action):
+            plan.domain = None
+            return self._committed(plan, action)
+        return False
+
+    def _committed(self, plan: GroupPlan, action: str | None) -> bool:
+        self._commit(plan)
+        plan.minimum_met = True
+        plan.failure = ""
+        plan.reasons = []
+        if action is not None:
+            self._place_extras(plan, all_at_once=True)
+        return True
+
+    def _domains(self, plan: GroupPlan, counts: dict[int, int], action: str | None):  # noqa: ANN202
+        problem, state = self.problem, self.state
+        available, whole = state.free, state.whole_free
+        if action is not None:
+            available, whole = Preemptor.hypothetical(self, plan, action)
+        eligible_any = np.zeros(problem.node_count, dtype=bool)
+        for task in plan.tasks:
+            eligible_any |= problem.eligible_nodes(task.row)
+        all_counts = {task.row: len(task.pending) - task.cursor for task in plan.tasks}
+        demand_min, devices_min = self.demand(plan, counts)
+        demand_all, devices_all = self.demand(plan, all_counts)
+        return candidate_domains(
+            problem,
+            available=available,
+            whole_available=whole,
+            eligible_any=eligible_any,
+            anchors=self.anchors(plan),
+            demand_min=demand_min,
+            devices_min=devices_min,
+            demand_all=demand_all,
+            devices_all=devices_all,
+            tier_limit=plan.tier_limit,
+            whole_only=plan.tier_limit is None,
+        )
+
+    def anchors(self, plan: GroupPlan) -> np.ndarray:
+        """Nodes of the PodGroup's running pods that are not evicted."""
+        problem, evicted = self.problem, self.state.evictions
+        return np.array([problem.pod_node[p] for p in plan.running_pods if p not in evicted], dtype=np.int64)
+
+    def _transaction(self, plan: GroupPlan, counts: dict[int, int], domain: np.ndarray | None, action: str | None) -> bool:
+        """The minimum as one Statement: all of it, or nothing (rolled back)."""
+        state = self.state
+        mark = state.checkpoint()
+        preemptor = Preemptor(self, plan, action) if action is not None else None
+        placed = 0
+        for task in plan.tasks:
+            need = max(0, task.min_available - int(state.running_by_task[task.row]))
+            got = self._place(plan, task, need, domain, preemptor)
+            placed += got
+            if got < need:
+                return self._fail(plan, task, counts, domain, mark, placed)
+        remaining = plan.requirement.min_member - int(state.running_count[plan.index]) - placed
+        last = plan.tasks[-1] if plan.tasks else None
+        for task in plan.tasks:
+            if remaining <= 0:
+                break
+            spare = len(self.unbound(task))
+            if spare:
+                last = task
+                got = self._place(plan, task, min(remaining, spare), domain, preemptor)
+                placed += got
+                remaining -= got
+        if remaining > 0 and last is not None:
+            return self._fail(plan, last, counts, domain, mark, placed)
+        return True
+
+    def _place(self, plan: GroupPlan, task: PlanTask, count: int, domain: np.ndarray | None, preemptor: Preemptor | None) -> int:
+        if count <= 0:
+            return 0
+        state = self.state
+        pods = self.unbound(task, count)
+        shape = state.shape(task.row)
+        base = self.problem.eligible_nodes(task.row)
+        if domain is not None:
+            base = base & domain
+        got = state.place_batch(shape, pods, base, queue=plan.queue)
+        while preemptor is not None and got < len(pods) and preemptor.make_room(shape, base):
+            more = state.place_batch(shape, pods[got:], base, queue=plan.queue)
+            if not more:
+                break
+            got += more
+        return got
+
+    def _fail(
+        self, plan: GroupPlan, task: PlanTask, counts: dict[int, int], domain: np.ndarray | None, mark: int, placed: int
+    ) -> bool:
+        """Explain the failure in the state it happened in, then roll the transaction back."""
+        state, problem = self.state, self.problem
+        shape = state.shape(task.row)
+        room, blocker = state.quota_room(plan.queue, shape)
+        task_model = plan.group.task_by_name[task.name]
+        details = [] if room == 0 else fit_error(state, shape, task_model, domain)
+        state.rollback(mark)
+        demand, _ = self.demand(plan, counts)
+        sentences = []
+        minimum = plan.requirement.min_member
+        if minimum > 1:
+            key = key_resource(problem, demand)
+            eligible_any = np.zeros(problem.node_count, dtype=bool)
+            for each in plan.tasks:
+                eligible_any |= problem.eligible_nodes(each.row)
+            if domain is not None:
+                eligible_any &= domain
+            name = problem.resource_names[key]
+            sentences.append(
+                reasons.gang_shortfall(
+                    placed=int(state.running_count[plan.index]) + placed,
+                    minimum=minimum,
+                    needs={name: int(demand[key])},
+                    free={name: int(state.free[key][eligible_any].sum())},
+                )
+            )
+        if room == 0 and blocker is not None:
+            queue, r = blocker
+            resource = problem.resource_names[r]
+            sentences.append(
+                reasons.quota_exceeded(
+                    problem.queue_names[queue],
+                    resource=resource,
+                    capability=int(problem.queue_capability[queue, r]),
+                    in_use=int(state.queue_used[queue, r]),
+                    needs=int(demand[r]),
+                )
+            )
+            plan.failure = "quota"
+        else:
+            plan.failure = "capacity"
+        plan.reasons = [*sentences, *details, *plan.static_reasons]
+        return False
+
+    # ---- output ----
+
+    def _placement(self) -> Placement:
+        problem, snapshot = self.problem, self.snapshot
+        binds = []
+        for record in self.state.binds.values():
+            devices = tuple(sorted(int(problem.gpu_index[record.node, slot]) for slot in record.slots))
+            # model_construct: every field is already of its type; validating 10,000 binds costs more than the rest.
+            binds.append(
+                Bind.model_construct(
+                    pod=problem.pod_keys[record.pod],
+                    node=problem.node_names[record.node],
+                    gpus=devices,
+                    numa_cell=record.numa_cell,
+                )
+            )
+        evictions = [
+            Eviction.model_construct(
+                pod=problem.pod_keys[pod],
+                node=problem.node_names[int(problem.pod_node[pod])],
+                reason=reason,
+                for_=snapshot.pod_groups[for_group].key,
+            )
+            for pod, (reason, for_group) in self.state.evictions.items()
+        ]
+        return Placement.model_construct(binds=tuple(binds), evictions=tuple(evictions))

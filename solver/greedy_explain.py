@@ -1,0 +1,85 @@
+"""Why one more pod of a task fits nowhere: kube-scheduler's `FitError`, over numpy masks.
+
+Input: the greedy `CycleState` at the moment a gang's transaction failed (before it is
+rolled back, so the gang's own tentative pods count), the task, and the domain it was
+confined to. Output: the reason sentences of `solver.reasons`, e.g.
+"capacity: task worker: 0/120 nodes fit another pod: 80 insufficient gpu, 40 node selector
+mismatch", or "eligibility: task worker: 0/3 nodes: 2 node selector mismatch, 1 untolerated
+taint" when no node is eligible at all.
+
+Each node is counted once, under the first filter it fails, in this order: eligibility
+(the predicate's own reason, asked once per node class), outside the topology domain,
+insufficient resource (gpu, cpu, memory, others), GPU device shape, NUMA cell.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from models.snapshot import GPU, Task
+from solver import reasons
+from solver.greedy_state import CycleState, TaskShape
+from solver.rules.eligibility import ineligibility_reason
+
+__all__ = ["fit_error", "eligibility_error"]
+
+OUTSIDE_DOMAIN = "outside the topology domain"
+
+
+def _ineligible_counts(state: CycleState, task: Task, eligible: np.ndarray) -> dict[str, int]:
+    problem, counts = state.problem, {}
+    classes = problem.node_class[~eligible]
+    if classes.size:
+        sizes = np.bincount(classes)
+        for node_class in np.flatnonzero(sizes):
+            node = state.snapshot.nodes[problem.node_class_representative[node_class]]
+            reason = ineligibility_reason(node, task) or "ineligible"
+            counts[reason] = counts.get(reason, 0) + int(sizes[node_class])
+    return counts
+
+
+def eligibility_error(state: CycleState, task: Task, task_row: int) -> str:
+    eligible = state.problem.eligible_nodes(task_row)
+    return reasons.eligibility_none(
+        task.name, nodes=state.problem.node_count, counts=_ineligible_counts(state, task, eligible)
+    )
+
+
+def fit_error(state: CycleState, shape: TaskShape, task: Task, domain: np.ndarray | None) -> list[str]:
+    """The sentences for "no node takes one more pod of `task`" in the current state."""
+    problem = state.problem
+    eligible = problem.eligible_nodes(shape.row)
+    if not eligible.any():
+        return [eligibility_error(state, task, shape.row)]
+    counts = _ineligible_counts(state, task, eligible)
+    remaining = eligible.copy()
+    if domain is not None:
+        outside = remaining & ~domain
+        counts[OUTSIDE_DOMAIN] = int(outside.sum())
+        remaining &= domain
+    order = sorted(shape.columns, key=lambda r: (problem.resource_names[r] != GPU, r))
+    for r in order:
+        lacking = remaining & (state.free[r] < shape.requests[r])
+        name = f"insufficient {problem.resource_names[r]}"
+        counts[name] = counts.get(name, 0) + int(lacking.sum())
+        remaining &= ~lacking
+    if shape.whole_devices and not shape.single_numa:
+        lacking = remaining & (state.whole_free < shape.whole_devices)
+        counts[f"fewer than {shape.whole_devices} wholly free gpu devices"] = int(lacking.sum())
+        remaining &= ~lacking
+    elif shape.fractional and not shape.single_numa:
+        lacking = remaining & ~(state.gpu_free >= shape.gpu_milli).any(axis=1)
+        counts[f"no gpu device with {reasons.format_quantity(GPU, shape.gpu_milli)} free"] = int(lacking.sum())
+        remaining &= ~lacking
+    numa_blocked = 0
+    if shape.single_numa:
+        lacking = remaining & ~state.numa_fit(shape).any(axis=1)
+        numa_blocked = int(lacking.sum())
+        counts["no single NUMA cell with room"] = numa_blocked
+        remaining &= ~lacking
+    fitting = int(remaining.sum())
+    sentences = [reasons.capacity_fit_error(task.name, nodes=problem.node_count, fitting=fitting, counts=counts)]
+    if numa_blocked and not fitting:
+        needs = {name: int(shape.requests[r]) for r, name in enumerate(problem.resource_names) if r in shape.columns}
+        sentences.append(reasons.numa_no_cell(task.name, nodes=numa_blocked, needs=needs))
+    return sentences

@@ -1,0 +1,150 @@
+"""The greedy engine's view of one PodGroup for one cycle: a `GroupPlan`.
+
+Input: the `Snapshot` and its `Problem`. Output: per PodGroup, its pending pods per task
+(tasks waiting on dependencies left out, as `gang_requirement` leaves them out), its
+requirement, its topology, and the sentences that hold whatever else happens — the
+dependency it waits for, an unknown or closed queue, fewer pods than its minimum. The
+engine (`greedy.py`) then moves the plan along: minimum met, extras exhausted, reasons.
+
+Also the dominant share in the two forms the engine uses (a numpy row per queue, and a
+plain list for one queue), both equal to `solver.shares.dominant_share`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from models.snapshot import PodGroup, Snapshot
+from solver import reasons
+from solver.problem import Problem
+from solver.rules.gang import GangRequirement, gang_requirement
+from solver.rules.topology import hard_tier_limit
+
+__all__ = ["PlanTask", "GroupPlan", "build_plan", "dominant_shares", "dominant_share_of_row"]
+
+
+@dataclass
+class PlanTask:
+    row: int
+    name: str
+    min_available: int
+    pending: list[int]  # pod indices, snapshot order
+    cursor: int = 0  # pending[:cursor] are bound and committed
+
+
+@dataclass
+class GroupPlan:
+    """What the engine tracks for one PodGroup during the cycle."""
+
+    index: int
+    group: PodGroup
+    queue: int
+    requirement: GangRequirement
+    tasks: list[PlanTask]  # tasks that do not wait, in PodGroup order
+    tier_limit: int | None
+    soft_topology: bool
+    static_reasons: list[str]  # dependency sentences, added to whatever else keeps it pending
+    running_pods: list[int]  # pod indices running at the snapshot (evicted ones stay listed)
+    reasons: list[str] = field(default_factory=list)
+    failure: str = ""  # "", "static", "eligibility", "quota", "capacity", "topology"
+    minimum_met: bool = False
+    domain: np.ndarray | None = None  # the domain its minimum went into (hard topology)
+    exhausted: set[int] = field(default_factory=set)  # task rows whose extras fit nowhere
+
+    @property
+    def order(self) -> tuple[int, float, str]:
+        return (-self.group.priority, self.group.creation_time, self.group.key)
+
+
+def dominant_shares(used: np.ndarray, deserved: np.ndarray) -> np.ndarray:
+    """Per row, allocated / deserved at its largest over resources; ∞ when a resource is
+    used but its deserved is 0 — the vector form of `solver.shares.dominant_share`.
+    Example: used (4 GPU, 10 CPU), deserved (8 GPU, 100 CPU) → 0.5."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(used > 0, np.where(deserved > 0, used / np.maximum(deserved, 1), np.inf), 0.0)
+    return ratio.max(axis=-1, initial=0.0)
+
+
+def dominant_share_of_row(used: list[int], deserved: list[int]) -> float:
+    """`dominant_shares` for one row of plain ints."""
+    share = 0.0
+    for amount, limit in zip(used, deserved):
+        if amount > 0:
+            share = max(share, amount / limit if limit > 0 else float("inf"))
+    return share
+
+
+def build_plan(snapshot: Snapshot, problem: Problem, *, index: int) -> GroupPlan:
+    """The plan of PodGroup number `index`: its pending pods per task that does not wait,
+    its requirement, topology, and the reasons no placement can change (queue, too few pods)."""
+    k, group = index, snapshot.pod_groups[index]
+    requirement = gang_requirement(snapshot, group)
+    pending: dict[str, list[int]] = {task.name: [] for task in group.tasks}
+    running: dict[str, int] = {task.name: 0 for task in group.tasks}
+    running_pods: list[int] = []
+    for pod in snapshot.pods_by_group[group.key]:
+        if pod.phase == "pending":
+            pending[pod.task or ""].append(problem.pod_index[pod.key])
+        else:
+            running[pod.task or ""] += 1
+            running_pods.append(problem.pod_index[pod.key])
+    tasks = [
+        PlanTask(row=problem.task_row[(group.key, t.name)], name=t.name, min_available=t.min_available, pending=pending[t.name])
+        for t in group.tasks
+        if t.name not in requirement.waiting
+    ]
+    topology = group.network_topology
+    tier_limit = hard_tier_limit(group)
+    plan = GroupPlan(
+        index=k,
+        group=group,
+        queue=int(problem.group_queue[k]),
+        requirement=requirement,
+        tasks=tasks,
+        tier_limit=tier_limit,
+        soft_topology=topology is not None and tier_limit is None,
+        static_reasons=_dependency_reasons(group, requirement, pending, running),
+        running_pods=running_pods,
+    )
+    blocked = _static_blockers(snapshot, plan, running)
+    if blocked:
+        plan.reasons = [*blocked, *plan.static_reasons]
+        plan.failure = "static"
+    return plan
+
+def _dependency_reasons(
+    group: PodGroup, requirement: GangRequirement, pending: dict[str, list[int]], running: dict[str, int]
+) -> list[str]:
+    sentences = []
+    for name in sorted(requirement.waiting):
+        if not pending[name]:
+            continue
+        for dependency in group.task_by_name[name].depends_on:
+            total = running[dependency] + len(pending[dependency])
+            if total == 0 or running[dependency] < total:
+                sentences.append(
+                    reasons.dependency_waits(name, dependency=dependency, running=running[dependency], total=total)
+                )
+                break
+    return sentences
+
+def _static_blockers(snapshot: Snapshot, plan: GroupPlan, running: dict[str, int]) -> list[str]:
+    """Reasons no placement this cycle can change: queue, too few pods."""
+    group = plan.group
+    queue = snapshot.queue_by_name.get(group.queue)
+    if queue is None:
+        return [reasons.queue_missing(group.queue)]
+    if queue.state != "open":
+        return [reasons.queue_closed(group.queue)]
+    sentences = []
+    for task in plan.tasks:
+        have = running[task.name] + len(task.pending)
+        if task.min_available > have:
+            sentences.append(reasons.gang_too_few_pods(minimum=task.min_available, pods=have, task=task.name))
+    available = sum(running.values()) + sum(len(task.pending) for task in plan.tasks)
+    if plan.requirement.min_member > available:
+        sentences.insert(0, reasons.gang_too_few_pods(minimum=plan.requirement.min_member, pods=available))
+    return sentences
+

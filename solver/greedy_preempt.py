@@ -1,0 +1,401 @@
+"""Preempt and reclaim for the greedy engine: Volcano's `preempt` and `reclaim` actions.
+
+Input: the `GreedyEngine` after allocate, with PodGroups still pending for lack of room
+(capacity or topology; not quota, queue, dependency or eligibility — evictions cannot
+fix those here). Output: evictions and binds committed together in the engine's state.
+
+Who may be evicted is decided by `solver.rules.preemption.victim_refusal` alone, with
+allocated and deserved per queue as at the snapshot (the checker's numbers), plus:
+  - the victim's PodGroup is preemptable and got no bind this cycle, and a PodGroup that
+    lost pods gets no binds afterwards (its dependencies and gang stay judgeable);
+  - gang-aware: a victim PodGroup keeps at least its min_member running pods or loses
+    all of them. Example: min_member 3, 4 running → evicting one is fine; a second
+    eviction takes all 4, never leaving 2;
+  - reclaim takes from a queue only while it is above its deserved share (Volcano's
+    `Reclaimable` loop: each victim is taken while the queue, after the previous ones,
+    still exceeds deserved in some resource), and never below
+    min(guarantee, allocation at the snapshot) in any guaranteed resource.
+
+How: `make_room` is called when no node takes one more pod of the preemptor. It finds
+nodes where the pod would fit if the candidate victims there were gone (vectorized), tries
+the `CANDIDATE_NODES` with the smallest shortfall, and on each picks victims lowest
+priority first, youngest first (first without cutting any gang, then allowing whole-gang
+evictions); the node needing the fewest victims (then the lowest highest priority) wins.
+The preemptor's transaction rolls every eviction back if its minimum still does not fit,
+so nobody is evicted for a placement that does not happen.
+
+Not promised: the fewest victims overall — node by node, pod by pod, as Volcano does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from solver import reasons
+from solver.greedy_state import WHOLE, TaskShape, choose_devices
+from solver.rules.gang import gang_requirement
+from solver.rules.preemption import above_deserved, queue_overused, victim_refusal
+from solver.shares import deserved_shares, queue_allocated
+
+if TYPE_CHECKING:
+    from solver.greedy import GreedyEngine, GroupPlan
+
+__all__ = ["Preemptor", "VictimPool", "VictimSet", "run_preemption", "CANDIDATE_NODES"]
+
+CANDIDATE_NODES = 8
+"""Nodes examined per pod that needs room (those with the smallest shortfall)."""
+
+_RETRYABLE = ("capacity", "topology")
+
+
+def run_preemption(engine: GreedyEngine, *, action: str) -> None:
+    """Try every PodGroup still pending for lack of room, with evictions of kind `action`."""
+    state = engine.state
+    plans = [p for p in engine.plans if not p.minimum_met and p.failure in _RETRYABLE]
+    if action == "preempt":
+        plans.sort(key=lambda p: p.order)
+    else:
+        shares = engine.dominant_shares()
+        plans.sort(key=lambda p: (shares[p.queue], p.order))
+    for plan in plans:
+        if state.evicted_count[plan.index] or plan.minimum_met:
+            continue
+        usable = int(engine.victims.available(plan, action)[1].sum())
+        if not usable:
+            continue
+        before_reasons, before_failure = list(plan.reasons), plan.failure
+        if engine.attempt(plan, action=action):
+            continue
+        plan.failure = before_failure
+        plan.reasons = [*before_reasons, reasons.preemption_not_enough(action=action, victims=usable)]
+
+
+@dataclass(frozen=True)
+class VictimSet:
+    """The running pods `victim_refusal` allows for one kind of preemptor, in victim
+    order (lowest PodGroup priority first, then youngest, then key), with their node,
+    PodGroup, requests and GPU devices as flat arrays, so that what is still available
+    to a given attempt is one vectorized mask."""
+
+    pods: np.ndarray  # [V] pod indices in victim order
+    node: np.ndarray  # [V]
+    group: np.ndarray  # [V]
+    requests: np.ndarray  # [V, R]
+    by_node: dict[int, list[int]]  # node → pods, victim order
+    allowed: frozenset[int]
+    device_owner: np.ndarray  # [E] position in `pods` of each held device
+    device_node: np.ndarray  # [E]
+    device_slot: np.ndarray  # [E]
+    device_milli: np.ndarray  # [E]
+
+
+class VictimPool:
+    """Victim sets per (action, queue, priority) of the preemptor — `victim_refusal`
+    depends on nothing else but the preemptor's own PodGroup, which each attempt leaves
+    out — with allocated and deserved as at the snapshot."""
+
+    def __init__(self, engine: GreedyEngine):
+        self.engine = engine
+        self._sets: dict[tuple[str, int, int], VictimSet] = {}
+        self._shares: tuple[dict, dict] | None = None  # type: ignore[type-arg]
+
+    def snapshot_shares(self) -> tuple[dict, dict]:  # type: ignore[type-arg]
+        """(allocated, deserved) per queue at the snapshot, as the checker judges them."""
+        if self._shares is None:
+            snapshot = self.engine.snapshot
+            self._shares = (queue_allocated(snapshot), deserved_shares(snapshot))
+        return self._shares
+
+    def victim_set(self, plan: GroupPlan, action: str) -> VictimSet:
+        key = (action, plan.queue, plan.group.priority)
+        if key not in self._sets:
+            self._sets[key] = self._build(self._allowed_victims(plan, action))
+        return self._sets[key]
+
+    def available(self, plan: GroupPlan, action: str) -> tuple[VictimSet, np.ndarray]:
+        """The victim set and a `[V]` mask of those usable now: not evicted, not of a
+        PodGroup bound this cycle, not of `plan` itself."""
+        victims, state = self.victim_set(plan, action), self.engine.state
+        usable = ~state.evicted_mask[victims.pods] & (state.bound_count[victims.group] == 0) & (victims.group != plan.index)
+        return victims, usable
+
+    def _build(self, allowed: list[int]) -> VictimSet:
+        engine = self.engine
+        snapshot, problem, state = engine.snapshot, engine.problem, engine.state
+        order = sorted(
+            allowed,
+            key=lambda p: (
+                snapshot.pod_groups[problem.pod_group[p]].priority,
+                -(snapshot.pods[p].start_time or 0.0),
+                problem.pod_keys[p],
+            ),
+        )
+        pods = np.array(order, dtype=np.int64)
+        by_node: dict[int, list[int]] = {}
+        owners, nodes, slots, millis = [], [], [], []
+        for position, pod in enumerate(order):
+            node = int(problem.pod_node[pod])
+            by_node.setdefault(node, []).append(pod)
+            held, milli = state.running_devices(pod)
+            for slot in held:
+                owners.append(position)
+                nodes.append(node)
+                slots.append(slot)
+                millis.append(milli)
+        return VictimSet(
+            pods=pods,
+            node=problem.pod_node[pods],
+            group=problem.pod_group[pods],
+            requests=problem.pod_requests[pods],
+            by_node=by_node,
+            allowed=frozenset(order),
+            device_owner=np.array(owners, dtype=np.int64),
+            device_node=np.array(nodes, dtype=np.int64),
+            device_slot=np.array(slots, dtype=np.int64),
+            device_milli=np.array(millis, dtype=np.int64),
+        )
+
+    def _allowed_victims(self, plan: GroupPlan, action: str) -> list[int]:
+        engine = self.engine
+        snapshot, problem = engine.snapshot, engine.problem
+        allocated, deserved = self.snapshot_shares()
+        groups = snapshot.pod_groups
+        owner = problem.pod_group
+        pod_queue = np.where(owner >= 0, problem.group_queue[np.maximum(owner, 0)], -1)
+        mask = problem.pod_running & (owner >= 0)
+        # Cheap filters that victim_refusal would refuse anyway, so it is asked less often.
+        if action == "preempt":
+            mask &= pod_queue == plan.queue
+        else:
+            if queue_overused(allocated.get(plan.group.queue, {}), deserved.get(plan.group.queue, {})):
+                return []
+            over = np.array(
+                [
+                    bool(problem.queue_reclaimable[q]) and above_deserved(allocated.get(name, {}), deserved.get(name, {}))
+                    for q, name in enumerate(problem.queue_names)
+                ]
+                + [False],  # index −1: pods of no queue
+                dtype=bool,
+            )
+            mask &= (pod_queue != plan.queue) & over[pod_queue]
+        allowed = []
+        for p in np.flatnonzero(mask):
+            if not groups[owner[p]].preemptable:
+                continue
+            refusal = victim_refusal(
+                snapshot,
+                preemptor=plan.group,
+                victim=snapshot.pods[p],
+                reason=action,  # type: ignore[arg-type]
+                allocated=allocated,
+                deserved=deserved,
+            )
+            if refusal is None:
+                allowed.append(int(p))
+        return allowed
+
+
+class Preemptor:
+    """Victims available to one PodGroup for one transaction attempt, by node."""
+
+    def __init__(self, engine: GreedyEngine, plan: GroupPlan, action: str):
+        self.engine, self.plan, self.action = engine, plan, action
+        state, problem = engine.state, engine.problem
+        self.victims, usable = engine.victims.available(plan, action)
+        self.reclaimed = [pod for pod, (reason, _) in state.evictions.items() if reason == "reclaim"]
+        victims, count = self.victims, problem.node_count
+        nodes = victims.node[usable]
+        self.extra_free = np.zeros_like(state.free)
+        for r in range(self.extra_free.shape[0]):
+            self.extra_free[r] = np.bincount(nodes, weights=victims.requests[usable, r], minlength=count)
+        self.extra_gpu = np.zeros_like(state.gpu_free)
+        held = usable[victims.device_owner] if victims.device_owner.size else np.zeros(0, dtype=bool)
+        np.add.at(self.extra_gpu, (victims.device_node[held], victims.device_slot[held]), victims.device_milli[held])
+        self.has_victims = np.bincount(nodes, minlength=count) > 0
+        self._minimum: dict[int, int] = {}
+
+    @staticmethod
+    def hypothetical(engine: GreedyEngine, plan: GroupPlan, action: str) -> tuple[np.ndarray, np.ndarray]:
+        """Free capacity and wholly free devices per node if every usable victim left."""
+        preemptor = Preemptor(engine, plan, action)
+        state = engine.state
+        whole = ((state.gpu_free + preemptor.extra_gpu) == WHOLE).sum(axis=1)
+        return state.free + preemptor.extra_free, whole
+
+    def usable(self, pod: int) -> bool:
+        """Still a victim for this attempt (not evicted, its PodGroup unbound, not the preemptor's)."""
+        state, group = self.engine.state, int(self.engine.problem.pod_group[pod])
+        return not state.evicted_mask[pod] and not state.bound_count[group] and group != self.plan.index
+
+    # ---- one pod ----
+
+    def make_room(self, shape: TaskShape, base: np.ndarray) -> bool:
+        """Evict victims on one node so one more pod of `shape` fits there; False if none can."""
+        state, problem = self.engine.state, self.engine.problem
+        if state.quota_room(self.plan.queue, shape)[0] <= 0:
+            return False
+        maybe = base & self.has_victims
+        for r in shape.columns:
+            maybe &= state.free[r] + self.extra_free[r] >= shape.requests[r]
+        nodes = np.flatnonzero(maybe)
+        if shape.whole_devices and nodes.size:
+            freed = state.gpu_free[nodes] + self.extra_gpu[nodes]
+            nodes = nodes[(freed == WHOLE).sum(axis=1) >= shape.whole_devices]
+        elif shape.fractional and nodes.size:
+            freed = state.gpu_free[nodes] + self.extra_gpu[nodes]
+            nodes = nodes[(freed >= shape.gpu_milli).any(axis=1)]
+        if not nodes.size:
+            return False
+        shortfall = np.zeros(nodes.size)
+        for r in shape.columns:
+            shortfall += np.maximum(0, shape.requests[r] - state.free[r][nodes]) / (problem.allocatable[r].max() + 1.0)
+        order = nodes[np.lexsort((nodes, shortfall))][:CANDIDATE_NODES]
+        best: tuple[tuple[int, int, int], list[int]] | None = None
+        for node in order:
+            victims = self._select(int(node), shape)
+            if victims is None:
+                continue
+            top_priority = max(self.engine.snapshot.pod_groups[problem.pod_group[v]].priority for v in victims)
+            cost = (len(victims), top_priority, int(node))
+            if best is None or cost < best[0]:
+                best = (cost, victims)
+        if best is None:
+            return False
+        for victim in best[1]:
+            state.evict(victim, reason=self.action, for_group=self.plan.index)
+            self._forget(victim)
+            if self.action == "reclaim":
+                self.reclaimed.append(victim)
+        return True
+
+    def _forget(self, pod: int) -> None:
+        problem, state = self.engine.problem, self.engine.state
+        node = int(problem.pod_node[pod])
+        self.extra_free[:, node] -= problem.pod_requests[pod]
+        slots, milli = state.running_devices(pod)
+        if slots:
+            self.extra_gpu[node, list(slots)] -= milli
+        self.has_victims[node] = any(self.usable(p) for p in self.victims.by_node.get(node, ()))
+
+    def _select(self, node: int, shape: TaskShape) -> list[int] | None:
+        """Victims on `node` (plus the rest of any gang taken whole) so one pod fits, or None."""
+        for whole_gangs in (False, True):
+            chosen = self._select_pass(node, shape, whole_gangs=whole_gangs)
+            if chosen is not None:
+                return chosen
+        return None
+
+    def _select_pass(self, node: int, shape: TaskShape, *, whole_gangs: bool) -> list[int] | None:
+        engine = self.engine
+        state, problem = engine.state, engine.problem
+        free = state.free[:, node].copy()
+        gpu_row = state.gpu_free[node].copy()
+        cell_cpu = state.cell_cpu[node].copy()
+        cell_memory = state.cell_memory[node].copy()
+        queue_used: dict[int, np.ndarray] = {}
+        taken: dict[int, int] = {}
+        chosen: list[int] = []
+        chosen_set: set[int] = set()
+        for victim in self.victims.by_node.get(node, ()):
+            if victim in chosen_set or not self.usable(victim):
+                continue
+            group = int(problem.pod_group[victim])
+            left = int(state.running_count[group]) - taken.get(group, 0)
+            if left - 1 >= self._victim_minimum(group) or left == 1:
+                take = [victim]
+            elif whole_gangs and self._whole_gang_evictable(group):
+                take = [p for p in self._running_of(group) if p not in chosen_set]
+            else:
+                continue
+            if self.action == "reclaim" and not self._reclaim_allows(take, chosen, queue_used):
+                continue
+            for pod in take:
+                chosen.append(pod)
+                chosen_set.add(pod)
+                taken[group] = taken.get(group, 0) + 1
+                if int(problem.pod_node[pod]) != node:
+                    continue
+                free += problem.pod_requests[pod]
+                slots, milli = state.running_devices(pod)
+                if slots:
+                    gpu_row[list(slots)] += milli
+                cell = state.running_cell_slot(pod)
+                if cell >= 0:
+                    cell_cpu[cell] += problem.pod_requests[pod, problem.cpu_column]
+                    cell_memory[cell] += problem.pod_requests[pod, problem.memory_column]
+            if self._fits(shape, node, free, gpu_row, cell_cpu, cell_memory):
+                return chosen
+        return None
+
+    def _fits(self, shape: TaskShape, node: int, free, gpu_row, cell_cpu, cell_memory) -> bool:  # noqa: ANN001
+        if any(free[r] < shape.requests[r] for r in shape.columns):
+            return False
+        state = self.engine.state
+        return (
+            choose_devices(
+                shape,
+                gpu_row=gpu_row,
+                gpu_cell_row=state.gpu_cell[node],
+                cell_exists_row=state.cell_exists[node],
+                cell_cpu_row=cell_cpu,
+                cell_memory_row=cell_memory,
+            )
+            is not None
+        )
+
+    def _victim_minimum(self, group: int) -> int:
+        if group not in self._minimum:
+            snapshot = self.engine.snapshot
+            self._minimum[group] = gang_requirement(snapshot, snapshot.pod_groups[group]).min_member
+        return self._minimum[group]
+
+    def _running_of(self, group: int) -> list[int]:
+        evicted = self.engine.state.evictions
+        return [p for p in self.engine.plans[group].running_pods if p not in evicted]
+
+    def _whole_gang_evictable(self, group: int) -> bool:
+        return all(p in self.victims.allowed for p in self._running_of(group))
+
+    def _reclaim_allows(self, take: list[int], chosen: list[int], queue_used: dict[int, np.ndarray]) -> bool:
+        """May `take` be reclaimed on top of `chosen` (this pass) and earlier reclaims?
+
+        Three checks, all on allocations as they stand now (this cycle's binds included):
+          - each victim's queue is above its deserved share just before the victim goes
+            (Volcano's `Reclaimable` loop);
+          - afterwards every queue that lost pods to reclaim, and whose allocation this
+            changes (victims' queues and their ancestors), still has one victim v with
+            allocated + v above deserved — the checker's rule, kept true after every
+            eviction, since later evictions in a subtree also lower its ancestors;
+          - no queue on the way up falls below min(guarantee, allocation at the snapshot).
+        """
+        problem, state = self.engine.problem, self.engine.state
+        deserved = problem.queue_deserved
+        trial = {q: used.copy() for q, used in queue_used.items()}
+        for pod in take:
+            queue = self._queue_of(pod)
+            used = trial.setdefault(queue, state.queue_used[queue].copy())
+            if not (used > deserved[queue]).any():
+                return False
+            for ancestor in problem.queue_ancestors[queue]:
+                trial.setdefault(ancestor, state.queue_used[ancestor].copy())
+                trial[ancestor] -= problem.pod_requests[pod]
+        victims: dict[int, list[int]] = {}
+        for pod in (*self.reclaimed, *chosen, *take):
+            victims.setdefault(self._queue_of(pod), []).append(pod)
+        for queue, used in trial.items():
+            floor = np.minimum(problem.queue_guarantee[queue], problem.queue_allocated[queue])
+            if (used < floor).any():
+                return False
+            if queue in victims and not any(
+                (used + problem.pod_requests[v] > deserved[queue]).any() for v in victims[queue]
+            ):
+                return False
+        queue_used.update(trial)
+        return True
+
+    def _queue_of(self, pod: int) -> int:
+        problem = self.engine.problem
+        return int(problem.group_queue[problem.pod_group[pod]])

@@ -1,0 +1,452 @@
+"""The greedy engine's mutable cycle state: free capacity, a transaction log, and the
+vectorized Filter and Score over nodes (kube-scheduler's FilterPlugin / ScorePlugin,
+as numpy masks and scores over all N nodes at once).
+
+Input: a `Problem` (copied, never written) and its `Snapshot`. The engine (`greedy.py`)
+drives it: `place_batch` puts up to k pods of one task on the best-fitting nodes, `evict`
+frees a running pod, and every change goes to a log so that `rollback(mark)` undoes a
+PodGroup's tentative binds and evictions — Volcano's `Statement`
+(`pkg/scheduler/framework/statement.go`), without copying the arrays per PodGroup.
+
+Filter (one pod of a task fits node n): eligible (precomputed), every requested resource
+free, whole-GPU pods need `k` wholly free devices (nothing on them), a fractional pod
+needs one device with its milli free, a single-numa-node pod needs one NUMA cell with its
+devices, cpu and memory (when the cell's capacity is known).
+
+Score, smaller is better (best fit, i.e. binpacking, GPUs dominating):
+  - whole-GPU pods: free milli-GPU the node has left after the pod, so a 2-GPU pod goes
+    to a node with 2 free devices before one with 8;
+  - fractional pods: first the free milli of the device it would take (the least free
+    that still fits, so shared devices fill up and whole devices stay whole), then the
+    node's free GPU;
+  - pods without GPUs: the node's free GPU now, so CPU work keeps off idle GPU nodes;
+  - ties: what is left of the task's dominant non-GPU resource after the pod, normalized
+    by the largest node's allocatable, then the node index (`argmin` takes the first).
+Example: free GPUs (2, 8, 4) and a 2-GPU pod → scores (0, 6000, 2000) → node 0.
+
+Inside a node, devices are chosen by `choose_devices`: whole-GPU pods take devices of
+one NUMA cell when some cell has enough (the cell with the fewest free devices that
+suffices), else spread over as few cells as possible (unless single-numa-node: then not
+at all); a fractional pod takes the device with the least free milli that fits.
+
+Not promised: optimality — this is one greedy pass; CP-SAT improves on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from models.snapshot import GPU_MILLI_PER_DEVICE, Snapshot
+from solver.problem import Problem
+
+__all__ = ["TaskShape", "BindRecord", "CycleState", "choose_devices"]
+
+WHOLE = GPU_MILLI_PER_DEVICE
+_BIG = np.int64(1) << np.int64(62)
+
+
+@dataclass(frozen=True)
+class TaskShape:
+    """What one pod of a task asks for, ready for the hot path (Python ints, not arrays)."""
+
+    row: int
+    requests: np.ndarray  # [R]
+    columns: tuple[int, ...]  # resources asked (> 0)
+    gpu_milli: int
+    whole_devices: int
+    fractional: bool
+    single_numa: bool
+    cpu_milli: int
+    memory_bytes: int
+    dominant: int  # non-GPU column of the largest relative request, −1 when none
+    amounts: tuple[tuple[int, int], ...]  # (column, amount) of every resource asked
+
+
+@dataclass(frozen=True)
+class BindRecord:
+    pod: int
+    task: int
+    node: int
+    slots: tuple[int, ...]  # GPU table columns
+    per_device_milli: int
+    cell_slot: int  # −1 when the pod holds no cell
+    numa_cell: int | None  # the cell id reported in the Bind (single-numa-node pods only)
+
+
+def choose_devices(
+    shape: TaskShape,
+    *,
+    gpu_row: Sequence[int],
+    gpu_cell_row: Sequence[int],
+    cell_exists_row: Sequence[bool],
+    cell_cpu_row: Sequence[int],
+    cell_memory_row: Sequence[int],
+) -> tuple[tuple[int, ...], int] | None:
+    """(GPU slots, cell slot or −1) for one pod on one node, or None when it does not fit there.
+
+    Only device and cell shape is judged here; node-level resources are the caller's.
+    Plain Python over one node's few devices: a row of 8 is cheaper as a list than as
+    numpy calls. Example: free (1000, 300, 1000, 1000) on cells (0, 0, 1, 1), a 2-GPU pod
+    → cell 1 (the only one with 2 whole devices) → slots (2, 3).
+    """
+    cells = len(cell_exists_row)
+    cell_ok = [True] * cells
+    if shape.single_numa:
+        cell_ok = [
+            bool(cell_exists_row[c]) and cell_cpu_row[c] >= shape.cpu_milli and cell_memory_row[c] >= shape.memory_bytes
+            for c in range(cells)
+        ]
+    if shape.whole_devices:
+        k = shape.whole_devices
+        full_by_cell: list[list[int]] = [[] for _ in range(cells)]
+        for slot, free in enumerate(gpu_row):
+            if free == WHOLE:
+                full_by_cell[gpu_cell_row[slot]].append(slot)
+        fitting = [c for c in range(cells) if cell_ok[c] and len(full_by_cell[c]) >= k]
+        if fitting:
+            cell = min(fitting, key=lambda c: (len(full_by_cell[c]), c))  # best fit: fewest free devices
+            return tuple(full_by_cell[cell][:k]), cell
+        if shape.single_numa or sum(len(slots) for slots in full_by_cell) < k:
+            return None
+        chosen: list[int] = []
+        for cell in sorted(range(cells), key=lambda c: (-len(full_by_cell[c]), c)):  # fewest cells spanned
+            chosen.extend(full_by_cell[cell][: k - len(chosen)])
+        return tuple(sorted(chosen)), -1
+    if shape.fractional:
+        best_slot, best_free = -1, WHOLE + 1
+        for slot, free in enumerate(gpu_row):
+            if shape.gpu_milli <= free < best_free and cell_ok[gpu_cell_row[slot]]:
+                best_slot, best_free = slot, free
+        if best_slot < 0:
+            return None
+        return (best_slot,), gpu_cell_row[best_slot]
+    if shape.single_numa:
+        fitting = [c for c in range(cells) if cell_ok[c]]
+        if not fitting:
+            return None
+        return (), min(fitting, key=lambda c: (cell_cpu_row[c], c))
+    return (), -1
+
+
+class CycleState:
+    """Free capacity and this cycle's binds and evictions, with an undo log."""
+
+    def __init__(self, problem: Problem, snapshot: Snapshot):
+        self.problem = problem
+        self.snapshot = snapshot
+        self.free = problem.free.copy()  # [R, N]
+        self.gpu_free = problem.gpu_free_milli.copy()  # [N, G]
+        self.cell_cpu = problem.cell_cpu_free.copy()  # [N, C]
+        self.cell_memory = problem.cell_memory_free.copy()
+        self.cell_exists = problem.cell_ids >= 0
+        self.gpu_cell = problem.gpu_cell
+        self._gpu_cell_lists = problem.gpu_cell.tolist()
+        self._cell_exists_lists = self.cell_exists.tolist()
+        self.whole_free = (self.gpu_free == WHOLE).sum(axis=1)  # [N] wholly free devices
+        # [N] the most free milli on a device some fraction (or used_milli) already sits on, −1 if none
+        self.partial_max = np.where((self.gpu_free >= 0) & (self.gpu_free < WHOLE), self.gpu_free, -1).max(axis=1, initial=-1)
+        cells = problem.cell_ids.shape[1]
+        self.cell_whole_free = np.zeros((problem.node_count, cells), dtype=np.int64)
+        for cell in range(cells):
+            self.cell_whole_free[:, cell] = ((self.gpu_free == WHOLE) & (self.gpu_cell == cell)).sum(axis=1)
+        self.queue_used = problem.queue_allocated.copy()  # [Q, R], subtree included
+        self.binds: dict[int, BindRecord] = {}
+        self.evictions: dict[int, tuple[str, int]] = {}  # pod → (reason, PodGroup index it is for)
+        self.evicted_mask = np.zeros(len(problem.pod_keys), dtype=bool)  # [P] the same, as a mask
+        groups = len(problem.group_keys)
+        running = problem.pod_running & (problem.pod_group >= 0)
+        self.running_count = np.bincount(problem.pod_group[running], minlength=groups).astype(np.int64)
+        self.running_by_task = np.bincount(
+            problem.pod_task_row[running], minlength=len(problem.task_keys)
+        ).astype(np.int64)
+        self.bound_count = np.zeros(groups, dtype=np.int64)
+        self.evicted_count = np.zeros(groups, dtype=np.int64)
+        self._log: list[tuple[str, object]] = []
+        self._shapes: dict[int, TaskShape] = {}
+        self._scale = problem.allocatable.max(axis=1, initial=0).astype(np.float64) + 1.0  # [R]
+        self._scale_list = self._scale.tolist()
+        self._capped = self._capped_pairs()
+        self._ancestors = [np.array(path, dtype=np.int64) for path in problem.queue_ancestors]
+
+    # ---- transactions ----
+
+    def checkpoint(self) -> int:
+        return len(self._log)
+
+    def rollback(self, mark: int) -> None:
+        while len(self._log) > mark:
+            kind, item = self._log.pop()
+            if kind == "bind":
+                self._apply_bind(item, sign=-1)  # type: ignore[arg-type]
+                del self.binds[item.pod]  # type: ignore[attr-defined]
+            else:
+                pod = item  # type: ignore[assignment]
+                self._apply_eviction(pod, sign=-1)  # type: ignore[arg-type]
+                del self.evictions[pod]  # type: ignore[index]
+
+    def forget(self) -> None:
+        """Commit everything logged so far: nothing before this point can be rolled back."""
+        self._log.clear()
+
+    # ---- shapes ----
+
+    def shape(self, task_row: int) -> TaskShape:
+        shape = self._shapes.get(task_row)
+        if shape is None:
+            problem = self.problem
+            requests = problem.task_requests[task_row]
+            values = requests.tolist()
+            gpu_column = problem.gpu_column
+            gpu_milli = values[gpu_column]
+            amounts = tuple((r, amount) for r, amount in enumerate(values) if amount)
+            relative = [(amount / self._scale_list[r], -r) for r, amount in amounts if r != gpu_column]
+            shape = TaskShape(
+                row=task_row,
+                requests=requests,
+                columns=tuple(r for r, _ in amounts),
+                gpu_milli=gpu_milli,
+                whole_devices=gpu_milli // WHOLE if gpu_milli % WHOLE == 0 else 0,
+                fractional=0 < gpu_milli < WHOLE,
+                single_numa=bool(problem.task_single_numa[task_row]),
+                cpu_milli=values[problem.cpu_column],
+                memory_bytes=values[problem.memory_column],
+                dominant=-max(relative)[1] if relative else -1,
+                amounts=amounts,
+            )
+            self._shapes[task_row] = shape
+        return shape
+
+    # ---- Filter and Score over all nodes ----
+
+    def fit_mask(self, shape: TaskShape, base: np.ndarray) -> np.ndarray:
+        """`[N]` bool: nodes within `base` where one more pod of `shape` fits now."""
+        mask = base.copy()
+        for r in shape.columns:
+            mask &= self.free[r] >= shape.requests[r]
+        if shape.single_numa:
+            mask &= self.numa_fit(shape).any(axis=1)
+        elif shape.whole_devices:
+            mask &= self.whole_free >= shape.whole_devices
+        elif shape.fractional:
+            mask &= (self.whole_free > 0) | (self.partial_max >= shape.gpu_milli)
+        return mask
+
+    def numa_fit(self, shape: TaskShape) -> np.ndarray:
+        """`[N, C]` bool: cells that hold one more single-numa-node pod of `shape`."""
+        ok = self.cell_exists & (self.cell_cpu >= shape.cpu_milli) & (self.cell_memory >= shape.memory_bytes)
+        if shape.whole_devices:
+            ok &= self.cell_whole_free >= shape.whole_devices
+        elif shape.fractional:
+            device_ok = self.gpu_free >= shape.gpu_milli
+            for cell in range(ok.shape[1]):
+                ok[:, cell] &= (device_ok & (self.gpu_cell == cell)).any(axis=1)
+        return ok
+
+    def score(self, shape: TaskShape, nodes: np.ndarray) -> np.ndarray:
+        """Best-fit score of each node in `nodes` (smaller first); see the module docstring.
+
+        Computed over all N rows (contiguous, cheap) when `nodes` is most of the cluster,
+        over the subset (fancy-indexed) when it is a small part of it."""
+        dense = nodes.size * 4 >= self.problem.node_count
+        pick = (lambda row: row) if dense else (lambda row: row[nodes])
+        gpu_free = pick(self.free[self.problem.gpu_column])
+        if shape.whole_devices:
+            score = (gpu_free - shape.gpu_milli).astype(np.float64)
+        elif shape.fractional:
+            score = self._fractional_device_free(shape, nodes if not dense else None) * 1e5 + (gpu_free - shape.gpu_milli)
+        else:
+            score = gpu_free.astype(np.float64)
+        if shape.dominant >= 0:
+            d = shape.dominant
+            score += (pick(self.free[d]) - shape.requests[d]) * (1.0 / self._scale_list[d])
+        return score[nodes] if dense else score
+
+    def _fractional_device_free(self, shape: TaskShape, nodes: np.ndarray | None) -> np.ndarray:
+        """Free milli of the device a fractional pod would take on each node (all, or `nodes`):
+        the least free shared device that fits, else a whole one (1000). Only nodes that
+        already share a device with room need the per-device table."""
+        partial = self.partial_max if nodes is None else self.partial_max[nodes]
+        result = np.full(partial.shape, float(WHOLE))
+        shared = np.flatnonzero(partial >= shape.gpu_milli)
+        if shared.size:
+            rows = self.gpu_free[shared if nodes is None else nodes[shared]]
+            fitting = np.where((rows >= shape.gpu_milli) & (rows < WHOLE), rows, WHOLE)
+            result[shared] = fitting.min(axis=1)
+        return result
+
+    def place_batch(self, shape: TaskShape, pods: list[int], base: np.ndarray, *, queue: int) -> int:
+        """Bind up to `len(pods)` pods of one task, best node first; returns how many were bound.
+
+        Binpacking keeps filling the node it chose (its score only gets better as it
+        fills), so one score vector serves the whole batch: argmin, fill, next.
+        """
+        if not pods:
+            return 0
+        limit = min(len(pods), self.quota_room(queue, shape)[0])
+        if limit <= 0:
+            return 0
+        nodes = np.flatnonzero(self.fit_mask(shape, base))
+        if not nodes.size:
+            return 0
+        score = self.score(shape, nodes)
+        placed = 0
+        while placed < limit:
+            best = int(np.argmin(score))
+            if score[best] == np.inf:
+                break
+            node = int(nodes[best])
+            while placed < limit and self.bind(pods[placed], shape, node):
+                placed += 1
+            score[best] = np.inf
+        return placed
+
+    # ---- one node ----
+
+    def bind(self, pod: int, shape: TaskShape, node: int) -> bool:
+        """Bind `pod` on `node` if one pod of `shape` fits there now (quota is the caller's)."""
+        free = self.free
+        for r, amount in shape.amounts:
+            if free[r, node] < amount:
+                return False
+        choice = ((), -1) if not (shape.gpu_milli or shape.single_numa) else choose_devices(
+            shape,
+            gpu_row=self.gpu_free[node].tolist(),
+            gpu_cell_row=self._gpu_cell_lists[node],
+            cell_exists_row=self._cell_exists_lists[node],
+            cell_cpu_row=self.cell_cpu[node].tolist(),
+            cell_memory_row=self.cell_memory[node].tolist(),
+        )
+        if choice is None:
+            return False
+        slots, cell_slot = choice
+        record = BindRecord(
+            pod=pod,
+            task=shape.row,
+            node=node,
+            slots=slots,
+            per_device_milli=WHOLE if shape.whole_devices else shape.gpu_milli,
+            cell_slot=cell_slot if shape.single_numa else -1,
+            numa_cell=int(self.problem.cell_ids[node, cell_slot]) if shape.single_numa else None,
+        )
+        self._apply_bind(record, sign=1)
+        self.binds[pod] = record
+        self._log.append(("bind", record))
+        return True
+
+    def _apply_bind(self, record: BindRecord, *, sign: int) -> None:
+        problem, node = self.problem, record.node
+        shape = self._shapes[record.task]
+        free = self.free
+        for r, amount in shape.amounts:
+            free[r, node] -= sign * amount
+        if record.slots:
+            for slot in record.slots:
+                self.gpu_free[node, slot] -= sign * record.per_device_milli
+            self._recount_whole(node)
+        if record.cell_slot >= 0:
+            self.cell_cpu[node, record.cell_slot] -= sign * shape.cpu_milli
+            self.cell_memory[node, record.cell_slot] -= sign * shape.memory_bytes
+        group = problem.pod_group[record.pod]
+        self.bound_count[group] += sign
+        queue = problem.group_queue[group]
+        if queue >= 0:
+            self.queue_used[self._ancestors[queue]] += shape.requests if sign > 0 else -shape.requests
+
+    def evict(self, pod: int, *, reason: str, for_group: int) -> None:
+        self._apply_eviction(pod, sign=1)
+        self.evictions[pod] = (reason, for_group)
+        self._log.append(("evict", pod))
+
+    def _apply_eviction(self, pod: int, *, sign: int) -> None:
+        """`sign=1` frees what running `pod` holds; `sign=-1` takes it back."""
+        problem = self.problem
+        self.evicted_mask[pod] = sign > 0
+        node = int(problem.pod_node[pod])
+        requests = problem.pod_requests[pod]
+        self.free[:, node] += sign * requests
+        slots, per_device = self.running_devices(pod)
+        if slots:
+            self.gpu_free[node, list(slots)] += sign * per_device
+            self._recount_whole(node)
+        cell_slot = self.running_cell_slot(pod)
+        if cell_slot >= 0:
+            self.cell_cpu[node, cell_slot] += sign * requests[problem.cpu_column]
+            self.cell_memory[node, cell_slot] += sign * requests[problem.memory_column]
+        group = problem.pod_group[pod]
+        if group >= 0:
+            self.running_count[group] -= sign
+            self.running_by_task[problem.pod_task_row[pod]] -= sign
+            self.evicted_count[group] += sign
+            queue = problem.group_queue[group]
+            if queue >= 0:
+                self.queue_used[self._ancestors[queue]] -= sign * requests
+
+    def running_devices(self, pod: int) -> tuple[tuple[int, ...], int]:
+        """GPU slots a running pod holds and the milli it takes on each."""
+        source = self.snapshot.pods[pod]
+        if not source.gpu_indices:
+            return (), 0
+        row = self.problem.gpu_index[int(self.problem.pod_node[pod])]
+        slots = tuple(int(np.flatnonzero(row == index)[0]) for index in source.gpu_indices if (row == index).any())
+        gpu_milli = int(self.problem.pod_requests[pod, self.problem.gpu_column])
+        return slots, (WHOLE if gpu_milli >= WHOLE else gpu_milli)
+
+    def running_cell_slot(self, pod: int) -> int:
+        cell = self.snapshot.pods[pod].numa_cell
+        if cell is None:
+            return -1
+        found = np.flatnonzero(self.problem.cell_ids[int(self.problem.pod_node[pod])] == cell)
+        return int(found[0]) if found.size else -1
+
+    def _recount_whole(self, node: int) -> None:
+        """Refresh the per-node device summaries after `node`'s devices changed."""
+        row = self.gpu_free[node].tolist()
+        cells = self._gpu_cell_lists[node]
+        counts = [0] * self.cell_whole_free.shape[1]
+        partial = -1
+        for slot, free in enumerate(row):
+            if free == WHOLE:
+                counts[cells[slot]] += 1
+            elif free > partial:
+                partial = free
+        self.whole_free[node] = sum(counts)
+        self.cell_whole_free[node] = counts
+        self.partial_max[node] = partial
+
+    # ---- quota ----
+
+    def _capped_pairs(self) -> list[list[tuple[int, int, int]]]:
+        """Per queue: (ancestor, resource, capability) for every cap on the way to the root."""
+        problem = self.problem
+        pairs = []
+        for ancestors in problem.queue_ancestors:
+            pairs.append(
+                [
+                    (a, int(r), int(problem.queue_capability[a, r]))
+                    for a in ancestors
+                    for r in np.flatnonzero(problem.queue_capability[a] >= 0)
+                ]
+            )
+        return pairs
+
+    def quota_room(self, queue: int, shape: TaskShape) -> tuple[int, tuple[int, int] | None]:
+        """How many more pods of `shape` the queue and its ancestors' capabilities allow,
+        and the (queue, resource) that binds first (None when nothing caps)."""
+        room, blocker = 1 << 62, None
+        for ancestor, r, cap in self._capped[queue]:
+            asked = int(shape.requests[r])
+            if asked > 0:
+                fits = max(0, (cap - int(self.queue_used[ancestor, r])) // asked)
+                if fits < room:
+                    room, blocker = fits, (ancestor, r)
+        return room, blocker
+
+    def quota_blocker(self, queue: int, demand: np.ndarray) -> tuple[int, int] | None:
+        """The first (queue, resource) whose capability `demand` would exceed, or None."""
+        for ancestor, r, cap in self._capped[queue]:
+            if demand[r] > 0 and int(self.queue_used[ancestor, r]) + int(demand[r]) > cap:
+                return ancestor, r
+        return None

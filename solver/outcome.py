@@ -1,0 +1,156 @@
+"""Wrap an engine's `Placement` into a `Decision`: per-PodGroup outcome and per-queue shares.
+
+Every engine (greedy, CP-SAT, the fallback) ends here, so "scheduled", "placed" and the
+queue numbers mean the same whichever engine answered. Input: the snapshot, the placement,
+and the engine's reasons per PodGroup; output: a frozen `Decision`.
+
+A PodGroup is *scheduled* when its gang requirement (`gang_requirement`: `min_member` and
+each task's `min_available`, tasks waiting on dependencies left out) is met by its pods
+running and not evicted plus those bound this cycle, and at least one pod is there.
+Otherwise it is *pending*, and always carries at least one reason: the engine's, or,
+when the engine gave none, a generic one — its pods were evicted (`preemption:`), some
+pods were not placed (`unplaced:`), or too few pods run for its gang (`gang:`). Example: min_member 4, 3 running,
+1 bound → placed 4, scheduled; min_member 4, 2 running, nothing bound → pending.
+
+Queue shares report cpu, memory and gpu only (what people read); `allocated` is after the
+placement (running − evicted + bound, subtree included), `deserved` is `deserved_shares`.
+
+Not promised: that the placement is valid — run `solver.checker` for that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from models.placement import Decision, Eviction, Placement, PodGroupOutcome, QueueShare, SolveStatus
+from models.snapshot import CPU, GPU, MEMORY, PodGroupKey, QueueName, Snapshot
+from solver import reasons as reason_text
+from solver.rules.gang import gang_requirement
+from solver.shares import add_resources, deserved_shares
+
+__all__ = ["build_decision", "allocated_after", "placed_counts", "REPORTED_RESOURCES"]
+
+REPORTED_RESOURCES = (CPU, MEMORY, GPU)
+
+
+def placed_counts(snapshot: Snapshot, placement: Placement) -> dict[PodGroupKey, dict[str, int]]:
+    """Per PodGroup, per task: pods running and not evicted, plus pods bound this cycle."""
+    evicted = {eviction.pod for eviction in placement.evictions}
+    bound = {bind.pod for bind in placement.binds}
+    counts: dict[PodGroupKey, dict[str, int]] = {group.key: {} for group in snapshot.pod_groups}
+    for pod in snapshot.pods:
+        if pod.pod_group is None:
+            continue
+        if (pod.phase == "running" and pod.key not in evicted) or pod.key in bound:
+            per_task = counts[pod.pod_group]
+            per_task[pod.task or ""] = per_task.get(pod.task or "", 0) + 1
+    return counts
+
+
+def allocated_after(snapshot: Snapshot, placement: Placement) -> dict[QueueName, dict[str, int]]:
+    """Each queue's allocation once the placement is carried out, its subtree included."""
+    evicted = {eviction.pod for eviction in placement.evictions}
+    bound = {bind.pod for bind in placement.binds}
+    own: dict[QueueName, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
+    for pod in snapshot.pods:
+        if pod.pod_group is None:
+            continue
+        holds = (pod.phase == "running" and pod.key not in evicted) or pod.key in bound
+        queue = snapshot.pod_group_by_key[pod.pod_group].queue
+        if holds and queue in own:
+            add_resources(own[queue], pod.requests)
+    total: dict[QueueName, dict[str, int]] = {name: {} for name in own}
+    for name, amount in own.items():
+        for ancestor in snapshot.queue_ancestors(name):
+            add_resources(total[ancestor], amount)
+    return total
+
+
+def _generic_reasons(
+    snapshot: Snapshot,
+    key: PodGroupKey,
+    *,
+    evicted: Sequence[Eviction],
+    bound_pods: set[str],
+    placed: int,
+    minimum: int,
+) -> tuple[str, ...]:
+    """Reasons for a pending PodGroup the engine said nothing about."""
+    if evicted:
+        preemptors = sorted({eviction.for_ for eviction in evicted})
+        return (reason_text.evicted(pods=len(evicted), reason=evicted[0].reason, for_groups=preemptors),)
+    pods = snapshot.pods_by_group[key]
+    if not pods:
+        return (reason_text.gang_too_few_pods(minimum=minimum, pods=0),)
+    unplaced = sum(1 for pod in pods if pod.phase == "pending" and pod.key not in bound_pods)
+    if unplaced:
+        return (reason_text.unplaced(pending=unplaced),)
+    return (reason_text.gang_below_minimum(placed=placed, minimum=minimum),)
+
+
+def build_decision(
+    snapshot: Snapshot,
+    placement: Placement,
+    *,
+    engine: str,
+    status: SolveStatus,
+    solve_seconds: float,
+    reasons: Mapping[PodGroupKey, Sequence[str]],
+    objective: float | None = None,
+    bound: float | None = None,
+    gap: float | None = None,
+) -> Decision:
+    """The `Decision` for `placement`; see the module docstring for what the fields mean."""
+    counts = placed_counts(snapshot, placement)
+    bound_pods = {bind.pod for bind in placement.binds}
+    evicted_by_group: dict[PodGroupKey, list[Eviction]] = {}
+    for eviction in placement.evictions:
+        pod = snapshot.pod_by_key.get(eviction.pod)
+        if pod is not None and pod.pod_group is not None:
+            evicted_by_group.setdefault(pod.pod_group, []).append(eviction)
+    outcomes = []
+    for group in sorted(snapshot.pod_groups, key=lambda g: g.key):
+        requirement = gang_requirement(snapshot, group)
+        per_task = counts[group.key]
+        placed = sum(per_task.values())
+        met = placed >= requirement.min_member and all(
+            per_task.get(task, 0) >= minimum for task, minimum in requirement.min_per_task.items()
+        )
+        scheduled = met and placed > 0
+        group_reasons: tuple[str, ...] = ()
+        if not scheduled:
+            group_reasons = tuple(reasons.get(group.key, ())) or _generic_reasons(
+                snapshot, group.key, evicted=evicted_by_group.get(group.key, []), bound_pods=bound_pods, placed=placed,
+                minimum=requirement.min_member,
+            )
+        outcomes.append(
+            PodGroupOutcome(
+                name=group.key,
+                queue=group.queue,
+                placed=placed,
+                min_member=group.min_member,
+                state="scheduled" if scheduled else "pending",
+                reasons=group_reasons,
+            )
+        )
+    allocated = allocated_after(snapshot, placement)
+    deserved = deserved_shares(snapshot)
+    queues = tuple(
+        QueueShare(
+            name=queue.name,
+            allocated={name: allocated[queue.name].get(name, 0) for name in REPORTED_RESOURCES},
+            deserved={name: deserved.get(queue.name, {}).get(name, 0) for name in REPORTED_RESOURCES},
+        )
+        for queue in sorted(snapshot.queues, key=lambda q: q.name)
+    )
+    return Decision(
+        engine=engine,
+        status=status,
+        solve_seconds=solve_seconds,
+        placement=placement,
+        podgroups=tuple(outcomes),
+        queues=queues,
+        objective=objective,
+        bound=bound,
+        gap=gap,
+    )

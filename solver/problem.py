@@ -1,0 +1,460 @@
+"""The `Problem`: one cycle's `Snapshot` as numpy arrays, built once, read by every engine.
+
+kube-scheduler's `CycleState` ("write once, read many"), with typed fields instead of
+string keys. Input: a validated `Snapshot`. Output: a frozen `Problem` whose arrays are
+read-only; engines copy what they mutate (`greedy` copies `free` and the GPU tables).
+
+Layout choices, and why:
+- Node × resource tables are *resource-major*, `free[r]` is one contiguous row over all
+  nodes, because the greedy engine's hot path is "which nodes have ≥ x of resource r",
+  one row at a time. Example: cpu, memory, gpu on 3 nodes → `free.shape == (3, 3)`,
+  `free[problem.resource_index["gpu"]]` the free milli-GPUs of each node.
+- GPU devices are a padded `[N, Gmax]` table (`-1` where a node has fewer devices); a
+  device's free milli is 1000 minus `Gpu.used_milli` minus the running pods that list it.
+- Eligibility is computed per *class*: tasks with the same (node selector, tolerations)
+  share a row, and nodes with the same (values of every label some selector reads, taints,
+  unschedulable) share a column, so the predicate `solver.rules.eligibility.eligible` runs
+  once per (task class, node class) pair, not per (task, node). 1,000 tasks × 10,000 nodes
+  with a handful of selectors is a few dozen predicate calls. The projection is exact:
+  `matches_selector` reads only the selector's keys, all of which are in the signature.
+  `eligible_nodes(task_row)` gives one task's `[N]` mask; `eligible_by_class[S, N]` holds
+  them all (rather than a `[T, N]` table, which would not fit at 100,000 PodGroups).
+- Queues: `queue_allocated` and `queue_deserved` come from `solver.shares` (subtree
+  included), `queue_capability` uses `-1` for "not capped".
+
+Not promised: anything about pods' placement — `Problem` describes, engines decide. Running
+pods that request GPUs but list no device indices take node-level GPU capacity only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from models.snapshot import (
+    CPU,
+    GPU,
+    GPU_MILLI_PER_DEVICE,
+    MEMORY,
+    NodeName,
+    PodGroupKey,
+    PodKey,
+    QueueName,
+    Snapshot,
+    Task,
+)
+from solver.rules.eligibility import eligible
+from solver.shares import deserved_shares, queue_allocated
+
+__all__ = ["Problem", "build_problem", "UNLIMITED", "NO_CAP"]
+
+UNLIMITED = np.int64(1) << np.int64(60)
+"""Free amount of a NUMA cell whose capacity the snapshot does not state (never binding)."""
+NO_CAP = -1
+"""`queue_capability` value for a resource the queue does not cap."""
+
+TaskKey = tuple[PodGroupKey, str]
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """Arrays of one cycle. Indices: r resource, n node, g GPU slot, c NUMA-cell slot,
+    t task row, s eligibility class, p pod, q queue, k PodGroup."""
+
+    # ---- resources ----
+    resource_names: tuple[str, ...]
+    resource_index: Mapping[str, int]
+    # ---- nodes ----
+    node_names: tuple[NodeName, ...]
+    node_index: Mapping[NodeName, int]
+    allocatable: np.ndarray  # [R, N] int64
+    free: np.ndarray  # [R, N] int64: allocatable − running pods − Gpu.used_milli
+    schedulable: np.ndarray  # [N] bool
+    gpu_index: np.ndarray  # [N, Gmax] device index, −1 padding
+    gpu_free_milli: np.ndarray  # [N, Gmax] free milli per device, −1 padding
+    gpu_cell: np.ndarray  # [N, Gmax] slot (column of cell_ids) of the device's NUMA cell, −1 padding
+    cell_ids: np.ndarray  # [N, Cmax] NUMA cell ids, −1 padding
+    cell_cpu_free: np.ndarray  # [N, Cmax] milli free in the cell, UNLIMITED when unknown, −1 padding
+    cell_memory_free: np.ndarray  # [N, Cmax] bytes, same conventions
+    # ---- eligibility ----
+    node_class: np.ndarray  # [N] node class id
+    node_class_representative: tuple[int, ...]  # a node index per node class
+    eligible_by_class: np.ndarray  # [S, N] bool
+    # ---- tasks (one row per task of every PodGroup) ----
+    task_keys: tuple[TaskKey, ...]
+    task_row: Mapping[TaskKey, int]
+    task_requests: np.ndarray  # [T, R] int64, per pod
+    task_eligibility_class: np.ndarray  # [T] → row of eligible_by_class
+    task_single_numa: np.ndarray  # [T] bool: numa_policy single-numa-node
+    # ---- pods ----
+    pod_keys: tuple[PodKey, ...]
+    pod_index: Mapping[PodKey, int]
+    pod_requests: np.ndarray  # [P, R] int64
+    pod_node: np.ndarray  # [P] node index, −1 when pending
+    pod_group: np.ndarray  # [P] PodGroup index, −1 for pods of other schedulers
+    pod_task_row: np.ndarray  # [P] task row, −1 for pods of other schedulers
+    pod_running: np.ndarray  # [P] bool
+    # ---- PodGroups ----
+    group_keys: tuple[PodGroupKey, ...]
+    group_index: Mapping[PodGroupKey, int]
+    group_queue: np.ndarray  # [K] queue index, −1 when the queue does not exist
+    # ---- topology ----
+    tiers: tuple[int, ...]  # HyperNode tiers present, ascending
+    domain_of: np.ndarray  # [len(tiers), N] HyperNode id within its tier, −1 when in none
+    domain_names: tuple[tuple[str, ...], ...]  # per tier, id → HyperNode name
+    # ---- queues ----
+    queue_names: tuple[QueueName, ...]
+    queue_index: Mapping[QueueName, int]
+    queue_parent: np.ndarray  # [Q] parent index, −1 under root
+    queue_ancestors: tuple[tuple[int, ...], ...]  # per queue: itself, then parents up to root
+    queue_weight: np.ndarray  # [Q]
+    queue_priority: np.ndarray  # [Q]
+    queue_open: np.ndarray  # [Q] bool
+    queue_reclaimable: np.ndarray  # [Q] bool
+    queue_capability: np.ndarray  # [Q, R] int64, NO_CAP where uncapped
+    queue_guarantee: np.ndarray  # [Q, R] int64
+    queue_deserved: np.ndarray  # [Q, R] int64 (water-filled, subtree level)
+    queue_allocated: np.ndarray  # [Q, R] int64 (running pods, subtree included)
+
+    @property
+    def node_count(self) -> int:
+        return len(self.node_names)
+
+    @property
+    def gpu_column(self) -> int:
+        return self.resource_index[GPU]
+
+    @property
+    def cpu_column(self) -> int:
+        return self.resource_index[CPU]
+
+    @property
+    def memory_column(self) -> int:
+        return self.resource_index[MEMORY]
+
+    def eligible_nodes(self, task_row: int) -> np.ndarray:
+        """`[N]` bool: the nodes the pods of `task_row` may go to (rule 2)."""
+        return self.eligible_by_class[self.task_eligibility_class[task_row]]
+
+    def resources_dict(self, row: np.ndarray) -> dict[str, int]:
+        """An `[R]` row as a resource list without zeros: `{"cpu": 2000, "gpu": 8000}`."""
+        return {name: int(row[i]) for i, name in enumerate(self.resource_names) if row[i]}
+
+
+def build_problem(snapshot: Snapshot) -> Problem:
+    """Turn `snapshot` into arrays; see the module docstring for the layout."""
+    resource_names = _resource_names(snapshot)
+    resource_index = {name: i for i, name in enumerate(resource_names)}
+    task_keys = tuple((group.key, task.name) for group in snapshot.pod_groups for task in group.tasks)
+    task_row = {key: t for t, key in enumerate(task_keys)}
+    node_part = _nodes(snapshot, resource_index)
+    pod_part = _pods(snapshot, resource_index, node_part, task_row)
+    for value in node_part.values():
+        if isinstance(value, np.ndarray):
+            value.setflags(write=False)
+    eligibility_part = _eligibility(snapshot, resource_index)
+    queue_part = _queues(snapshot, resource_index)
+    group_keys = tuple(group.key for group in snapshot.pod_groups)
+    group_queue = np.array(
+        [queue_part["queue_index"].get(group.queue, -1) for group in snapshot.pod_groups], dtype=np.int64
+    )
+    return Problem(
+        resource_names=resource_names,
+        resource_index=resource_index,
+        **node_part,
+        **pod_part,
+        **eligibility_part,
+        **queue_part,
+        **_topology(snapshot, node_part["node_index"]),
+        task_keys=task_keys,
+        task_row=task_row,
+        group_keys=group_keys,
+        group_index={key: k for k, key in enumerate(group_keys)},
+        group_queue=_readonly(group_queue),
+    )
+
+
+def _resource_names(snapshot: Snapshot) -> tuple[str, ...]:
+    """cpu, memory, gpu first (fixed columns), then every other resource named anywhere, sorted."""
+    others: set[str] = set()
+    for node in snapshot.nodes:
+        others.update(node.allocatable)
+    for group in snapshot.pod_groups:
+        for task in group.tasks:
+            others.update(task.requests)
+    for pod in snapshot.pods:
+        others.update(pod.requests)
+    for queue in snapshot.queues:
+        others.update(queue.capability or ())
+    others -= {CPU, MEMORY, GPU}
+    return (CPU, MEMORY, GPU, *sorted(others))
+
+
+def _nodes(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[str, object]:
+    """Node tables. Built from flat Python lists and filled with one fancy assignment per
+    table: 10,000 nodes × 8 GPUs is 80,000 entries, and per-entry numpy writes cost more
+    than the lists."""
+    nodes = snapshot.nodes
+    count = len(nodes)
+    gpu_col = resource_index[GPU]
+    alloc_r: list[int] = []
+    alloc_n: list[int] = []
+    alloc_v: list[int] = []
+    gpu_n: list[int] = []
+    gpu_g: list[int] = []
+    gpu_idx: list[int] = []
+    gpu_free_v: list[int] = []
+    gpu_cell_v: list[int] = []
+    cell_n: list[int] = []
+    cell_c: list[int] = []
+    cell_id: list[int] = []
+    cell_cpu_v: list[int] = []
+    cell_memory_v: list[int] = []
+    used_gpu = np.zeros(count, dtype=np.int64)
+    unlimited = int(UNLIMITED)
+    gpu_slots = cell_slots = 1
+    for n, node in enumerate(nodes):
+        for name, amount in node.allocatable.items():
+            alloc_r.append(resource_index[name])
+            alloc_n.append(n)
+            alloc_v.append(amount)
+        known = {cell.id: cell for cell in node.numa_cells}
+        cells = sorted(known.keys() | {gpu.numa_cell for gpu in node.gpus}) if (known or node.gpus) else [0]
+        slot_of = {cell: slot for slot, cell in enumerate(cells)}
+        cell_slots = max(cell_slots, len(cells))
+        for slot, cell in enumerate(cells):
+            declared = known.get(cell)
+            cell_n.append(n)
+            cell_c.append(slot)
+            cell_id.append(cell)
+            cpu = declared.cpu_milli if declared is not None else None
+            memory = declared.memory_bytes if declared is not None else None
+            cell_cpu_v.append(unlimited if cpu is None else cpu)
+            cell_memory_v.append(unlimited if memory is None else memory)
+        gpus = node.gpus
+        if gpus:
+            gpu_slots = max(gpu_slots, len(gpus))
+            used = 0
+            for g, gpu in enumerate(sorted(gpus, key=lambda device: device.index)):
+                gpu_n.append(n)
+                gpu_g.append(g)
+                gpu_idx.append(gpu.index)
+                gpu_free_v.append(GPU_MILLI_PER_DEVICE - gpu.used_milli)
+                gpu_cell_v.append(slot_of[gpu.numa_cell])
+                used += gpu.used_milli
+            used_gpu[n] = used
+    allocatable = np.zeros((len(resource_index), count), dtype=np.int64)
+    allocatable[alloc_r, alloc_n] = alloc_v
+    gpu_slots = max((len(node.gpus) for node in nodes), default=0)
+    gpu_index = np.full((count, gpu_slots), -1, dtype=np.int64)
+    gpu_free = np.full((count, gpu_slots), -1, dtype=np.int64)
+    gpu_cell = np.full((count, gpu_slots), -1, dtype=np.int64)
+    gpu_index[gpu_n, gpu_g] = gpu_idx
+    gpu_free[gpu_n, gpu_g] = gpu_free_v
+    gpu_cell[gpu_n, gpu_g] = gpu_cell_v
+    cell_ids = np.full((count, cell_slots), -1, dtype=np.int64)
+    cell_cpu = np.full((count, cell_slots), -1, dtype=np.int64)
+    cell_memory = np.full((count, cell_slots), -1, dtype=np.int64)
+    cell_ids[cell_n, cell_c] = cell_id
+    cell_cpu[cell_n, cell_c] = cell_cpu_v
+    cell_memory[cell_n, cell_c] = cell_memory_v
+    free = allocatable.copy()
+    free[gpu_col] -= used_gpu
+    return {
+        "node_names": tuple(node.name for node in nodes),
+        "node_index": {node.name: n for n, node in enumerate(nodes)},
+        "allocatable": allocatable,
+        "free": free,
+        "schedulable": np.array([not node.unschedulable for node in nodes], dtype=bool),
+        "gpu_index": gpu_index,
+        "gpu_free_milli": gpu_free,
+        "gpu_cell": gpu_cell,
+        "cell_ids": cell_ids,
+        "cell_cpu_free": cell_cpu,
+        "cell_memory_free": cell_memory,
+    }
+
+
+def _pods(
+    snapshot: Snapshot,
+    resource_index: Mapping[str, int],
+    node_part: dict[str, object],
+    task_row: Mapping[TaskKey, int],
+) -> dict[str, object]:
+    """Pod tables; takes running pods' usage off the node, device and cell tables in place."""
+    node_index: Mapping[NodeName, int] = node_part["node_index"]  # type: ignore[assignment]
+    free: np.ndarray = node_part["free"]  # type: ignore[assignment]
+    gpu_index: np.ndarray = node_part["gpu_index"]  # type: ignore[assignment]
+    gpu_free: np.ndarray = node_part["gpu_free_milli"]  # type: ignore[assignment]
+    cell_ids: np.ndarray = node_part["cell_ids"]  # type: ignore[assignment]
+    cell_cpu: np.ndarray = node_part["cell_cpu_free"]  # type: ignore[assignment]
+    cell_memory: np.ndarray = node_part["cell_memory_free"]  # type: ignore[assignment]
+    pods = snapshot.pods
+    count = len(pods)
+    group_index = {group.key: k for k, group in enumerate(snapshot.pod_groups)}
+    pod_requests = np.zeros((count, len(resource_index)), dtype=np.int64)
+    pod_node = np.full(count, -1, dtype=np.int64)
+    pod_group = np.full(count, -1, dtype=np.int64)
+    pod_task_row = np.full(count, -1, dtype=np.int64)
+    pod_running = np.zeros(count, dtype=bool)
+    for p, pod in enumerate(pods):
+        for name, amount in pod.requests.items():
+            pod_requests[p, resource_index[name]] = amount
+        if pod.pod_group is not None:
+            pod_group[p] = group_index[pod.pod_group]
+            pod_task_row[p] = task_row[(pod.pod_group, pod.task or "")]
+        if pod.phase != "running":
+            continue
+        n = node_index[pod.node]  # type: ignore[index]
+        pod_node[p] = n
+        pod_running[p] = True
+        gpu_milli = pod.requests.get(GPU, 0)
+        for g in _device_slots(gpu_index[n], pod.gpu_indices):
+            gpu_free[n, g] -= gpu_milli if gpu_milli < GPU_MILLI_PER_DEVICE else GPU_MILLI_PER_DEVICE
+        if pod.numa_cell is not None:
+            slots = np.flatnonzero(cell_ids[n] == pod.numa_cell)
+            if slots.size:
+                c = slots[0]
+                if cell_cpu[n, c] != UNLIMITED:
+                    cell_cpu[n, c] -= pod.requests.get(CPU, 0)
+                if cell_memory[n, c] != UNLIMITED:
+                    cell_memory[n, c] -= pod.requests.get(MEMORY, 0)
+    running = np.flatnonzero(pod_running)
+    if running.size:
+        usage = np.zeros_like(free.T)
+        np.add.at(usage, pod_node[running], pod_requests[running])
+        free -= usage.T
+    return {
+        "pod_keys": tuple(pod.key for pod in pods),
+        "pod_index": {pod.key: p for p, pod in enumerate(pods)},
+        "pod_requests": _readonly(pod_requests),
+        "pod_node": _readonly(pod_node),
+        "pod_group": _readonly(pod_group),
+        "pod_task_row": _readonly(pod_task_row),
+        "pod_running": _readonly(pod_running),
+    }
+
+
+def _device_slots(node_gpu_index: np.ndarray, indices: tuple[int, ...]) -> list[int]:
+    """Slots (columns of the GPU table) of the device indices a running pod holds."""
+    slots = []
+    for index in indices:
+        found = np.flatnonzero(node_gpu_index == index)
+        if found.size:
+            slots.append(int(found[0]))
+    return slots
+
+
+def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[str, object]:
+    """Per (task class, node class) predicate calls; see the module docstring."""
+    tasks: list[Task] = [task for group in snapshot.pod_groups for task in group.tasks]
+    selector_keys = sorted({key for task in tasks for key in task.node_selector})
+
+    node_class_of_signature: dict[object, int] = {}
+    representatives: list[int] = []
+    node_class = np.zeros(len(snapshot.nodes), dtype=np.int64)
+    for n, node in enumerate(snapshot.nodes):
+        signature = (tuple(node.labels.get(key) for key in selector_keys), node.taints, node.unschedulable)
+        node_cls = node_class_of_signature.get(signature)
+        if node_cls is None:
+            node_cls = node_class_of_signature[signature] = len(representatives)
+            representatives.append(n)
+        node_class[n] = node_cls
+
+    task_class_of_signature: dict[object, int] = {}
+    class_tasks: list[Task] = []
+    task_class = np.zeros(len(tasks), dtype=np.int64)
+    task_requests = np.zeros((len(tasks), len(resource_index)), dtype=np.int64)
+    for t, task in enumerate(tasks):
+        signature = (tuple(sorted(task.node_selector.items())), task.tolerations)
+        task_cls = task_class_of_signature.get(signature)
+        if task_cls is None:
+            task_cls = task_class_of_signature[signature] = len(class_tasks)
+            class_tasks.append(task)
+        task_class[t] = task_cls
+        for name, amount in task.requests.items():
+            task_requests[t, resource_index[name]] = amount
+
+    pair_ok = np.array(
+        [[eligible(snapshot.nodes[rep], task) for rep in representatives] for task in class_tasks],
+        dtype=bool,
+    ).reshape(len(class_tasks), len(representatives))
+    eligible_by_class = pair_ok[:, node_class] if len(snapshot.nodes) else np.zeros((len(class_tasks), 0), bool)
+    return {
+        "node_class": _readonly(node_class),
+        "node_class_representative": tuple(representatives),
+        "eligible_by_class": _readonly(np.ascontiguousarray(eligible_by_class)),
+        "task_requests": _readonly(task_requests),
+        "task_eligibility_class": _readonly(task_class),
+        "task_single_numa": _readonly(np.array([task.numa_policy == "single-numa-node" for task in tasks], dtype=bool)),
+    }
+
+
+def _topology(snapshot: Snapshot, node_index: Mapping[NodeName, int]) -> dict[str, object]:
+    tiers = tuple(sorted({hypernode.tier for hypernode in snapshot.hypernodes}))
+    tier_position = {tier: i for i, tier in enumerate(tiers)}
+    domain_of = np.full((len(tiers), len(snapshot.nodes)), -1, dtype=np.int64)
+    names: list[list[str]] = [[] for _ in tiers]
+    domain_id: dict[str, int] = {}
+    for hypernode in snapshot.hypernodes:
+        position = tier_position[hypernode.tier]
+        domain_id[hypernode.name] = len(names[position])
+        names[position].append(hypernode.name)
+    for node_name, chain in snapshot.hypernode_chain.items():
+        n = node_index[node_name]
+        for name in chain:
+            hypernode = snapshot.hypernode_by_name[name]
+            domain_of[tier_position[hypernode.tier], n] = domain_id[name]
+    return {
+        "tiers": tiers,
+        "domain_of": _readonly(domain_of),
+        "domain_names": tuple(tuple(tier_names) for tier_names in names),
+    }
+
+
+def _queues(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[str, object]:
+    queues = snapshot.queues
+    count, resources = len(queues), len(resource_index)
+    queue_index = {queue.name: q for q, queue in enumerate(queues)}
+    capability = np.full((count, resources), NO_CAP, dtype=np.int64)
+    guarantee = np.zeros((count, resources), dtype=np.int64)
+    deserved = np.zeros((count, resources), dtype=np.int64)
+    allocated = np.zeros((count, resources), dtype=np.int64)
+    deserved_map = deserved_shares(snapshot)
+    allocated_map = queue_allocated(snapshot)
+    for q, queue in enumerate(queues):
+        for name, amount in (queue.capability or {}).items():
+            capability[q, resource_index[name]] = amount
+        for name, amount in queue.guarantee.items():
+            if name in resource_index:
+                guarantee[q, resource_index[name]] = amount
+        for name, amount in deserved_map.get(queue.name, {}).items():
+            if name in resource_index:
+                deserved[q, resource_index[name]] = amount
+        for name, amount in allocated_map.get(queue.name, {}).items():
+            allocated[q, resource_index[name]] = amount
+    return {
+        "queue_names": tuple(queue.name for queue in queues),
+        "queue_index": queue_index,
+        "queue_parent": _readonly(
+            np.array([queue_index.get(queue.parent, -1) if queue.parent else -1 for queue in queues], dtype=np.int64)
+        ),
+        "queue_ancestors": tuple(
+            tuple(queue_index[name] for name in snapshot.queue_ancestors(queue.name)) for queue in queues
+        ),
+        "queue_weight": _readonly(np.array([queue.weight for queue in queues], dtype=np.int64)),
+        "queue_priority": _readonly(np.array([queue.priority for queue in queues], dtype=np.int64)),
+        "queue_open": _readonly(np.array([queue.state == "open" for queue in queues], dtype=bool)),
+        "queue_reclaimable": _readonly(np.array([queue.reclaimable for queue in queues], dtype=bool)),
+        "queue_capability": _readonly(capability),
+        "queue_guarantee": _readonly(guarantee),
+        "queue_deserved": _readonly(deserved),
+        "queue_allocated": _readonly(allocated),
+    }

@@ -1,0 +1,168 @@
+"""Why a PodGroup stays pending: reason constants and the sentences they fold into.
+
+Engines call the functions below with numbers; each returns one sentence that starts with
+the rule's name, as kube-scheduler's `FitError` folds per-node statuses into
+"0/120 nodes: 80 insufficient gpu, 40 outside tier 2" and `RunFilterPlugins` stamps the
+plugin's name on a status. The prefixes are the constants (`GANG`, `QUOTA`, …), so a test
+or a dashboard matches `reason.startswith(QUOTA)` and never parses the numbers.
+
+Quantities are formatted for people: cpu in cores ("2.5 cpu"), gpu in devices ("8 gpu",
+"0.5 gpu"), memory in binary units ("1.5Gi memory"), other resources as plain integers.
+
+Not promised: the exact wording after the prefix — it may gain detail; the prefix stays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from models.quantity import format_bytes, format_milli
+from models.snapshot import CPU, GPU, MEMORY
+
+__all__ = [
+    "CAPACITY",
+    "DEPENDENCY",
+    "ELIGIBILITY",
+    "GANG",
+    "NUMA",
+    "PREEMPTION",
+    "QUEUE",
+    "QUOTA",
+    "TOPOLOGY",
+    "UNPLACED",
+    "format_quantity",
+    "format_resources",
+    "capacity_fit_error",
+    "dependency_waits",
+    "eligibility_none",
+    "evicted",
+    "gang_below_minimum",
+    "gang_shortfall",
+    "gang_too_few_pods",
+    "numa_no_cell",
+    "preemption_not_enough",
+    "queue_closed",
+    "queue_missing",
+    "quota_exceeded",
+    "topology_no_domain",
+    "unplaced",
+]
+
+CAPACITY = "capacity: "
+DEPENDENCY = "dependency: "
+ELIGIBILITY = "eligibility: "
+GANG = "gang: "
+NUMA = "numa: "
+PREEMPTION = "preemption: "
+QUEUE = "queue: "
+QUOTA = "quota: "
+TOPOLOGY = "topology: "
+UNPLACED = "unplaced: "
+
+
+def format_quantity(resource: str, amount: int) -> str:
+    """`("cpu", 2500)` → "2.5 cpu"; `("gpu", 8000)` → "8 gpu"; `("memory", 2**31)` → "2Gi memory"."""
+    if resource in (CPU, GPU):
+        return f"{format_milli(amount)} {resource}"
+    if resource == MEMORY:
+        return f"{format_bytes(amount)} memory"
+    return f"{amount} {resource}"
+
+
+def format_resources(amounts: Mapping[str, int]) -> str:
+    """`{"cpu": 80000, "gpu": 8000}` → "8 gpu, 80 cpu": GPUs first, zeros left out."""
+    order = sorted((name for name, amount in amounts.items() if amount), key=_resource_order)
+    return ", ".join(format_quantity(name, amounts[name]) for name in order) or "nothing"
+
+
+def _resource_order(name: str) -> tuple[int, str]:
+    return ({GPU: 0, CPU: 1, MEMORY: 2}.get(name, 3), name)
+
+
+def _fold(counts: Mapping[str, int]) -> str:
+    """`{"insufficient cpu": 2, "untolerated taint": 1}` → "2 insufficient cpu, 1 untolerated taint"."""
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{count} {what}" for what, count in ordered if count)
+
+
+def queue_missing(queue: str) -> str:
+    return f"{QUEUE}queue {queue} does not exist"
+
+
+def queue_closed(queue: str) -> str:
+    return f"{QUEUE}queue {queue} is closed"
+
+
+def quota_exceeded(queue: str, *, resource: str, capability: int, in_use: int, needs: int) -> str:
+    """"quota: queue ml-team capability 64 gpu, 60 in use, job needs 8"."""
+    unit = format_quantity(resource, capability)
+    return (
+        f"{QUOTA}queue {queue} capability {unit}, {_bare(resource, in_use)} in use, "
+        f"job needs {_bare(resource, needs)}"
+    )
+
+
+def _bare(resource: str, amount: int) -> str:
+    """The number of `format_quantity` without the unit word: ("gpu", 8000) → "8"."""
+    text = format_quantity(resource, amount)
+    return text.removesuffix(f" {resource}").removesuffix(" memory")
+
+
+def dependency_waits(task: str, *, dependency: str, running: int, total: int) -> str:
+    """"dependency: task-b waits for task-a (1 of 2 running)"."""
+    return f"{DEPENDENCY}{task} waits for {dependency} ({running} of {total} running)"
+
+
+def eligibility_none(task: str, *, nodes: int, counts: Mapping[str, int]) -> str:
+    """"eligibility: task worker: 0/3 nodes: 2 node selector mismatch, 1 untolerated taint"."""
+    return f"{ELIGIBILITY}task {task}: 0/{nodes} nodes: {_fold(counts)}"
+
+
+def capacity_fit_error(task: str, *, nodes: int, fitting: int, counts: Mapping[str, int]) -> str:
+    """"capacity: task worker: 0/120 nodes fit another pod: 80 insufficient gpu, 40 node selector mismatch"."""
+    return f"{CAPACITY}task {task}: {fitting}/{nodes} nodes fit another pod: {_fold(counts)}"
+
+
+def gang_shortfall(*, placed: int, minimum: int, needs: Mapping[str, int], free: Mapping[str, int]) -> str:
+    """"gang: 6 of min 20 pods fit (needs 80 cpu, 24 cpu free)"."""
+    return f"{GANG}{placed} of min {minimum} pods fit (needs {format_resources(needs)}, {format_resources(free)} free)"
+
+
+def gang_too_few_pods(*, minimum: int, pods: int, task: str | None = None) -> str:
+    """"gang: min 8 pods but only 5 exist" (or per task: "task worker needs min 4 pods but only 2 exist")."""
+    if task is None:
+        return f"{GANG}min {minimum} pods but only {pods} exist"
+    return f"{GANG}task {task} needs min {minimum} pods but only {pods} exist"
+
+
+def topology_no_domain(*, tier: int, needs: Mapping[str, int], best: str | None, best_free: Mapping[str, int]) -> str:
+    """"topology: no domain of tier ≤ 1 holds the whole gang (needs 16 gpu; best: leaf-a with 8 gpu)"."""
+    best_text = f"best: {best} with {format_resources(best_free)}" if best else "no domain has room"
+    return f"{TOPOLOGY}no domain of tier ≤ {tier} holds the whole gang (needs {format_resources(needs)}; {best_text})"
+
+
+def numa_no_cell(task: str, *, nodes: int, needs: Mapping[str, int]) -> str:
+    """"numa: task worker: 3 nodes have room but none on one NUMA cell (needs 4 gpu, 16 cpu)"."""
+    return f"{NUMA}task {task}: {nodes} nodes have room but none on one NUMA cell (needs {format_resources(needs)})"
+
+
+def preemption_not_enough(*, action: str, victims: int) -> str:
+    """"preemption: evicting all 5 eligible victims (preempt) would still not make room"."""
+    return f"{PREEMPTION}evicting all {victims} eligible victims ({action}) would still not make room"
+
+
+def evicted(*, pods: int, reason: str, for_groups: Sequence[str]) -> str:
+    """"preemption: 1 pod evicted (preempt) for default/high"."""
+    noun = "pod" if pods == 1 else "pods"
+    return f"{PREEMPTION}{pods} {noun} evicted ({reason}) for {', '.join(for_groups)}"
+
+
+def gang_below_minimum(*, placed: int, minimum: int) -> str:
+    """"gang: 10 of min 11 pods running or placed"."""
+    return f"{GANG}{placed} of min {minimum} pods running or placed"
+
+
+def unplaced(*, pending: int) -> str:
+    """The generic reason an engine's silence gets: "unplaced: 3 pending pods not placed this cycle"."""
+    return f"{UNPLACED}{pending} pending pods not placed this cycle"
+

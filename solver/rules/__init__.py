@@ -1,0 +1,55 @@
+"""The hard rules of DESIGN.md, one module each, listed in `RULES` in the order they run.
+
+A rule module has `NAME` (the string stamped on its violations and reasons), a docstring
+stating the rule with a worked example, plain exported predicates engines reuse
+(`capacity.fits`, `eligibility.eligible`, `gang.gang_requirement`, …) and
+`check(snapshot, after) -> list[Violation]`, the rule written plainly over the pydantic
+`Snapshot` and the state after a placement (`solver.after.After`).
+
+`RULES` is an explicit tuple, as kube-scheduler's `plugins/registry.go`, not filled by
+import side effects: a new rule is one file, one line here, one test file. The order is
+the checker's reporting order: well-formedness first (`binding`), then the rules a
+single pod breaks, then whole-group and whole-queue rules, then preemption.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from models.snapshot import Snapshot
+from solver.after import After
+from solver.rules import (
+    binding,
+    capacity,
+    dependency,
+    eligibility,
+    gang,
+    numa,
+    preemption,
+    quota,
+    topology,
+)
+from solver.violation import Violation
+
+__all__ = ["Rule", "RULES"]
+
+
+class Rule(Protocol):
+    """What the checker needs of a rule module."""
+
+    NAME: str
+
+    def check(self, snapshot: Snapshot, after: After, /) -> list[Violation]: ...
+
+
+RULES: tuple[Rule, ...] = (
+    binding,
+    capacity,
+    eligibility,
+    gang,
+    quota,
+    topology,
+    numa,
+    dependency,
+    preemption,
+)

@@ -1,0 +1,142 @@
+"""Rule 8, preemption and reclaim: who may be evicted, for whom, and how far a queue is reclaimed."""
+
+from __future__ import annotations
+
+from solver.checker import check_placement
+from solver.rules import preemption
+from tests.builders import (
+    Gang,
+    bind_gang,
+    make_eviction,
+    make_gang,
+    make_node,
+    make_placement,
+    make_queue,
+    make_running,
+    make_snapshot,
+    resources,
+    rule_violations,
+)
+
+NODES = [make_node("n1", gpus=8), make_node("n2", gpus=8)]
+# Fixed deserved shares keep the numbers readable: b deserves 4 GPUs, a deserves 12.
+EVERYTHING = resources(cpu=1000, memory=10_000)
+QUEUES = [
+    make_queue("a", deserved={**EVERYTHING, **resources(gpus=12)}),
+    make_queue("b", deserved={**EVERYTHING, **resources(gpus=4)}),
+    make_queue("locked", deserved={**EVERYTHING, **resources(gpus=0)}, reclaimable=False),
+]
+
+
+def _snapshot(*gangs: Gang, running=()):
+    return make_snapshot(nodes=NODES, groups=gangs, running=running, queues=QUEUES)
+
+
+def test_no_eviction_is_always_valid() -> None:
+    job = make_gang("job", queue="a")
+    assert rule_violations(preemption, _snapshot(job), make_placement(binds=bind_gang(job, ["n1"]))) == []
+
+
+def test_preempting_a_lower_priority_pod_of_the_same_queue_is_valid() -> None:
+    low = make_gang("low", gpus=8, queue="a", priority=1, running_on=["n1"])
+    high = make_gang("high", gpus=8, queue="a", priority=5)
+    snapshot = _snapshot(low, high)
+    placement = make_placement(binds=bind_gang(high, ["n1"]), evictions=[make_eviction(low.pods[0], for_=high)])
+    assert check_placement(snapshot, placement) == ()
+
+
+def _preempt(victim: Gang, *, preemptor_queue: str = "a", priority: int = 5) -> list:
+    high = make_gang("high", gpus=8, queue=preemptor_queue, priority=priority)
+    placement = make_placement(binds=bind_gang(high, ["n2"]), evictions=[make_eviction(victim.pods[0], for_=high)])
+    return rule_violations(preemption, _snapshot(victim, high), placement)
+
+
+def test_evicting_a_non_preemptable_pod_is_reported() -> None:
+    (violation,) = _preempt(make_gang("low", queue="a", priority=1, preemptable=False, running_on=["n1"]))
+    assert violation.subject == "default/low-worker-0"
+    assert violation.message == "preempt of pod default/low-worker-0 for default/high is not allowed: not preemptable"
+
+
+def test_evicting_a_pod_of_a_non_preemptable_pod_group_is_reported() -> None:
+    low = make_gang("low", queue="a", priority=1, preemptable=False, running_on=["n1"])
+    pod = low.pods[0].model_copy(update={"preemptable": True})  # the pod says yes, its group says no
+    (violation,) = _preempt(Gang(group=low.group, pods=(pod,)))
+    assert "pod group default/low is not preemptable" in violation.message
+
+
+def test_evicting_an_equal_or_higher_priority_pod_is_reported() -> None:
+    (violation,) = _preempt(make_gang("vip", queue="a", priority=5, running_on=["n1"]))
+    assert violation.message.endswith("priority 5 is not below 5")
+
+
+def test_preempting_across_queues_is_reported() -> None:
+    (violation,) = _preempt(make_gang("low", queue="b", priority=1, running_on=["n1"]))
+    assert "preempt stays within a queue (b is not a)" in violation.message
+
+
+def test_evicting_another_schedulers_pod_is_reported() -> None:
+    foreign = make_running("foreign", node="n1")
+    high = make_gang("high", queue="a", priority=5)
+    placement = make_placement(binds=bind_gang(high, ["n2"]), evictions=[make_eviction(foreign, for_=high)])
+    (violation,) = rule_violations(preemption, _snapshot(high, running=[foreign]), placement)
+    assert "no PodGroup" in violation.message
+
+
+def test_evicting_for_a_pod_group_that_gets_no_bind_or_does_not_exist_is_reported() -> None:
+    low = make_gang("low", queue="a", priority=1, running_on=["n1"])
+    high = make_gang("high", queue="a", priority=5)
+    snapshot = _snapshot(low, high)
+    no_bind = make_placement(evictions=[make_eviction(low.pods[0], for_=high)])
+    (violation,) = rule_violations(preemption, snapshot, no_bind)
+    assert violation.message.endswith("pod group default/high gets no bind in this placement")
+    ghost = make_placement(binds=bind_gang(high, ["n2"]), evictions=[make_eviction(low.pods[0], for_="default/ghost")])
+    (violation,) = rule_violations(preemption, snapshot, ghost)
+    assert violation.message.endswith("pod group default/ghost does not exist")
+
+
+def _reclaim(evicted: int, *, victim_queue: str = "b") -> list:
+    """b runs 2×4 GPUs (deserves 4); a's job wants 8 GPUs on n2, which is free."""
+    victim = make_gang("batch", replicas=2, gpus=4, queue=victim_queue, min_member=1, running_on=["n1", "n1"])
+    job = make_gang("job", gpus=8, queue="a")
+    placement = make_placement(
+        binds=bind_gang(job, ["n2"]),
+        evictions=[make_eviction(p, for_=job, reason="reclaim") for p in victim.pods[:evicted]],
+    )
+    return rule_violations(preemption, _snapshot(victim, job), placement)
+
+
+def test_reclaiming_from_a_queue_above_its_deserved_share_is_valid() -> None:
+    assert _reclaim(evicted=1) == []  # b: 8 → 4 GPUs; 4 + 4 > 4 held while taking it
+
+
+def test_reclaiming_a_queue_down_to_its_deserved_share_is_reported() -> None:
+    (violation,) = _reclaim(evicted=2)
+    assert violation.subject == "b"
+    assert "2 reclaim eviction(s) leave it nothing" in violation.message
+    assert "gpu 4000 milli-GPU" in violation.message
+
+
+def test_reclaiming_from_a_non_reclaimable_queue_is_reported() -> None:
+    (violation,) = _reclaim(evicted=1, victim_queue="locked")
+    assert violation.message.endswith("queue locked is not reclaimable")
+
+
+def test_reclaiming_for_a_queue_that_holds_its_deserved_share_is_reported() -> None:
+    """`full` deserves 4 GPUs and 1 CPU and already runs 8 GPUs: it may not reclaim more."""
+    queues = [*QUEUES, make_queue("full", deserved=resources(gpus=4, cpu=1))]
+    victim = make_gang("batch", replicas=2, gpus=4, queue="b", min_member=1, running_on=["n1", "n1"])
+    busy = make_gang("busy", gpus=8, queue="full", running_on=["n2"])
+    job = make_gang("job", queue="full")
+    snapshot = make_snapshot(nodes=NODES, groups=[victim, busy, job], queues=queues)
+    placement = make_placement(
+        binds=bind_gang(job, ["n1"]), evictions=[make_eviction(victim.pods[0], for_=job, reason="reclaim")]
+    )
+    (violation,) = rule_violations(preemption, snapshot, placement)
+    assert violation.message.endswith("queue full already holds its deserved share")
+
+
+def test_queue_overused_and_above_deserved_follow_volcano() -> None:
+    assert preemption.queue_overused({"gpu": 8000, "cpu": 10}, {"gpu": 8000})
+    assert not preemption.queue_overused({"gpu": 4000}, {"gpu": 8000})
+    assert preemption.above_deserved({"gpu": 8001}, {"gpu": 8000})
+    assert not preemption.above_deserved({"gpu": 8000}, {"gpu": 8000, "cpu": 10})

@@ -1,0 +1,179 @@
+"""Hypothesis strategies that draw valid, consistent snapshots.
+
+`snapshots()` draws up to 50 nodes (CPU, memory, 0–8 GPUs on two NUMA cells, some taints
+and unschedulable nodes), leaf HyperNodes of up to four nodes under one spine, up to four
+queues (weights, capabilities, a child queue, non-reclaimable ones), and up to 30
+PodGroups with one or two tasks: whole or fractional GPUs, hard topology, single-NUMA
+pods, a dependency between tasks, priorities. Some pods of some groups already run —
+placed first-fit so that the snapshot itself breaks no rule. A few PodGroups name a
+queue that does not exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from models.snapshot import Snapshot
+
+GIB = 2**30
+
+
+@st.composite
+def snapshots(draw: st.DrawFn, *, max_nodes: int = 50, max_groups: int = 30) -> Snapshot:
+    node_count = draw(st.integers(1, max_nodes))
+    nodes: list[dict[str, Any]] = []
+    for index in range(node_count):
+        gpus = draw(st.sampled_from([0, 0, 2, 4, 8]))
+        node: dict[str, Any] = {
+            "name": f"n{index:02d}",
+            "allocatable": {
+                "cpu": draw(st.sampled_from([4, 8, 16, 32])) * 1000,
+                "memory": draw(st.sampled_from([16, 64, 256])) * GIB,
+                "gpu": gpus * 1000,
+            },
+            "labels": {"zone": draw(st.sampled_from(["a", "b"]))},
+            "gpus": [{"index": g, "numa_cell": 0 if g < gpus // 2 else 1} for g in range(gpus)],
+            "numa_cells": [{"id": 0, "cpu_milli": None}, {"id": 1, "cpu_milli": None}] if gpus else [],
+        }
+        if draw(st.integers(0, 9)) == 0:
+            node["taints"] = [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
+        if draw(st.integers(0, 19)) == 0:
+            node["unschedulable"] = True
+        nodes.append(node)
+
+    leaf_size = draw(st.sampled_from([2, 4]))
+    leaves = [
+        {"name": f"leaf-{i}", "tier": 1, "node_members": [n["name"] for n in nodes[start : start + leaf_size]]}
+        for i, start in enumerate(range(0, node_count, leaf_size))
+    ]
+    hypernodes = [*leaves, {"name": "spine", "tier": 2, "hypernode_members": [leaf["name"] for leaf in leaves]}]
+    if not draw(st.booleans()):
+        hypernodes = []
+
+    queue_count = draw(st.integers(1, 4))
+    queues: list[dict[str, Any]] = []
+    for index in range(queue_count):
+        queue: dict[str, Any] = {
+            "name": f"q{index}",
+            "weight": draw(st.integers(1, 4)),
+            "reclaimable": draw(st.booleans()),
+        }
+        cap = draw(st.sampled_from([None, "gpu", "cpu"]))
+        if cap == "gpu":
+            queue["capability"] = {"gpu": draw(st.integers(0, 24)) * 1000}
+        elif cap == "cpu":
+            queue["capability"] = {"cpu": draw(st.integers(1, 64)) * 1000}
+        if index == 3:
+            queue["parent"] = "q0"
+        queues.append(queue)
+
+    free_cpu = [n["allocatable"]["cpu"] for n in nodes]
+    free_memory = [n["allocatable"]["memory"] for n in nodes]
+    gpu_free = [[1000] * (n["allocatable"]["gpu"] // 1000) for n in nodes]
+
+    def run_somewhere(requests: dict[str, int], numa: bool) -> tuple[int, list[int]] | None:
+        """First fit of a running pod, so the drawn snapshot is itself valid."""
+        gpu = requests.get("gpu", 0)
+        for i, node in enumerate(nodes):
+            if node.get("unschedulable") or node.get("taints"):
+                continue
+            if requests["cpu"] > free_cpu[i] or requests["memory"] > free_memory[i]:
+                continue
+            devices: list[int] = []
+            if 0 < gpu < 1000:
+                devices = [g for g, free in enumerate(gpu_free[i]) if free >= gpu][:1]
+                if not devices:
+                    continue
+            elif gpu:
+                whole = [g for g, free in enumerate(gpu_free[i]) if free == 1000]
+                if numa:
+                    cells = [[g for g in whole if node["gpus"][g]["numa_cell"] == c] for c in (0, 1)]
+                    whole = next((c for c in cells if len(c) >= gpu // 1000), [])
+                if len(whole) < gpu // 1000:
+                    continue
+                devices = whole[: gpu // 1000]
+            free_cpu[i] -= requests["cpu"]
+            free_memory[i] -= requests["memory"]
+            for g in devices:
+                gpu_free[i][g] -= gpu if gpu < 1000 else 1000
+            return i, devices
+        return None
+
+    group_count = draw(st.integers(0, max_groups))
+    pod_groups: list[dict[str, Any]] = []
+    pods: list[dict[str, Any]] = []
+    for g in range(group_count):
+        name = f"job-{g:02d}"
+        queue_name = f"q{draw(st.integers(0, queue_count - 1))}"
+        if draw(st.integers(0, 14)) == 0:
+            queue_name = "no-such-queue"
+        task_count = draw(st.integers(1, 2))
+        tasks: list[dict[str, Any]] = []
+        replicas_by_task: list[int] = []
+        numa = draw(st.integers(0, 4)) == 0
+        for t in range(task_count):
+            gpu = draw(st.sampled_from([0, 0, 250, 500, 1000, 2000, 4000, 8000]))
+            replicas = draw(st.integers(1, 6))
+            task: dict[str, Any] = {
+                "name": f"t{t}",
+                "min_available": draw(st.integers(0, replicas)),
+                "requests": {
+                    "cpu": draw(st.sampled_from([500, 1000, 2000, 4000])),
+                    "memory": draw(st.sampled_from([1, 4, 16])) * GIB,
+                    **({"gpu": gpu} if gpu else {}),
+                },
+                "numa_policy": "single-numa-node" if numa and gpu >= 1000 else "none",
+            }
+            if draw(st.booleans()):
+                task["node_selector"] = {"zone": draw(st.sampled_from(["a", "b"]))}
+            if t == 1 and draw(st.integers(0, 3)) == 0:
+                task["depends_on"] = ["t0"]
+            tasks.append(task)
+            replicas_by_task.append(replicas)
+        total = sum(replicas_by_task)
+        group: dict[str, Any] = {
+            "namespace": "default",
+            "name": name,
+            "queue": queue_name,
+            "priority": draw(st.integers(0, 3)),
+            "min_member": draw(st.integers(max(t["min_available"] for t in tasks), total)),
+            "creation_time": float(g),
+            "preemptable": draw(st.integers(0, 4)) > 0,
+            "tasks": tasks,
+        }
+        if hypernodes and draw(st.integers(0, 3)) == 0:
+            group["network_topology"] = {"mode": "hard", "highest_tier_allowed": draw(st.integers(1, 2))}
+        pod_groups.append(group)
+
+        running_group = queue_name != "no-such-queue" and "network_topology" not in group and draw(st.booleans())
+        for task, replicas in zip(tasks, replicas_by_task):
+            dependent = bool(task.get("depends_on"))
+            for r in range(replicas):
+                pod: dict[str, Any] = {
+                    "namespace": "default",
+                    "name": f"{name}-{task['name']}-{r}",
+                    "phase": "pending",
+                    "pod_group": f"default/{name}",
+                    "task": task["name"],
+                    "requests": task["requests"],
+                    "priority": group["priority"],
+                    "preemptable": group["preemptable"],
+                }
+                if running_group and not dependent and not task.get("node_selector"):
+                    spot = run_somewhere(
+                        {"cpu": task["requests"]["cpu"], "memory": task["requests"]["memory"],
+                         "gpu": task["requests"].get("gpu", 0)},
+                        task["numa_policy"] == "single-numa-node",
+                    )
+                    if spot is not None:
+                        node_index, devices = spot
+                        pod.update(phase="running", node=nodes[node_index]["name"], gpu_indices=devices)
+                        if task["numa_policy"] == "single-numa-node":
+                            pod["numa_cell"] = nodes[node_index]["gpus"][devices[0]]["numa_cell"]
+                pods.append(pod)
+
+    return Snapshot.model_validate(
+        {"nodes": nodes, "hypernodes": hypernodes, "queues": queues, "pod_groups": pod_groups, "pods": pods}
+    )
