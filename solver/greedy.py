@@ -45,7 +45,7 @@ from solver.greedy_explain import eligibility_error, fit_error
 from solver.greedy_plan import GroupPlan, PlanTask, build_plan, dominant_share_of_row, dominant_shares
 from solver.greedy_preempt import Preemptor, VictimPool, run_preemption
 from solver.greedy_state import CycleState
-from solver.greedy_topology import candidate_domains, key_resource
+from solver.greedy_topology import BestDomain, Domain, candidate_domains, key_resource
 from solver.outcome import build_decision
 from solver.problem import Problem, build_problem
 
@@ -62,7 +62,9 @@ class GreedyConfig:
     reclaim: bool = True
 
 
-def solve_greedy(snapshot: Snapshot, *, config: GreedyConfig = GreedyConfig(), problem: Problem | None = None) -> Decision:
+def solve_greedy(
+    snapshot: Snapshot, *, config: GreedyConfig = GreedyConfig(), problem: Problem | None = None
+) -> Decision:
     """One greedy cycle over `snapshot`; see the module docstring."""
     started = time.perf_counter()
     engine = GreedyEngine(snapshot, problem if problem is not None else build_problem(snapshot), config)
@@ -171,8 +173,11 @@ class GreedyEngine:
 
     def _related_queues(self) -> list[list[int]]:
         """Per queue, the queues whose path from the root shares a queue with its path."""
-        paths = [set(path) for path in self.problem.queue_ancestors]
-        return [[q for q, other in enumerate(paths) if other & path] for path in paths]
+        under: dict[int, list[int]] = {}  # queue → the queues whose path passes through it
+        for q, path in enumerate(self.problem.queue_ancestors):
+            for a in path:
+                under.setdefault(a, []).append(q)
+        return [sorted({q for a in path for q in under[a]}) for path in self.problem.queue_ancestors]
 
     def _has_work(self, plan: GroupPlan) -> bool:
         return not plan.failure and any(self.unbound(task, 1) for task in plan.tasks)
@@ -192,7 +197,8 @@ class GreedyEngine:
         for a in reversed(problem.queue_ancestors[queue]):
             used, deserved = used_rows[a].tolist(), self._deserved_lists[a]
             over = over or any(used[r] + amount > deserved[r] for r, amount in demand)
-            levels.append((dominant_share_of_row(used, deserved), -int(problem.queue_priority[a]), problem.queue_names[a]))
+            share = dominant_share_of_row(used, deserved)
+            levels.append((share, -int(problem.queue_priority[a]), problem.queue_names[a]))
         return (over, tuple(levels))
 
     def _head_demand(self, plan: GroupPlan) -> np.ndarray:
@@ -311,7 +317,9 @@ class GreedyEngine:
             self._place_extras(plan, all_at_once=True)
         return True
 
-    def _domains(self, plan: GroupPlan, counts: dict[int, int], action: str | None):  # noqa: ANN202
+    def _domains(
+        self, plan: GroupPlan, counts: dict[int, int], action: str | None
+    ) -> tuple[list[Domain], BestDomain | None]:
         problem, state = self.problem, self.state
         available, whole = state.free, state.whole_free
         if action is not None:
@@ -341,7 +349,9 @@ class GreedyEngine:
         problem, evicted = self.problem, self.state.evictions
         return np.array([problem.pod_node[p] for p in plan.running_pods if p not in evicted], dtype=np.int64)
 
-    def _transaction(self, plan: GroupPlan, counts: dict[int, int], domain: np.ndarray | None, action: str | None) -> bool:
+    def _transaction(
+        self, plan: GroupPlan, counts: dict[int, int], domain: np.ndarray | None, action: str | None
+    ) -> bool:
         """The minimum as one Statement: all of it, or nothing (rolled back)."""
         state = self.state
         mark = state.checkpoint()
@@ -368,7 +378,9 @@ class GreedyEngine:
             return self._fail(plan, last, counts, domain, mark, placed)
         return True
 
-    def _place(self, plan: GroupPlan, task: PlanTask, count: int, domain: np.ndarray | None, preemptor: Preemptor | None) -> int:
+    def _place(
+        self, plan: GroupPlan, task: PlanTask, count: int, domain: np.ndarray | None, preemptor: Preemptor | None
+    ) -> int:
         if count <= 0:
             return 0
         state = self.state

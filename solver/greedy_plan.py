@@ -84,14 +84,22 @@ def build_plan(snapshot: Snapshot, problem: Problem, *, index: int) -> GroupPlan
     pending: dict[str, list[int]] = {task.name: [] for task in group.tasks}
     running: dict[str, int] = {task.name: 0 for task in group.tasks}
     running_pods: list[int] = []
-    for pod in snapshot.pods_by_group[group.key]:
-        if pod.phase == "pending":
-            pending[pod.task or ""].append(problem.pod_index[pod.key])
+    pods = problem.group_pods[k]
+    rows, running_now = problem.pod_task_row[pods].tolist(), problem.pod_running[pods].tolist()
+    for p, row, is_running in zip(pods.tolist(), rows, running_now):
+        task = problem.task_keys[row][1]
+        if is_running:
+            running[task] += 1
+            running_pods.append(p)
         else:
-            running[pod.task or ""] += 1
-            running_pods.append(problem.pod_index[pod.key])
+            pending[task].append(p)
     tasks = [
-        PlanTask(row=problem.task_row[(group.key, t.name)], name=t.name, min_available=t.min_available, pending=pending[t.name])
+        PlanTask(
+            row=problem.task_row[(group.key, t.name)],
+            name=t.name,
+            min_available=t.min_available,
+            pending=pending[t.name],
+        )
         for t in group.tasks
         if t.name not in requirement.waiting
     ]

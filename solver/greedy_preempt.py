@@ -13,8 +13,14 @@ allocated and deserved per queue as at the snapshot (the checker's numbers), plu
     eviction takes all 4, never leaving 2;
   - reclaim takes from a queue only while it is above its deserved share (Volcano's
     `Reclaimable` loop: each victim is taken while the queue, after the previous ones,
-    still exceeds deserved in some resource), and never below
-    min(guarantee, allocation at the snapshot) in any guaranteed resource.
+    still exceeds deserved in some resource); after every eviction each queue that lost
+    pods to reclaim still has a victim v with allocation + v above deserved (the
+    checker's form of the same rule, which evictions lower in its subtree could break),
+    and no queue falls below min(guarantee, allocation at the snapshot).
+
+Victim sets are built once per (action, queue, priority) of preemptor (`VictimPool`),
+with what they hold per node and device; an attempt copies those tables and subtracts
+the few victims gone since (evicted, or of a PodGroup bound this cycle).
 
 How: `make_room` is called when no node takes one more pod of the preemptor. It finds
 nodes where the pod would fit if the candidate victims there were gone (vectorized), tries
@@ -29,6 +35,7 @@ Not promised: the fewest victims overall — node by node, pod by pod, as Volcan
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -38,7 +45,6 @@ from solver import reasons
 from solver.greedy_state import WHOLE, TaskShape, choose_devices
 from solver.rules.gang import gang_requirement
 from solver.rules.preemption import above_deserved, queue_overused, victim_refusal
-from solver.shares import deserved_shares, queue_allocated
 
 if TYPE_CHECKING:
     from solver.greedy import GreedyEngine, GroupPlan
@@ -90,6 +96,20 @@ class VictimSet:
     device_node: np.ndarray  # [E]
     device_slot: np.ndarray  # [E]
     device_milli: np.ndarray  # [E]
+    free_if_all_gone: np.ndarray  # [R, N] what all of them hold, per node
+    gpu_if_all_gone: np.ndarray  # [N, G] milli they hold per device
+    count_per_node: np.ndarray  # [N]
+
+    def held(self, mask: np.ndarray, *, nodes: int, like_free: np.ndarray, like_gpu: np.ndarray):  # noqa: ANN201
+        """(free [R, N], per-device milli [N, G], count [N]) held by the victims in `mask`."""
+        where = self.node[mask]
+        free = np.zeros_like(like_free)
+        for r in range(free.shape[0]):
+            free[r] = np.bincount(where, weights=self.requests[mask, r], minlength=nodes)
+        gpu = np.zeros_like(like_gpu)
+        devices = mask[self.device_owner] if self.device_owner.size else np.zeros(0, dtype=bool)
+        np.add.at(gpu, (self.device_node[devices], self.device_slot[devices]), self.device_milli[devices])
+        return free, gpu, np.bincount(where, minlength=nodes)
 
 
 class VictimPool:
@@ -105,9 +125,14 @@ class VictimPool:
     def snapshot_shares(self) -> tuple[dict, dict]:  # type: ignore[type-arg]
         """(allocated, deserved) per queue at the snapshot, as the checker judges them."""
         if self._shares is None:
-            snapshot = self.engine.snapshot
-            self._shares = (queue_allocated(snapshot), deserved_shares(snapshot))
-        return self._shares
+            # The Problem holds `queue_allocated` and `deserved_shares` as arrays; back to
+            # dicts (zeros left out, which no comparison of victim_refusal tells apart).
+            problem = self.engine.problem
+            self._shares = tuple(  # type: ignore[assignment]
+                {name: problem.resources_dict(rows[q]) for q, name in enumerate(problem.queue_names)}
+                for rows in (problem.queue_allocated, problem.queue_deserved)
+            )
+        return self._shares  # type: ignore[return-value]
 
     def victim_set(self, plan: GroupPlan, action: str) -> VictimSet:
         key = (action, plan.queue, plan.group.priority)
@@ -119,7 +144,8 @@ class VictimPool:
         """The victim set and a `[V]` mask of those usable now: not evicted, not of a
         PodGroup bound this cycle, not of `plan` itself."""
         victims, state = self.victim_set(plan, action), self.engine.state
-        usable = ~state.evicted_mask[victims.pods] & (state.bound_count[victims.group] == 0) & (victims.group != plan.index)
+        usable = ~state.evicted_mask[victims.pods]
+        usable &= (state.bound_count[victims.group] == 0) & (victims.group != plan.index)
         return victims, usable
 
     def _build(self, allowed: list[int]) -> VictimSet:
@@ -145,7 +171,7 @@ class VictimPool:
                 nodes.append(node)
                 slots.append(slot)
                 millis.append(milli)
-        return VictimSet(
+        partial = VictimSet(
             pods=pods,
             node=problem.pod_node[pods],
             group=problem.pod_group[pods],
@@ -156,7 +182,14 @@ class VictimPool:
             device_node=np.array(nodes, dtype=np.int64),
             device_slot=np.array(slots, dtype=np.int64),
             device_milli=np.array(millis, dtype=np.int64),
+            free_if_all_gone=np.zeros(0),
+            gpu_if_all_gone=np.zeros(0),
+            count_per_node=np.zeros(0),
         )
+        free, gpu, count = partial.held(
+            np.ones(pods.size, dtype=bool), nodes=problem.node_count, like_free=state.free, like_gpu=state.gpu_free
+        )
+        return dataclasses.replace(partial, free_if_all_gone=free, gpu_if_all_gone=gpu, count_per_node=count)
 
     def _allowed_victims(self, plan: GroupPlan, action: str) -> list[int]:
         engine = self.engine
@@ -174,7 +207,8 @@ class VictimPool:
                 return []
             over = np.array(
                 [
-                    bool(problem.queue_reclaimable[q]) and above_deserved(allocated.get(name, {}), deserved.get(name, {}))
+                    bool(problem.queue_reclaimable[q])
+                    and above_deserved(allocated.get(name, {}), deserved.get(name, {}))
                     for q, name in enumerate(problem.queue_names)
                 ]
                 + [False],  # index −1: pods of no queue
@@ -206,15 +240,15 @@ class Preemptor:
         state, problem = engine.state, engine.problem
         self.victims, usable = engine.victims.available(plan, action)
         self.reclaimed = [pod for pod, (reason, _) in state.evictions.items() if reason == "reclaim"]
-        victims, count = self.victims, problem.node_count
-        nodes = victims.node[usable]
-        self.extra_free = np.zeros_like(state.free)
-        for r in range(self.extra_free.shape[0]):
-            self.extra_free[r] = np.bincount(nodes, weights=victims.requests[usable, r], minlength=count)
-        self.extra_gpu = np.zeros_like(state.gpu_free)
-        held = usable[victims.device_owner] if victims.device_owner.size else np.zeros(0, dtype=bool)
-        np.add.at(self.extra_gpu, (victims.device_node[held], victims.device_slot[held]), victims.device_milli[held])
-        self.has_victims = np.bincount(nodes, minlength=count) > 0
+        victims = self.victims
+        # What every victim of the set holds, less the few no longer usable: a copy and a
+        # small subtraction instead of re-adding tens of thousands of pods per attempt.
+        gone, gone_gpu, gone_count = victims.held(
+            ~usable, nodes=problem.node_count, like_free=state.free, like_gpu=state.gpu_free
+        )
+        self.extra_free = victims.free_if_all_gone - gone
+        self.extra_gpu = victims.gpu_if_all_gone - gone_gpu
+        self.has_victims = victims.count_per_node - gone_count > 0
         self._minimum: dict[int, int] = {}
 
     @staticmethod

@@ -11,7 +11,10 @@ PodGroup's tentative binds and evictions — Volcano's `Statement`
 Filter (one pod of a task fits node n): eligible (precomputed), every requested resource
 free, whole-GPU pods need `k` wholly free devices (nothing on them), a fractional pod
 needs one device with its milli free, a single-numa-node pod needs one NUMA cell with its
-devices, cpu and memory (when the cell's capacity is known).
+devices, cpu and memory (when the cell's capacity is known). Per-node device summaries —
+wholly free devices (per cell too) and the most free milli on an already shared device —
+are kept up to date on every bind and eviction, so the filter reads `[N]` rows, not the
+`[N, Gmax]` table.
 
 Score, smaller is better (best fit, i.e. binpacking, GPUs dominating):
   - whole-GPU pods: free milli-GPU the node has left after the pod, so a 2-GPU pod goes
@@ -147,7 +150,8 @@ class CycleState:
         self._cell_exists_lists = self.cell_exists.tolist()
         self.whole_free = (self.gpu_free == WHOLE).sum(axis=1)  # [N] wholly free devices
         # [N] the most free milli on a device some fraction (or used_milli) already sits on, −1 if none
-        self.partial_max = np.where((self.gpu_free >= 0) & (self.gpu_free < WHOLE), self.gpu_free, -1).max(axis=1, initial=-1)
+        shared = (self.gpu_free >= 0) & (self.gpu_free < WHOLE)
+        self.partial_max = np.where(shared, self.gpu_free, -1).max(axis=1, initial=-1)
         cells = problem.cell_ids.shape[1]
         self.cell_whole_free = np.zeros((problem.node_count, cells), dtype=np.int64)
         for cell in range(cells):
@@ -256,7 +260,8 @@ class CycleState:
         if shape.whole_devices:
             score = (gpu_free - shape.gpu_milli).astype(np.float64)
         elif shape.fractional:
-            score = self._fractional_device_free(shape, nodes if not dense else None) * 1e5 + (gpu_free - shape.gpu_milli)
+            device_free = self._fractional_device_free(shape, None if dense else nodes)
+            score = device_free * 1e5 + (gpu_free - shape.gpu_milli)
         else:
             score = gpu_free.astype(np.float64)
         if shape.dominant >= 0:
@@ -386,20 +391,14 @@ class CycleState:
 
     def running_devices(self, pod: int) -> tuple[tuple[int, ...], int]:
         """GPU slots a running pod holds and the milli it takes on each."""
-        source = self.snapshot.pods[pod]
-        if not source.gpu_indices:
+        slots = self.problem.pod_gpu_slots.get(pod, ())
+        if not slots:
             return (), 0
-        row = self.problem.gpu_index[int(self.problem.pod_node[pod])]
-        slots = tuple(int(np.flatnonzero(row == index)[0]) for index in source.gpu_indices if (row == index).any())
         gpu_milli = int(self.problem.pod_requests[pod, self.problem.gpu_column])
         return slots, (WHOLE if gpu_milli >= WHOLE else gpu_milli)
 
     def running_cell_slot(self, pod: int) -> int:
-        cell = self.snapshot.pods[pod].numa_cell
-        if cell is None:
-            return -1
-        found = np.flatnonzero(self.problem.cell_ids[int(self.problem.pod_node[pod])] == cell)
-        return int(found[0]) if found.size else -1
+        return self.problem.pod_cell_slot.get(pod, -1)
 
     def _recount_whole(self, node: int) -> None:
         """Refresh the per-node device summaries after `node`'s devices changed."""

@@ -29,7 +29,7 @@ import numpy as np
 
 from solver.problem import Problem
 
-__all__ = ["Domain", "BestDomain", "candidate_domains"]
+__all__ = ["Domain", "BestDomain", "candidate_domains", "key_resource"]
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,9 @@ def candidate_domains(
 
     # Tier 0: each node on its own.
     holds_all = _holds(available, whole_available, eligible_any, columns, demand_all, devices_all)
-    holds_min = holds_all if same else _holds(available, whole_available, eligible_any, columns, demand_min, devices_min)
+    holds_min = (
+        holds_all if same else _holds(available, whole_available, eligible_any, columns, demand_min, devices_min)
+    )
     anchor_nodes = np.unique(anchors)
     if anchor_nodes.size:
         only = np.zeros(problem.node_count, dtype=bool)
@@ -186,4 +188,5 @@ def _top(holds_min: np.ndarray, holds_all: np.ndarray, free: np.ndarray, per_lev
 
 
 def _node(problem: Problem, ident: int, holds_all: np.ndarray) -> Domain:
-    return Domain(level=0, tier_position=-1, ident=ident, name=problem.node_names[ident], holds_all=bool(holds_all[ident]))
+    name = problem.node_names[ident]
+    return Domain(level=0, tier_position=-1, ident=ident, name=name, holds_all=bool(holds_all[ident]))

@@ -46,7 +46,7 @@ from models.snapshot import (
     Task,
 )
 from solver.rules.eligibility import eligible
-from solver.shares import deserved_shares, queue_allocated
+from solver.shares import deserved_shares
 
 __all__ = ["Problem", "build_problem", "UNLIMITED", "NO_CAP"]
 
@@ -56,6 +56,11 @@ NO_CAP = -1
 """`queue_capability` value for a resource the queue does not cap."""
 
 TaskKey = tuple[PodGroupKey, str]
+
+
+def _ints(values: list[int]) -> np.ndarray:
+    """An index or amount array; an empty list must stay integer to index with."""
+    return np.array(values, dtype=np.int64)
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:
@@ -101,10 +106,13 @@ class Problem:
     pod_group: np.ndarray  # [P] PodGroup index, −1 for pods of other schedulers
     pod_task_row: np.ndarray  # [P] task row, −1 for pods of other schedulers
     pod_running: np.ndarray  # [P] bool
+    pod_gpu_slots: Mapping[int, tuple[int, ...]]  # running pod → GPU slots it holds (those that list devices)
+    pod_cell_slot: Mapping[int, int]  # running pod → slot of the NUMA cell it holds (those that name one)
     # ---- PodGroups ----
     group_keys: tuple[PodGroupKey, ...]
     group_index: Mapping[PodGroupKey, int]
     group_queue: np.ndarray  # [K] queue index, −1 when the queue does not exist
+    group_pods: tuple[np.ndarray, ...]  # [K] pod indices of each PodGroup, snapshot order
     # ---- topology ----
     tiers: tuple[int, ...]  # HyperNode tiers present, ascending
     domain_of: np.ndarray  # [len(tiers), N] HyperNode id within its tier, −1 when in none
@@ -139,6 +147,12 @@ class Problem:
     def memory_column(self) -> int:
         return self.resource_index[MEMORY]
 
+    @property
+    def gpu_numa(self) -> np.ndarray:
+        """`[N, Gmax]` NUMA cell id of each GPU device, −1 padding (derived from `gpu_cell`)."""
+        rows = np.arange(self.node_count)[:, None]
+        return np.where(self.gpu_cell >= 0, self.cell_ids[rows, np.maximum(self.gpu_cell, 0)], -1)
+
     def eligible_nodes(self, task_row: int) -> np.ndarray:
         """`[N]` bool: the nodes the pods of `task_row` may go to (rule 2)."""
         return self.eligible_by_class[self.task_eligibility_class[task_row]]
@@ -160,8 +174,13 @@ def build_problem(snapshot: Snapshot) -> Problem:
         if isinstance(value, np.ndarray):
             value.setflags(write=False)
     eligibility_part = _eligibility(snapshot, resource_index)
-    queue_part = _queues(snapshot, resource_index)
+    queue_part = _queues(snapshot, resource_index, pod_part)
     group_keys = tuple(group.key for group in snapshot.pod_groups)
+    owner = pod_part["pod_group"]
+    grouped = np.flatnonzero(owner >= 0)  # type: ignore[operator]
+    by_group = grouped[np.argsort(owner[grouped], kind="stable")]  # type: ignore[index]
+    bounds = np.searchsorted(owner[by_group], np.arange(len(group_keys) + 1))  # type: ignore[index]
+    group_pods = tuple(_readonly(by_group[bounds[k] : bounds[k + 1]]) for k in range(len(group_keys)))
     group_queue = np.array(
         [queue_part["queue_index"].get(group.queue, -1) for group in snapshot.pod_groups], dtype=np.int64
     )
@@ -178,6 +197,7 @@ def build_problem(snapshot: Snapshot) -> Problem:
         group_keys=group_keys,
         group_index={key: k for k, key in enumerate(group_keys)},
         group_queue=_readonly(group_queue),
+        group_pods=group_pods,
     )
 
 
@@ -299,37 +319,78 @@ def _pods(
     pods = snapshot.pods
     count = len(pods)
     group_index = {group.key: k for k, group in enumerate(snapshot.pod_groups)}
-    pod_requests = np.zeros((count, len(resource_index)), dtype=np.int64)
+    request_p: list[int] = []
+    request_r: list[int] = []
+    request_v: list[int] = []
     pod_node = np.full(count, -1, dtype=np.int64)
     pod_group = np.full(count, -1, dtype=np.int64)
     pod_task_row = np.full(count, -1, dtype=np.int64)
-    pod_running = np.zeros(count, dtype=bool)
+    nodes_of: list[int] = []
+    running: list[int] = []
+    groups_of: list[int] = []
+    grouped: list[int] = []
+    task_rows: list[int] = []
+    device_slots: dict[int, tuple[int, ...]] = {}
+    device_n: list[int] = []
+    device_g: list[int] = []
+    device_milli: list[int] = []
+    cell_slots: dict[int, int] = {}
+    cell_n: list[int] = []
+    cell_c: list[int] = []
+    cell_cpu_used: list[int] = []
+    cell_memory_used: list[int] = []
+    slot_maps: dict[int, dict[int, int]] = {}  # node → {device index: slot}, built on first use
     for p, pod in enumerate(pods):
         for name, amount in pod.requests.items():
-            pod_requests[p, resource_index[name]] = amount
+            request_p.append(p)
+            request_r.append(resource_index[name])
+            request_v.append(amount)
         if pod.pod_group is not None:
-            pod_group[p] = group_index[pod.pod_group]
-            pod_task_row[p] = task_row[(pod.pod_group, pod.task or "")]
+            grouped.append(p)
+            groups_of.append(group_index[pod.pod_group])
+            task_rows.append(task_row[(pod.pod_group, pod.task or "")])
         if pod.phase != "running":
             continue
         n = node_index[pod.node]  # type: ignore[index]
-        pod_node[p] = n
-        pod_running[p] = True
-        gpu_milli = pod.requests.get(GPU, 0)
-        for g in _device_slots(gpu_index[n], pod.gpu_indices):
-            gpu_free[n, g] -= gpu_milli if gpu_milli < GPU_MILLI_PER_DEVICE else GPU_MILLI_PER_DEVICE
+        running.append(p)
+        nodes_of.append(n)
+        if pod.gpu_indices:
+            slot_of = slot_maps.get(n)
+            if slot_of is None:
+                slot_of = slot_maps[n] = {int(index): g for g, index in enumerate(gpu_index[n]) if index >= 0}
+            slots = tuple(slot_of[i] for i in pod.gpu_indices if i in slot_of)
+            gpu_milli = pod.requests.get(GPU, 0)
+            per_device = GPU_MILLI_PER_DEVICE if gpu_milli >= GPU_MILLI_PER_DEVICE else gpu_milli
+            device_slots[p] = slots
+            for g in slots:
+                device_n.append(n)
+                device_g.append(g)
+                device_milli.append(per_device)
         if pod.numa_cell is not None:
-            slots = np.flatnonzero(cell_ids[n] == pod.numa_cell)
-            if slots.size:
-                c = slots[0]
-                if cell_cpu[n, c] != UNLIMITED:
-                    cell_cpu[n, c] -= pod.requests.get(CPU, 0)
-                if cell_memory[n, c] != UNLIMITED:
-                    cell_memory[n, c] -= pod.requests.get(MEMORY, 0)
-    running = np.flatnonzero(pod_running)
-    if running.size:
+            found = np.flatnonzero(cell_ids[n] == pod.numa_cell)
+            if found.size:
+                cell_slots[p] = int(found[0])
+                cell_n.append(n)
+                cell_c.append(int(found[0]))
+                cell_cpu_used.append(pod.requests.get(CPU, 0))
+                cell_memory_used.append(pod.requests.get(MEMORY, 0))
+    pod_requests = np.zeros((count, len(resource_index)), dtype=np.int64)
+    pod_requests[_ints(request_p), _ints(request_r)] = request_v
+    pod_group[_ints(grouped)] = groups_of
+    pod_task_row[_ints(grouped)] = task_rows
+    pod_node[_ints(running)] = nodes_of
+    running_index = _ints(running)
+    pod_running = pod_node >= 0
+    np.subtract.at(gpu_free, (_ints(device_n), _ints(device_g)), _ints(device_milli))
+    # A cell of unknown capacity stays UNLIMITED: what runs there is not counted against it.
+    at = (_ints(cell_n), _ints(cell_c))
+    known_cpu = cell_cpu[at] != UNLIMITED
+    known_memory = cell_memory[at] != UNLIMITED
+    np.subtract.at(cell_cpu, (at[0][known_cpu], at[1][known_cpu]), _ints(cell_cpu_used)[known_cpu])
+    np.subtract.at(cell_memory, (at[0][known_memory], at[1][known_memory]), _ints(cell_memory_used)[known_memory])
+    if running:
         usage = np.zeros_like(free.T)
-        np.add.at(usage, pod_node[running], pod_requests[running])
+        np.add.at(usage, pod_node[running_index], pod_requests[running_index])
         free -= usage.T
     return {
         "pod_keys": tuple(pod.key for pod in pods),
@@ -339,17 +400,9 @@ def _pods(
         "pod_group": _readonly(pod_group),
         "pod_task_row": _readonly(pod_task_row),
         "pod_running": _readonly(pod_running),
+        "pod_gpu_slots": device_slots,
+        "pod_cell_slot": cell_slots,
     }
-
-
-def _device_slots(node_gpu_index: np.ndarray, indices: tuple[int, ...]) -> list[int]:
-    """Slots (columns of the GPU table) of the device indices a running pod holds."""
-    slots = []
-    for index in indices:
-        found = np.flatnonzero(node_gpu_index == index)
-        if found.size:
-            slots.append(int(found[0]))
-    return slots
 
 
 def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[str, object]:
@@ -419,7 +472,10 @@ def _topology(snapshot: Snapshot, node_index: Mapping[NodeName, int]) -> dict[st
     }
 
 
-def _queues(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[str, object]:
+def _queues(snapshot: Snapshot, resource_index: Mapping[str, int], pod_part: Mapping[str, object]) -> dict[str, object]:
+    """Queue tables. `queue_allocated` is `solver.shares.queue_allocated` computed from the
+    pod tables (running pods of each queue's PodGroups, added to the queue and every
+    ancestor) — one pass of numpy instead of another pass over the pod objects."""
     queues = snapshot.queues
     count, resources = len(queues), len(resource_index)
     queue_index = {queue.name: q for q, queue in enumerate(queues)}
@@ -428,7 +484,6 @@ def _queues(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[str, 
     deserved = np.zeros((count, resources), dtype=np.int64)
     allocated = np.zeros((count, resources), dtype=np.int64)
     deserved_map = deserved_shares(snapshot)
-    allocated_map = queue_allocated(snapshot)
     for q, queue in enumerate(queues):
         for name, amount in (queue.capability or {}).items():
             capability[q, resource_index[name]] = amount
@@ -438,8 +493,18 @@ def _queues(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[str, 
         for name, amount in deserved_map.get(queue.name, {}).items():
             if name in resource_index:
                 deserved[q, resource_index[name]] = amount
-        for name, amount in allocated_map.get(queue.name, {}).items():
-            allocated[q, resource_index[name]] = amount
+    own = np.zeros_like(allocated)
+    owner: np.ndarray = pod_part["pod_group"]  # type: ignore[assignment]
+    running = np.flatnonzero(pod_part["pod_running"] & (owner >= 0))  # type: ignore[operator]
+    group_queue = np.array(
+        [queue_index.get(group.queue, -1) for group in snapshot.pod_groups] + [-1], dtype=np.int64
+    )
+    pod_queue = group_queue[owner[running]]
+    counted = running[pod_queue >= 0]
+    np.add.at(own, pod_queue[pod_queue >= 0], pod_part["pod_requests"][counted])  # type: ignore[index]
+    for q, queue in enumerate(queues):
+        for ancestor in snapshot.queue_ancestors(queue.name):
+            allocated[queue_index[ancestor]] += own[q]
     return {
         "queue_names": tuple(queue.name for queue in queues),
         "queue_index": queue_index,

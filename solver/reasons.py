@@ -115,7 +115,7 @@ def dependency_waits(task: str, *, dependency: str, running: int, total: int) ->
 
 def eligibility_none(task: str, *, nodes: int, counts: Mapping[str, int]) -> str:
     """"eligibility: task worker: 0/3 nodes: 2 node selector mismatch, 1 untolerated taint"."""
-    return f"{ELIGIBILITY}task {task}: 0/{nodes} nodes: {_fold(counts)}"
+    return f"{ELIGIBILITY}task {task}: 0/{nodes} nodes: {_fold(counts) or 'the cluster has no nodes'}"
 
 
 def capacity_fit_error(task: str, *, nodes: int, fitting: int, counts: Mapping[str, int]) -> str:

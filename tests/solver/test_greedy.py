@@ -13,6 +13,7 @@ from solver.checker import check_placement
 from solver.greedy import GreedyConfig, solve_greedy
 from solver.problem import build_problem
 from solver.rules.eligibility import eligible
+from solver.shares import queue_allocated
 from tests.builders import (
     Gang,
     make_gang,
@@ -130,10 +131,16 @@ def test_eligibility_selector_taints_and_cordon_are_respected_with_reason() -> N
 
 def test_problem_eligibility_mask_equals_the_predicate_node_by_node() -> None:
     nodes = [
-        make_node(f"n{i}", labels={"pool": ("a", "b")[i % 2], "host": f"n{i}"}, taints=["x=y:NoSchedule"] * (i % 3 == 0))
+        make_node(
+            f"n{i}", labels={"pool": ("a", "b")[i % 2], "host": f"n{i}"}, taints=["x=y:NoSchedule"] * (i % 3 == 0)
+        )
         for i in range(9)
     ]
-    groups = [make_gang("sel", node_selector={"pool": "a"}), make_gang("any"), make_gang("host", node_selector={"host": "n4"})]
+    groups = [
+        make_gang("sel", node_selector={"pool": "a"}),
+        make_gang("any"),
+        make_gang("host", node_selector={"host": "n4"}),
+    ]
     snapshot = make_snapshot(nodes=nodes, groups=groups)
     problem = build_problem(snapshot)
     for group in snapshot.pod_groups:
@@ -242,7 +249,8 @@ def test_fairness_weight_two_gets_twice_the_jobs() -> None:
 
 def test_queue_over_its_share_takes_idle_capacity_after_the_others() -> None:
     # queue-b wants only 1 CPU; queue-a may overuse what b leaves idle.
-    groups = [make_gang(f"a-{i}", cpu=1, queue="queue-a") for i in range(4)] + [make_gang("b-0", cpu=1, queue="queue-b")]
+    groups = [make_gang(f"a-{i}", cpu=1, queue="queue-a") for i in range(4)]
+    groups.append(make_gang("b-0", cpu=1, queue="queue-b"))
     queues = [make_queue("queue-a"), make_queue("queue-b")]
     decision = solve(make_snapshot(nodes=[make_node("n1", cpu=4)], groups=groups, queues=queues))
     assert "default/b-0-worker-0" in nodes_of(decision)
@@ -368,7 +376,9 @@ def test_preemption_evicts_exactly_one_low_priority_pod() -> None:
     assert (eviction.reason, eviction.for_, eviction.node) == ("preempt", "default/high", "n1")
 
 
-@pytest.mark.parametrize(("room", "victims"), [(1, 1), (2, 4)], ids=["needs one: loses one", "needs two: loses all four"])
+@pytest.mark.parametrize(
+    ("room", "victims"), [(1, 1), (2, 4)], ids=["needs one: loses one", "needs two: loses all four"]
+)
 def test_victim_gang_keeps_min_member_or_loses_everything(room: int, victims: int) -> None:
     low = _low_gang_on("n1", pods=4, min_member=3)
     high = make_gang("high", cpu=room, priority=10)
@@ -447,3 +457,70 @@ def test_a_prebuilt_problem_gives_the_same_decision() -> None:
 @given(snapshots())
 def test_every_greedy_placement_passes_the_checker(snapshot: Snapshot) -> None:
     solve(snapshot)
+
+
+def test_problem_queue_allocation_equals_the_shares_module() -> None:
+    queues = [make_queue("org"), make_queue("team", parent="org"), make_queue("solo")]
+    groups = [
+        make_gang("a", replicas=3, cpu=2, gpus=1, queue="team", running_on=["n1", "n2"]),
+        make_gang("b", replicas=2, cpu=1, queue="org", running_on=["n1"]),
+        make_gang("c", replicas=1, cpu=1, queue="solo", running_on=["n2"]),
+        make_gang("lost", replicas=1, cpu=1, queue="no-such-queue"),
+    ]
+    other = make_running("other", node="n1", cpu=3)
+    nodes = [make_node("n1", gpus=2), make_node("n2", gpus=2)]
+    snapshot = make_snapshot(nodes=nodes, groups=groups, running=[other], queues=queues)
+    problem = build_problem(snapshot)
+    expected = queue_allocated(snapshot)
+    for q, name in enumerate(problem.queue_names):
+        assert problem.resources_dict(problem.queue_allocated[q]) == {k: v for k, v in expected[name].items() if v}
+
+
+def test_pods_beyond_the_minimum_are_shared_between_queues_turn_by_turn() -> None:
+    elastic = [
+        make_gang(f"elastic-{q}", tasks=[make_task(replicas=6, cpu=1, min_available=1)], min_member=1, queue=q)
+        for q in ("qa", "qb")
+    ]
+    queues = [make_queue("qa"), make_queue("qb")]
+    decision = solve(make_snapshot(nodes=[make_node("n1", cpu=4)], groups=elastic, queues=queues))
+    assert (outcome(decision, elastic[0]).placed, outcome(decision, elastic[1]).placed) == (2, 2)
+
+
+def test_hard_topology_gang_with_a_running_pod_grows_inside_its_leaf() -> None:
+    llm = make_gang("llm", replicas=3, gpus=4, cpu=0, topology_tier=1, running_on=["n3"])
+    decision = solve(make_snapshot(nodes=_four_gpu_nodes_in_two_leaves(), groups=[llm]))
+    assert set(nodes_of(decision).values()) <= {"n3", "n4"}
+    assert len(nodes_of(decision)) == 2
+
+
+@pytest.mark.parametrize(
+    ("resource", "amount", "text"),
+    [
+        ("cpu", 2500, "2.5 cpu"),
+        ("gpu", 8000, "8 gpu"),
+        ("gpu", 500, "0.5 gpu"),
+        ("memory", 3 * 2**29, "1.5Gi memory"),
+        ("rdma", 2, "2 rdma"),
+    ],
+    ids=["cores", "whole gpus", "a fraction of a gpu", "binary memory", "other resources as counts"],
+)
+def test_reasons_format_quantities_for_people(resource: str, amount: int, text: str) -> None:
+    assert reasons.format_quantity(resource, amount) == text
+
+
+def test_victim_group_left_pending_says_it_was_evicted() -> None:
+    low = make_gang("low", replicas=2, cpu=1, priority=1, running_on=["n1", "n1"])
+    high = make_gang("high", cpu=2, priority=10)
+    decision = solve(make_snapshot(nodes=[make_node("n1", cpu=2)], groups=[low, high]))
+    assert outcome(decision, low).reasons == ("preemption: 2 pods evicted (preempt) for default/high",)
+
+
+def test_problem_tables_for_a_numa_node_with_a_running_pod() -> None:
+    node = make_node("n1", cpu=32, gpus=4, numa_cells=2, cell_cpu=16, gpu_used_milli={3: 250})
+    pinned = make_running("pinned", node="n1", cpu=4, gpus=1, gpu_indices=(2,), numa_cell=1)
+    problem = build_problem(make_snapshot(nodes=[node], running=[pinned]))
+    gpu = problem.resource_index["gpu"]
+    assert problem.gpu_free_milli.tolist() == [[1000, 1000, 0, 750]]
+    assert problem.gpu_numa.tolist() == [[0, 0, 1, 1]]
+    assert problem.cell_cpu_free.tolist() == [[16_000, 12_000]]
+    assert problem.free[gpu].tolist() == [4000 - 1000 - 250]
