@@ -1,0 +1,402 @@
+"""Device-level search for one node: does a multiset of pod shapes fit, and where.
+
+Input: a node `Profile` (free resources, GPU devices by NUMA cell and free milli, CPU per
+cell when known) and `Shape`s. Output: `Pattern`s — a multiset that fits, with the NUMA
+splits and fragmented milli of its best device assignment — built by `walk` (every
+multiset, depth first) or `evaluate` (one multiset), and `assign`, the device positions
+and cell each pod of a pattern takes.
+
+How a multiset is checked (rules 1 and 6, exactly as the checker judges them):
+  - node level: the requests add up to at most the node's free amount in every resource
+    not marked DOMINATED;
+  - a whole-GPU pod takes k devices with nothing on them; single-numa-node: all in one
+    cell, whose CPU (when the cell states it) covers the pod's;
+  - a fractional pod takes part of one device that has its milli free (single-numa-node:
+    that device's cell's CPU too);
+  - a single-numa-node pod without GPUs takes CPU from one cell (a declared one if the
+    node declares any).
+A multiset is carried as the set of *reachable device states* (whole devices free per
+cell, the multiset of partly used devices, CPU left per cell), each with the fewest NUMA
+splits that reach it; it fits iff that set is not empty. This is exact — every device
+choice is kept — up to `EXACT_FRACTIONS` fractional pods per node; beyond, fractional
+pods are placed best fit (a restriction the caller reports). Example: a node with cells
+(4, 4) free and shapes 4-GPU and 4-GPU-single-numa: {4, 4n} reaches (0, 0) with 0 splits;
+{4, 4, 4n} reaches nothing — it does not fit.
+
+The best assignment of a multiset: fewest splits, then least fragment (tiers 4 and 5 are
+per node, so that is optimal for it), then the densest packing (most whole devices,
+fewest partly used ones), which leaves device pools the most room.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from models.snapshot import GPU_MILLI_PER_DEVICE
+from solver.objective import FragmentRule
+
+__all__ = [
+    "WHOLE",
+    "UNKNOWN",
+    "DOMINATED",
+    "EXACT_FRACTIONS",
+    "Shape",
+    "Profile",
+    "Slot",
+    "Pattern",
+    "State",
+    "Walk",
+    "initial_state",
+    "state_fragment",
+    "extend",
+    "make_pattern",
+    "walk_patterns",
+    "evaluate",
+    "assign",
+    "declared_slots",
+    "shape_rank",
+]
+
+WHOLE = GPU_MILLI_PER_DEVICE
+UNKNOWN = -1  # cell CPU not stated: never binding
+DOMINATED = -1  # a node resource its GPUs bound: no placement the devices allow can exceed it
+
+# A device state: (whole free devices per cell slot, sorted (cell slot, free milli) of partly
+# used devices, CPU left per cell slot or UNKNOWN).
+State = tuple[tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...]]
+Choice = tuple[object, ...]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one pod of a group of interchangeable tasks asks for."""
+
+    index: int
+    requests: tuple[int, ...]  # per resource column of the Problem
+    gpu_milli: int
+    whole: int  # devices of a whole-GPU pod, else 0
+    fraction: int  # milli of a fractional pod, else 0
+    single_numa: bool
+    cpu_milli: int
+    topology: bool = False  # pods of topology-tracked tasks (their own shapes, never pooled)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What one node of a class has free. Devices and cells are in canonical order."""
+
+    free: tuple[int, ...]  # per resource column; DOMINATED where it can never bind (see `dominated`)
+    devices: tuple[tuple[int, int], ...]  # (cell id, free milli) of devices with free > 0, sorted
+    cells: tuple[tuple[int, int], ...]  # (cell id, CPU milli free or UNKNOWN), sorted by id
+    declared_cells: tuple[int, ...]  # NUMA cell ids the node declares
+    eligibility: int  # the Problem's eligibility node class
+    unindexed_gpu: bool  # some GPU use has no device index (node total < device sum)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where one pod of a pattern goes: device positions in `Profile.devices`, NUMA cell id."""
+
+    shape: int
+    positions: tuple[int, ...]
+    cell: int | None
+
+
+@dataclass(eq=False)
+class Pattern:
+    """One multiset of shapes that fits a node of the profile."""
+
+    counts: tuple[tuple[int, int], ...]  # (shape index, pods), by shape index
+    splits: int
+    fragment: int
+    whole_left: int  # wholly free devices after the best assignment
+    partial_left: tuple[tuple[int, int], ...]  # (free milli, devices) of partly used devices after it
+    _levels: list[dict[State, tuple[int, State | None, Choice | None]]] = field(repr=False)
+    _order: tuple[int, ...] = field(repr=False)  # shape of each pod, in the order placed
+    _best: State = field(repr=False)
+
+    def count(self, shape: int) -> int:
+        for index, pods in self.counts:
+            if index == shape:
+                return pods
+        return 0
+
+    @property
+    def pods(self) -> int:
+        return sum(pods for _, pods in self.counts)
+
+
+# ---- device states ----
+
+
+def initial_state(profile: Profile) -> tuple[State, list[int]]:
+    cell_ids = [cell for cell, _ in profile.cells]
+    slot_of = {cell: i for i, cell in enumerate(cell_ids)}
+    whole = [0] * len(cell_ids)
+    partial = []
+    for cell, free in profile.devices:
+        if free >= WHOLE:
+            whole[slot_of[cell]] += 1
+        else:
+            partial.append((slot_of[cell], free))
+    cpu = tuple(amount for _, amount in profile.cells)
+    return (tuple(whole), tuple(sorted(partial)), cpu), cell_ids
+
+
+def state_fragment(rule: FragmentRule, state: State) -> int:
+    whole, partial, _ = state
+    return rule.node_fragment([WHOLE] * sum(whole) + [free for _, free in partial])
+
+
+def take_cpu(cpu: tuple[int, ...], slot: int, amount: int) -> tuple[int, ...] | None:
+    if cpu[slot] == UNKNOWN or amount == 0:
+        return cpu
+    if cpu[slot] < amount:
+        return None
+    return cpu[:slot] + (cpu[slot] - amount,) + cpu[slot + 1 :]
+
+
+def compositions(total: int, limits: Sequence[int]) -> Iterator[tuple[int, ...]]:
+    """Ways to take `total` devices from cells with `limits` free (each ≤ its limit)."""
+    if len(limits) == 1:
+        if total <= limits[0]:
+            yield (total,)
+        return
+    rest = sum(limits[1:])
+    for first in range(min(total, limits[0]), max(-1, total - rest - 1), -1):
+        for tail in compositions(total - first, limits[1:]):
+            yield (first, *tail)
+
+
+def successors(
+    state: State, shape: Shape, profile: Profile, declared: tuple[int, ...], *, exact: bool = True
+) -> Iterator[tuple[State, int, Choice]]:
+    """(next state, NUMA splits added, choice) for one more pod of `shape`.
+
+    `exact=False` tries, for a fractional pod, only the fullest partly used device that
+    fits and one whole device per cell (best fit) instead of every distinct device."""
+    whole, partial, cpu = state
+    if shape.whole:
+        k = shape.whole
+        if shape.single_numa:
+            for slot, free in enumerate(whole):
+                if free >= k:
+                    left = take_cpu(cpu, slot, shape.cpu_milli)
+                    if left is not None:
+                        taken = tuple(k if i == slot else 0 for i in range(len(whole)))
+                        yield (tuple(w - t for w, t in zip(whole, taken)), partial, left), 0, ("whole", taken, slot)
+            return
+        if sum(whole) < k:
+            return
+        for taken in compositions(k, whole):
+            split = int(sum(1 for t in taken if t) > 1)
+            yield (tuple(w - t for w, t in zip(whole, taken)), partial, cpu), split, ("whole", taken, -1)
+        return
+    if shape.fraction:
+        m = shape.fraction
+        seen: set[tuple[int, int]] = set()
+        best_fit: dict[int, int] = {}
+        if not exact:
+            for slot, free in partial:
+                if free >= m and free < best_fit.get(slot, WHOLE + 1):
+                    best_fit[slot] = free
+        for i, (slot, free) in enumerate(partial):
+            if free < m or (slot, free) in seen or (not exact and best_fit.get(slot) != free):
+                continue
+            seen.add((slot, free))
+            left = take_cpu(cpu, slot, shape.cpu_milli) if shape.single_numa else cpu
+            if left is None:
+                continue
+            rest = partial[:i] + partial[i + 1 :]
+            if free - m > 0:
+                rest = tuple(sorted((*rest, (slot, free - m))))
+            yield (whole, rest, left), 0, ("part", slot, free)
+        for slot, free in enumerate(whole):
+            if free <= 0:
+                continue
+            left = take_cpu(cpu, slot, shape.cpu_milli) if shape.single_numa else cpu
+            if left is None:
+                continue
+            next_whole = whole[:slot] + (free - 1,) + whole[slot + 1 :]
+            yield (next_whole, tuple(sorted((*partial, (slot, WHOLE - m)))), left), 0, ("part", slot, WHOLE)
+        return
+    if shape.single_numa:
+        slots = declared or tuple(range(len(cpu)))
+        unknown_done = False
+        for slot in slots:
+            if cpu[slot] == UNKNOWN:
+                if unknown_done:
+                    continue  # every cell of unknown CPU is the same choice
+                unknown_done = True
+            left = take_cpu(cpu, slot, shape.cpu_milli)
+            if left is not None:
+                yield (whole, partial, left), 0, ("cell", slot)
+        return
+    yield state, 0, ("none",)
+
+
+@dataclass
+class Walk:
+    profile: Profile
+    shapes: Sequence[Shape]
+    rule: FragmentRule
+    declared: tuple[int, ...]
+    cap: int
+    first_limit: int  # the first pod must be of shapes[:first_limit] (topology patterns: a topology shape)
+    shapes_by_index: dict[int, Shape] = field(default_factory=dict)
+    found: list[Pattern] = field(default_factory=list)
+    cut: bool = False
+    pruned: bool = False  # best fit was used for fractional pods (not every device choice kept)
+
+
+EXACT_FRACTIONS = 4
+"""Up to this many fractional pods on a node every device choice is kept; beyond, best fit."""
+
+
+def extend(
+    levels: list[dict[State, tuple[int, State | None, Choice | None]]],
+    shape: Shape,
+    walk_profile: Profile,
+    declared: tuple[int, ...],
+    *,
+    exact: bool = True,
+) -> dict[State, tuple[int, State | None, Choice | None]]:
+    states: dict[State, tuple[int, State | None, Choice | None]] = {}
+    for state, (splits, _, _) in levels[-1].items():
+        for nxt, added, choice in successors(state, shape, walk_profile, declared, exact=exact):
+            total = splits + added
+            known = states.get(nxt)
+            if known is None or total < known[0]:
+                states[nxt] = (total, state, choice)
+    return states
+
+
+def make_pattern(
+    rule: FragmentRule, counts: dict[int, int], levels: list[dict[State, tuple[int, State | None, Choice | None]]], order: tuple[int, ...]
+) -> Pattern:
+    # Fewest splits, least fragment, then the densest packing (most whole devices, fewest
+    # partly used ones): equal for the objective, and it leaves pools the most room.
+    best = min(levels[-1], key=lambda s: (levels[-1][s][0], state_fragment(rule, s), -sum(s[0]), len(s[1]), s))
+    splits = levels[-1][best][0]
+    partial: dict[int, int] = {}
+    for _, free in best[1]:
+        partial[free] = partial.get(free, 0) + 1
+    return Pattern(
+        counts=tuple(sorted((i, n) for i, n in counts.items() if n)),
+        splits=splits,
+        fragment=state_fragment(rule, best),
+        whole_left=sum(best[0]),
+        partial_left=tuple(sorted(partial.items())),
+        _levels=levels,
+        _order=order,
+        _best=best,
+    )
+
+
+def walk_patterns(
+    walk: Walk,
+    start: int,
+    counts: dict[int, int],
+    used: list[int],
+    levels: list[dict[State, tuple[int, State | None, Choice | None]]],
+    order: tuple[int, ...],
+) -> None:
+    free = walk.profile.free
+    stop = walk.first_limit if not order else len(walk.shapes)
+    if not walk.shapes_by_index:
+        walk.shapes_by_index = {shape.index: shape for shape in walk.shapes}
+    for j in range(start, stop):
+        if walk.cut:
+            return
+        shape = walk.shapes[j]
+        new_used = [u + r for u, r in zip(used, shape.requests)]
+        if any(u > f >= 0 for u, f in zip(new_used, free)):
+            continue
+        fractions = sum(1 for i in order if walk.shapes_by_index[i].fraction) + (1 if shape.fraction else 0)
+        exact = fractions <= EXACT_FRACTIONS
+        walk.pruned = walk.pruned or not exact
+        states = extend(levels, shape, walk.profile, walk.declared, exact=exact)
+        if not states:
+            continue
+        counts[shape.index] = counts.get(shape.index, 0) + 1
+        next_levels = [*levels, states]
+        next_order = (*order, shape.index)
+        walk.found.append(make_pattern(walk.rule, counts, next_levels, next_order))
+        if len(walk.found) >= walk.cap:
+            walk.cut = True
+        else:
+            walk_patterns(walk, j, counts, new_used, next_levels, next_order)
+        counts[shape.index] -= 1
+
+
+def evaluate(
+    profile: Profile, shapes: dict[int, Shape], counts: tuple[tuple[int, int], ...], rule: FragmentRule
+) -> Pattern | None:
+    """The pattern of one multiset (e.g. the greedy hint's node), or None if it does not fit."""
+    state, _ = initial_state(profile)
+    declared = declared_slots(profile)
+    levels: list[dict[State, tuple[int, State | None, Choice | None]]] = [{state: (0, None, None)}]
+    order: list[int] = []
+    used = [0] * len(profile.free)
+    fractions = 0
+    for index, pods in sorted(counts, key=lambda item: shape_rank(shapes[item[0]])):
+        for _ in range(pods):
+            shape = shapes[index]
+            used = [u + r for u, r in zip(used, shape.requests)]
+            fractions += 1 if shape.fraction else 0
+            states = extend(levels, shape, profile, declared, exact=fractions <= EXACT_FRACTIONS)
+            if not states:
+                return None
+            levels.append(states)
+            order.append(index)
+    if any(u > f >= 0 for u, f in zip(used, profile.free)):
+        return None
+    return make_pattern(rule, dict(counts), levels, tuple(order))
+
+
+def shape_rank(shape: Shape) -> tuple[int, int, int, int]:
+    """Largest device users first: they branch least when placed early."""
+    return (-shape.whole, -shape.fraction, -shape.cpu_milli, shape.index)
+
+
+def declared_slots(profile: Profile) -> tuple[int, ...]:
+    ids = [cell for cell, _ in profile.cells]
+    return tuple(ids.index(cell) for cell in profile.declared_cells if cell in ids)
+
+
+def assign(pattern: Pattern, profile: Profile, shapes: Mapping[int, Shape]) -> list[Slot]:
+    """The devices and cell each pod of `pattern` takes on a node of `profile`, in placing order."""
+    choices: list[Choice] = []
+    state: State | None = pattern._best
+    for depth in range(len(pattern._levels) - 1, 0, -1):
+        _, previous, choice = pattern._levels[depth][state]  # type: ignore[index]
+        choices.append(choice)  # type: ignore[arg-type]
+        state = previous
+    choices.reverse()
+    _, cell_ids = initial_state(profile)
+    remaining = [free for _, free in profile.devices]
+    device_cell = [cell_ids.index(cell) for cell, _ in profile.devices]
+    slots: list[Slot] = []
+    for shape_index, choice in zip(pattern._order, choices):
+        kind = choice[0]
+        if kind == "whole":
+            taken: tuple[int, ...] = choice[1]  # type: ignore[assignment]
+            cell_slot: int = choice[2]  # type: ignore[assignment]
+            positions: list[int] = []
+            for slot, k in enumerate(taken):
+                free_here = [p for p, r in enumerate(remaining) if device_cell[p] == slot and r >= WHOLE][:k]
+                positions.extend(free_here)
+            for p in positions:
+                remaining[p] = 0
+            slots.append(Slot(shape_index, tuple(sorted(positions)), cell_ids[cell_slot] if cell_slot >= 0 else None))
+        elif kind == "part":
+            cell_slot, value = choice[1], choice[2]  # type: ignore[assignment]
+            p = next(p for p, r in enumerate(remaining) if device_cell[p] == cell_slot and r == value)
+            remaining[p] -= shapes[shape_index].fraction
+            slots.append(Slot(shape_index, (p,), cell_ids[cell_slot]))
+        elif kind == "cell":
+            slots.append(Slot(shape_index, (), cell_ids[choice[1]]))  # type: ignore[index]
+        else:
+            slots.append(Slot(shape_index, (), None))
+    return slots

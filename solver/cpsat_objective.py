@@ -1,0 +1,202 @@
+"""The CP-SAT engine's objective: the five tiers of `solver.objective` as model expressions,
+and how they are optimised — lexicographic stages, with provably order-keeping weights
+inside a stage.
+
+Input: the model, `ModelData`, `Variables` and the `Allocation` helper. Output: `Tiers`
+(one expression per tier, to *minimise*: throughput enters negated) and the `Stage`s.
+
+Each tier equals `solver.objective.score` of the extracted placement exactly, not only
+at the optimum: fairness uses max/division/min equalities (⌈1000 · shortfall / target⌉
+per queue and resource, the least per queue), spans are reified both ways, and everything else
+is linear in counts (pattern constants carry the NUMA splits and fragments).
+
+Stages, and why: DESIGN.md orders the tiers strictly. One weighted sum keeps that order
+only with weights W_k > (range of all lower tiers), and the ranges multiply: at 10,000
+nodes throughput alone spans ~10^9, so five tiers do not fit CP-SAT's integer objective,
+let alone its LP relaxation. So consecutive tiers are merged into one stage only while
+the product of their ranges (+1 each) stays ≤ 2^31 — then weights W_k = Π_{j>k}(range_j + 1)
+provably keep the order (a unit of tier k outweighs the whole span of the tiers below) —
+and otherwise solved in separate stages: solve stage s, constrain its expression to ≤ the
+value found, hint that solution, solve stage s + 1. Each stage gets a share of the time
+left (fairness and throughput double). The limit is lower than the integer range allows
+because a huge weight ruins the LP relaxation's bound (measured at 1,000 nodes: merged
+fairness + throughput bounded throughput at 19.2M, i.e. nothing; apart, the stages keep
+their own bounds). Typical small snapshot: one stage; the benchmark: fairness |
+throughput | disruption | locality (packing is constant there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from solver.cpsat_data import ModelData
+from solver.cpsat_patterns import WHOLE, device_patterns
+from solver.cpsat_rules import Allocation
+from solver.cpsat_vars import Lin, Variables
+from solver.objective import FAIRNESS_SCALE, TIERS, pod_value
+
+__all__ = ["Tiers", "Stage", "build_tiers", "plan_stages", "MERGE_LIMIT"]
+
+MERGE_LIMIT = 1 << 31
+"""Largest product of tier ranges merged into one weighted stage."""
+
+
+@dataclass
+class Tiers:
+    """Per tier, a linear expression to minimise (throughput negated) — in `TIERS` order."""
+
+    minimised: list[Lin]
+
+    def signed(self, tier: int, value: int) -> int:
+        """The tier's value in `score`'s convention from the minimised value."""
+        return -value if TIERS[tier] == "throughput" else value
+
+
+@dataclass
+class Stage:
+    tiers: list[int]
+    weights: list[int]
+    expression: Lin
+
+
+def build_tiers(model: cp_model.CpModel, data: ModelData, variables: Variables, allocation: Allocation) -> Tiers:
+    return Tiers(
+        minimised=[
+            _fairness(model, data, allocation),
+            _throughput(data, variables).scaled(-1),
+            _disruption(data, variables),
+            _locality(data, variables),
+            _packing(data, variables),
+        ]
+    )
+
+
+def _fairness(model: cp_model.CpModel, data: ModelData, allocation: Allocation) -> Lin:
+    """Σ over queues of min over targeted resources of ⌈1000 · shortfall / target⌉."""
+    problem = data.problem
+    total = Lin()
+    for queue_name, target in sorted(data.ctx.targets.items()):
+        q = problem.queue_index[queue_name]
+        terms = []
+        met = False
+        for resource, amount in sorted(target.items()):
+            r = problem.resource_index[resource]
+            unit = data.ctx.units.get(resource, 1)
+            after = allocation.after(q, r)
+            low, high = after.bounds()
+            if low // unit >= amount:
+                met = True  # this resource is always met: the queue's term is 0
+                break
+            held: cp_model.LinearExprT = after.expr()
+            if unit > 1:
+                coarse = model.new_int_var(max(0, low) // unit, max(0, high) // unit, f"held[{queue_name},{resource}]")
+                model.add_division_equality(coarse, held, unit)
+                held = coarse
+            short = model.new_int_var(0, amount, f"short[{queue_name},{resource}]")
+            model.add_max_equality(short, [0, amount - held])
+            per_mille = model.new_int_var(0, FAIRNESS_SCALE, f"shortfall_per_mille[{queue_name},{resource}]")
+            model.add_division_equality(per_mille, FAIRNESS_SCALE * short + amount - 1, amount)
+            terms.append(per_mille)
+        if met or not terms:
+            continue
+        if len(terms) == 1:
+            total.add(terms[0], 1)
+        else:
+            least = model.new_int_var(0, FAIRNESS_SCALE, f"fairness[{queue_name}]")
+            model.add_min_equality(least, terms)
+            total.add(least, 1)
+    return total
+
+
+def _throughput(data: ModelData, variables: Variables) -> Lin:
+    problem, ctx = data.problem, data.ctx
+    constant = 0
+    for p in range(len(problem.pod_keys)):
+        if problem.pod_running[p] and problem.pod_group[p] >= 0:
+            pod = data.snapshot.pods[p]
+            constant += ctx.weights[pod.pod_group] * pod_value(pod.requests)  # type: ignore[index]
+    lin = Lin(constant=constant)
+    for position, task in enumerate(data.tasks):
+        lin.add(variables.units[task.unit].pods[position], task.value)
+    for kind, kind_vars in zip(data.kinds, variables.kinds):
+        lin.add_lin(kind_vars.evicted, -kind.value)
+    return lin
+
+
+def _disruption(data: ModelData, variables: Variables) -> Lin:
+    lin = Lin()
+    for kind, kind_vars in zip(data.kinds, variables.kinds):
+        lin.add_lin(kind_vars.evicted, kind.cost)
+    return lin
+
+
+def _locality(data: ModelData, variables: Variables) -> Lin:
+    lin = Lin()
+    for unit_vars in variables.units:
+        for var in unit_vars.spans.values():
+            lin.add(var, 1)
+    for profile, profile_vars in variables.profiles.items():
+        patterns = data.pattern_sets[profile].patterns
+        for i, var in profile_vars.pattern_nodes.items():
+            lin.add(var, patterns[i].splits)
+        for (atom, i), var in profile_vars.atom_pattern_nodes.items():
+            lin.add(var, data.topology_sets[(profile, atom)][i].splits)
+    return lin
+
+
+def _packing(data: ModelData, variables: Variables) -> Lin:
+    lin = Lin()
+    in_groups = set()
+    for profile, pattern_set in data.pattern_sets.items():
+        profile_vars = variables.profiles[profile]
+        empty = pattern_set.empty_fragment
+        lin.add_lin(profile_vars.supply, empty)
+        for i, var in profile_vars.pattern_nodes.items():
+            lin.add(var, pattern_set.patterns[i].fragment - empty)
+        for (atom, i), var in profile_vars.atom_pattern_nodes.items():
+            lin.add(var, data.topology_sets[(profile, atom)][i].fragment - empty)
+        for (value, i), var in profile_vars.device_pattern_devices.items():
+            used = device_patterns(pattern_set, value, cap=10_000)[i].used
+            before = pattern_set.piece(value) if value < WHOLE else 0
+            lin.add(var, pattern_set.piece(value - used) - before)
+        in_groups.add(profile)
+    missing = {p for g in data.node_groups for p in g.after} - in_groups
+    assert not missing, f"profiles without a pattern set: {missing}"
+    return lin
+
+
+def plan_stages(tiers: Tiers) -> list[Stage]:
+    """Group consecutive non-constant tiers into stages (see the module docstring)."""
+    stages: list[Stage] = []
+    current: list[tuple[int, int]] = []  # (tier, range)
+
+    def close() -> None:
+        if not current:
+            return
+        weights = []
+        for position in range(len(current)):
+            weight = 1
+            for _, span in current[position + 1 :]:
+                weight *= span + 1
+            weights.append(weight)
+        expression = Lin()
+        for (tier, _), weight in zip(current, weights):
+            expression.add_lin(tiers.minimised[tier], weight)
+        stages.append(Stage(tiers=[t for t, _ in current], weights=weights, expression=expression))
+        current.clear()
+
+    for tier, lin in enumerate(tiers.minimised):
+        low, high = lin.bounds()
+        span = high - low
+        if span == 0:
+            continue
+        product = span + 1
+        for _, other in current:
+            product *= other + 1
+        if current and product > MERGE_LIMIT:
+            close()
+        current.append((tier, span))
+    close()
+    return stages

@@ -1,0 +1,233 @@
+"""Topology for the CP-SAT engine's data step: atoms, candidate domains, atom patterns.
+
+Input (as a mixin of `cpsat_data._Builder`): the units with their hard tier limit or soft
+topology, the snapshot's HyperNodes, what could be free on each node if every candidate
+victim left, and the greedy hint. Output: each topology-tracked unit's candidate domains
+(hard: HyperNodes of tier ≤ its limit, or single nodes in none) and atoms, and the
+patterns with tracked pods per (profile, atom).
+
+An *atom* is the smallest set of nodes topology cannot tell apart: the lowest HyperNode
+of tier ≤ the smallest hard tier limit (else the node itself); with soft topology only,
+the lowest-tier HyperNode (else `OUTSIDE`). Every hard domain is a union of atoms,
+because HyperNodes nest. A unit is *tracked* when topology can matter: soft, or hard
+with more than one pod in all (one pod is always inside one domain).
+
+Candidate pruning that cannot cut off the optimum: a hard domain is dropped when, even
+with every candidate victim gone, its eligible nodes cannot hold the unit's minimum
+(devices and each resource summed — an optimistic test). Restrictions (reported): more
+than `max_domains_per_gang` candidates keep the best fitting (lowest tier, least free
+key resource) plus the hint's; atom patterns beyond `max_topology_patterns` become
+homogeneous (k pods of one tracked shape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+from scipy import sparse
+
+from models.snapshot import GPU_MILLI_PER_DEVICE
+from solver.cpsat_patterns import Pattern, topology_patterns
+
+if TYPE_CHECKING:
+    from solver.cpsat_data import Unit
+
+__all__ = ["TopologySteps", "OUTSIDE"]
+
+OUTSIDE = "outside:"
+"""Atom of the nodes in no lowest-tier HyperNode (soft spans do not count them)."""
+
+
+class TopologySteps:
+    """The builder's topology steps (see the module docstring)."""
+
+    def _atoms(self, units: list[Unit]) -> tuple[dict[int, str], dict[str, str | None], dict[str, frozenset[str]]]:
+        snapshot, problem = self.snapshot, self.problem
+        hard = [u for u in units if u.tracked and u.hard_limit is not None]
+        soft = [u for u in units if u.tracked and u.soft]
+        atom_of: dict[int, str] = {}
+        soft_domain: dict[str, str | None] = {}
+        domain_atoms: dict[str, frozenset[str]] = {}
+        if not hard and not soft:
+            return atom_of, soft_domain, domain_atoms
+        tier = snapshot.hypernode_by_name
+        limit = min((u.hard_limit for u in hard), default=None)  # type: ignore[type-var]
+        members: dict[str, set[str]] = {}
+        for n, name in enumerate(problem.node_names):
+            chain = snapshot.hypernode_chain[name]
+            lowest = chain[0] if chain else None
+            if limit is not None:
+                atom = lowest if lowest is not None and tier[lowest].tier <= limit else f"node:{name}"
+            else:
+                atom = self.ctx.span_domain.get(name, OUTSIDE)
+            atom_of[n] = atom
+            soft_domain.setdefault(atom, self.ctx.span_domain.get(name))
+            for hypernode in chain:
+                members.setdefault(hypernode, set()).add(atom)
+        if limit is not None:
+            for hypernode, atoms in members.items():
+                domain_atoms[hypernode] = frozenset(atoms)
+        return atom_of, soft_domain, domain_atoms
+
+    def _candidates(self, units, atom_of, domain_atoms, victims_on, kinds, tasks) -> None:  # noqa: ANN001
+        """Candidate domains (hard) and atoms (soft) of each topology unit, best fit first.
+
+        Capacity is judged optimistically (every candidate victim gone), so a domain
+        dropped here could not have held the unit's minimum."""
+        if not atom_of:
+            return
+        snapshot, problem = self.snapshot, self.problem
+        atom_names = sorted(set(atom_of.values()))
+        atom_id = {a: i for i, a in enumerate(atom_names)}
+        node_atom = np.array([atom_id[atom_of[n]] for n in range(problem.node_count)], dtype=np.int64)
+        potential = problem.free.astype(np.int64).copy()
+        device_free = problem.gpu_free_milli.copy()
+        for node, per_kind in victims_on.items():
+            for pods in per_kind.values():
+                for p in pods:
+                    potential[:, node] += problem.pod_requests[p]
+                    gpu = int(problem.pod_requests[p, self.gpu_column])
+                    per_device = GPU_MILLI_PER_DEVICE if gpu >= GPU_MILLI_PER_DEVICE else gpu
+                    for g in problem.pod_gpu_slots.get(p, ()):
+                        device_free[node, g] += per_device
+        whole = (device_free >= GPU_MILLI_PER_DEVICE).sum(axis=1)
+        domain_names = sorted(domain_atoms)
+        domain_tier = np.array([snapshot.hypernode_by_name[name].tier for name in domain_names], dtype=np.int64)
+        rows = [d for d, name in enumerate(domain_names) for _ in domain_atoms[name]]
+        atom_columns = [atom_id[a] for name in domain_names for a in sorted(domain_atoms[name])]
+        incidence = sparse.csr_matrix(
+            (np.ones(len(rows)), (rows, atom_columns)), shape=(len(domain_names), len(atom_names))
+        )
+        domain_anchor = {name: {atom_id[a] for a in atoms} for name, atoms in domain_atoms.items()}
+        single_nodes = [n for n in range(problem.node_count) if atom_of[n].startswith("node:")]
+        limit_k = self.limits.max_domains_per_gang
+        for unit in units:
+            if not unit.tracked:
+                continue  # no topology, or one pod in all: always inside one domain
+            eligible = np.zeros(problem.node_count, dtype=bool)
+            for task in unit.tasks:
+                eligible |= problem.eligible_nodes(task.row)
+            hinted = self.hint_nodes.get(unit.group.key, set())
+            demand = np.zeros(len(problem.resource_names), dtype=np.int64)
+            devices = 0
+            for task in unit.tasks:
+                need = max(task.min_available - task.running, 0)
+                demand += need * problem.task_requests[task.row]
+                gpu = int(problem.task_requests[task.row, self.gpu_column])
+                devices += need * (gpu // GPU_MILLI_PER_DEVICE if gpu % GPU_MILLI_PER_DEVICE == 0 else 0)
+            key = self.gpu_column if demand[self.gpu_column] > 0 else problem.cpu_column
+            columns = [int(r) for r in np.flatnonzero(demand)]
+            per_atom = {
+                r: np.bincount(node_atom, weights=potential[r] * eligible, minlength=len(atom_names)) for r in {*columns, key}
+            }
+            whole_atom = np.bincount(node_atom, weights=whole * eligible, minlength=len(atom_names))
+            if unit.hard_limit is not None:
+                anchor_atoms = {atom_id[atom_of[n]] for n in unit.anchors}
+                options: list[tuple[tuple[object, ...], str]] = []
+                fits = (domain_tier <= unit.hard_limit) & (incidence @ whole_atom >= devices)
+                for r in columns:
+                    fits &= incidence @ per_atom[r] >= demand[r]
+                key_sums = incidence @ per_atom[key]
+                for d in np.flatnonzero(fits).tolist():
+                    name = domain_names[d]
+                    if anchor_atoms and not anchor_atoms.issubset(domain_anchor[name]):
+                        continue
+                    options.append(((int(domain_tier[d]), float(key_sums[d]), name), name))
+                for n in single_nodes:
+                    if not set(unit.anchors).issubset({n}) or not eligible[n]:
+                        continue
+                    if whole[n] < devices or (potential[:, n] < demand).any():
+                        continue
+                    options.append(((0, float(potential[key, n]), atom_of[n]), atom_of[n]))
+                    domain_atoms.setdefault(atom_of[n], frozenset({atom_of[n]}))
+                options.sort()
+                chosen = [name for _, name in options]
+                hint_domain = self._hint_domain(unit, atom_of, domain_atoms)
+                if len(chosen) > limit_k:
+                    keep = chosen[:limit_k]
+                    if hint_domain is not None and hint_domain not in keep and hint_domain in chosen:
+                        keep.append(hint_domain)
+                    self.restricted.append(f"{unit.group.key}: {len(chosen)} candidate domains, kept {len(keep)}")
+                    chosen = keep
+                unit.domains = chosen
+                unit.atoms = sorted({a for d in chosen for a in domain_atoms[d]})
+            else:
+                fits = [i for i in range(len(atom_names)) if per_atom[key][i] > 0]
+                required = {atom_of[n] for n in (*unit.anchors, *hinted)}
+                ranked = sorted((atom_names[i] for i in fits), key=lambda a: (a not in required, -per_atom[key][atom_id[a]], a))
+                if len(ranked) > limit_k:
+                    keep = ranked[: max(limit_k, len(required))]
+                    self.restricted.append(f"{unit.group.key}: {len(ranked)} candidate atoms, kept {len(keep)}")
+                    ranked = keep
+                unit.atoms = sorted(set(ranked) | required)
+
+    def _hint_domain(self, unit: Unit, atom_of: Mapping[int, str], domain_atoms: Mapping[str, frozenset[str]]) -> str | None:
+        nodes = set(unit.anchors) | self.hint_nodes.get(unit.group.key, set())
+        if not nodes:
+            return None
+        atoms = {atom_of[n] for n in nodes}
+        if len(atoms) == 1 and next(iter(atoms)).startswith("node:"):
+            return next(iter(atoms))
+        best = None
+        for name, members in domain_atoms.items():
+            if name.startswith("node:") or self.snapshot.hypernode_by_name[name].tier > (unit.hard_limit or 0):
+                continue
+            if atoms <= members and (best is None or len(members) < len(domain_atoms[best])):
+                best = name
+        return best
+
+    def _topology_sets(self, node_groups, pattern_sets, shapes, tasks, units) -> dict[tuple[int, str], list[Pattern]]:  # noqa: ANN001
+        """Per (profile, tracked atom): patterns holding at least one pod of a tracked task
+        that may go to that atom. Mixed with untracked pods (exact) while the estimated total
+        stays within `max_topology_patterns`; else homogeneous patterns of one tracked shape,
+        at most as many pods as the tracked tasks of that shape have (a restriction)."""
+        relevant: dict[str, set[int]] = {}
+        most: dict[int, int] = {}
+        for task in tasks:
+            if units[task.unit].tracked:
+                most[task.shape] = most.get(task.shape, 0) + len(task.pending)
+            for atom in units[task.unit].atoms:
+                relevant.setdefault(atom, set()).add(task.shape)
+        pairs = sorted({(p, g.atom) for g in node_groups if g.atom for p in g.after})
+        keys = {pair: (pair[0], frozenset(relevant.get(pair[1], ()))) for pair in pairs}
+        usage: dict[tuple[int, frozenset[int]], int] = {}
+        for key in keys.values():
+            usage[key] = usage.get(key, 0) + 1
+        estimate = sum(len(pattern_sets[key[0]].patterns) * atoms for key, atoms in usage.items())
+        if estimate <= self.limits.max_topology_patterns:
+            built: dict[tuple[int, frozenset[int]], list[Pattern]] = {}
+            restricted = False
+            for key in sorted(usage, key=lambda k: (k[0], sorted(k[1]))):
+                patterns, cut = topology_patterns(
+                    pattern_sets[key[0]],
+                    [shapes[i] for i in sorted(key[1])],
+                    mode="mixed",
+                    rule=self.ctx.fragments,
+                    cap=self.limits.max_patterns_per_profile,
+                    most=most,
+                )
+                built[key] = patterns
+                restricted = restricted or cut
+            if restricted:
+                self.restricted.append("topology atoms: mixed patterns cut")
+            return {pair: built[key] for pair, key in keys.items()}
+        self.restricted.append("topology atoms: homogeneous patterns only")
+        single: dict[tuple[int, int], list[Pattern]] = {}
+        result: dict[tuple[int, str], list[Pattern]] = {}
+        for pair, (profile_id, shape_ids) in keys.items():
+            patterns: list[Pattern] = []
+            for shape_id in sorted(shape_ids):
+                if (profile_id, shape_id) not in single:
+                    single[(profile_id, shape_id)], _ = topology_patterns(
+                        pattern_sets[profile_id],
+                        [shapes[shape_id]],
+                        mode="homogeneous",
+                        rule=self.ctx.fragments,
+                        cap=self.limits.max_patterns_per_profile,
+                        most=most,
+                    )
+                patterns.extend(single[(profile_id, shape_id)])
+            result[pair] = patterns
+        return result

@@ -1,0 +1,274 @@
+"""The CP-SAT engine's variables, in per-entity containers named after the domain.
+
+Input: the `ModelData` of `solver.cpsat_data`. Output: a `Variables` holding, per entity,
+the decision variables of the model, each with a solver-side name that explains itself
+in a dumped model (`pods[team-a/llm:worker]`, `pattern_nodes[p3#17]`):
+
+  - `UnitVars` (one PodGroup that may get binds): `admitted`, `pods` per task,
+    `pods_in` per (tracked task, atom), `domain` per candidate hard domain, `spans` per
+    soft HyperNode;
+  - `ProfileVars` (one node profile): `supply` (a linear expression: static nodes plus the
+    node-group options that end in this profile), `pattern_nodes` per untracked pattern,
+    `atom_pattern_nodes` per (atom, tracked pattern), `device_pattern_devices` per
+    (device free milli, device pattern) in pooled mode;
+  - `NodeGroupVars`: `option_nodes` per eviction option;
+  - `KindVars` (interchangeable victims): `evicted` (an expression), `preempted`,
+    `reclaimed`;
+  - `VictimGroupVars`: `keeps` (the gang keeps ≥ min_member, or nothing);
+  - `PreemptorClassVars`: `any_admitted` per (queue, priority) of units.
+
+`Lin` is a linear expression kept as (variable, coefficient) terms plus a constant, so
+that the engine can both hand it to CP-SAT and evaluate it on a hint or a solution.
+
+Not promised: any constraint — `solver.cpsat_rules` adds those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from solver.cpsat_data import ModelData
+from solver.cpsat_patterns import WHOLE, device_patterns
+
+__all__ = [
+    "Lin",
+    "UnitVars",
+    "ProfileVars",
+    "NodeGroupVars",
+    "KindVars",
+    "VictimGroupVars",
+    "Variables",
+    "create_variables",
+]
+
+IntVar = cp_model.IntVar
+
+
+class Lin:
+    """Σ coefficient · variable + constant, evaluable on any assignment."""
+
+    __slots__ = ("terms", "constant")
+
+    def __init__(self, terms: Iterable[tuple[IntVar, int]] = (), constant: int = 0):
+        self.terms: list[tuple[IntVar, int]] = [(v, c) for v, c in terms if c]
+        self.constant = constant
+
+    def add(self, var: IntVar, coefficient: int) -> Lin:
+        if coefficient:
+            self.terms.append((var, coefficient))
+        return self
+
+    def add_lin(self, other: Lin, factor: int = 1) -> Lin:
+        if factor:
+            self.terms.extend((v, c * factor) for v, c in other.terms)
+            self.constant += other.constant * factor
+        return self
+
+    def scaled(self, factor: int) -> Lin:
+        return Lin(((v, c * factor) for v, c in self.terms), self.constant * factor)
+
+    def expr(self) -> cp_model.LinearExprT:
+        if not self.terms:
+            return self.constant
+        variables = [v for v, _ in self.terms]
+        coefficients = [c for _, c in self.terms]
+        return cp_model.LinearExpr.weighted_sum(variables, coefficients) + self.constant
+
+    def value(self, value_of: Callable[[IntVar], int]) -> int:
+        return self.constant + sum(c * value_of(v) for v, c in self.terms)
+
+    def bounds(self) -> tuple[int, int]:
+        low = high = self.constant
+        for var, coefficient in self.terms:
+            domain = var.proto.domain
+            lo, hi = domain[0], domain[len(domain) - 1]  # this proto wrapper has no negative indexing
+            if coefficient > 0:
+                low += coefficient * lo
+                high += coefficient * hi
+            else:
+                low += coefficient * hi
+                high += coefficient * lo
+        return low, high
+
+
+@dataclass
+class UnitVars:
+    admitted: IntVar
+    pods: dict[int, IntVar]  # task position in ModelData.tasks → pods bound
+    pods_in: dict[tuple[int, str], IntVar] = field(default_factory=dict)  # (task, atom) → pods bound there
+    domain: dict[str, IntVar] = field(default_factory=dict)
+    spans: dict[str, IntVar] = field(default_factory=dict)
+
+
+@dataclass
+class ProfileVars:
+    supply: Lin
+    atom_supply: dict[str, Lin]
+    pattern_nodes: dict[int, IntVar]  # position in PatternSet.patterns → nodes
+    atom_pattern_nodes: dict[tuple[str, int], IntVar]  # (atom, position in topology_sets[(p, atom)]) → nodes
+    device_pattern_devices: dict[tuple[int, int], IntVar]  # (device free milli, position) → devices
+
+
+@dataclass
+class NodeGroupVars:
+    option_nodes: list[IntVar | None]  # None for a group with a single option (its nodes are constant)
+
+
+@dataclass
+class KindVars:
+    evicted: Lin
+    preempted: IntVar | None
+    reclaimed: IntVar | None
+
+
+@dataclass
+class VictimGroupVars:
+    keeps: IntVar
+    evicted: Lin
+
+
+@dataclass
+class Variables:
+    units: list[UnitVars]
+    profiles: dict[int, ProfileVars]
+    node_groups: list[NodeGroupVars]
+    kinds: list[KindVars]
+    victim_groups: dict[int, VictimGroupVars]
+    any_admitted: list[IntVar]  # per preemptor class
+    task_index: dict[int, int]  # id(UnitTask) → position in ModelData.tasks
+
+
+def create_variables(model: cp_model.CpModel, data: ModelData) -> Variables:
+    """Every decision variable, with domains from the data (constraints come later)."""
+    task_index = {id(t): i for i, t in enumerate(data.tasks)}
+    units = [_unit_vars(model, data, u, task_index) for u in range(len(data.units))]
+    node_groups = [_node_group_vars(model, data, g) for g in range(len(data.node_groups))]
+    profiles = _profile_vars(model, data, node_groups)
+    kinds = _kind_vars(model, data, node_groups)
+    evicted_of: dict[object, Lin] = {}
+    for kind, kind_vars in zip(data.kinds, kinds):
+        evicted_of.setdefault(kind.owner, Lin()).add_lin(kind_vars.evicted)
+    victim_groups: dict[int, VictimGroupVars] = {}
+    for h in sorted(data.victim_groups):
+        if not evicted_of.get(h, Lin()).terms:
+            continue  # none of its pods may go: it keeps them all
+        name = data.snapshot.pod_groups[h].key
+        victim_groups[h] = VictimGroupVars(keeps=model.new_bool_var(f"keeps[{name}]"), evicted=evicted_of.get(h, Lin()))
+    any_admitted = [model.new_bool_var(f"any_admitted[{q}/priority {p}]") for q, p in data.preemptor_classes]
+    return Variables(
+        units=units,
+        profiles=profiles,
+        node_groups=node_groups,
+        kinds=kinds,
+        victim_groups=victim_groups,
+        any_admitted=any_admitted,
+        task_index=task_index,
+    )
+
+
+def _unit_vars(model: cp_model.CpModel, data: ModelData, u: int, tasks: dict[int, int]) -> UnitVars:
+    unit = data.units[u]
+    key = unit.group.key
+    pods = {tasks[id(t)]: model.new_int_var(0, len(t.pending), f"pods[{key}:{t.name}]") for t in unit.tasks}
+    result = UnitVars(admitted=model.new_bool_var(f"admitted[{key}]"), pods=pods)
+    if unit.tracked:
+        for task in unit.tasks:
+            position = tasks[id(task)]
+            for atom in unit.atoms:
+                result.pods_in[(position, atom)] = model.new_int_var(0, len(task.pending), f"pods_in[{key}:{task.name},{atom}]")
+        for domain in unit.domains:
+            result.domain[domain] = model.new_bool_var(f"domain[{key},{domain}]")
+        if unit.soft:
+            spans = {data.soft_domain.get(a) for a in unit.atoms} | {_anchor_span(data, n) for n in unit.anchors}
+            for span in sorted(s for s in spans if s is not None):
+                result.spans[span] = model.new_bool_var(f"spans[{key},{span}]")
+    return result
+
+
+def _anchor_span(data: ModelData, node: int) -> str | None:
+    return data.ctx.span_domain.get(data.problem.node_names[node])
+
+
+def _node_group_vars(model: cp_model.CpModel, data: ModelData, g: int) -> NodeGroupVars:
+    group = data.node_groups[g]
+    if len(group.options) == 1:
+        return NodeGroupVars(option_nodes=[None])
+    size = len(group.nodes)
+    return NodeGroupVars(option_nodes=[model.new_int_var(0, size, f"option_nodes[g{g}#{o}]") for o in range(len(group.options))])
+
+
+def _option_count(group_vars: NodeGroupVars, size: int, option: int) -> Lin:
+    var = group_vars.option_nodes[option]
+    return Lin(constant=size) if var is None else Lin([(var, 1)])
+
+
+def _profile_vars(model: cp_model.CpModel, data: ModelData, node_groups: list[NodeGroupVars]) -> dict[int, ProfileVars]:
+    supply: dict[int, Lin] = {}
+    atom_supply: dict[int, dict[str, Lin]] = {}
+    most: dict[int, int] = {}
+    most_atom: dict[tuple[int, str], int] = {}
+    for group, group_vars in zip(data.node_groups, node_groups):
+        size = len(group.nodes)
+        for option, profile in enumerate(group.after):
+            count = _option_count(group_vars, size, option)
+            supply.setdefault(profile, Lin()).add_lin(count)
+            most[profile] = most.get(profile, 0) + size
+            if group.atom:
+                atom_supply.setdefault(profile, {}).setdefault(group.atom, Lin()).add_lin(count)
+                most_atom[(profile, group.atom)] = most_atom.get((profile, group.atom), 0) + size
+    result: dict[int, ProfileVars] = {}
+    for profile, pattern_set in data.pattern_sets.items():
+        bound = most.get(profile, 0)
+        pattern_nodes = {
+            i: model.new_int_var(0, bound, f"pattern_nodes[p{profile}#{i}]") for i in range(len(pattern_set.patterns))
+        } if bound else {}
+        atom_nodes: dict[tuple[str, int], IntVar] = {}
+        for atom in atom_supply.get(profile, {}):
+            atom_bound = most_atom[(profile, atom)]
+            for i, _ in enumerate(data.topology_sets.get((profile, atom), ())):
+                atom_nodes[(atom, i)] = model.new_int_var(0, atom_bound, f"pattern_nodes[p{profile}@{atom}#{i}]")
+        device_nodes: dict[tuple[int, int], IntVar] = {}
+        if pattern_set.pooled and bound:
+            devices_per_node = len(pattern_set.profile.devices)
+            values = {WHOLE, *pattern_set.partial_free}
+            for pattern in pattern_set.patterns:
+                values.update(v for v, _ in pattern.partial_left)
+            for atom in atom_supply.get(profile, {}):
+                for pattern in data.topology_sets.get((profile, atom), ()):
+                    values.update(v for v, _ in pattern.partial_left)
+            for value in sorted(values):
+                for i, _ in enumerate(device_patterns(pattern_set, value, cap=10_000)):
+                    device_nodes[(value, i)] = model.new_int_var(
+                        0, bound * devices_per_node, f"device_pattern_devices[p{profile},{value}#{i}]"
+                    )
+        result[profile] = ProfileVars(
+            supply=supply.get(profile, Lin()),
+            atom_supply=atom_supply.get(profile, {}),
+            pattern_nodes=pattern_nodes,
+            atom_pattern_nodes=atom_nodes,
+            device_pattern_devices=device_nodes,
+        )
+    return result
+
+
+def _kind_vars(model: cp_model.CpModel, data: ModelData, node_groups: list[NodeGroupVars]) -> list[KindVars]:
+    evicted = [Lin() for _ in data.kinds]
+    for group, group_vars in zip(data.node_groups, node_groups):
+        if len(group.options) == 1:
+            continue
+        for option, counts in enumerate(group.options):
+            var = group_vars.option_nodes[option]
+            for (kind, _), k in zip(group.kinds, counts):
+                if k:
+                    evicted[kind].add(var, k)  # type: ignore[arg-type]
+    result = []
+    for kind, lin in zip(data.kinds, evicted):
+        name = f"k{kind.index}"
+        possible = bool(lin.terms)  # some kept option evicts this kind
+        preempted = model.new_int_var(0, kind.total, f"preempted[{name}]") if possible and kind.preempt_classes else None
+        reclaimed = model.new_int_var(0, kind.total, f"reclaimed[{name}]") if possible and kind.reclaim_classes else None
+        result.append(KindVars(evicted=lin, preempted=preempted, reclaimed=reclaimed))
+    return result

@@ -1,0 +1,320 @@
+"""The soft objective of DESIGN.md, evaluated once for every engine: `score(snapshot, placement)`.
+
+Input: a validated `Snapshot` and a `Placement` (from any engine). Output: an
+`ObjectiveVector` of five integer tiers in DESIGN.md's order. Vectors compare
+lexicographically and *greater is better*: `score(a) > score(b)` means placement `a` wins
+on the first tier where the two differ. The CP-SAT engine builds exactly these tiers as
+model expressions (`solver.cpsat_objective`), `place()` uses `score` to return the better of
+CP-SAT's and greedy's placements, and the tests check one against the other.
+
+The tiers (each an exact integer; "after" means kept running pods plus this cycle's binds):
+
+1. **fairness** — smaller is better. A queue is judged by its dominant share (DRF, as
+   Volcano's proportion plugin orders queues): max over resources of allocated_after /
+   target, where target(q, r) = min(deserved(q, r), request(q, r)) > 0 (deserved by
+   water-filling, `solver.shares`; request = allocated + pending, subtree included). Its
+   term is how far that share is below 1, in per-mille, rounded up:
+   ⌈1000 · (1 − dominant share)⌉⁺ = min over targeted resources of
+   ⌈1000 · max(0, target − allocated_after) / target⌉. The tier sums every queue of the tree.
+   Amounts so large that 1000 · target would pass 2^40 are first counted in coarser units
+   (×1024 until it fits, floor): at 10,000 nodes memory counts in MiB, so every engine
+   computes the tier in exact integers.
+   Example: queue-a deserves 1 CPU and 600Mi, queue-b 2 CPU and 600Mi, 3 CPU in all, jobs
+   of 0.5 CPU / 100Mi: a=2, b=4 jobs → a holds 1 CPU (share 1) and b 2 CPU (share 1) → 0;
+   a=6, b=0 → b's share is 0 → 1000. Memory, plentiful and never met, does not decide.
+2. **throughput** — greater is better. Σ over pods of PodGroups held after the placement
+   of weight(priority) · value, with value = 1 + ⌊cpu_milli / 1000⌋ + gpu_milli: one
+   milli-GPU counts as one core, so a whole GPU outweighs any node's CPUs (GPUs dominate)
+   and memory does not count. weight = 1 + the dense rank of the PodGroup's priority among
+   all PodGroups of the snapshot (priorities 0, 5, 100 → weights 1, 2, 3), so huge
+   PriorityClass values stay small numbers. Example: a priority-5 PodGroup binds one
+   pod of 8 GPUs and 96 cores → 2 · (1 + 96 + 8000) = 16194.
+3. **disruption** — smaller is better. Σ over evicted pods of
+   weight(priority) · (1000 + gpu_milli · age_class), where age_class = 1 + ⌊log2(1 +
+   hours run)⌋ is the GPU-time lost on a log scale (1 under an hour, 2 for 1–2 h, 3 for 3–6 h,
+   …), hours counted back from the latest pod start in the snapshot (the snapshot has no
+   clock). The 1000 makes every victim count, GPU or not. Example: a weight-1 victim
+   with 1 GPU that ran 5 h → 1 · (1000 + 1000 · 3) = 4000.
+4. **locality** — smaller is better. For each soft-topology PodGroup (network topology set
+   without a hard tier limit) that gets a bind: the number of lowest-tier HyperNodes its
+   pods (kept and bound) sit in — nodes in no HyperNode of that tier are not counted; plus
+   one per bound pod whose GPU devices span more than one NUMA cell. Example: a soft gang
+   bound over leaf-a and leaf-b (2) and one 4-GPU pod on devices 2–5 of a 2×4 node (1) → 3.
+5. **packing** — smaller is better: milli-GPU left free in pieces no pending shape can use.
+   The pending shapes are the GPU requests of the snapshot's pending pods; u = the
+   smallest fractional request, k = the fewest whole devices asked. Per node after the
+   placement: a partly used device's free milli counts when it is < u (no fraction fits);
+   the wholly free devices count 1000 each when there is no fractional request and there
+   are fewer than k of them. NUMA, CPU and eligibility are ignored. Example: pending
+   shapes 2 GPUs and 500 milli; a node left with devices free (1000, 300, 0, 0) → the 300
+   is a fragment (< 500), the lone whole device is not (a 500-milli pod fits it) → 300.
+
+Not promised: that the placement is valid (the checker says that); a placement that
+breaks hard rules still gets a score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from models.placement import Placement
+from models.snapshot import (
+    CPU,
+    GPU,
+    GPU_MILLI_PER_DEVICE,
+    NodeName,
+    Pod,
+    PodGroup,
+    PodGroupKey,
+    QueueName,
+    Snapshot,
+    gpu_devices,
+    is_fractional_gpu,
+)
+from solver.after import After, build_after
+from solver.rules.topology import hard_tier_limit
+from solver.shares import deserved_shares, queue_requests
+
+__all__ = [
+    "FAIRNESS_SCALE",
+    "VICTIM_BASE_COST",
+    "TIERS",
+    "ObjectiveVector",
+    "ObjectiveContext",
+    "FragmentRule",
+    "score",
+    "pod_value",
+    "age_class",
+    "queue_fairness",
+    "fairness_unit",
+    "soft_topology",
+]
+
+FAIRNESS_SCALE = 1000
+"""Fairness is counted in per-mille of a queue's target."""
+VICTIM_BASE_COST = 1000
+"""What any eviction costs before its GPU-time: one victim ≈ one GPU for an hour."""
+TIERS = ("fairness", "throughput", "disruption", "locality", "packing")
+"""The tiers in DESIGN.md's order (most important first)."""
+
+_SECONDS_PER_HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class ObjectiveVector:
+    """The five tiers; compare with `<`, `>=`, …: greater is better, first tier first."""
+
+    fairness: int
+    throughput: int
+    disruption: int
+    locality: int
+    packing: int
+
+    def key(self) -> tuple[int, int, int, int, int]:
+        """A tuple where larger is better in every position (the minimised tiers negated)."""
+        return (-self.fairness, self.throughput, -self.disruption, -self.locality, -self.packing)
+
+    def __lt__(self, other: ObjectiveVector) -> bool:
+        return self.key() < other.key()
+
+    def __le__(self, other: ObjectiveVector) -> bool:
+        return self.key() <= other.key()
+
+    def __gt__(self, other: ObjectiveVector) -> bool:
+        return self.key() > other.key()
+
+    def __ge__(self, other: ObjectiveVector) -> bool:
+        return self.key() >= other.key()
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in TIERS}
+
+
+def pod_value(requests: Mapping[str, int]) -> int:
+    """Throughput value of one pod: `{cpu: 96000, gpu: 8000}` → 1 + 96 + 8000 = 8097."""
+    return 1 + requests.get(CPU, 0) // 1000 + requests.get(GPU, 0)
+
+
+def age_class(start_time: float | None, now: float | None) -> int:
+    """1 + ⌊log2(1 + hours run)⌋: 30 min → 1, 1 h → 2, 5 h → 3, 7 h → 4; unknown start → 1."""
+    if start_time is None or now is None:
+        return 1
+    hours = int(max(0.0, now - start_time) // _SECONDS_PER_HOUR)
+    return (1 + hours).bit_length()
+
+
+FAIRNESS_MAGNITUDE = 1 << 40
+"""1000 · target stays below this; larger resources are counted in coarser units."""
+
+
+def fairness_unit(largest_target: int) -> int:
+    """The unit a resource's fairness is counted in: 1, or ×1024 until 1000 · target fits."""
+    unit = 1
+    while FAIRNESS_SCALE * (largest_target // unit) > FAIRNESS_MAGNITUDE:
+        unit *= 1024
+    return unit
+
+
+def queue_fairness(
+    target: Mapping[str, int], allocated: Mapping[str, int], units: Mapping[str, int] | None = None
+) -> int:
+    """One queue's term: min over targeted resources of ⌈1000 · shortfall / target⌉, with
+    `target` already in `units` and `allocated` raw (floored into the units here).
+
+    Example: target {cpu: 2000, memory: 600Mi}, allocated {cpu: 2000, memory: 400Mi} →
+    cpu 0, memory 334 → 0 (its dominant share, cpu, is met).
+    """
+    best: int | None = None
+    for name, amount in target.items():
+        unit = (units or {}).get(name, 1)
+        short = max(0, amount - allocated.get(name, 0) // unit)
+        term = -((-FAIRNESS_SCALE * short) // amount)
+        best = term if best is None else min(best, term)
+    return best or 0
+
+
+def soft_topology(group: PodGroup) -> bool:
+    """A PodGroup whose topology is a preference: set, but without a hard tier limit."""
+    return group.network_topology is not None and hard_tier_limit(group) is None
+
+
+@dataclass(frozen=True)
+class FragmentRule:
+    """Which free pieces count as fragments (tier 5); see the module docstring."""
+
+    smallest_fraction: int  # milli; GPU_MILLI_PER_DEVICE + 1 when no pending pod asks a fraction
+    fewest_devices: int  # whole devices; a huge number when no pending pod asks whole GPUs
+
+    def node_fragment(self, device_free: Iterable[int]) -> int:
+        """Fragmented milli of one node whose devices have `device_free` milli free each."""
+        fragment = 0
+        whole = 0
+        for free in device_free:
+            if free >= GPU_MILLI_PER_DEVICE:
+                whole += 1
+            elif 0 < free < self.smallest_fraction:
+                fragment += free
+        if self.smallest_fraction > GPU_MILLI_PER_DEVICE and whole < self.fewest_devices:
+            fragment += whole * GPU_MILLI_PER_DEVICE
+        return fragment
+
+
+@dataclass(frozen=True)
+class ObjectiveContext:
+    """What `score` derives from the snapshot alone; build once per cycle with `of`."""
+
+    weights: Mapping[PodGroupKey, int]
+    now: float | None
+    targets: Mapping[QueueName, Mapping[str, int]]  # in `units`
+    units: Mapping[str, int]  # per resource, the unit fairness counts it in (`fairness_unit`)
+    fragments: FragmentRule
+    span_tier: int | None  # the lowest HyperNode tier, where soft spans are counted
+    span_domain: Mapping[NodeName, str] = field(repr=False)  # node → its HyperNode of that tier
+
+    @staticmethod
+    def of(snapshot: Snapshot) -> ObjectiveContext:
+        priorities = sorted({group.priority for group in snapshot.pod_groups})
+        rank = {priority: i for i, priority in enumerate(priorities)}
+        starts = [pod.start_time for pod in snapshot.pods if pod.phase == "running" and pod.start_time is not None]
+        deserved, requests = deserved_shares(snapshot), queue_requests(snapshot)
+        targets: dict[QueueName, dict[str, int]] = {}
+        for queue in snapshot.queues:
+            share, asked = deserved.get(queue.name, {}), requests.get(queue.name, {})
+            target = {name: min(amount, asked.get(name, 0)) for name, amount in share.items()}
+            target = {name: amount for name, amount in target.items() if amount > 0}
+            if target:
+                targets[queue.name] = target
+        largest: dict[str, int] = {}
+        for target in targets.values():
+            for name, amount in target.items():
+                largest[name] = max(largest.get(name, 0), amount)
+        units = {name: fairness_unit(amount) for name, amount in largest.items()}
+        scaled: dict[QueueName, dict[str, int]] = {}
+        for queue_name, target in targets.items():
+            coarse = {name: amount // units[name] for name, amount in target.items()}
+            coarse = {name: amount for name, amount in coarse.items() if amount > 0}
+            if coarse:
+                scaled[queue_name] = coarse
+        targets = scaled
+        fractions = [
+            pod.requests.get(GPU, 0) for pod in snapshot.pods if pod.phase == "pending"
+        ]
+        smallest = min((m for m in fractions if is_fractional_gpu(m)), default=GPU_MILLI_PER_DEVICE + 1)
+        fewest = min((gpu_devices(m) for m in fractions if gpu_devices(m) > 0), default=1 << 30)
+        tiers = sorted({h.tier for h in snapshot.hypernodes})
+        span_tier = tiers[0] if tiers else None
+        span_domain: dict[NodeName, str] = {}
+        if span_tier is not None:
+            for node, chain in snapshot.hypernode_chain.items():
+                for name in chain:
+                    if snapshot.hypernode_by_name[name].tier == span_tier:
+                        span_domain[node] = name
+                        break
+        return ObjectiveContext(
+            weights={group.key: 1 + rank[group.priority] for group in snapshot.pod_groups},
+            now=max(starts) if starts else None,
+            targets=targets,
+            units=units,
+            fragments=FragmentRule(smallest_fraction=smallest, fewest_devices=fewest),
+            span_tier=span_tier,
+            span_domain=span_domain,
+        )
+
+    def eviction_cost(self, pod: Pod) -> int:
+        """Tier-3 cost of evicting `pod` (a running pod of a PodGroup)."""
+        weight = self.weights.get(pod.pod_group, 1) if pod.pod_group is not None else 1
+        return weight * (VICTIM_BASE_COST + pod.requests.get(GPU, 0) * age_class(pod.start_time, self.now))
+
+
+def score(snapshot: Snapshot, placement: Placement, *, context: ObjectiveContext | None = None) -> ObjectiveVector:
+    """The `ObjectiveVector` of `placement`; pass `context` to reuse one across placements."""
+    ctx = context if context is not None else ObjectiveContext.of(snapshot)
+    after = build_after(snapshot, placement)
+    return ObjectiveVector(
+        fairness=_fairness(ctx, after),
+        throughput=_throughput(ctx, after),
+        disruption=sum(ctx.eviction_cost(e.pod) for e in after.evicted),
+        locality=_locality(snapshot, ctx, after),
+        packing=_packing(snapshot, ctx, after),
+    )
+
+
+def _fairness(ctx: ObjectiveContext, after: After) -> int:
+    allocated = after.queue_allocated_after
+    return sum(queue_fairness(target, allocated.get(q, {}), ctx.units) for q, target in ctx.targets.items())
+
+
+def _throughput(ctx: ObjectiveContext, after: After) -> int:
+    total = 0
+    for pod in after.kept:
+        if pod.pod_group is not None:
+            total += ctx.weights[pod.pod_group] * pod_value(pod.requests)
+    for bound in after.bound:
+        total += ctx.weights[bound.group.key] * pod_value(bound.pod.requests)
+    return total
+
+
+def _locality(snapshot: Snapshot, ctx: ObjectiveContext, after: After) -> int:
+    total = 0
+    for group in snapshot.pod_groups:
+        if not soft_topology(group) or after.bound_count(group.key) == 0:
+            continue
+        nodes = {p.node for p in after.kept_of(group.key)} | {b.node.name for b in after.bound_of(group.key)}
+        total += len({ctx.span_domain[n] for n in nodes if n in ctx.span_domain})
+    for bound in after.bound:
+        if len(bound.gpus) > 1 and bound.gpus_well_formed:
+            cells = {bound.node.gpu_by_index[i].numa_cell for i in bound.gpus}
+            total += len(cells) > 1
+    return total
+
+
+def _packing(snapshot: Snapshot, ctx: ObjectiveContext, after: After) -> int:
+    rule = ctx.fragments
+    total = 0
+    for node in snapshot.nodes:
+        if not node.gpus:
+            continue
+        used = after.gpu_used_milli[node.name]
+        total += rule.node_fragment(max(0, GPU_MILLI_PER_DEVICE - used[gpu.index]) for gpu in node.gpus)
+    return total

@@ -1,0 +1,129 @@
+"""`solver.objective`: each tier on its worked example, and how vectors compare."""
+
+from __future__ import annotations
+
+from models.snapshot import NetworkTopology
+from solver.objective import (
+    ObjectiveContext,
+    ObjectiveVector,
+    age_class,
+    fairness_unit,
+    pod_value,
+    queue_fairness,
+    score,
+)
+from tests.builders import (
+    bind_gang,
+    make_bind,
+    make_eviction,
+    make_gang,
+    make_node,
+    make_placement,
+    make_queue,
+    make_running,
+    make_snapshot,
+    make_task,
+    resources,
+)
+
+
+def vector(**tiers: int) -> ObjectiveVector:
+    return ObjectiveVector(**{"fairness": 0, "throughput": 0, "disruption": 0, "locality": 0, "packing": 0, **tiers})
+
+
+def test_vectors_compare_tier_by_tier_greater_is_better() -> None:
+    assert vector(fairness=0, throughput=1) > vector(fairness=1, throughput=10**9)
+    assert vector(throughput=5, disruption=100) > vector(throughput=4)
+    assert vector(throughput=5, disruption=1) > vector(throughput=5, disruption=2, packing=0)
+    assert vector(locality=1, packing=10**6) > vector(locality=2)
+    assert vector(packing=3) >= vector(packing=3) and not vector(packing=3) > vector(packing=3)
+
+
+def test_queue_fairness_is_the_dominant_resource_shortfall_in_per_mille() -> None:
+    assert queue_fairness({"gpu": 16000}, {"gpu": 12000}) == 250
+    assert queue_fairness({"cpu": 2000, "memory": 600}, {"cpu": 2000, "memory": 400}) == 0
+    assert queue_fairness({"gpu": 3}, {"gpu": 1}) == 667  # rounded up
+    assert queue_fairness({}, {}) == 0
+
+
+def test_fairness_prefers_the_weighted_split_over_one_queue_taking_all() -> None:
+    queues = [make_queue("a", weight=1), make_queue("b", weight=2)]
+    jobs = [make_gang(f"{q}{i}", cpu=0.5, memory=0.1, queue=q) for q in "ab" for i in range(6)]
+    snapshot = make_snapshot(nodes=[make_node("n1", cpu=3, memory=2)], groups=jobs, queues=queues)
+    by_name = {job.group.name: job for job in jobs}
+    fair = make_placement(binds=[b for n in ("a0", "a1", "b0", "b1", "b2", "b3") for b in bind_gang(by_name[n], ["n1"])])
+    greedy_a = make_placement(binds=[b for n in ("a0", "a1", "a2", "a3", "a4", "a5") for b in bind_gang(by_name[n], ["n1"])])
+    assert score(snapshot, fair).fairness == 0
+    assert score(snapshot, greedy_a).fairness == 1000
+    assert score(snapshot, fair) > score(snapshot, greedy_a)
+
+
+def test_throughput_weighs_priority_rank_and_gpus_dominate() -> None:
+    assert pod_value(resources(cpu=96, gpus=8)) == 1 + 96 + 8000
+    low = make_gang("low", cpu=96, gpus=8, priority=0)
+    high = make_gang("high", cpu=96, gpus=8, priority=5)
+    snapshot = make_snapshot(nodes=[make_node("n1", cpu=192, gpus=8)], groups=[low, high])
+    got = score(snapshot, make_placement(binds=bind_gang(high, ["n1"])))
+    assert got.throughput == 2 * 8097  # priority 5 is rank 1 of {0, 5} → weight 2
+
+
+def test_disruption_counts_each_victim_with_its_gpu_time_on_a_log_scale() -> None:
+    assert [age_class(0.0, h * 3600.0) for h in (0.5, 1, 5, 7)] == [1, 2, 3, 4]
+    victim_gang = make_gang("victim", gpus=1, running_on=["n1"])
+    other = make_gang("other", gpus=1, running_on=["n2"])
+    pods = [p.model_copy(update={"start_time": 0.0}) for p in victim_gang.pods]
+    clock = [p.model_copy(update={"start_time": 5 * 3600.0}) for p in other.pods]
+    snapshot = make_snapshot(
+        nodes=[make_node("n1", gpus=1), make_node("n2", gpus=1)],
+        groups=[victim_gang.__class__(group=victim_gang.group, pods=tuple(pods)), other.__class__(group=other.group, pods=tuple(clock))],
+    )
+    placement = make_placement(evictions=[make_eviction(pods[0], for_="default/other")])
+    assert score(snapshot, placement).disruption == 1000 + 1000 * 3  # weight 1, 1 GPU, 5 h → class 3
+
+
+def test_locality_counts_soft_spans_and_numa_splits() -> None:
+    soft = make_gang("soft", replicas=2, gpus=1)
+    soft = soft.__class__(
+        group=soft.group.model_copy(update={"network_topology": NetworkTopology(mode="soft")}), pods=soft.pods
+    )
+    wide = make_gang("wide", gpus=4)
+    nodes = [make_node("a1", gpus=1, leaf="leaf-a"), make_node("b1", gpus=1, leaf="leaf-b"), make_node("n4", gpus=8, numa_cells=2)]
+    snapshot = make_snapshot(nodes=nodes, groups=[soft, wide])
+    placement = make_placement(
+        binds=[*bind_gang(soft, ["a1", "b1"]), make_bind(wide.pods[0], "n4", gpus=(2, 3, 4, 5))]
+    )
+    assert score(snapshot, placement).locality == 2 + 1
+
+
+def test_packing_counts_free_pieces_no_pending_shape_can_use() -> None:
+    node = make_node("n1", gpus=4, gpu_used_milli={1: 700})
+    shapes = [make_gang("two", gpus=2), make_gang("half", gpu_milli=500)]
+    snapshot = make_snapshot(nodes=[node], groups=shapes)
+    # Device 1 has 300 free: < 500, a fragment. Binding "two" on devices 2–3 leaves device 0 whole: usable.
+    assert score(snapshot, make_placement(binds=bind_gang(shapes[0], ["n1"], first_gpu={"n1": 2}))).packing == 300
+    two = make_gang("two", gpus=2)
+    three = make_gang("three", gpus=3)
+    whole_only = make_snapshot(nodes=[make_node("n1", gpus=4)], groups=[two, three])
+    # No fractional request; the fewest devices asked is 2: two whole devices left are usable, one is not.
+    assert score(whole_only, make_placement(binds=bind_gang(two, ["n1"]))).packing == 0
+    assert score(whole_only, make_placement(binds=bind_gang(three, ["n1"]))).packing == 1000
+
+
+def test_context_is_reusable_and_changes_nothing() -> None:
+    gang = make_gang("g", replicas=2, cpu=1, memory=1)
+    running = make_running("other", node="n1", cpu=1)
+    snapshot = make_snapshot(nodes=[make_node("n1", cpu=4, memory=4)], groups=[gang], running=[running])
+    placement = make_placement(binds=bind_gang(gang, ["n1", "n1"]))
+    assert score(snapshot, placement, context=ObjectiveContext.of(snapshot)) == score(snapshot, placement)
+
+
+def test_two_task_gang_throughput_adds_both_tasks() -> None:
+    gang = make_gang("g", tasks=[make_task("a", cpu=2), make_task("b", cpu=3)])
+    snapshot = make_snapshot(nodes=[make_node("n1", cpu=8)], groups=[gang])
+    assert score(snapshot, make_placement(binds=bind_gang(gang, ["n1", "n1"]))).throughput == 3 + 4
+
+
+def test_fairness_counts_huge_resources_in_coarser_units() -> None:
+    assert fairness_unit(16_000) == 1
+    assert fairness_unit(20 * 2**40) == 1024**2  # 20 TiB of memory counts in MiB
+    assert queue_fairness({"memory": 1000}, {"memory": 500 * 1024**2}, {"memory": 1024**2}) == 500
