@@ -1,0 +1,140 @@
+"""`batchplace bench`: the solver benchmark on synthetic GPU clusters, as a command.
+
+A thin shell over `experiments.bench`: parse the options, run with a rich progress bar
+on standard error, print the summary table and the targets on standard output, and
+write CSV, Markdown and PNG into `--out`. Bad options print one line and exit with 2;
+runs that raised are listed and the exit status is 1 (after the files are written).
+Registered in `batchplace.cli` as `app.command(name="bench")(bench)`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from experiments.bench import (
+    DEFAULT_SIZES,
+    BenchConfig,
+    BenchRun,
+    BenchSize,
+    parse_engines,
+    parse_sizes,
+    run_bench,
+)
+from experiments.bench_report import summary_table, write_bench_files
+
+__all__ = ["bench"]
+
+EXIT_INPUT_ERROR = 2
+T = TypeVar("T")
+# Piped or redirected output gets room for the whole table instead of rich's 80 columns.
+stdout = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 170)
+stderr = Console(stderr=True)
+
+
+class _ProgressObserver:
+    """Moves the bar one step per timed run and says which run is going."""
+
+    def __init__(self, progress: Progress, task_id: int):
+        self.progress = progress
+        self.task_id = task_id
+
+    def started(self, size: BenchSize, repeat: int, engine: str) -> None:
+        self.progress.update(self.task_id, description=f"{size.label} #{repeat + 1} {engine}")  # type: ignore[arg-type]
+
+    def finished(self, run: BenchRun) -> None:
+        self.progress.advance(self.task_id)  # type: ignore[arg-type]
+
+
+def _parsed(option: str, parse: Callable[[str], T], text: str) -> T:
+    try:
+        return parse(text)
+    except ValueError as error:
+        stderr.print(f"[red]error:[/red] {option}: {error}", highlight=False)
+        raise typer.Exit(EXIT_INPUT_ERROR) from None
+
+
+def bench(
+    sizes: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated NODESxPODS: cluster nodes (8 GPUs each) x pending pods. "
+            "The targets are quoted for 1000x1000 and 10000x5000.",
+        ),
+    ] = DEFAULT_SIZES,
+    engines: Annotated[
+        str,
+        typer.Option(help="Comma-separated engines to time: greedy, cpsat, auto. Greedy always runs as the reference."),
+    ] = "greedy,auto",
+    repeats: Annotated[
+        int,
+        typer.Option(
+            min=1, max=1000, help="Snapshots per size, seeded apart, preloaded evenly from 25 % to 75 % of the GPUs."
+        ),
+    ] = 5,
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", min=0.01, max=3600, help="CP-SAT time limit per solve, in seconds.")
+    ] = 5.0,
+    out: Annotated[
+        Path, typer.Option(help="Directory for bench.csv, bench_summary.csv, bench.md and bench.png.")
+    ] = Path("results/bench"),
+    seed: Annotated[int, typer.Option(help="Base seed; the same seed gives the same snapshots.")] = 0,
+) -> None:
+    """Time the placement engines on synthetic GPU clusters and report speed and quality.
+
+    Each size x repetition is one seeded snapshot (its build not timed): 8-GPU nodes, leaves of 16, spines of 8.
+
+    25-75 % of GPUs run already; pending gangs of 1-64 GPUs in 4 weighted queues, some with hard topology.
+
+    Each engine solves it through place(), checker included, timed by the wall clock.
+
+    Prints p50/p99 seconds, objective, gap, GPUs placed vs greedy and evictions per size and engine.
+
+    Example: batchplace bench --sizes 1000x1000 --engines greedy,cpsat --repeats 3
+    """
+    config = BenchConfig(
+        sizes=_parsed("--sizes", parse_sizes, sizes),
+        engines=_parsed("--engines", parse_engines, engines),
+        repeats=repeats,
+        time_limit_s=time_limit,
+        seed=seed,
+    )
+    total = len(config.sizes) * config.repeats * len(config.engines)
+    with Progress(
+        TextColumn("{task.description:<22}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=stderr,
+        transient=False,
+    ) as progress:
+        task_id = progress.add_task("warming up", total=total)
+        result = run_bench(config, observer=_ProgressObserver(progress, task_id))  # type: ignore[arg-type]
+    files = write_bench_files(result, out)
+    stdout.print(summary_table(result))
+    if result.greedy_pods_per_s is not None:
+        stdout.print(
+            f"greedy throughput at {result.greedy_pods_per_s_size}: "
+            f"[bold]{result.greedy_pods_per_s:,.0f} pending pods/s[/bold] (pending pods / p50 wall seconds)",
+            highlight=False,
+        )
+    for check in result.targets:
+        if check.met is None:
+            mark = "[dim]n/a    [/dim]"
+        else:
+            mark = "[green]met    [/green]" if check.met else "[red]not met[/red]"
+        stdout.print(f"{mark} {check.target}: {check.measured}", highlight=False)
+    stdout.print(
+        f"wrote {files.runs_csv}, {files.summary_csv}, {files.markdown}, {files.plot}", highlight=False, soft_wrap=True
+    )
+    failed = [run for run in result.runs if run.status == "ERROR"]
+    if failed:
+        for run in failed:
+            stderr.print(f"[red]failed:[/red] {run.size} #{run.repeat + 1} {run.engine}: {run.error}", highlight=False)
+        raise typer.Exit(1)

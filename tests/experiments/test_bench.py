@@ -1,0 +1,156 @@
+"""The bench harness on tiny sizes: it writes CSV, Markdown and PNG with the promised
+columns, compares every engine with greedy on the same snapshot, records a failing run
+instead of stopping, judges the README's targets, and the `bench` command drives it."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import experiments.bench as bench_module
+from batchplace.cli import app
+from experiments.bench import (
+    RUN_COLUMNS,
+    SUMMARY_COLUMNS,
+    BenchConfig,
+    BenchSize,
+    BenchSummary,
+    check_targets,
+    parse_engines,
+    parse_sizes,
+    run_bench,
+)
+from experiments.bench_report import write_bench_files
+
+runner = CliRunner()
+TINY = BenchConfig(sizes=(BenchSize(20, 10),), engines=("greedy",), repeats=2, time_limit_s=1.0)
+
+
+def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with path.open(encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def test_sizes_parse_as_nodes_by_pods() -> None:
+    assert parse_sizes("100x50, 1000X1000") == (BenchSize(100, 50), BenchSize(1000, 1000))
+    assert BenchSize(100, 50).label == "100x50"
+
+
+@pytest.mark.parametrize("text", ["100", "x50", "100x", "0x5", "ax5"], ids=lambda t: f"size {t!r}")
+def test_a_malformed_size_is_refused_naming_it(text: str) -> None:
+    with pytest.raises(ValueError, match=repr(text)):
+        parse_sizes(text)
+
+
+def test_an_unknown_engine_is_refused() -> None:
+    assert parse_engines("greedy, auto") == ("greedy", "auto")
+    with pytest.raises(ValueError, match="gurobi"):
+        parse_engines("greedy,gurobi")
+
+
+def test_repetitions_spread_the_preload_evenly_over_25_to_75_percent() -> None:
+    config = BenchConfig(repeats=5)
+    assert [round(config.preload(i), 2) for i in range(5)] == [0.3, 0.4, 0.5, 0.6, 0.7]
+
+
+def test_a_20_node_greedy_run_writes_csv_markdown_and_png_with_the_expected_columns(tmp_path: Path) -> None:
+    result = run_bench(TINY)
+    files = write_bench_files(result, tmp_path / "bench")
+
+    header, rows = read_csv(files.runs_csv)
+    assert tuple(header) == RUN_COLUMNS
+    assert {"solve_seconds", "wall_seconds", "objective", "bound", "gap", "gpus_placed", "evictions",
+            "gpus_vs_greedy"} <= set(header)
+    assert [(r["size"], r["engine"], r["status"], r["repeat"]) for r in rows] == [
+        ("20x10", "greedy", "GREEDY", "0"),
+        ("20x10", "greedy", "GREEDY", "1"),
+    ]
+    assert all(float(r["wall_seconds"]) > 0 and float(r["gpus_vs_greedy"]) == 0 for r in rows)
+    assert rows[0]["seed"] != rows[1]["seed"]
+
+    header, summary = read_csv(files.summary_csv)
+    assert tuple(header) == SUMMARY_COLUMNS and len(summary) == 1
+    assert {"p50_wall_s", "p99_wall_s", "p50_solve_s", "p99_solve_s", "pods_per_s"} <= set(header)
+    assert float(summary[0]["p99_wall_s"]) >= float(summary[0]["p50_wall_s"]) > 0
+
+    markdown = files.markdown.read_text(encoding="utf-8")
+    assert "| size | engine |" in markdown and "| 20x10 | greedy |" in markdown
+    assert "Greedy throughput at 20x10" in markdown
+    assert files.plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_engine_is_compared_with_greedy_even_when_greedy_is_not_timed() -> None:
+    result = run_bench(BenchConfig(sizes=(BenchSize(20, 10),), engines=("auto",), repeats=1, time_limit_s=1.0))
+    (run,) = result.runs
+    assert run.engine == "auto"
+    assert run.greedy_gpus_placed is not None and run.gpus_vs_greedy is not None
+    assert run.gpus_placed == run.greedy_gpus_placed + run.gpus_vs_greedy
+
+
+def test_a_run_that_raises_is_recorded_as_an_error_and_the_others_go_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_place = bench_module.place
+
+    def place(snapshot, config):  # type: ignore[no-untyped-def]
+        if config.engine == "cpsat":
+            raise RuntimeError("model invalid\nsecond line")
+        return real_place(snapshot, config)
+
+    monkeypatch.setattr(bench_module, "place", place)
+    result = run_bench(BenchConfig(sizes=(BenchSize(20, 10),), engines=("greedy", "cpsat"), repeats=1))
+    by_engine = {run.engine: run for run in result.runs}
+    assert by_engine["greedy"].status == "GREEDY"
+    assert by_engine["cpsat"].status == "ERROR"
+    assert by_engine["cpsat"].error == "RuntimeError: model invalid"
+    assert [s.errors for s in result.summaries] == [0, 1]
+
+
+def summary(size: tuple[int, int], engine: str, **fields: object) -> BenchSummary:
+    values: dict[str, object] = {name: None for name in BenchSummary.__dataclass_fields__}
+    values.update(size=f"{size[0]}x{size[1]}", nodes=size[0], pending_pods=size[1], engine=engine,
+                  answered_by=f"{engine}:OK", runs=5, errors=0)
+    values.update(fields)
+    return BenchSummary(**values)  # type: ignore[arg-type]
+
+
+def test_targets_are_judged_on_p99_gap_greedy_comparison_and_throughput() -> None:
+    checks = check_targets(
+        [
+            summary((1000, 1000), "cpsat", p99_wall_s=0.8, gap_max=0.004),
+            summary((1000, 1000), "auto", p99_wall_s=0.8, gap_max=0.03),
+            summary((10000, 5000), "auto", p99_wall_s=4.0, gpus_vs_greedy_min=-8.0),
+            summary((10000, 5000), "cpsat", p99_wall_s=2.0, gpus_vs_greedy_min=0.0, answered_by="greedy:GREEDY×5"),
+            summary((10000, 5000), "greedy", p99_wall_s=2.0, p50_wall_s=2.0, pods_per_s=2500.0),
+            summary((10000, 50), "greedy", p99_wall_s=1.0, p50_wall_s=1.0, pods_per_s=50.0),
+        ]
+    )
+    assert [(c.target.split(":")[0], c.met) for c in checks] == [
+        ("cpsat 1000x1000", True),
+        ("auto 1000x1000", False),  # gap 3 % > 1 %
+        ("auto 10000x5000", False),  # placed 8 GPUs fewer than greedy on one snapshot
+        ("cpsat 10000x5000", None),  # greedy answered every run: says nothing about CP-SAT
+        ("greedy 10000x5000", True),  # 10000x50 is fixed cost, not throughput: not judged at all
+    ]
+
+
+def test_bench_command_prints_the_table_and_writes_the_files(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app, ["bench", "--sizes", "20x10", "--engines", "greedy", "--repeats", "1", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "20x10" in result.stdout and "greedy throughput" in result.stdout
+    assert sorted(p.name for p in out.iterdir()) == ["bench.csv", "bench.md", "bench.png", "bench_summary.csv"]
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--sizes", "20by10"), ("--engines", "fastest")], ids=["bad size", "bad engine"]
+)
+def test_bench_command_refuses_bad_options_with_exit_2_and_one_line(option: str, value: str, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["bench", option, value, "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert f"error: {option}:" in result.output
+    assert "Traceback" not in result.output
