@@ -1,0 +1,212 @@
+"""Request and response shapes of the HTTP API, with the examples `/docs` shows.
+
+The placement response is the output contract of `Decision.to_contract()` (README,
+"Output contract") plus the checker's verdict — `valid` and `violations` — and the
+loader's `warnings`; its row types (`Bind`, `Eviction`, `PodGroupOutcome`, `QueueShare`)
+are `models.placement`'s own, so the schema cannot drift from the contract.
+
+Request envelopes forbid unknown fields, so a typo (`time_limt_s`) is a 422 naming it,
+not a silently ignored option. The snapshot inside a what-if request is documented as
+`Snapshot` but not validated here (`SkipValidation`): it is read in the solver pool by
+`models.loaders.load_snapshot_json`, off the event loop, whose errors carry the field path.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validator, model_validator
+
+from models.placement import Bind, Eviction, PodGroupOutcome, QueueShare, SolveStatus
+from models.snapshot import Snapshot
+from service.whatif import DrainedNode, JobVerdict
+from solver.place import EngineName
+
+__all__ = [
+    "ObjectiveTier",
+    "OBJECTIVE_ORDER",
+    "SolveOptions",
+    "ViolationOut",
+    "PlacementResponse",
+    "Changes",
+    "WhatIfRequest",
+    "WhatIfResponse",
+    "Health",
+    "Readiness",
+    "PLACEMENT_EXAMPLE_SNAPSHOT",
+    "WHAT_IF_EXAMPLE",
+]
+
+ObjectiveTier = Literal["fairness", "throughput", "disruption", "locality", "packing"]
+OBJECTIVE_ORDER: tuple[ObjectiveTier, ...] = ("fairness", "throughput", "disruption", "locality", "packing")
+"""DESIGN.md's soft rules, most important first."""
+
+MAX_ADDED_OBJECTS = 10_000
+MAX_DRAINED_NODES = 50_000
+
+
+class SolveOptions(BaseModel):
+    """How to solve. Query parameters of `POST /v1/placements`; `options` of `POST /v1/what-if`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    engine: EngineName = Field("auto", description="auto = CP-SAT with the greedy fallback; cpsat; greedy")
+    time_limit_s: float | None = Field(
+        None, gt=0, le=3600, allow_inf_nan=False,
+        description="solver time limit in seconds; default and cap are the server's (capped, never refused)",
+    )
+    objective_order: list[ObjectiveTier] | None = Field(
+        None, max_length=len(OBJECTIVE_ORDER),
+        description="objective tiers, most important first; unlisted tiers follow in the default order "
+        "(fairness, throughput, disruption, locality, packing)",
+    )
+
+    @field_validator("objective_order")
+    @classmethod
+    def _tiers_once(cls, order: list[ObjectiveTier] | None) -> list[ObjectiveTier] | None:
+        if order is not None and len(set(order)) != len(order):
+            raise ValueError(f"a tier is listed twice: {order}")
+        return order
+
+    def full_objective_order(self) -> tuple[ObjectiveTier, ...]:
+        """`["throughput"]` → `("throughput", "fairness", "disruption", "locality", "packing")`."""
+        listed = tuple(self.objective_order or ())
+        return (*listed, *(tier for tier in OBJECTIVE_ORDER if tier not in listed))
+
+
+class ViolationOut(BaseModel):
+    rule: str = Field(description="the hard rule: capacity, eligibility, gang, quota, …")
+    subject: str = Field(description="pod, PodGroup, node or queue it is about")
+    message: str
+
+
+class PlacementResponse(BaseModel):
+    """The output contract, the checker's verdict, and the loader's warnings."""
+
+    engine: str
+    status: SolveStatus
+    solve_seconds: float
+    objective: float | None = None
+    bound: float | None = None
+    gap: float | None = None
+    binds: list[Bind]
+    evictions: list[Eviction]
+    podgroups: list[PodGroupOutcome]
+    queues: list[QueueShare]
+    valid: bool = Field(description="the independent checker found no broken hard rule")
+    violations: list[ViolationOut] = Field(description="each broken hard rule; empty when valid")
+    warnings: list[str] = Field(default_factory=list, description="what the loader skipped or assumed")
+
+
+class Changes(BaseModel):
+    """What to change in the base snapshot (`service.whatif` says what each change means)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    add_jobs: list[dict[str, Any]] = Field(
+        default_factory=list, max_length=MAX_ADDED_OBJECTS,
+        description="Kubernetes objects as JSON: Volcano Jobs (batch.volcano.sh), PodGroups "
+        "(scheduling.volcano.sh or scheduling.x-k8s.io) with their pending Pods, or bare pending Pods",
+    )
+    add_jobs_yaml: str | None = Field(None, description="the same, as multi-document YAML (what `kubectl apply -f` takes)")
+    add_nodes: list[dict[str, Any]] = Field(
+        default_factory=list, max_length=MAX_ADDED_OBJECTS, description="v1 Node objects (and Numatopology) as JSON"
+    )
+    add_nodes_yaml: str | None = Field(None, description="the same, as multi-document YAML")
+    drain_nodes: list[str] = Field(
+        default_factory=list, max_length=MAX_DRAINED_NODES,
+        description="nodes to drain: cordoned, their running pods evicted (PodGroup pods pending again)",
+    )
+
+
+class WhatIfRequest(BaseModel):
+    """A base snapshot (posted as JSON or YAML, or omitted for the live one) and the changes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    snapshot: Annotated[Snapshot | None, SkipValidation] = Field(
+        None, description="the base in the snapshot's JSON form (as `batchplace snapshot` prints)"
+    )
+    snapshot_yaml: str | None = Field(None, description="the base as Kubernetes / Volcano YAML")
+    changes: Changes = Field(default_factory=Changes)
+    options: SolveOptions = Field(default_factory=SolveOptions)
+
+    @model_validator(mode="after")
+    def _one_base(self) -> "WhatIfRequest":
+        if self.snapshot is not None and self.snapshot_yaml is not None:
+            raise ValueError("send `snapshot` or `snapshot_yaml`, not both (neither: the live cluster)")
+        return self
+
+
+class WhatIfResponse(BaseModel):
+    base: Literal["posted", "posted_yaml", "live"] = Field(description="where the base snapshot came from")
+    jobs: list[JobVerdict] = Field(description="one verdict per added job, in the order added")
+    drained: list[DrainedNode]
+    added_nodes: list[str]
+    placement: PlacementResponse = Field(description="the whole placement of the changed snapshot")
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+class Readiness(BaseModel):
+    status: Literal["ready", "stopping"]
+    solver_slots: int
+    solver_slots_in_use: int
+    solver_queued: int
+    live_snapshot: Literal["none", "waiting", "ready"]
+
+
+# ---- examples for /docs ----
+
+_GPU_NODE = {
+    "name": "gpu-0",
+    "allocatable": {"cpu": 64000, "memory": 549755813888, "gpu": 8000},
+    "labels": {"nvidia.com/gpu.product": "H100"},
+}
+
+PLACEMENT_EXAMPLE_SNAPSHOT: dict[str, Any] = {
+    "nodes": [_GPU_NODE, {**_GPU_NODE, "name": "gpu-1"}],
+    "queues": [{"name": "ml-team", "weight": 1, "capability": {"gpu": 16000}}],
+    "pod_groups": [
+        {
+            "namespace": "default",
+            "name": "llm",
+            "queue": "ml-team",
+            "min_member": 2,
+            "tasks": [{"name": "worker", "min_available": 2, "requests": {"cpu": 8000, "gpu": 8000}}],
+        }
+    ],
+    "pods": [
+        {"namespace": "default", "name": f"llm-worker-{i}", "phase": "pending", "pod_group": "default/llm",
+         "task": "worker", "requests": {"cpu": 8000, "gpu": 8000}}
+        for i in range(2)
+    ],
+}
+
+_EXAMPLE_VCJOB = {
+    "apiVersion": "batch.volcano.sh/v1alpha1",
+    "kind": "Job",
+    "metadata": {"name": "finetune", "namespace": "default"},
+    "spec": {
+        "minAvailable": 2,
+        "schedulerName": "batchplace",
+        "queue": "ml-team",
+        "tasks": [
+            {
+                "name": "worker",
+                "replicas": 2,
+                "template": {"spec": {"containers": [{"name": "w", "image": "trainer",
+                                                      "resources": {"requests": {"cpu": "8", "nvidia.com/gpu": "8"},
+                                                                    "limits": {"nvidia.com/gpu": "8"}}}]}},
+            }
+        ],
+    },
+}
+
+WHAT_IF_EXAMPLE: dict[str, Any] = {
+    "snapshot": PLACEMENT_EXAMPLE_SNAPSHOT,
+    "changes": {"add_jobs": [_EXAMPLE_VCJOB], "drain_nodes": []},
+    "options": {"engine": "greedy"},
+}

@@ -1,0 +1,439 @@
+"""What-if: apply changes to a base snapshot, and report, per added job, what one solve does with it.
+
+Input: a validated base `Snapshot` (posted, or the controller's live one) and `Changes` —
+Kubernetes objects to add as jobs (Volcano Jobs, PodGroups with their pods, bare pending
+Pods) and as nodes, read by the same `models.loaders` as every other input so a vcjob
+expands exactly as `batchplace solve` expands it; and node names to drain. Output of
+`apply_changes`: a `ChangedSnapshot` (the new validated snapshot and what changed); of
+`job_verdicts`, given the `Decision` solved on it: one `JobVerdict` per added job.
+
+What the changes mean:
+  - an added job is pending and was submitted *now*: a PodGroup without a creation time
+    gets `submitted_at_s`, so among equals the jobs already waiting go first, as they would;
+    its pods must be pending (no nodeName); its queue must exist or it stays pending with
+    the `queue:` reason, as Volcano leaves it; priority class names resolve against the
+    base snapshot's classes;
+  - an added node joins no HyperNode (outside any network domain);
+  - a drained node is cordoned (unschedulable) and loses its running pods, as
+    `kubectl drain` evicts them: a pod of a PodGroup goes back to pending (its controller
+    recreates it, and it competes for room in the same solve); a pod of no PodGroup
+    (another scheduler's) is dropped. Both lists are reported per node.
+Everything else pending in the base competes in the same solve: "if I submit it now"
+means this scheduling cycle, with everything that waits already.
+
+GPU numbers of a `JobVerdict`, in devices (milli-GPU / 1000, so 0.5 is half a device):
+  - `gpus_requested`: all of the job's pods;
+  - `gpus_to_start`: the least its gang needs to start: each task's `min_available` pods,
+    then the rest of `min_member` from its smallest-GPU pods (tasks waiting on a dependency
+    left out, as `solver.rules.gang.gang_requirement` leaves them);
+  - `gpus_placed`: its pods bound by this solve;
+  - `gpus_free_eligible`: what the cluster has free *after* this solve on the nodes where
+    some GPU task of the job may run (schedulable, selector matches, taints tolerated):
+    whole devices nothing holds when its GPU pods take whole devices, else free milli;
+  - `gpus_short`: 0 when it starts; else `max(0, gpus_to_start − gpus_free_eligible)` —
+    how many more GPUs must come free before it can start. 0 for a job that does not
+    start means the GPUs are there but something else blocks (quota, topology, NUMA,
+    the split of free devices over nodes, …): `blocking` says what.
+Worked example: 8 pods × 8 GPUs, min_member 8, 56 whole devices free on eligible nodes
+→ to_start 64, short 8.
+
+This module is pure (no HTTP, no I/O, no clock: the caller passes `submitted_at_s`) and
+imports only `models` and `solver`; it lives in `service/` because `solver/` belongs to
+another team for now, and could move down a layer unchanged.
+
+Errors: `models.errors.SnapshotError` (`FieldError`/`InputFormatError`) whose
+`location.source` is the document source the caller chose (`changes.add_jobs`, …) and
+`location.document` the 1-based document number, so the caller can point into its request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from models.errors import FieldError, InputFormatError, Location
+from models.loaders import DEFAULT_SCHEDULER_NAMES, load_snapshot_documents
+from models.loaders.kube_yaml import Document
+from models.placement import Bind, Decision, Eviction
+from models.snapshot import (
+    GPU,
+    GPU_MILLI_PER_DEVICE,
+    Node,
+    NodeName,
+    Pod,
+    PodGroup,
+    PodGroupKey,
+    PodKey,
+    Snapshot,
+    is_fractional_gpu,
+)
+from solver.after import After, build_after
+from solver.rules.eligibility import eligible
+from solver.rules.gang import gang_requirement
+
+__all__ = [
+    "ADD_JOB_KINDS",
+    "ADD_NODE_KINDS",
+    "Changes",
+    "ChangedSnapshot",
+    "DrainedNode",
+    "JobVerdict",
+    "apply_changes",
+    "job_verdicts",
+]
+
+ADD_JOB_KINDS = frozenset(
+    {
+        ("batch.volcano.sh", "Job"),
+        ("scheduling.volcano.sh", "PodGroup"),
+        ("scheduling.x-k8s.io", "PodGroup"),
+        ("", "Pod"),
+    }
+)
+ADD_NODE_KINDS = frozenset({("", "Node"), ("nodeinfo.volcano.sh", "Numatopology")})
+_BASE_SOURCE = "base snapshot"
+
+
+@dataclass(frozen=True)
+class Changes:
+    """Documents are `(source, 1-based number, object)`, as `models.loaders` reads them."""
+
+    add_jobs: tuple[Document, ...] = ()
+    add_nodes: tuple[Document, ...] = ()
+    drain_nodes: tuple[str, ...] = ()
+    drain_source: str = "changes.drain_nodes"
+
+
+class DrainedNode(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    node: NodeName
+    requeued_pods: tuple[PodKey, ...] = Field((), description="running pods of PodGroups, pending again")
+    removed_pods: tuple[PodKey, ...] = Field((), description="running pods of no PodGroup (other schedulers), dropped")
+
+
+@dataclass(frozen=True)
+class ChangedSnapshot:
+    snapshot: Snapshot
+    added_jobs: tuple[PodGroupKey, ...]
+    added_nodes: tuple[NodeName, ...]
+    drained: tuple[DrainedNode, ...]
+    warnings: tuple[str, ...]
+
+
+class JobVerdict(BaseModel):
+    """What one solve does with one added job; GPU fields in devices (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: PodGroupKey
+    queue: str
+    starts: bool = Field(description="its gang requirement is met this cycle")
+    placed: int = Field(description="its pods bound this cycle")
+    min_member: int
+    pods: int
+    nodes: tuple[NodeName, ...] = Field((), description="nodes its pods are bound to, sorted")
+    binds: tuple[Bind, ...] = ()
+    preempts: tuple[Eviction, ...] = Field((), description="running pods evicted to make room for it")
+    blocking: tuple[str, ...] = Field((), description="why it does not start: the rule and the numbers")
+    blocking_rules: tuple[str, ...] = Field((), description="the rule names of `blocking`: gang, quota, capacity, …")
+    gpus_requested: float
+    gpus_to_start: float
+    gpus_placed: float
+    gpus_free_eligible: float
+    gpus_short: float
+
+
+# ---- apply ----
+
+
+def apply_changes(base: Snapshot, changes: Changes, *, submitted_at_s: float) -> ChangedSnapshot:
+    """The base with `changes` applied, validated; see the module docstring for the meaning."""
+    _check_kinds(changes.add_jobs, ADD_JOB_KINDS, what="a job")
+    _check_kinds(changes.add_nodes, ADD_NODE_KINDS, what="a node")
+    _check_added_pods_pending(changes.add_jobs)
+    added, warnings = _load_added(base, changes)
+    base_groups = base.pod_group_by_key
+    for group in added.pod_groups:
+        if group.key in base_groups:
+            raise _conflict(changes.add_jobs, group.namespace, group.name, f"PodGroup {group.key} already exists in the base snapshot")
+    for node in added.nodes:
+        if node.name in base.node_by_name:
+            raise _conflict(changes.add_nodes, None, node.name, f"node {node.name} already exists in the base snapshot")
+    _check_job_documents_read(changes.add_jobs, added, warnings)
+    drained_names = _drain_names(base, changes)
+    nodes, pods, drained = _drain(base, drained_names)
+    new_groups = [
+        group if group.creation_time else group.model_copy(update={"creation_time": submitted_at_s})
+        for group in added.pod_groups
+    ]
+    try:
+        snapshot = Snapshot.model_validate(
+            {
+                "nodes": [*nodes, *added.nodes],
+                "hypernodes": base.hypernodes,
+                "queues": base.queues,
+                "pod_groups": [*base.pod_groups, *new_groups],
+                "pods": [*pods, *added.pods],
+                "priority_classes": base.priority_classes,
+            }
+        )
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise FieldError(f"the changed snapshot is not valid: {first['msg']}", location=Location("changes")) from None
+    return ChangedSnapshot(
+        snapshot=snapshot,
+        added_jobs=tuple(group.key for group in new_groups),
+        added_nodes=tuple(node.name for node in added.nodes),
+        drained=drained,
+        warnings=tuple(warnings),
+    )
+
+
+def _kind_of(obj: Mapping[object, object]) -> tuple[str, str]:
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    group = api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
+    return group, kind if isinstance(kind, str) else ""
+
+
+def _ref(obj: object) -> str | None:
+    """`Job default/finetune`, `Node gpu-9`: as the loader names objects in its messages."""
+    if not isinstance(obj, Mapping):
+        return None
+    metadata = obj.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or not isinstance(name, str):
+        return None
+    if kind in ("Node", "Numatopology"):
+        return f"{kind} {name}"
+    namespace = metadata.get("namespace") if isinstance(metadata, Mapping) else None
+    return f"{kind} {namespace if isinstance(namespace, str) and namespace else 'default'}/{name}"
+
+
+def _check_kinds(documents: Sequence[Document], allowed: frozenset[tuple[str, str]], *, what: str) -> None:
+    """Only kinds that make sense as `what` are taken; a Queue or Node among jobs is a mistake to say."""
+    names = ", ".join(sorted(f"{group}/{kind}" if group else kind for group, kind in allowed))
+    for source, number, obj in documents:
+        if not isinstance(obj, Mapping):
+            continue  # the loader says what is wrong with it, at the same place
+        group, kind = _kind_of(obj)
+        if not kind or "apiVersion" not in obj:
+            continue
+        if (group, kind) not in allowed:
+            raise FieldError(
+                f"{obj.get('apiVersion')}/{kind} cannot be added as {what}; expected one of {names}",
+                location=Location(source, number, _ref(obj)),
+                path=("kind",),
+            )
+
+
+def _check_added_pods_pending(documents: Sequence[Document]) -> None:
+    for source, number, obj in documents:
+        if isinstance(obj, Mapping) and _kind_of(obj) == ("", "Pod"):
+            spec = obj.get("spec")
+            if isinstance(spec, Mapping) and spec.get("nodeName"):
+                raise FieldError(
+                    "an added pod is submitted now, so it is pending: remove spec.nodeName",
+                    location=Location(source, number, _ref(obj)),
+                    path=("spec", "nodeName"),
+                )
+
+
+def _priority_class_documents(base: Snapshot) -> list[Document]:
+    """The base's PriorityClasses as Kubernetes objects, so added objects resolve their names."""
+    return [
+        (
+            _BASE_SOURCE,
+            index + 1,
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": priority_class.name},
+                "value": priority_class.value,
+                "globalDefault": priority_class.global_default,
+            },
+        )
+        for index, priority_class in enumerate(base.priority_classes)
+    ]
+
+
+def _load_added(base: Snapshot, changes: Changes) -> tuple[Snapshot, list[str]]:
+    documents = [*_priority_class_documents(base), *changes.add_jobs, *changes.add_nodes]
+    if len(documents) == len(base.priority_classes):
+        return Snapshot(), []
+    result = load_snapshot_documents(documents)
+    return result.snapshot, list(result.warnings)
+
+
+def _conflict(documents: Sequence[Document], namespace: str | None, name: str, message: str) -> FieldError:
+    """A duplicate name, pointed at the added object that carries it (else at the whole list)."""
+    for source, number, obj in documents:
+        metadata = obj.get("metadata") if isinstance(obj, Mapping) else None
+        if isinstance(metadata, Mapping) and metadata.get("name") == name:
+            if namespace is None or metadata.get("namespace", "default") == namespace:
+                return FieldError(message, location=Location(source, number, _ref(obj)), path=("metadata", "name"))
+    source = documents[0][0] if documents else "changes"
+    return FieldError(message, location=Location(source))
+
+
+def _check_job_documents_read(documents: Sequence[Document], added: Snapshot, warnings: Sequence[str]) -> None:
+    """A Job or PodGroup the loader skipped (another schedulerName) would silently vanish from
+    the answer; say so instead, with the loader's own warning."""
+    keys = {group.key for group in added.pod_groups}
+    for source, number, obj in documents:
+        if not isinstance(obj, Mapping) or _kind_of(obj)[1] not in ("Job", "PodGroup"):
+            continue
+        metadata = obj.get("metadata")
+        if not isinstance(metadata, Mapping):
+            continue
+        key = f"{metadata.get('namespace') or 'default'}/{metadata.get('name')}"
+        if key not in keys:
+            marker = f"document {number} "
+            said = [line for line in warnings if line.startswith(f"{source}: {marker}")]
+            detail = said[0].split("): ", 1)[-1] if said else (
+                f"its schedulerName is not one of {', '.join(DEFAULT_SCHEDULER_NAMES)}, so another scheduler owns it"
+            )
+            raise InputFormatError(f"this object adds no pending job: {detail}", location=Location(source, number, _ref(obj)))
+
+
+def _drain_names(base: Snapshot, changes: Changes) -> set[NodeName]:
+    names: set[NodeName] = set()
+    for index, name in enumerate(changes.drain_nodes):
+        if NodeName(name) not in base.node_by_name:
+            raise FieldError(
+                f"no node {name!r} in the base snapshot to drain", location=Location(changes.drain_source, index + 1)
+            )
+        names.add(NodeName(name))
+    return names
+
+
+def _drain(base: Snapshot, names: set[NodeName]) -> tuple[list[Node], list[Pod], tuple[DrainedNode, ...]]:
+    if not names:
+        return list(base.nodes), list(base.pods), ()
+    nodes = [node.model_copy(update={"unschedulable": True}) if node.name in names else node for node in base.nodes]
+    pods: list[Pod] = []
+    requeued: dict[NodeName, list[PodKey]] = {name: [] for name in names}
+    removed: dict[NodeName, list[PodKey]] = {name: [] for name in names}
+    for pod in base.pods:
+        node = NodeName(pod.node or "")
+        if pod.phase != "running" or node not in names:
+            pods.append(pod)
+        elif pod.pod_group is None:
+            removed[node].append(pod.key)
+        else:
+            task = base.task_of(pod)
+            pending = {
+                **pod.model_dump(),
+                "phase": "pending",
+                "node": None,
+                "gpu_indices": (),
+                "numa_cell": None,
+                "start_time": None,
+                "requests": task.requests if task is not None else pod.requests,
+            }
+            pods.append(Pod.model_validate(pending))
+            requeued[node].append(pod.key)
+    drained = tuple(
+        DrainedNode(node=name, requeued_pods=tuple(requeued[name]), removed_pods=tuple(removed[name]))
+        for name in sorted(names)
+    )
+    return nodes, pods, drained
+
+
+# ---- report ----
+
+
+def job_verdicts(changed: ChangedSnapshot, decision: Decision) -> tuple[JobVerdict, ...]:
+    """One `JobVerdict` per added job, in the order they were added."""
+    snapshot = changed.snapshot
+    after = build_after(snapshot, decision.placement)
+    outcomes = {outcome.name: outcome for outcome in decision.podgroups}
+    verdicts = []
+    for key in changed.added_jobs:
+        group = snapshot.pod_group_by_key[key]
+        pods = snapshot.pods_by_group[key]
+        pod_keys = {pod.key for pod in pods}
+        binds = tuple(bind for bind in decision.placement.binds if bind.pod in pod_keys)
+        outcome = outcomes[key]
+        starts = outcome.state == "scheduled"
+        to_start = _gpu_milli_to_start(snapshot, group, pods)
+        free = _gpu_milli_free_eligible(snapshot, after, group)
+        gpu_of = {pod.key: pod.requests.get(GPU, 0) for pod in pods}
+        verdicts.append(
+            JobVerdict(
+                name=key,
+                queue=group.queue,
+                starts=starts,
+                placed=len(binds),
+                min_member=group.min_member,
+                pods=len(pods),
+                nodes=tuple(sorted({bind.node for bind in binds})),
+                binds=binds,
+                preempts=tuple(eviction for eviction in decision.placement.evictions if eviction.for_ == key),
+                blocking=() if starts else outcome.reasons,
+                blocking_rules=() if starts else _rule_names(outcome.reasons),
+                gpus_requested=_devices(sum(gpu_of.values())),
+                gpus_to_start=_devices(to_start),
+                gpus_placed=_devices(sum(gpu_of[bind.pod] for bind in binds)),
+                gpus_free_eligible=_devices(free),
+                gpus_short=0.0 if starts else _devices(max(0, to_start - free)),
+            )
+        )
+    return tuple(verdicts)
+
+
+def _devices(gpu_milli: int) -> float:
+    return gpu_milli / GPU_MILLI_PER_DEVICE
+
+
+def _rule_names(reasons: Iterable[str]) -> tuple[str, ...]:
+    """`("gang: 3 of min 20 …", "capacity: task …")` → `("gang", "capacity")`, first seen first."""
+    names: list[str] = []
+    for reason in reasons:
+        name = reason.split(":", 1)[0].strip()
+        if name and name not in names:
+            names.append(name)
+    return tuple(names)
+
+
+def _gpu_milli_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod]) -> int:
+    """Each task's min_available pods, then the cheapest pods up to min_member (module docstring).
+
+    Example: tasks ps (1 pod, 0 GPU, min 1) and worker (4 pods × 8000, min 2), min_member 4:
+    1 ps + 2 workers, then 1 more pod, the cheapest left (a worker) → 3 × 8000 = 24000.
+    """
+    requirement = gang_requirement(snapshot, group)
+    left: dict[str, list[int]] = {}
+    for pod in pods:
+        if pod.phase == "pending" and pod.task not in requirement.waiting:
+            left.setdefault(pod.task or "", []).append(pod.requests.get(GPU, 0))
+    total, counted = 0, 0
+    for task, minimum in requirement.min_per_task.items():
+        taken = sorted(left.get(task, []))[:minimum]
+        total += sum(taken)
+        counted += len(taken)
+        left[task] = sorted(left.get(task, []))[len(taken):]
+    rest = sorted(gpu for gpus in left.values() for gpu in gpus)
+    running = sum(1 for pod in pods if pod.phase == "running")
+    total += sum(rest[: max(0, requirement.min_member - counted - running)])
+    return total
+
+
+def _gpu_milli_free_eligible(snapshot: Snapshot, after: After, group: PodGroup) -> int:
+    gpu_tasks = [task for task in group.tasks if task.requests.get(GPU, 0) > 0]
+    if not gpu_tasks:
+        return 0
+    fractional = any(is_fractional_gpu(task.requests[GPU]) for task in gpu_tasks)
+    free = 0
+    for node in snapshot.nodes:
+        if not any(eligible(node, task) for task in gpu_tasks):
+            continue
+        for used in after.gpu_used_milli.get(node.name, {}).values():
+            if fractional:
+                free += max(0, GPU_MILLI_PER_DEVICE - used)
+            elif used == 0:
+                free += GPU_MILLI_PER_DEVICE
+    return free
