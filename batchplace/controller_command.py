@@ -1,0 +1,221 @@
+"""`batchplace controller`: run the in-cluster controller (controller/), and its HTTP side.
+
+This module composes the layers, so `controller` and `service` never import each other:
+with `--port`, one uvicorn server answers `/metrics` (the controller's metrics, then the
+service's), `/healthz` (the cycle loop is alive) and `/readyz` (the caches have synced)
+itself, and hands every other path to the HTTP service's app (`service.app.create_app`)
+built with the controller as its `live_snapshot` — so `POST /v1/what-if` without a posted
+snapshot answers on the controller's live one.
+
+Logs are structured: JSON lines on stderr (`--log-format json`, the default) with the
+fields a cycle logs (`cycle`, `bound`, `evicted`, `seconds`, …), or plain text.
+SIGTERM and SIGINT stop the controller cleanly: the Lease is released, so a standby takes
+over at its next try instead of waiting for the Lease to expire.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from solver.place import ENGINES
+
+if TYPE_CHECKING:
+    from controller.loop import Controller
+
+__all__ = ["controller", "build_http_app", "JsonLogFormatter"]
+
+EXIT_USAGE = 2
+_STANDARD_LOG_FIELDS = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, and every `extra` field."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        entry.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD_LOG_FIELDS})
+        if record.exc_info:
+            entry["error"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def _configure_logging(log_format: str, level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLogFormatter() if log_format == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    logging.getLogger("urllib3").setLevel(logging.ERROR)
+
+
+def controller(
+    kubeconfig: Annotated[
+        Optional[Path], typer.Option("--kubeconfig", help="Kubeconfig file. Default: the in-cluster service account.")
+    ] = None,
+    scheduler_name: Annotated[
+        Optional[list[str]],
+        typer.Option("--scheduler-name", help="Place pending pods with this spec.schedulerName (repeatable). Default: batchplace."),
+    ] = None,
+    period: Annotated[float, typer.Option("--period", min=0.05, max=3600, help="Seconds between cycles (new pending pods wake it sooner).")] = 1.0,
+    time_limit: Annotated[float, typer.Option("--time-limit", min=0.01, max=3600, help="Solver time budget per cycle, seconds.")] = 2.0,
+    engine: Annotated[str, typer.Option(help=f"Placement engine: {', '.join(ENGINES)}.")] = "auto",
+    port: Annotated[
+        Optional[int], typer.Option("--port", min=0, max=65535, help="Serve /metrics, /healthz, /readyz and the HTTP API here.")
+    ] = None,
+    host: Annotated[str, typer.Option(help="Address the HTTP side listens on.")] = "0.0.0.0",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Decide and log every cycle, but bind, evict and write nothing.")] = False,
+    leader_elect: Annotated[bool, typer.Option("--leader-elect/--no-leader-elect", help="Elect a leader through a Lease (run 2+ replicas).")] = True,
+    lease_namespace: Annotated[
+        Optional[str], typer.Option("--lease-namespace", help="Namespace of the Lease. Default: $POD_NAMESPACE or batchplace-system.")
+    ] = None,
+    lease_name: Annotated[str, typer.Option("--lease-name", help="Name of the Lease.")] = "batchplace",
+    lease_duration: Annotated[float, typer.Option("--lease-duration", min=1, help="Seconds a standby waits on a silent leader.")] = 15.0,
+    renew_deadline: Annotated[float, typer.Option("--renew-deadline", min=0.5, help="Seconds the leader may fail to renew before it stops acting.")] = 10.0,
+    retry_period: Annotated[float, typer.Option("--retry-period", min=0.1, help="Seconds between Lease tries.")] = 2.0,
+    identity: Annotated[Optional[str], typer.Option("--identity", help="This replica's name in the Lease. Default: hostname_pid.")] = None,
+    log_format: Annotated[str, typer.Option("--log-format", help="json or text.")] = "json",
+    log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning, error.")] = "info",
+) -> None:
+    """Run the controller: place pods whose schedulerName is batchplace, each cycle as one optimization problem."""
+    if engine not in ENGINES:
+        typer.echo(f"error: --engine: unknown engine {engine!r}; choose one of {', '.join(ENGINES)}", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    if log_format not in ("json", "text"):
+        typer.echo(f"error: --log-format: must be json or text, got {log_format!r}", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    from controller.kube import KubeClient  # here, so other commands start without the Kubernetes client
+    from controller.leader import LeaseConfig
+    from controller.loop import Controller, ControllerConfig
+
+    _configure_logging(log_format, log_level)
+    log = logging.getLogger("batchplace.controller")
+    name = identity or f"{socket.gethostname()}_{os.getpid()}"
+    try:
+        lease = (
+            LeaseConfig(
+                identity=name,
+                namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "batchplace-system",
+                name=lease_name,
+                lease_duration_s=lease_duration,
+                renew_deadline_s=renew_deadline,
+                retry_period_s=retry_period,
+            )
+            if leader_elect
+            else None
+        )
+    except ValueError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    try:
+        client = KubeClient.from_kubeconfig(kubeconfig)
+    except Exception as error:  # the client library raises several kinds for a bad config
+        typer.echo(f"error: cannot load {'kubeconfig ' + str(kubeconfig) if kubeconfig else 'the in-cluster config'}: {error}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    config = ControllerConfig(
+        scheduler_names=tuple(scheduler_name) if scheduler_name else ("batchplace",),
+        period_s=period,
+        time_limit_s=time_limit,
+        engine=engine,  # type: ignore[arg-type]
+        dry_run=dry_run,
+        lease=lease,
+        identity=name,
+    )
+    ctrl = Controller(client, config)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    server = _start_http(ctrl, host, port) if port is not None else None
+    log.info(
+        "controller %s starting against %s: schedulers %s, period %.2f s, time limit %.2f s%s%s",
+        name, client.host, ", ".join(config.scheduler_names), period, time_limit,
+        ", dry run" if dry_run else "", ", leader election" if lease else "",
+    )
+    try:
+        ctrl.run(stop)
+    finally:
+        if server is not None:
+            server.should_exit = True
+        log.info("controller %s stopped", name)
+
+
+# ---- the HTTP side ----
+
+
+def build_http_app(ctrl: "Controller") -> Any:
+    """An ASGI app: our three paths, then the HTTP service's app (when it can be built)."""
+    service_app = _service_app(ctrl)
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] in ("/metrics", "/healthz", "/readyz"):
+            status, content_type, body = _answer(scope["path"], ctrl, service_app)
+            await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", content_type.encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        if service_app is not None:
+            await service_app(scope, receive, send)
+            return
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        await send({"type": "http.response.start", "status": 404, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": b"not found\n"})
+
+    return app
+
+
+def _answer(path: str, ctrl: "Controller", service_app: Any) -> tuple[int, str, bytes]:
+    if path == "/metrics":
+        body = ctrl.metrics.exposition()
+        service_metrics = getattr(getattr(service_app, "state", None), "metrics", None)
+        if service_metrics is not None and hasattr(service_metrics, "exposition"):
+            body += service_metrics.exposition()
+        return 200, "text/plain; version=0.0.4; charset=utf-8", body
+    ok = ctrl.healthy() if path == "/healthz" else ctrl.ready()
+    detail = {
+        "status": "ok" if ok else "unavailable",
+        "leader": ctrl.is_leader(),
+        "synced": ctrl.ready(),
+        "snapshot": ctrl.current() is not None,
+    }
+    return (200 if ok else 503), "application/json", json.dumps(detail).encode()
+
+
+def _service_app(ctrl: "Controller") -> Any:
+    try:
+        from service.app import create_app
+        from service.settings import ServiceSettings
+    except ImportError:
+        return None
+    try:
+        return create_app(ServiceSettings.from_env(), live_snapshot=ctrl)
+    except Exception as error:  # the service is an extra here; the controller runs without it
+        logging.getLogger("batchplace.controller").warning("HTTP API not served: %s", error)
+        return None
+
+
+def _start_http(ctrl: "Controller", host: str, port: int) -> Any:
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(build_http_app(ctrl), host=host, port=port, log_level="warning", lifespan="on"))
+    threading.Thread(target=server.run, name="http", daemon=True).start()
+    return server

@@ -1,0 +1,397 @@
+"""act: carry a `Plan` out against the API server, gang by gang. The only stage with writes.
+
+Input: a `Plan`; an `ActApi` (the edge client); the leader check; the assumed-pod cache.
+Output: an `ActReport` of what happened; the assumed cache learns every accepted bind and
+eviction; `reported` (the controller's memory of Events and statuses written) is updated.
+
+Per gang, in this order, asking `is_leader()` before the gang and before each write:
+1. evictions through the Eviction API. A PodDisruptionBudget refusal (429) is final for
+   this cycle: the gang's status says which victim was refused, and nothing of it binds.
+2. binds: first every target node must still exist and every GPU annotation must be
+   written (`batchplace.io/gpus`, so the devices the solver chose are on record); if not,
+   nothing of the gang is bound. Then all binds go out together (a thread pool). Each is
+   retried with backoff on retryable errors; a 409 is checked against the pod: already on
+   our node means an earlier try landed (the answer was lost), anything else is a failure.
+3. the status: as planned when every bind landed; else `status.bind_failed` says how many
+   landed and why the rest did not, and the next cycle completes the gang (its bound pods
+   count toward it) or reports it.
+4. Events: Scheduled / Preempted after each accepted call; FailedScheduling as planned.
+
+Nothing is bound twice: a pod is bound only from the Snapshot's pending pods, the
+assumed-pod cache keeps an accepted bind in every later Snapshot, and the API server
+refuses a second binding of a pod (409) whoever sends it.
+
+`dry_run`: every action is logged and none is sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
+
+from controller import status as status_text
+from controller.assumed import AssumedPods
+from controller.errors import ApiError, Conflict, NotFound, TooManyRequests
+from controller.kinds import PODS, VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
+from controller.metrics import ControllerMetrics
+from controller.plan import BindPod, EmitEvent, Evict, GangPlan, Plan
+from controller.timing import BackoffPolicy, Clock, SystemClock, rfc3339
+from models.loaders.keys import GPUS_ANNOTATION
+from models.snapshot import PodKey
+
+__all__ = ["ActApi", "LeaderCheck", "ActReport", "Actuator"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+JsonObject = dict[str, Any]
+
+
+class ActApi(Protocol):
+    def bind(self, namespace: str, name: str, node: str) -> None: ...
+
+    def evict(self, namespace: str, name: str) -> None: ...
+
+    def get(self, kind: ResourceKind, namespace: str | None, name: str) -> JsonObject: ...
+
+    def patch(
+        self, kind: ResourceKind, namespace: str | None, name: str, body: JsonObject, *, subresource: str | None = None
+    ) -> JsonObject: ...
+
+    def create_event(self, namespace: str, body: JsonObject) -> None: ...
+
+
+class LeaderCheck(Protocol):
+    def is_leader(self) -> bool: ...
+
+
+class _AlwaysLeader:
+    def is_leader(self) -> bool:
+        return True
+
+
+class LeadershipLost(Exception):
+    """Raised inside act when the Lease is gone; the rest of the plan is dropped."""
+
+
+@dataclass
+class ActReport:
+    bound: list[PodKey] = field(default_factory=list)
+    bind_failures: list[tuple[PodKey, str]] = field(default_factory=list)
+    evicted: list[PodKey] = field(default_factory=list)
+    evictions_refused: list[tuple[PodKey, str]] = field(default_factory=list)
+    statuses_written: int = 0
+    events_written: int = 0
+    stopped: str = ""  # why the plan was not finished ("" when it was)
+    dry_run: bool = False
+
+
+class Actuator:
+    def __init__(
+        self,
+        api: ActApi,
+        *,
+        assumed: AssumedPods,
+        metrics: ControllerMetrics,
+        leader: LeaderCheck | None = None,
+        node_exists: Callable[[str], bool] = lambda name: True,
+        clock: Clock | None = None,
+        backoff: BackoffPolicy = BackoffPolicy(base_s=0.1, cap_s=2.0, attempts=4),
+        identity: str = "batchplace",
+        dry_run: bool = False,
+        workers: int = 16,
+    ) -> None:
+        self._api = api
+        self._assumed = assumed
+        self._metrics = metrics
+        self._leader = leader or _AlwaysLeader()
+        self._node_exists = node_exists
+        self._clock = clock or SystemClock()
+        self._backoff = backoff
+        self._identity = identity
+        self._dry_run = dry_run
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind")
+        self._gang_pool = ThreadPoolExecutor(max_workers=GANGS_AT_ONCE, thread_name_prefix="gang")
+        self._event_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="event")
+        self._count_lock = threading.Lock()
+        self.reported: MutableMapping[str, str] = {}
+
+    def close(self) -> None:
+        for pool in (self._gang_pool, self._pool, self._event_pool):
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    # ---- the plan ----
+
+    def act(self, plan: Plan, *, now: datetime, transition_id: str) -> ActReport:
+        report = ActReport(dry_run=self._dry_run)
+        try:
+            # Gangs that evict go one by one, first; the binding gangs then go GANGS_AT_ONCE
+            # at a time: plan already made sure they fit together, so their order is free.
+            evicting = [gang for gang in plan.gangs if gang.evictions]
+            others = [gang for gang in plan.gangs if not gang.evictions]
+            for gang in evicting:
+                self._require_leader()
+                self._gang(gang, report, now=now, transition_id=transition_id)
+
+            def one(gang: GangPlan) -> None:
+                self._require_leader()
+                self._gang(gang, report, now=now, transition_id=transition_id)
+
+            for future in [self._gang_pool.submit(one, gang) for gang in others]:
+                future.result()
+            for event in plan.events:
+                self._event(event, report, now=now)
+        except LeadershipLost:
+            report.stopped = "lost the lease; the rest of the plan is dropped"
+            log.warning("lost the lease mid-cycle: %d bound, %d evicted before stopping", len(report.bound), len(report.evicted))
+        return report
+
+    def _gang(self, gang: GangPlan, report: ActReport, *, now: datetime, transition_id: str) -> None:
+        if self._dry_run:
+            self._log_dry_run(gang)
+            report.bound.extend(bind.pod for bind in gang.binds)
+            report.evicted.extend(evict.pod for evict in gang.evictions)
+            return
+        planned = gang.status
+        refused = self._evictions(gang.evictions, report, now=now)
+        if refused:
+            self._write_status(gang, self._refused_status(gang, refused), report, now=now, transition_id=transition_id)
+            return
+        if gang.binds:
+            failures = self._binds(gang.binds, report, now=now)
+            if failures:
+                status = status_text.bind_failed(
+                    min_member=gang.min_member,
+                    placed=gang.placed_before,
+                    total_pods=gang.total_pods,
+                    running=gang.running,
+                    bound=len(gang.binds) - len(failures),
+                    failures=failures,
+                )
+                log.warning("gang %s: %d of %d binds failed: %s", gang.group, len(failures), len(gang.binds), "; ".join(failures[:3]))
+                self._write_status(gang, status, report, now=now, transition_id=transition_id)
+                if gang.ref is not None:  # as kube-scheduler reports a rejected binding
+                    self._event(_group_event(gang, "FailedScheduling", f"binding rejected: {status.message}"), report, now=now)
+                return
+        if planned is not None:
+            self._write_status(gang, planned.status, report, now=now, transition_id=transition_id)
+        for event in gang.events:
+            self._event(event, report, now=now)
+
+    def _log_dry_run(self, gang: GangPlan) -> None:
+        for evict in gang.evictions:
+            log.info("dry-run: would evict %s from %s for %s (%s)", evict.pod, evict.node, evict.for_group, evict.reason)
+        for bind in gang.binds:
+            log.info("dry-run: would bind %s to %s%s", bind.pod, bind.node, f" gpus {list(bind.gpus)}" if bind.gpus else "")
+        if gang.status is not None:
+            log.info("dry-run: would set %s to %s", gang.group, gang.status.status.describe())
+
+    # ---- evictions ----
+
+    def _evictions(self, evictions: tuple[Evict, ...], report: ActReport, *, now: datetime) -> list[tuple[PodKey, str]]:
+        refused: list[tuple[PodKey, str]] = []
+        for evict in evictions:
+            self._require_leader()
+            namespace, _, name = evict.pod.partition("/")
+            try:
+                self._call("evict", lambda: self._api.evict(namespace, name), retry_throttle=False)
+            except NotFound:
+                pass  # already gone: the room is coming free all the same
+            except TooManyRequests as error:
+                refused.append((evict.pod, error.message))
+                report.evictions_refused.append((evict.pod, error.message))
+                self._metrics.evictions.labels(result="refused").inc()
+                continue
+            except ApiError as error:
+                refused.append((evict.pod, str(error)))
+                self._metrics.evictions.labels(result="failed").inc()
+                continue
+            self._assumed.evicted(evict.pod)
+            report.evicted.append(evict.pod)
+            self._metrics.evictions.labels(result="evicted").inc()
+            log.info("evicted %s from %s for %s (%s)", evict.pod, evict.node, evict.for_group, evict.reason)
+            self._event(evict.event, report, now=now)
+        return refused
+
+    def _refused_status(self, gang: GangPlan, refused: list[tuple[PodKey, str]]) -> status_text.GroupStatus:
+        why = [f"eviction: {pod} refused by the API server: {message}" for pod, message in refused[:3]]
+        return status_text.unschedulable(
+            min_member=gang.min_member, placed=gang.placed_before, total_pods=gang.total_pods, running=gang.running, reasons=why
+        )
+
+    # ---- binds ----
+
+    def _binds(self, binds: tuple[BindPod, ...], report: ActReport, *, now: datetime) -> list[str]:
+        """Bind the gang; the failures, one line each ([] when every bind landed)."""
+        gone = sorted({bind.node for bind in binds if not self._node_exists(bind.node)})
+        if gone:
+            self._metrics.bind_failures.labels(reason="node_gone").inc(len(binds))
+            failures = [f"node {node} is gone" for node in gone]
+            report.bind_failures.extend((bind.pod, failures[0]) for bind in binds)
+            return failures
+        for bind in binds:
+            if bind.gpus:
+                self._require_leader()
+                namespace, _, name = bind.pod.partition("/")
+                body = {"metadata": {"annotations": {GPUS_ANNOTATION: ",".join(map(str, bind.gpus))}}}
+                try:
+                    self._call("patch", lambda: self._api.patch(PODS, namespace, name, body))
+                except ApiError as error:
+                    self._metrics.bind_failures.labels(reason="annotation").inc(len(binds))
+                    report.bind_failures.extend((b.pod, str(error)) for b in binds)
+                    return [f"recording the GPUs of {bind.pod}: {error}"]
+        results = list(self._pool.map(self._bind_one, binds))
+        failures = []
+        for bind, failure in zip(binds, results):
+            if failure:
+                failures.append(f"{bind.pod}: {failure}")
+                report.bind_failures.append((bind.pod, failure))
+            else:
+                report.bound.append(bind.pod)
+                self._event(bind.event, report, now=now)
+        if any(failure == _LOST for failure in results):
+            raise LeadershipLost()
+        return failures
+
+    def _bind_one(self, bind: BindPod) -> str:
+        """"" when the pod is bound to `bind.node`; else why not."""
+        if not self._leader.is_leader():
+            return _LOST
+        namespace, _, name = bind.pod.partition("/")
+        try:
+            self._call("bind", lambda: self._api.bind(namespace, name, bind.node))
+        except Conflict as error:
+            try:
+                pod = self._call("get", lambda: self._api.get(PODS, namespace, name))
+            except ApiError as lookup:
+                self._metrics.bind_failures.labels(reason="error").inc()
+                return f"conflict ({error.message}); re-reading the pod failed: {lookup}"
+            node = (pod.get("spec") or {}).get("nodeName")
+            if node != bind.node:
+                self._metrics.bind_failures.labels(reason="conflict").inc()
+                return f"conflict: {error.message}" + (f" (it is on {node})" if node else "")
+            log.info("bind %s to %s: an earlier try had landed", bind.pod, bind.node)
+        except NotFound:
+            self._metrics.bind_failures.labels(reason="not_found").inc()
+            return "the pod is gone"
+        except ApiError as error:
+            self._metrics.bind_failures.labels(reason="error").inc()
+            return str(error)
+        self._assumed.bound(bind.pod, bind.node, bind.gpus)
+        self._metrics.pods_bound.inc()
+        return ""
+
+    # ---- status and events ----
+
+    def _write_status(
+        self, gang: GangPlan, status: status_text.GroupStatus, report: ActReport, *, now: datetime, transition_id: str
+    ) -> None:
+        ref = gang.ref
+        if ref is None or status_text.is_current(status, flavor=ref.flavor, min_member=gang.min_member, observed=ref.status):
+            return
+        self._require_leader()
+        body = status_text.status_patch(
+            status, flavor=ref.flavor, min_member=gang.min_member, observed=ref.status, now=now, transition_id=transition_id
+        )
+        kind, subresource = (XK8S_PODGROUPS, "status") if ref.flavor == "xk8s" else (VOLCANO_PODGROUPS, None)
+        try:
+            self._call("patch", lambda: self._api.patch(kind, ref.namespace, ref.name, body, subresource=subresource))
+            with self._count_lock:
+                report.statuses_written += 1
+        except NotFound:
+            pass
+        except ApiError as error:
+            log.warning("status of %s not written: %s", ref.key, error)
+
+    def _event(self, event: EmitEvent, report: ActReport, *, now: datetime) -> None:
+        if self._dry_run:
+            return
+        if event.dedupe_key is not None and self.reported.get(event.dedupe_key) == event.message:
+            return
+        # Events are best effort and never hold up a bind: they go out on their own threads.
+        # Marked reported now, so the next cycle does not send it again while it is in flight.
+        if event.dedupe_key is not None:
+            self.reported[event.dedupe_key] = event.message
+        try:
+            self._event_pool.submit(self._send_event, event, report, now)
+        except RuntimeError:  # shutting down
+            pass
+
+    def _send_event(self, event: EmitEvent, report: ActReport, now: datetime) -> None:
+        timestamp = rfc3339(now)
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{event.name}.", "namespace": event.namespace},
+            "involvedObject": {
+                "kind": event.kind,
+                "apiVersion": event.api_version,
+                "namespace": event.namespace,
+                "name": event.name,
+                **({"uid": event.uid} if event.uid else {}),
+            },
+            "type": event.type,
+            "reason": event.reason,
+            "message": event.message[:1024],
+            "source": {"component": "batchplace"},
+            "reportingComponent": "batchplace",
+            "reportingInstance": self._identity,
+            "firstTimestamp": timestamp,
+            "lastTimestamp": timestamp,
+            "count": 1,
+        }
+        try:
+            self._call("create", lambda: self._api.create_event(event.namespace, body), attempts=2)
+        except ApiError as error:
+            log.debug("event %s on %s/%s not written: %s", event.reason, event.namespace, event.name, error)
+            if event.dedupe_key is not None and self.reported.get(event.dedupe_key) == event.message:
+                del self.reported[event.dedupe_key]  # a later cycle tries again
+            return
+        with self._count_lock:
+            report.events_written += 1
+
+    # ---- calls with retries ----
+
+    def _require_leader(self) -> None:
+        if not self._leader.is_leader():
+            raise LeadershipLost()
+
+    def _call(self, verb: str, fn: Callable[[], T], *, attempts: int | None = None, retry_throttle: bool = True) -> T:
+        backoff = self._backoff.start()
+        tries = attempts or self._backoff.attempts
+        for attempt in range(tries):
+            try:
+                return fn()
+            except ApiError as error:
+                self._metrics.api_error(verb, error)
+                final = attempt == tries - 1 or not error.retry or (isinstance(error, TooManyRequests) and not retry_throttle)
+                if final or not self._leader.is_leader():
+                    raise
+                delay = backoff.next_delay_s(at_least_s=getattr(error, "retry_after_s", None))
+                log.info("%s: %s; try %d of %d in %.2f s", verb, error, attempt + 2, tries, delay)
+                self._clock.sleep(delay)
+        raise AssertionError("unreachable")
+
+
+_LOST = "lost the lease before sending"
+GANGS_AT_ONCE = 8
+
+
+def _group_event(gang: GangPlan, reason: str, message: str) -> EmitEvent:
+    ref = gang.ref
+    assert ref is not None
+    return EmitEvent(
+        namespace=ref.namespace,
+        kind="PodGroup",
+        api_version="scheduling.volcano.sh/v1beta1" if ref.flavor == "volcano" else "scheduling.x-k8s.io/v1alpha1",
+        name=ref.name,
+        uid=ref.uid,
+        type="Warning",
+        reason=reason,
+        message=message,
+    )

@@ -1,0 +1,113 @@
+"""The API resources the controller reads and writes, and their REST paths.
+
+Pure data: no I/O. `controller.kube` turns a `ResourceKind` into requests, the informers
+watch the `WATCHED` ones, and `deploy/rbac.yaml` grants exactly the verbs listed in
+`VERBS` (a test compares the two).
+
+Kinds from CRDs (`crd=True`) are watched only where the API server serves them: a cluster
+without Volcano's HyperNode CRD simply has no HyperNodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "ResourceKind",
+    "PODS",
+    "NODES",
+    "VOLCANO_PODGROUPS",
+    "XK8S_PODGROUPS",
+    "QUEUES",
+    "HYPERNODES",
+    "PRIORITY_CLASSES",
+    "NUMATOPOLOGIES",
+    "VCJOBS",
+    "LEASES",
+    "EVENTS",
+    "NAMESPACES",
+    "WATCHED",
+    "VERBS",
+]
+
+
+@dataclass(frozen=True)
+class ResourceKind:
+    """One REST resource: `group` "" is the core API."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    crd: bool = False
+    field_selector: str | None = None
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_version_path(self) -> str:
+        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+
+    def collection_path(self, namespace: str | None = None) -> str:
+        """`/api/v1/namespaces/ns/pods`, or all namespaces when `namespace` is None."""
+        if self.namespaced and namespace is not None:
+            return f"{self.group_version_path}/namespaces/{namespace}/{self.plural}"
+        return f"{self.group_version_path}/{self.plural}"
+
+    def object_path(self, namespace: str | None, name: str, subresource: str | None = None) -> str:
+        path = f"{self.collection_path(namespace if self.namespaced else None)}/{name}"
+        return f"{path}/{subresource}" if subresource else path
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+PODS = ResourceKind(
+    "", "v1", "pods", "Pod", namespaced=True, field_selector="status.phase!=Succeeded,status.phase!=Failed"
+)
+NODES = ResourceKind("", "v1", "nodes", "Node", namespaced=False)
+NAMESPACES = ResourceKind("", "v1", "namespaces", "Namespace", namespaced=False)
+EVENTS = ResourceKind("", "v1", "events", "Event", namespaced=True)
+PRIORITY_CLASSES = ResourceKind("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
+LEASES = ResourceKind("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
+VOLCANO_PODGROUPS = ResourceKind("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True, crd=True)
+XK8S_PODGROUPS = ResourceKind("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True, crd=True)
+QUEUES = ResourceKind("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False, crd=True)
+HYPERNODES = ResourceKind("topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", False, crd=True)
+NUMATOPOLOGIES = ResourceKind("nodeinfo.volcano.sh", "v1alpha1", "numatopologies", "Numatopology", False, crd=True)
+VCJOBS = ResourceKind("batch.volcano.sh", "v1alpha1", "jobs", "Job", True, crd=True)
+
+WATCHED: tuple[ResourceKind, ...] = (
+    PODS,
+    NODES,
+    PRIORITY_CLASSES,
+    VOLCANO_PODGROUPS,
+    XK8S_PODGROUPS,
+    QUEUES,
+    HYPERNODES,
+    NUMATOPOLOGIES,
+    VCJOBS,
+)
+"""Listed and watched into the caches; the CRD kinds only where served."""
+
+VERBS: dict[tuple[str, str], tuple[str, ...]] = {
+    # (API group, resource) → the verbs the controller uses on it, and nothing more.
+    ("", "pods"): ("get", "list", "watch", "patch"),  # patch: the batchplace.io/gpus annotation
+    ("", "pods/binding"): ("create",),
+    ("", "pods/eviction"): ("create",),
+    ("", "nodes"): ("list", "watch"),
+    ("", "events"): ("create",),
+    ("scheduling.k8s.io", "priorityclasses"): ("list", "watch"),
+    ("coordination.k8s.io", "leases"): ("get", "create", "update"),
+    ("scheduling.volcano.sh", "podgroups"): ("list", "watch", "patch"),  # status lives in the main resource
+    ("scheduling.volcano.sh", "queues"): ("list", "watch"),
+    ("scheduling.x-k8s.io", "podgroups"): ("list", "watch"),
+    ("scheduling.x-k8s.io", "podgroups/status"): ("patch",),
+    ("topology.volcano.sh", "hypernodes"): ("list", "watch"),
+    ("nodeinfo.volcano.sh", "numatopologies"): ("list", "watch"),
+    ("batch.volcano.sh", "jobs"): ("list", "watch"),
+}
+"""The least privilege the controller needs; `deploy/rbac.yaml` grants exactly this."""

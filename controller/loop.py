@@ -1,0 +1,313 @@
+"""The controller: caches, leader election and the cycle observe → decide → plan → act.
+
+`Controller.run(stop)` starts the informers and the elector, waits for the caches to sync,
+then runs a cycle every `period_s` — sooner when the caches see new work (a new pending
+pod, a pod or node gone, a pod turned Running: `wake()`), but never two cycles closer than
+`min_gap_s`. Only the leader decides and acts; a standby keeps its caches and its
+snapshot (for `/v1/what-if`) warm and takes over when the Lease says so (`controller.leader`).
+
+    observe  caches → Observation (Snapshot + what acting needs)     pure, controller.observe
+    decide   Snapshot → checked Decision                              solver.place
+    plan     Observation + Decision → ordered actions per gang        pure, controller.plan
+    act      actions → API calls                                      controller.act
+
+A cycle that fails (the snapshot cannot be built, the solver raises) is logged and
+counted (`batchplace_cycles_total{result="failed"}`) and the next cycle starts from fresh
+caches; nothing is half-applied by a failure before `act`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.act import ActReport, Actuator
+from controller.assumed import AssumedPods
+from controller.caches import ClusterCaches
+from controller.kinds import NODES, PODS, VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
+from controller.kube import KubeClient
+from controller.leader import LeaderElector, LeaseConfig
+from controller.metrics import ControllerMetrics
+from controller.observe import Observation, ObserveError, observe
+from controller.plan import Plan, plan
+from controller.status import condition_reason
+from controller.timing import Clock, SystemClock
+from models.placement import Decision
+from models.snapshot import Snapshot
+from solver.place import EngineName, SolveConfig, place
+
+__all__ = ["ControllerConfig", "CycleReport", "Controller", "decide"]
+
+log = logging.getLogger(__name__)
+
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    scheduler_names: tuple[str, ...] = ("batchplace",)
+    period_s: float = 1.0
+    time_limit_s: float = 2.0
+    engine: EngineName = "auto"
+    dry_run: bool = False
+    lease: LeaseConfig | None = None  # None: no election, this replica always acts (tests, demo)
+    bind_workers: int = 16
+    min_gap_s: float = 0.05
+    standby_observe_s: float = 5.0
+    identity: str = "batchplace"
+
+
+@dataclass(frozen=True)
+class CycleReport:
+    number: int
+    skipped: str = ""  # why nothing was decided ("" when a decision was made)
+    pending_pods: int = 0
+    decision: Decision | None = None
+    plan: Plan | None = None
+    act: ActReport | None = None
+    seconds: float = 0.0
+    solve_seconds: float = 0.0
+    rejected: tuple[str, ...] = field(default=())
+
+
+def decide(snapshot: Snapshot, config: SolveConfig) -> Decision:
+    """The solver behind the one entry point: a placement the checker accepted, or an exception."""
+    return place(snapshot, config)
+
+
+class Controller:
+    def __init__(
+        self,
+        client: KubeClient,
+        config: ControllerConfig,
+        *,
+        clock: Clock | None = None,
+        metrics: ControllerMetrics | None = None,
+    ) -> None:
+        self.config = config
+        self.client = client
+        self.clock = clock or SystemClock()
+        self.metrics = metrics or ControllerMetrics()
+        self.assumed = AssumedPods(clock=self.clock)
+        self.caches = ClusterCaches(
+            client,
+            scheduler_names=config.scheduler_names,
+            on_change=self._on_change,
+            on_error=lambda kind, error: self.metrics.api_error(error.verb, error),
+            on_relist=lambda kind: self.metrics.relists.labels(resource=str(kind)).inc(),
+            clock=self.clock,
+        )
+        self.elector = (
+            LeaderElector(client, config.lease, clock=self.clock, on_change=self._on_leadership)
+            if config.lease is not None
+            else None
+        )
+        self.actuator = Actuator(
+            client,
+            assumed=self.assumed,
+            metrics=self.metrics,
+            leader=self.elector,
+            node_exists=self.caches.node_exists,
+            clock=self.clock,
+            identity=config.identity,
+            dry_run=config.dry_run,
+            workers=config.bind_workers,
+        )
+        self._solve_config = SolveConfig(engine=config.engine, time_limit_s=config.time_limit_s)
+        self._wake = threading.Event()
+        self._numbers = itertools.count(1)
+        self._latest: Snapshot | None = None
+        self._latest_at = 0.0
+        self._heartbeat = self.clock.monotonic()
+        self._threads: list[threading.Thread] = []
+        self.last_report: CycleReport | None = None
+        if self.elector is None:
+            self.metrics.leader.set(1)
+
+    # ---- lifecycle ----
+
+    def start(self, stop: threading.Event) -> None:
+        """Start caches, elector and the cycle loop in background threads."""
+        self.caches.start(stop)
+        if self.elector is not None:
+            elector = threading.Thread(target=self.elector.run, args=(stop,), name="leader-election", daemon=True)
+            elector.start()
+            self._threads.append(elector)
+        loop = threading.Thread(target=self.run_loop, args=(stop,), name="cycle-loop", daemon=True)
+        loop.start()
+        self._threads.append(loop)
+
+    def run(self, stop: threading.Event) -> None:
+        """Start everything and block until `stop` is set; then release the Lease and return."""
+        self.start(stop)
+        stop.wait()
+        self.join()
+
+    def join(self, timeout_s: float = 10.0) -> None:
+        """Wait for the loop and the elector (which releases the Lease), then cut the watches."""
+        for thread in self._threads:
+            thread.join(timeout_s)
+        self.client.close()
+        self.caches.join(2.0)
+        self.actuator.close()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    # ---- what the HTTP side asks ----
+
+    def current(self) -> Snapshot | None:
+        """`LiveSnapshotSource`: the latest snapshot (None before the caches synced)."""
+        return self._latest
+
+    def healthy(self) -> bool:
+        """The loop is alive: it ticked within the last few periods (or minute, whichever is longer)."""
+        return self.clock.monotonic() - self._heartbeat < max(60.0, 10 * self.config.period_s)
+
+    def ready(self) -> bool:
+        return self.caches.synced()
+
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader()
+
+    # ---- the loop ----
+
+    def run_loop(self, stop: threading.Event) -> None:
+        last_start = 0.0
+        while not stop.is_set():
+            self._heartbeat = self.clock.monotonic()
+            woken = self._wake.wait(max(0.0, self.config.period_s - (self.clock.monotonic() - last_start)))
+            if stop.is_set():
+                return
+            if woken:
+                gap = self.config.min_gap_s - (self.clock.monotonic() - last_start)
+                if gap > 0 and self.clock.sleep(gap, stop):
+                    return
+            self._wake.clear()
+            last_start = self.clock.monotonic()
+            if not self.caches.synced():
+                self.metrics.cycles.labels(result="not_synced").inc()
+                continue
+            try:
+                self.last_report = self.run_cycle()
+            except Exception:
+                self.metrics.cycles.labels(result="failed").inc()
+                log.exception("cycle failed")
+
+    def run_cycle(self) -> CycleReport:
+        number = next(self._numbers)
+        started = self.clock.monotonic()
+        leading = self.is_leader()
+        if not leading and started - self._latest_at < self.config.standby_observe_s:
+            self.metrics.cycles.labels(result="not_leader").inc()
+            return CycleReport(number=number, skipped="not leader")
+        self.assumed.prune(self.caches.pod)
+        try:
+            observation = observe(self.caches.view(), scheduler_names=self.config.scheduler_names, assumed=self.assumed.state())
+        except ObserveError as error:
+            self.metrics.cycles.labels(result="failed").inc()
+            log.error("cycle %d: %s", number, error)
+            return CycleReport(number=number, skipped=str(error))
+        self._latest, self._latest_at = observation.snapshot, started
+        self._count(observation)
+        if not leading:
+            self.metrics.cycles.labels(result="not_leader").inc()
+            return CycleReport(number=number, skipped="not leader")
+        pending = sum(1 for pod in observation.snapshot.pods if pod.phase == "pending")
+        if not observation.snapshot.pod_groups:
+            self.metrics.cycles.labels(result="ok").inc()
+            return CycleReport(number=number, seconds=self.clock.monotonic() - started)
+        solve_started = self.clock.monotonic()
+        decision = decide(observation.snapshot, self._solve_config)
+        solve_seconds = self.clock.monotonic() - solve_started
+        self.metrics.solve_seconds.observe(solve_seconds)
+        if decision.status == "FALLBACK":
+            self.metrics.engine_fallbacks.inc()
+        the_plan = plan(observation, decision, reported=self.actuator.reported)
+        acted = self.actuator.act(the_plan, now=self.clock.now(), transition_id=f"{self.config.identity}-{number}")
+        seconds = self.clock.monotonic() - started
+        self._finish(number, observation, decision, acted, seconds)
+        return CycleReport(
+            number=number,
+            pending_pods=pending,
+            decision=decision,
+            plan=the_plan,
+            act=acted,
+            seconds=seconds,
+            solve_seconds=solve_seconds,
+            rejected=tuple(r.message for r in observation.rejected),
+        )
+
+    def _finish(self, number: int, observation: Observation, decision: Decision, acted: ActReport, seconds: float) -> None:
+        self.metrics.cycle_seconds.observe(seconds)
+        self.metrics.cycles.labels(result="ok").inc()
+        pending_by_reason = Counter(condition_reason(o.reasons) for o in decision.podgroups if o.state == "pending")
+        self.metrics.set_pending(dict(pending_by_reason))
+        for rejected in observation.rejected:
+            log.warning("left out of cycle %d: %s", number, rejected.message)
+        if acted.bound or acted.evicted or acted.bind_failures or acted.evictions_refused or acted.stopped:
+            log.info(
+                "cycle %d: bound %d, evicted %d, bind failures %d, evictions refused %d, %.3f s (solve %s %.3f s)%s",
+                number,
+                len(acted.bound),
+                len(acted.evicted),
+                len(acted.bind_failures),
+                len(acted.evictions_refused),
+                seconds,
+                decision.engine,
+                decision.solve_seconds,
+                f"; {acted.stopped}" if acted.stopped else "",
+                extra={
+                    "cycle": number,
+                    "bound": len(acted.bound),
+                    "evicted": len(acted.evicted),
+                    "bind_failures": len(acted.bind_failures),
+                    "seconds": round(seconds, 4),
+                    "engine": decision.engine,
+                    "solve_seconds": round(decision.solve_seconds, 4),
+                    "pending_pods": sum(1 for pod in observation.snapshot.pods if pod.phase == "pending"),
+                    "finished_unix": round(time.time(), 3),
+                    "dry_run": acted.dry_run,
+                },
+            )
+
+    def _count(self, observation: Observation) -> None:
+        snapshot = observation.snapshot
+        self.metrics.snapshot_objects.labels(kind="nodes").set(len(snapshot.nodes))
+        self.metrics.snapshot_objects.labels(kind="pods").set(len(snapshot.pods))
+        self.metrics.snapshot_objects.labels(kind="podgroups").set(len(snapshot.pod_groups))
+
+    # ---- wake-ups ----
+
+    def _on_change(self, kind: ResourceKind, event: str, old: JsonObject | None, new: JsonObject | None) -> None:
+        if kind == PODS:
+            if new is not None and old is None and not (new.get("spec") or {}).get("nodeName"):
+                self.wake()  # a new pending pod of ours
+            elif new is None and old is not None and (old.get("spec") or {}).get("nodeName"):
+                self.wake()  # a bound pod left: its room is free
+            elif old is not None and new is not None:
+                if (old.get("status") or {}).get("phase") != "Running" and (new.get("status") or {}).get("phase") == "Running":
+                    self.wake()  # a dependency may be met now
+        elif kind in (NODES, VOLCANO_PODGROUPS, XK8S_PODGROUPS) and event == "ADDED":
+            self.wake()
+
+    def _on_leadership(self, leading: bool) -> None:
+        self.metrics.leader.set(1 if leading else 0)
+        if leading:
+            self.wake()
+
+
+def wait_for(predicate: Any, timeout_s: float, interval_s: float = 0.05) -> bool:
+    """Poll `predicate()` until true or `timeout_s` (a helper for demos and tests)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval_s)
+    return bool(predicate())
+

@@ -1,0 +1,439 @@
+"""observe: the caches' raw objects → one validated `Snapshot` and what acting on it needs.
+
+Input: a `ClusterView` (raw JSON objects per kind, as the informers hold them) and the
+controller's `AssumedState` (binds and evictions it made that the watch may not show yet).
+Output: an `Observation`. Pure: no I/O, no clock; the same view gives the same observation.
+
+What happens on the way, in order:
+1. Pods being deleted (`metadata.deletionTimestamp`) and pods this controller evicted are
+   *terminating*: left out of the Snapshot — their resources are about to be free, and the
+   solver may plan on them (Volcano's "pipelined" allocation) — but listed, with their
+   requests, so `plan` binds nothing onto them until they are gone.
+2. A pending pod this controller bound in an earlier cycle is given that node (and GPU
+   indices) here, so it is never placed twice, whatever the watch has delivered.
+3. vcjob `dependsOn`: the PodGroup and pods a vcjob's controller creates do not carry it,
+   so it is read from the Job (`volcano.sh/job-name` on the pods). A Snapshot pod is
+   "running" as soon as it is bound, but a dependency counts only once the kubelet says
+   `Running` (as Volcano's job controller waits for), so while every pod of a dependency is
+   bound and some are not yet Running, the dependent task's pending pods are held out of
+   the cycle (`Observation.held`). While some dependency pods still wait for a node, the
+   dependency is added to the Snapshot's task and the solver keeps the dependents pending
+   with its `dependency:` reason.
+4. `models.loaders.load_snapshot_documents` builds the Snapshot. One bad object must not
+   stop the cluster's scheduling: an object the loader rejects is left out (`rejected`,
+   with the loader's message) and the rest is loaded again.
+
+Not promised: that the Snapshot is fresh — it is as current as the caches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from models.errors import SnapshotError
+from models.loaders import load_snapshot_documents
+from models.loaders.keys import GPUS_ANNOTATION, VOLCANO_JOB_NAME_KEY, VOLCANO_TASK_ANNOTATION
+from models.snapshot import NodeName, PodGroup, PodGroupKey, PodKey, ResourceList, Snapshot
+
+__all__ = [
+    "ClusterView",
+    "AssumedBind",
+    "AssumedState",
+    "PodGroupRef",
+    "PodRef",
+    "TerminatingPod",
+    "Rejected",
+    "Observation",
+    "ObserveError",
+    "observe",
+]
+
+JsonObject = dict[str, Any]
+MAX_REJECTED = 100
+SOURCE = "cluster"
+
+
+class ObserveError(Exception):
+    """No Snapshot could be built (an error no single object can be blamed for): skip the cycle."""
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    pods: tuple[JsonObject, ...] = ()
+    nodes: tuple[JsonObject, ...] = ()
+    priority_classes: tuple[JsonObject, ...] = ()
+    volcano_pod_groups: tuple[JsonObject, ...] = ()
+    xk8s_pod_groups: tuple[JsonObject, ...] = ()
+    queues: tuple[JsonObject, ...] = ()
+    hypernodes: tuple[JsonObject, ...] = ()
+    numatopologies: tuple[JsonObject, ...] = ()
+    vcjobs: tuple[JsonObject, ...] = ()
+
+
+@dataclass(frozen=True)
+class AssumedBind:
+    node: NodeName
+    gpus: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class AssumedState:
+    binds: Mapping[PodKey, AssumedBind] = field(default_factory=dict)
+    evictions: frozenset[PodKey] = frozenset()
+
+
+@dataclass(frozen=True)
+class PodGroupRef:
+    """A PodGroup object in the API (one-pod PodGroups the loader makes up have none)."""
+
+    key: PodGroupKey
+    flavor: str  # "volcano" (status in the main resource) or "xk8s" (status subresource)
+    namespace: str
+    name: str
+    uid: str
+    status: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class PodRef:
+    key: PodKey
+    namespace: str
+    name: str
+    uid: str
+    phase: str  # the kubelet's status.phase
+
+
+@dataclass(frozen=True)
+class TerminatingPod:
+    key: PodKey
+    node: NodeName
+    requests: ResourceList
+    gpus: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Rejected:
+    what: str  # "Pod ns/name"
+    namespace: str | None
+    name: str
+    kind: str
+    uid: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Observation:
+    snapshot: Snapshot
+    pod_groups: Mapping[PodGroupKey, PodGroupRef] = field(default_factory=dict)
+    pods: Mapping[PodKey, PodRef] = field(default_factory=dict)
+    running: Mapping[PodGroupKey, int] = field(default_factory=dict)
+    terminating: tuple[TerminatingPod, ...] = ()
+    held: Mapping[PodGroupKey, str] = field(default_factory=dict)
+    held_counts: Mapping[PodGroupKey, int] = field(default_factory=dict)
+    held_pods: Mapping[PodKey, str] = field(default_factory=dict)
+    rejected: tuple[Rejected, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+def observe(
+    view: ClusterView, *, scheduler_names: Collection[str], assumed: AssumedState = AssumedState()
+) -> Observation:
+    pods, terminating_raw = _split_pods(view.pods, assumed)
+    holds = _dependency_holds(pods, view.vcjobs)
+    held_pods = {key: reason for key, reason in holds.items()}
+    pods = [pod for pod in pods if _key(pod) not in held_pods]
+    documents = [
+        *_typed(view.nodes, "v1", "Node"),
+        *_typed(view.numatopologies, "nodeinfo.volcano.sh/v1alpha1", "Numatopology"),
+        *_typed(view.hypernodes, "topology.volcano.sh/v1alpha1", "HyperNode"),
+        *_typed(view.queues, "scheduling.volcano.sh/v1beta1", "Queue"),
+        *_typed(view.priority_classes, "scheduling.k8s.io/v1", "PriorityClass"),
+        *_typed(view.volcano_pod_groups, "scheduling.volcano.sh/v1beta1", "PodGroup"),
+        *_typed(view.xk8s_pod_groups, "scheduling.x-k8s.io/v1alpha1", "PodGroup"),
+        *_typed(pods, "v1", "Pod"),
+    ]
+    snapshot, warnings, rejected = _load(documents, scheduler_names)
+    snapshot = _with_dependencies(snapshot, pods, view.vcjobs)
+    pod_refs = {ref.key: ref for ref in (_pod_ref(pod) for pod in (*pods, *terminating_raw))}
+    group_of = {pod.key: pod.pod_group for pod in snapshot.pods if pod.pod_group is not None}
+    running: dict[PodGroupKey, int] = {}
+    for key, group in group_of.items():
+        ref = pod_refs.get(key)
+        if ref is not None and ref.phase == "Running":
+            running[group] = running.get(group, 0) + 1
+    held_by_group: dict[PodGroupKey, str] = {}
+    held_counts: dict[PodGroupKey, int] = {}
+    for pod in view.pods:
+        reason = held_pods.get(_key(pod))
+        group = _group_name(pod)
+        if reason is not None and group is not None:
+            group_key = PodGroupKey(f"{_namespace(pod)}/{group}")
+            held_by_group.setdefault(group_key, reason)
+            held_counts[group_key] = held_counts.get(group_key, 0) + 1
+    return Observation(
+        snapshot=snapshot,
+        pod_groups=_pod_group_refs(view),
+        pods=pod_refs,
+        running=running,
+        terminating=_terminating(terminating_raw, view.nodes),
+        held=held_by_group,
+        held_counts=held_counts,
+        held_pods=held_pods,
+        rejected=tuple(rejected),
+        warnings=tuple(warnings),
+    )
+
+
+# ---- pods ----
+
+
+def _split_pods(pods: Sequence[JsonObject], assumed: AssumedState) -> tuple[list[JsonObject], list[JsonObject]]:
+    """(pods for the Snapshot, with assumed binds applied; terminating pods that hold a node)."""
+    kept: list[JsonObject] = []
+    terminating: list[JsonObject] = []
+    for pod in pods:
+        key = _key(pod)
+        bind = assumed.binds.get(key)
+        if bind is not None and not (pod.get("spec") or {}).get("nodeName"):
+            pod = _with_node(pod, bind)
+        bound = bool((pod.get("spec") or {}).get("nodeName"))
+        if (pod.get("metadata") or {}).get("deletionTimestamp") or key in assumed.evictions:
+            if bound:
+                terminating.append(pod)
+            continue
+        kept.append(pod)
+    return kept, terminating
+
+
+def _with_node(pod: JsonObject, bind: AssumedBind) -> JsonObject:
+    """A copy of a pending pod as it is after our bind: on `bind.node`, holding `bind.gpus`."""
+    metadata = dict(pod.get("metadata") or {})
+    if bind.gpus:
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), GPUS_ANNOTATION: ",".join(map(str, bind.gpus))}
+    return {**pod, "metadata": metadata, "spec": {**(pod.get("spec") or {}), "nodeName": bind.node}}
+
+
+def _terminating(pods: Sequence[JsonObject], nodes: Sequence[JsonObject]) -> tuple[TerminatingPod, ...]:
+    """Requests and GPUs of terminating pods, read by the same loader (their nodes alongside)."""
+    if not pods:
+        return ()
+    node_names = {pod["spec"]["nodeName"] for pod in pods}
+    documents = [
+        *_typed([n for n in nodes if (n.get("metadata") or {}).get("name") in node_names], "v1", "Node"),
+        *_typed([_detached(pod) for pod in pods], "v1", "Pod"),
+    ]
+    try:
+        snapshot = load_snapshot_documents(
+            [(SOURCE, number, obj) for number, obj in enumerate(documents, start=1)], scheduler_names=()
+        ).snapshot
+    except SnapshotError:
+        return ()
+    return tuple(
+        TerminatingPod(key=pod.key, node=NodeName(pod.node or ""), requests=dict(pod.requests), gpus=pod.gpu_indices)
+        for pod in snapshot.pods
+        if pod.node is not None
+    )
+
+
+def _detached(pod: JsonObject) -> JsonObject:
+    """The pod without its PodGroup: only its requests and node matter here."""
+    metadata = dict(pod.get("metadata") or {})
+    metadata["annotations"] = {
+        key: value for key, value in (metadata.get("annotations") or {}).items() if key != "scheduling.k8s.io/group-name"
+    }
+    metadata["labels"] = {
+        key: value for key, value in (metadata.get("labels") or {}).items() if key != "scheduling.x-k8s.io/pod-group"
+    }
+    metadata.pop("deletionTimestamp", None)
+    return {**pod, "metadata": metadata}
+
+
+def _pod_ref(pod: JsonObject) -> PodRef:
+    metadata = pod.get("metadata") or {}
+    return PodRef(
+        key=PodKey(_key(pod)),
+        namespace=_namespace(pod),
+        name=str(metadata.get("name", "")),
+        uid=str(metadata.get("uid", "")),
+        phase=str((pod.get("status") or {}).get("phase", "")),
+    )
+
+
+# ---- vcjob dependencies ----
+
+
+def _job_tasks(vcjobs: Sequence[JsonObject]) -> dict[tuple[str, str], dict[str, tuple[str, ...]]]:
+    """(namespace, job) → task → the tasks it depends on; only jobs with a dependency."""
+    jobs: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {}
+    for job in vcjobs:
+        tasks = (job.get("spec") or {}).get("tasks") or []
+        depends: dict[str, tuple[str, ...]] = {}
+        for index, task in enumerate(tasks):
+            if not isinstance(task, dict):
+                continue
+            names = ((task.get("dependsOn") or {}).get("name")) or []
+            depends[str(task.get("name") or f"default{index}")] = tuple(str(n) for n in names if isinstance(n, str))
+        if any(depends.values()):
+            jobs[(_namespace(job), str((job.get("metadata") or {}).get("name", "")))] = depends
+    return jobs
+
+
+def _job_and_task(pod: JsonObject) -> tuple[tuple[str, str], str] | None:
+    metadata = pod.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    annotations = metadata.get("annotations") or {}
+    job = labels.get(VOLCANO_JOB_NAME_KEY) or annotations.get(VOLCANO_JOB_NAME_KEY)
+    task = annotations.get(VOLCANO_TASK_ANNOTATION)
+    if not job or not task:
+        return None
+    return (_namespace(pod), str(job)), str(task)
+
+
+def _dependency_holds(pods: Sequence[JsonObject], vcjobs: Sequence[JsonObject]) -> dict[str, str]:
+    """Pending pods to hold out of the cycle: pod key → the dependency reason (rule 3 above)."""
+    jobs = _job_tasks(vcjobs)
+    if not jobs:
+        return {}
+    # (job, task) → [pending, bound but not Running, Running]
+    counts: dict[tuple[tuple[str, str], str], list[int]] = {}
+    for pod in pods:
+        found = _job_and_task(pod)
+        if found is None or found[0] not in jobs:
+            continue
+        tally = counts.setdefault(found, [0, 0, 0])
+        if not (pod.get("spec") or {}).get("nodeName"):
+            tally[0] += 1
+        elif (pod.get("status") or {}).get("phase") != "Running":
+            tally[1] += 1
+        else:
+            tally[2] += 1
+    held: dict[str, str] = {}
+    for pod in pods:
+        found = _job_and_task(pod)
+        if found is None or found[0] not in jobs or (pod.get("spec") or {}).get("nodeName"):
+            continue
+        job, task = found
+        for dependency in jobs[job].get(task, ()):
+            pending, starting, running = counts.get((job, dependency), [0, 0, 0])
+            if pending == 0 and starting > 0:
+                total = starting + running
+                held[_key(pod)] = f"dependency: waits for {dependency} to run ({running} of {total} running)"
+                break
+    return held
+
+
+def _with_dependencies(snapshot: Snapshot, pods: Sequence[JsonObject], vcjobs: Sequence[JsonObject]) -> Snapshot:
+    """The Snapshot with each vcjob task's `depends_on` (rule 3), or itself when there are none."""
+    jobs = _job_tasks(vcjobs)
+    if not jobs:
+        return snapshot
+    job_of_group: dict[PodGroupKey, tuple[str, str]] = {}
+    for pod in pods:
+        found = _job_and_task(pod)
+        key = PodKey(_key(pod))
+        if found is None or found[0] not in jobs or key not in snapshot.pod_by_key:
+            continue
+        group = snapshot.pod_by_key[key].pod_group
+        if group is not None:
+            job_of_group[group] = found[0]
+    if not job_of_group:
+        return snapshot
+    groups: list[PodGroup] = []
+    changed = False
+    for group in snapshot.pod_groups:
+        depends = jobs.get(job_of_group.get(group.key, ("", "")))
+        if not depends:
+            groups.append(group)
+            continue
+        names = set(group.task_by_name)
+        tasks = tuple(
+            task.model_copy(update={"depends_on": tuple(d for d in depends.get(task.name, ()) if d in names)})
+            for task in group.tasks
+        )
+        fields = {name: getattr(group, name) for name in PodGroup.model_fields}
+        groups.append(PodGroup(**{**fields, "tasks": tasks}))
+        changed = True
+    if not changed:
+        return snapshot
+    return Snapshot(
+        nodes=snapshot.nodes,
+        hypernodes=snapshot.hypernodes,
+        queues=snapshot.queues,
+        pod_groups=tuple(groups),
+        pods=snapshot.pods,
+        priority_classes=snapshot.priority_classes,
+    )
+
+
+# ---- loading ----
+
+
+def _typed(objects: Sequence[JsonObject], api_version: str, kind: str) -> list[JsonObject]:
+    """List items come without apiVersion and kind; the loader dispatches on them."""
+    return [{**obj, "apiVersion": api_version, "kind": kind} for obj in objects]
+
+
+def _load(
+    documents: list[JsonObject], scheduler_names: Collection[str]
+) -> tuple[Snapshot, tuple[str, ...], list[Rejected]]:
+    numbered: dict[int, JsonObject] = dict(enumerate(documents, start=1))
+    rejected: list[Rejected] = []
+    while True:
+        try:
+            result = load_snapshot_documents(
+                [(SOURCE, number, obj) for number, obj in numbered.items()], scheduler_names=scheduler_names
+            )
+            return result.snapshot, result.warnings, rejected
+        except SnapshotError as error:
+            number = error.location.document
+            if number is None or number not in numbered or len(rejected) >= MAX_REJECTED:
+                raise ObserveError(f"no snapshot: {error}") from error
+            obj = numbered.pop(number)
+            metadata = obj.get("metadata") or {}
+            rejected.append(
+                Rejected(
+                    what=f"{obj.get('kind')} {_key(obj)}",
+                    namespace=metadata.get("namespace"),
+                    name=str(metadata.get("name", "")),
+                    kind=str(obj.get("kind")),
+                    uid=str(metadata.get("uid", "")),
+                    message=str(error),
+                )
+            )
+
+
+def _pod_group_refs(view: ClusterView) -> dict[PodGroupKey, PodGroupRef]:
+    refs: dict[PodGroupKey, PodGroupRef] = {}
+    for flavor, objects in (("xk8s", view.xk8s_pod_groups), ("volcano", view.volcano_pod_groups)):
+        for obj in objects:
+            metadata = obj.get("metadata") or {}
+            key = PodGroupKey(_key(obj))
+            refs[key] = PodGroupRef(
+                key=key,
+                flavor=flavor,
+                namespace=_namespace(obj),
+                name=str(metadata.get("name", "")),
+                uid=str(metadata.get("uid", "")),
+                status=obj.get("status") or {},
+            )
+    return refs
+
+
+def _namespace(obj: JsonObject) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "default")
+
+
+def _key(obj: JsonObject) -> str:
+    metadata = obj.get("metadata") or {}
+    namespace = metadata.get("namespace")
+    name = metadata.get("name", "")
+    return f"{namespace}/{name}" if namespace else str(name)
+
+
+def _group_name(pod: JsonObject) -> str | None:
+    metadata = pod.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    labels = metadata.get("labels") or {}
+    return annotations.get("scheduling.k8s.io/group-name") or labels.get("scheduling.x-k8s.io/pod-group")

@@ -1,0 +1,386 @@
+"""plan: a checked `Decision` → the ordered API actions of one cycle. Pure.
+
+Input: the cycle's `Observation`, the solver's `Decision` (already passed by the checker),
+and what earlier cycles reported (to write an Event or a status only when it changes).
+Output: a `Plan` — one `GangPlan` per PodGroup, each a unit (the `Statement` idea of
+Volcano): first its evictions, then its binds, then its status, then its Events.
+
+Rules, in the order they apply to a gang:
+1. A gang whose placement needs victims evicts them this cycle and binds nothing: its pods
+   are bound in a later cycle, once the victims are gone and the solver places the gang on
+   the room they left (Volcano's pipelining). Status Inqueue, "binding waits for …".
+2. A gang whose binds land on a node where pods are still terminating (or are evicted
+   this cycle) is bound only if every bind fits beside them, resources and GPU devices;
+   otherwise it waits too — the solver counted their room as free, the node is not yet.
+   Example: node 4 cpu, a 4-cpu victim terminating, the gang's 2-cpu pod placed there →
+   waits; a 4-cpu victim terminating on an 8-cpu node → binds.
+3. Otherwise the gang's binds go out together; its status becomes Running when they land
+   (act rewrites it when a bind fails).
+4. A pending gang gets phase Pending (Inqueue when some of its pods are already bound), the
+   condition Unschedulable with the solver's reasons, and a FailedScheduling Event on its
+   PodGroup and on each pending pod — when the message changed since last reported.
+
+Events are capped per cycle (`max_pod_events`), as kube-scheduler's recorder rate-limits:
+the rest follow in later cycles, since what was not reported is reported then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from controller import status as status_text
+from controller.observe import Observation, PodGroupRef, TerminatingPod
+from models.placement import Bind, Decision, Eviction, PodGroupOutcome
+from models.snapshot import NodeName, PodGroupKey, PodKey, Snapshot
+
+__all__ = [
+    "Evict",
+    "BindPod",
+    "SetStatus",
+    "EmitEvent",
+    "GangPlan",
+    "Plan",
+    "plan",
+    "POD_EVENTS_PER_CYCLE",
+]
+
+POD_EVENTS_PER_CYCLE = 200
+
+
+@dataclass(frozen=True)
+class EmitEvent:
+    """A core/v1 Event about one object; `dedupe_key` set → written only when its message changed."""
+
+    namespace: str
+    kind: str  # Pod, PodGroup
+    api_version: str
+    name: str
+    uid: str
+    type: str  # Normal, Warning
+    reason: str
+    message: str
+    dedupe_key: str | None = None
+
+
+@dataclass(frozen=True)
+class Evict:
+    pod: PodKey
+    node: NodeName
+    for_group: PodGroupKey
+    reason: str  # preempt or reclaim
+    event: EmitEvent
+
+
+@dataclass(frozen=True)
+class BindPod:
+    pod: PodKey
+    node: NodeName
+    gpus: tuple[int, ...]
+    event: EmitEvent
+
+
+@dataclass(frozen=True)
+class SetStatus:
+    ref: PodGroupRef
+    status: status_text.GroupStatus
+    min_member: int
+
+
+@dataclass(frozen=True)
+class GangPlan:
+    group: PodGroupKey
+    min_member: int
+    total_pods: int
+    placed_before: int  # pods bound or running before this cycle
+    running: int
+    evictions: tuple[Evict, ...] = ()
+    binds: tuple[BindPod, ...] = ()
+    status: SetStatus | None = None
+    events: tuple[EmitEvent, ...] = ()
+    ref: PodGroupRef | None = None
+    note: str = ""  # for the log: what the plan does and why
+
+
+@dataclass(frozen=True)
+class Plan:
+    gangs: tuple[GangPlan, ...] = ()
+    events: tuple[EmitEvent, ...] = ()  # not tied to a gang (objects the loader rejected)
+
+    @property
+    def bind_count(self) -> int:
+        return sum(len(gang.binds) for gang in self.gangs)
+
+    @property
+    def eviction_count(self) -> int:
+        return sum(len(gang.evictions) for gang in self.gangs)
+
+
+def plan(
+    observation: Observation,
+    decision: Decision,
+    *,
+    reported: Mapping[str, str] = {},
+    max_pod_events: int = POD_EVENTS_PER_CYCLE,
+) -> Plan:
+    snapshot = observation.snapshot
+    binds_by_group: dict[PodGroupKey, list[Bind]] = {}
+    for bind in decision.placement.binds:
+        group = snapshot.pod_by_key[bind.pod].pod_group
+        if group is not None:
+            binds_by_group.setdefault(group, []).append(bind)
+    evictions_by_group: dict[PodGroupKey, list[Eviction]] = {}
+    for eviction in decision.placement.evictions:
+        evictions_by_group.setdefault(eviction.for_, []).append(eviction)
+    room = _Room(snapshot, observation.terminating, decision.placement.evictions)
+    budget = _EventBudget(max_pod_events, reported)
+    gangs = [
+        _gang(outcome, observation, binds_by_group.get(outcome.name, []), evictions_by_group.get(outcome.name, []), room, budget)
+        for outcome in _ordered(decision.podgroups, binds_by_group, evictions_by_group)
+    ]
+    return Plan(gangs=tuple(gang for gang in gangs if gang is not None), events=tuple(_rejected_events(observation, budget)))
+
+
+def _ordered(
+    outcomes: Sequence[PodGroupOutcome],
+    binds: Mapping[PodGroupKey, list[Bind]],
+    evictions: Mapping[PodGroupKey, list[Eviction]],
+) -> list[PodGroupOutcome]:
+    """Gangs that evict first (victims take longest to leave), then those that bind, then the rest."""
+    return sorted(outcomes, key=lambda o: (0 if o.name in evictions else 1 if o.name in binds else 2))
+
+
+def _gang(
+    outcome: PodGroupOutcome,
+    observation: Observation,
+    binds: list[Bind],
+    evictions: list[Eviction],
+    room: "_Room",
+    budget: "_EventBudget",
+) -> GangPlan | None:
+    snapshot = observation.snapshot
+    pods = snapshot.pods_by_group.get(outcome.name, ())
+    total = len(pods) + observation.held_counts.get(outcome.name, 0)
+    placed_before = sum(1 for pod in pods if pod.phase == "running")
+    running = observation.running.get(outcome.name, 0)
+    ref = observation.pod_groups.get(outcome.name)
+    base = dict(group=outcome.name, min_member=outcome.min_member, total_pods=total, placed_before=placed_before, running=running, ref=ref)
+
+    if evictions:
+        victims = ", ".join(e.pod for e in evictions[:5]) + (" …" if len(evictions) > 5 else "")
+        status = status_text.pipelined(
+            min_member=outcome.min_member, placed=placed_before, total_pods=total, running=running,
+            waiting_for=f"{len(evictions)} preempted pod(s) to terminate: {victims}",
+        )
+        room.hold(evictions)
+        return GangPlan(
+            **base,  # type: ignore[arg-type]
+            evictions=tuple(_evict(e, observation) for e in evictions),
+            status=_set_status(ref, status, outcome.min_member),
+            note=f"evicts {len(evictions)} victim(s), binds once they are gone",
+        )
+    if binds:
+        blocked = room.blocking(binds)
+        if blocked:
+            status = status_text.pipelined(
+                min_member=outcome.min_member, placed=placed_before, total_pods=total, running=running,
+                waiting_for=blocked,
+            )
+            return GangPlan(**base, status=_set_status(ref, status, outcome.min_member), note=f"waits: {blocked}")  # type: ignore[arg-type]
+        room.take(binds)
+        placed = placed_before + len(binds)
+        status = status_text.scheduled(min_member=outcome.min_member, placed=placed, total_pods=total, running=running)
+        return GangPlan(
+            **base,  # type: ignore[arg-type]
+            binds=tuple(_bind(b, observation) for b in binds),
+            status=_set_status(ref, status, outcome.min_member),
+            note=f"binds {len(binds)} pod(s)",
+        )
+    if outcome.state == "scheduled":
+        status = status_text.scheduled(min_member=outcome.min_member, placed=placed_before, total_pods=total, running=running)
+        return GangPlan(**base, status=_set_status(ref, status, outcome.min_member))  # type: ignore[arg-type]
+    reasons = list(outcome.reasons)
+    held = observation.held.get(outcome.name)
+    if held and held not in reasons:
+        reasons.append(held)
+    status = status_text.unschedulable(
+        min_member=outcome.min_member, placed=placed_before, total_pods=total, running=running, reasons=reasons
+    )
+    events = list(_pending_events(outcome, status, observation, ref, budget))
+    return GangPlan(
+        **base,  # type: ignore[arg-type]
+        status=_set_status(ref, status, outcome.min_member),
+        events=tuple(events),
+        note=status.message,
+    )
+
+
+def _set_status(ref: PodGroupRef | None, status: status_text.GroupStatus, min_member: int) -> SetStatus | None:
+    if ref is None:
+        return None
+    if status_text.is_current(status, flavor=ref.flavor, min_member=min_member, observed=ref.status):
+        return None
+    return SetStatus(ref=ref, status=status, min_member=min_member)
+
+
+def _pod_event(observation: Observation, pod: PodKey, *, type_: str, reason: str, message: str, dedupe: bool) -> EmitEvent:
+    ref = observation.pods.get(pod)
+    namespace, _, name = pod.partition("/")
+    return EmitEvent(
+        namespace=namespace,
+        kind="Pod",
+        api_version="v1",
+        name=name,
+        uid=ref.uid if ref else "",
+        type=type_,
+        reason=reason,
+        message=message,
+        dedupe_key=f"Pod/{pod}/{reason}" if dedupe else None,
+    )
+
+
+def _evict(eviction: Eviction, observation: Observation) -> Evict:
+    message = f"Preempted by podgroup {eviction.for_} on node {eviction.node} ({eviction.reason})"
+    event = _pod_event(observation, eviction.pod, type_="Normal", reason="Preempted", message=message, dedupe=False)
+    return Evict(pod=eviction.pod, node=eviction.node, for_group=eviction.for_, reason=eviction.reason, event=event)
+
+
+def _bind(bind: Bind, observation: Observation) -> BindPod:
+    message = f"Successfully assigned {bind.pod} to {bind.node}"
+    event = _pod_event(observation, bind.pod, type_="Normal", reason="Scheduled", message=message, dedupe=False)
+    return BindPod(pod=bind.pod, node=bind.node, gpus=tuple(bind.gpus), event=event)
+
+
+def _pending_events(
+    outcome: PodGroupOutcome,
+    status: status_text.GroupStatus,
+    observation: Observation,
+    ref: PodGroupRef | None,
+    budget: "_EventBudget",
+) -> list[EmitEvent]:
+    events: list[EmitEvent] = []
+    if ref is not None:
+        event = EmitEvent(
+            namespace=ref.namespace,
+            kind="PodGroup",
+            api_version="scheduling.volcano.sh/v1beta1" if ref.flavor == "volcano" else "scheduling.x-k8s.io/v1alpha1",
+            name=ref.name,
+            uid=ref.uid,
+            type="Warning",
+            reason="Unschedulable",
+            message=status.message,
+            dedupe_key=f"PodGroup/{ref.key}/Unschedulable",
+        )
+        if budget.wants(event):
+            events.append(event)
+    for pod in observation.snapshot.pods_by_group.get(outcome.name, ()):
+        if pod.phase != "pending":
+            continue
+        event = _pod_event(observation, pod.key, type_="Warning", reason="FailedScheduling", message=status.message, dedupe=True)
+        if budget.wants(event, counted=True):
+            events.append(event)
+    return events
+
+
+def _rejected_events(observation: Observation, budget: "_EventBudget") -> list[EmitEvent]:
+    events = []
+    for rejected in observation.rejected:
+        if rejected.kind not in ("Pod", "PodGroup") or not rejected.namespace:
+            continue
+        event = EmitEvent(
+            namespace=rejected.namespace,
+            kind=rejected.kind,
+            api_version="v1" if rejected.kind == "Pod" else "scheduling.volcano.sh/v1beta1",
+            name=rejected.name,
+            uid=rejected.uid,
+            type="Warning",
+            reason="FailedScheduling",
+            message=f"batchplace cannot read this object: {rejected.message}",
+            dedupe_key=f"{rejected.kind}/{rejected.namespace}/{rejected.name}/Invalid",
+        )
+        if budget.wants(event, counted=True):
+            events.append(event)
+    return events
+
+
+@dataclass
+class _EventBudget:
+    remaining: int
+    reported: Mapping[str, str]
+
+    def wants(self, event: EmitEvent, *, counted: bool = False) -> bool:
+        if event.dedupe_key is not None and self.reported.get(event.dedupe_key) == event.message:
+            return False
+        if counted:
+            if self.remaining <= 0:
+                return False
+            self.remaining -= 1
+        return True
+
+
+@dataclass
+class _Room:
+    """What each node really holds now: the Snapshot's running pods plus terminating pods."""
+
+    snapshot: Snapshot
+    terminating: Sequence[TerminatingPod]
+    evictions: Sequence[Eviction]
+    occupied: dict[NodeName, dict[str, int]] = field(default_factory=dict)
+    busy_gpus: dict[NodeName, set[int]] = field(default_factory=dict)
+    leaving: dict[NodeName, list[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.active = bool(self.terminating) or bool(self.evictions)
+        if not self.active:
+            return
+        for pod in self.snapshot.pods:
+            if pod.phase == "running" and pod.node is not None:
+                _add(self.occupied.setdefault(pod.node, {}), pod.requests)
+        for leaving in self.terminating:
+            _add(self.occupied.setdefault(leaving.node, {}), leaving.requests)
+            self.busy_gpus.setdefault(leaving.node, set()).update(leaving.gpus)
+            self.leaving.setdefault(leaving.node, []).append(leaving.key)
+        self.hold(self.evictions)
+
+    def hold(self, evictions: Sequence[Eviction]) -> None:
+        """Pods evicted this cycle stay on their nodes until they are gone."""
+        for eviction in evictions:
+            pod = self.snapshot.pod_by_key.get(eviction.pod)
+            if pod is not None:
+                self.busy_gpus.setdefault(eviction.node, set()).update(pod.gpu_indices)
+            names = self.leaving.setdefault(eviction.node, [])
+            if eviction.pod not in names:
+                names.append(eviction.pod)
+        self.active = self.active or bool(evictions)
+
+    def blocking(self, binds: Sequence[Bind]) -> str:
+        """"" when every bind fits beside what is really there; else what it waits for."""
+        if not self.active:
+            return ""
+        extra: dict[NodeName, dict[str, int]] = {}
+        for bind in binds:
+            if bind.node not in self.leaving:
+                continue
+            node = self.snapshot.node_by_name[bind.node]
+            need = extra.setdefault(bind.node, {})
+            _add(need, self.snapshot.pod_by_key[bind.pod].requests)
+            occupied = self.occupied.get(bind.node, {})
+            short = [r for r, amount in need.items() if occupied.get(r, 0) + amount > node.allocatable.get(r, 0)]
+            clash = set(bind.gpus) & self.busy_gpus.get(bind.node, set())
+            if short or clash:
+                leaving = self.leaving[bind.node]
+                shown = ", ".join(leaving[:3]) + (" …" if len(leaving) > 3 else "")
+                return f"{len(leaving)} terminating pod(s) on {bind.node} to leave ({shown})"
+        return ""
+
+    def take(self, binds: Sequence[Bind]) -> None:
+        if not self.active:
+            return
+        for bind in binds:
+            _add(self.occupied.setdefault(bind.node, {}), self.snapshot.pod_by_key[bind.pod].requests)
+            self.busy_gpus.setdefault(bind.node, set()).update(bind.gpus)
+
+
+def _add(total: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for resource, amount in amounts.items():
+        total[resource] = total.get(resource, 0) + amount

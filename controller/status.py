@@ -1,0 +1,220 @@
+"""What a PodGroup's status says, in Volcano's words. Pure: values in, values out.
+
+Input: a PodGroup's outcome (from the solver's `Decision`) and what the cycle did with it.
+Output: a `GroupStatus` and the JSON merge patch that writes it — to the main resource for
+Volcano's PodGroup (its CRD has no status subresource), to `/status` for scheduler-plugins'.
+
+Phases, as `kubectl get podgroups` shows them (Volcano's names):
+
+    Pending    nothing of the gang can be placed now (condition Unschedulable, with the reason)
+    Inqueue    the gang is admitted but not all bound: waiting for its victims to terminate
+               (pipelined), or a bind failed and the next cycle completes it
+    Running    at least `minMember` pods are bound or running (condition Scheduled)
+
+Messages follow Volcano's gang plugin: "20/20 tasks in gang unschedulable: <why>", where the
+first number is minMember minus the pods placed and the second the PodGroup's pods, and
+<why> is the solver's reasons, e.g. "gang: 3 of min 20 pods fit (needs 80 cpu, 12 cpu free)".
+The condition's `reason` is one CamelCase word per rule (`CONDITION_REASONS`).
+
+scheduler-plugins' PodGroup has no conditions: its phase (Pending / Scheduling / Scheduled /
+Running) and `scheduled` count carry the same facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from controller.timing import rfc3339
+
+__all__ = [
+    "PENDING",
+    "INQUEUE",
+    "RUNNING",
+    "SCHEDULED",
+    "UNSCHEDULABLE",
+    "CONDITION_REASONS",
+    "GroupStatus",
+    "scheduled",
+    "unschedulable",
+    "pipelined",
+    "bind_failed",
+    "condition_reason",
+    "gang_message",
+    "status_patch",
+    "is_current",
+]
+
+PENDING = "Pending"
+INQUEUE = "Inqueue"
+RUNNING = "Running"
+SCHEDULED = "Scheduled"
+UNSCHEDULABLE = "Unschedulable"
+
+CONDITION_REASONS: dict[str, str] = {
+    # reason prefix (solver.reasons) → the condition's one-word reason
+    "capacity": "NotEnoughResources",
+    "gang": "NotEnoughResources",
+    "eligibility": "NoEligibleNode",
+    "numa": "NotEnoughResources",
+    "topology": "TopologyUnsatisfiable",
+    "quota": "QueueQuotaExceeded",
+    "queue": "QueueNotReady",
+    "dependency": "WaitingForDependency",
+    "preemption": "Preempted",
+    "eviction": "EvictionRefused",
+    "unplaced": "NotEnoughResources",
+}
+READY_REASON = "tasks in gang are ready to be scheduled"  # Volcano's Scheduled condition says this
+PIPELINED_REASON = "Pipelined"
+BIND_FAILED_REASON = "BindFailed"
+
+
+@dataclass(frozen=True)
+class GroupStatus:
+    phase: str
+    condition_type: str  # Scheduled or Unschedulable
+    condition_status: str  # "True" or "False"
+    reason: str
+    message: str
+    running: int  # pods the kubelet reports Running
+    placed: int  # pods bound or running
+
+    def describe(self) -> str:
+        return f"{self.phase} ({self.condition_type}={self.condition_status} {self.reason}: {self.message})"
+
+
+def condition_reason(reasons: Sequence[str]) -> str:
+    """`["quota: queue …"]` → "QueueQuotaExceeded"; the first reason decides."""
+    for reason in reasons:
+        prefix = reason.split(":", 1)[0].strip()
+        if prefix in CONDITION_REASONS:
+            return CONDITION_REASONS[prefix]
+    return UNSCHEDULABLE
+
+
+def gang_message(*, min_member: int, placed: int, total_pods: int, why: Sequence[str]) -> str:
+    """Volcano's "3/20 tasks in gang unschedulable: …" with our reasons after the colon."""
+    unready = max(min_member - placed, 0) or max(total_pods - placed, 0)
+    text = "; ".join(why) if why else "no reason given"
+    return f"{unready}/{total_pods} tasks in gang unschedulable: {text}"
+
+
+def scheduled(*, min_member: int, placed: int, total_pods: int, running: int) -> GroupStatus:
+    return GroupStatus(
+        phase=RUNNING,
+        condition_type=SCHEDULED,
+        condition_status="True",
+        reason=READY_REASON,
+        message=f"{placed}/{total_pods} tasks bound or running, minMember {min_member}",
+        running=running,
+        placed=placed,
+    )
+
+
+def unschedulable(
+    *, min_member: int, placed: int, total_pods: int, running: int, reasons: Sequence[str]
+) -> GroupStatus:
+    """Pending — or Inqueue when some pods are already bound (a gang the next cycle may complete)."""
+    return GroupStatus(
+        phase=INQUEUE if placed > 0 else PENDING,
+        condition_type=UNSCHEDULABLE,
+        condition_status="True",
+        reason=condition_reason(reasons),
+        message=gang_message(min_member=min_member, placed=placed, total_pods=total_pods, why=reasons),
+        running=running,
+        placed=placed,
+    )
+
+
+def pipelined(*, min_member: int, placed: int, total_pods: int, running: int, waiting_for: str) -> GroupStatus:
+    """Placed by the solver, bound once `waiting_for` (victims, terminating pods) is gone."""
+    return GroupStatus(
+        phase=INQUEUE,
+        condition_type=SCHEDULED,
+        condition_status="False",
+        reason=PIPELINED_REASON,
+        message=f"placement decided for {total_pods - placed} pod(s); binding waits for {waiting_for}",
+        running=running,
+        placed=placed,
+    )
+
+
+def bind_failed(
+    *, min_member: int, placed: int, total_pods: int, running: int, bound: int, failures: Sequence[str]
+) -> GroupStatus:
+    """Some binds of the gang failed: say which, and that the next cycle completes or reports it."""
+    placed_now = placed + bound
+    why = [f"bind failed for {len(failures)} pod(s): {'; '.join(failures[:3])}"]
+    if len(failures) > 3:
+        why.append(f"and {len(failures) - 3} more")
+    why.append(f"{bound} bound this cycle; the next cycle retries")
+    return GroupStatus(
+        phase=INQUEUE if placed_now > 0 else PENDING,
+        condition_type=UNSCHEDULABLE,
+        condition_status="True",
+        reason=BIND_FAILED_REASON,
+        message=gang_message(min_member=min_member, placed=placed_now, total_pods=total_pods, why=why),
+        running=running,
+        placed=placed_now,
+    )
+
+
+def _xk8s_phase(status: GroupStatus, min_member: int) -> str:
+    if status.phase == RUNNING:
+        return "Running" if status.running >= max(min_member, 1) else "Scheduled"
+    if status.phase == INQUEUE:
+        return "Scheduling"
+    return "Pending"
+
+
+def status_patch(
+    status: GroupStatus, *, flavor: str, min_member: int, observed: Mapping[str, Any], now: datetime, transition_id: str
+) -> dict[str, Any]:
+    """The merge patch body for `flavor` ("volcano" or "xk8s")."""
+    if flavor == "xk8s":
+        return {"status": {"phase": _xk8s_phase(status, min_member), "scheduled": status.placed, "running": status.running}}
+    previous = _current_condition(observed)
+    unchanged = previous is not None and (previous.get("type"), previous.get("status"), previous.get("reason")) == (
+        status.condition_type,
+        status.condition_status,
+        status.reason,
+    )
+    condition = {
+        "type": status.condition_type,
+        "status": status.condition_status,
+        "reason": status.reason,
+        "message": status.message,
+        "transitionID": str(previous.get("transitionID")) if unchanged and previous else transition_id,
+        "lastTransitionTime": str(previous.get("lastTransitionTime")) if unchanged and previous else rfc3339(now),
+    }
+    return {"status": {"phase": status.phase, "running": status.running, "conditions": [condition]}}
+
+
+def is_current(status: GroupStatus, *, flavor: str, min_member: int, observed: Mapping[str, Any]) -> bool:
+    """True when the object already says this (no write needed)."""
+    if flavor == "xk8s":
+        return (observed.get("phase"), observed.get("scheduled"), observed.get("running")) == (
+            _xk8s_phase(status, min_member),
+            status.placed,
+            status.running,
+        )
+    condition = _current_condition(observed)
+    if condition is None or observed.get("phase") != status.phase or observed.get("running", 0) != status.running:
+        return False
+    return (condition.get("type"), condition.get("status"), condition.get("reason"), condition.get("message")) == (
+        status.condition_type,
+        status.condition_status,
+        status.reason,
+        status.message,
+    )
+
+
+def _current_condition(observed: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    conditions = observed.get("conditions") or []
+    for condition in reversed(conditions):
+        if isinstance(condition, Mapping) and condition.get("type") in (SCHEDULED, UNSCHEDULABLE):
+            return condition
+    return None

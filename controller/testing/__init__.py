@@ -1,0 +1,3 @@
+"""Test and demo support: a real local control plane, a kubelet stand-in, the seed examples
+as the objects Volcano's controllers would create. Used by the tests, `batchplace demo
+--live` and the controller benchmark; never by the controller itself."""

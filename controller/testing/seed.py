@@ -1,0 +1,180 @@
+"""The seed examples as live objects: what `kubectl apply` and Volcano's job controller would create.
+
+Input: an example file (`examples/*.yaml`: Nodes, Queues, HyperNodes, Pods, vcjobs).
+Output: `SeedObject`s in creation order — cluster-scoped objects first, then per vcjob the
+Job itself, its PodGroup and its pods — for `create_all` to send to an API server.
+
+A vcjob is expanded by `models.loaders` itself (the same expansion `batchplace solve`
+uses): the PodGroup takes the loader's name, queue, minMember and per-task minAvailable,
+and one pod is made per pod of the loaded Snapshot, `<job>-<task>-<index>`, from its
+task's template, with the labels and annotations Volcano's job controller puts on them
+(`scheduling.k8s.io/group-name`, `volcano.sh/job-name`, `volcano.sh/task-spec`, …).
+`scheduler_name` replaces the examples' `schedulerName: volcano`, as an operator switching
+to batchplace does. Namespaced objects go to `namespace`.
+
+Not promised: Volcano's job controller's lifecycle (restarts, policies, dependsOn waits):
+every pod is created at once; the controller holds dependents back itself.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from controller.kinds import (
+    HYPERNODES,
+    NODES,
+    NUMATOPOLOGIES,
+    PODS,
+    PRIORITY_CLASSES,
+    QUEUES,
+    VCJOBS,
+    VOLCANO_PODGROUPS,
+    XK8S_PODGROUPS,
+    ResourceKind,
+)
+from models.loaders import load_snapshot_documents
+
+__all__ = ["SeedObject", "seed_objects", "vcjob_objects", "create_all", "EXAMPLES_DIR"]
+
+JsonObject = dict[str, Any]
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
+
+_KINDS: dict[tuple[str, str], ResourceKind] = {
+    ("v1", "Node"): NODES,
+    ("v1", "Pod"): PODS,
+    ("scheduling.k8s.io/v1", "PriorityClass"): PRIORITY_CLASSES,
+    ("scheduling.volcano.sh/v1beta1", "Queue"): QUEUES,
+    ("scheduling.volcano.sh/v1beta1", "PodGroup"): VOLCANO_PODGROUPS,
+    ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): XK8S_PODGROUPS,
+    ("topology.volcano.sh/v1alpha1", "HyperNode"): HYPERNODES,
+    ("nodeinfo.volcano.sh/v1alpha1", "Numatopology"): NUMATOPOLOGIES,
+    ("batch.volcano.sh/v1alpha1", "Job"): VCJOBS,
+}
+_ORDER = (NODES, NUMATOPOLOGIES, PRIORITY_CLASSES, QUEUES, HYPERNODES)
+
+
+@dataclass(frozen=True)
+class SeedObject:
+    kind: ResourceKind
+    namespace: str | None
+    body: JsonObject
+
+    @property
+    def name(self) -> str:
+        return str(self.body["metadata"]["name"])
+
+
+def seed_objects(path: Path, *, namespace: str, scheduler_name: str = "batchplace") -> list[SeedObject]:
+    documents = [d for d in yaml.safe_load_all(Path(path).read_text(encoding="utf-8")) if d]
+    cluster: list[SeedObject] = []
+    workloads: list[SeedObject] = []
+    for document in documents:
+        kind = _KINDS.get((document.get("apiVersion"), document.get("kind")))
+        if kind is None:
+            continue
+        if kind == VCJOBS:
+            workloads.extend(vcjob_objects(document, namespace=namespace, scheduler_name=scheduler_name, source=str(path)))
+            continue
+        body = _clean(document)
+        if kind.namespaced:
+            body["metadata"]["namespace"] = namespace
+            if kind == PODS:
+                _set_scheduler(body["spec"], scheduler_name)
+            workloads.append(SeedObject(kind, namespace, body))
+        else:
+            cluster.append(SeedObject(kind, None, body))
+    cluster.sort(key=lambda obj: _ORDER.index(obj.kind) if obj.kind in _ORDER else len(_ORDER))
+    return [*cluster, *workloads]
+
+
+def vcjob_objects(job: JsonObject, *, namespace: str, scheduler_name: str, source: str = "<vcjob>") -> list[SeedObject]:
+    """The Job, its PodGroup and its pods, expanded by `models.loaders` (see the module docstring)."""
+    job = _clean(job)
+    job["metadata"]["namespace"] = namespace
+    spec = job.setdefault("spec", {})
+    job_scheduler = spec.get("schedulerName") or "volcano"
+    schedulers = {job_scheduler, *(t.get("template", {}).get("spec", {}).get("schedulerName") or job_scheduler for t in spec.get("tasks", []))}
+    snapshot = load_snapshot_documents([(source, 1, job)], scheduler_names=schedulers).snapshot
+    (group,) = snapshot.pod_groups
+    name = job["metadata"]["name"]
+    templates = {str(t.get("name") or f"default{i}"): t.get("template") or {} for i, t in enumerate(spec.get("tasks", []))}
+    spec["schedulerName"] = scheduler_name
+    pod_group: JsonObject = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": group.name, "namespace": namespace, "labels": {"volcano.sh/job-name": name}},
+        "spec": {
+            "minMember": group.min_member,
+            "minTaskMember": {task.name: task.min_available for task in group.tasks},
+            "queue": group.queue,
+            **({"priorityClassName": spec["priorityClassName"]} if spec.get("priorityClassName") else {}),
+            **({"networkTopology": spec["networkTopology"]} if spec.get("networkTopology") else {}),
+        },
+        "status": {"phase": "Pending"},
+    }
+    objects = [SeedObject(VCJOBS, namespace, job), SeedObject(VOLCANO_PODGROUPS, namespace, pod_group)]
+    for pod in snapshot.pods:
+        template = copy.deepcopy(templates[pod.task or ""])
+        metadata = template.get("metadata") or {}
+        pod_spec = template.get("spec") or {}
+        _set_scheduler(pod_spec, scheduler_name)
+        if spec.get("priorityClassName") and not pod_spec.get("priorityClassName"):
+            pod_spec["priorityClassName"] = spec["priorityClassName"]
+        labels = {
+            **(metadata.get("labels") or {}),
+            "volcano.sh/job-name": name,
+            "volcano.sh/job-namespace": namespace,
+            "volcano.sh/queue-name": group.queue,
+            "volcano.sh/task-spec": pod.task or "",
+        }
+        annotations = {
+            **(metadata.get("annotations") or {}),
+            "scheduling.k8s.io/group-name": group.name,
+            "volcano.sh/job-name": name,
+            "volcano.sh/queue-name": group.queue,
+            "volcano.sh/task-spec": pod.task or "",
+        }
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": pod.name, "namespace": namespace, "labels": labels, "annotations": annotations},
+            "spec": pod_spec,
+        }
+        objects.append(SeedObject(PODS, namespace, body))
+    return objects
+
+
+def create_all(client: Any, objects: Iterable[SeedObject]) -> None:
+    """Create each object with `client` (a `controller.kube.KubeClient`); an existing one is kept."""
+    from controller.errors import Conflict  # local: this module is also read without a client
+
+    for obj in objects:
+        try:
+            client.create(obj.kind, obj.namespace, obj.body)
+        except Conflict:
+            pass
+
+
+def _clean(document: JsonObject) -> JsonObject:
+    """A deep copy without server-set metadata (uid, resourceVersion, timestamps)."""
+    body = copy.deepcopy(document)
+    metadata = body.setdefault("metadata", {})
+    for key in ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "selfLink"):
+        metadata.pop(key, None)
+    return body
+
+
+def _set_scheduler(pod_spec: JsonObject, scheduler_name: str) -> None:
+    if not pod_spec.get("nodeName"):
+        pod_spec["schedulerName"] = scheduler_name
+
+
+def example_paths(names: Sequence[str] | None = None) -> list[Path]:
+    paths = sorted(EXAMPLES_DIR.glob("*.yaml"))
+    return [p for p in paths if names is None or p.name in names]

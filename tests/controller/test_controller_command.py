@@ -1,0 +1,102 @@
+"""`batchplace controller` as operators run it: least-privilege RBAC, `--dry-run`, and the
+HTTP side (`/healthz`, `/readyz`, `/metrics`, and `/v1/what-if` on the live snapshot)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import yaml
+from kubernetes import client as k8s
+
+from controller.kinds import VERBS
+from controller.kube import KubeClient
+from controller.loop import ControllerConfig
+from controller.testing.control_plane import REPO_ROOT, ControlPlane, free_port
+from controller.testing.seed import EXAMPLES_DIR, create_all, seed_objects
+from tests.controller._cluster_queries import bound, events, pg_status, wait_until
+from tests.controller.conftest import StartController
+
+
+def test_rbac_grants_exactly_the_verbs_the_controller_uses() -> None:
+    granted: dict[tuple[str, str], set[str]] = {}
+    for document in yaml.safe_load_all((REPO_ROOT / "deploy" / "rbac.yaml").read_text()):
+        if document and document["kind"] in ("ClusterRole", "Role"):
+            for rule in document["rules"]:
+                for group in rule["apiGroups"]:
+                    for resource in rule["resources"]:
+                        granted.setdefault((group, resource), set()).update(rule["verbs"])
+    assert granted == {key: set(verbs) for key, verbs in VERBS.items()}
+
+
+def test_dry_run_decides_but_binds_evicts_and_writes_nothing(
+    namespace: str, admin: KubeClient, core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, start_controller: StartController
+) -> None:
+    create_all(admin, seed_objects(EXAMPLES_DIR / "gang-min-available-4.yaml", namespace=namespace))
+    controller = start_controller(ControllerConfig(period_s=0.2, engine="greedy", dry_run=True))
+    report = wait_until(lambda: controller.last_report if controller.last_report and controller.last_report.act else None,
+                        what="a dry-run cycle")
+    assert report.act is not None and report.act.dry_run and len(report.act.bound) == 4
+    wait_until(lambda: controller.last_report and controller.last_report.number >= report.number + 2, what="two more cycles")
+    assert bound(core, namespace) == {}
+    assert events(core, namespace) == []
+    assert pg_status(custom, namespace, "gang-job") == {"phase": "Pending"}
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+    except (urllib.error.URLError, OSError):
+        return 0, b""  # not listening yet
+
+
+def test_the_http_side_serves_health_metrics_and_what_if_on_the_live_snapshot(
+    namespace: str, admin: KubeClient, controller_kubeconfig: Path, tmp_path: Path
+) -> None:
+    create_all(admin, seed_objects(EXAMPLES_DIR / "hello-volcano-job.yaml", namespace=namespace))
+    port = free_port()
+    log = tmp_path / "controller.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-c", "from batchplace.cli import main; main()", "controller",
+             "--kubeconfig", str(controller_kubeconfig), "--no-leader-elect", "--port", str(port), "--host", "127.0.0.1",
+             "--period", "0.3", "--engine", "greedy"],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: _get(f"{base}/readyz")[0] == 200 if process.poll() is None else True, timeout_s=30, what="/readyz 200")
+        assert process.poll() is None, log.read_text()
+        status, body = _get(f"{base}/healthz")
+        assert status == 200 and json.loads(body)["status"] == "ok"
+        wait_until(lambda: b"batchplace_pods_bound_total 1.0" in _get(f"{base}/metrics")[1], what="a bind counted")
+        metrics = _get(f"{base}/metrics")[1].decode()
+        for name in ("batchplace_cycle_duration_seconds", "batchplace_solve_duration_seconds", "batchplace_evictions_total",
+                     "batchplace_pending_podgroups", "batchplace_engine_fallbacks_total", "batchplace_api_errors_total"):
+            assert name in metrics
+        request = urllib.request.Request(f"{base}/v1/what-if", data=b"{}", headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            answer = json.loads(response.read())
+        assert answer["base"] == "live"
+        lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+        assert any(line.get("bound") == 1 and line.get("cycle") for line in lines), "structured cycle log"
+    finally:
+        process.terminate()
+        process.wait(20)
+
+
+def test_the_deploy_manifests_are_accepted_by_the_api_server(control_plane: ControlPlane, api_client: k8s.ApiClient) -> None:
+    for name in ("configmap.yaml", "deployment.yaml", "service.yaml"):
+        control_plane.apply_yaml(REPO_ROOT / "deploy" / name)
+    deployment = k8s.AppsV1Api(api_client).read_namespaced_deployment("batchplace", "batchplace-system")
+    assert deployment.spec.replicas == 2
+    assert deployment.spec.template.spec.service_account_name == "batchplace"
+    args = deployment.spec.template.spec.containers[0].args[0]
+    assert "--leader-elect" in args and "--port 8080" in args

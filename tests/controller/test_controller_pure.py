@@ -1,0 +1,346 @@
+"""The controller's pure stages — observe, plan, status, backoff, leader logic — on plain values.
+
+No API server here: observe and plan take raw objects and Snapshots, status takes numbers,
+and the leader elector is driven through its `LeaseApi` seam with an in-memory Lease and
+an injected clock. The edge itself is tested only against the real API server (the other
+test files of this folder).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from controller import status as status_text
+from controller.errors import Conflict, ServerError, TooManyRequests, error_for_status
+from controller.leader import LeaderElector, LeaseConfig
+from controller.observe import AssumedBind, AssumedState, ClusterView, observe
+from controller.plan import plan
+from controller.timing import BackoffPolicy
+from models.snapshot import NodeName, PodGroupKey, PodKey
+from solver.place import SolveConfig, place
+
+from tests.controller._controller_builders import node, pod, pod_group, priority_class, vcjob
+
+
+def _observe(**kinds):  # type: ignore[no-untyped-def]
+    assumed = kinds.pop("assumed", AssumedState())
+    view = ClusterView(**{k: tuple(v) for k, v in kinds.items()})
+    return observe(view, scheduler_names=("batchplace",), assumed=assumed)
+
+
+# ---- observe ----
+
+
+def test_observe_gives_an_assumed_pod_its_node_so_it_is_never_placed_again() -> None:
+    assumed = AssumedState(binds={PodKey("ns/p-0"): AssumedBind(node=NodeName("n1"))})
+    observation = _observe(nodes=[node("n1")], pods=[pod("p-0")], assumed=assumed)
+    (p,) = observation.snapshot.pods
+    assert (p.phase, p.node) == ("running", "n1")
+    assert place(observation.snapshot, SolveConfig(engine="greedy")).placement.binds == ()
+
+
+def test_observe_leaves_terminating_pods_out_but_lists_their_requests() -> None:
+    observation = _observe(
+        nodes=[node("n1")],
+        pods=[pod("victim", cpu="3", node_name="n1", phase="Running", deleting=True), pod("p-0", cpu="2")],
+    )
+    assert [p.name for p in observation.snapshot.pods] == ["p-0"]
+    (leaving,) = observation.terminating
+    assert (leaving.key, leaving.node, leaving.requests["cpu"]) == ("ns/victim", "n1", 3000)
+
+
+def test_observe_treats_its_own_evictions_as_terminating_before_the_watch_shows_them() -> None:
+    assumed = AssumedState(evictions=frozenset({PodKey("ns/victim")}))
+    observation = _observe(nodes=[node("n1")], pods=[pod("victim", node_name="n1", phase="Running")], assumed=assumed)
+    assert observation.snapshot.pods == ()
+    assert [t.key for t in observation.terminating] == ["ns/victim"]
+
+
+def test_observe_rejects_one_invalid_pod_and_loads_the_rest() -> None:
+    bad = pod("bad")
+    bad["metadata"]["annotations"]["batchplace.io/numa-policy"] = "sometimes"
+    observation = _observe(nodes=[node("n1")], pods=[bad, pod("good")])
+    assert [p.name for p in observation.snapshot.pods] == ["good"]
+    (rejected,) = observation.rejected
+    assert rejected.what == "Pod ns/bad" and "numa-policy" in rejected.message
+
+
+def test_observe_adds_vcjob_dependencies_while_the_dependency_waits_for_a_node() -> None:
+    observation = _observe(
+        nodes=[node("n1")],
+        volcano_pod_groups=[pod_group("wf", min_member=1, min_task_member={"a": 1, "b": 0})],
+        pods=[pod("wf-a-0", group="wf", task="a", job="wf"), pod("wf-b-0", group="wf", task="b", job="wf")],
+        vcjobs=[vcjob("wf", depends={"a": [], "b": ["a"]})],
+    )
+    group = observation.snapshot.pod_group_by_key[PodGroupKey("ns/wf")]
+    assert group.task_by_name["b"].depends_on == ("a",)
+    decision = place(observation.snapshot, SolveConfig(engine="greedy"))
+    assert [b.pod for b in decision.placement.binds] == ["ns/wf-a-0"]
+
+
+def test_observe_holds_dependents_while_the_dependency_is_bound_but_not_yet_running() -> None:
+    pods = [pod("wf-a-0", group="wf", task="a", job="wf", node_name="n1"), pod("wf-b-0", group="wf", task="b", job="wf")]
+    observation = _observe(
+        nodes=[node("n1")],
+        volcano_pod_groups=[pod_group("wf", min_member=1)],
+        pods=pods,
+        vcjobs=[vcjob("wf", depends={"a": [], "b": ["a"]})],
+    )
+    assert "ns/wf-b-0" not in observation.snapshot.pod_by_key
+    assert observation.held[PodGroupKey("ns/wf")].startswith("dependency: waits for a to run (0 of 1 running)")
+    pods[0]["status"]["phase"] = "Running"
+    released = _observe(nodes=[node("n1")], volcano_pod_groups=[pod_group("wf", min_member=1)], pods=pods,
+                        vcjobs=[vcjob("wf", depends={"a": [], "b": ["a"]})])
+    assert [b.pod for b in place(released.snapshot, SolveConfig(engine="greedy")).placement.binds] == ["ns/wf-b-0"]
+
+
+def test_observe_ignores_pending_pods_of_other_schedulers() -> None:
+    observation = _observe(nodes=[node("n1")], pods=[pod("theirs", scheduler="default-scheduler")])
+    assert observation.snapshot.pods == ()
+
+
+# ---- plan ----
+
+
+def test_plan_evicts_victims_and_binds_nothing_of_that_gang_in_the_same_cycle() -> None:
+    observation = _observe(
+        nodes=[node("n1", cpu=2)],
+        priority_classes=[priority_class("low", 1), priority_class("high", 100)],
+        volcano_pod_groups=[pod_group("low", min_member=2, priority_class="low"), pod_group("high", min_member=1, priority_class="high")],
+        pods=[
+            pod("low-0", group="low", node_name="n1", phase="Running", priority=1),
+            pod("low-1", group="low", node_name="n1", phase="Running", priority=1),
+            pod("high-0", group="high", cpu="2", priority=100),
+        ],
+    )
+    decision = place(observation.snapshot, SolveConfig(engine="greedy"))
+    assert {e.pod for e in decision.placement.evictions} == {"ns/low-0", "ns/low-1"}
+    the_plan = plan(observation, decision)
+    high = next(g for g in the_plan.gangs if g.group == "ns/high")
+    assert {e.pod for e in high.evictions} == {"ns/low-0", "ns/low-1"}
+    assert high.binds == ()
+    assert high.status is not None and high.status.status.phase == status_text.INQUEUE
+    assert high.status.status.reason == "Pipelined"
+
+
+def test_plan_waits_when_a_bind_would_overfill_a_node_still_holding_a_terminating_pod() -> None:
+    observation = _observe(
+        nodes=[node("n1", cpu=4)],
+        volcano_pod_groups=[pod_group("g", min_member=1)],
+        pods=[pod("leaving", cpu="3", node_name="n1", phase="Running", deleting=True), pod("g-0", group="g", cpu="2")],
+    )
+    decision = place(observation.snapshot, SolveConfig(engine="greedy"))
+    assert [b.node for b in decision.placement.binds] == ["n1"]  # the solver counts the room as free
+    (gang,) = plan(observation, decision).gangs
+    assert gang.binds == ()
+    assert "1 terminating pod(s) on n1" in gang.note
+
+
+def test_plan_binds_beside_a_terminating_pod_when_the_node_has_room_for_both() -> None:
+    observation = _observe(
+        nodes=[node("n1", cpu=8)],
+        volcano_pod_groups=[pod_group("g", min_member=1)],
+        pods=[pod("leaving", cpu="3", node_name="n1", phase="Running", deleting=True), pod("g-0", group="g", cpu="2")],
+    )
+    (gang,) = plan(observation, place(observation.snapshot, SolveConfig(engine="greedy"))).gangs
+    assert [b.pod for b in gang.binds] == ["ns/g-0"]
+    assert gang.binds[0].event.reason == "Scheduled"
+
+
+def test_plan_reports_a_gang_that_cannot_fit_with_volcanos_message_and_failed_scheduling_events() -> None:
+    observation = _observe(
+        nodes=[node("n1", cpu=4)],
+        volcano_pod_groups=[pod_group("big", min_member=3)],
+        pods=[pod(f"big-{i}", group="big", cpu="2") for i in range(3)],
+    )
+    (gang,) = plan(observation, place(observation.snapshot, SolveConfig(engine="greedy"))).gangs
+    assert gang.binds == ()
+    assert gang.status is not None
+    status = gang.status.status
+    assert (status.phase, status.condition_type, status.reason) == ("Pending", "Unschedulable", "NotEnoughResources")
+    assert status.message.startswith("3/3 tasks in gang unschedulable: gang: ")
+    reasons = sorted((e.kind, e.reason) for e in gang.events)
+    assert reasons == [("Pod", "FailedScheduling")] * 3 + [("PodGroup", "Unschedulable")]
+
+
+def test_plan_writes_no_event_or_status_that_is_already_reported() -> None:
+    observation = _observe(
+        nodes=[node("n1", cpu=1)],
+        volcano_pod_groups=[pod_group("big", min_member=1)],
+        pods=[pod("big-0", group="big", cpu="2")],
+    )
+    decision = place(observation.snapshot, SolveConfig(engine="greedy"))
+    (first,) = plan(observation, decision).gangs
+    reported = {e.dedupe_key: e.message for e in first.events if e.dedupe_key}
+    assert first.status is not None
+    body = status_text.status_patch(first.status.status, flavor="volcano", min_member=1, observed={},
+                                    now=datetime.now(timezone.utc), transition_id="t")
+    again = _observe(
+        nodes=[node("n1", cpu=1)],
+        volcano_pod_groups=[pod_group("big", min_member=1, status=body["status"])],
+        pods=[pod("big-0", group="big", cpu="2")],
+    )
+    (second,) = plan(again, place(again.snapshot, SolveConfig(engine="greedy")), reported=reported).gangs
+    assert second.events == () and second.status is None
+
+
+# ---- status ----
+
+
+@pytest.mark.parametrize(
+    ("reasons", "expected"),
+    [
+        (["gang: 3 of min 20 pods fit"], "NotEnoughResources"),
+        (["quota: queue q capability 2 cpu"], "QueueQuotaExceeded"),
+        (["dependency: waits for task-a"], "WaitingForDependency"),
+        (["topology: no tier-1 domain"], "TopologyUnsatisfiable"),
+        (["something new"], "Unschedulable"),
+    ],
+    ids=["gang is not enough resources", "quota", "dependency", "topology", "unknown prefix falls back"],
+)
+def test_condition_reason_names_the_rule(reasons: list[str], expected: str) -> None:
+    assert status_text.condition_reason(reasons) == expected
+
+
+def test_gang_message_counts_like_volcano() -> None:
+    message = status_text.gang_message(min_member=20, placed=0, total_pods=20, why=["gang: 3 of min 20 pods fit"])
+    assert message == "20/20 tasks in gang unschedulable: gang: 3 of min 20 pods fit"
+
+
+def test_status_patch_keeps_the_transition_time_while_the_condition_holds() -> None:
+    status = status_text.scheduled(min_member=1, placed=1, total_pods=1, running=0)
+    first = status_text.status_patch(status, flavor="volcano", min_member=1, observed={},
+                                     now=datetime(2025, 1, 1, tzinfo=timezone.utc), transition_id="a")
+    later = status_text.status_patch(status, flavor="volcano", min_member=1, observed=first["status"],
+                                     now=datetime(2025, 1, 2, tzinfo=timezone.utc), transition_id="b")
+    assert later["status"]["conditions"][0]["lastTransitionTime"] == "2025-01-01T00:00:00Z"
+    assert status_text.is_current(status, flavor="volcano", min_member=1, observed=first["status"])
+
+
+def test_xk8s_status_uses_scheduler_plugins_phases() -> None:
+    status = status_text.scheduled(min_member=2, placed=2, total_pods=2, running=0)
+    body = status_text.status_patch(status, flavor="xk8s", min_member=2, observed={}, now=datetime.now(timezone.utc), transition_id="t")
+    assert body == {"status": {"phase": "Scheduled", "scheduled": 2, "running": 0}}
+
+
+# ---- errors and backoff ----
+
+
+@pytest.mark.parametrize(
+    ("code", "kind", "retry"),
+    [(409, "Conflict", False), (404, "NotFound", False), (410, "Gone", True), (429, "TooManyRequests", True),
+     (500, "ServerError", True), (503, "ServerError", True), (403, "Forbidden", False), (422, "Invalid", False)],
+)
+def test_http_status_maps_to_an_error_that_says_whether_to_retry(code: int, kind: str, retry: bool) -> None:
+    error = error_for_status(code, "x", verb="bind", what="ns/p")
+    assert (type(error).__name__, error.retry) == (kind, retry)
+    assert str(error) == f"bind ns/p: HTTP {code}: x"
+
+
+def test_backoff_is_capped_jittered_and_respects_retry_after() -> None:
+    backoff = BackoffPolicy(base_s=0.1, cap_s=1.0).start(rng=random.Random(1))
+    delays = [backoff.next_delay_s() for _ in range(10)]
+    assert all(0 <= d <= 1.0 for d in delays)
+    assert backoff.next_delay_s(at_least_s=3.0) >= 3.0
+    backoff.reset()
+    assert backoff.next_delay_s() <= 0.1
+
+
+# ---- leader election logic (the LeaseApi seam, in memory) ----
+
+
+class _FakeClock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def monotonic(self) -> float:
+        return self.t
+
+    def now(self) -> datetime:
+        return datetime(2025, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=self.t)
+
+    def sleep(self, seconds: float, stop: threading.Event | None = None) -> bool:
+        self.t += seconds
+        return bool(stop and stop.is_set())
+
+
+class _MemoryLeases:
+    """A Lease store with the API server's optimistic concurrency (resourceVersion)."""
+
+    def __init__(self) -> None:
+        self.lease: dict | None = None
+        self.version = 0
+        self.fail = False
+
+    def get_lease(self, namespace: str, name: str) -> dict | None:
+        if self.fail:
+            raise ServerError("down", status=500)
+        return None if self.lease is None else {**self.lease, "metadata": {**self.lease["metadata"], "resourceVersion": str(self.version)}}
+
+    def create(self, kind, namespace, body):  # type: ignore[no-untyped-def]
+        if self.lease is not None:
+            raise Conflict("exists", status=409)
+        self.version += 1
+        self.lease = body
+        return body
+
+    def replace(self, kind, namespace, name, body):  # type: ignore[no-untyped-def]
+        if body["metadata"].get("resourceVersion") != str(self.version):
+            raise Conflict("moved", status=409)
+        self.version += 1
+        self.lease = body
+        return body
+
+
+def test_a_standby_takes_over_only_after_the_lease_duration_without_renewal() -> None:
+    clock, leases = _FakeClock(), _MemoryLeases()
+    config = dict(lease_duration_s=4, renew_deadline_s=3, retry_period_s=1)
+    leader = LeaderElector(leases, LeaseConfig(identity="a", **config), clock=clock)
+    standby = LeaderElector(leases, LeaseConfig(identity="b", **config), clock=clock)
+    assert leader.try_acquire_or_renew() and leader.is_leader()
+    assert not standby.try_acquire_or_renew()
+    clock.t += 3.5  # the leader went silent: past its renew deadline it stops acting…
+    assert not leader.is_leader()
+    assert not standby.try_acquire_or_renew()  # …but the standby still waits out the lease
+    clock.t += 1.0
+    assert standby.try_acquire_or_renew() and standby.is_leader()
+    assert leases.lease is not None and leases.lease["spec"]["leaseTransitions"] == 1
+
+
+def test_a_leader_that_cannot_renew_stops_acting_at_its_renew_deadline() -> None:
+    clock, leases = _FakeClock(), _MemoryLeases()
+    elector = LeaderElector(leases, LeaseConfig(identity="a", lease_duration_s=4, renew_deadline_s=3, retry_period_s=1), clock=clock)
+    assert elector.try_acquire_or_renew()
+    leases.fail = True
+    clock.t += 2.9
+    assert elector.is_leader()
+    clock.t += 0.2
+    assert not elector.is_leader()
+
+
+def test_a_released_lease_is_taken_at_once() -> None:
+    clock, leases = _FakeClock(), _MemoryLeases()
+    config = dict(lease_duration_s=15, renew_deadline_s=10, retry_period_s=2)
+    leader = LeaderElector(leases, LeaseConfig(identity="a", **config), clock=clock)
+    standby = LeaderElector(leases, LeaseConfig(identity="b", **config), clock=clock)
+    assert leader.try_acquire_or_renew()
+    assert not standby.try_acquire_or_renew()
+    leader.release()
+    assert standby.try_acquire_or_renew()
+
+
+def test_two_replicas_racing_for_a_free_lease_elect_exactly_one() -> None:
+    clock, leases = _FakeClock(), _MemoryLeases()
+    config = dict(lease_duration_s=4, renew_deadline_s=3, retry_period_s=1)
+    a = LeaderElector(leases, LeaseConfig(identity="a", **config), clock=clock)
+    b = LeaderElector(leases, LeaseConfig(identity="b", **config), clock=clock)
+    assert [a.try_acquire_or_renew(), b.try_acquire_or_renew()].count(True) == 1
+
+
+def test_too_many_requests_carries_retry_after() -> None:
+    error = error_for_status(429, "pdb", retry_after_s=2.0)
+    assert isinstance(error, TooManyRequests) and error.retry_after_s == 2.0

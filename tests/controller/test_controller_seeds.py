@@ -1,0 +1,117 @@
+"""Every seed example end to end against the real kube-apiserver.
+
+Each test creates what `kubectl apply` and Volcano's job controller would create from the
+example (Nodes, Queues, HyperNodes; per vcjob the Job, its PodGroup and its pods, expanded
+by `models.loaders` itself — `controller.testing.seed`), with `schedulerName: batchplace`
+as an operator switching would write it, starts the controller as batchplace's
+ServiceAccount, and reads back what `kubectl` would show: nodes of pods, PodGroup phase and
+conditions, Events. The test marks pods Running where a kubelet would.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from kubernetes import client as k8s
+
+from controller.kube import KubeClient
+from controller.loop import ControllerConfig
+from controller.testing.kubelet import KubeletStandIn
+from controller.testing.seed import EXAMPLES_DIR, create_all, seed_objects
+from tests.controller._cluster_queries import bound, condition, events, pg_status, pod_names, wait_until
+from tests.controller.conftest import StartController
+
+SEEDS = ControllerConfig(period_s=0.3, time_limit_s=1.0)
+
+
+def _seed(admin: KubeClient, example: str, namespace: str) -> None:
+    create_all(admin, seed_objects(EXAMPLES_DIR / example, namespace=namespace))
+
+
+def test_hello_volcano_job_is_bound_and_its_podgroup_runs(
+    namespace: str, admin: KubeClient, core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, start_controller: StartController
+) -> None:
+    _seed(admin, "hello-volcano-job.yaml", namespace)
+    start_controller(SEEDS)
+    nodes = wait_until(lambda: bound(core, namespace), what="the hello job's pod to be bound")
+    assert list(nodes) == ["hello-volcano-job-nginx-0"]
+    status = wait_until(lambda: pg_status(custom, namespace, "hello-volcano-job").get("phase") == "Running"
+                        and pg_status(custom, namespace, "hello-volcano-job"), what="PodGroup Running")
+    assert (condition(status)["type"], condition(status)["status"]) == ("Scheduled", "True")
+    (scheduled,) = wait_until(lambda: events(core, namespace, name="hello-volcano-job-nginx-0", reason="Scheduled"))
+    assert scheduled.message == f"Successfully assigned {namespace}/hello-volcano-job-nginx-0 to {nodes['hello-volcano-job-nginx-0']}"
+
+
+def test_queue_weights_one_to_two_give_queue_b_twice_queue_a(
+    namespace: str, admin: KubeClient, core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, start_controller: StartController
+) -> None:
+    _seed(admin, "queue-weights.yaml", namespace)
+    controller = start_controller(SEEDS)
+    wait_until(lambda: len(bound(core, namespace)) >= 6, what="six jobs bound")
+    first = controller.last_report.number if controller.last_report else 0
+    wait_until(lambda: controller.last_report and controller.last_report.number >= first + 3, what="three more cycles")
+    jobs = Counter(name.rsplit("-", 3)[0] for name in bound(core, namespace))  # job-a-1-main-0 → job-a
+    assert jobs == {"job-a": 2, "job-b": 4}
+    waiting = [f"job-{q}-{i}" for q in "ab" for i in range(1, 7) if not any(n.startswith(f"job-{q}-{i}-") for n in bound(core, namespace))]
+    assert len(waiting) == 6
+    for job in waiting:
+        status = wait_until(lambda: pg_status(custom, namespace, job).get("conditions") and pg_status(custom, namespace, job))
+        assert status["phase"] == "Pending"
+        assert condition(status)["type"] == "Unschedulable"
+
+
+def test_gang_of_twenty_stays_unbound_with_an_unschedulable_condition(
+    namespace: str, admin: KubeClient, core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, start_controller: StartController
+) -> None:
+    _seed(admin, "gang-min-available-20.yaml", namespace)
+    controller = start_controller(SEEDS)
+    status = wait_until(lambda: pg_status(custom, namespace, "gang-job").get("conditions") and pg_status(custom, namespace, "gang-job"),
+                        what="the gang's status")
+    wait_until(lambda: controller.last_report and controller.last_report.number >= 4, what="four cycles")
+    assert bound(core, namespace) == {}
+    assert status["phase"] == "Pending"
+    cond = condition(status)
+    assert (cond["type"], cond["status"], cond["reason"]) == ("Unschedulable", "True", "NotEnoughResources")
+    assert cond["message"].startswith("20/20 tasks in gang unschedulable: gang: ")
+    failed = wait_until(lambda: events(core, namespace, reason="FailedScheduling"))
+    assert {e.involved_object.name for e in failed} <= set(pod_names(core, namespace))
+    assert len(events(core, namespace, name="gang-job", reason="Unschedulable")) == 1  # reported once, not every cycle
+
+
+def test_gang_of_four_is_bound_whole(
+    namespace: str, admin: KubeClient, core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, start_controller: StartController
+) -> None:
+    _seed(admin, "gang-min-available-4.yaml", namespace)
+    start_controller(SEEDS)
+    nodes = wait_until(lambda: len(bound(core, namespace)) == 4 and bound(core, namespace), what="four pods bound")
+    assert sorted(nodes) == sorted(pod_names(core, namespace))
+    wait_until(lambda: pg_status(custom, namespace, "gang-job").get("phase") == "Running", what="PodGroup Running")
+
+
+def test_task_b_is_bound_only_after_task_a_runs(
+    namespace: str, admin: KubeClient, core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, start_controller: StartController
+) -> None:
+    _seed(admin, "workflow-job.yaml", namespace)
+    controller = start_controller(SEEDS)
+    wait_until(lambda: "workflow-job-task-a-0" in bound(core, namespace), what="task-a bound")
+    first = controller.last_report.number if controller.last_report else 0
+    wait_until(lambda: controller.last_report and controller.last_report.number >= first + 4, what="four more cycles")
+    assert "workflow-job-task-b-0" not in bound(core, namespace), "task-b was bound before task-a ran"
+    started = KubeletStandIn(admin, namespace=namespace).mark_running()
+    assert started == [f"{namespace}/workflow-job-task-a-0"]
+    wait_until(lambda: "workflow-job-task-b-0" in bound(core, namespace), what="task-b bound once task-a runs")
+
+
+def test_sixteen_gpu_hard_topology_gang_lands_inside_one_leaf(
+    namespace: str, admin: KubeClient, core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, start_controller: StartController
+) -> None:
+    _seed(admin, "gpu-topology.yaml", namespace)
+    start_controller(SEEDS)
+    workers = wait_until(
+        lambda: {p: n for p, n in bound(core, namespace).items() if p.startswith("llm-pretrain-")} or None,
+        what="the gang bound",
+    )
+    assert sorted(workers.values()) == ["gpu-b-0", "gpu-b-1"]
+    for name in workers:
+        pod = core.read_namespaced_pod(name, namespace)
+        assert pod.metadata.annotations["batchplace.io/gpus"] == "0,1,2,3,4,5,6,7"
