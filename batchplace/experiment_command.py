@@ -1,0 +1,184 @@
+"""`batchplace experiment …`: trace replays comparing batchplace's engines with published
+baselines (a thin CLI over `experiments.fgd`, `experiments.timeline`, `experiments.plots`).
+
+- `batchplace experiment fgd` — the FGD protocol on Alibaba's openb trace: every policy ×
+  seed × batch size × pod list, in `--jobs` worker processes (or on a Ray cluster with
+  `--ray ADDRESS`), with a progress bar; writes `runs.csv`, `curves.csv`, `summary.md`
+  and PNG plots under `--out`, and prints the table and the validity gate.
+- `batchplace experiment timeline` — arrivals, durations, gangs, queues: the synthetic LLM
+  cluster mix and the openb pods with their own creation/deletion times.
+
+Exit status: 0 when the runs finished (and, for `fgd` with `--require-gate`, the gate
+holds), 1 when the gate fails, 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+__all__ = ["experiment_app"]
+
+experiment_app = typer.Typer(
+    name="experiment",
+    help="Trace replays: the FGD protocol on Alibaba's openb GPU trace, and a timeline with gangs and queues.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console(soft_wrap=False)
+stderr = Console(stderr=True)
+EXIT_INPUT_ERROR = 2
+
+
+def _ints(text: str, *, what: str) -> list[int]:
+    """`"42-51"` → 42…51; `"1,8,64"` → [1, 8, 64]."""
+    values: list[int] = []
+    try:
+        for part in text.split(","):
+            part = part.strip()
+            if "-" in part[1:]:
+                low, high = part.split("-", 1)
+                values.extend(range(int(low), int(high) + 1))
+            elif part:
+                values.append(int(part))
+    except ValueError:
+        stderr.print(f"[red]error:[/red] {what}: expected numbers like 42-51 or 1,8,64, got {text!r}")
+        raise typer.Exit(EXIT_INPUT_ERROR) from None
+    return values
+
+
+def _names(text: str, *, allowed: tuple[str, ...], what: str) -> list[str]:
+    if text == "all":
+        return list(allowed)
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [name for name in names if name not in allowed]
+    if unknown:
+        stderr.print(f"[red]error:[/red] {what}: unknown {', '.join(unknown)}; choose from {', '.join(allowed)} or all")
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    return names
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[last]}"),
+        console=console,
+    )
+
+
+@experiment_app.command()
+def fgd(
+    policies: Annotated[str, typer.Option(help="Comma-separated policies, or all.")] = "all",
+    seeds: Annotated[str, typer.Option(help="Seeds, e.g. 42-51 (the paper's) or 42,43.")] = "42-51",
+    trace: Annotated[str, typer.Option(help="openb pod lists (default, gpushare40, …), comma-separated, or all (24).")] = "default",
+    batch_sizes: Annotated[str, typer.Option("--batch-sizes", help="Batch sizes k for batchplace policies; pod-by-pod baselines run at k=1 only.")] = "1,8,64",
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes.")] = 2,
+    ray: Annotated[str | None, typer.Option("--ray", help="Run on the Ray cluster at ADDRESS (or 'local'); needs the ray extra.")] = None,
+    time_limit: Annotated[float, typer.Option("--time-limit", min=0.01, help="CP-SAT time limit per solve (s).")] = 1.0,
+    out: Annotated[Path, typer.Option(help="Output folder for CSV, Markdown and PNG.")] = Path("results/fgd"),
+    require_gate: Annotated[bool, typer.Option("--require-gate", help="Exit 1 unless the paper baselines reproduce within ±0.5 points.")] = False,
+) -> None:
+    """The FGD protocol (Weng et al., ATC '23) on the openb trace: allocation and fragmentation at 130 % demand."""
+    from experiments.baselines import BASELINES
+    from experiments.fgd import FgdConfig, run_sweep
+    from experiments.fgd_report import gate, markdown_table, summarize, write_curves_csv, write_runs_csv
+    from experiments.plots import plot_fgd_curves
+    from experiments.policies import POLICIES
+    from experiments.trace_openb import POD_LISTS
+
+    chosen = _names(policies, allowed=POLICIES, what="--policies")
+    traces = _names(trace, allowed=POD_LISTS, what="--trace")
+    seed_list = _ints(seeds, what="--seeds")
+    ks = _ints(batch_sizes, what="--batch-sizes")
+    configs = [
+        FgdConfig(policy=policy, seed=seed, trace=name, batch_size=k, time_limit_s=time_limit)
+        for name in traces
+        for policy in chosen
+        for k in ([1] if policy in BASELINES else ks)
+        for seed in seed_list
+    ]
+    out.mkdir(parents=True, exist_ok=True)
+    runs = []
+    with _progress() as progress:
+        task = progress.add_task("FGD protocol", total=len(configs), last="")
+        for run in run_sweep(configs, jobs=jobs, ray_address=ray):
+            runs.append(run)
+            c = run.config
+            progress.update(task, advance=1, last=f"{c.trace}/{c.policy}/k={c.batch_size}/seed {c.seed}: {run.alloc_at_130:.2f} %")
+    summaries = summarize(runs)
+    write_runs_csv(runs, out / "runs.csv")
+    write_curves_csv(runs, out / "curves.csv")
+    table = markdown_table(summaries)
+    ok, gate_lines = gate(summaries)
+    (out / "summary.md").write_text("## FGD protocol at 130 % arrived GPU demand\n\n" + table + "\n## Validity gate\n\n"
+                                    + "\n".join(f"- {line}" for line in gate_lines) + "\n")  # fmt: skip
+    for name in traces:
+        plot_fgd_curves(summaries, out, trace=name)
+    console.print(table, highlight=False)
+    console.print("validity gate (paper baselines, default trace, k=1, ±0.5 points):", "PASS" if ok else "NOT MET")
+    for line in gate_lines:
+        console.print("  " + line, highlight=False)
+    console.print(f"wrote {out}/runs.csv, curves.csv, summary.md and plots")
+    if require_gate and not ok:
+        raise typer.Exit(1)
+
+
+@experiment_app.command()
+def timeline(
+    scenario: Annotated[str, typer.Option(help="llm (synthetic gangs/queues on a leaf-spine cluster), openb (the trace's own times), or all.")] = "all",
+    policies: Annotated[str, typer.Option(help="Comma-separated policies, or all.")] = "all",
+    seeds: Annotated[str, typer.Option(help="Seeds of the synthetic workload.")] = "42",
+    hours: Annotated[float, typer.Option(min=0.1, help="Simulated horizon of the llm scenario (h).")] = 12.0,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes.")] = 2,
+    trace: Annotated[str, typer.Option(help="openb pod list for the openb scenario.")] = "default",
+    compress: Annotated[float, typer.Option(min=1.0, help="openb: divide arrival times by this (lifetimes kept); the trace as recorded keeps < 1 % of GPUs busy.")] = 1.0,
+    out: Annotated[Path, typer.Option(help="Output folder.")] = Path("results/timeline"),
+) -> None:
+    """Timeline protocol: utilization, queueing delay, JCT, fairness, evictions, HyperNodes per gang, solver time."""
+    from experiments.plots import plot_queueing_cdf, plot_timeline_utilization
+    from experiments.timeline import (
+        LLM_POLICIES,
+        OPENB_POLICIES,
+        TimelineConfig,
+        run_timelines,
+        timeline_markdown,
+        write_timeline_csv,
+    )
+
+    scenarios = ["llm", "openb"] if scenario == "all" else [scenario]
+    if any(s not in ("llm", "openb") for s in scenarios):
+        stderr.print(f"[red]error:[/red] --scenario: choose llm, openb or all, got {scenario!r}")
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    configs = []
+    for name in scenarios:
+        allowed = LLM_POLICIES if name == "llm" else OPENB_POLICIES
+        for policy in _names(policies, allowed=allowed, what="--policies") if policies != "all" else allowed:
+            for seed in _ints(seeds, what="--seeds"):
+                configs.append(TimelineConfig(scenario=name, policy=policy, seed=seed, hours=hours, trace=trace, compress=compress))
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    with _progress() as progress:
+        task = progress.add_task("timeline", total=len(configs), last="")
+        for result in run_timelines(configs, jobs=jobs):
+            results.append(result)
+            progress.update(task, advance=1, last=f"{result.config.scenario}/{result.config.policy}")
+    write_timeline_csv(results, out)
+    table = timeline_markdown(results)
+    (out / "summary.md").write_text(table)
+    for name in scenarios:
+        chosen = [r for r in results if r.config.scenario == name and r.config.seed == results[0].config.seed]
+        if chosen:
+            plot_timeline_utilization({r.config.policy: (r.times_h, r.utilization_pct) for r in chosen},
+                                      out / f"timeline_util_{name}.png", title=f"GPU allocated over time — {name}")  # fmt: skip
+            plot_queueing_cdf({r.config.policy: r.delays_by_queue for r in chosen},
+                              out / f"timeline_queueing_{name}.png", title=f"queueing delay — {name}")  # fmt: skip
+    console.print(table, highlight=False)
+    console.print(f"wrote {out}/timeline_*.csv, summary.md and plots")

@@ -1,0 +1,168 @@
+"""batchplace's engines as trace policies: each batch of arrivals becomes one validated
+`Snapshot`, solved by `solver.place` (which runs the independent checker), and the binds
+it returns are applied to the simulator's `ClusterState`.
+
+Input: the `ClusterState` and the batch. Output: the batch's assignments. The snapshot:
+- every pending pod is its own PodGroup (`min_member` 1, one task, `creation_time` = its
+  arrival position, so the engine serves arrivals in order), in the `default` queue;
+- what already runs is folded into the nodes — CPU and memory allocatable are what is
+  free, each device's `Gpu.used_milli` what is taken ("taken by work the snapshot lists no
+  pod for") — so a snapshot never lists thousands of running pods. Nothing is ever
+  evicted in the FGD protocol, so nothing is lost by not naming them;
+- a pod's allowed GPU models (`gpu_spec`, an OR of models) become one node label per
+  distinct spec (`openb.batchplace.io/spec-<mask>: "true"` on every node whose model it
+  allows) and a node selector on that label — an exact encoding of the OR;
+- node order is the run's `tie_rank` (the same random-but-fixed order that breaks the
+  baselines' ties), since the greedy engine gives ties to the first node.
+
+Exact pruning, so a snapshot stays small (measured: 1,213 nodes → tens to a few hundred):
+a node where no pod of the batch fits is left out (the engine's own Filter would drop
+it), and of nodes in the same state (free CPU, memory, model and device table — which
+the engine cannot tell apart) only the first `len(batch)` in node order are kept: a batch
+of k pods uses at most k nodes of a class, and the greedy engine would fill them in that
+order. `Node` objects are cached per node version, so an unchanged node is validated once.
+
+What the engine would need to skip the snapshot altogether is written up in
+docs/results.md ("What the solver needs").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from experiments.cluster_state import WHOLE, Assignment, ClusterState, PodRequest
+from experiments.fragmentation import FragTracker
+from models.snapshot import Gpu, Node, NodeName, Snapshot
+from solver.place import EngineName, SolveConfig, place
+
+__all__ = ["BatchplacePolicy", "make_batchplace_policy", "SPEC_LABEL_PREFIX", "NAMESPACE"]
+
+SPEC_LABEL_PREFIX = "openb.batchplace.io/spec-"
+NAMESPACE = "openb"
+MIB = 1024 * 1024
+
+
+class BatchplacePolicy:
+    """One `solver.place` call per batch; see the module docstring."""
+
+    def __init__(self, engine: EngineName, *, name: str, time_limit_s: float = 1.0, prune: bool = True):
+        self.name = name
+        self.engine = engine
+        self.config = SolveConfig(engine=engine, time_limit_s=time_limit_s, workers=1)
+        self.prune = prune
+        self.specs: tuple[int, ...] = ()
+        self._nodes: dict[int, tuple[int, Node]] = {}  # node → (version, validated Node)
+        self.snapshot_nodes: list[int] = []  # size of each solve's snapshot, for the report
+        self.solve_seconds: list[float] = []
+
+    def schedule(self, state: ClusterState, pods: Sequence[PodRequest]) -> list[Assignment | None]:
+        new_specs = {pod.spec for pod in pods if pod.spec} - set(self.specs)
+        if new_specs:
+            self.specs = tuple(sorted({*self.specs, *new_specs}))
+            self._nodes.clear()  # labels change
+        rows = self._candidate_nodes(state, pods)
+        if rows.size == 0:
+            return [None] * len(pods)
+        snapshot = Snapshot.model_validate(
+            {
+                "nodes": [self._node(state, int(n)) for n in rows],
+                "pod_groups": [_pod_group(pod) for pod in pods],
+                "pods": [_pending_pod(pod) for pod in pods],
+            }
+        )
+        decision = place(snapshot, self.config)
+        self.snapshot_nodes.append(int(rows.size))
+        self.solve_seconds.append(decision.solve_seconds)
+        row_of = {state.nodes.names[n]: int(n) for n in rows}
+        by_pod = {f"{NAMESPACE}/p{pod.index}": pod for pod in pods}
+        placed: dict[int, Assignment] = {}
+        for bind in decision.placement.binds:
+            pod = by_pod[bind.pod]
+            placed[pod.index] = state.bind(pod, row_of[bind.node], bind.gpus)
+        return [placed.get(pod.index) for pod in pods]
+
+    def _candidate_nodes(self, state: ClusterState, pods: Sequence[PodRequest]) -> np.ndarray:
+        """Node rows for the snapshot, in tie order: see "Exact pruning" above."""
+        fits = np.zeros(state.node_count, dtype=bool)
+        for pod in pods:
+            fits |= state.feasible(pod)
+        rows = np.flatnonzero(fits) if self.prune else np.arange(state.node_count)
+        if self.prune and rows.size > len(pods):
+            signature = np.column_stack(
+                (state.cpu_free[rows], state.memory_free[rows], state.model[rows], state.gpu_left[rows])
+            )
+            _, cls = np.unique(signature, axis=0, return_inverse=True)
+            cls = cls.reshape(-1)
+            order = np.lexsort((state.tie_rank[rows], cls))
+            sorted_cls = cls[order]
+            start = np.r_[0, np.flatnonzero(sorted_cls[1:] != sorted_cls[:-1]) + 1]
+            position = np.arange(order.size) - np.repeat(start, np.diff(np.r_[start, order.size]))
+            rows = rows[order[position < len(pods)]]
+        return rows[np.argsort(state.tie_rank[rows], kind="stable")]
+
+    def _node(self, state: ClusterState, n: int) -> Node:
+        version = int(state.version[n])
+        cached = self._nodes.get(n)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        count = int(state.gpu_count[n])
+        bit = int(state.model_bit[n])
+        node = Node(
+            name=NodeName(state.nodes.names[n]),
+            allocatable={"cpu": int(state.cpu_free[n]), "memory": int(state.memory_free[n]) * MIB, "gpu": count * WHOLE},
+            labels={f"{SPEC_LABEL_PREFIX}{spec}": "true" for spec in self.specs if spec & bit},
+            gpu_model=None,
+            gpus=tuple(Gpu(index=g, used_milli=WHOLE - int(state.gpu_left[n, g])) for g in range(count)),
+        )
+        self._nodes[n] = (version, node)
+        return node
+
+
+def _requests(pod: PodRequest) -> dict[str, int]:
+    requests = {"cpu": pod.cpu_milli, "memory": pod.memory_mib * MIB}
+    if pod.num_gpu:
+        requests["gpu"] = pod.num_gpu * WHOLE if pod.whole_devices else pod.gpu_milli
+    return requests
+
+
+def _pod_group(pod: PodRequest) -> dict[str, object]:
+    task: dict[str, object] = {"name": "main", "min_available": 1, "requests": _requests(pod)}
+    if pod.spec and pod.num_gpu:
+        task["node_selector"] = {f"{SPEC_LABEL_PREFIX}{pod.spec}": "true"}
+    return {
+        "namespace": NAMESPACE,
+        "name": f"p{pod.index}",
+        "min_member": 1,
+        "creation_time": float(pod.index),
+        "tasks": [task],
+    }
+
+
+def _pending_pod(pod: PodRequest) -> dict[str, object]:
+    return {
+        "namespace": NAMESPACE,
+        "name": f"p{pod.index}",
+        "phase": "pending",
+        "pod_group": f"{NAMESPACE}/p{pod.index}",
+        "task": "main",
+        "requests": _requests(pod),
+    }
+
+
+def make_batchplace_policy(
+    name: str, *, state: ClusterState, tracker: FragTracker, time_limit_s: float = 1.0
+) -> object:
+    """`greedy` / `cpsat`: the engine through `solver.place`; `greedy-frag`: the
+    experiments-side prototype of a fragmentation-aware engine score
+    (`experiments.frag_aware`)."""
+    if name == "greedy":
+        return BatchplacePolicy("greedy", name=name, time_limit_s=time_limit_s)
+    if name == "cpsat":
+        return BatchplacePolicy("cpsat", name=name, time_limit_s=time_limit_s)
+    if name == "greedy-frag":
+        from experiments.frag_aware import FragAwareBatch
+
+        return FragAwareBatch(tracker)
+    raise ValueError(f"unknown batchplace policy {name!r}")

@@ -1,0 +1,183 @@
+"""Tables and CSVs from FGD-protocol runs: per-run rows, per-bin curves, a summary with
+the spread over seeds, and the validity gate against the paper's published numbers.
+
+Input: `FgdRun`s from `experiments.fgd`. Output: CSV files and a Markdown table (strings
+and files only — printing is the CLI's). The gate: on the default trace, each of the six
+paper baselines must be within ±0.5 points of the paper's allocation ratio at 130 %
+(mean over seeds 42–51); until it holds no comparison is quoted.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from experiments.fgd import BINS, PAPER_ALLOC_AT_130, PAPER_FRAG_AT_130, FgdRun
+from experiments.policies import POLICIES, policy_label
+
+__all__ = ["GATE_TOLERANCE", "Summary", "summarize", "summaries_from_csv", "gate", "write_runs_csv", "write_curves_csv", "markdown_table"]
+
+GATE_TOLERANCE = 0.5
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One (trace, policy, batch size) over its seeds."""
+
+    trace: str
+    policy: str
+    batch_size: int
+    seeds: int
+    alloc_mean: float
+    alloc_std: float
+    alloc_min: float
+    alloc_max: float
+    frag_mean: float
+    frag_std: float
+    wall_seconds_mean: float
+    solve_ms_mean: float
+    alloc_curve: np.ndarray  # [131] mean over seeds
+    frag_curve: np.ndarray
+
+    @property
+    def paper_alloc(self) -> float | None:
+        return PAPER_ALLOC_AT_130.get(self.policy) if self.trace == "default" and self.batch_size == 1 else None
+
+    @property
+    def paper_frag(self) -> float | None:
+        return PAPER_FRAG_AT_130.get(self.policy) if self.trace == "default" and self.batch_size == 1 else None
+
+
+def summarize(runs: Iterable[FgdRun]) -> list[Summary]:
+    """Group by (trace, policy, batch size); order by trace, then `POLICIES`, then k."""
+    groups: dict[tuple[str, str, int], list[FgdRun]] = defaultdict(list)
+    for run in runs:
+        groups[(run.config.trace, run.config.policy, run.config.batch_size)].append(run)
+    rank = {name: i for i, name in enumerate(POLICIES)}
+    out = []
+    for (trace, policy, k), group in sorted(groups.items(), key=lambda item: (item[0][0], rank.get(item[0][1], 99), item[0][2])):
+        alloc = np.array([run.alloc_at_130 for run in group])
+        frag = np.array([run.frag_at_130 for run in group])
+        out.append(
+            Summary(
+                trace=trace,
+                policy=policy,
+                batch_size=k,
+                seeds=len(group),
+                alloc_mean=float(alloc.mean()),
+                alloc_std=float(alloc.std()),
+                alloc_min=float(alloc.min()),
+                alloc_max=float(alloc.max()),
+                frag_mean=float(frag.mean()),
+                frag_std=float(frag.std()),
+                wall_seconds_mean=float(np.mean([run.wall_seconds for run in group])),
+                solve_ms_mean=1000.0 * float(np.mean([run.solve_seconds.mean() for run in group])),
+                alloc_curve=np.nanmean(np.vstack([run.alloc_curve for run in group]), axis=0),
+                frag_curve=np.nanmean(np.vstack([run.frag_curve for run in group]), axis=0),
+            )
+        )
+    return out
+
+
+def gate(summaries: Sequence[Summary], *, tolerance: float = GATE_TOLERANCE) -> tuple[bool, list[str]]:
+    """(all paper baselines present and within `tolerance`, one line per baseline)."""
+    lines, ok = [], True
+    found = {s.policy: s for s in summaries if s.trace == "default" and s.batch_size == 1}
+    for policy, paper in PAPER_ALLOC_AT_130.items():
+        summary = found.get(policy)
+        if summary is None:
+            ok = False
+            lines.append(f"{policy_label(policy)}: not run")
+            continue
+        delta = summary.alloc_mean - paper
+        within = abs(delta) <= tolerance
+        ok = ok and within
+        lines.append(
+            f"{policy_label(policy)}: {summary.alloc_mean:.2f} % vs paper {paper:.2f} % "
+            f"({delta:+.2f}, {'ok' if within else 'OUT'}; {summary.seeds} seeds)"
+        )
+    return ok, lines
+
+
+def write_runs_csv(runs: Iterable[FgdRun], path: Path) -> None:
+    """One row per run: configuration and the numbers at 130 %."""
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(
+            ["trace", "policy", "batch_size", "seed", "pods", "placed", "alloc_at_130_pct", "frag_at_130_pct",
+             "frag_rate_at_130_pct", "final_alloc_pct", "wall_s", "solve_ms_mean", "solve_ms_p99"]
+        )  # fmt: skip
+        for run in runs:
+            c = run.config
+            writer.writerow(
+                [c.trace, c.policy, c.batch_size, c.seed, run.pods, run.placed, f"{run.alloc_at_130:.3f}",
+                 f"{run.frag_at_130:.3f}", f"{run.frag_rate_curve[130]:.3f}", f"{run.final_alloc:.3f}",
+                 f"{run.wall_seconds:.2f}", f"{1000 * run.solve_seconds.mean():.3f}",
+                 f"{1000 * np.percentile(run.solve_seconds, 99):.3f}"]
+            )  # fmt: skip
+
+
+def write_curves_csv(runs: Iterable[FgdRun], path: Path) -> None:
+    """Per run and metric, the value in each 1 % bin of arrived demand (0–130), like the
+    artifact's `analysis_*_discrete.csv`."""
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["metric", "trace", "policy", "batch_size", "seed", *[str(b) for b in BINS]])
+        for run in runs:
+            c = run.config
+            for metric, curve in (("alloc", run.alloc_curve), ("frag_amount", run.frag_curve), ("frag_rate", run.frag_rate_curve)):
+                writer.writerow([metric, c.trace, c.policy, c.batch_size, c.seed, *[f"{v:.3f}" for v in curve]])
+
+
+def markdown_table(summaries: Sequence[Summary]) -> str:
+    """The results table: allocation and fragmentation at 130 % with spread over seeds."""
+    lines = [
+        "| trace | policy | k | GPU allocated at 130 % (mean ± sd, [min, max]) | paper | fragmented GPU at 130 % | paper | runtime / run |",
+        "|---|---|---:|---|---:|---|---:|---:|",
+    ]
+    for s in summaries:
+        paper = f"{s.paper_alloc:.2f}" if s.paper_alloc is not None else ""
+        paper_frag = f"{s.paper_frag:.2f}" if s.paper_frag is not None else ""
+        lines.append(
+            f"| {s.trace} | {policy_label(s.policy)} | {s.batch_size} | {s.alloc_mean:.2f} ± {s.alloc_std:.2f} "
+            f"[{s.alloc_min:.2f}, {s.alloc_max:.2f}] | {paper} | {s.frag_mean:.2f} ± {s.frag_std:.2f} | "
+            f"{paper_frag} | {s.wall_seconds_mean:.1f} s |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def summaries_from_csv(runs_csv: Path, curves_csv: Path) -> list[Summary]:
+    """Rebuild the summaries from a sweep's `runs.csv` and `curves.csv` (to re-plot or
+    re-table without re-running)."""
+    rows: dict[tuple[str, str, int], list[dict[str, str]]] = defaultdict(list)
+    with open(runs_csv, newline="") as handle:
+        for row in csv.DictReader(handle):
+            rows[(row["trace"], row["policy"], int(row["batch_size"]))].append(row)
+    curves: dict[tuple[str, str, str, int], list[np.ndarray]] = defaultdict(list)
+    with open(curves_csv, newline="") as handle:
+        for row in csv.DictReader(handle):
+            values = np.array([float(row[str(b)]) for b in BINS])
+            curves[(row["metric"], row["trace"], row["policy"], int(row["batch_size"]))].append(values)
+    rank = {name: i for i, name in enumerate(POLICIES)}
+    out = []
+    for (trace, policy, k), group in sorted(rows.items(), key=lambda item: (item[0][0], rank.get(item[0][1], 99), item[0][2])):
+        alloc = np.array([float(r["alloc_at_130_pct"]) for r in group])
+        frag = np.array([float(r["frag_at_130_pct"]) for r in group])
+        out.append(
+            Summary(
+                trace=trace, policy=policy, batch_size=k, seeds=len(group),
+                alloc_mean=float(alloc.mean()), alloc_std=float(alloc.std()),
+                alloc_min=float(alloc.min()), alloc_max=float(alloc.max()),
+                frag_mean=float(frag.mean()), frag_std=float(frag.std()),
+                wall_seconds_mean=float(np.mean([float(r["wall_s"]) for r in group])),
+                solve_ms_mean=float(np.mean([float(r["solve_ms_mean"]) for r in group])),
+                alloc_curve=np.nanmean(np.vstack(curves[("alloc", trace, policy, k)]), axis=0),
+                frag_curve=np.nanmean(np.vstack(curves[("frag_amount", trace, policy, k)]), axis=0),
+            )
+        )  # fmt: skip
+    return out

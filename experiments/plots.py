@@ -1,0 +1,99 @@
+"""PNG plots for the trace experiments (matplotlib, Agg backend, small files).
+
+- `plot_fgd_curves`: GPU allocation ratio vs arrived GPU demand per policy, like the FGD
+  paper's Fig. 7a (with the dashed y = x line of "everything that arrived fits"), and
+  fragmented GPU (% of capacity) vs arrived demand (Fig. 9a's measure).
+- `plot_timeline`: GPU utilization over time per policy, and queueing-delay CDFs.
+Input: summaries / timeline results; output: the files written. Nothing is shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from experiments.fgd import BINS  # noqa: E402
+from experiments.policies import policy_label  # noqa: E402
+
+__all__ = ["plot_fgd_curves", "plot_timeline_utilization", "plot_queueing_cdf"]
+
+
+def plot_fgd_curves(summaries: Sequence, out_dir: Path, *, trace: str = "default", suffix: str = "") -> list[Path]:
+    """Two PNGs for one trace: allocation and fragmentation vs arrived demand."""
+    chosen = [s for s in summaries if s.trace == trace]
+    written = []
+    for metric, ylabel, name in (
+        ("alloc_curve", "GPU allocated (% of capacity)", f"fgd_alloc_{trace}{suffix}.png"),
+        ("frag_curve", "fragmented GPU (% of capacity)", f"fgd_frag_{trace}{suffix}.png"),
+    ):
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4), gridspec_kw={"width_ratios": [1.4, 1]})
+        colors = plt.get_cmap("tab20").colors
+        policies = list(dict.fromkeys(s.policy for s in chosen))
+        for ax, lo in zip(axes, (0, 100)):
+            for s in chosen:
+                label = policy_label(s.policy) + (f" (k={s.batch_size})" if s.batch_size != 1 else "")
+                curve = getattr(s, metric)
+                style = {1: "-", 8: "--"}.get(s.batch_size, ":")
+                color = colors[(2 * policies.index(s.policy)) % 20 if len(policies) <= 10 else policies.index(s.policy) % 20]
+                ax.plot(BINS[lo:], curve[lo:], style, color=color, label=label, linewidth=1.2)
+            if metric == "alloc_curve":
+                ax.plot(BINS[lo:], np.minimum(BINS[lo:], 100), "k--", linewidth=0.8, label="arrived")
+            ax.set_xlabel("arrived GPU demand (% of capacity)")
+            ax.set_ylabel(ylabel)
+            ax.grid(alpha=0.3)
+        axes[1].set_title("zoom: 100–130 %", fontsize=9)
+        if metric == "alloc_curve":
+            axes[1].set_ylim(85, 100)
+        axes[0].legend(fontsize=7, loc="upper left")
+        fig.suptitle(f"openb {trace} trace, FGD protocol, mean of {chosen[0].seeds if chosen else 0} seeds", fontsize=10)
+        fig.tight_layout()
+        path = out_dir / name
+        fig.savefig(path, dpi=80)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def plot_timeline_utilization(series: Mapping[str, tuple[np.ndarray, np.ndarray]], path: Path, *, title: str) -> Path:
+    """`series`: policy → (times in hours, GPU utilization %)."""
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    for policy, (hours, util) in series.items():
+        ax.plot(hours, util, label=policy_label(policy), linewidth=1.0)
+    ax.set_xlabel("time (h)")
+    ax.set_ylabel("GPU allocated (%)")
+    ax.set_ylim(0, 105)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
+def plot_queueing_cdf(delays: Mapping[str, Mapping[str, np.ndarray]], path: Path, *, title: str) -> Path:
+    """`delays`: policy → queue → queueing delays in seconds; one panel per queue."""
+    queues = sorted({q for per_queue in delays.values() for q in per_queue})
+    fig, axes = plt.subplots(1, max(1, len(queues)), figsize=(3.2 * max(1, len(queues)), 3), squeeze=False)
+    for ax, queue in zip(axes[0], queues):
+        for policy, per_queue in delays.items():
+            values = np.sort(np.asarray(per_queue.get(queue, []), dtype=float)) / 60.0
+            if values.size:
+                ax.step(values, np.arange(1, values.size + 1) / values.size, where="post", label=policy_label(policy))
+        ax.set_xscale("symlog", linthresh=1.0)
+        ax.set_xlabel("queueing delay (min)")
+        ax.set_title(queue, fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("CDF of started jobs")
+    axes[0][0].legend(fontsize=6)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path

@@ -1,0 +1,42 @@
+"""Every policy the trace experiments compare, by name: the published baselines
+(`experiments.baselines`) and batchplace's engines (`experiments.batchplace_policy`).
+
+`make_policy(config, rng, tracker, state)` is the one factory the FGD protocol and the
+sweeps use; `POLICIES` lists the names in the order tables and plots show them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from experiments.baselines import BASELINES, Policy, make_baseline
+from experiments.cluster_state import ClusterState
+from experiments.fragmentation import FragTracker
+
+__all__ = ["POLICIES", "BATCHPLACE_POLICIES", "make_policy", "policy_label"]
+
+BATCHPLACE_POLICIES: tuple[str, ...] = ("greedy", "cpsat", "greedy-frag")
+POLICIES: tuple[str, ...] = (*BASELINES, *BATCHPLACE_POLICIES)
+
+_LABELS = {
+    "random": "Random", "dotprod": "DotProd", "gpuclustering": "GpuClustering", "gpupacking": "GpuPacking",
+    "bestfit": "BestFit", "fgd": "FGD", "volcano": "Volcano-like", "kube": "kube-like",
+    "greedy": "batchplace greedy", "cpsat": "batchplace cpsat", "greedy-frag": "batchplace greedy + frag score (prototype)",
+}  # fmt: skip
+
+
+def policy_label(name: str) -> str:
+    """Display name: `fgd` → `FGD`, `greedy` → `batchplace greedy`."""
+    return _LABELS.get(name, name)
+
+
+def make_policy(config, rng: np.random.Generator, tracker: FragTracker, state: ClusterState) -> Policy:  # noqa: ANN001
+    """The policy `config.policy` names, ready for one run."""
+    name = config.policy
+    if name in BASELINES:
+        return make_baseline(name, rng=rng, tracker=tracker)
+    if name in BATCHPLACE_POLICIES:
+        from experiments.batchplace_policy import make_batchplace_policy
+
+        return make_batchplace_policy(name, state=state, tracker=tracker, time_limit_s=config.time_limit_s)
+    raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}")

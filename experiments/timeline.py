@@ -1,0 +1,367 @@
+"""The timeline protocol: arrivals with durations, gangs, queues and priorities over time.
+
+Question: beyond one-shot packing, how do batchplace's engines compare with a Volcano-like
+and a kube-scheduler-like scheduler when jobs come and go? Two scenarios:
+- `llm` (`experiments.timeline_llm`): a synthetic LLM-cluster mix — training gangs of
+  8–512 GPUs with hard or soft topology, fine-tuning jobs of 1–8 GPUs, fractional-GPU
+  inference pods, three weighted queues — on 128 8-GPU nodes under leaf and spine switches;
+- `openb`: the openb pods with their own creation and deletion times on the openb GPU
+  nodes (a pod runs `deletion − creation` seconds once placed — its trace lifetime; a pod still
+  pending at its deletion time is withdrawn), FIFO with retry, policies of the FGD protocol.
+  As recorded, at most ~50 pods (< 1 % of the GPUs) are alive at once, so every policy
+  looks the same; `compress` divides arrival times (lifetimes kept) to load the cluster.
+
+The event loop is pure, with its own clock: at each cycle time t, in this order,
+(1) jobs whose end ≤ t finish and free their pods, (2) jobs whose arrival ≤ t join the
+pending list (and, openb, pending pods past their deletion time leave), (3) the policy
+decides once, (4) its evictions and binds are applied (the policy changes the
+`ClusterState` only through `bind`/`release`, which refuse an over-commit) and a job
+whose pods are all placed starts at t, ending at t + its duration. A cycle with nothing
+new (no arrival, no departure since the last decision that left work pending) is skipped.
+
+Metrics: GPU allocated over time (and, for `kube`, how much of it belongs to gangs still
+waiting for their last pod), queueing delay p50/p99 per queue (started jobs; jobs never
+started are counted separately), job completion time, fairness error (time-mean of
+½·Σ_q |allocated_q − deserved_q| / capacity, deserved by weighted water-filling capped by
+demand), evictions per admitted GPU, leaves (tier-1 HyperNodes) spanned per multi-pod gang
+vs the fewest possible, and solver time per cycle.
+"""
+
+from __future__ import annotations
+
+import csv
+import heapq
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from experiments.cluster_state import Assignment, ClusterState, PodRequest, requests_of
+from experiments.timeline_llm import QUEUE_WEIGHTS, Job, World, deserved_gpus, llm_cluster, llm_workload, make_llm_policy
+from experiments.trace_openb import load_nodes, load_pods
+
+__all__ = [
+    "LLM_POLICIES",
+    "OPENB_POLICIES",
+    "TimelineConfig",
+    "TimelineResult",
+    "run_llm_timeline",
+    "run_openb_timeline",
+    "run_timeline",
+    "run_timelines",
+    "timeline_markdown",
+    "write_timeline_csv",
+]
+
+LLM_POLICIES: tuple[str, ...] = ("greedy", "cpsat", "volcano", "kube")
+OPENB_POLICIES: tuple[str, ...] = ("bestfit", "fgd", "kube", "volcano", "greedy", "greedy-frag")
+
+
+@dataclass(frozen=True)
+class TimelineConfig:
+    scenario: str  # llm | openb
+    policy: str
+    seed: int = 42
+    hours: float = 12.0  # llm horizon
+    cycle_s: float = 60.0  # llm cycle; openb uses 300 s
+    trace: str = "default"  # openb pod list
+    compress: float = 1.0  # openb: arrivals at creation / compress, lifetimes kept
+    nodes: int = 128  # llm cluster size
+    time_limit_s: float = 2.0
+
+
+@dataclass(frozen=True, eq=False)
+class TimelineResult:
+    config: TimelineConfig
+    times_h: np.ndarray  # [cycles] (openb: days are hours / 24)
+    utilization_pct: np.ndarray  # [cycles] GPU allocated / capacity
+    idle_held_pct: np.ndarray  # [cycles] allocated to jobs that have not started (kube's partial gangs)
+    delays_by_queue: dict[str, np.ndarray]  # queue → queueing delays (s) of started jobs
+    never_started: dict[str, int]
+    jct_s: np.ndarray  # completed jobs
+    fairness_error_pct: float
+    evictions_per_admitted_gpu: float
+    leaves_spanned: np.ndarray  # per started multi-pod gang
+    leaves_excess: np.ndarray  # spanned − fewest possible
+    solve_seconds: np.ndarray  # per decision
+    wall_seconds: float = 0.0
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+# ---- llm ----
+
+
+def run_llm_timeline(config: TimelineConfig, *, jobs: list[Job] | None = None) -> TimelineResult:
+    """The `llm` scenario; see the module docstring. `jobs` replaces the synthetic
+    workload (tests hand-make one)."""
+    started = time.perf_counter()
+    nodes, leaf, spine = llm_cluster(config.nodes)
+    state = ClusterState(nodes)
+    capacity = float(state.gpu_capacity_milli)
+    if jobs is None:
+        jobs = llm_workload(config.seed, hours=config.hours, capacity_gpus=int(nodes.gpus.sum()))
+    policy = make_llm_policy(config.policy, time_limit_s=config.time_limit_s)
+    arrivals = list(jobs)  # arrival order
+    pending: list[Job] = []
+    running: list[Job] = []
+    ends: list[tuple[float, int, Job]] = []  # heap of (end, ident, job)
+    next_arrival = 0
+    horizon = config.hours * 3600.0
+    times, util, held, fairness, solve = [], [], [], [], []
+    evicted_gpu_milli = admitted_gpu_milli = 0.0
+    dirty = True
+    now = 0.0
+    while now <= horizon:
+        # (1) departures
+        while ends and ends[0][0] <= now:
+            _, _, job = heapq.heappop(ends)
+            if job.end_s is None or job not in running or job.end_s > now:
+                continue
+            for replica, assignment in job.assignments.items():
+                state.release(job.request(replica), assignment)
+            running.remove(job)
+            dirty = True
+        # (2) arrivals
+        while next_arrival < len(arrivals) and arrivals[next_arrival].arrival_s <= now:
+            pending.append(arrivals[next_arrival])
+            next_arrival += 1
+            dirty = True
+        # (3)+(4) decide and apply
+        if dirty and pending:
+            outcome = policy.cycle(World(state, leaf, spine, now, pending, running))  # type: ignore[attr-defined]
+            solve.append(outcome.solve_seconds)
+            for job in outcome.evicted:
+                evicted_gpu_milli += job.gpus_milli
+                job.evictions += 1
+                job.assignments.clear()
+                job.start_s = job.end_s = None
+                running.remove(job)
+                pending.append(job)
+            for job, replica, assignment in outcome.binds:
+                job.assignments[replica] = assignment
+            for job in [j for j in pending if len(j.assignments) == j.pods]:
+                job.start_s, job.end_s = now, now + job.duration_s
+                pending.remove(job)
+                running.append(job)
+                admitted_gpu_milli += job.gpus_milli
+                heapq.heappush(ends, (job.end_s, job.ident, job))
+            pending.sort(key=lambda j: (j.arrival_s, j.ident))
+            dirty = False
+        # metrics for this cycle
+        times.append(now / 3600.0)
+        util.append(100.0 * state.allocated_gpu_milli / capacity)
+        held.append(100.0 * sum(j.num_gpu * j.gpu_milli * len(j.assignments) for j in pending) / capacity)
+        fairness.append(_fairness_error(running, pending, capacity))
+        now += config.cycle_s
+    return _llm_result(config, jobs, times, util, held, fairness, solve, evicted_gpu_milli, admitted_gpu_milli,
+                       leaf, time.perf_counter() - started)  # fmt: skip
+
+
+def _fairness_error(running: list[Job], pending: list[Job], capacity: float) -> float:
+    allocated = {q: 0.0 for q in QUEUE_WEIGHTS}
+    demand = {q: 0.0 for q in QUEUE_WEIGHTS}
+    for job in running:
+        allocated[job.queue] += job.gpus_milli
+        demand[job.queue] += job.gpus_milli
+    for job in pending:
+        demand[job.queue] += job.gpus_milli
+    deserved = deserved_gpus(demand, capacity)
+    return 50.0 * sum(abs(allocated[q] - deserved[q]) for q in QUEUE_WEIGHTS) / capacity
+
+
+def _llm_result(config, jobs, times, util, held, fairness, solve, evicted, admitted, leaf, wall) -> TimelineResult:  # noqa: ANN001
+    delays: dict[str, list[float]] = {q: [] for q in QUEUE_WEIGHTS}
+    never = {q: 0 for q in QUEUE_WEIGHTS}
+    jct, spanned, excess = [], [], []
+    for job in jobs:
+        if job.start_s is None:
+            never[job.queue] += 1
+            continue
+        delays[job.queue].append(job.start_s - job.arrival_s)
+        if job.end_s is not None and job.end_s <= config.hours * 3600.0:
+            jct.append(job.end_s - job.arrival_s)
+        if job.pods > 1:
+            leaves = {int(leaf[a.node]) for a in job.assignments.values()}
+            spanned.append(len(leaves))
+            excess.append(len(leaves) - int(np.ceil(job.pods / 8)))
+    return TimelineResult(
+        config=config,
+        times_h=np.array(times),
+        utilization_pct=np.array(util),
+        idle_held_pct=np.array(held),
+        delays_by_queue={q: np.array(v) for q, v in delays.items()},
+        never_started=never,
+        jct_s=np.array(jct),
+        fairness_error_pct=float(np.mean(fairness)) if fairness else 0.0,
+        evictions_per_admitted_gpu=float(evicted / admitted) if admitted else 0.0,
+        leaves_spanned=np.array(spanned),
+        leaves_excess=np.array(excess),
+        solve_seconds=np.array(solve),
+        wall_seconds=wall,
+    )
+
+
+# ---- openb ----
+
+
+def run_openb_timeline(config: TimelineConfig) -> TimelineResult:
+    """The `openb` scenario: the trace's own times, FIFO with retry after each release."""
+    from experiments.fragmentation import FragTracker, typical_pods
+    from experiments.policies import make_policy
+
+    started = time.perf_counter()
+    nodes = load_nodes()
+    pods = load_pods(config.trace)
+    if np.isnan(pods.creation_time).all():
+        raise ValueError(f"pod list {config.trace!r} has no times (the multigpu variants have none)")
+    order = np.argsort(pods.creation_time, kind="stable")
+    arrivals = requests_of(pods.take(order))
+    created = pods.creation_time[order] / config.compress
+    deleted = created + (pods.deletion_time[order] - pods.creation_time[order])
+    run_for = np.where(np.isnan(deleted), np.inf, deleted) - created
+    state = ClusterState(nodes)
+    tracker = FragTracker(typical_pods(pods), state)
+    policy = make_policy(config, np.random.default_rng(config.seed), tracker, state)
+    cycle = 300.0
+    pending: list[PodRequest] = []
+    placed: dict[int, Assignment] = {}
+    start_at: dict[int, float] = {}
+    ends: list[tuple[float, int]] = []
+    times, util, solve = [], [], []
+    delays: list[float] = []
+    next_arrival, capacity = 0, float(state.gpu_capacity_milli)
+    released_since = True
+    now = float(np.floor(created[0] / cycle) * cycle)
+    last = float(np.nanmax(deleted))
+    while now <= last and (next_arrival < len(arrivals) or pending or ends):
+        while ends and ends[0][0] <= now:  # (1)
+            _, p = heapq.heappop(ends)
+            state.release(arrivals[p], placed.pop(p))
+            released_since = True
+        fresh = False
+        while next_arrival < len(arrivals) and created[next_arrival] <= now:  # (2)
+            pending.append(arrivals[next_arrival])
+            next_arrival += 1
+            fresh = True
+        pending = [pod for pod in pending if deleted[pod.index] > now]
+        if pending and (fresh or released_since):  # (3)+(4)
+            tick = time.perf_counter()
+            result = policy.schedule(state, pending)
+            solve.append(time.perf_counter() - tick)
+            still = []
+            for pod, assignment in zip(pending, result):
+                if assignment is None:
+                    still.append(pod)
+                    continue
+                placed[pod.index] = assignment
+                start_at[pod.index] = now
+                delays.append(now - created[pod.index])
+                heapq.heappush(ends, (now + max(float(run_for[pod.index]), cycle), pod.index))
+            pending = still
+            released_since = False
+        times.append(now / 3600.0)
+        util.append(100.0 * state.allocated_gpu_milli / capacity)
+        upcoming = [created[next_arrival] if next_arrival < len(arrivals) else np.inf, ends[0][0] if ends else np.inf]
+        if pending:
+            upcoming.append(min(deleted[p.index] for p in pending))
+        now = max(now + cycle, float(np.ceil(min(upcoming) / cycle) * cycle))
+    never = len(arrivals) - len(start_at)
+    return TimelineResult(
+        config=config,
+        times_h=np.array(times),
+        utilization_pct=np.array(util),
+        idle_held_pct=np.zeros(len(times)),
+        delays_by_queue={"openb": np.array(delays)},
+        never_started={"openb": never},
+        jct_s=np.array([]),
+        fairness_error_pct=float("nan"),
+        evictions_per_admitted_gpu=0.0,
+        leaves_spanned=np.array([]),
+        leaves_excess=np.array([]),
+        solve_seconds=np.array(solve),
+        wall_seconds=time.perf_counter() - started,
+    )
+
+
+def run_timeline(config: TimelineConfig) -> TimelineResult:
+    return run_llm_timeline(config) if config.scenario == "llm" else run_openb_timeline(config)
+
+
+def run_timelines(configs: Sequence[TimelineConfig], *, jobs: int = 1) -> Iterator[TimelineResult]:
+    """Every configuration, in `jobs` processes, yielded as they finish."""
+    if jobs <= 1:
+        for config in configs:
+            yield run_timeline(config)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for future in as_completed([pool.submit(run_timeline, config) for config in configs]):
+            yield future.result()
+
+
+# ---- report ----
+
+
+def _pct(values: np.ndarray, q: float) -> float:
+    return float(np.percentile(values, q)) if values.size else float("nan")
+
+
+def timeline_markdown(results: Sequence[TimelineResult]) -> str:
+    """One table per scenario."""
+    from experiments.policies import policy_label
+
+    lines = []
+    for scenario in sorted({r.config.scenario for r in results}):
+        chosen = [r for r in results if r.config.scenario == scenario]
+        queues = sorted({q for r in chosen for q in r.delays_by_queue})
+        lines += [f"### timeline: {scenario}", ""]
+        head = ["policy", "seed", "GPU alloc mean %", "held by unstarted gangs %"]
+        head += [f"delay p50/p99 {q} (min)" for q in queues]
+        head += ["never started", "JCT mean (h)", "fairness error %", "evictions / admitted GPU",
+                 "leaves per gang (excess)", "solve ms mean/p99"]  # fmt: skip
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in chosen:
+            cells = [policy_label(r.config.policy), str(r.config.seed), f"{r.utilization_pct.mean():.1f}",
+                     f"{r.idle_held_pct.mean():.1f}"]  # fmt: skip
+            cells += [f"{_pct(r.delays_by_queue.get(q, np.array([])), 50) / 60:.1f} / "
+                      f"{_pct(r.delays_by_queue.get(q, np.array([])), 99) / 60:.1f}" for q in queues]  # fmt: skip
+            cells += [
+                str(sum(r.never_started.values())),
+                f"{r.jct_s.mean() / 3600:.2f}" if r.jct_s.size else "–",
+                f"{r.fairness_error_pct:.1f}" if r.fairness_error_pct == r.fairness_error_pct else "–",
+                f"{r.evictions_per_admitted_gpu:.3f}",
+                f"{r.leaves_spanned.mean():.2f} ({r.leaves_excess.mean():.2f})" if r.leaves_spanned.size else "–",
+                f"{1000 * r.solve_seconds.mean():.1f} / {1000 * _pct(r.solve_seconds, 99):.1f}" if r.solve_seconds.size else "–",
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_timeline_csv(results: Sequence[TimelineResult], out: Path) -> None:
+    """`timeline_summary.csv` (one row per run) and `timeline_series.csv` (utilization per cycle)."""
+    with open(out / "timeline_summary.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["scenario", "policy", "seed", "queue", "started", "never_started", "delay_p50_s", "delay_p99_s",
+                         "util_mean_pct", "jct_mean_s", "fairness_error_pct", "evictions_per_admitted_gpu",
+                         "leaves_spanned_mean", "leaves_excess_mean", "solve_ms_mean", "solve_ms_p99", "wall_s"])  # fmt: skip
+        for r in results:
+            for queue, delays in r.delays_by_queue.items():
+                writer.writerow([r.config.scenario, r.config.policy, r.config.seed, queue, delays.size,
+                                 r.never_started.get(queue, 0), _pct(delays, 50), _pct(delays, 99),
+                                 r.utilization_pct.mean(), r.jct_s.mean() if r.jct_s.size else "",
+                                 r.fairness_error_pct, r.evictions_per_admitted_gpu,
+                                 r.leaves_spanned.mean() if r.leaves_spanned.size else "",
+                                 r.leaves_excess.mean() if r.leaves_excess.size else "",
+                                 1000 * r.solve_seconds.mean() if r.solve_seconds.size else "",
+                                 1000 * _pct(r.solve_seconds, 99), f"{r.wall_seconds:.1f}"])  # fmt: skip
+    with open(out / "timeline_series.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["scenario", "policy", "seed", "time_h", "gpu_alloc_pct", "held_by_unstarted_pct"])
+        for r in results:
+            for t, u, h in zip(r.times_h, r.utilization_pct, r.idle_held_pct):
+                writer.writerow([r.config.scenario, r.config.policy, r.config.seed, f"{t:.4f}", f"{u:.3f}", f"{h:.3f}"])

@@ -1,0 +1,140 @@
+"""batchplace in the LLM timeline: each cycle is one `Snapshot` of everything, solved by
+`solver.place` (checker included), the decision applied to the simulator.
+
+Input: a `timeline_llm.World`. The snapshot has the 128 nodes, the leaf and spine
+HyperNodes, the three weighted queues, and one PodGroup per job that runs or waits
+(`min_member` = its pods, its priority, arrival as `creation_time`, hard or soft network
+topology); running pods carry their node and GPU indices. Output: a `CycleOutcome` —
+evicted jobs are released whole here (a training gang cannot run short of its
+`min_member`) before the binds are applied, so the binds see the capacity the solver saw.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from experiments.cluster_state import WHOLE, ClusterState
+from experiments.timeline_llm import QUEUE_WEIGHTS, CycleOutcome, Job, World
+from models.snapshot import Node, NodeName, Snapshot
+from solver.place import SolveConfig, place
+
+__all__ = ["BatchplaceCycle"]
+
+NAMESPACE = "llm"
+MIB = 1024 * 1024
+
+
+class BatchplaceCycle:
+    """One `solver.place` per cycle; see the module docstring."""
+
+    def __init__(self, engine: str, *, time_limit_s: float = 2.0):
+        self.name = engine
+        self.config = SolveConfig(engine=engine, time_limit_s=time_limit_s, workers=1)  # type: ignore[arg-type]
+        self._nodes: list[Node] | None = None
+        self._hypernodes: list[dict[str, Any]] | None = None
+
+    def cycle(self, world: World) -> CycleOutcome:
+        snapshot = self.snapshot(world)
+        decision = place(snapshot, self.config)
+        state = world.state
+        jobs = {f"{NAMESPACE}/j{job.ident}": job for job in (*world.running, *world.pending)}
+        evicted: dict[int, Job] = {}
+        for eviction in decision.placement.evictions:
+            job = jobs[eviction.pod.rsplit("-", 1)[0]]
+            evicted[job.ident] = job
+        for job in evicted.values():
+            for replica, assignment in job.assignments.items():
+                state.release(job.request(replica), assignment)
+        binds = []
+        row_of = {name: n for n, name in enumerate(state.nodes.names)}
+        for bind in decision.placement.binds:
+            key, replica = bind.pod.rsplit("-", 1)
+            job = jobs[key]
+            assignment = state.bind(job.request(int(replica)), row_of[bind.node], bind.gpus)
+            binds.append((job, int(replica), assignment))
+        return CycleOutcome(binds=tuple(binds), evicted=tuple(evicted.values()), solve_seconds=decision.solve_seconds)
+
+    def snapshot(self, world: World) -> Snapshot:
+        state = world.state
+        if self._nodes is None:
+            self._nodes = [_node(state, n) for n in range(state.node_count)]
+            self._hypernodes = _hypernodes(world)
+        groups, pods = [], []
+        for job in (*world.running, *world.pending):
+            groups.append(_pod_group(job))
+            for replica in range(job.pods):
+                pods.append(_pod(state, job, replica, world.now_s))
+        return Snapshot.model_validate(
+            {
+                "nodes": self._nodes,
+                "hypernodes": self._hypernodes,
+                "queues": [{"name": q, "weight": w} for q, w in QUEUE_WEIGHTS.items()],
+                "pod_groups": groups,
+                "pods": pods,
+            }
+        )
+
+
+def _node(state: ClusterState, n: int) -> Node:
+    return Node.model_validate(
+        {
+            "name": NodeName(state.nodes.names[n]),
+            "allocatable": {
+                "cpu": int(state.cpu_capacity[n]),
+                "memory": int(state.memory_capacity[n]) * MIB,
+                "gpu": int(state.gpu_count[n]) * WHOLE,
+            },
+        }
+    )
+
+
+def _hypernodes(world: World) -> list[dict[str, Any]]:
+    names = world.state.nodes.names
+    leaves = [
+        {"name": f"leaf-{leaf}", "tier": 1, "node_members": [names[n] for n in range(len(names)) if world.leaf[n] == leaf]}
+        for leaf in range(int(world.leaf.max()) + 1)
+    ]
+    spines = [
+        {"name": f"spine-{spine}", "tier": 2,
+         "hypernode_members": sorted({f"leaf-{int(world.leaf[n])}" for n in range(len(names)) if world.spine[n] == spine})}
+        for spine in range(int(world.spine.max()) + 1)
+    ]  # fmt: skip
+    return leaves + spines
+
+
+def _requests(job: Job) -> dict[str, int]:
+    gpu = job.num_gpu * WHOLE if job.gpu_milli == WHOLE else job.gpu_milli
+    return {"cpu": job.cpu_milli, "memory": job.memory_mib * MIB, "gpu": gpu}
+
+
+def _pod_group(job: Job) -> dict[str, Any]:
+    group: dict[str, Any] = {
+        "namespace": NAMESPACE,
+        "name": f"j{job.ident}",
+        "queue": job.queue,
+        "priority": job.priority,
+        "min_member": job.pods,
+        "creation_time": job.arrival_s,
+        "tasks": [{"name": "main", "requests": _requests(job)}],
+    }
+    if job.topology != "none" and job.pods > 1:
+        group["network_topology"] = {"mode": job.topology, "highest_tier_allowed": job.tier}
+    return group
+
+
+def _pod(state: ClusterState, job: Job, replica: int, now_s: float) -> dict[str, Any]:
+    pod: dict[str, Any] = {
+        "namespace": NAMESPACE,
+        "name": f"j{job.ident}-{replica}",
+        "pod_group": f"{NAMESPACE}/j{job.ident}",
+        "task": "main",
+        "requests": _requests(job),
+        "priority": job.priority,
+    }
+    assignment = job.assignments.get(replica)
+    if assignment is None:
+        pod["phase"] = "pending"
+    else:
+        pod.update(phase="running", node=state.nodes.names[assignment.node], gpu_indices=list(assignment.devices),
+                   start_time=job.start_s if job.start_s is not None else now_s)  # fmt: skip
+    return pod

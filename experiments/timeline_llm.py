@@ -1,0 +1,287 @@
+"""The synthetic LLM cluster of the timeline protocol: topology, workload and the
+gang-aware policies that schedule it.
+
+Cluster (`llm_cluster`): 128 nodes of 8 GPUs (192 cores, 2 TiB each) under 16 leaf
+switches of 8 nodes (tier-1 HyperNodes, 64 GPUs) and 2 spines of 8 leaves (tier 2, 512
+GPUs) — 1,024 GPUs.
+
+Workload (`llm_workload`, seeded; Poisson arrivals sized to an offered load of ~1.1 ×
+capacity over the horizon):
+- training gangs of 8–512 GPUs (pods of 8 GPUs, `min_member` = replicas), queue
+  `training` (weight 4); 60 % hard topology (tier 1 when the gang fits a leaf, else
+  tier 2), 40 % soft (tier 1); one in five at priority 1; lognormal durations, mean 2 h;
+- fine-tuning jobs of 1, 2, 4 or 8 GPUs (one pod), queue `finetune` (weight 2), mean 30 min;
+- inference pods of 250 or 500 milli-GPU (one pod each), queue `inference` (weight 2),
+  priority 1, mean 4 h.
+
+Policies (`TimelinePolicy.cycle(world) -> CycleOutcome`):
+- `greedy`, `cpsat`: batchplace — the whole cycle as one validated `Snapshot` (nodes,
+  HyperNodes, queues, every running and pending pod with its PodGroup) through
+  `solver.place`; evictions are honoured (the victim's job restarts from the queue);
+- `volcano`: Volcano-like — queues by proportion (lowest GPU share of deserved first),
+  jobs by priority then age, each gang one Statement (all pods or none, binpack score,
+  hard topology tried leaf by leaf then spine by spine, fullest domain first); no
+  preemption, no backtracking across jobs;
+- `kube`: kube-scheduler-like — pods first come first served, each on its own,
+  LeastAllocated spread, no gang, no topology: a gang's early pods hold GPUs until the
+  last one lands.
+Not promised: realism of the synthetic mix beyond its stated distributions.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from experiments.baselines.kube_like import least_allocated_score
+from experiments.baselines.volcano_like import binpack_score
+from experiments.cluster_state import WHOLE, Assignment, ClusterState, PodRequest, best_fit_devices
+from experiments.trace_openb import OpenbNodes
+
+__all__ = [
+    "LEAF_NODES",
+    "SPINE_LEAVES",
+    "QUEUE_WEIGHTS",
+    "Job",
+    "World",
+    "CycleOutcome",
+    "llm_cluster",
+    "llm_workload",
+    "make_llm_policy",
+    "deserved_gpus",
+]
+
+LEAF_NODES = 8
+SPINE_LEAVES = 8
+QUEUE_WEIGHTS = {"training": 4, "finetune": 2, "inference": 2}
+NODE_CPU_MILLI = 192_000
+NODE_MEMORY_MIB = 2 * 1024 * 1024
+
+
+@dataclass
+class Job:
+    """A PodGroup of the timeline: `pods` replicas of one shape, started whole."""
+
+    ident: int
+    queue: str
+    arrival_s: float
+    duration_s: float
+    pods: int
+    cpu_milli: int
+    memory_mib: int
+    num_gpu: int
+    gpu_milli: int
+    priority: int = 0
+    topology: str = "none"  # none | hard | soft
+    tier: int = 0  # hard/soft: the highest tier allowed (1 leaf, 2 spine)
+    start_s: float | None = None
+    end_s: float | None = None
+    assignments: dict[int, Assignment] = field(default_factory=dict)  # replica → where
+    evictions: int = 0
+
+    @property
+    def gpus_milli(self) -> int:
+        return self.pods * self.num_gpu * self.gpu_milli
+
+    def request(self, replica: int) -> PodRequest:
+        return PodRequest(
+            index=self.ident * 1024 + replica,
+            cpu_milli=self.cpu_milli,
+            memory_mib=self.memory_mib,
+            num_gpu=self.num_gpu,
+            gpu_milli=self.gpu_milli,
+        )
+
+
+@dataclass
+class World:
+    """What a policy sees at a cycle: the cluster, the topology, the clock and the jobs."""
+
+    state: ClusterState
+    leaf: np.ndarray  # [N] leaf id
+    spine: np.ndarray  # [N] spine id
+    now_s: float
+    pending: list[Job]  # not started, in arrival order (may hold placed pods under `kube`)
+    running: list[Job]
+
+
+@dataclass(frozen=True)
+class CycleOutcome:
+    """Pods bound (job, replica, assignment) and jobs evicted this cycle."""
+
+    binds: tuple[tuple[Job, int, Assignment], ...] = ()
+    evicted: tuple[Job, ...] = ()
+    solve_seconds: float = 0.0
+
+
+def llm_cluster(nodes: int = 128) -> tuple[OpenbNodes, np.ndarray, np.ndarray]:
+    """The node list and each node's leaf and spine."""
+    index = np.arange(nodes)
+    node_list = OpenbNodes(
+        names=tuple(f"gpu-{n:04d}" for n in range(nodes)),
+        cpu_milli=np.full(nodes, NODE_CPU_MILLI, dtype=np.int64),
+        memory_mib=np.full(nodes, NODE_MEMORY_MIB, dtype=np.int64),
+        gpus=np.full(nodes, 8, dtype=np.int64),
+        model=np.zeros(nodes, dtype=np.int64),
+    )
+    leaf = index // LEAF_NODES
+    return node_list, leaf, leaf // SPINE_LEAVES
+
+
+def llm_workload(seed: int, *, hours: float, capacity_gpus: int, load: float = 1.1) -> list[Job]:
+    """Jobs in arrival order; see the module docstring for the mix."""
+    rng = np.random.default_rng(seed)
+    horizon = hours * 3600.0
+    kinds = ("training", "finetune", "inference")
+    share = np.array([0.25, 0.55, 0.20])  # of arrivals
+    mean_gpu_seconds = np.array(
+        [np.dot([0.3, 0.25, 0.2, 0.12, 0.07, 0.04, 0.02], [8, 16, 32, 64, 128, 256, 512]) * 7200.0,
+         np.mean([1, 2, 4, 8]) * 1800.0, 0.375 * 14400.0]
+    )  # fmt: skip
+    rate = load * capacity_gpus * horizon / float(share @ mean_gpu_seconds) / horizon
+    jobs: list[Job] = []
+    now = 0.0
+    while True:
+        now += float(rng.exponential(1.0 / rate))
+        if now >= horizon:
+            break
+        kind = kinds[int(rng.choice(3, p=share))]
+        ident = len(jobs)
+        if kind == "training":
+            gpus = int(rng.choice([8, 16, 32, 64, 128, 256, 512], p=[0.3, 0.25, 0.2, 0.12, 0.07, 0.04, 0.02]))
+            hard = rng.random() < 0.6
+            jobs.append(Job(ident, "training", now, _duration(rng, 7200.0), gpus // 8, 96_000, 1_000_000, 8, WHOLE,
+                            priority=int(rng.random() < 0.2), topology="hard" if hard else "soft",
+                            tier=(1 if gpus <= 64 else 2) if hard else 1))  # fmt: skip
+        elif kind == "finetune":
+            gpus = int(rng.choice([1, 2, 4, 8]))
+            jobs.append(Job(ident, "finetune", now, _duration(rng, 1800.0), 1, 12_000 * gpus, 120_000 * gpus, gpus, WHOLE))
+        else:
+            milli = int(rng.choice([250, 500]))
+            jobs.append(Job(ident, "inference", now, _duration(rng, 14400.0), 1, 4_000, 32_000, 1, milli, priority=1))
+    return jobs
+
+
+def _duration(rng: np.random.Generator, mean_s: float) -> float:
+    sigma = 0.8
+    return float(rng.lognormal(np.log(mean_s) - sigma**2 / 2, sigma))
+
+
+def deserved_gpus(demand: dict[str, float], capacity: float) -> dict[str, float]:
+    """Water-filling of `capacity` over queues by `QUEUE_WEIGHTS`, capped by demand
+    (Volcano's proportion). Example: capacity 100, demand training 10, finetune 80,
+    inference 80 → training 10, finetune 45, inference 45."""
+    deserved = {queue: 0.0 for queue in demand}
+    active = {queue for queue, amount in demand.items() if amount > 0}
+    left = capacity
+    while active and left > 1e-9:
+        weight = sum(QUEUE_WEIGHTS[q] for q in active)
+        step = {q: left * QUEUE_WEIGHTS[q] / weight for q in active}
+        left = 0.0
+        for q in list(active):
+            room = demand[q] - deserved[q]
+            if step[q] >= room:
+                deserved[q] = demand[q]
+                left += step[q] - room
+                active.discard(q)
+            else:
+                deserved[q] += step[q]
+    return deserved
+
+
+# ---- baselines ----
+
+
+class VolcanoLikeGangs:
+    """Gang + proportion + binpack, job by job; see the module docstring."""
+
+    name = "volcano"
+
+    def cycle(self, world: World) -> CycleOutcome:
+        started = time.perf_counter()
+        state = world.state
+        binds: list[tuple[Job, int, Assignment]] = []
+        used: dict[str, float] = {q: 0.0 for q in QUEUE_WEIGHTS}
+        for job in world.running:
+            used[job.queue] += job.gpus_milli
+        demand = dict(used)
+        for job in world.pending:
+            demand[job.queue] += job.gpus_milli
+        deserved = deserved_gpus(demand, float(state.gpu_capacity_milli))
+        waiting = {q: sorted((j for j in world.pending if j.queue == q), key=lambda j: (-j.priority, j.arrival_s))
+                   for q in QUEUE_WEIGHTS}  # fmt: skip
+        while any(waiting.values()):
+            queue = min((q for q in waiting if waiting[q]), key=lambda q: (used[q] / max(deserved[q], 1.0), q))
+            job = waiting[queue].pop(0)
+            placed = self._gang(world, job)
+            if placed is not None:
+                binds.extend((job, replica, a) for replica, a in placed)
+                used[queue] += job.gpus_milli
+        return CycleOutcome(binds=tuple(binds), solve_seconds=time.perf_counter() - started)
+
+    def _gang(self, world: World, job: Job) -> list[tuple[int, Assignment]] | None:
+        state = world.state
+        domains: list[np.ndarray | None] = []
+        if job.topology != "none" and job.pods > 1:
+            for level, ids in ((1, world.leaf), (2, world.spine)):
+                if level > job.tier and job.topology == "hard":
+                    break
+                free = np.bincount(ids, weights=state.left_total, minlength=int(ids.max()) + 1)
+                order = [d for d in np.argsort(free, kind="stable") if free[d] >= job.gpus_milli]
+                domains.extend(ids == d for d in order)
+        if job.topology != "hard" or job.pods == 1:
+            domains.append(None)
+        for domain in domains:
+            placed: list[tuple[int, Assignment]] = []
+            for replica in range(job.pods):
+                pod = job.request(replica)
+                mask = state.feasible(pod) if domain is None else state.feasible(pod) & domain
+                nodes = np.flatnonzero(mask)
+                if not nodes.size:
+                    break
+                scores = binpack_score(state, pod, nodes)
+                node = int(nodes[int(np.argmax(scores))])
+                placed.append((replica, state.bind(pod, node, best_fit_devices(state.gpu_left[node].tolist(), pod))))
+            if len(placed) == job.pods:
+                return placed
+            for replica, assignment in placed:  # roll the Statement back
+                state.release(job.request(replica), assignment)
+        return None
+
+
+class KubeLikePods:
+    """Pods first come first served, each alone (no gang): see the module docstring."""
+
+    name = "kube"
+
+    def cycle(self, world: World) -> CycleOutcome:
+        started = time.perf_counter()
+        state = world.state
+        binds: list[tuple[Job, int, Assignment]] = []
+        for job in world.pending:
+            for replica in range(job.pods):
+                if replica in job.assignments:
+                    continue
+                pod = job.request(replica)
+                nodes = np.flatnonzero(state.feasible(pod))
+                if not nodes.size:
+                    break  # FIFO within a job; later jobs may still fit
+                scores = least_allocated_score(state, pod, nodes)
+                node = int(nodes[int(np.argmax(scores))])
+                binds.append((job, replica, state.bind(pod, node, best_fit_devices(state.gpu_left[node].tolist(), pod))))
+        return CycleOutcome(binds=tuple(binds), solve_seconds=time.perf_counter() - started)
+
+
+def make_llm_policy(name: str, *, time_limit_s: float = 2.0) -> object:
+    """`greedy`, `cpsat` (batchplace), `volcano`, `kube`."""
+    if name == "volcano":
+        return VolcanoLikeGangs()
+    if name == "kube":
+        return KubeLikePods()
+    if name in ("greedy", "cpsat"):
+        from experiments.timeline_batchplace import BatchplaceCycle
+
+        return BatchplaceCycle(name, time_limit_s=time_limit_s)
+    raise ValueError(f"unknown llm timeline policy {name!r}")

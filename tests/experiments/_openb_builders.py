@@ -1,0 +1,53 @@
+"""One-line builders for tiny openb clusters and pod lists (tests only)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from experiments.cluster_state import ClusterState, PodRequest
+from experiments.trace_openb import GPU_MODELS, OpenbNodes, OpenbPods
+
+
+def make_nodes(*specs: tuple[int, int, str], memory_mib: int = 1 << 20) -> OpenbNodes:
+    """`make_nodes((96000, 8, "G2"), (16000, 2, "T4"))`: (cpu milli, GPUs, model) per node."""
+    return OpenbNodes(
+        names=tuple(f"n{i}" for i in range(len(specs))),
+        cpu_milli=np.array([s[0] for s in specs], dtype=np.int64),
+        memory_mib=np.full(len(specs), memory_mib, dtype=np.int64),
+        gpus=np.array([s[1] for s in specs], dtype=np.int64),
+        model=np.array([GPU_MODELS.index(s[2]) for s in specs], dtype=np.int64),
+    )
+
+
+def make_pods(*shapes: tuple[int, int, int], spec: str = "") -> OpenbPods:
+    """`make_pods((4000, 1, 500), (8000, 0, 0))`: (cpu milli, num_gpu, gpu milli) per pod."""
+    count = len(shapes)
+    mask = 0
+    for name in filter(None, spec.split("|")):
+        mask |= 1 << GPU_MODELS.index(name)
+    return OpenbPods(
+        names=tuple(f"p{i}" for i in range(count)),
+        cpu_milli=np.array([s[0] for s in shapes], dtype=np.int64),
+        memory_mib=np.full(count, 1024, dtype=np.int64),
+        num_gpu=np.array([s[1] for s in shapes], dtype=np.int64),
+        gpu_milli=np.array([s[2] for s in shapes], dtype=np.int64),
+        gpu_spec=np.full(count, mask, dtype=np.int64),
+        gpu_spec_text=tuple(spec for _ in shapes),
+        creation_time=np.arange(count, dtype=np.float64),
+        deletion_time=np.arange(count, dtype=np.float64) + 100.0,
+    )
+
+
+def pod(cpu_milli: int = 1000, num_gpu: int = 0, gpu_milli: int = 0, *, spec: int = 0, index: int = 0) -> PodRequest:
+    return PodRequest(index=index, cpu_milli=cpu_milli, memory_mib=1024, num_gpu=num_gpu, gpu_milli=gpu_milli, spec=spec)
+
+
+def occupy(state: ClusterState, node: int, *, cpu_milli: int = 0, devices: dict[int, int] | None = None) -> None:
+    """Take `cpu_milli` and `devices` ({device: milli}) on `node` as running work would."""
+    if cpu_milli:
+        state.bind(pod(cpu_milli, index=-1), node, ())
+    for device, milli in (devices or {}).items():
+        if milli == 1000:
+            state.bind(pod(0, 1, 1000, index=-1), node, (device,))
+        else:
+            state.bind(pod(0, 1, milli, index=-1), node, (device,))
