@@ -1,4 +1,4 @@
-"""The `batchplace` command: solve, snapshot, demo.
+"""The `batchplace` command: solve, snapshot, demo, bench, serve, controller, experiment.
 
 Every command reads input through `models.loaders`, solves through `solver.place`, and
 prints. Input errors (`SnapshotError`, unreadable files) print one line naming file,
@@ -16,10 +16,15 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from batchplace.bench_command import bench
+from batchplace.controller_command import controller
 from batchplace.demo import run_demo
+from batchplace.experiment_command import experiment_app
 from batchplace.render import decision_tables
+from batchplace.serve_command import serve
 from models.errors import SnapshotError
 from models.loaders import LoadResult, load_snapshot_files, snapshot_to_json
+from solver.bound import lp_bound
 from solver.place import ENGINES, SolveConfig, place
 
 __all__ = ["app", "main"]
@@ -86,6 +91,9 @@ def solve(
         float, typer.Option("--time-limit", min=0.01, max=3600, help="Solver time limit in seconds.")
     ] = 5.0,
     scheduler_name: SchedulerNameOption = None,
+    bound: Annotated[
+        bool, typer.Option("--bound", help="Also report the LP relaxation's upper bound on throughput (pulp).")
+    ] = False,
 ) -> None:
     """Place the pending pods of FILES and print binds, evictions and the reason for each pending PodGroup."""
     if engine not in ENGINES:
@@ -96,10 +104,17 @@ def solve(
         raise typer.Exit(EXIT_INPUT_ERROR)
     loaded = _load(files, scheduler_name)
     decision = place(loaded.snapshot, SolveConfig(engine=engine, time_limit_s=time_limit))  # type: ignore[arg-type]
+    relaxation = lp_bound(loaded.snapshot) if bound else None
     if output == "json":
-        sys.stdout.write(json.dumps(decision.to_contract(), indent=2) + "\n")
+        contract = decision.to_contract()
+        if relaxation is not None:
+            contract["lp_bound"] = relaxation
+        sys.stdout.write(json.dumps(contract, indent=2) + "\n")
     else:
         stdout.print(decision_tables(decision))
+        if relaxation is not None:
+            share = f" ({decision.objective / relaxation:.1%} of it)" if decision.objective and relaxation else ""
+            stdout.print(f"LP bound on throughput: {relaxation:.0f}; this placement: {decision.objective or 0:.0f}{share}")
 
 
 @app.command()
@@ -112,9 +127,18 @@ def snapshot(files: FilesArgument, scheduler_name: SchedulerNameOption = None) -
 @app.command()
 def demo(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict lines.")] = False,
+    live: Annotated[
+        bool, typer.Option("--live", help="Run the examples on a local kube-apiserver with the real controller loop.")
+    ] = False,
 ) -> None:
     """Solve every seed example in examples/ (no cluster needed) and print expected vs got."""
-    results = run_demo()
+    if live:
+        from batchplace.live_demo import run_live_demo  # imported here: it needs the Kubernetes client
+
+        results = [(None, verdict) for verdict in run_live_demo(stdout)]
+        quiet = True
+    else:
+        results = run_demo()
     for decision, verdict in results:
         if not quiet:
             stdout.rule(f"[bold]{verdict.scenario}")
@@ -133,3 +157,9 @@ def demo(
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
     app()
+
+
+app.command(name="bench")(bench)
+app.command(name="serve")(serve)
+app.command(name="controller")(controller)
+app.add_typer(experiment_app, name="experiment")
