@@ -54,10 +54,18 @@ install_packages() {
 fetch_source() {
   if [[ -f "$SRC_ROOT/.fetched" ]]; then return; fi
   if ! has_deb_src; then
-    log "adding a deb-src line for bookworm"
-    as_root tee /etc/apt/sources.list.d/batchplace-deb-src.sources >/dev/null <<'EOF'
+    # Mirror the machine's own archive (the first deb URI configured) for sources.
+    local archive
+    archive="$(grep -rhsE '^URIs:' /etc/apt/sources.list.d/*.sources | head -n1 | awk '{print $2}')"
+    [[ -n "$archive" ]] || archive="$(awk '$1 == "deb" {print $2; exit}' /etc/apt/sources.list 2>/dev/null)"
+    if [[ -z "$archive" ]]; then
+      log "error: no Debian archive configured in /etc/apt; add a deb-src line for bookworm"
+      exit 1
+    fi
+    log "adding a deb-src line for bookworm from $archive"
+    as_root tee /etc/apt/sources.list.d/batchplace-deb-src.sources >/dev/null <<EOF
 Types: deb-src
-URIs: http://deb.debian.org/debian
+URIs: $archive
 Suites: bookworm
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
