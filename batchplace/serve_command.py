@@ -37,7 +37,7 @@ def serve(
     ] = 30.0,
     log_level: Annotated[str, typer.Option(help="debug, info, warning, error.")] = "info",
 ) -> None:
-    """Serve POST /v1/placements, POST /v1/what-if, /healthz, /readyz, /metrics and /docs."""
+    """Serve POST /v1/placements, POST /v1/what-if, /healthz, /readyz, /metrics, /docs and the dashboard at /ui."""
     import uvicorn
 
     from service.logs import uvicorn_log_config

@@ -3,7 +3,8 @@
 Stateless: each request carries its snapshot (or reads the live one a controller lends),
 so replicas scale out behind a Service. Everything per app — settings, the bounded solver
 pool, the Prometheus registry — hangs on `app.state`, so tests build as many apps as they
-like. `create_app_from_env` is the factory `batchplace serve` hands uvicorn (one call per
+like. The read-only dashboard (`service.ui`) is mounted under `/ui` on the same app.
+`create_app_from_env` is the factory `batchplace serve` hands uvicorn (one call per
 worker process, settings from `BATCHPLACE_SERVICE_*`).
 """
 
@@ -21,6 +22,8 @@ from service.metrics import ServiceMetrics
 from service.middleware import RequestMiddleware
 from service.routers import health, placements, what_if
 from service.settings import ServiceSettings
+from service.ui import install_ui
+from service.ui import router as ui_router
 
 __all__ = ["create_app", "create_app_from_env"]
 
@@ -50,8 +53,9 @@ def create_app(settings: ServiceSettings, live_snapshot: LiveSnapshotSource | No
     app.include_router(placements.router)
     app.include_router(what_if.router)
     app.include_router(health.router)
+    install_ui(app)
     install_error_handlers(app)
-    routes = (placements.router, what_if.router, health.router)
+    routes = (placements.router, what_if.router, health.router, ui_router)
     paths = {route.path for router in routes for route in router.routes}  # type: ignore[attr-defined]
     app.add_middleware(RequestMiddleware, max_body_bytes=settings.max_body_bytes, metrics=metrics, route_paths=paths)
     return app

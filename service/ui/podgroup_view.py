@@ -1,0 +1,249 @@
+"""The PodGroups page (a table to filter and sort) and one PodGroup's page.
+
+Input: an `Analysis`. Output: `PodGroupRow`s — state, queue, priority, placed/min_member,
+age and, for a pending one, its reason sentences from this cycle's decision — and for one
+PodGroup a `PodGroupDetail` with its tasks, its pods (node, GPU devices, what this cycle
+does to each), whom it preempts and the Events the controller writes for this decision.
+
+States (this cycle's decision, as the controller would act on it):
+  - `running`: its gang minimum is met by pods already running, nothing to bind;
+  - `starting`: the placement binds pods of it this cycle and the gang minimum is met;
+  - `pending`: the minimum is not met; `reasons` say which rule keeps it out, with numbers.
+
+Events: the snapshot carries none, so the detail page shows those the controller's
+report writes for this decision (`Scheduled` per bind, `Preempted` per victim,
+`FailedScheduling` with the gang message) — what `kubectl describe` would show after the
+cycle, not a history.
+
+Filtering (`filter_rows`) matches a text in the name or a reason, a state and a queue;
+sorting (`sort_rows`) takes a column name and a direction. Both pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from models.placement import PodGroupOutcome
+from models.snapshot import GPU, PodGroup, PodGroupKey, Snapshot, Task
+from service.ui.analysis import Analysis
+from service.ui.units import gpus_text, queue_slots, resources_text
+
+__all__ = [
+    "STATES",
+    "SORT_KEYS",
+    "PodGroupRow",
+    "PodLine",
+    "EventLine",
+    "TaskLine",
+    "PodGroupDetail",
+    "build_podgroup_rows",
+    "filter_rows",
+    "sort_rows",
+    "build_podgroup_detail",
+]
+
+STATES = ("pending", "starting", "running")
+SORT_KEYS = ("name", "state", "queue", "priority", "placed", "age")
+
+
+@dataclass(frozen=True)
+class PodGroupRow:
+    key: PodGroupKey
+    queue: str
+    slot: int | None
+    priority: int
+    state: str
+    placed: int
+    min_member: int
+    pods: int
+    gpus: str
+    age_s: float | None
+    reasons: tuple[str, ...]
+
+
+def _state(outcome: PodGroupOutcome | None, bound: int) -> str:
+    if outcome is None or outcome.state == "pending":
+        return "pending"
+    return "starting" if bound > 0 else "running"
+
+
+def build_podgroup_rows(analysis: Analysis) -> tuple[PodGroupRow, ...]:
+    snapshot = analysis.snapshot
+    slots = queue_slots(snapshot)
+    outcomes = analysis.outcome_by_group
+    rows = []
+    for group in snapshot.pod_groups:
+        outcome = outcomes.get(group.key)
+        pods = snapshot.pods_by_group.get(group.key, ())
+        rows.append(
+            PodGroupRow(
+                key=group.key,
+                queue=group.queue,
+                slot=slots.get(group.queue),
+                priority=group.priority,
+                state=_state(outcome, analysis.after.bound_count(group.key)),
+                placed=outcome.placed if outcome else 0,
+                min_member=group.min_member,
+                pods=len(pods),
+                gpus=gpus_text(sum(pod.requests.get(GPU, 0) for pod in pods)),
+                age_s=analysis.now_s - group.creation_time if group.creation_time > 0 else None,
+                reasons=outcome.reasons if outcome and outcome.state == "pending" else (),
+            )
+        )
+    return tuple(rows)
+
+
+def filter_rows(rows: Sequence[PodGroupRow], *, text: str = "", state: str = "", queue: str = "") -> list[PodGroupRow]:
+    """Rows whose name or reason contains `text` (any case), in `state` and `queue` when given."""
+    needle = text.strip().lower()
+    return [
+        row
+        for row in rows
+        if (not state or row.state == state)
+        and (not queue or row.queue == queue)
+        and (not needle or needle in row.key.lower() or any(needle in reason.lower() for reason in row.reasons))
+    ]
+
+
+def sort_rows(rows: Sequence[PodGroupRow], *, key: str, descending: bool) -> list[PodGroupRow]:
+    """Sorted by `key` (one of `SORT_KEYS`; unknown → name), ties by name. Unknown ages sort last."""
+    def value(row: PodGroupRow) -> tuple[object, ...]:
+        if key == "state":
+            return (STATES.index(row.state),)
+        if key == "queue":
+            return (row.queue,)
+        if key == "priority":
+            return (row.priority,)
+        if key == "placed":
+            return (row.placed / row.min_member if row.min_member else 1.0, row.placed)
+        if key == "age":
+            return (row.age_s is not None, row.age_s or 0.0)
+        return ()
+
+    by_name = sorted(rows, key=lambda row: row.key)
+    return sorted(by_name, key=value, reverse=descending)
+
+
+@dataclass(frozen=True)
+class TaskLine:
+    name: str
+    replicas: int
+    min_available: int
+    requests: str
+    depends_on: str
+
+
+@dataclass(frozen=True)
+class PodLine:
+    key: str
+    task: str
+    phase: str
+    node: str
+    gpus: str
+    requests: str
+    this_cycle: str
+
+
+@dataclass(frozen=True)
+class EventLine:
+    type: str
+    reason: str
+    object: str
+    message: str
+
+
+@dataclass(frozen=True)
+class PodGroupDetail:
+    row: PodGroupRow
+    group: PodGroup
+    tasks: tuple[TaskLine, ...]
+    pods: tuple[PodLine, ...]
+    nodes: tuple[str, ...]
+    gpu_devices_held: int
+    gpu_devices_reserved: int
+    preempts: tuple[str, ...]
+    events: tuple[EventLine, ...]
+
+
+def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetail | None:
+    """The detail of PodGroup `key`, or None when the snapshot has no such PodGroup."""
+    snapshot = analysis.snapshot
+    group = snapshot.pod_group_by_key.get(key)
+    if group is None:
+        return None
+    row = next(row for row in build_podgroup_rows(analysis) if row.key == key)
+    placement = analysis.decision.placement
+    bind_of = {bind.pod: bind for bind in placement.binds}
+    eviction_of = {eviction.pod: eviction for eviction in placement.evictions}
+    pods = snapshot.pods_by_group.get(key, ())
+    lines = []
+    nodes: set[str] = set()
+    held = reserved = 0
+    events: list[EventLine] = []
+    for pod in sorted(pods, key=lambda p: p.key):
+        bind = bind_of.get(pod.key)
+        eviction = eviction_of.get(pod.key)
+        if pod.node:
+            nodes.add(pod.node)
+            held += len(pod.gpu_indices)
+        if bind is not None:
+            nodes.add(bind.node)
+            reserved += len(bind.gpus)
+            this_cycle = f"bound to {bind.node}" + (f", GPUs {_indices(bind.gpus)}" if bind.gpus else "")
+            events.append(EventLine("Normal", "Scheduled", f"Pod {pod.key}", f"Successfully assigned {pod.key} to {bind.node}"))
+        elif eviction is not None:
+            this_cycle = f"evicted for {eviction.for_} ({eviction.reason})"
+            events.append(EventLine("Normal", "Preempted", f"Pod {pod.key}",
+                                    f"Preempted by podgroup {eviction.for_} on node {eviction.node} ({eviction.reason})"))
+        elif pod.phase == "pending":
+            this_cycle = "waits"
+        else:
+            this_cycle = "keeps running"
+        lines.append(
+            PodLine(
+                key=pod.key,
+                task=pod.task or "",
+                phase=pod.phase,
+                node=pod.node or (bind.node if bind else ""),
+                gpus=_indices(pod.gpu_indices or (bind.gpus if bind else ())),
+                requests=resources_text(pod.requests),
+                this_cycle=this_cycle,
+            )
+        )
+    if row.state == "pending":
+        message = _gang_message(group, row, pods_total=len(pods))
+        events.insert(0, EventLine("Warning", "Unschedulable", f"PodGroup {key}", message))
+    preempts = tuple(f"{e.pod} on {e.node} ({e.reason})" for e in placement.evictions if e.for_ == key)
+    return PodGroupDetail(
+        row=row,
+        group=group,
+        tasks=tuple(_task_line(task, snapshot, group) for task in group.tasks),
+        pods=tuple(lines),
+        nodes=tuple(sorted(nodes)),
+        gpu_devices_held=held,
+        gpu_devices_reserved=reserved,
+        preempts=preempts,
+        events=tuple(events),
+    )
+
+
+def _gang_message(group: PodGroup, row: PodGroupRow, *, pods_total: int) -> str:
+    """The controller's condition message: "3/20 tasks in gang unschedulable: gang: …"."""
+    unready = max(group.min_member - row.placed, 0) or max(pods_total - row.placed, 0)
+    return f"{unready}/{pods_total} tasks in gang unschedulable: {'; '.join(row.reasons) or 'no reason given'}"
+
+
+def _task_line(task: Task, snapshot: Snapshot, group: PodGroup) -> TaskLine:
+    replicas = sum(1 for pod in snapshot.pods_by_group.get(group.key, ()) if pod.task == task.name)
+    return TaskLine(
+        name=task.name,
+        replicas=replicas,
+        min_available=task.min_available,
+        requests=resources_text(task.requests),
+        depends_on=", ".join(task.depends_on) or "—",
+    )
+
+
+def _indices(indices: Sequence[int]) -> str:
+    return ",".join(str(index) for index in indices) if indices else "—"

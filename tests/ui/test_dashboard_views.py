@@ -1,0 +1,92 @@
+"""The dashboard's pure parts, without a browser: the cluster picture's cell states and
+fragmentation, the PodGroups table's filter and sort, the units, the login helpers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import SecretStr
+
+from models.snapshot import Snapshot
+from service.ui.analysis import analyze
+from service.ui.auth import safe_next, session_ok, session_value
+from service.ui.cluster_view import build_cluster_view, fragmentation
+from service.ui.podgroup_view import build_podgroup_rows, filter_rows, sort_rows
+from service.ui.units import age_text, gpus_text, resources_text
+
+
+def _node(name: str, gpus: int = 8, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "allocatable": {"cpu": 64_000, "memory": 2**38, "gpu": gpus * 1000}, **extra}
+
+
+def _running(name: str, node: str, gpus: tuple[int, ...], gpu_milli: int, group: str = "team/run") -> dict[str, Any]:
+    return {"namespace": "team", "name": name, "phase": "running", "pod_group": group, "task": "main", "node": node,
+            "gpu_indices": list(gpus), "requests": {"cpu": 1000, "gpu": gpu_milli}}
+
+
+def _group(name: str, *, gpu_milli: int, min_member: int = 1, queue: str = "team") -> dict[str, Any]:
+    return {"namespace": "team", "name": name, "queue": queue, "min_member": min_member,
+            "tasks": [{"name": "main", "min_available": min_member, "requests": {"cpu": 1000, "gpu": gpu_milli}}]}
+
+
+def _pending(name: str, group: str, gpu_milli: int) -> dict[str, Any]:
+    return {"namespace": "team", "name": name, "phase": "pending", "pod_group": f"team/{group}", "task": "main",
+            "requests": {"cpu": 1000, "gpu": gpu_milli}}
+
+
+def test_fragmentation_counts_what_the_pending_shapes_cannot_use() -> None:
+    # the module docstring's worked example: pending shape 2 × 1 GPU;
+    # node a free (1000, 1000, 400) fits it → 400 fragment; node b free (1000, 300) does not → 1300
+    snapshot = Snapshot.model_validate({
+        "nodes": [_node("a", 3), _node("b", 2)],
+        "queues": [{"name": "team"}],
+        "pod_groups": [_group("run", gpu_milli=600), _group("run2", gpu_milli=700), _group("want", gpu_milli=2000)],
+        "pods": [_running("r-0", "a", (2,), 600), _running("r-1", "b", (1,), 700, group="team/run2"), _pending("w-0", "want", 2000)],
+    })
+    assert fragmentation(snapshot) == (400 + 1300, 2400 + 1300)
+
+
+def test_cells_say_whole_shared_reserved_and_free() -> None:
+    snapshot = Snapshot.model_validate({
+        "nodes": [_node("n0", 4)],
+        "queues": [{"name": "team"}],
+        "pod_groups": [_group("run", gpu_milli=1000), _group("share", gpu_milli=500), _group("want", gpu_milli=1000)],
+        "pods": [_running("r-0", "n0", (0,), 1000), _running("s-0", "n0", (1,), 500, group="team/share"),
+                 _pending("w-0", "want", 1000)],
+    })
+    view = build_cluster_view(analyze(snapshot, now_s=0.0))
+    cells = str(view.domains[0].nodes[0].cells)
+    assert cells.count('class="g w q') == 1 and cells.count('class="g s q') == 1 and cells.count('class="g r q') == 1
+    assert cells.count('<i class="g">') == 1 and 'style="--f:0.5"' in cells
+    assert view.gpu_cells == 4 and view.gpus_free == 1 and view.gpus_reserved == 1
+    assert {pod.state for pod in view.pods} == {"running", "reserved"}
+
+
+def test_podgroup_rows_filter_by_reason_and_sort_by_state() -> None:
+    snapshot = Snapshot.model_validate({
+        "nodes": [_node("n0", 1)],
+        "queues": [{"name": "team"}],
+        "pod_groups": [_group("fits", gpu_milli=1000), _group("big", gpu_milli=1000, min_member=2)],
+        "pods": [_pending("f-0", "fits", 1000), _pending("b-0", "big", 1000), _pending("b-1", "big", 1000)],
+    })
+    rows = build_podgroup_rows(analyze(snapshot, now_s=0.0))
+    by_key = {row.key: row for row in rows}
+    assert by_key["team/fits"].state == "starting" and by_key["team/big"].state == "pending"
+    assert by_key["team/big"].reasons and by_key["team/big"].age_s is None
+    assert [row.key for row in filter_rows(rows, text="GANG")] == ["team/big"]
+    assert [row.key for row in sort_rows(rows, key="state", descending=False)] == ["team/big", "team/fits"]
+    assert [row.key for row in sort_rows(rows, key="state", descending=True)] == ["team/fits", "team/big"]
+
+
+def test_units_read_as_people_write_them() -> None:
+    assert gpus_text(2500) == "2.5" and gpus_text(8000) == "8"
+    assert resources_text({"cpu": 4000, "gpu": 8000, "memory": 2**31}) == "8 GPUs, 4 cores, 2 GiB"
+    assert age_text(3_660) == "1h1m" and age_text(None) == "—"
+
+
+def test_the_session_cookie_is_not_the_token_and_next_stays_on_the_dashboard() -> None:
+    token = SecretStr("s3cret")
+    assert "s3cret" not in session_value(token)
+    assert session_ok(token, session_value(token)) and not session_ok(token, "x") and session_ok(None, None)
+    assert safe_next("//evil.example/x") == "/ui/cluster" and safe_next("https://evil.example") == "/ui/cluster"
+    assert safe_next("/ui/podgroups?state=pending") == "/ui/podgroups?state=pending"
