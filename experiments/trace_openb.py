@@ -165,8 +165,17 @@ def load_nodes(directory: str | Path | None = None, *, file: str = "openb_node_l
         cpu_milli=np.array([int(row["cpu_milli"]) for row in rows], dtype=np.int64),
         memory_mib=np.array([int(row["memory_mib"]) for row in rows], dtype=np.int64),
         gpus=np.array([int(row["gpu"]) for row in rows], dtype=np.int64),
-        model=np.array([GPU_MODELS.index(row["model"]) if row["model"] else -1 for row in rows], dtype=np.int64),
+        model=np.array([_model_index(row["model"], file, line) for line, row in enumerate(rows, start=2)], dtype=np.int64),
     )
+
+
+def _model_index(model: str, file: str, line: int) -> int:
+    """The index of a node's GPU model in `GPU_MODELS` (-1: none), or an error naming the row."""
+    if not model:
+        return -1
+    if model not in GPU_MODELS:
+        raise ValueError(f"{file} line {line}: unknown GPU model {model!r}; expected one of {', '.join(GPU_MODELS)}")
+    return GPU_MODELS.index(model)
 
 
 def load_pods(name: str = DEFAULT_TRACE, directory: str | Path | None = None) -> OpenbPods:
