@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Optional, TypeVar
 
 import typer
 from rich.console import Console
@@ -28,6 +28,7 @@ from experiments.bench import (
     run_bench,
 )
 from experiments.bench_report import summary_table, write_bench_files
+from solver.fragmentation import PACKINGS, PackingName
 
 __all__ = ["bench"]
 
@@ -60,6 +61,12 @@ def _parsed(option: str, parse: Callable[[str], T], text: str) -> T:
         raise typer.Exit(EXIT_INPUT_ERROR) from None
 
 
+def _parse_packing(text: str) -> PackingName:
+    if text not in PACKINGS:
+        raise ValueError(f"unknown packing {text!r}; choose from {', '.join(PACKINGS)}")
+    return text  # type: ignore[return-value]  # checked against PACKINGS above
+
+
 def bench(
     sizes: Annotated[
         str,
@@ -79,8 +86,19 @@ def bench(
         ),
     ] = 5,
     time_limit: Annotated[
-        float, typer.Option("--time-limit", min=0.01, max=3600, help="CP-SAT time limit per solve, in seconds.")
-    ] = 5.0,
+        Optional[float],  # noqa: UP007  # typer reads the annotation at runtime
+        typer.Option(
+            "--time-limit",
+            min=0.01,
+            max=3600,
+            help="Time limit of each place() call, in seconds. Default: per size, as the targets are set "
+            "(1 s up to 1,000 nodes, 5 s above).",
+        ),
+    ] = None,
+    packing: Annotated[
+        Optional[str],  # noqa: UP007
+        typer.Option(help=f"Greedy node score: {', '.join(PACKINGS)}. Default: the solver's default."),
+    ] = None,
     out: Annotated[
         Path, typer.Option(help="Directory for bench.csv, bench_summary.csv, bench.md and bench.png.")
     ] = Path("results/bench"),
@@ -104,6 +122,7 @@ def bench(
         repeats=repeats,
         time_limit_s=time_limit,
         seed=seed,
+        packing=_parsed("--packing", _parse_packing, packing) if packing is not None else None,
     )
     total = len(config.sizes) * config.repeats * len(config.engines)
     with Progress(

@@ -29,6 +29,9 @@ Metrics, and why:
   - Each engine solves its own freshly built copy of the snapshot (same seed, same
     content), so none profits from indices another run left cached on the `Snapshot`.
   - A run that raises is recorded with status `ERROR` and its message; the others go on.
+  - `time_limit_s` is `place()`'s limit: by default per size as the targets are set (1 s
+    up to 1,000 nodes, 5 s above); `load_1m` is the machine's 1-minute load average as the
+    run started, so a slow row can be told from a busy machine.
 
 Baselines: greedy is the baseline of every other engine; kube-scheduler's CI floor of
 about 680 pods/s at 5,000 nodes is the one the greedy throughput target is set against.
@@ -54,6 +57,7 @@ import numpy as np
 
 from models.placement import Decision
 from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, Snapshot
+from solver.fragmentation import PackingName
 from solver.place import ENGINES, EngineName, SolveConfig, place
 from experiments.synthetic import shape_of, synthetic_snapshot
 
@@ -110,15 +114,31 @@ def parse_engines(text: str) -> tuple[EngineName, ...]:
     return engines  # type: ignore[return-value]  # checked against ENGINES above
 
 
+def default_time_limit(size: BenchSize) -> float:
+    """The time limit the targets are set at: 1 s up to 1,000 nodes, 5 s above."""
+    return 1.0 if size.nodes <= 1000 else 5.0
+
+
 @dataclass(frozen=True)
 class BenchConfig:
     sizes: tuple[BenchSize, ...] = parse_sizes(DEFAULT_SIZES)
     engines: tuple[EngineName, ...] = ("greedy", "auto")
     repeats: int = 5
-    time_limit_s: float = 5.0
+    time_limit_s: float | None = None
+    """`place()`'s time limit; None: per size, as the targets are set (`default_time_limit`)."""
     seed: int = 0
     preload_range: tuple[float, float] = (0.25, 0.75)
     workers: int = 2
+    packing: PackingName | None = None
+    """The greedy's node score (`SolveConfig.packing`); None: `SolveConfig`'s default."""
+
+    def time_limit(self, size: BenchSize) -> float:
+        return self.time_limit_s if self.time_limit_s is not None else default_time_limit(size)
+
+    def solve_config(self, engine: EngineName, size: BenchSize) -> SolveConfig:
+        """The `SolveConfig` every timed run of `engine` on `size` uses."""
+        solve = SolveConfig(engine=engine, time_limit_s=self.time_limit(size), workers=self.workers)
+        return solve if self.packing is None else replace(solve, packing=self.packing)
 
     def preload(self, repeat: int) -> float:
         low, high = self.preload_range
@@ -158,6 +178,8 @@ class BenchRun:
     greedy_gpus_placed: float | None
     gpus_vs_greedy: float | None
     error: str = ""
+    time_limit_s: float | None = None
+    load_1m: float | None = None  # the machine's 1-minute load average as the run started
 
 
 @dataclass(frozen=True)
@@ -185,6 +207,8 @@ class BenchSummary:
     gpus_vs_greedy_pct: float | None  # mean of gpus placed / greedy's, in %
     gpus_vs_greedy_min: float | None  # worst snapshot, in GPUs
     evictions_mean: float | None
+    time_limit_s: float | None = None
+    load_1m_max: float | None = None  # highest 1-minute load average any of its runs started at
 
 
 RUN_COLUMNS = tuple(f.name for f in fields(BenchRun))
@@ -253,7 +277,7 @@ def _warm_up(config: BenchConfig) -> None:
     snapshot = synthetic_snapshot(nodes=4, pending_pods=4, preload=0.5, seed=0)
     for engine in config.engines:
         try:
-            place(snapshot, SolveConfig(engine=engine, time_limit_s=1.0, workers=config.workers))
+            place(snapshot, replace(config.solve_config(engine, BenchSize(4, 4)), time_limit_s=1.0))
         except Exception:  # the timed runs record it
             pass
 
@@ -290,14 +314,14 @@ def _one_snapshot(config: BenchConfig, size: BenchSize, repeat: int, observer: B
     if "greedy" not in engines:
         reference = build()
         try:
-            greedy_gpus = _placed_gpus(reference, place(reference, SolveConfig(engine="greedy")))
+            greedy_gpus = _placed_gpus(reference, place(reference, config.solve_config("greedy", size)))
         except Exception:  # then there is nothing to compare with
             greedy_gpus = None
     out = []
     for k, engine in enumerate(engines):
         snapshot = first if k == 0 else build()
         observer.started(size, repeat, engine)
-        run = _timed_run(snapshot, config, engine, context, pending_groups, greedy_gpus)
+        run = _timed_run(snapshot, config.solve_config(engine, size), engine, context, pending_groups, greedy_gpus)
         if engine == "greedy":
             greedy_gpus = run.gpus_placed
             run = replace(run, greedy_gpus_placed=greedy_gpus, gpus_vs_greedy=None if greedy_gpus is None else 0.0)
@@ -308,14 +332,15 @@ def _one_snapshot(config: BenchConfig, size: BenchSize, repeat: int, observer: B
 
 def _timed_run(
     snapshot: Snapshot,
-    config: BenchConfig,
+    solve_config: SolveConfig,
     engine: EngineName,
     context: dict[str, object],
     pending_groups: set[object],
     greedy_gpus: float | None,
 ) -> BenchRun:
-    solve_config = SolveConfig(engine=engine, time_limit_s=config.time_limit_s, workers=config.workers)
     gc.collect()
+    load = _load_average()
+    context = {**context, "time_limit_s": solve_config.time_limit_s, "load_1m": load}
     started, cpu_started = time.perf_counter(), time.process_time()
     try:
         decision = place(snapshot, solve_config)
@@ -412,6 +437,8 @@ def summarize(runs: Sequence[BenchRun]) -> tuple[BenchSummary, ...]:
                 gpus_vs_greedy_pct=_mean(ratios),
                 gpus_vs_greedy_min=min(vs_greedy) if vs_greedy else None,
                 evictions_mean=_mean([r.evictions for r in ok if r.evictions is not None]),
+                time_limit_s=group[0].time_limit_s,
+                load_1m_max=max((r.load_1m for r in group if r.load_1m is not None), default=None),
             )
         )
     return tuple(summaries)
@@ -469,6 +496,10 @@ def check_targets(summaries: Sequence[BenchSummary]) -> tuple[TargetCheck, ...]:
             )
         )
     return tuple(checks)
+
+
+def _load_average() -> float | None:
+    return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
 
 
 def _environment() -> dict[str, str]:

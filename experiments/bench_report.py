@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
-from experiments.bench import RUN_COLUMNS, SUMMARY_COLUMNS, BenchResult, format_number, format_percent
+from experiments.bench import RUN_COLUMNS, SUMMARY_COLUMNS, BenchConfig, BenchResult, format_number, format_percent
 
 __all__ = ["BenchFiles", "write_bench_files", "summary_table", "TABLE_HEADERS", "CONSOLE_HEADERS"]
 
@@ -59,7 +59,7 @@ def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[dict[str, obje
 
 TABLE_HEADERS = (
     "size", "engine", "answered by", "runs", "p50 s", "p99 s", "p50 solve s", "p50 CPU s", "pods/s", "pods/CPU s",
-    "objective", "gap p50", "gap max", "GPUs placed", "vs greedy", "worst vs greedy", "evictions",
+    "objective", "gap p50", "gap max", "GPUs placed", "vs greedy", "worst vs greedy", "evictions", "limit s", "load",
 )
 
 
@@ -85,6 +85,8 @@ def _table_rows(result: BenchResult) -> list[tuple[str, ...]]:
                 format_number(s.gpus_vs_greedy_pct, ".1f") + (" %" if s.gpus_vs_greedy_pct is not None else ""),
                 format_number(s.gpus_vs_greedy_min, "+.0f"),
                 format_number(s.evictions_mean, ".1f"),
+                format_number(s.time_limit_s, "g"),
+                format_number(s.load_1m_max, ".2f"),
             )
         )
     return rows
@@ -92,7 +94,7 @@ def _table_rows(result: BenchResult) -> list[tuple[str, ...]]:
 
 CONSOLE_HEADERS = (
     "size", "engine", "answered by", "p50 s", "p99 s", "p50 CPU s", "pods/s", "gap max", "GPUs placed", "vs greedy",
-    "worst vs greedy", "evictions",
+    "worst vs greedy", "evictions", "load",
 )
 """The columns the terminal gets (bench.md has them all): what fits in about 120 columns."""
 
@@ -108,6 +110,14 @@ def summary_table(result: BenchResult) -> Table:
     return table
 
 
+def _limits(config: BenchConfig) -> str:
+    """"1 s" for one limit; "1 s (1000x1000), 5 s (10000x5000)" when they differ per size."""
+    limits = {size.label: config.time_limit(size) for size in config.sizes}
+    if len(set(limits.values())) <= 1:
+        return f"{next(iter(limits.values()), 0):g} s"
+    return ", ".join(f"{limit:g} s ({label})" for label, limit in limits.items())
+
+
 def _markdown(result: BenchResult) -> str:
     config, env = result.config, result.environment
     lines = [
@@ -116,10 +126,11 @@ def _markdown(result: BenchResult) -> str:
         f"Sizes (nodes x pending pods): {', '.join(s.label for s in config.sizes)}; engines: "
         f"{', '.join(config.engines)}; {config.repeats} repetitions per size (preload "
         f"{', '.join(f'{config.preload(i):.0%}' for i in range(config.repeats))}); time limit "
-        f"{config.time_limit_s:g} s; seed {config.seed}.",
+        f"{_limits(config)}; greedy packing {config.packing or 'default'}; seed {config.seed}.",
         f"Machine: {env.get('cpus', '?')} CPUs ({env.get('machine', '?')}), 1-min load average at the end "
         f"{env.get('load_average_1m', '?')}; Python {env.get('python', '?')}, numpy {env.get('numpy', '?')}, "
-        f"OR-Tools {env.get('ortools', '?')}. Shared machine: expect noise of tens of percent.",
+        f"OR-Tools {env.get('ortools', '?')}. Shared machine: expect noise of tens of percent; 'load' is the "
+        "highest 1-minute load average a run of the row started at.",
         "",
         "Times are wall seconds of `place()` (problem build, engine, checker); p99 over "
         f"{config.repeats} runs is in effect the slowest run. 'vs greedy' is GPUs placed as a "

@@ -184,7 +184,7 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
     evicted = _valid_evictions(snapshot, placement)
     evicted_keys = {e.pod.key for e in evicted}
     running = tuple(p for p in snapshot.pods if p.phase == "running")
-    kept = tuple(p for p in running if p.key not in evicted_keys)
+    kept = tuple(p for p in running if p.key not in evicted_keys) if evicted_keys else running
     bound = _valid_binds(snapshot, placement)
 
     node_used: dict[NodeName, dict[str, int]] = {n.name: {} for n in snapshot.nodes}
@@ -208,11 +208,12 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
             devices = gpu_bound.setdefault(b.node.name, {})
             devices[index] = devices.get(index, 0) + milli
 
-    group_kept: dict[PodGroupKey, dict[str, int]] = {g.key: {} for g in snapshot.pod_groups}
-    group_bound: dict[PodGroupKey, dict[str, int]] = {g.key: {} for g in snapshot.pod_groups}
-    group_evicted: dict[PodGroupKey, int] = {g.key: 0 for g in snapshot.pod_groups}
-    kept_by_group: dict[PodGroupKey, list[Pod]] = {g.key: [] for g in snapshot.pod_groups}
-    bound_by_group: dict[PodGroupKey, list[BoundPod]] = {g.key: [] for g in snapshot.pod_groups}
+    group_keys = [g.key for g in snapshot.pod_groups]
+    group_kept: dict[PodGroupKey, dict[str, int]] = {key: {} for key in group_keys}
+    group_bound: dict[PodGroupKey, dict[str, int]] = {key: {} for key in group_keys}
+    group_evicted: dict[PodGroupKey, int] = dict.fromkeys(group_keys, 0)
+    kept_by_group: dict[PodGroupKey, list[Pod]] = {key: [] for key in group_keys}
+    bound_by_group: dict[PodGroupKey, list[BoundPod]] = {key: [] for key in group_keys}
     for pod in kept:
         if pod.pod_group is not None:
             task = pod.task or ""

@@ -35,11 +35,10 @@ one boolean per (pod, node) would need 10^6 of them at 1,000 nodes / 1,000 pods)
   - topology atoms only where candidate domains need them (34 of 63 leaves; 206 of 625).
 The model: ~5,600–7,400 variables at 1,000 nodes, ~20,000 at 10,000.
 
-Measured on this 2-core machine (shared, so noisy), `place()` end to end: 1,000 nodes /
-1,000 pods returns within 1 s, mostly greedy's placement (the model is built in Python
-after greedy and rarely gets search time), LP gap ≤ 1 % on 9 of 12 seeds; with 3 s CP-SAT
-improves on greedy in 5 of 8 (mostly fairness), gap 0.0–1.4 %. 10,000 nodes / 5,000 pods
-returns within 5 s (3.3–4.4 s) with greedy's placement; with 10 s CP-SAT runs.
+Measured on this 2-core machine (shared, so noisy; README "Benchmarks"), `place()` end to
+end at 1-minute load ≈ 1: 1,000 nodes / 1,000 pods at a 1 s limit, CP-SAT answers 3 of 3
+in 0.85–0.87 s, gap ≤ 0.15 %; 10,000 nodes / 5,000 pods at 5 s, 3 of 3 in 4.2–4.3 s, of
+which the search is 1.0–1.5 s and the data and model steps ~1.2 s (Python).
 
 Presolve is off above `PRESOLVE_VARIABLES` variables: CP-SAT's presolve fixpoint took
 1.3 s on a 12,000-variable model, longer than the whole budget.
@@ -75,11 +74,13 @@ __all__ = ["CpsatConfig", "CpsatResult", "StageReport", "ModelInvalid", "solve_c
 log = logging.getLogger(__name__)
 
 PRESOLVE_VARIABLES = 5000
+"""Above this many variables presolve is off unless asked for (see `SolveConfig.presolve`)."""
 MIN_SEARCH_S = 0.05
 """Below this much time left for completing the hint and searching, CP-SAT is not started."""
-BUILD_SECONDS_PER_VARIABLE = 4e-5
-"""Model building in Python, measured on this machine (31,000 variables ≈ 1.2 s)."""
-"""Above this many variables presolve is off unless asked for (see `SolveConfig.presolve`)."""
+BUILD_SECONDS_PER_VARIABLE = 3e-5
+"""Building the model in Python and completing the hint, per variable counted by
+`_build_seconds`, measured on this machine: 0.59 s for ~21,500 (10,000 nodes / 5,000
+pending pods), 2.7e-5 each; a margin on top."""
 
 
 class ModelInvalid(Exception):

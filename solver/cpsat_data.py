@@ -137,6 +137,8 @@ class ModelData:
 
 def device_order(data: ModelData, n: int, evicted: list[int]) -> list[int]:
     """Node n's device indices in its profile's canonical order, after `evicted` leave."""
+    if not evicted and n in data.device_order:
+        return list(data.device_order[n])  # the builder's, computed the same way
     problem = data.problem
     devices = {}
     for g in range(problem.gpu_index.shape[1]):
@@ -174,6 +176,22 @@ class _Builder(VictimSteps, TopologySteps):
         self.after_cache: dict[tuple[object, ...], int] = {}
         self._declared = [tuple(sorted(c.id for c in node.numa_cells)) for node in snapshot.nodes]
         self.gpu_column = problem.gpu_column
+        # The node tables as Python lists, read once: the per-node steps below index them
+        # tens of thousands of times, and a numpy scalar read costs ~10× a list's.
+        rows = np.arange(problem.node_count)[:, None]
+        gpu_cell_id = np.where(problem.gpu_index >= 0, problem.cell_ids[rows, np.maximum(problem.gpu_cell, 0)], -1)
+        self._free_by_node: list[list[int]] = problem.free.T.tolist()
+        self._devices_by_node: list[list[tuple[int, int, int]]] = [
+            [(cell, free, index) for cell, free, index in zip(cells, frees, indices) if index >= 0]
+            for cells, frees, indices in zip(
+                gpu_cell_id.tolist(), problem.gpu_free_milli.tolist(), problem.gpu_index.tolist()
+            )
+        ]
+        cell_cpu = np.where(problem.cell_cpu_free == UNLIMITED, UNKNOWN, problem.cell_cpu_free)
+        self._cells_by_node: list[list[tuple[int, int]]] = [
+            [(cell, cpu) for cell, cpu in zip(ids, cpus) if cell >= 0]
+            for ids, cpus in zip(problem.cell_ids.tolist(), cell_cpu.tolist())
+        ]
         self.hint_nodes: dict[str, set[int]] = {}  # group key → nodes the hint binds it to
         for bind in hint.binds:
             pod = snapshot.pod_by_key.get(bind.pod)
@@ -324,27 +342,24 @@ class _Builder(VictimSteps, TopologySteps):
 
     # ---- profiles ----
 
-    def _profile_of(self, free: np.ndarray, device_free: list[tuple[int, int, int]], cell_cpu: list[tuple[int, int]], node: int) -> int:
+    def _profile_of(
+        self, free: list[int], device_free: list[tuple[int, int, int]], cell_cpu: list[tuple[int, int]], node: int
+    ) -> int:
         """Profile id of a node with `free`, devices (cell, free, index) and cells (id, cpu)."""
         ordered = sorted(d for d in device_free if d[1] > 0)
-        raw = (
-            tuple(free.tolist()),
-            tuple((cell, value) for cell, value, _ in ordered),
-            tuple(sorted(cell_cpu)),
-            self._declared[node],
-            int(self.problem.node_class[node]),
-        )
+        devices = tuple((cell, value) for cell, value, _ in ordered)
+        raw = (tuple(free), devices, tuple(sorted(cell_cpu)), self._declared[node], int(self.problem.node_class[node]))
         known = self.raw_profile.get(raw)
         if known is not None:
             return known
         device_total = sum(d[1] for d in ordered)
         profile = Profile(
-            free=tuple(free.tolist()),
-            devices=tuple((cell, value) for cell, value, _ in ordered),
-            cells=tuple(sorted(cell_cpu)),
+            free=raw[0],
+            devices=devices,
+            cells=raw[2],
             declared_cells=self._declared[node],
-            eligibility=int(self.problem.node_class[node]),
-            unindexed_gpu=int(free[self.gpu_column]) < device_total,
+            eligibility=raw[4],
+            unindexed_gpu=free[self.gpu_column] < device_total,
         )
         profile = dominated(profile, self.eligible_shapes[profile.eligibility], self.gpu_column)
         if profile not in self.profile_id:
@@ -353,36 +368,28 @@ class _Builder(VictimSteps, TopologySteps):
         self.raw_profile[raw] = self.profile_id[profile]
         return self.profile_id[profile]
 
-    def _node_state(self, n: int) -> tuple[np.ndarray, list[tuple[int, int, int]], list[tuple[int, int]]]:
-        problem = self.problem
-        devices = [
-            (int(problem.cell_ids[n, problem.gpu_cell[n, g]]), int(problem.gpu_free_milli[n, g]), int(problem.gpu_index[n, g]))
-            for g in range(problem.gpu_index.shape[1])
-            if problem.gpu_index[n, g] >= 0
-        ]
-        cells = [
-            (int(problem.cell_ids[n, c]), UNKNOWN if problem.cell_cpu_free[n, c] == UNLIMITED else int(problem.cell_cpu_free[n, c]))
-            for c in range(problem.cell_ids.shape[1])
-            if problem.cell_ids[n, c] >= 0
-        ]
-        return problem.free[:, n].copy(), devices, cells
+    def _node_state(self, n: int) -> tuple[list[int], list[tuple[int, int, int]], list[tuple[int, int]]]:
+        """Node n's free resources, devices (cell, free milli, index) and cells (id, cpu or UNKNOWN): fresh lists."""
+        return list(self._free_by_node[n]), list(self._devices_by_node[n]), list(self._cells_by_node[n])
 
     def _node_profile(self, n: int) -> int:
-        free, devices, cells = self._node_state(n)
+        devices = self._devices_by_node[n]
         self.device_order[n] = [index for _, _, index in sorted(d for d in devices if d[1] > 0)]
-        return self._profile_of(free, devices, cells, n)
+        return self._profile_of(self._free_by_node[n], devices, self._cells_by_node[n], n)
 
     def _after_profile(self, n: int, evicted: list[int]) -> int:
         problem = self.problem
         free, devices, cells = self._node_state(n)
         by_index = {index: i for i, (_, _, index) in enumerate(devices)}
         cell_pos = {cell: i for i, (cell, _) in enumerate(cells)}
+        gpu_index = problem.gpu_index
         for p in evicted:
-            free += problem.pod_requests[p]
-            gpu = int(problem.pod_requests[p, self.gpu_column])
+            requests = problem.pod_requests[p].tolist()
+            free = [have + more for have, more in zip(free, requests)]
+            gpu = requests[self.gpu_column]
             per_device = GPU_MILLI_PER_DEVICE if gpu >= GPU_MILLI_PER_DEVICE else gpu
             for g in problem.pod_gpu_slots.get(p, ()):
-                i = by_index[int(problem.gpu_index[n, g])]
+                i = by_index[int(gpu_index[n, g])]
                 cell, value, index = devices[i]
                 devices[i] = (cell, value + per_device, index)
             slot = problem.pod_cell_slot.get(p, -1)
@@ -390,7 +397,7 @@ class _Builder(VictimSteps, TopologySteps):
                 cell_id = int(problem.cell_ids[n, slot])
                 position = cell_pos[cell_id]
                 if cells[position][1] != UNKNOWN:
-                    cells[position] = (cell_id, cells[position][1] + int(problem.pod_requests[p, problem.cpu_column]))
+                    cells[position] = (cell_id, cells[position][1] + requests[problem.cpu_column])
         return self._profile_of(free, devices, cells, n)
 
     # ---- patterns ----

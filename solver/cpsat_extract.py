@@ -70,15 +70,22 @@ def extract_placement(data: ModelData, variables: Variables, value: ValueOf) -> 
         nodes = sorted(nodes)
         taken: set[int] = set()
         assigned: list[tuple[int, Pattern | None, bool]] = []
+        by_atom: dict[str, list[int]] = {}  # the profile's nodes per atom, in order; taken from the front
+        if profile_vars.atom_pattern_nodes:
+            for n in nodes:
+                by_atom.setdefault(atom_of[n], []).append(n)
+        next_of_atom: dict[str, int] = {}
         for (atom, i), var in sorted(profile_vars.atom_pattern_nodes.items()):
             count = value(var)
             if not count:
                 continue
             pattern = data.topology_sets[(profile, atom)][i]
-            here = [n for n in nodes if n not in taken and atom_of[n] == atom][:count]
+            start = next_of_atom.get(atom, 0)
+            here = by_atom.get(atom, [])[start : start + count]
+            next_of_atom[atom] = start + len(here)
             taken.update(here)
             assigned.extend((n, pattern, True) for n in here)
-        rest = [n for n in nodes if n not in taken]
+        rest = [n for n in nodes if n not in taken] if taken else nodes
         for i, var in sorted(profile_vars.pattern_nodes.items()):
             count = value(var)
             if not count:
@@ -140,6 +147,7 @@ def _binds(data, variables, value, free_slots, atom_slots) -> list[Bind]:  # noq
         binds.append(Bind.model_construct(pod=problem.pod_keys[p], node=problem.node_names[n], gpus=devices, numa_cell=numa_cell))
 
     cursor: dict[int, int] = {}
+    slot_cursor: dict[tuple[str, int], int] = {}  # (atom, shape) → slots of atom_slots used so far
     for position, task in enumerate(data.tasks):
         unit = data.units[task.unit]
         unit_vars = variables.units[task.unit]
@@ -153,7 +161,9 @@ def _binds(data, variables, value, free_slots, atom_slots) -> list[Bind]:  # noq
             for _ in range(count):
                 p = task.pending[cursor.get(position, 0)]
                 cursor[position] = cursor.get(position, 0) + 1
-                bind(p, slots.pop(0), task.single_numa)
+                used_slots = slot_cursor.get((atom, task.shape), 0)
+                slot_cursor[(atom, task.shape)] = used_slots + 1
+                bind(p, slots[used_slots], task.single_numa)
     used: dict[int, int] = {}
     for position, task in enumerate(data.tasks):
         if data.units[task.unit].tracked:

@@ -84,14 +84,21 @@ class TopologySteps:
         node_atom = np.array([atom_id[atom_of[n]] for n in range(problem.node_count)], dtype=np.int64)
         potential = problem.free.astype(np.int64).copy()
         device_free = problem.gpu_free_milli.copy()
-        for node, per_kind in victims_on.items():
-            for pods in per_kind.values():
-                for p in pods:
-                    potential[:, node] += problem.pod_requests[p]
-                    gpu = int(problem.pod_requests[p, self.gpu_column])
-                    per_device = GPU_MILLI_PER_DEVICE if gpu >= GPU_MILLI_PER_DEVICE else gpu
-                    for g in problem.pod_gpu_slots.get(p, ()):
-                        device_free[node, g] += per_device
+        victim_pods = [p for per_kind in victims_on.values() for pods in per_kind.values() for p in pods]
+        if victim_pods:
+            victims = np.array(victim_pods, dtype=np.int64)
+            np.add.at(potential.T, problem.pod_node[victims], problem.pod_requests[victims])
+            slot_node: list[int] = []
+            slot_column: list[int] = []
+            slot_milli: list[int] = []
+            gpu_of = problem.pod_requests[victims, self.gpu_column].tolist()
+            for p, node, gpu in zip(victim_pods, problem.pod_node[victims].tolist(), gpu_of):
+                per_device = GPU_MILLI_PER_DEVICE if gpu >= GPU_MILLI_PER_DEVICE else gpu
+                for g in problem.pod_gpu_slots.get(p, ()):
+                    slot_node.append(node)
+                    slot_column.append(g)
+                    slot_milli.append(per_device)
+            np.add.at(device_free, (np.array(slot_node, dtype=np.int64), np.array(slot_column, dtype=np.int64)), slot_milli)
         whole = (device_free >= GPU_MILLI_PER_DEVICE).sum(axis=1)
         domain_names = sorted(domain_atoms)
         domain_tier = np.array([snapshot.hypernode_by_name[name].tier for name in domain_names], dtype=np.int64)
@@ -101,7 +108,7 @@ class TopologySteps:
             (np.ones(len(rows)), (rows, atom_columns)), shape=(len(domain_names), len(atom_names))
         )
         domain_anchor = {name: {atom_id[a] for a in atoms} for name, atoms in domain_atoms.items()}
-        single_nodes = [n for n in range(problem.node_count) if atom_of[n].startswith("node:")]
+        single_nodes = np.array([n for n in range(problem.node_count) if atom_of[n].startswith("node:")], dtype=np.int64)
         limit_k = self.limits.max_domains_per_gang
         for unit in units:
             if not unit.tracked:
@@ -119,10 +126,14 @@ class TopologySteps:
                 devices += need * (gpu // GPU_MILLI_PER_DEVICE if gpu % GPU_MILLI_PER_DEVICE == 0 else 0)
             key = self.gpu_column if demand[self.gpu_column] > 0 else problem.cpu_column
             columns = [int(r) for r in np.flatnonzero(demand)]
+            everywhere = bool(eligible.all())
             per_atom = {
-                r: np.bincount(node_atom, weights=potential[r] * eligible, minlength=len(atom_names)) for r in {*columns, key}
+                r: np.bincount(
+                    node_atom, weights=potential[r] if everywhere else potential[r] * eligible, minlength=len(atom_names)
+                )
+                for r in {*columns, key}
             }
-            whole_atom = np.bincount(node_atom, weights=whole * eligible, minlength=len(atom_names))
+            whole_atom = np.bincount(node_atom, weights=whole if everywhere else whole * eligible, minlength=len(atom_names))
             if unit.hard_limit is not None:
                 anchor_atoms = {atom_id[atom_of[n]] for n in unit.anchors}
                 options: list[tuple[tuple[object, ...], str]] = []
@@ -135,13 +146,20 @@ class TopologySteps:
                     if anchor_atoms and not anchor_atoms.issubset(domain_anchor[name]):
                         continue
                     options.append(((int(domain_tier[d]), float(key_sums[d]), name), name))
-                for n in single_nodes:
-                    if not set(unit.anchors).issubset({n}) or not eligible[n]:
-                        continue
-                    if whole[n] < devices or (potential[:, n] < demand).any():
-                        continue
-                    options.append(((0, float(potential[key, n]), atom_of[n]), atom_of[n]))
-                    domain_atoms.setdefault(atom_of[n], frozenset({atom_of[n]}))
+                # A node on its own: eligible, holds the minimum with every candidate victim
+                # gone, and holds every running pod of the unit (anchors) — one numpy pass.
+                anchor_set = set(unit.anchors)
+                alone = single_nodes
+                if len(anchor_set) > 1:
+                    alone = alone[:0]
+                elif anchor_set:
+                    alone = alone[alone == next(iter(anchor_set))]
+                if alone.size:
+                    fits_alone = eligible[alone] & (whole[alone] >= devices)
+                    fits_alone &= (potential[:, alone] >= demand[:, None]).all(axis=0)
+                    for n in alone[fits_alone].tolist():
+                        options.append(((0, float(potential[key, n]), atom_of[n]), atom_of[n]))
+                        domain_atoms.setdefault(atom_of[n], frozenset({atom_of[n]}))
                 options.sort()
                 chosen = [name for _, name in options]
                 hint_domain = self._hint_domain(unit, atom_of, domain_atoms)
@@ -154,9 +172,10 @@ class TopologySteps:
                 unit.domains = chosen
                 unit.atoms = sorted({a for d in chosen for a in domain_atoms[d]})
             else:
-                fits = [i for i in range(len(atom_names)) if per_atom[key][i] > 0]
+                key_free = per_atom[key].tolist()
+                fits = [i for i in range(len(atom_names)) if key_free[i] > 0]
                 required = {atom_of[n] for n in (*unit.anchors, *hinted)}
-                ranked = sorted((atom_names[i] for i in fits), key=lambda a: (a not in required, -per_atom[key][atom_id[a]], a))
+                ranked = sorted((atom_names[i] for i in fits), key=lambda a: (a not in required, -key_free[atom_id[a]], a))
                 if len(ranked) > limit_k:
                     keep = ranked[: max(limit_k, len(required))]
                     self.restricted.append(f"{unit.group.key}: {len(ranked)} candidate atoms, kept {len(keep)}")
@@ -171,12 +190,28 @@ class TopologySteps:
         if len(atoms) == 1 and next(iter(atoms)).startswith("node:"):
             return next(iter(atoms))
         best = None
-        for name, members in domain_atoms.items():
-            if name.startswith("node:") or self.snapshot.hypernode_by_name[name].tier > (unit.hard_limit or 0):
+        limit = unit.hard_limit or 0
+        for name, tier, members in self._hypernode_domains(domain_atoms):
+            if tier > limit:
                 continue
             if atoms <= members and (best is None or len(members) < len(domain_atoms[best])):
                 best = name
         return best
+
+    def _hypernode_domains(self, domain_atoms: Mapping[str, frozenset[str]]) -> list[tuple[str, int, frozenset[str]]]:
+        """(name, tier, atoms) of the HyperNode domains in `domain_atoms`, in its order,
+        without the "node:" ones `_candidates` adds (recomputed whenever the mapping grew)."""
+        cached = getattr(self, "_hypernode_domain_list", None)
+        count = len(domain_atoms)
+        if cached is None or cached[0] != count:
+            domains = [
+                (name, self.snapshot.hypernode_by_name[name].tier, members)
+                for name, members in domain_atoms.items()
+                if not name.startswith("node:")
+            ]
+            cached = (count, domains)
+            self._hypernode_domain_list = cached
+        return cached[1]
 
     def _topology_sets(self, node_groups, pattern_sets, shapes, tasks, units) -> dict[tuple[int, str], list[Pattern]]:  # noqa: ANN001
         """Per (profile, tracked atom): patterns holding at least one pod of a tracked task

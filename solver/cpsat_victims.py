@@ -170,9 +170,8 @@ class VictimSteps:
         slots = problem.pod_gpu_slots.get(pod, ())
         gpu = int(problem.pod_requests[pod, self.gpu_column])
         cell = problem.pod_cell_slot.get(pod, -1)
-        devices = tuple(
-            sorted((int(problem.cell_ids[node, problem.gpu_cell[node, g]]), int(problem.gpu_free_milli[node, g])) for g in slots)
-        )
+        node_devices = self._devices_by_node[node]  # (cell, free, index) per slot, the builder's lists
+        devices = tuple(sorted((node_devices[g][0], node_devices[g][1]) for g in slots))
         if 0 < gpu < GPU_MILLI_PER_DEVICE:
             devices = tuple((int(problem.gpu_index[node, g]),) + d for g, d in zip(slots, devices))
         return (devices, cell)

@@ -41,6 +41,7 @@ import numpy as np
 from models.placement import Bind, Decision, Eviction, Placement
 from models.snapshot import PodGroupKey, Snapshot
 from solver import reasons
+from solver.fragmentation import PackingName, TypicalShape, packing_score
 from solver.greedy_explain import eligibility_error, fit_error
 from solver.greedy_plan import GroupPlan, PlanTask, build_plan, dominant_share_of_row, dominant_shares
 from solver.greedy_preempt import Preemptor, VictimPool, run_preemption
@@ -60,6 +61,10 @@ class GreedyConfig:
 
     preemption: bool = True
     reclaim: bool = True
+    packing: PackingName = "fragmentation"
+    """Node score: fragmentation growth first, then best fit (`solver.fragmentation`), or best fit alone."""
+    typical_shapes: tuple[TypicalShape, ...] = ()
+    """Expected pod shapes for the fragmentation score; empty: the snapshot's pending pods."""
 
 
 def solve_greedy(
@@ -87,6 +92,7 @@ class GreedyEngine:
         self.problem = problem
         self.config = config
         self.state = CycleState(problem, snapshot)
+        self.state.packing = packing_score(snapshot, problem, packing=config.packing, typical=config.typical_shapes)
         self.plans = [build_plan(snapshot, problem, index=k) for k in range(len(snapshot.pod_groups))]
         self._head_demands: dict[int, np.ndarray] = {}  # PodGroup index → demand while it waits at a queue's head
         self._deserved_lists = problem.queue_deserved.tolist()

@@ -26,6 +26,9 @@ Score, smaller is better (best fit, i.e. binpacking, GPUs dominating):
   - ties: what is left of the task's dominant non-GPU resource after the pod, normalized
     by the largest node's allocatable, then the node index (`argmin` takes the first).
 Example: free GPUs (2, 8, 4) and a 2-GPU pod → scores (0, 6000, 2000) → node 0.
+With `packing="fragmentation"` (the default, `solver.fragmentation`) nodes are ranked
+first by how much the pod grows the GPU fragmentation of the typical pod shapes (FGD's
+integer score), and the best-fit score above only orders nodes within a rank.
 
 Inside a node, devices are chosen by `choose_devices`: whole-GPU pods take devices of
 one NUMA cell when some cell has enough (the cell with the fewest free devices that
@@ -43,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.snapshot import GPU_MILLI_PER_DEVICE, Snapshot
+from solver.fragmentation import FragmentationScore
 from solver.problem import Problem
 
 __all__ = ["TaskShape", "BindRecord", "CycleState", "choose_devices"]
@@ -174,6 +178,7 @@ class CycleState:
         self._scale_list = self._scale.tolist()
         self._capped = self._capped_pairs()
         self._ancestors = [np.array(path, dtype=np.int64) for path in problem.queue_ancestors]
+        self.packing: FragmentationScore | None = None  # set by the engine: rank nodes by fragmentation first
 
     # ---- transactions ----
 
@@ -267,7 +272,8 @@ class CycleState:
         if shape.dominant >= 0:
             d = shape.dominant
             score += (pick(self.free[d]) - shape.requests[d]) * (1.0 / self._scale_list[d])
-        return score[nodes] if dense else score
+        score = score[nodes] if dense else score
+        return score if self.packing is None else self.packing.rank(self, shape, nodes, score)
 
     def _fractional_device_free(self, shape: TaskShape, nodes: np.ndarray | None) -> np.ndarray:
         """Free milli of the device a fractional pod would take on each node (all, or `nodes`):

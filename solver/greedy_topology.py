@@ -98,8 +98,9 @@ def candidate_domains(
 
     # Sums per HyperNode: bincount over `domain_of + 1`, so that bucket 0 collects the
     # nodes in no HyperNode of the tier and needs no boolean indexing.
-    weights = {r: available[r] * eligible_any for r in {*columns, key}}
-    whole_weights = whole_available * eligible_any
+    everywhere = bool(eligible_any.all())  # the usual case: no mask to multiply in
+    weights = {r: available[r] if everywhere else available[r] * eligible_any for r in {*columns, key}}
+    whole_weights = whole_available if everywhere else whole_available * eligible_any
     for position, tier in enumerate(problem.tiers):
         if tier_limit is not None and tier > tier_limit:
             break

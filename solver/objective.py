@@ -73,6 +73,7 @@ from models.snapshot import (
     is_fractional_gpu,
 )
 from solver.after import After, build_after
+from solver.memo import memoized
 from solver.rules.topology import hard_tier_limit
 from solver.shares import deserved_shares, queue_requests
 
@@ -214,6 +215,11 @@ class ObjectiveContext:
 
     @staticmethod
     def of(snapshot: Snapshot) -> ObjectiveContext:
+        """The context of `snapshot`, built once per snapshot (`solver.memo`)."""
+        return memoized(snapshot, ("objective_context",), lambda: ObjectiveContext._build(snapshot))
+
+    @staticmethod
+    def _build(snapshot: Snapshot) -> ObjectiveContext:
         priorities = sorted({group.priority for group in snapshot.pod_groups})
         rank = {priority: i for i, priority in enumerate(priorities)}
         starts = [pod.start_time for pod in snapshot.pods if pod.phase == "running" and pod.start_time is not None]

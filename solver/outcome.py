@@ -41,7 +41,9 @@ def placed_counts(snapshot: Snapshot, placement: Placement) -> dict[PodGroupKey,
     for pod in snapshot.pods:
         if pod.pod_group is None:
             continue
-        if (pod.phase == "running" and pod.key not in evicted) or pod.key in bound:
+        # The same test as `allocated_after`'s, asking for keys only where a set must answer.
+        holds = pod.phase == "running" and (not evicted or pod.key not in evicted)
+        if holds or pod.key in bound:
             per_task = counts[pod.pod_group]
             per_task[pod.task or ""] = per_task.get(pod.task or "", 0) + 1
     return counts
@@ -55,7 +57,8 @@ def allocated_after(snapshot: Snapshot, placement: Placement) -> dict[QueueName,
     for pod in snapshot.pods:
         if pod.pod_group is None:
             continue
-        holds = (pod.phase == "running" and pod.key not in evicted) or pod.key in bound
+        holds = pod.phase == "running" and (not evicted or pod.key not in evicted)
+        holds = holds or pod.key in bound
         queue = snapshot.pod_group_by_key[pod.pod_group].queue
         if holds and queue in own:
             add_resources(own[queue], pod.requests)

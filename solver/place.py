@@ -17,8 +17,11 @@ Both CP-SAT engines return the better of CP-SAT's and greedy's placements by
 labelled FALLBACK.
 
 Time: `time_limit_s` bounds the whole call (greedy, model, solve, extraction, checks):
-CP-SAT gets what is left after greedy minus a reserve for what follows it, so the call
-returns within the limit plus a small overshoot (measured: < 10 %).
+CP-SAT gets what is left after greedy minus a reserve for what follows it (`_Budget`:
+measured per node + pod, scaled by how much slower than usual this call's greedy part
+ran, so a busy machine keeps back more), so the call returns within the limit plus a
+small overshoot (the target: < 10 %). Full garbage collections wait until the call ends
+(`_full_collections_deferred`).
 
 A CP-SAT `Decision` reports `objective` = the throughput tier of its placement (the
 model's value, which equals `score`; a FALLBACK reports its `score` when time allows), `bound` = an upper bound
@@ -29,8 +32,12 @@ or the LP relaxation's (`solver.bound`) when that is tighter (`lp_gap`) — and
 
 from __future__ import annotations
 
+import gc
 import logging
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
@@ -40,7 +47,8 @@ from solver.bound import lp_bound
 from solver.checker import PlacementRejected, check_placement
 from solver.cpsat import CpsatConfig, ModelInvalid, solve_cpsat
 from solver.cpsat_data import DataLimits
-from solver.greedy import solve_greedy
+from solver.fragmentation import PackingName, TypicalShape
+from solver.greedy import GreedyConfig, solve_greedy
 from solver.objective import ObjectiveContext, score
 from solver.outcome import build_decision
 from solver.problem import Problem, build_problem
@@ -84,6 +92,13 @@ class SolveConfig:
     presolve: bool | None = None
     """CP-SAT presolve; None: on below `PRESOLVE_VARIABLES` variables (above, its fixpoint
     loop costs more than the whole budget on 2 cores — measured 1.3 s at 12,000)."""
+    packing: PackingName = "fragmentation"
+    """Greedy node score: "fragmentation" ranks nodes by how much a pod grows the GPU
+    fragmentation of the typical shapes (`solver.fragmentation`), then by best fit;
+    "best-fit" by best fit alone."""
+    typical_shapes: tuple[TypicalShape, ...] = ()
+    """Expected pod shapes and weights for the fragmentation score (e.g. a trace's pod
+    list); empty: the snapshot's pending pods."""
     log_search: bool = False
 
     def cpsat(self) -> CpsatConfig:
@@ -103,39 +118,120 @@ class SolveConfig:
         )
 
 
-def _reserve_s(snapshot: Snapshot) -> float:
-    """Time kept back after CP-SAT for extraction, the checker and the Decision: measured
-    on this machine at ~0.04 s per 1,000 nodes + pods (0.9 s at 10,000 nodes / 11,000
-    pods), with a margin for a machine shared with other work."""
-    return 0.1 + 5e-5 * (len(snapshot.nodes) + len(snapshot.pods))
+AFTER_SECONDS_PER_ITEM = 3.5e-5
+"""Extraction, scoring, the checker and the Decision after CP-SAT, per node + pod, quiet
+(measured 0.11 s at 1,000 nodes / 1,637 pods, 0.6 s at 10,000 / 11,259)."""
+LP_SECONDS_PER_ITEM = 2e-5
+"""The LP bound, per node + pod (0.04 s at 1,000 nodes / 2,376 items, 0.2–0.4 s at 10,000 /
+18,749–23,849, measured at load 3.5; the objective context it reads is memoized)."""
+SAFETY_SHARE = 0.05
+"""Kept back on top of the measured estimates: CP-SAT overshoots its own limit by a few
+hundredths of a second, and the estimates are means (at 1 s: 50 ms)."""
+LP_SHARE = 0.15
+"""With `lp_gap=None`, the LP bound's time is kept back from CP-SAT only when it is at most
+this share of the time limit; past it the bound is computed only if CP-SAT leaves time."""
 
 
-def _lp_seconds(snapshot: Snapshot) -> float:
-    """The LP bound's cost, measured: 0.08 s at 1,000 nodes / 1,600 pods, 0.8 s at 10,000 / 11,000."""
-    return 4e-5 * (len(snapshot.nodes) + len(snapshot.pods))
+@dataclass(frozen=True)
+class _Budget:
+    """How `place()` splits its time limit, from what this call has measured so far.
+
+    `slowness` is wall time over this thread's CPU time while the problem was built and
+    greedy ran (≥ 1): on a machine busy with other work the thread waits for a core, and
+    every later step waits alike, so the time kept back for after CP-SAT (extraction,
+    checker, Decision; the LP bound) grows with it and the call still returns inside the
+    limit. (Not greedy's wall time against a yardstick: a slower greedy scoring would
+    read as a busy machine.) Example, 1,000 nodes / 1,637 pods, 1 s: greedy took 0.3 s
+    of wall time and 0.18 s of CPU → slowness 1.7 → reserve 0.05 + 1.7 × 0.14 = 0.29 s,
+    LP 1.7 × 0.053 = 0.09 s (≤ 15 % of 1 s: kept back from CP-SAT, so the bound is computed)."""
+
+    items: int
+    slowness: float
+    reserve_s: float
+    lp_s: float
+    lp_reserved: bool
+
+    @staticmethod
+    def measure(snapshot: Snapshot, config: SolveConfig, greedy_s: float, greedy_cpu_s: float) -> _Budget:
+        items = len(snapshot.nodes) + len(snapshot.pods)
+        slowness = max(1.0, greedy_s / max(greedy_cpu_s, 1e-3))
+        reserve_s = SAFETY_SHARE * config.time_limit_s + slowness * (0.05 + AFTER_SECONDS_PER_ITEM * items)
+        lp_s = slowness * LP_SECONDS_PER_ITEM * items
+        lp_reserved = config.lp_gap if config.lp_gap is not None else lp_s <= LP_SHARE * config.time_limit_s
+        return _Budget(items=items, slowness=slowness, reserve_s=reserve_s, lp_s=lp_s, lp_reserved=lp_reserved)
+
+    def lp_fits(self, config: SolveConfig, deadline: float, *, after_s: float = 0.0) -> bool:
+        """Compute the LP bound now? When its time was kept back, unless the call is already
+        late (less than half its estimate left: greedy alone overran); with `lp_gap=None`,
+        also when the time left still holds it and `after_s` more."""
+        if config.lp_gap is False:
+            return False
+        left = deadline - time.perf_counter()
+        if self.lp_reserved:
+            return left > 0.5 * self.lp_s
+        return left > self.lp_s + after_s
+
+
+_collector_lock = threading.Lock()
+_calls_in_flight = 0
+_saved_threshold: tuple[int, int, int] | None = None
+
+
+@contextmanager
+def _full_collections_deferred() -> Iterator[None]:
+    """Hold off Python's full (generation 2) garbage collections while `place()` runs.
+
+    A snapshot of 10,000 nodes is a few hundred thousand long-lived objects, and every
+    full collection walks all of them: measured 0.1–0.2 s each, two to four per
+    `place()` at 10,000 nodes / 5,000 pods — up to a fifth of the call. Young collections
+    keep running, so short-lived cycles are still freed; the deferred full collection
+    happens after the call, when the thresholds are restored. Counted across threads
+    (the HTTP service solves in a pool): the last call to finish restores them."""
+    global _calls_in_flight, _saved_threshold
+    with _collector_lock:
+        if _calls_in_flight == 0:
+            _saved_threshold = gc.get_threshold()
+            young, middle, _ = _saved_threshold
+            gc.set_threshold(young, middle, 1 << 30)
+        _calls_in_flight += 1
+    try:
+        yield
+    finally:
+        with _collector_lock:
+            _calls_in_flight -= 1
+            if _calls_in_flight == 0 and _saved_threshold is not None:
+                gc.set_threshold(*_saved_threshold)
+                _saved_threshold = None
 
 
 def place(snapshot: Snapshot, config: SolveConfig = SolveConfig()) -> Decision:
     """Solve one cycle with the configured engine and return a checked `Decision`."""
-    started = time.perf_counter()
+    with _full_collections_deferred():
+        return _place(snapshot, config)
+
+
+def _place(snapshot: Snapshot, config: SolveConfig) -> Decision:
+    started, cpu_started = time.perf_counter(), time.thread_time()
     deadline = started + config.time_limit_s
     problem = build_problem(snapshot)
-    greedy = solve_greedy(snapshot, problem=problem)
+    greedy = solve_greedy(
+        snapshot, problem=problem, config=GreedyConfig(packing=config.packing, typical_shapes=config.typical_shapes)
+    )
     if config.engine == "greedy":
         return _checked_greedy(snapshot, greedy)
+    budget = _Budget.measure(snapshot, config, time.perf_counter() - started, time.thread_time() - cpu_started)
     greedy_reasons = {o.name: o.reasons for o in greedy.podgroups}
-    lp_gap = config.lp_gap if config.lp_gap is not None else _lp_seconds(snapshot) <= 0.2 * config.time_limit_s
 
     def fallback(why: str) -> Decision:
         log.info("cpsat: returning the greedy placement (%s)", why)
         checked = _checked_greedy(snapshot, greedy)
         objective = bound = None
-        if lp_gap and deadline - time.perf_counter() > _lp_seconds(snapshot) + _reserve_s(snapshot):
+        if budget.lp_fits(config, deadline, after_s=budget.reserve_s):
             objective = score(snapshot, checked.placement).throughput
             bound = _relaxed_bound(snapshot, problem, deadline)
         return _decision(snapshot, checked.placement, "greedy", "FALLBACK", started, greedy_reasons, objective, bound=bound)
 
-    budget_end = deadline - _reserve_s(snapshot) - (_lp_seconds(snapshot) if lp_gap else 0.0)
+    budget_end = deadline - budget.reserve_s - (budget.lp_s if budget.lp_reserved else 0.0)
     if budget_end - time.perf_counter() <= 0.01:
         return fallback("no time left after greedy")
     context = ObjectiveContext.of(snapshot)
@@ -150,8 +246,9 @@ def place(snapshot: Snapshot, config: SolveConfig = SolveConfig()) -> Decision:
         return fallback("CP-SAT failed")
     if result.placement is None or result.objective is None:
         return fallback("CP-SAT found no solution in time")
-    # Never worse than greedy. The model's tiers are exact for its placement, and its value
-    # of the greedy placement is at least `score(greedy)`; without it, score both.
+    # Never worse than greedy; as good → CP-SAT's (it comes with a bound). The model's tiers
+    # are exact for its placement, and its value of the greedy placement is at least
+    # `score(greedy)`; without it, score both.
     mine, theirs = result.objective, result.hint_objective
     if theirs is None:
         mine, theirs = score(snapshot, result.placement, context=context), score(snapshot, greedy.placement, context=context)
@@ -164,7 +261,7 @@ def place(snapshot: Snapshot, config: SolveConfig = SolveConfig()) -> Decision:
         log.error("cpsat: placement rejected by the checker:\n%s", PlacementRejected(violations))
         return fallback("CP-SAT's placement broke a hard rule")
     bound = result.throughput_bound
-    if lp_gap and result.status != "OPTIMAL":
+    if result.status != "OPTIMAL" and budget.lp_fits(config, deadline, after_s=0.3 * budget.reserve_s):
         relaxed = _relaxed_bound(snapshot, problem, deadline)
         if relaxed is not None:
             bound = relaxed if bound is None else min(bound, relaxed)

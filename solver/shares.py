@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from models.snapshot import ROOT_QUEUE, Queue, QueueName, ResourceList, Snapshot
+from solver.memo import memoized
 
 __all__ = [
     "water_fill",
@@ -126,7 +127,16 @@ def cluster_allocatable(snapshot: Snapshot) -> dict[str, int]:
     return total
 
 
-def _own_usage(snapshot: Snapshot, *, include_pending: bool) -> dict[QueueName, dict[str, int]]:
+def _copied(per_queue: Mapping[QueueName, Mapping[str, int]]) -> dict[QueueName, dict[str, int]]:
+    return {name: dict(amount) for name, amount in per_queue.items()}
+
+
+def _own_usage(snapshot: Snapshot, *, include_pending: bool) -> Mapping[QueueName, Mapping[str, int]]:
+    """Requests of each queue's own PodGroups' pods (memoized per snapshot: read, never mutate)."""
+    return memoized(snapshot, ("own_usage", include_pending), lambda: _compute_own_usage(snapshot, include_pending))
+
+
+def _compute_own_usage(snapshot: Snapshot, include_pending: bool) -> dict[QueueName, dict[str, int]]:
     usage: dict[QueueName, dict[str, int]] = {q.name: {} for q in snapshot.queues}
     for pod in snapshot.pods:
         if pod.pod_group is None or (pod.phase == "pending" and not include_pending):
@@ -137,7 +147,7 @@ def _own_usage(snapshot: Snapshot, *, include_pending: bool) -> dict[QueueName, 
     return usage
 
 
-def _with_descendants(snapshot: Snapshot, own: Mapping[QueueName, dict[str, int]]) -> dict[QueueName, dict[str, int]]:
+def _with_descendants(snapshot: Snapshot, own: Mapping[QueueName, Mapping[str, int]]) -> dict[QueueName, dict[str, int]]:
     total: dict[QueueName, dict[str, int]] = {name: {} for name in own}
     for queue_name, amount in own.items():
         for ancestor in snapshot.queue_ancestors(queue_name):
@@ -147,16 +157,25 @@ def _with_descendants(snapshot: Snapshot, own: Mapping[QueueName, dict[str, int]
 
 def queue_allocated(snapshot: Snapshot) -> dict[QueueName, dict[str, int]]:
     """Resources held by running pods of each queue's PodGroups, its subtree included."""
-    return _with_descendants(snapshot, _own_usage(snapshot, include_pending=False))
+    return _copied(
+        memoized(snapshot, ("queue_allocated",), lambda: _with_descendants(snapshot, _own_usage(snapshot, include_pending=False)))
+    )
 
 
 def queue_requests(snapshot: Snapshot) -> dict[QueueName, dict[str, int]]:
     """Allocated plus pending requests per queue (Volcano's `request`), subtree included."""
-    return _with_descendants(snapshot, _own_usage(snapshot, include_pending=True))
+    return _copied(
+        memoized(snapshot, ("queue_requests",), lambda: _with_descendants(snapshot, _own_usage(snapshot, include_pending=True)))
+    )
 
 
 def deserved_shares(snapshot: Snapshot) -> dict[QueueName, dict[str, int]]:
-    """Each queue's deserved resources, water-filled level by level down the queue tree."""
+    """Each queue's deserved resources, water-filled level by level down the queue tree
+    (computed once per snapshot; each call returns its own copy)."""
+    return _copied(memoized(snapshot, ("deserved_shares",), lambda: _deserved_shares(snapshot)))
+
+
+def _deserved_shares(snapshot: Snapshot) -> dict[QueueName, dict[str, int]]:
     requests = queue_requests(snapshot)
     own_requests = _own_usage(snapshot, include_pending=True)
     children: dict[QueueName | None, list[Queue]] = {}

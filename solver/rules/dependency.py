@@ -26,6 +26,8 @@ def waiting_tasks(snapshot: Snapshot, group: PodGroup) -> frozenset[str]:
     Example: task-b depends on task-a; task-a has 2 pods, 1 running → {"task-b"}.
     A dependency with no pods at all has nothing running, so its dependents wait.
     """
+    if not any(task.depends_on for task in group.tasks):
+        return frozenset()  # the common case, without a pass over the PodGroup's pods
     pods = snapshot.pods_by_group.get(group.key, ())
     total: dict[str, int] = {}
     running: dict[str, int] = {}

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from models.snapshot import PodGroup, Snapshot
 from solver.after import After
+from solver.memo import memoized
 from solver.rules.dependency import waiting_tasks
 from solver.violation import Violation
 
@@ -33,6 +34,17 @@ class GangRequirement:
 
 
 def gang_requirement(snapshot: Snapshot, group: PodGroup) -> GangRequirement:
+    """What `group` must end the cycle with (see the module docstring); computed once per
+    (snapshot, PodGroup) — the greedy plan, the CP-SAT data, the decision and this rule's
+    check all ask. The result is shared: do not mutate `min_per_task`."""
+    key = ("gang_requirement", group.namespace, group.name)
+    cached = memoized(snapshot, key, lambda: (group, _requirement(snapshot, group)))
+    if cached[0] is group:
+        return cached[1]
+    return _requirement(snapshot, group)  # a PodGroup object that is not the snapshot's own
+
+
+def _requirement(snapshot: Snapshot, group: PodGroup) -> GangRequirement:
     waiting = waiting_tasks(snapshot, group)
     waiting_minimum = sum(group.task_by_name[name].min_available for name in waiting)
     return GangRequirement(

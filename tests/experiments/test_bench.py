@@ -19,11 +19,13 @@ from experiments.bench import (
     BenchSize,
     BenchSummary,
     check_targets,
+    default_time_limit,
     parse_engines,
     parse_sizes,
     run_bench,
 )
 from experiments.bench_report import write_bench_files
+from solver.place import SolveConfig
 
 runner = CliRunner()
 TINY = BenchConfig(sizes=(BenchSize(20, 10),), engines=("greedy",), repeats=2, time_limit_s=1.0)
@@ -154,3 +156,17 @@ def test_bench_command_refuses_bad_options_with_exit_2_and_one_line(option: str,
     assert result.exit_code == 2
     assert f"error: {option}:" in result.output
     assert "Traceback" not in result.output
+
+
+def test_time_limits_default_per_size_and_each_run_records_its_limit_and_the_load() -> None:
+    assert default_time_limit(BenchSize(1000, 1000)) == 1.0
+    assert default_time_limit(BenchSize(10000, 5000)) == 5.0
+    config = BenchConfig(sizes=(BenchSize(20, 10),), engines=("greedy",), repeats=1)
+    assert config.solve_config("greedy", BenchSize(20, 10)).time_limit_s == 1.0
+    assert config.solve_config("greedy", BenchSize(20, 10)).packing == SolveConfig().packing
+    chosen = BenchConfig(packing="best-fit", time_limit_s=2.0).solve_config("auto", BenchSize(10000, 5000))
+    assert chosen == SolveConfig(engine="auto", time_limit_s=2.0, packing="best-fit")
+    result = run_bench(config)
+    (run,) = result.runs
+    assert run.time_limit_s == 1.0 and run.load_1m is not None
+    assert result.summaries[0].time_limit_s == 1.0 and result.summaries[0].load_1m_max == run.load_1m
