@@ -14,6 +14,13 @@ Input: the `ClusterState` and the batch. Output: the batch's assignments. The sn
   allows) and a node selector on that label — an exact encoding of the OR;
 - node order is the run's `tie_rank` (the same random-but-fixed order that breaks the
   baselines' ties), since the greedy engine gives ties to the first node.
+- the engine's fragmentation score (`solver.fragmentation`, `SolveConfig.packing`) gets
+  the trace's typical pods as `SolveConfig.typical_shapes` — the same shapes FGD scores
+  with and the metric measures — each allowed-model spec as a node selector on its label
+  (`typical_shapes`); `greedy-bestfit` turns the score off, `greedy-pending` lets the
+  engine take shapes from each snapshot's pending pods, as the product does by default;
+- within a batch the engine serves pods by `creation_time`: arrival order, or
+  `large-first` (whole-GPU pods first) for `greedy-large-first`.
 
 Exact pruning, so a snapshot stays small (measured: 1,213 nodes → tens to a few hundred):
 a node where no pod of the batch fits is left out (the engine's own Filter would drop
@@ -29,17 +36,20 @@ docs/results.md ("What the solver needs").
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
 from experiments.cluster_state import WHOLE, Assignment, ClusterState, PodRequest
-from experiments.fragmentation import FragTracker
+from experiments.fragmentation import FragTracker, TypicalPods
 from models.snapshot import Gpu, Node, NodeName, Snapshot
+from solver.fragmentation import PackingName, TypicalShape
 from solver.place import EngineName, SolveConfig, place
 
-__all__ = ["BatchplacePolicy", "make_batchplace_policy", "SPEC_LABEL_PREFIX", "NAMESPACE"]
+__all__ = ["BatchplacePolicy", "make_batchplace_policy", "typical_shapes", "SPEC_LABEL_PREFIX", "NAMESPACE"]
 
 SPEC_LABEL_PREFIX = "openb.batchplace.io/spec-"
+BatchOrder = Literal["arrival", "large-first"]
 NAMESPACE = "openb"
 MIB = 1024 * 1024
 
@@ -47,12 +57,29 @@ MIB = 1024 * 1024
 class BatchplacePolicy:
     """One `solver.place` call per batch; see the module docstring."""
 
-    def __init__(self, engine: EngineName, *, name: str, time_limit_s: float = 1.0, prune: bool = True):
+    def __init__(
+        self,
+        engine: EngineName,
+        *,
+        name: str,
+        time_limit_s: float = 1.0,
+        prune: bool = True,
+        packing: PackingName = "fragmentation",
+        typical: TypicalPods | None = None,
+        order: BatchOrder = "arrival",
+    ):
         self.name = name
         self.engine = engine
-        self.config = SolveConfig(engine=engine, time_limit_s=time_limit_s, workers=1)
         self.prune = prune
+        self.order = order
         self.specs: tuple[int, ...] = ()
+        shapes: tuple[TypicalShape, ...] = ()
+        if typical is not None:
+            shapes = typical_shapes(typical)
+            self.specs = tuple(sorted({int(s) for s, g in zip(typical.spec.tolist(), typical.num_gpu.tolist()) if s and g}))
+        self.config = SolveConfig(
+            engine=engine, time_limit_s=time_limit_s, workers=1, packing=packing, typical_shapes=shapes
+        )
         self._nodes: dict[int, tuple[int, Node]] = {}  # node → (version, validated Node)
         self.snapshot_nodes: list[int] = []  # size of each solve's snapshot, for the report
         self.solve_seconds: list[float] = []
@@ -68,7 +95,7 @@ class BatchplacePolicy:
         snapshot = Snapshot.model_validate(
             {
                 "nodes": [self._node(state, int(n)) for n in rows],
-                "pod_groups": [_pod_group(pod) for pod in pods],
+                "pod_groups": [_pod_group(pod, at) for pod, at in zip(pods, _service_order(pods, self.order))],
                 "pods": [_pending_pod(pod) for pod in pods],
             }
         )
@@ -120,6 +147,21 @@ class BatchplacePolicy:
         return node
 
 
+def typical_shapes(typical: TypicalPods) -> tuple[TypicalShape, ...]:
+    """The trace's typical pods as the engine's `SolveConfig.typical_shapes`: a spec
+    becomes the node selector on its label. Example: 2 × 1000 milli, spec V100 (bit 5),
+    8 CPUs → `TypicalShape(8000, 2000, w, (("openb.batchplace.io/spec-32", "true"),))`."""
+    shapes = []
+    for cpu, milli, count, spec, weight in zip(
+        typical.cpu_milli.tolist(), typical.gpu_milli.tolist(), typical.num_gpu.tolist(),
+        typical.spec.tolist(), typical.freq.tolist(),
+    ):  # fmt: skip
+        gpu = count * WHOLE if milli >= WHOLE else (milli if count else 0)
+        selector = ((f"{SPEC_LABEL_PREFIX}{spec}", "true"),) if spec and count else ()
+        shapes.append(TypicalShape(cpu_milli=cpu, gpu_milli=gpu, weight=weight, node_selector=selector))
+    return tuple(shapes)
+
+
 def _requests(pod: PodRequest) -> dict[str, int]:
     requests = {"cpu": pod.cpu_milli, "memory": pod.memory_mib * MIB}
     if pod.num_gpu:
@@ -127,7 +169,21 @@ def _requests(pod: PodRequest) -> dict[str, int]:
     return requests
 
 
-def _pod_group(pod: PodRequest) -> dict[str, object]:
+def _service_order(pods: Sequence[PodRequest], order: BatchOrder) -> list[float]:
+    """`creation_time` per pod, which is the order the engine serves them in: arrival
+    order, or whole-GPU pods first (most devices first), then shares (largest first), then
+    CPU-only pods, arrival order among equals. Example: arrivals (250 m, 2 GPUs, CPU-only,
+    1 GPU) → served 2 GPUs, 1 GPU, 250 m, CPU-only."""
+    if order == "arrival":
+        return [float(pod.index) for pod in pods]
+    ranked = sorted(range(len(pods)), key=lambda i: (-pods[i].whole_devices, -pods[i].total_gpu_milli, i))
+    at = [0.0] * len(pods)
+    for position, i in enumerate(ranked):
+        at[i] = float(pods[0].index + position)
+    return at
+
+
+def _pod_group(pod: PodRequest, creation_time: float) -> dict[str, object]:
     task: dict[str, object] = {"name": "main", "min_available": 1, "requests": _requests(pod)}
     if pod.spec and pod.num_gpu:
         task["node_selector"] = {f"{SPEC_LABEL_PREFIX}{pod.spec}": "true"}
@@ -135,7 +191,7 @@ def _pod_group(pod: PodRequest) -> dict[str, object]:
         "namespace": NAMESPACE,
         "name": f"p{pod.index}",
         "min_member": 1,
-        "creation_time": float(pod.index),
+        "creation_time": creation_time,
         "tasks": [task],
     }
 
@@ -154,13 +210,23 @@ def _pending_pod(pod: PodRequest) -> dict[str, object]:
 def make_batchplace_policy(
     name: str, *, state: ClusterState, tracker: FragTracker, time_limit_s: float = 1.0
 ) -> object:
-    """`greedy` / `cpsat`: the engine through `solver.place`; `greedy-frag`: the
-    experiments-side prototype of a fragmentation-aware engine score
-    (`experiments.frag_aware`)."""
+    """`greedy` / `cpsat`: the engine through `solver.place`, its fragmentation score fed
+    the trace's typical pods (as FGD's is); `greedy-bestfit`: the engine's plain best fit
+    (`packing="best-fit"`); `greedy-pending`: the fragmentation score with typical shapes
+    taken from each snapshot's pending pods only (what the product does when no shapes
+    are configured); `greedy-frag`: the experiments-side prototype the engine score
+    replaced (`experiments.frag_aware`)."""
+    typical = tracker.typical
     if name == "greedy":
+        return BatchplacePolicy("greedy", name=name, time_limit_s=time_limit_s, typical=typical)
+    if name == "greedy-large-first":
+        return BatchplacePolicy("greedy", name=name, time_limit_s=time_limit_s, typical=typical, order="large-first")
+    if name == "greedy-bestfit":
+        return BatchplacePolicy("greedy", name=name, time_limit_s=time_limit_s, packing="best-fit")
+    if name == "greedy-pending":
         return BatchplacePolicy("greedy", name=name, time_limit_s=time_limit_s)
     if name == "cpsat":
-        return BatchplacePolicy("cpsat", name=name, time_limit_s=time_limit_s)
+        return BatchplacePolicy("cpsat", name=name, time_limit_s=time_limit_s, typical=typical)
     if name == "greedy-frag":
         from experiments.frag_aware import FragAwareBatch
 

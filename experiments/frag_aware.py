@@ -1,8 +1,7 @@
-"""Prototype of a fragmentation-aware batch engine, written in experiments/ because the
-engines live in solver/ (owned elsewhere): what batchplace's greedy would do with a
-fragmentation score hook and batch ordering. It is *not* `solver.place` — results from it
-are labelled "prototype" everywhere — but it is the measured case for the engine change
-described in docs/results.md ("What the solver needs").
+"""Prototype of a fragmentation-aware batch engine, kept for comparison: the engine now
+has the same idea (`solver.fragmentation`, the greedy engine's default packing; policy
+`greedy`), and this prototype is what motivated it. It is *not* `solver.place` — results
+from it are labelled "prototype" everywhere.
 
 Question: can a batch scheduler beat FGD (ATC '23) on the openb trace, and with what?
 Rule, per batch of arrivals (defaults = the variant we report):

@@ -103,3 +103,38 @@ def test_batchplace_greedy_adapter_binds_through_the_engine_and_honours_the_mode
     assert placed[0].node == 1
     assert placed[2].node == 0 and placed[2].devices == tuple(range(8))
     assert placed[1] is not None and state.allocated_gpu_milli == 9500
+
+
+def test_trace_typical_pods_become_engine_shapes_with_their_model_as_a_node_selector():
+    from experiments.batchplace_policy import SPEC_LABEL_PREFIX, typical_shapes
+
+    v100 = 1 << 5
+    typical = TypicalPods(*(np.array(v) for v in ([8000, 4000, 2000], [1000, 460, 0], [2, 1, 0], [v100, 0, 0], [0.5, 0.3, 0.2])))
+    shapes = typical_shapes(typical)
+    assert [(s.cpu_milli, s.gpu_milli, s.weight) for s in shapes] == [(8000, 2000, 0.5), (4000, 460, 0.3), (2000, 0, 0.2)]
+    assert shapes[0].node_selector == ((f"{SPEC_LABEL_PREFIX}{v100}", "true"),) and shapes[1].node_selector == ()
+
+
+def test_batchplace_greedy_with_trace_shapes_keeps_a_whole_device_for_the_typical_half_gpu_pod():
+    # Typical pods ask for 500 milli. Node 0's device 1 has 600 free; best fit puts a
+    # 200-milli pod there (400 left, useless to the typical pod); the fragmentation score
+    # puts it on an idle device of node 1 (800 left).
+    from experiments.batchplace_policy import BatchplacePolicy
+
+    typical = TypicalPods(*(np.array([v]) for v in (1000, 500, 1, 0, 1.0)))
+    chosen = {}
+    for packing in ("best-fit", "fragmentation"):
+        state = ClusterState(make_nodes((96000, 2, "G2"), (96000, 2, "G2")))
+        occupy(state, 0, devices={0: 1000, 1: 400})
+        policy = BatchplacePolicy("greedy", name="greedy", packing=packing, typical=typical)
+        [placed] = policy.schedule(state, [pod(1000, 1, 200)])
+        chosen[packing] = placed.node
+    assert chosen == {"best-fit": 0, "fragmentation": 1}
+
+
+def test_large_first_serves_whole_gpu_pods_of_a_batch_before_shares_and_cpu_only_pods():
+    from experiments.batchplace_policy import _service_order
+
+    pods = [pod(1000, 1, 250, index=10), pod(1000, 2, 1000, index=11), pod(1000, index=12), pod(1000, 1, 1000, index=13)]
+    assert _service_order(pods, "arrival") == [10.0, 11.0, 12.0, 13.0]
+    assert _service_order(pods, "large-first") == [12.0, 10.0, 13.0, 11.0]
