@@ -18,7 +18,6 @@ compared in constant time (`hmac.compare_digest`); the token is never logged or 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hmac
 import threading
 from collections.abc import Callable, Sequence
@@ -39,7 +38,7 @@ from service.errors import (
 )
 from service.live import LiveSnapshotSource
 from service.metrics import ServiceMetrics
-from service.schemas import OBJECTIVE_ORDER, SolveOptions, WhatIfRequest
+from service.schemas import SolveOptions, WhatIfRequest
 from service.settings import ServiceSettings
 from solver.place import SolveConfig
 
@@ -167,21 +166,13 @@ def body_media(request: Request) -> Media:
     raise UnsupportedMedia(media_type, accepted=(*JSON_TYPES, *YAML_TYPES[:1]))
 
 
-def solve_config(options: SolveOptions, settings: ServiceSettings, *, at: Sequence[str | int]) -> SolveConfig:
-    """The `SolveConfig` for `options`: time limit capped; `at` is where options sat, for a 422.
-
-    An objective order other than the default needs a solver that takes one
-    (`SolveConfig.objective_order`); until then it is refused, not silently ignored.
-    """
-    fields = {field.name for field in dataclasses.fields(SolveConfig)}
-    values: dict[str, object] = {"engine": options.engine, "time_limit_s": settings.time_limit_for(options.time_limit_s)}
-    order = options.full_objective_order()
-    if "objective_order" in fields:
-        values["objective_order"] = order
-    elif order != OBJECTIVE_ORDER:
-        message = f"this server's solver takes only the default objective order ({', '.join(OBJECTIVE_ORDER)})"
-        raise InvalidRequest([FieldProblem(loc=(*at, "objective_order"), msg=message, type="unsupported")])
-    return SolveConfig(**values)  # type: ignore[arg-type]
+def solve_config(options: SolveOptions, settings: ServiceSettings) -> SolveConfig:
+    """The `SolveConfig` for `options`: the time limit capped, the objective order completed."""
+    return SolveConfig(
+        engine=options.engine,
+        time_limit_s=settings.time_limit_for(options.time_limit_s),
+        objective_order=options.full_objective_order(),
+    )
 
 
 def live_base(request: WhatIfRequest, source: LiveSnapshotSource | None, *, retry_after_s: int) -> Snapshot | None:

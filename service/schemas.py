@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validat
 from models.placement import Bind, Eviction, PodGroupOutcome, QueueShare, SolveStatus
 from models.snapshot import Snapshot
 from service.whatif import DrainedNode, JobVerdict
+from solver.objective import TIERS, objective_order
 from solver.place import EngineName
 
 __all__ = [
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 ObjectiveTier = Literal["fairness", "throughput", "disruption", "locality", "packing"]
-OBJECTIVE_ORDER: tuple[ObjectiveTier, ...] = ("fairness", "throughput", "disruption", "locality", "packing")
+OBJECTIVE_ORDER: tuple[ObjectiveTier, ...] = TIERS  # type: ignore[assignment]
 """DESIGN.md's soft rules, most important first."""
 
 MAX_ADDED_OBJECTS = 10_000
@@ -70,8 +71,7 @@ class SolveOptions(BaseModel):
 
     def full_objective_order(self) -> tuple[ObjectiveTier, ...]:
         """`["throughput"]` → `("throughput", "fairness", "disruption", "locality", "packing")`."""
-        listed = tuple(self.objective_order or ())
-        return (*listed, *(tier for tier in OBJECTIVE_ORDER if tier not in listed))
+        return objective_order(self.objective_order or ())  # type: ignore[return-value]
 
 
 class ViolationOut(BaseModel):

@@ -92,6 +92,7 @@ class CpsatConfig:
     workers: int = 2
     relative_gap_limit: float = 0.0
     merge_tiers: bool = True
+    objective_order: tuple[str, ...] = TIERS  # the tiers, most important first
     presolve: bool | None = None  # None: on below PRESOLVE_VARIABLES variables
     limits: DataLimits = DataLimits()
     log_search: bool = False
@@ -157,7 +158,8 @@ def solve_cpsat(
     variables = create_variables(model, data)
     allocation = add_constraints(model, data, variables)
     tiers = build_tiers(model, data, variables, allocation)
-    stages = plan_stages(tiers) if config.merge_tiers else _one_per_tier(tiers)
+    order = [TIERS.index(name) for name in config.objective_order]
+    stages = plan_stages(tiers, order) if config.merge_tiers else _one_per_tier(tiers, order)
     stats["model_s"] = time.perf_counter() - started - stats["data_s"]
     stats["variables"] = len(model.proto.variables)
     stats["constraints"] = len(model.proto.constraints)
@@ -261,9 +263,10 @@ def _objective(tiers: Tiers, values: list[int]) -> ObjectiveVector:
     return ObjectiveVector(*(tiers.signed(t, lin.value(value_of)) for t, lin in enumerate(tiers.minimised)))
 
 
-def _one_per_tier(tiers: Tiers) -> list[Stage]:
+def _one_per_tier(tiers: Tiers, order: list[int]) -> list[Stage]:
     stages = []
-    for tier, lin in enumerate(tiers.minimised):
+    for tier in order:
+        lin = tiers.minimised[tier]
         low, high = lin.bounds()
         if high > low:
             stages.append(Stage(tiers=[tier], weights=[1], expression=lin))

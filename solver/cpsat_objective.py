@@ -27,6 +27,7 @@ throughput | disruption | locality (packing is constant there).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -167,8 +168,9 @@ def _packing(data: ModelData, variables: Variables) -> Lin:
     return lin
 
 
-def plan_stages(tiers: Tiers) -> list[Stage]:
-    """Group consecutive non-constant tiers into stages (see the module docstring)."""
+def plan_stages(tiers: Tiers, order: Sequence[int] | None = None) -> list[Stage]:
+    """Group consecutive non-constant tiers into stages (see the module docstring), taking
+    the tiers in `order` (indices into `TIERS`; default: `TIERS`'s own order)."""
     stages: list[Stage] = []
     current: list[tuple[int, int]] = []  # (tier, range)
 
@@ -187,8 +189,8 @@ def plan_stages(tiers: Tiers) -> list[Stage]:
         stages.append(Stage(tiers=[t for t, _ in current], weights=weights, expression=expression))
         current.clear()
 
-    for tier, lin in enumerate(tiers.minimised):
-        low, high = lin.bounds()
+    for tier in range(len(tiers.minimised)) if order is None else order:
+        low, high = tiers.minimised[tier].bounds()
         span = high - low
         if span == 0:
             continue

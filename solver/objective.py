@@ -55,7 +55,7 @@ breaks hard rules still gets a score.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from models.placement import Placement
@@ -85,6 +85,7 @@ __all__ = [
     "ObjectiveContext",
     "FragmentRule",
     "score",
+    "objective_order",
     "pod_value",
     "age_class",
     "queue_fairness",
@@ -130,6 +131,21 @@ class ObjectiveVector:
 
     def as_dict(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in TIERS}
+
+    def ranked(self, order: Sequence[str] = TIERS) -> tuple[int, ...]:
+        """`key()` with its positions in `order` (a permutation of `TIERS`): compare two of
+        these to compare placements under a caller's objective order."""
+        key = self.key()
+        return tuple(key[TIERS.index(name)] for name in order)
+
+
+def objective_order(listed: Sequence[str]) -> tuple[str, ...]:
+    """The full tier order from the tiers a caller lists first: the rest follow in `TIERS`'s
+    order. `["throughput"]` → throughput, fairness, disruption, locality, packing."""
+    unknown = [name for name in listed if name not in TIERS]
+    if unknown or len(set(listed)) != len(listed):
+        raise ValueError(f"objective order {list(listed)}: each tier at most once, from {', '.join(TIERS)}")
+    return (*listed, *(name for name in TIERS if name not in listed))
 
 
 def pod_value(requests: Mapping[str, int]) -> int:

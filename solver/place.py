@@ -49,7 +49,7 @@ from solver.cpsat import CpsatConfig, ModelInvalid, solve_cpsat
 from solver.cpsat_data import DataLimits
 from solver.fragmentation import PackingName, TypicalShape
 from solver.greedy import GreedyConfig, solve_greedy
-from solver.objective import ObjectiveContext, score
+from solver.objective import TIERS, ObjectiveContext, score
 from solver.outcome import build_decision
 from solver.problem import Problem, build_problem
 
@@ -92,6 +92,9 @@ class SolveConfig:
     presolve: bool | None = None
     """CP-SAT presolve; None: on below `PRESOLVE_VARIABLES` variables (above, its fixpoint
     loop costs more than the whole budget on 2 cores — measured 1.3 s at 12,000)."""
+    objective_order: tuple[str, ...] = TIERS
+    """The soft objective's tiers, most important first (a permutation of `TIERS`): CP-SAT
+    solves its stages in this order and `auto` compares CP-SAT with greedy in it."""
     packing: PackingName = "fragmentation"
     """Greedy node score: "fragmentation" ranks nodes by how much a pod grows the GPU
     fragmentation of the typical shapes (`solver.fragmentation`), then by best fit;
@@ -101,11 +104,16 @@ class SolveConfig:
     list); empty: the snapshot's pending pods."""
     log_search: bool = False
 
+    def __post_init__(self) -> None:
+        if sorted(self.objective_order) != sorted(TIERS):
+            raise ValueError(f"objective_order {self.objective_order}: a permutation of {', '.join(TIERS)}")
+
     def cpsat(self) -> CpsatConfig:
         return CpsatConfig(
             workers=self.workers,
             relative_gap_limit=self.relative_gap_limit,
             merge_tiers=self.merge_tiers,
+            objective_order=self.objective_order,
             presolve=self.presolve,
             limits=DataLimits(
                 max_patterns_per_profile=self.max_patterns_per_profile,
@@ -252,7 +260,7 @@ def _place(snapshot: Snapshot, config: SolveConfig) -> Decision:
     mine, theirs = result.objective, result.hint_objective
     if theirs is None:
         mine, theirs = score(snapshot, result.placement, context=context), score(snapshot, greedy.placement, context=context)
-    if mine < theirs:
+    if mine.ranked(config.objective_order) < theirs.ranked(config.objective_order):
         return fallback(f"greedy scores better ({theirs} > {mine})")
     violations = check_placement(snapshot, result.placement)
     if violations:

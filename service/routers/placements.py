@@ -46,7 +46,7 @@ async def create_placement(
     """Solve one scheduling cycle of the posted snapshot: binds, evictions, a reason for every
     PodGroup left pending, queue shares, and the independent checker's verdict."""
     media = body_media(request)
-    config = solve_config(options, settings, at=("query",))
+    config = solve_config(options, settings)
     body = await request.body()
     response.headers["X-Batchplace-Time-Limit-S"] = f"{config.time_limit_s:g}"
     return await pool.run(lambda: solve_posted(body, media=media, config=config, metrics=metrics))

@@ -21,6 +21,7 @@ from service.errors import (
     problem_from_snapshot_error,
 )
 from solver.checker import PlacementRejected
+from tests.builders import make_gang, make_node, make_queue, make_snapshot
 from tests.service.service_helpers import example_snapshot, example_text, snapshot_json, split_example
 
 YAML = {"content-type": "application/yaml"}
@@ -163,13 +164,22 @@ def test_a_bad_option_is_422_naming_the_query_parameter(client: TestClient, para
     assert any(item["loc"] == loc and item["pointer"] is None for item in items), items
 
 
-def test_a_non_default_objective_order_is_refused_until_the_solver_takes_one(client: TestClient) -> None:
-    body = snapshot_json(example_snapshot("hello-volcano-job.yaml"))
-    default = client.post("/v1/placements", json=body, params={"objective_order": ["fairness", "throughput"]})
-    assert default.status_code == 200
-    other = client.post("/v1/placements", json=body, params={"objective_order": ["packing"]})
-    assert other.status_code == 422
-    assert other.json()["detail"][0]["loc"] == ["query", "objective_order"]
+def test_the_objective_order_decides_between_fairness_and_throughput(client: TestClient) -> None:
+    # One 4-GPU node; queues a, b, c of equal weight: a asks 4 GPUs, b and c 1 each.
+    # Fairness first serves b and c (their deserved 1 GPU each); throughput first runs a.
+    snapshot = make_snapshot(
+        nodes=[make_node("n", cpu=16, gpus=4)],
+        queues=[make_queue("a"), make_queue("b"), make_queue("c")],
+        groups=[make_gang("big", gpus=4, queue="a"), make_gang("small-b", gpus=1, queue="b"),
+                make_gang("small-c", gpus=1, queue="c")],
+    )
+    body = snapshot_json(snapshot)
+    fair = client.post("/v1/placements", json=body, params={"engine": "cpsat"})
+    busy = client.post("/v1/placements", json=body, params={"engine": "cpsat", "objective_order": ["throughput"]})
+    assert fair.status_code == busy.status_code == 200
+    assert sorted(b["pod"] for b in fair.json()["binds"]) == ["default/small-b-worker-0", "default/small-c-worker-0"]
+    assert [b["pod"] for b in busy.json()["binds"]] == ["default/big-worker-0"]
+    assert fair.json()["valid"] and busy.json()["valid"]
 
 
 def test_error_bodies_never_echo_the_input(client: TestClient) -> None:

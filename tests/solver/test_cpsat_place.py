@@ -11,9 +11,9 @@ from models.snapshot import Snapshot
 from solver import place as place_module
 from solver.checker import PlacementRejected, check_placement
 from solver.cpsat import CpsatResult, ModelInvalid
-from solver.objective import ObjectiveVector, score
+from solver.objective import TIERS, ObjectiveVector, score
 from solver.place import SolveConfig, place
-from tests.builders import bind_gang, make_gang, make_node, make_snapshot
+from tests.builders import bind_gang, make_gang, make_node, make_queue, make_snapshot
 
 
 def knapsack() -> Snapshot:
@@ -132,3 +132,31 @@ def test_cpsat_beats_greedy_on_the_knapsack() -> None:
     best = place(snapshot, SolveConfig(engine="auto", time_limit_s=20))
     assert score(snapshot, best.placement) > score(snapshot, greedy.placement)
     assert best.placement.binds != tuple(bind_gang(make_gang("a-five", gpus=5), ["n1"]))
+
+
+def _fairness_or_throughput() -> Snapshot:
+    """One 4-GPU node; equal-weight queues a, b, c asking 4, 1 and 1 GPUs: fairness first
+    serves b and c (their deserved GPU each), throughput first runs a's 4-GPU pod."""
+    return make_snapshot(
+        nodes=[make_node("n", cpu=16, gpus=4)],
+        queues=[make_queue("a"), make_queue("b"), make_queue("c")],
+        groups=[make_gang("big", gpus=4, queue="a"), make_gang("small-b", gpus=1, queue="b"),
+                make_gang("small-c", gpus=1, queue="c")],
+    )
+
+
+@pytest.mark.parametrize("engine", ["cpsat", "auto"])
+def test_the_objective_order_puts_throughput_before_fairness_when_asked(engine: str) -> None:
+    snapshot = _fairness_or_throughput()
+    fair = place(snapshot, SolveConfig(engine=engine))
+    busy = place(snapshot, SolveConfig(engine=engine, objective_order=("throughput", *[t for t in TIERS if t != "throughput"])))
+    assert sorted(b.pod for b in fair.placement.binds) == ["default/small-b-worker-0", "default/small-c-worker-0"]
+    assert [b.pod for b in busy.placement.binds] == ["default/big-worker-0"]
+    assert not check_placement(snapshot, fair.placement) and not check_placement(snapshot, busy.placement)
+    assert score(snapshot, busy.placement).throughput > score(snapshot, fair.placement).throughput
+    assert score(snapshot, fair.placement).fairness < score(snapshot, busy.placement).fairness
+
+
+def test_an_objective_order_that_is_not_a_permutation_of_the_tiers_is_refused() -> None:
+    with pytest.raises(ValueError, match="permutation"):
+        SolveConfig(objective_order=("throughput", "throughput", "fairness", "locality", "packing"))
