@@ -25,7 +25,6 @@ from solver.place import EngineName
 
 __all__ = [
     "ObjectiveTier",
-    "OBJECTIVE_ORDER",
     "SolveOptions",
     "ViolationOut",
     "PlacementResponse",
@@ -39,7 +38,6 @@ __all__ = [
 ]
 
 ObjectiveTier = Literal["fairness", "throughput", "disruption", "locality", "packing"]
-OBJECTIVE_ORDER: tuple[ObjectiveTier, ...] = TIERS  # type: ignore[assignment]
 """DESIGN.md's soft rules, most important first."""
 
 MAX_ADDED_OBJECTS = 10_000
@@ -57,7 +55,7 @@ class SolveOptions(BaseModel):
         description="solver time limit in seconds; default and cap are the server's (capped, never refused)",
     )
     objective_order: list[ObjectiveTier] | None = Field(
-        None, max_length=len(OBJECTIVE_ORDER),
+        None, max_length=len(TIERS),
         description="objective tiers, most important first; unlisted tiers follow in the default order "
         "(fairness, throughput, disruption, locality, packing)",
     )
