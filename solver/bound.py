@@ -13,8 +13,8 @@ files, ~10× faster on 1,000 nodes, which is what lets the engine afford it).
 
 Every valid placement is a feasible point, so the optimum is a valid bound:
   - pods per (task, eligibility class of nodes) `x ≥ 0`; admission `a ∈ [0, 1]` per
-    PodGroup that may bind; gang: each task's pods ≤ pending · a and ≥ (min_available −
-    running) · a, all pods ≥ (min_member − running) · a;
+    PodGroup that may bind; gang (`gang_requirement`): each task's pods ≤ pending · a and
+    ≥ (its minimum − running) · a, all pods ≥ (min_member − running) · a;
   - capacity per eligibility class and resource, summed over its nodes: binds + kept
     victims ≤ free + what the victims hold (every running pod of a preemptable PodGroup
     may be a victim, `keep` per aggregate of alike victims); whole-GPU pods take at most
@@ -123,7 +123,8 @@ def relaxation(snapshot: Snapshot, *, problem: Problem | None = None) -> Relaxat
             row = problem.task_row[(group.key, task.name)]
             pending = sum(1 for p in pods if not problem.pod_running[p] and problem.pod_task_row[p] == row)
             running = sum(1 for p in pods if problem.pod_running[p] and problem.pod_task_row[p] == row)
-            if running + pending < task.min_available:
+            minimum = requirement.task_minimum(task.name)
+            if running + pending < minimum:
                 lp.upper[admitted] = 0
             if not pending:
                 continue
@@ -135,8 +136,8 @@ def relaxation(snapshot: Snapshot, *, problem: Problem | None = None) -> Relaxat
             xs = [lp.variable(f"x_{row}_{c}", 0, pending, value) for c in eligible_classes]
             every.extend(xs)
             lp.at_most([(x, 1.0) for x in xs] + [(admitted, -pending)], 0)
-            if task.min_available > running:
-                lp.at_most([(x, -1.0) for x in xs] + [(admitted, task.min_available - running)], 0)
+            if minimum > running:
+                lp.at_most([(x, -1.0) for x in xs] + [(admitted, minimum - running)], 0)
             requests = problem.task_requests[row]
             milli = int(requests[gpu])
             whole_devices = milli // GPU_MILLI_PER_DEVICE if milli % GPU_MILLI_PER_DEVICE == 0 else 0

@@ -81,7 +81,7 @@ class UnitTask:
     shape: int
     pending: list[int]  # pod indices, snapshot order
     running: int
-    min_available: int
+    minimum: int  # gang_requirement's: 0 when the PodGroup's task minimums do not apply
     single_numa: bool
     value: int  # throughput of one pod (weight included)
 
@@ -261,7 +261,7 @@ class _Builder(VictimSteps, TopologySteps):
                 else:
                     pending[name].append(p)
             active = [t for t in group.tasks if t.name not in requirement.waiting]
-            if any(running[t.name] + len(pending[t.name]) < t.min_available for t in active):
+            if any(running[t.name] + len(pending[t.name]) < requirement.task_minimum(t.name) for t in active):
                 continue
             if sum(running[t.name] + len(pending[t.name]) for t in active) + sum(
                 running[t.name] for t in group.tasks if t.name in requirement.waiting
@@ -306,7 +306,7 @@ class _Builder(VictimSteps, TopologySteps):
                     shape=shape_index[key],
                     pending=pending[task.name],
                     running=running[task.name],
-                    min_available=task.min_available,
+                    minimum=requirement.task_minimum(task.name),
                     single_numa=numa,
                     value=weight * pod_value(task.requests),
                 )

@@ -172,8 +172,9 @@ def _capacity(model: cp_model.CpModel, data: ModelData, variables: Variables) ->
 
 
 def _gang(model: cp_model.CpModel, data: ModelData, variables: Variables) -> None:
-    """A unit binds either nothing or its gang's minimum (min_member over all its pods, each
-    task its min_available, running pods counted), and at least one pod when admitted."""
+    """A unit binds either nothing or its gang's minimum (`gang_requirement`: min_member over
+    all its pods and, when they apply, each task its min_available, running pods counted),
+    and at least one pod when admitted."""
     for unit, unit_vars in zip(data.units, variables.units):
         admitted = unit_vars.admitted
         pods = []
@@ -181,7 +182,7 @@ def _gang(model: cp_model.CpModel, data: ModelData, variables: Variables) -> Non
             var = unit_vars.pods[variables.task_index[id(task)]]
             pods.append(var)
             model.add(var <= len(task.pending) * admitted)
-            short = task.min_available - task.running
+            short = task.minimum - task.running
             if short > 0:
                 model.add(var >= short * admitted)
         model.add(_sum(pods) >= admitted)

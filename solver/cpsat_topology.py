@@ -120,7 +120,7 @@ class TopologySteps:
             demand = np.zeros(len(problem.resource_names), dtype=np.int64)
             devices = 0
             for task in unit.tasks:
-                need = max(task.min_available - task.running, 0)
+                need = max(task.minimum - task.running, 0)
                 demand += need * problem.task_requests[task.row]
                 gpu = int(problem.task_requests[task.row, self.gpu_column])
                 devices += need * (gpu // GPU_MILLI_PER_DEVICE if gpu % GPU_MILLI_PER_DEVICE == 0 else 0)

@@ -10,8 +10,8 @@ Input: a `Snapshot` (and optionally its `Problem`, if the caller built one). Out
    among those the lowest dominant share (allocated incl. this cycle's binds / deserved)
    along the queue's path from the root, then queue priority, then name. Within a queue,
    PodGroups by priority, then age, then key. A PodGroup's minimum (`gang_requirement`:
-   min_member and each task's min_available, running pods counted, waiting tasks left
-   out) is placed as one transaction (Volcano's `Statement`) and rolled back whole if it
+   min_member and, when they apply, each task's min_available, running pods counted,
+   waiting tasks left out) is placed as one transaction (Volcano's `Statement`) and rolled back whole if it
    does not fit. Its further pods are then placed one per turn, each on its own, and
    the PodGroup goes back to its queue between turns, as Volcano pushes a ready job back.
    Worked example: 3 CPU, queue-a weight 1 and queue-b weight 2 (deserved 1 and 2 CPU),
@@ -123,11 +123,12 @@ class GreedyEngine:
                 task.cursor += 1
 
     def minimum_counts(self, plan: GroupPlan) -> dict[int, int]:
-        """Pods per task row the minimum still needs: each task's min_available, then
-        min_member filled from the tasks in order. Example: min_member 5, tasks a (min 2,
-        4 pending) and b (min 2), nothing running → {a: 3, b: 2}."""
+        """Pods per task row the minimum still needs: each task's minimum (`gang_requirement`'s),
+        then min_member filled from the tasks in order. Example: min_member 5, tasks a (min 2,
+        4 pending) and b (min 2), nothing running → {a: 3, b: 2}; min_member 4, one task of
+        min 20 (task minimums do not apply) with 20 pending → {task: 4}."""
         state = self.state
-        counts = {t.row: max(0, t.min_available - int(state.running_by_task[t.row])) for t in plan.tasks}
+        counts = {t.row: max(0, t.minimum - int(state.running_by_task[t.row])) for t in plan.tasks}
         remaining = plan.requirement.min_member - int(state.running_count[plan.index]) - sum(counts.values())
         for task in plan.tasks:
             if remaining <= 0:
@@ -364,7 +365,7 @@ class GreedyEngine:
         preemptor = Preemptor(self, plan, action) if action is not None else None
         placed = 0
         for task in plan.tasks:
-            need = max(0, task.min_available - int(state.running_by_task[task.row]))
+            need = max(0, task.minimum - int(state.running_by_task[task.row]))
             got = self._place(plan, task, need, domain, preemptor)
             placed += got
             if got < need:

@@ -29,7 +29,7 @@ __all__ = ["PlanTask", "GroupPlan", "build_plan", "dominant_shares", "dominant_s
 class PlanTask:
     row: int
     name: str
-    min_available: int
+    minimum: int  # gang_requirement's: 0 when the PodGroup's task minimums do not apply
     pending: list[int]  # pod indices, snapshot order
     cursor: int = 0  # pending[:cursor] are bound and committed
 
@@ -97,7 +97,7 @@ def build_plan(snapshot: Snapshot, problem: Problem, *, index: int) -> GroupPlan
         PlanTask(
             row=problem.task_row[(group.key, t.name)],
             name=t.name,
-            min_available=t.min_available,
+            minimum=requirement.task_minimum(t.name),
             pending=pending[t.name],
         )
         for t in group.tasks
@@ -149,8 +149,8 @@ def _static_blockers(snapshot: Snapshot, plan: GroupPlan, running: dict[str, int
     sentences = []
     for task in plan.tasks:
         have = running[task.name] + len(task.pending)
-        if task.min_available > have:
-            sentences.append(reasons.gang_too_few_pods(minimum=task.min_available, pods=have, task=task.name))
+        if task.minimum > have:
+            sentences.append(reasons.gang_too_few_pods(minimum=task.minimum, pods=have, task=task.name))
     available = sum(running.values()) + sum(len(task.pending) for task in plan.tasks)
     if plan.requirement.min_member > available:
         sentences.insert(0, reasons.gang_too_few_pods(minimum=plan.requirement.min_member, pods=available))

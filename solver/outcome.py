@@ -4,8 +4,9 @@ Every engine (greedy, CP-SAT, the fallback) ends here, so "scheduled", "placed" 
 queue numbers mean the same whichever engine answered. Input: the snapshot, the placement,
 and the engine's reasons per PodGroup; output: a frozen `Decision`.
 
-A PodGroup is *scheduled* when its gang requirement (`gang_requirement`: `min_member` and
-each task's `min_available`, tasks waiting on dependencies left out) is met by its pods
+A PodGroup is *scheduled* when its gang requirement (`gang_requirement`: `min_member` and,
+when task minimums apply, each task's `min_available`; tasks waiting on dependencies left
+out) is met by its pods
 running and not evicted plus those bound this cycle, and at least one pod is there.
 Otherwise it is *pending*, and always carries at least one reason: the engine's, or,
 when the engine gave none, a generic one — its pods were evicted (`preemption:`), some

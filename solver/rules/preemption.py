@@ -6,8 +6,11 @@
   more than its deserved share, and the queue the room is for is not overused (its
   deserved is not ≤ its allocation in every resource), as Volcano's proportion plugin.
   A queue is never pushed below its guarantee.
-- Either way a victim gang keeps at least `min_member` running pods or loses them all,
-  and nobody is evicted for a PodGroup that then places nothing.
+- Either way a victim gang keeps at least `min_member` running pods (`gang_requirement`'s,
+  the same number the gang had to reach to start) or loses them all, and nobody is
+  evicted for a PodGroup that then places nothing. Task minimums are not kept for a
+  victim: when the PodGroup's `min_member` is below their sum they never applied (as in
+  Volcano's gang preemption); when they do apply, only their total is kept.
 
 `victim_refusal` answers for one (preemptor, victim) pair; the checker adds the
 whole-placement parts (gang of victims, guarantee, deserved after the evictions).
