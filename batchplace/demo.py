@@ -65,8 +65,8 @@ def _gang_20(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
 
 def _gang_4(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
     outcome = next(o for o in decision.podgroups if o.min_member == 4)
-    ok = outcome.state == "scheduled" and outcome.placed == 4
-    return ok, f"{outcome.name} {outcome.state}, {outcome.placed}/4 placed"
+    ok = outcome.state == "scheduled" and outcome.placed == 8
+    return ok, f"{outcome.name} {outcome.state}, {outcome.placed} of 20 placed (min 4)"
 
 
 def _workflow(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
@@ -88,7 +88,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("hello-volcano-job.yaml", "hello-volcano-job scheduled", _hello),
     Scenario("queue-weights.yaml", "queue-a 2 jobs, queue-b 4 jobs (weights 1:2)", _queue_weights),
     Scenario("gang-min-available-20.yaml", "gang of 20 pending with a gang reason, nothing bound", _gang_20),
-    Scenario("gang-min-available-4.yaml", "gang of 4 scheduled whole", _gang_4),
+    Scenario("gang-min-available-4.yaml", "gang of min 4 scheduled, 8 of 20 pods bound", _gang_4),
     Scenario("workflow-job.yaml", "task-a bound, task-b waits for it", _workflow),
     Scenario("gpu-topology.yaml", "16-GPU hard-topology gang inside one leaf", _topology),
 )

@@ -68,7 +68,7 @@ def _gang20(pods: dict[str, str], groups: dict[str, JsonObject]) -> tuple[bool, 
 
 
 def _gang4(pods: dict[str, str], groups: dict[str, JsonObject]) -> tuple[bool, str]:
-    return len(pods) == 4, f"{len(pods)} of 4 bound, PodGroup {groups.get('gang-job', {}).get('phase')}"
+    return len(pods) == 8, f"{len(pods)} of 20 bound (min 4), PodGroup {groups.get('gang-job', {}).get('phase')}"
 
 
 def _workflow(pods: dict[str, str], groups: dict[str, JsonObject]) -> tuple[bool, str]:
@@ -85,7 +85,7 @@ SCENARIOS = (
     _Scenario("hello-volcano-job.yaml", "the hello job bound, its PodGroup Running", _hello),
     _Scenario("queue-weights.yaml", "queue-b gets twice queue-a: 4 and 2 jobs", _weights),
     _Scenario("gang-min-available-20.yaml", "the gang of 20 unbound, condition Unschedulable", _gang20),
-    _Scenario("gang-min-available-4.yaml", "the gang of 4 bound whole", _gang4),
+    _Scenario("gang-min-available-4.yaml", "the gang of min 4 started: 8 of 20 bound", _gang4),
     _Scenario("workflow-job.yaml", "task-a bound, task-b bound after task-a runs", _workflow),
     _Scenario("gpu-topology.yaml", "the 16-GPU gang inside leaf-b", _topology),
 )

@@ -40,7 +40,7 @@ def test_dry_run_decides_but_binds_evicts_and_writes_nothing(
     controller = start_controller(ControllerConfig(period_s=0.2, engine="greedy", dry_run=True))
     report = wait_until(lambda: controller.last_report if controller.last_report and controller.last_report.act else None,
                         what="a dry-run cycle")
-    assert report.act is not None and report.act.dry_run and len(report.act.bound) == 4
+    assert report.act is not None and report.act.dry_run and len(report.act.bound) == 8
     wait_until(lambda: controller.last_report and controller.last_report.number >= report.number + 2, what="two more cycles")
     assert bound(core, namespace) == {}
     assert events(core, namespace) == []

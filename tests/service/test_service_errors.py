@@ -129,9 +129,9 @@ def test_malformed_json_is_422_not_500(client: TestClient, body: bytes) -> None:
 
 
 def test_a_yaml_manifest_error_names_document_and_object(client: TestClient) -> None:
-    text = example_text("gang-min-available-4.yaml").replace("replicas: 4", "replicas: four")
+    text = example_text("gang-min-available-4.yaml").replace("replicas: 20", "replicas: four")
     item = _detail(client.post("/v1/placements", content=text, headers=YAML))
-    assert item["document"] == 4 and item["object"] == "Job default/gang-job"
+    assert item["document"] == 5 and item["object"] == "Job default/gang-job"
     assert item["path"] == "spec.tasks[0].replicas" and item["pointer"] == ""
 
 

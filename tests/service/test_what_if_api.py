@@ -94,26 +94,28 @@ def test_the_20_pod_gang_does_not_start_and_says_gang(client: TestClient) -> Non
     assert answer["base"] == "posted_yaml"
 
 
-def test_the_4_pod_gang_starts_on_two_nodes(client: TestClient) -> None:
+def test_the_seed_job_with_min_available_4_starts_and_takes_every_pod_that_fits(client: TestClient) -> None:
+    """20 × 4 CPU, minAvailable 4 below the task's 20, on four 8-CPU nodes: 8 pods, two a node."""
     cluster, jobs = split_example("gang-min-available-4.yaml")
     answer = ask(client, {"snapshot_yaml": cluster, "changes": {"add_jobs_yaml": yaml.safe_dump_all(jobs)}})
     (job,) = answer["jobs"]
-    assert job["starts"] is True and job["placed"] == 4 and len(job["nodes"]) == 2
+    assert job["starts"] is True and job["placed"] == 8 and job["min_member"] == 4 and len(job["nodes"]) == 4
     assert job["blocking"] == [] and job["preempts"] == [] and job["gpus_short"] == 0
-    assert {bind["pod"] for bind in job["binds"]} == {f"default/gang-job-worker-{i}" for i in range(4)}
+    assert {bind["pod"] for bind in job["binds"]} == {f"default/gang-job-worker-{i}" for i in range(8)}
 
 
 def test_examples_posted_whole_as_the_base_are_answered_on_the_live_snapshot_too() -> None:
     from tests.service.service_helpers import example_snapshot
 
     cluster, jobs = split_example("gang-min-available-4.yaml")
-    base = example_snapshot("gang-min-available-20.yaml")  # nodes and a 20-pod gang already waiting
+    base = example_snapshot("gang-min-available-20.yaml")  # three 4-CPU nodes and a 20-pod gang already waiting
     client = TestClient(create_app(ServiceSettings(), live_snapshot=FixedSnapshot(base)))
     jobs[0]["metadata"]["name"] = "small-job"
     answer = ask(client, {"changes": {"add_jobs": jobs}})
     assert answer["base"] == "live"
     (job,) = answer["jobs"]
-    assert job["name"] == "default/small-job" and job["starts"] is True
+    assert job["name"] == "default/small-job" and job["starts"] is False
+    assert job["blocking"][0] == "gang: 3 of min 4 pods fit (needs 16 cpu, 12 cpu free)"
     waiting = [g for g in answer["placement"]["podgroups"] if g["name"] == "default/gang-job"]
     assert waiting[0]["state"] == "pending"
 
@@ -232,7 +234,7 @@ def test_a_bad_base_snapshot_points_under_snapshot(client: TestClient) -> None:
 
 
 def test_a_bad_base_yaml_names_its_document(client: TestClient) -> None:
-    text = example_text("gang-min-available-4.yaml").replace('cpu: "4"', 'cpu: "lots"')
+    text = example_text("gang-min-available-4.yaml").replace('cpu: "8"', 'cpu: "lots"')
     detail = ask(client, {"snapshot_yaml": text}, status=422)["detail"]
     assert detail[0]["pointer"] == "/snapshot_yaml" and detail[0]["document"] == 1
 
