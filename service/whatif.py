@@ -23,9 +23,10 @@ means this scheduling cycle, with everything that waits already.
 
 GPU numbers of a `JobVerdict`, in devices (milli-GPU / 1000, so 0.5 is half a device):
   - `gpus_requested`: all of the job's pods;
-  - `gpus_to_start`: the least its gang needs to start: each task's `min_available` pods,
-    then the rest of `min_member` from its smallest-GPU pods (tasks waiting on a dependency
-    left out, as `solver.rules.gang.gang_requirement` leaves them);
+  - `gpus_to_start`: the least its gang needs to start (`solver.rules.gang.gang_requirement`):
+    each task's minimum pods (none when the job's `min_member` is below the sum of its
+    tasks' `min_available`), then the rest of `min_member` from its smallest-GPU pods
+    (tasks waiting on a dependency left out);
   - `gpus_placed`: its pods bound by this solve;
   - `gpus_free_eligible`: what the cluster has free *after* this solve on the nodes where
     some GPU task of the job may run (schedulable, selector matches, taints tolerated):
@@ -400,10 +401,12 @@ def _rule_names(reasons: Iterable[str]) -> tuple[str, ...]:
 
 
 def _gpu_milli_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod]) -> int:
-    """Each task's min_available pods, then the cheapest pods up to min_member (module docstring).
+    """Each task's minimum pods, then the cheapest pods up to min_member (module docstring).
 
     Example: tasks ps (1 pod, 0 GPU, min 1) and worker (4 pods × 8000, min 2), min_member 4:
     1 ps + 2 workers, then 1 more pod, the cheapest left (a worker) → 3 × 8000 = 24000.
+    With min_member 2 instead (below 1 + 2, so task minimums do not apply): the 2 cheapest
+    pods, the ps and a worker → 8000.
     """
     requirement = gang_requirement(snapshot, group)
     left: dict[str, list[int]] = {}

@@ -28,6 +28,7 @@ from models.placement import PodGroupOutcome
 from models.snapshot import GPU, PodGroup, PodGroupKey, Snapshot, Task
 from service.ui.analysis import Analysis
 from service.ui.units import gpus_text, queue_slots, resources_text
+from solver.rules.gang import task_minimums_apply
 
 __all__ = [
     "STATES",
@@ -130,6 +131,7 @@ class TaskLine:
     name: str
     replicas: int
     min_available: int
+    min_available_applies: bool  # False when the PodGroup's min_member is below its tasks' sum
     requests: str
     depends_on: str
 
@@ -240,6 +242,7 @@ def _task_line(task: Task, snapshot: Snapshot, group: PodGroup) -> TaskLine:
         name=task.name,
         replicas=replicas,
         min_available=task.min_available,
+        min_available_applies=task_minimums_apply(group),
         requests=resources_text(task.requests),
         depends_on=", ".join(task.depends_on) or "—",
     )
