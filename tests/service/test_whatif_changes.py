@@ -51,6 +51,17 @@ def test_gpus_to_start_takes_each_tasks_minimum_then_the_cheapest_pods() -> None
     assert "needs 24 gpu" in verdict.blocking[0]  # the engine's gang reason agrees
 
 
+def test_gpus_to_start_below_the_task_sum_takes_the_cheapest_min_member_pods() -> None:
+    """The docstring's second example: min_member 2 < ps 1 + worker 2, so the ps and one worker."""
+    base = make_snapshot(nodes=[make_node("n0", gpus=8)])
+    objects = _pod_group("mixed", tasks=[{"name": "ps", "replicas": 1, "gpus": 0}, {"name": "worker", "replicas": 4, "gpus": 8}], min_member=2)
+    objects[0]["spec"]["minTaskMember"] = {"ps": 1, "worker": 2}
+    changed = apply_changes(base, Changes(add_jobs=_documents(objects)), submitted_at_s=100.0)
+    (verdict,) = job_verdicts(changed, place(changed.snapshot, SolveConfig(engine="greedy")))
+    assert (verdict.gpus_to_start, verdict.gpus_free_eligible) == (8.0, 0.0)
+    assert verdict.starts is True and verdict.placed == 2 and verdict.gpus_short == 0
+
+
 def test_an_added_job_without_a_creation_time_is_submitted_now() -> None:
     base = make_snapshot(nodes=[make_node("n0", gpus=8)])
     objects = _pod_group("late", tasks=[{"name": "worker", "replicas": 1, "gpus": 1}], min_member=1)

@@ -7,11 +7,11 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from models.snapshot import Snapshot
+from models.snapshot import PodGroupKey, Snapshot
 from service.ui.analysis import analyze
 from service.ui.auth import safe_next, session_ok, session_value
 from service.ui.cluster_view import build_cluster_view, fragmentation
-from service.ui.podgroup_view import build_podgroup_rows, filter_rows, sort_rows
+from service.ui.podgroup_view import build_podgroup_detail, build_podgroup_rows, filter_rows, sort_rows
 from service.ui.units import age_text, gpus_text, resources_text
 
 
@@ -90,3 +90,16 @@ def test_the_session_cookie_is_not_the_token_and_next_stays_on_the_dashboard() -
     assert session_ok(token, session_value(token)) and not session_ok(token, "x") and session_ok(None, None)
     assert safe_next("//evil.example/x") == "/ui/cluster" and safe_next("https://evil.example") == "/ui/cluster"
     assert safe_next("/ui/podgroups?state=pending") == "/ui/podgroups?state=pending"
+
+
+def test_a_task_minimum_above_min_member_is_shown_as_not_applied() -> None:
+    """min_member 1 < the task's minimum 2 (Volcano's bypass); min_member 2 = 2 applies it."""
+    groups = [_group("bypass", gpu_milli=1000), _group("whole", gpu_milli=1000, min_member=2)]
+    groups[0]["tasks"][0]["min_available"] = 2
+    pods = [_pending(f"{g}-{i}", g, 1000) for g in ("bypass", "whole") for i in range(2)]
+    snapshot = Snapshot.model_validate({"nodes": [_node("n0", 4)], "queues": [{"name": "team"}], "pod_groups": groups, "pods": pods})
+    analysis = analyze(snapshot, now_s=0.0)
+    (bypass,) = build_podgroup_detail(analysis, PodGroupKey("team/bypass")).tasks  # type: ignore[union-attr]
+    (whole,) = build_podgroup_detail(analysis, PodGroupKey("team/whole")).tasks  # type: ignore[union-attr]
+    assert (bypass.min_available, bypass.min_available_applies) == (2, False)
+    assert (whole.min_available, whole.min_available_applies) == (2, True)
