@@ -96,3 +96,26 @@ def vcjob(name: str, *, namespace: str = "ns", depends: dict[str, list[str]]) ->
 
 def priority_class(name: str, value: int) -> JsonObject:
     return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+
+
+def volcano_job_objects(
+    job: str, *, namespace: str = "ns", min_available: int, tasks: dict[str, tuple[int, int | None]], cpu: str = "1"
+) -> list[JsonObject]:
+    """The PodGroup and pods Volcano's job controller creates for a vcjob whose tasks are
+    `{name: (replicas, minAvailable or None)}`: the PodGroup named as the job with `minMember`
+    the job's minAvailable and `minTaskMember` per task its minAvailable, else its replicas;
+    pods `<job>-<task>-<index>` annotated with the group, the job and the task."""
+    group = pod_group(
+        job,
+        namespace=namespace,
+        min_member=min_available,
+        min_task_member={task: replicas if minimum is None else minimum for task, (replicas, minimum) in tasks.items()},
+    )
+    pods = []
+    for task, (replicas, _) in tasks.items():
+        for index in range(replicas):
+            member = pod(f"{job}-{task}-{index}", namespace=namespace, cpu=cpu, group=job, task=task, job=job)
+            member["metadata"]["annotations"]["volcano.sh/job-name"] = job
+            member["metadata"]["labels"]["volcano.sh/task-spec"] = task
+            pods.append(member)
+    return [group, *pods]

@@ -78,13 +78,17 @@ def test_gang_of_twenty_stays_unbound_with_an_unschedulable_condition(
     assert len(events(core, namespace, name="gang-job", reason="Unschedulable")) == 1  # reported once, not every cycle
 
 
-def test_gang_of_four_is_bound_whole(
+def test_gang_of_min_four_binds_the_eight_pods_that_fit(
     namespace: str, admin: KubeClient, core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, start_controller: StartController
 ) -> None:
+    """The quick-start job, minAvailable 4 below its task's 20, on four 8-CPU nodes."""
     _seed(admin, "gang-min-available-4.yaml", namespace)
-    start_controller(SEEDS)
-    nodes = wait_until(lambda: len(bound(core, namespace)) == 4 and bound(core, namespace), what="four pods bound")
-    assert sorted(nodes) == sorted(pod_names(core, namespace))
+    controller = start_controller(SEEDS)
+    nodes = wait_until(lambda: len(bound(core, namespace)) == 8 and bound(core, namespace), what="eight pods bound")
+    assert Counter(nodes.values()) == {f"cpu-node-{i}": 2 for i in range(4)}
+    first = controller.last_report.number if controller.last_report else 0
+    wait_until(lambda: controller.last_report and controller.last_report.number >= first + 3, what="three more cycles")
+    assert len(bound(core, namespace)) == 8 and len(pod_names(core, namespace)) == 20
     wait_until(lambda: pg_status(custom, namespace, "gang-job").get("phase") == "Running", what="PodGroup Running")
 
 
