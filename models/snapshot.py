@@ -232,6 +232,12 @@ class PodGroup(_Frozen):
     creation_time: float = Field(0.0, description="unix seconds; older PodGroups go first among equals")
     preemptable: bool = True
     tasks: tuple[Task, ...] = ()
+    task_min_available_total: NonNegativeInt | None = Field(
+        None,
+        description="the sum of the PodGroup's minTaskMember as declared (Volcano's TaskMinAvailableTotal) when "
+        "its tasks here carry less of it: a task split by pod shape, or named but without pods; None: the sum "
+        "of the tasks' min_available",
+    )
     network_topology: NetworkTopology | None = None
 
     @property

@@ -165,6 +165,8 @@ def _running_pod_gpus(pods: Sequence[PodRecord], nodes: Sequence[Node]) -> dict[
 
 
 def _pod_group(group: PodGroupRecord, workload: Workload, priorities: _Priorities) -> PodGroup:
+    tasks = workload.tasks.get(group.key, ())
+    declared_total = sum(group.min_task_member.values())
     return build_model(
         PodGroup,
         group.location,
@@ -176,7 +178,8 @@ def _pod_group(group: PodGroupRecord, workload: Workload, priorities: _Prioritie
         min_resources=group.min_resources,
         creation_time=group.creation_time,
         preemptable=group.preemptable,
-        tasks=workload.tasks.get(group.key, ()),
+        tasks=tasks,
+        task_min_available_total=declared_total if declared_total != sum(t.min_available for t in tasks) else None,
         network_topology=group.network_topology,
     )
 

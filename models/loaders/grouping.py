@@ -21,7 +21,11 @@ Rules, in order:
    interchangeable; when they do not, the task is split into one task per distinct shape,
    named `<task>-<hash>` with the first 6 hex digits of the shape's SHA-256 (stable whatever
    the pod order or names), with a warning. Each task's min_available is the PodGroup's
-   `minTaskMember[task]` (0 when absent or when the task was split).
+   `minTaskMember[task]` (0 when absent or when the task was split; a `minTaskMember`
+   entry of a task without pods is ignored, with a warning). Whatever the tasks carry,
+   the sum of `minTaskMember` as declared is kept on the PodGroup
+   (`task_min_available_total`, set by `assemble` when the tasks carry less): Volcano
+   decides on it whether task minimums apply at all (`solver.rules.gang`).
 """
 
 from __future__ import annotations

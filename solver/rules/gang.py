@@ -68,9 +68,13 @@ class GangRequirement:
 
 
 def task_minimums_apply(group: PodGroup) -> bool:
-    """Volcano's test: each task's min_available counts only when min_member covers their sum.
-    Example: min_member 4, one task of min 20 → False; min_member 6 = ps 1 + worker 5 → True."""
-    return group.min_member >= sum(task.min_available for task in group.tasks)
+    """Volcano's test: each task's min_available counts only when min_member covers their sum,
+    the sum as the PodGroup declares it (`task_min_available_total`, when a task split by pod
+    shape or one without pods does not carry its part). Example: min_member 4, one task of
+    min 20 → False; min_member 6 = ps 1 + worker 5 → True."""
+    declared = group.task_min_available_total
+    total = declared if declared is not None else sum(task.min_available for task in group.tasks)
+    return group.min_member >= total
 
 
 def gang_requirement(snapshot: Snapshot, group: PodGroup) -> GangRequirement:

@@ -311,6 +311,18 @@ def test_min_task_member_for_a_task_without_pods_is_ignored_with_a_warning() -> 
     )
 
 
+def test_the_declared_min_task_member_sum_is_kept_when_a_task_without_pods_drops_its_part() -> None:
+    """Volcano decides on the declared sum whether task minimums apply: 2 < 1 + 4."""
+    loaded = snapshot(pod_group("pg", minMember=2, minTaskMember={"main": 1, "ghost": 4}), pod("a", group="pg"), pod("b", group="pg"))
+    (group,) = loaded.pod_groups
+    assert ([(t.name, t.min_available) for t in group.tasks], group.task_min_available_total) == ([("main", 1)], 5)
+
+
+def test_no_declared_sum_is_kept_when_the_tasks_carry_all_of_it() -> None:
+    loaded = snapshot(pod_group("pg", minMember=4, minTaskMember={"main": 2}), pod("a", group="pg"), pod("b", group="pg"))
+    assert loaded.pod_groups[0].task_min_available_total is None
+
+
 def test_a_scheduler_plugins_pod_group_reads_min_member_and_queue_label() -> None:
     loaded = snapshot(
         xk8s_pod_group("pg", labels={"scheduling.x-k8s.io/queue": "q"}, minMember=2, minResources={"cpu": "2"}),

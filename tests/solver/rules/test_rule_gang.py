@@ -170,3 +170,14 @@ def test_requirement_below_the_task_sum_counts_running_pods_of_a_waiting_task() 
     )
     requirement = _requirement(job)
     assert (requirement.min_member, requirement.waiting) == (3, {"train"})
+
+
+def test_the_declared_task_sum_decides_when_a_task_does_not_carry_its_minimum() -> None:
+    """ps 1 + worker 0 here, but minTaskMember declared ps 1 + worker 20 (its pods split by
+    shape): 3 < 21, so ps's minimum does not apply either."""
+    job = make_gang(
+        "job", tasks=[make_task("ps", replicas=1), make_task("worker", replicas=3, min_available=0)], min_member=3
+    )
+    assert _requirement(job).min_per_task == {"ps": 1, "worker": 0}
+    declared = Gang(group=job.group.model_copy(update={"task_min_available_total": 21}), pods=job.pods)
+    assert not _requirement(declared).task_minimums_apply
