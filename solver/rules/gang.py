@@ -18,16 +18,19 @@ Tasks that wait on dependencies cannot place a pod this cycle (rule 7). When tas
 minimums apply, a waiting task's `min_available` comes off `min_member` (Volcano's
 `WaitCreateTaskNum`). Example: min_member 4 = task-a 2 + task-b 2, task-b waits → this
 cycle needs 2 pods, both of task-a. When they do not apply, no part of `min_member`
-belongs to a task, so nothing comes off; the cycle needs `min_member` pods of the tasks
-that do not wait, or all of their pods when they have fewer (running pods of a waiting
-task count too; the rest is left to the waiting tasks, once they may start). Example: min_member 4, task-a 3 pods (min 3),
-task-b 5 pods (min 5) waits on task-a: 4 < 3 + 5, so only min_member counts and this
-cycle needs min(4, 3) = 3 pods of task-a; once they run, the next cycle needs 1 more,
-of either task. Taking task-b's 5 off instead would leave max(0, 4 − 5) = 0 and let
-task-a start with one pod, which is no gang at all.
+belongs to a task, so nothing comes off: the cycle needs `min_member` pods of the tasks
+that do not wait (running pods of a waiting task count too), or all of those pods when
+there are fewer; the rest is left to the waiting tasks, once they may start. Example:
+min_member 4, task-a 3 pods (min 3), task-b 5 pods (min 5) waiting on task-a: 4 < 3 + 5,
+so only min_member counts, and this cycle needs min(4, 3) = 3 pods, all of task-a; once
+they run, task-b no longer waits and the next cycle needs 4 − 3 running = 1 pod of it.
+Taking task-b's 5 off instead would leave max(0, 4 − 5) = 0 and let task-a start with
+one pod, which is no gang at all.
 
-The bypass is decided on the PodGroup as declared, waiting tasks included, as Volcano's
-`TaskMinAvailableTotal` counts every task of the PodGroup whether its pods exist yet or not.
+Whether task minimums apply is decided on the PodGroup as declared, waiting tasks
+included, as Volcano's `TaskMinAvailableTotal` counts every `minTaskMember` entry whether
+its pods exist yet or not; a loader that could not give a task its part (a task split by
+pod shape, one without pods) keeps the declared sum in `task_min_available_total`.
 
 Beyond its minimum a started PodGroup takes as many further pods as fit (Volcano's
 allocate keeps placing a ready job's tasks); that is the objective's, not this rule's.

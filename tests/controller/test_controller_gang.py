@@ -36,7 +36,8 @@ def _quick_start_job(namespace: str) -> list[dict]:  # type: ignore[type-arg]
 
 def test_observe_reads_min_task_member_and_the_gang_keeps_min_member_only() -> None:
     group, *pods = _quick_start_job("ns")
-    view = ClusterView(nodes=tuple(node(n, cpu=8, memory="16Gi") for n in NODE_NAMES), volcano_pod_groups=(group,), pods=tuple(pods))
+    nodes = tuple(node(name, cpu=8, memory="16Gi") for name in NODE_NAMES)
+    view = ClusterView(nodes=nodes, volcano_pod_groups=(group,), pods=tuple(pods))
     observation = observe(view, scheduler_names=("batchplace",))
     snapshot = observation.snapshot
     (pod_group,) = snapshot.pod_groups
