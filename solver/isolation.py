@@ -16,13 +16,18 @@ only the result (a placement) is pickled on the way out. The child runs solver c
 or do not exist (`solver.memo` is lock-free); a child that deadlocks anyway is killed at
 its deadline like a hung search. Linux only, like the clusters it serves.
 
-The memory ceiling is an address-space limit (`RLIMIT_AS`) on the child of its size at
-fork plus `memory_limit_bytes`: what the search may add, whatever the parent already
-holds. Past it an allocation fails — `MemoryError` in Python, `std::bad_alloc` (an abort)
-in C++ — and the child dies alone. Address space, not resident memory, is what the kernel
-can refuse at the moment of the allocation; it counts thread stacks and malloc arenas that
-are reserved but never touched, a few hundred MB for CP-SAT's workers, so the ceiling
-should not be set below 1 GiB.
+The memory ceiling, `memory_limit_bytes`, is what the child may use beyond what it shares
+with the parent, held two ways, because neither alone holds it:
+  - an address-space limit (`RLIMIT_AS`) of the child's size at fork plus the ceiling: a
+    runaway allocation fails at once — `MemoryError` in Python, `std::bad_alloc` (an
+    abort) in C++ — and the child dies alone. But memory the parent had freed is still
+    mapped, and the child may reuse it without the limit noticing;
+  - so the parent also reads the child's private memory (`Private_Clean + Private_Dirty`
+    of `/proc/PID/smaps_rollup`: pages it allocated or copied on write, not the ones it
+    still shares) every `MEMORY_POLL_S` and kills it past the ceiling.
+The address-space limit counts thread stacks and arenas that are reserved but never
+touched, a few hundred MB for CP-SAT's workers: a ceiling far below 1 GiB can stop a
+search that would have fit.
 
 The child's standard error (CP-SAT's own messages, its log lines) is read by the parent and
 written through to the parent's standard error; its last lines go into the reason.
@@ -57,6 +62,9 @@ KILL_GRACE_S = 2.0
 search, and CP-SAT overshoots its own limit by a few hundredths of a second) before it is
 killed as hung."""
 
+MEMORY_POLL_S = 0.05
+"""How often the parent reads the child's private memory (a read costs well under a ms)."""
+
 _STDERR_TAIL_BYTES = 2048
 _EXIT_UNPICKLABLE = 71
 
@@ -74,7 +82,8 @@ class SolverDied(Exception):
 class _Collected:
     payload: bytearray
     stderr_tail: bytearray
-    finished: bool  # both pipes reached end of file
+    finished: bool = False  # both pipes reached end of file
+    private_bytes: int = 0  # the child's private memory when it was killed for it (0: it was not)
 
 
 def run_isolated(work: Callable[[], T], *, deadline: float, memory_limit_bytes: int | None) -> T:
@@ -95,7 +104,7 @@ def run_isolated(work: Callable[[], T], *, deadline: float, memory_limit_bytes: 
     os.close(stderr_write)
     collected = None
     try:
-        collected = _collect(result_read, stderr_read, kill_at=deadline + KILL_GRACE_S)
+        collected = _collect(result_read, stderr_read, pid, kill_at=deadline + KILL_GRACE_S, memory_limit_bytes=memory_limit_bytes)
     finally:
         os.close(result_read)
         os.close(stderr_read)
@@ -103,6 +112,9 @@ def run_isolated(work: Callable[[], T], *, deadline: float, memory_limit_bytes: 
             os.kill(pid, signal.SIGKILL)
         status = os.waitpid(pid, 0)[1]  # both pipes closed: the child is exiting
     tail = collected.stderr_tail.decode("utf-8", "replace").strip()
+    if collected.private_bytes:
+        used = f"{collected.private_bytes / (1 << 30):.2f} GiB"
+        raise SolverDied("memory", f"used {used}, past the memory ceiling of {_gib(memory_limit_bytes)}: killed{_last_line(tail)}")
     if not collected.finished:
         raise SolverDied("timeout", f"no answer {KILL_GRACE_S:.0f} s past the deadline: killed{_last_line(tail)}")
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and collected.payload:
@@ -144,10 +156,11 @@ def _child(
         os._exit(code)
 
 
-def _collect(result_read: int, stderr_read: int, *, kill_at: float) -> _Collected:
-    """Read the child's result and standard error until both end or `kill_at` passes;
-    standard error is passed through to ours as it comes."""
-    collected = _Collected(payload=bytearray(), stderr_tail=bytearray(), finished=False)
+def _collect(result_read: int, stderr_read: int, pid: int, *, kill_at: float, memory_limit_bytes: int | None) -> _Collected:
+    """Read the child's result and standard error until both end, `kill_at` passes or the
+    child's private memory passes `memory_limit_bytes`; standard error is passed through to
+    ours as it comes."""
+    collected = _Collected(payload=bytearray(), stderr_tail=bytearray())
     open_pipes = {result_read, stderr_read}
     with selectors.DefaultSelector() as selector:
         for fd in open_pipes:
@@ -156,6 +169,12 @@ def _collect(result_read: int, stderr_read: int, *, kill_at: float) -> _Collecte
             left = kill_at - time.perf_counter()
             if left <= 0:
                 return collected
+            if memory_limit_bytes is not None:
+                private = _private_bytes(pid)
+                if private > memory_limit_bytes:
+                    collected.private_bytes = private
+                    return collected
+                left = min(left, MEMORY_POLL_S)
             for key, _ in selector.select(timeout=left):
                 chunk = os.read(key.fd, 1 << 16)
                 if not chunk:
@@ -205,6 +224,21 @@ def _last_line(tail: str) -> str:
 
 def _gib(size: int | None) -> str:
     return "no limit" if size is None else f"{size / (1 << 30):.2f} GiB"
+
+
+def _private_bytes(pid: int) -> int:
+    """Memory the child holds alone: pages it allocated, or copied from the parent's on
+    write (0 once it has exited)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
+            text = rollup.read()
+    except OSError:
+        return 0
+    total_kib = 0
+    for line in text.splitlines():
+        if line.startswith(("Private_Clean:", "Private_Dirty:")):
+            total_kib += int(line.split()[1])
+    return total_kib * 1024
 
 
 def _address_space_bytes() -> int:
