@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from batchplace.options import SolverMemoryOption, solver_memory_bytes
 from solver.place import ENGINES
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ def controller(
     period: Annotated[float, typer.Option("--period", min=0.05, max=3600, help="Seconds between cycles (new pending pods wake it sooner).")] = 1.0,
     time_limit: Annotated[float, typer.Option("--time-limit", min=0.01, max=3600, help="Solver time budget per cycle, seconds.")] = 2.0,
     engine: Annotated[str, typer.Option(help=f"Placement engine: {', '.join(ENGINES)}.")] = "auto",
+    solver_memory: SolverMemoryOption = None,
     port: Annotated[
         Optional[int], typer.Option("--port", min=0, max=65535, help="Serve /metrics, /healthz, /readyz and the HTTP API here.")
     ] = None,
@@ -134,6 +136,7 @@ def controller(
         dry_run=dry_run,
         lease=lease,
         identity=name,
+        solver_memory_bytes=solver_memory_bytes(solver_memory),
     )
     ctrl = Controller(client, config)
     stop = threading.Event()

@@ -38,7 +38,10 @@ def _summary(decision: Decision) -> Text:
     if decision.gap is not None:
         line += f" · gap {decision.gap:.2%}"
     binds, evictions = len(decision.placement.binds), len(decision.placement.evictions)
-    return Text(f"{line} · {binds} binds · {evictions} evictions", style="bold")
+    summary = Text(f"{line} · {binds} binds · {evictions} evictions", style="bold")
+    if decision.fallback is not None:
+        summary.append(f"\nfallback ({decision.fallback.cause}): {decision.fallback.reason}", style="yellow")
+    return summary
 
 
 def decision_tables(decision: Decision) -> Group:

@@ -14,6 +14,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from batchplace.options import SolverMemoryOption, solver_memory_bytes
+
 __all__ = ["serve"]
 
 EXIT_SETTINGS_ERROR = 2
@@ -36,6 +38,7 @@ def serve(
         float, typer.Option("--max-time-limit", min=0.01, max=3600, help="Cap on a request's time_limit_s.")
     ] = 30.0,
     log_level: Annotated[str, typer.Option(help="debug, info, warning, error.")] = "info",
+    solver_memory: SolverMemoryOption = None,
 ) -> None:
     """Serve POST /v1/placements, POST /v1/what-if, /healthz, /readyz, /metrics, /docs and the dashboard at /ui."""
     import uvicorn
@@ -51,6 +54,7 @@ def serve(
             default_time_limit_s=min(5.0, max_time_limit),
             solver_slots=solver_slots,
             solver_queue=solver_queue,
+            solver_memory_bytes=solver_memory_bytes(solver_memory),
         )
         os.environ.pop(ENV_PREFIX + "TOKEN_FILE", None)  # only --token-file turns auth on
         os.environ.update(settings.to_env(token_file=token_path))

@@ -39,6 +39,7 @@ from controller.status import condition_reason
 from controller.timing import Clock, SystemClock
 from models.placement import Decision
 from models.snapshot import Snapshot
+from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES
 from solver.place import EngineName, SolveConfig, place
 
 __all__ = ["ControllerConfig", "CycleReport", "Controller", "decide"]
@@ -60,6 +61,7 @@ class ControllerConfig:
     min_gap_s: float = 0.05
     standby_observe_s: float = 5.0
     identity: str = "batchplace"
+    solver_memory_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES  # what one CP-SAT search may allocate
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,9 @@ class Controller:
             dry_run=config.dry_run,
             workers=config.bind_workers,
         )
-        self._solve_config = SolveConfig(engine=config.engine, time_limit_s=config.time_limit_s)
+        self._solve_config = SolveConfig(
+            engine=config.engine, time_limit_s=config.time_limit_s, memory_limit_bytes=config.solver_memory_bytes
+        )
         self._wake = threading.Event()
         self._numbers = itertools.count(1)
         self._latest: Snapshot | None = None
@@ -226,8 +230,8 @@ class Controller:
         decision = decide(observation.snapshot, self._solve_config)
         solve_seconds = self.clock.monotonic() - solve_started
         self.metrics.solve_seconds.observe(solve_seconds)
-        if decision.status == "FALLBACK":
-            self.metrics.engine_fallbacks.inc()
+        if decision.fallback is not None:
+            self.metrics.engine_fallbacks.labels(cause=decision.fallback.cause).inc()
         the_plan = plan(observation, decision, reported=self.actuator.reported)
         acted = self.actuator.act(the_plan, now=self.clock.now(), transition_id=f"{self.config.identity}-{number}")
         seconds = self.clock.monotonic() - started

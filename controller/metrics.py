@@ -8,7 +8,7 @@ test process do not collide). `batchplace controller --port` serves them at `/me
     batchplace_bind_failures_total{reason}       counter    conflict, not_found, node_gone, error
     batchplace_evictions_total{result}           counter    evicted, refused (PDB), failed
     batchplace_pending_podgroups{reason}         gauge      pending PodGroups by condition reason
-    batchplace_engine_fallbacks_total            counter    cycles answered by the fallback engine
+    batchplace_engine_fallbacks_total{cause}     counter    cycles answered by the fallback engine, by cause
     batchplace_api_errors_total{verb,error}      counter    every ApiError, by call and class
     batchplace_watch_relists_total{resource}     counter    informer relists (start, 410 Gone, errors)
     batchplace_leader                            gauge      1 while this replica holds the Lease
@@ -36,7 +36,9 @@ class ControllerMetrics:
         self.bind_failures = Counter("batchplace_bind_failures", "Binds that failed, by reason.", ["reason"], registry=r)
         self.evictions = Counter("batchplace_evictions", "Evictions by result.", ["result"], registry=r)
         self.pending_podgroups = Gauge("batchplace_pending_podgroups", "Pending PodGroups by reason.", ["reason"], registry=r)
-        self.engine_fallbacks = Counter("batchplace_engine_fallbacks", "Cycles the fallback engine answered.", registry=r)
+        self.engine_fallbacks = Counter(
+            "batchplace_engine_fallbacks", "Cycles the fallback engine answered, by cause.", ["cause"], registry=r
+        )
         self.api_errors = Counter("batchplace_api_errors", "API errors by call and class.", ["verb", "error"], registry=r)
         self.relists = Counter("batchplace_watch_relists", "Informer relists by resource.", ["resource"], registry=r)
         self.leader = Gauge("batchplace_leader", "1 while this replica holds the Lease.", registry=r)

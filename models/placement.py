@@ -24,6 +24,8 @@ __all__ = [
     "PodGroupOutcome",
     "QueueShare",
     "SolveStatus",
+    "Fallback",
+    "FallbackCause",
     "Decision",
 ]
 
@@ -68,6 +70,17 @@ class QueueShare(_Frozen):
     deserved: dict[str, int]
 
 
+FallbackCause = Literal["no_time", "no_solution", "greedy_better", "engine_error", "rejected", "crashed", "memory", "timeout"]
+"""Why CP-SAT's answer was not the one returned: no time left after greedy; no solution in
+time; greedy's placement scored better; the engine raised; the checker rejected its
+placement; its process crashed, hit the memory ceiling, or overran its deadline."""
+
+
+class Fallback(_Frozen):
+    cause: FallbackCause
+    reason: str = Field(description="what happened, for people: the signal, the ceiling, the scores")
+
+
 class Decision(_Frozen):
     """One solve's answer. `objective`, `bound` and `gap` are None where an engine has none."""
 
@@ -80,6 +93,7 @@ class Decision(_Frozen):
     objective: float | None = None
     bound: float | None = None
     gap: float | None = None
+    fallback: Fallback | None = Field(None, description="set when status is FALLBACK: why CP-SAT's answer was not used")
 
     def to_contract(self) -> dict[str, Any]:
         """The JSON output contract: binds and evictions at the top level."""
@@ -90,6 +104,7 @@ class Decision(_Frozen):
             "objective": self.objective,
             "bound": self.bound,
             "gap": self.gap,
+            "fallback": None if self.fallback is None else self.fallback.model_dump(),
             "binds": [bind.model_dump() for bind in self.placement.binds],
             "evictions": [eviction.model_dump(by_alias=True) for eviction in self.placement.evictions],
             "podgroups": [outcome.model_dump() for outcome in self.podgroups],

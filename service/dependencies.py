@@ -172,6 +172,7 @@ def solve_config(options: SolveOptions, settings: ServiceSettings) -> SolveConfi
         engine=options.engine,
         time_limit_s=settings.time_limit_for(options.time_limit_s),
         objective_order=options.full_objective_order(),
+        memory_limit_bytes=settings.solver_memory_bytes,
     )
 
 

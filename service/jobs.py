@@ -119,8 +119,8 @@ def _decide(
     decision = place(snapshot, config)
     violations = check_placement(snapshot, decision.placement)
     metrics.solve_time.labels(engine=decision.engine, status=decision.status).observe(decision.solve_seconds)
-    if decision.status == "FALLBACK":
-        metrics.fallbacks.inc()
+    if decision.fallback is not None:
+        metrics.fallbacks.labels(cause=decision.fallback.cause).inc()
     if violations:  # place() promises a checked placement: this is a bug below, shown, never hidden
         log.error("placement breaks %d hard rules", len(violations), extra={"engine": decision.engine})
     response = {

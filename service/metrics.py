@@ -3,7 +3,7 @@
     batchplace_http_requests_total{route,method,code}        every answered request
     batchplace_http_request_duration_seconds{route}          latency, receive to last byte
     batchplace_solve_duration_seconds{engine,status}         the engine's own solve time
-    batchplace_engine_fallbacks_total                        `auto` answered with its fallback
+    batchplace_engine_fallbacks_total{cause}                 answered with greedy's placement, by cause
     batchplace_rejected_requests_total{reason}               401/413/415/422/429/503, and bugs (500)
     batchplace_solver_slots_in_use / _queued                 the bounded pool right now
 
@@ -58,7 +58,8 @@ class ServiceMetrics:
                 buckets=_LATENCY_BUCKETS_S, registry=registry,
             ),
             fallbacks=Counter(
-                "batchplace_engine_fallbacks", "Solves answered by the fallback engine", registry=registry
+                "batchplace_engine_fallbacks", "Solves answered by the fallback engine, by cause", ("cause",),
+                registry=registry,
             ),
             rejected=Counter(
                 "batchplace_rejected_requests", "Requests refused, by reason", ("reason",), registry=registry

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validator, model_validator
 
-from models.placement import Bind, Eviction, PodGroupOutcome, QueueShare, SolveStatus
+from models.placement import Bind, Eviction, Fallback, PodGroupOutcome, QueueShare, SolveStatus
 from models.snapshot import Snapshot
 from service.whatif import DrainedNode, JobVerdict
 from solver.objective import TIERS, objective_order
@@ -87,6 +87,7 @@ class PlacementResponse(BaseModel):
     objective: float | None = None
     bound: float | None = None
     gap: float | None = None
+    fallback: Fallback | None = Field(None, description="set when status is FALLBACK: why CP-SAT's answer was not used")
     binds: list[Bind]
     evictions: list[Eviction]
     podgroups: list[PodGroupOutcome]

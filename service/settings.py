@@ -19,6 +19,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES
+from solver.place import MIN_MEMORY_LIMIT_BYTES
+
 __all__ = ["ServiceSettings", "SettingsError", "ENV_PREFIX", "read_token_file"]
 
 ENV_PREFIX = "BATCHPLACE_SERVICE_"
@@ -44,6 +47,10 @@ class ServiceSettings(BaseModel):
         8, ge=0, le=10_000, description="requests that may wait for a slot; one more gets 429 with Retry-After"
     )
     retry_after_s: int = Field(1, ge=1, le=3600, description="the Retry-After a 429 carries")
+    solver_memory_bytes: int | None = Field(
+        DEFAULT_MEMORY_LIMIT_BYTES, ge=MIN_MEMORY_LIMIT_BYTES,
+        description="what one CP-SAT search may allocate; past it that answer is greedy's (FALLBACK); None: no ceiling",
+    )
     token: SecretStr | None = Field(None, description="bearer token for /v1/*; None: no auth")
 
     @classmethod
@@ -56,7 +63,7 @@ class ServiceSettings(BaseModel):
                 continue
             raw = env.get(ENV_PREFIX + name.upper())
             if raw is not None and raw != "":
-                values[name] = raw
+                values[name] = None if raw.lower() == "none" else raw
         token_file = env.get(ENV_PREFIX + "TOKEN_FILE")
         if token_file:
             values["token"] = read_token_file(Path(token_file))
@@ -69,7 +76,11 @@ class ServiceSettings(BaseModel):
 
     def to_env(self, *, token_file: Path | None) -> dict[str, str]:
         """The variables `from_env` reads back, for uvicorn's worker processes (never the token)."""
-        env = {ENV_PREFIX + name.upper(): str(getattr(self, name)) for name in type(self).model_fields if name != "token"}
+        env = {
+            ENV_PREFIX + name.upper(): "none" if getattr(self, name) is None else str(getattr(self, name))
+            for name in type(self).model_fields
+            if name != "token"
+        }
         if token_file is not None:
             env[ENV_PREFIX + "TOKEN_FILE"] = str(token_file)
         return env

@@ -209,8 +209,11 @@ class _Builder(VictimSteps, TopologySteps):
         tracked = sorted({a for u in units for a in u.atoms})
         tracked_set = set(tracked)
         node_groups = self._node_groups(node_profiles, atom_of, tracked_set, victims_on, kinds)
-        pattern_sets = self._pattern_sets(node_groups, shapes)
-        topology_sets = self._topology_sets(node_groups, pattern_sets, shapes, tasks, units)
+        pending_by_shape: dict[int, int] = {}
+        for task in tasks:
+            pending_by_shape[task.shape] = pending_by_shape.get(task.shape, 0) + len(task.pending)
+        pattern_sets = self._pattern_sets(node_groups, shapes, pending_by_shape)
+        topology_sets = self._topology_sets(node_groups, pattern_sets, shapes, tasks, units, pending_by_shape)
         return ModelData(
             snapshot=self.snapshot,
             problem=self.problem,
@@ -402,7 +405,9 @@ class _Builder(VictimSteps, TopologySteps):
 
     # ---- patterns ----
 
-    def _pattern_sets(self, node_groups: list[NodeGroup], shapes: list[Shape]) -> dict[int, PatternSet]:
+    def _pattern_sets(
+        self, node_groups: list[NodeGroup], shapes: list[Shape], pending_by_shape: dict[int, int]
+    ) -> dict[int, PatternSet]:
         used_profiles = sorted({p for g in node_groups for p in g.after})
         sets: dict[int, PatternSet] = {}
         for profile_id in used_profiles:
@@ -413,6 +418,7 @@ class _Builder(VictimSteps, TopologySteps):
                 rule=self.ctx.fragments,
                 gpu_column=self.gpu_column,
                 cap=self.limits.max_patterns_per_profile,
+                most=pending_by_shape,
             )
             if pattern_set.restricted:
                 self.restricted.append(f"profile {profile_id}: more than {self.limits.max_patterns_per_profile} patterns")

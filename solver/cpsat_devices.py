@@ -244,11 +244,18 @@ class Walk:
     declared: tuple[int, ...]
     cap: int
     first_limit: int  # the first pod must be of shapes[:first_limit] (topology patterns: a topology shape)
+    most: Mapping[int, int] = field(default_factory=dict)
+    """Pods of each shape there are to place: a pattern with more can never be used, so it is
+    not made (exact, not a restriction). A shape that asks for nothing (a BestEffort pod)
+    fits any number of times; without this bound its patterns would grow without end."""
     shapes_by_index: dict[int, Shape] = field(default_factory=dict)
     found: list[Pattern] = field(default_factory=list)
     cut: bool = False
     pruned: bool = False  # best fit was used for fractional pods (not every device choice kept)
 
+
+UNBOUNDED_PODS = 1 << 30
+"""A shape's pod count per node when nothing else bounds it (see `Walk.most`)."""
 
 EXACT_FRACTIONS = 4
 """Up to this many fractional pods on a node every device choice is kept; beyond, best fit."""
@@ -310,6 +317,8 @@ def walk_patterns(
         if walk.cut:
             return
         shape = walk.shapes[j]
+        if counts.get(shape.index, 0) >= walk.most.get(shape.index, UNBOUNDED_PODS):
+            continue
         new_used = [u + r for u, r in zip(used, shape.requests)]
         if any(u > f >= 0 for u, f in zip(new_used, free)):
             continue

@@ -6,7 +6,7 @@ Input: the model, `ModelData`, `Variables` and the `Allocation` helper. Output: 
 (one expression per tier, to *minimise*: throughput enters negated) and the `Stage`s.
 
 Each tier equals `solver.objective.score` of the extracted placement exactly, not only
-at the optimum: fairness uses max/division/min equalities (⌈1000 · shortfall / target⌉
+at the optimum: fairness uses max/min equalities and floor divisions as row pairs (⌈1000 · shortfall / target⌉
 per queue and resource, the least per queue), spans are reified both ways, and everything else
 is linear in counts (pattern constants carry the NUMA splits and fragments).
 
@@ -93,12 +93,12 @@ def _fairness(model: cp_model.CpModel, data: ModelData, allocation: Allocation) 
             held: cp_model.LinearExprT = after.expr()
             if unit > 1:
                 coarse = model.new_int_var(max(0, low) // unit, max(0, high) // unit, f"held[{queue_name},{resource}]")
-                model.add_division_equality(coarse, held, unit)
+                _floor_division(model, coarse, held, unit)
                 held = coarse
             short = model.new_int_var(0, amount, f"short[{queue_name},{resource}]")
             model.add_max_equality(short, [0, amount - held])
             per_mille = model.new_int_var(0, FAIRNESS_SCALE, f"shortfall_per_mille[{queue_name},{resource}]")
-            model.add_division_equality(per_mille, FAIRNESS_SCALE * short + amount - 1, amount)
+            _floor_division(model, per_mille, FAIRNESS_SCALE * short + amount - 1, amount)
             terms.append(per_mille)
         if met or not terms:
             continue
@@ -109,6 +109,19 @@ def _fairness(model: cp_model.CpModel, data: ModelData, allocation: Allocation) 
             model.add_min_equality(least, terms)
             total.add(least, 1)
     return total
+
+
+def _floor_division(model: cp_model.CpModel, quotient: cp_model.IntVar, numerator: cp_model.LinearExprT, divisor: int) -> None:
+    """`quotient == numerator // divisor` for a non-negative numerator, as two linear rows:
+    `divisor · q ≤ numerator ≤ divisor · q + divisor − 1`.
+
+    Not `add_division_equality`: CP-SAT expands a division whose numerator is a sum of many
+    terms into a new variable whose domain is every value the sum can take — hundreds of
+    intervals for a queue's memory held (`[0][5600][11200]…[2258126]` on an openb snapshot
+    of 1,213 nodes) — and its subsolvers then allocated without bound until the process
+    aborted with `std::bad_alloc`. The two rows say the same and stay linear."""
+    model.add(divisor * quotient <= numerator)
+    model.add(numerator <= divisor * quotient + divisor - 1)
 
 
 def _throughput(data: ModelData, variables: Variables) -> Lin:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from solver.cpsat_devices import (
     DOMINATED,
+    UNBOUNDED_PODS,
     UNKNOWN,
     WHOLE,
     Choice,
@@ -185,12 +186,14 @@ def build_pattern_set(
     rule: FragmentRule,
     gpu_column: int,
     cap: int,
+    most: Mapping[int, int],
 ) -> PatternSet:
     """The node patterns of `profile` over the untracked `shapes` that fit it alone, and
     pools for their fractions when the profile allows (see the module docstring).
 
     `shapes` are all eligible shapes; topology-tracked ones are kept for
-    `topology_patterns` and left out of these patterns."""
+    `topology_patterns` and left out of these patterns. `most[shape]`: pods of that shape
+    there are to place (`Walk.most`)."""
     fitting = [s for s in shapes if evaluate(profile, {s.index: s}, ((s.index, 1),), rule) is not None]
     pool = poolable(profile, fitting, gpu_column)
     pooled = tuple(s for s in fitting if pool and poolable_shape(profile, s))
@@ -204,6 +207,7 @@ def build_pattern_set(
         declared=declared_slots(profile),
         cap=cap,
         first_limit=len(node_shapes),
+        most=most,
     )
     walk_patterns(walk, 0, {}, [0] * len(profile.free), [{state: (0, None, None)}], ())
     result = PatternSet(
@@ -221,20 +225,20 @@ def build_pattern_set(
     for pattern in walk.found:
         result.add(pattern)
     if walk.cut:
-        _add_homogeneous(result, node_shapes, rule)
+        _add_homogeneous(result, node_shapes, rule, most=most)
     return result
 
 
 def _add_homogeneous(
-    result: PatternSet, shapes: Sequence[Shape], rule: FragmentRule, *, most: Mapping[int, int] | None = None
+    result: PatternSet, shapes: Sequence[Shape], rule: FragmentRule, *, most: Mapping[int, int]
 ) -> None:
-    """Every homogeneous pattern (k pods of one shape, k ≤ `most[shape]` when given), so each
-    shape can still fill a node. Fractional pods are placed best fit (a restriction)."""
+    """Every homogeneous pattern (k pods of one shape, k ≤ `most[shape]`), so each shape can
+    still fill a node. Fractional pods are placed best fit (a restriction)."""
     profile = result.profile
     declared = declared_slots(profile)
     start, _ = initial_state(profile)
     for shape in shapes:
-        limit = (most or {}).get(shape.index, 1 << 30)
+        limit = most.get(shape.index, UNBOUNDED_PODS)
         levels: list[dict[State, tuple[int, State | None, Choice | None]]] = [{start: (0, None, None)}]
         used = [0] * len(profile.free)
         pods = 0
@@ -261,7 +265,7 @@ def topology_patterns(
     mode: str,
     rule: FragmentRule,
     cap: int,
-    most: Mapping[int, int] | None = None,
+    most: Mapping[int, int],
 ) -> tuple[list[Pattern], bool]:
     """Patterns with at least one pod of a `tracked` shape. `mode`: "mixed" (untracked node
     shapes may share the node: exact) or "homogeneous" (k ≤ `most[shape]` pods of one
@@ -288,6 +292,7 @@ def topology_patterns(
         declared=declared_slots(profile),
         cap=cap,
         first_limit=len(tracked),
+        most=most,
     )
     walk_patterns(walk, 0, {}, [0] * len(profile.free), [{state: (0, None, None)}], ())
     for pattern in walk.found:

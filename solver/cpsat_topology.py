@@ -213,16 +213,14 @@ class TopologySteps:
             self._hypernode_domain_list = cached
         return cached[1]
 
-    def _topology_sets(self, node_groups, pattern_sets, shapes, tasks, units) -> dict[tuple[int, str], list[Pattern]]:  # noqa: ANN001
+    def _topology_sets(self, node_groups, pattern_sets, shapes, tasks, units, most) -> dict[tuple[int, str], list[Pattern]]:  # noqa: ANN001
         """Per (profile, tracked atom): patterns holding at least one pod of a tracked task
         that may go to that atom. Mixed with untracked pods (exact) while the estimated total
         stays within `max_topology_patterns`; else homogeneous patterns of one tracked shape,
-        at most as many pods as the tracked tasks of that shape have (a restriction)."""
+        at most as many pods as the tracked tasks of that shape have (`most`: pending pods per
+        shape; a restriction)."""
         relevant: dict[str, set[int]] = {}
-        most: dict[int, int] = {}
         for task in tasks:
-            if units[task.unit].tracked:
-                most[task.shape] = most.get(task.shape, 0) + len(task.pending)
             for atom in units[task.unit].atoms:
                 relevant.setdefault(atom, set()).add(task.shape)
         pairs = sorted({(p, g.atom) for g in node_groups if g.atom for p in g.after})

@@ -14,7 +14,12 @@ Engines:
     placement (its violations are logged) — falls back to the greedy placement (FALLBACK).
 Both CP-SAT engines return the better of CP-SAT's and greedy's placements by
 `solver.objective.score`, so the answer is never worse than greedy; greedy's wins are
-labelled FALLBACK.
+labelled FALLBACK. Every FALLBACK carries `Decision.fallback`: the cause and the reason.
+
+CP-SAT searches in a forked child process (`solver.isolation`) under a memory ceiling
+(`memory_limit_bytes`, 4 GiB by default): a native abort, a runaway allocation or a hang
+there costs this one answer — greedy's, FALLBACK with cause "crashed", "memory" or
+"timeout", for `cpsat` as for `auto` — never the process that called `place()`.
 
 Time: `time_limit_s` bounds the whole call (greedy, model, solve, extraction, checks):
 CP-SAT gets what is left after greedy minus a reserve for what follows it (`_Budget`:
@@ -41,7 +46,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
-from models.placement import Decision, Placement
+from models.placement import Decision, Fallback, FallbackCause, Placement
 from models.snapshot import PodGroupKey, Snapshot
 from solver.bound import lp_bound
 from solver.checker import PlacementRejected, check_placement
@@ -49,6 +54,7 @@ from solver.cpsat import CpsatConfig, ModelInvalid, solve_cpsat
 from solver.cpsat_data import DataLimits
 from solver.fragmentation import PackingName, TypicalShape
 from solver.greedy import GreedyConfig, solve_greedy
+from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SolverDied, run_isolated
 from solver.objective import TIERS, ObjectiveContext, score
 from solver.outcome import build_decision
 from solver.problem import Problem, build_problem
@@ -103,10 +109,15 @@ class SolveConfig:
     """Expected pod shapes and weights for the fragmentation score (e.g. a trace's pod
     list); empty: the snapshot's pending pods."""
     log_search: bool = False
+    memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES
+    """What the CP-SAT search process may allocate (`solver.isolation`); past it the answer
+    is greedy's (FALLBACK, cause "memory"). None: no ceiling."""
 
     def __post_init__(self) -> None:
         if sorted(self.objective_order) != sorted(TIERS):
             raise ValueError(f"objective_order {self.objective_order}: a permutation of {', '.join(TIERS)}")
+        if self.memory_limit_bytes is not None and self.memory_limit_bytes < MIN_MEMORY_LIMIT_BYTES:
+            raise ValueError(f"memory_limit_bytes {self.memory_limit_bytes}: at least {MIN_MEMORY_LIMIT_BYTES} (64 MiB)")
 
     def cpsat(self) -> CpsatConfig:
         return CpsatConfig(
@@ -126,6 +137,8 @@ class SolveConfig:
         )
 
 
+MIN_MEMORY_LIMIT_BYTES = 64 << 20
+"""Below this CP-SAT cannot even start its workers (their stacks and arenas alone)."""
 AFTER_SECONDS_PER_ITEM = 3.5e-5
 """Extraction, scoring, the checker and the Decision after CP-SAT, per node + pod, quiet
 (measured 0.11 s at 1,000 nodes / 1,637 pods, 0.6 s at 10,000 / 11,259)."""
@@ -230,30 +243,39 @@ def _place(snapshot: Snapshot, config: SolveConfig) -> Decision:
     budget = _Budget.measure(snapshot, config, time.perf_counter() - started, time.thread_time() - cpu_started)
     greedy_reasons = {o.name: o.reasons for o in greedy.podgroups}
 
-    def fallback(why: str) -> Decision:
-        log.info("cpsat: returning the greedy placement (%s)", why)
+    def fallback(cause: FallbackCause, why: str) -> Decision:
+        log.info("cpsat: returning the greedy placement (%s)", why, extra={"fallback_cause": cause})
         checked = _checked_greedy(snapshot, greedy)
         objective = bound = None
         if budget.lp_fits(config, deadline, after_s=budget.reserve_s):
             objective = score(snapshot, checked.placement).throughput
             bound = _relaxed_bound(snapshot, problem, deadline)
-        return _decision(snapshot, checked.placement, "greedy", "FALLBACK", started, greedy_reasons, objective, bound=bound)
+        decision = _decision(snapshot, checked.placement, "greedy", "FALLBACK", started, greedy_reasons, objective, bound=bound)
+        return decision.model_copy(update={"fallback": Fallback(cause=cause, reason=why)})
 
     budget_end = deadline - budget.reserve_s - (budget.lp_s if budget.lp_reserved else 0.0)
     if budget_end - time.perf_counter() <= 0.01:
-        return fallback("no time left after greedy")
+        return fallback("no_time", "no time left after greedy")
     context = ObjectiveContext.of(snapshot)
     try:
-        result = solve_cpsat(
-            snapshot, problem=problem, context=context, config=config.cpsat(), deadline=budget_end, hint=greedy.placement
+        result = run_isolated(
+            lambda: solve_cpsat(
+                snapshot, problem=problem, context=context, config=config.cpsat(), deadline=budget_end, hint=greedy.placement
+            ),
+            deadline=budget_end,
+            memory_limit_bytes=config.memory_limit_bytes,
         )
-    except Exception:
+    except SolverDied as died:
+        # Native: nothing to raise even for engine "cpsat" — the process around it lives on.
+        log.error("cpsat: the search process died (%s): %s", died.cause, died, extra={"fallback_cause": died.cause})
+        return fallback(died.cause, f"CP-SAT {died}")
+    except Exception as error:
         if config.engine == "cpsat":
             raise
         log.exception("cpsat: the engine failed; falling back to greedy")
-        return fallback("CP-SAT failed")
+        return fallback("engine_error", f"CP-SAT failed: {type(error).__name__}: {error}")
     if result.placement is None or result.objective is None:
-        return fallback("CP-SAT found no solution in time")
+        return fallback("no_solution", "CP-SAT found no solution in time")
     # Never worse than greedy; as good → CP-SAT's (it comes with a bound). The model's tiers
     # are exact for its placement, and its value of the greedy placement is at least
     # `score(greedy)`; without it, score both.
@@ -261,13 +283,13 @@ def _place(snapshot: Snapshot, config: SolveConfig) -> Decision:
     if theirs is None:
         mine, theirs = score(snapshot, result.placement, context=context), score(snapshot, greedy.placement, context=context)
     if mine.ranked(config.objective_order) < theirs.ranked(config.objective_order):
-        return fallback(f"greedy scores better ({theirs} > {mine})")
+        return fallback("greedy_better", f"greedy scores better ({theirs} > {mine})")
     violations = check_placement(snapshot, result.placement)
     if violations:
         if config.engine == "cpsat":
             raise PlacementRejected(violations)
         log.error("cpsat: placement rejected by the checker:\n%s", PlacementRejected(violations))
-        return fallback("CP-SAT's placement broke a hard rule")
+        return fallback("rejected", "CP-SAT's placement broke a hard rule")
     bound = result.throughput_bound
     if result.status != "OPTIMAL" and budget.lp_fits(config, deadline, after_s=0.3 * budget.reserve_s):
         relaxed = _relaxed_bound(snapshot, problem, deadline)

@@ -1,0 +1,247 @@
+"""Run the CP-SAT search in a child process, so that whatever it does costs one answer.
+
+CP-SAT is C++. When it fails natively — `std::bad_alloc` turned into `abort()`, a crash in a
+subsolver, an allocation that grows until the kernel's OOM killer steps in, a search that
+never returns — Python cannot catch it: the process around it dies, and with it the
+controller (a crash loop on the same snapshot) or every request in flight in `serve`.
+So `run_isolated` forks: the child runs the search and sends its result back through a
+pipe; the parent only waits. What the caller sees instead of a dead process is a
+`SolverDied` naming the cause, and `solver.place` answers with greedy's placement.
+
+Why fork, not a pool of spawned workers: the child inherits the snapshot, the `Problem`
+and the greedy hint already built, copy-on-write, so nothing is serialised on the way in
+(a 1,213-node snapshot with 6,208 running pods would cost more to pickle than to solve);
+only the result (a placement) is pickled on the way out. The child runs solver code only
+(no Kubernetes client, no HTTP), and the locks it may meet are reset at fork (logging's)
+or do not exist (`solver.memo` is lock-free); a child that deadlocks anyway is killed at
+its deadline like a hung search. Linux only, like the clusters it serves.
+
+The memory ceiling, `memory_limit_bytes`, is what the child may use beyond what it shares
+with the parent, held two ways, because neither alone holds it:
+  - an address-space limit (`RLIMIT_AS`) of the child's size at fork plus the ceiling: a
+    runaway allocation fails at once — `MemoryError` in Python, `std::bad_alloc` (an
+    abort) in C++ — and the child dies alone. But memory the parent had freed is still
+    mapped, and the child may reuse it without the limit noticing;
+  - so the parent also reads the child's private memory (`Private_Clean + Private_Dirty`
+    of `/proc/PID/smaps_rollup`: pages it allocated or copied on write, not the ones it
+    still shares) every `MEMORY_POLL_S` and kills it past the ceiling.
+The address-space limit counts thread stacks and arenas that are reserved but never
+touched, a few hundred MB for CP-SAT's workers: a ceiling far below 1 GiB can stop a
+search that would have fit.
+
+The child's standard error (CP-SAT's own messages, its log lines) is read by the parent and
+written through to the parent's standard error; its last lines go into the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import resource
+import selectors
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, TypeVar
+
+__all__ = ["SolverDied", "DeathCause", "run_isolated", "DEFAULT_MEMORY_LIMIT_BYTES", "KILL_GRACE_S"]
+
+T = TypeVar("T")
+
+DeathCause = Literal["crashed", "memory", "timeout"]
+
+DEFAULT_MEMORY_LIMIT_BYTES = 4 << 30
+"""What one CP-SAT search may allocate, 4 GiB: measured peaks are 0.2 GB (openb, 1,213 nodes,
+6,208 running pods) and 0.5 GB (10,000 nodes / 5,000 pending pods), so the default leaves
+8× room and still lets five searches run side by side on a 24 GB machine."""
+
+KILL_GRACE_S = 2.0
+"""How long past its deadline the child may take (it extracts the placement after the
+search, and CP-SAT overshoots its own limit by a few hundredths of a second) before it is
+killed as hung."""
+
+MEMORY_POLL_S = 0.05
+"""How often the parent reads the child's private memory (a read costs well under a ms)."""
+
+_STDERR_TAIL_BYTES = 2048
+_EXIT_UNPICKLABLE = 71
+
+
+class SolverDied(Exception):
+    """The search process ended without an answer: `cause` says how, the message says what
+    was seen (signal, exit code, the last line it wrote)."""
+
+    def __init__(self, cause: DeathCause, message: str) -> None:
+        super().__init__(message)
+        self.cause: DeathCause = cause
+
+
+@dataclass
+class _Collected:
+    payload: bytearray
+    stderr_tail: bytearray
+    finished: bool = False  # both pipes reached end of file
+    private_bytes: int = 0  # the child's private memory when it was killed for it (0: it was not)
+
+
+def run_isolated(work: Callable[[], T], *, deadline: float, memory_limit_bytes: int | None) -> T:
+    """`work()` in a forked child; its return value, or the exception it raised, re-raised here.
+
+    `deadline` is a `time.perf_counter()` instant (the same monotonic clock in both
+    processes): the child is killed `KILL_GRACE_S` after it. Raises `SolverDied` when the
+    child dies, overruns or runs out of memory."""
+    result_read, result_write = os.pipe()
+    stderr_read, stderr_write = os.pipe()
+    ceiling = None if memory_limit_bytes is None else _address_space_bytes() + memory_limit_bytes
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        _child(work, result_read, result_write, stderr_read, stderr_write, ceiling)
+    os.close(result_write)
+    os.close(stderr_write)
+    collected = None
+    try:
+        collected = _collect(result_read, stderr_read, pid, kill_at=deadline + KILL_GRACE_S, memory_limit_bytes=memory_limit_bytes)
+    finally:
+        os.close(result_read)
+        os.close(stderr_read)
+        if collected is None or not collected.finished:  # overran, or we were interrupted
+            os.kill(pid, signal.SIGKILL)
+        status = os.waitpid(pid, 0)[1]  # both pipes closed: the child is exiting
+    tail = collected.stderr_tail.decode("utf-8", "replace").strip()
+    if collected.private_bytes:
+        used = f"{collected.private_bytes / (1 << 30):.2f} GiB"
+        raise SolverDied("memory", f"used {used}, past the memory ceiling of {_gib(memory_limit_bytes)}: killed{_last_line(tail)}")
+    if not collected.finished:
+        raise SolverDied("timeout", f"no answer {KILL_GRACE_S:.0f} s past the deadline: killed{_last_line(tail)}")
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and collected.payload:
+        outcome, value = pickle.loads(bytes(collected.payload))
+        if outcome == "error":
+            if isinstance(value, MemoryError):
+                raise SolverDied("memory", f"out of memory at the ceiling of {_gib(memory_limit_bytes)}{_last_line(tail)}")
+            raise value
+        return value  # type: ignore[no-any-return]
+    raise _death(status, tail, memory_limit_bytes)
+
+
+def _child(
+    work: Callable[[], object], result_read: int, result_write: int, stderr_read: int, stderr_write: int, ceiling: int | None
+) -> None:
+    code = 0
+    try:
+        os.close(result_read)
+        os.close(stderr_read)
+        os.dup2(stderr_write, 2)
+        os.close(stderr_write)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # the parent handles Ctrl-C; the child just dies
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if ceiling is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (ceiling, ceiling))
+        try:
+            payload = pickle.dumps(("ok", work()), protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException as error:  # noqa: BLE001 — every failure goes back to the parent
+            try:
+                payload = pickle.dumps(("error", error), protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # noqa: BLE001
+                payload = pickle.dumps(("error", RuntimeError(f"{type(error).__name__}: {error}")))
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(result_write, view) :]
+    except BaseException:  # noqa: BLE001
+        code = _EXIT_UNPICKLABLE
+    finally:
+        os._exit(code)
+
+
+def _collect(result_read: int, stderr_read: int, pid: int, *, kill_at: float, memory_limit_bytes: int | None) -> _Collected:
+    """Read the child's result and standard error until both end, `kill_at` passes or the
+    child's private memory passes `memory_limit_bytes`; standard error is passed through to
+    ours as it comes."""
+    collected = _Collected(payload=bytearray(), stderr_tail=bytearray())
+    open_pipes = {result_read, stderr_read}
+    with selectors.DefaultSelector() as selector:
+        for fd in open_pipes:
+            selector.register(fd, selectors.EVENT_READ)
+        while open_pipes:
+            left = kill_at - time.perf_counter()
+            if left <= 0:
+                return collected
+            if memory_limit_bytes is not None:
+                private = _private_bytes(pid)
+                if private > memory_limit_bytes:
+                    collected.private_bytes = private
+                    return collected
+                left = min(left, MEMORY_POLL_S)
+            for key, _ in selector.select(timeout=left):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fd)
+                    open_pipes.discard(key.fd)
+                elif key.fd == result_read:
+                    collected.payload += chunk
+                else:
+                    _pass_through(chunk)
+                    collected.stderr_tail = (collected.stderr_tail + chunk)[-_STDERR_TAIL_BYTES:]
+    collected.finished = True
+    return collected
+
+
+def _pass_through(chunk: bytes) -> None:
+    try:
+        sys.stderr.buffer.write(chunk)  # type: ignore[union-attr]
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):  # a replaced or closed stderr: the tail still goes into the reason
+        pass
+
+
+_OUT_OF_MEMORY_SIGNS = ("bad_alloc", "MemoryError", "cannot allocate memory", "out of memory")
+"""What a child that hit the ceiling writes last: C++'s `std::bad_alloc`, Python's
+`MemoryError`, glibc's "cannot allocate memory for thread-local data" (a worker thread that
+could not start)."""
+
+
+def _death(status: int, tail: str, memory_limit_bytes: int | None) -> SolverDied:
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            how = f"killed by {signal.Signals(number).name}"
+        except ValueError:  # a real-time signal has no name
+            how = f"killed by signal {number}"
+    else:
+        how = f"exited with code {os.WEXITSTATUS(status)} and no answer"
+    if any(sign in tail.lower() for sign in map(str.lower, _OUT_OF_MEMORY_SIGNS)):
+        return SolverDied("memory", f"{how} at the memory ceiling of {_gib(memory_limit_bytes)}{_last_line(tail)}")
+    return SolverDied("crashed", f"{how}{_last_line(tail)}")
+
+
+def _last_line(tail: str) -> str:
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    return f" ({lines[-1][:200]})" if lines else ""
+
+
+def _gib(size: int | None) -> str:
+    return "no limit" if size is None else f"{size / (1 << 30):.2f} GiB"
+
+
+def _private_bytes(pid: int) -> int:
+    """Memory the child holds alone: pages it allocated, or copied from the parent's on
+    write (0 once it has exited)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
+            text = rollup.read()
+    except OSError:
+        return 0
+    total_kib = 0
+    for line in text.splitlines():
+        if line.startswith(("Private_Clean:", "Private_Dirty:")):
+            total_kib += int(line.split()[1])
+    return total_kib * 1024
+
+
+def _address_space_bytes() -> int:
+    """This process's virtual size now (the first field of /proc/self/statm, in pages)."""
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        return int(statm.read().split()[0]) * resource.getpagesize()

@@ -1,0 +1,121 @@
+"""The CP-SAT search runs in a child process: whatever it does there costs one answer.
+
+Each test makes the child really do the thing — abort, allocate past the ceiling, hang,
+get killed mid-search — and checks that the caller gets a typed answer and carries on.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models.snapshot import Snapshot
+from solver.checker import check_placement
+from solver.isolation import KILL_GRACE_S, SolverDied, run_isolated
+from solver.place import SolveConfig, place
+from tests.builders import make_gang, make_node, make_snapshot
+
+MIB = 1 << 20
+
+
+def _soon(seconds: float = 5.0) -> float:
+    return time.perf_counter() + seconds
+
+
+def test_the_child_computes_and_the_parent_gets_the_value() -> None:
+    parent = os.getpid()
+    pid, total = run_isolated(lambda: (os.getpid(), int(np.arange(1000).sum())), deadline=_soon(), memory_limit_bytes=None)
+    assert pid != parent
+    assert total == 499500
+
+
+def test_an_exception_in_the_child_is_raised_in_the_parent_with_its_type() -> None:
+    def fails() -> None:
+        raise ValueError("bad model row 7")
+
+    with pytest.raises(ValueError, match="bad model row 7"):
+        run_isolated(fails, deadline=_soon(), memory_limit_bytes=None)
+
+
+def test_a_native_abort_costs_the_answer_not_the_process() -> None:
+    def aborts() -> None:
+        os.write(2, b"terminate called after throwing an instance of 'std::length_error'\n")
+        os.abort()
+
+    with pytest.raises(SolverDied) as died:
+        run_isolated(aborts, deadline=_soon(), memory_limit_bytes=None)
+    assert died.value.cause == "crashed"
+    assert "SIGABRT" in str(died.value) and "std::length_error" in str(died.value)
+
+
+def test_an_allocation_past_the_ceiling_fails_in_the_child_alone() -> None:
+    def hoards() -> int:
+        return len(bytearray(512 * MIB))
+
+    assert run_isolated(hoards, deadline=_soon(), memory_limit_bytes=1024 * MIB) == 512 * MIB
+    with pytest.raises(SolverDied) as died:
+        run_isolated(hoards, deadline=_soon(), memory_limit_bytes=128 * MIB)
+    assert died.value.cause == "memory"
+    assert "0.12 GiB" in str(died.value)
+
+
+def test_a_hung_child_is_killed_after_its_deadline() -> None:
+    started = time.perf_counter()
+    with pytest.raises(SolverDied) as died:
+        run_isolated(lambda: time.sleep(600), deadline=_soon(0.2), memory_limit_bytes=None)
+    assert died.value.cause == "timeout"
+    assert time.perf_counter() - started < 0.2 + KILL_GRACE_S + 2.0
+
+
+def _children() -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        text = (task / "children").read_text()
+        found.update(int(pid) for pid in text.split())
+    return found
+
+
+def _contended_snapshot() -> Snapshot:
+    """More GPU asked than there is, in many shapes: the search runs until it is stopped."""
+    nodes = [make_node(f"n{i}", cpu=8, gpus=8) for i in range(40)]
+    gangs = [make_gang(f"job-{j}", replicas=1 + j % 5, cpu=1 + j % 3, gpus=1 + j % 4, min_member=1) for j in range(120)]
+    return make_snapshot(nodes=nodes, groups=gangs)
+
+
+def test_a_search_killed_mid_solve_answers_with_greedy_and_the_caller_goes_on() -> None:
+    snapshot = _contended_snapshot()
+    before = _children()
+    killed: list[int] = []
+
+    def kill_the_search() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not killed:
+            for pid in _children() - before:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_the_search)
+    killer.start()
+    decision = place(snapshot, SolveConfig(engine="cpsat", time_limit_s=20))
+    killer.join()
+    assert killed, "the search never ran in a child process"
+    assert decision.status == "FALLBACK" and decision.fallback is not None
+    assert decision.fallback.cause == "crashed" and "SIGKILL" in decision.fallback.reason
+    assert decision.placement.binds, "greedy's placement is the answer"
+    assert not check_placement(snapshot, decision.placement)
+    # The process is whole: the next solve runs CP-SAT to an answer as usual.
+    again = place(snapshot, SolveConfig(engine="cpsat", time_limit_s=3))
+    assert again.status in ("OPTIMAL", "FEASIBLE", "FALLBACK")
+    assert not check_placement(snapshot, again.placement)
+
+
+def test_a_ceiling_below_what_cp_sat_needs_to_start_is_refused() -> None:
+    with pytest.raises(ValueError, match="memory_limit_bytes"):
+        SolveConfig(memory_limit_bytes=1 * MIB)
