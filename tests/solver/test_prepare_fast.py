@@ -12,7 +12,9 @@ collections are held off during `place()` and restored after it.
 from __future__ import annotations
 
 import gc
+import json
 import threading
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -188,20 +190,25 @@ def test_a_slower_greedy_part_keeps_back_more_time_for_after_cpsat() -> None:
 
 
 def test_cpsat_gets_a_deadline_that_leaves_the_reserve_and_every_call_is_limited_to_the_time_left(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     snapshot = _snapshot(nodes=200, pods=200, seed=11)
     limit = 1.5
-    deadlines: list[float] = []
-    solver_limits: list[tuple[float, float]] = []  # (seconds given, seconds left to the deadline)
+    # The search runs in a forked child (`solver.isolation`): the spies write what they see
+    # to a file, which both processes share.
+    seen = tmp_path / "seen.jsonl"
     real_solve, real_solver = place_module.solve_cpsat, cpsat_module._solver
+    deadlines: list[float] = []
 
     def spy_solve(*args, deadline: float, **kwargs):  # noqa: ANN002, ANN003, ANN202
         deadlines.append(deadline)
+        with seen.open("a") as out:
+            out.write(json.dumps({"deadline": deadline}) + "\n")
         return real_solve(*args, deadline=deadline, **kwargs)
 
     def spy_solver(config, seconds: float, **kwargs):  # noqa: ANN001, ANN003, ANN202
-        solver_limits.append((seconds, deadlines[-1] - place_module.time.perf_counter()))
+        with seen.open("a") as out:  # (seconds given, seconds left to the deadline)
+            out.write(json.dumps({"given": seconds, "left": deadlines[-1] - place_module.time.perf_counter()}) + "\n")
         return real_solver(config, seconds, **kwargs)
 
     monkeypatch.setattr(place_module, "solve_cpsat", spy_solve)
@@ -210,9 +217,13 @@ def test_cpsat_gets_a_deadline_that_leaves_the_reserve_and_every_call_is_limited
     decision = place(snapshot, SolveConfig(engine="auto", time_limit_s=limit))
     items = len(snapshot.nodes) + len(snapshot.pods)
     assert check_placement(snapshot, decision.placement) == ()
-    assert len(deadlines) == 1
-    assert before + limit - deadlines[0] >= SAFETY_SHARE * limit + AFTER_SECONDS_PER_ITEM * items - 1e-9
-    for given, left in solver_limits:  # `left` is read just after `given` was computed: allow that moment
+    records = [json.loads(line) for line in seen.read_text().splitlines()]
+    calls = [r["deadline"] for r in records if "deadline" in r]
+    assert len(calls) == 1
+    assert before + limit - calls[0] >= SAFETY_SHARE * limit + AFTER_SECONDS_PER_ITEM * items - 1e-9
+    limits = [(r["given"], r["left"]) for r in records if "given" in r]
+    assert limits, "CP-SAT was never started"
+    for given, left in limits:  # `left` is read just after `given` was computed: allow that moment
         assert given <= max(0.001, left) + 0.02
 
 
