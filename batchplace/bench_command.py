@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from batchplace.render import print_error
 from experiments.bench import (
     DEFAULT_SIZES,
     BenchConfig,
@@ -36,7 +37,6 @@ EXIT_INPUT_ERROR = 2
 T = TypeVar("T")
 # Piped or redirected output gets room for the whole table instead of rich's 80 columns.
 stdout = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 170)
-stderr = Console(stderr=True)
 
 
 class _ProgressObserver:
@@ -57,7 +57,7 @@ def _parsed(option: str, parse: Callable[[str], T], text: str) -> T:
     try:
         return parse(text)
     except ValueError as error:
-        stderr.print(f"[red]error:[/red] {option}: {error}", highlight=False)
+        print_error(f"{option}: {error}")
         raise typer.Exit(EXIT_INPUT_ERROR) from None
 
 
@@ -130,7 +130,7 @@ def bench(
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=stderr,
+        console=Console(stderr=True),
         transient=False,
     ) as progress:
         task_id = progress.add_task("warming up", total=total)
@@ -155,5 +155,5 @@ def bench(
     failed = [run for run in result.runs if run.status == "ERROR"]
     if failed:
         for run in failed:
-            stderr.print(f"[red]failed:[/red] {run.size} #{run.repeat + 1} {run.engine}: {run.error}", highlight=False)
+            print_error(f"{run.size} #{run.repeat + 1} {run.engine} failed: {run.error}")
         raise typer.Exit(1)

@@ -21,7 +21,7 @@ from batchplace.controller_command import controller
 from batchplace.demo import run_demo
 from batchplace.experiment_command import experiment_app
 from batchplace.options import SolverMemoryOption, solver_memory_bytes
-from batchplace.render import decision_tables
+from batchplace.render import decision_tables, print_error, print_warning
 from batchplace.serve_command import serve
 from models.errors import SnapshotError
 from models.loaders import LoadResult, load_snapshot_files, snapshot_to_json
@@ -44,7 +44,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 stdout = Console(soft_wrap=False)
-stderr = Console(stderr=True)
 log = logging.getLogger("batchplace")
 
 FilesArgument = Annotated[
@@ -70,13 +69,13 @@ def _load(files: list[Path], scheduler_names: list[str] | None) -> LoadResult:
     try:
         result = load_snapshot_files(files, scheduler_names=names)
     except SnapshotError as error:
-        stderr.print(f"[red]error:[/red] {error}", markup=True, highlight=False)
+        print_error(str(error))
         raise typer.Exit(EXIT_INPUT_ERROR) from None
     except OSError as error:
-        stderr.print(f"[red]error:[/red] {error.filename or ''}: {error.strerror}", highlight=False)
+        print_error(f"{error.filename or ''}: {error.strerror}")
         raise typer.Exit(EXIT_INPUT_ERROR) from None
     for warning in result.warnings:
-        stderr.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+        print_warning(warning)
     return result
 
 
@@ -99,10 +98,10 @@ def solve(
 ) -> None:
     """Place the pending pods of FILES and print binds, evictions and the reason for each pending PodGroup."""
     if engine not in ENGINES:
-        stderr.print(f"[red]error:[/red] --engine: unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+        print_error(f"--engine: unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         raise typer.Exit(EXIT_INPUT_ERROR)
     if output not in ("table", "json"):
-        stderr.print(f"[red]error:[/red] --output: must be table or json, got {output!r}")
+        print_error(f"--output: must be table or json, got {output!r}")
         raise typer.Exit(EXIT_INPUT_ERROR)
     memory_limit_bytes = solver_memory_bytes(solver_memory)
     loaded = _load(files, scheduler_name)

@@ -2,10 +2,12 @@
 
 This module composes the layers, so `controller` and `service` never import each other:
 with `--port`, one uvicorn server answers `/metrics` (the controller's metrics, then the
-service's), `/healthz` (the cycle loop is alive) and `/readyz` (the caches have synced)
-itself, and hands every other path to the HTTP service's app (`service.app.create_app`)
-built with the controller as its `live_snapshot` — so `POST /v1/what-if` without a posted
-snapshot answers on the controller's live one.
+service's), `/healthz` (the cycle loop is alive) and `/readyz` (the caches have synced and
+the Lease is usable; `leader` and `leader_reason` say whether this replica leads and, when
+not, why: "Lease kube-system/batchplace is held by …", or the API error that keeps it from
+the Lease) itself, and hands every other path to the HTTP service's app
+(`service.app.create_app`) built with the controller as its `live_snapshot` — so
+`POST /v1/what-if` without a posted snapshot answers on the controller's live one.
 
 Logs are structured: JSON lines on stderr (`--log-format json`, the default) with the
 fields a cycle logs (`cycle`, `bound`, `evicted`, `seconds`, …), or plain text.
@@ -83,7 +85,12 @@ def controller(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Decide and log every cycle, but bind, evict and write nothing.")] = False,
     leader_elect: Annotated[bool, typer.Option("--leader-elect/--no-leader-elect", help="Elect a leader through a Lease (run 2+ replicas).")] = True,
     lease_namespace: Annotated[
-        Optional[str], typer.Option("--lease-namespace", help="Namespace of the Lease. Default: $POD_NAMESPACE or batchplace-system.")
+        Optional[str],
+        typer.Option(
+            "--lease-namespace",
+            help="Namespace of the Lease. Default: the pod's namespace in cluster ($POD_NAMESPACE, else the service "
+            "account's), kube-system out of cluster.",
+        ),
     ] = None,
     lease_name: Annotated[str, typer.Option("--lease-name", help="Name of the Lease.")] = "batchplace",
     lease_duration: Annotated[float, typer.Option("--lease-duration", min=1, help="Seconds a standby waits on a silent leader.")] = 15.0,
@@ -101,7 +108,7 @@ def controller(
         typer.echo(f"error: --log-format: must be json or text, got {log_format!r}", err=True)
         raise typer.Exit(EXIT_USAGE)
     from controller.kube import KubeClient  # here, so other commands start without the Kubernetes client
-    from controller.leader import LeaseConfig
+    from controller.leader import LeaseConfig, default_lease_namespace, read_service_account_namespace
     from controller.loop import Controller, ControllerConfig
 
     _configure_logging(log_format, log_level)
@@ -111,7 +118,10 @@ def controller(
         lease = (
             LeaseConfig(
                 identity=name,
-                namespace=lease_namespace or os.environ.get("POD_NAMESPACE") or "batchplace-system",
+                namespace=lease_namespace
+                or default_lease_namespace(
+                    pod_namespace=os.environ.get("POD_NAMESPACE"), service_account_namespace=read_service_account_namespace()
+                ),
                 name=lease_name,
                 lease_duration_s=lease_duration,
                 renew_deadline_s=renew_deadline,
@@ -146,7 +156,7 @@ def controller(
     log.info(
         "controller %s starting against %s: schedulers %s, period %.2f s, time limit %.2f s%s%s",
         name, client.host, ", ".join(config.scheduler_names), period, time_limit,
-        ", dry run" if dry_run else "", ", leader election" if lease else "",
+        ", dry run" if dry_run else "", f", leader election through Lease {lease.namespace}/{lease.name}" if lease else "",
     )
     try:
         ctrl.run(stop)
@@ -194,10 +204,12 @@ def _answer(path: str, ctrl: "Controller", service_app: Any) -> tuple[int, str, 
             body += service_metrics.exposition()
         return 200, "text/plain; version=0.0.4; charset=utf-8", body
     ok = ctrl.healthy() if path == "/healthz" else ctrl.ready()
+    leader = ctrl.leader_status()
     detail = {
         "status": "ok" if ok else "unavailable",
-        "leader": ctrl.is_leader(),
-        "synced": ctrl.ready(),
+        "leader": leader.leading,
+        "leader_reason": leader.reason,
+        "synced": ctrl.synced(),
         "snapshot": ctrl.current() is not None,
     }
     return (200 if ok else 503), "application/json", json.dumps(detail).encode()

@@ -21,6 +21,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from batchplace.render import print_error
+
 __all__ = ["experiment_app"]
 
 experiment_app = typer.Typer(
@@ -30,7 +32,6 @@ experiment_app = typer.Typer(
     add_completion=False,
 )
 console = Console(soft_wrap=False)
-stderr = Console(stderr=True)
 EXIT_INPUT_ERROR = 2
 
 
@@ -46,7 +47,7 @@ def _ints(text: str, *, what: str) -> list[int]:
             elif part:
                 values.append(int(part))
     except ValueError:
-        stderr.print(f"[red]error:[/red] {what}: expected numbers like 42-51 or 1,8,64, got {text!r}")
+        print_error(f"{what}: expected numbers like 42-51 or 1,8,64, got {text!r}")
         raise typer.Exit(EXIT_INPUT_ERROR) from None
     return values
 
@@ -57,7 +58,7 @@ def _names(text: str, *, allowed: tuple[str, ...], what: str) -> list[str]:
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [name for name in names if name not in allowed]
     if unknown:
-        stderr.print(f"[red]error:[/red] {what}: unknown {', '.join(unknown)}; choose from {', '.join(allowed)} or all")
+        print_error(f"{what}: unknown {', '.join(unknown)}; choose from {', '.join(allowed)} or all")
         raise typer.Exit(EXIT_INPUT_ERROR)
     return names
 
@@ -155,7 +156,7 @@ def timeline(
 
     scenarios = ["llm", "openb"] if scenario == "all" else [scenario]
     if any(s not in ("llm", "openb") for s in scenarios):
-        stderr.print(f"[red]error:[/red] --scenario: choose llm, openb or all, got {scenario!r}")
+        print_error(f"--scenario: choose llm, openb or all, got {scenario!r}")
         raise typer.Exit(EXIT_INPUT_ERROR)
     configs = []
     for name in scenarios:

@@ -1,12 +1,18 @@
-"""Human-readable tables of a `Decision` (the CLI's default output), drawn with rich.
+"""What the CLI shows people: tables of a `Decision`, and error and warning lines.
 
 Input: a `Decision`. Output: rich renderables; the caller prints them. JSON output does
 not go through here — it is `Decision.to_contract()` as it is.
+
+Errors and warnings go to stderr through `print_error` / `print_warning`, one line each
+whatever the width: rich wraps at 80 columns when stderr is not a terminal (a pipe, a CI
+log), and the CLI promises one line per error, which scripts read with `grep` or `head -1`.
+The message is printed as plain text, never as rich markup, so a field path such as
+`spec.tasks[0]` or a name in brackets prints as it is.
 """
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -14,7 +20,19 @@ from models.placement import Decision
 from models.quantity import format_bytes, format_milli
 from models.snapshot import CPU, GPU, MEMORY
 
-__all__ = ["decision_tables", "format_resources"]
+__all__ = ["decision_tables", "format_resources", "print_error", "print_warning"]
+
+_stderr = Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+def print_error(message: str) -> None:
+    """`error: <message>` on stderr, one line."""
+    _stderr.print(Text.assemble(("error:", "red"), " ", message))
+
+
+def print_warning(message: str) -> None:
+    """`warning: <message>` on stderr, one line."""
+    _stderr.print(Text.assemble(("warning:", "yellow"), " ", message))
 
 
 def format_resources(resources: dict[str, int]) -> str:

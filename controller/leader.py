@@ -20,6 +20,19 @@ a second bind gets 409), and the rest of the cycle's plan is dropped. The new le
 from its own caches, where those binds appear as the watch delivers them; a gang left half
 bound is completed or reported by its first cycle, like any other half-bound gang.
 
+Where the Lease lives (`default_lease_namespace`): in cluster, in the pod's own namespace
+(`POD_NAMESPACE` from the downward API, else the service account's namespace file), where
+deploy/rbac.yaml's Role grants the Lease verbs; out of cluster, in `kube-system`, where
+kube-scheduler and kube-controller-manager keep theirs — a namespace every cluster has, so
+`batchplace controller --kubeconfig K` leads on a cluster nobody prepared.
+
+When the Lease cannot be used, `status()` says why, for `/readyz`: held by another replica
+(a standby: normal), or an API error. An error that retrying cannot fix — RBAC forbids the
+call, the namespace does not exist, the Lease is invalid — makes the status `blocked`: an
+operator must act, so it is logged at error level, naming the Lease, the call and the API's
+reason and message. Every error is logged once per distinct cause, not on every retry, and
+a success after one says so.
+
 Not promised: fencing of writes already in flight when the deadline passes (the API has no
 fencing tokens); the renew deadline's margin below the lease duration is what protects.
 """
@@ -30,23 +43,57 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from controller.errors import ApiError, Conflict, NotFound
 from controller.kinds import LEASES, ResourceKind
 from controller.timing import Clock, SystemClock, rfc3339_micro
 
-__all__ = ["LeaseConfig", "LeaseApi", "LeaderElector"]
+__all__ = [
+    "LeaseConfig",
+    "LeaseApi",
+    "LeaderElector",
+    "LeaderStatus",
+    "default_lease_namespace",
+    "read_service_account_namespace",
+    "OUT_OF_CLUSTER_NAMESPACE",
+    "SERVICE_ACCOUNT_NAMESPACE_FILE",
+]
 
 log = logging.getLogger(__name__)
 
 JsonObject = dict[str, Any]
 
+OUT_OF_CLUSTER_NAMESPACE = "kube-system"
+SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+"""Where the kubelet mounts a pod's service account namespace (client-go's in-cluster config reads it too)."""
+
+
+def default_lease_namespace(*, pod_namespace: str | None, service_account_namespace: str | None) -> str:
+    """The pod's namespace in cluster, `kube-system` out of cluster.
+
+    `default_lease_namespace(pod_namespace="batchplace-system", service_account_namespace=None)`
+    → "batchplace-system"; both None (a laptop with a kubeconfig) → "kube-system".
+    """
+    for namespace in (pod_namespace, service_account_namespace):
+        if namespace and namespace.strip():
+            return namespace.strip()
+    return OUT_OF_CLUSTER_NAMESPACE
+
+
+def read_service_account_namespace(path: Path = SERVICE_ACCOUNT_NAMESPACE_FILE) -> str | None:
+    """The namespace file of the pod's service account; None out of cluster."""
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
 
 @dataclass(frozen=True)
 class LeaseConfig:
     identity: str
-    namespace: str = "batchplace-system"
+    namespace: str
     name: str = "batchplace"
     lease_duration_s: float = 15.0
     renew_deadline_s: float = 10.0
@@ -58,6 +105,15 @@ class LeaseConfig:
                 "need retry period < renew deadline < lease duration, got "
                 f"{self.retry_period_s} / {self.renew_deadline_s} / {self.lease_duration_s} s"
             )
+
+
+@dataclass(frozen=True)
+class LeaderStatus:
+    """Whether this replica leads and, when it does not, why (for `/readyz` and the logs)."""
+
+    leading: bool
+    reason: str | None = None  # None while leading
+    blocked: bool = False  # the Lease cannot be used until an operator acts (RBAC, missing namespace)
 
 
 class LeaseApi(Protocol):
@@ -76,16 +132,25 @@ class LeaderElector:
         *,
         clock: Clock | None = None,
         on_change: Callable[[bool], None] | None = None,
+        on_error: Callable[[ApiError], None] | None = None,
     ) -> None:
         self.config = config
         self._api = api
         self._clock = clock or SystemClock()
         self._on_change = on_change
+        self._on_error = on_error
         self._last_renew: float | None = None  # monotonic time of our last successful write
         self._observed: tuple[object, ...] | None = None
         self._observed_at = 0.0
         self._lock = threading.Lock()
         self._was_leader = False
+        self._why_not = f"Lease {config.namespace}/{config.name} not tried yet"
+        self._blocked = False
+        self._reported: tuple[object, ...] | None = None  # the last error cause logged
+
+    @property
+    def lease_ref(self) -> str:
+        return f"{self.config.namespace}/{self.config.name}"
 
     # ---- asked by the controller before every write ----
 
@@ -93,18 +158,29 @@ class LeaderElector:
         with self._lock:
             return self._last_renew is not None and self._clock.monotonic() - self._last_renew < self.config.renew_deadline_s
 
+    def status(self) -> LeaderStatus:
+        leading = self.is_leader()
+        if leading:
+            return LeaderStatus(leading=True)
+        with self._lock:
+            return LeaderStatus(leading=False, reason=self._why_not, blocked=self._blocked)
+
     # ---- the loop ----
 
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
-            try:
-                self.try_acquire_or_renew()
-            except ApiError as error:
-                log.warning("lease %s/%s: %s", self.config.namespace, self.config.name, error)
-            self._notify()
+            self.step()
             if self._clock.sleep(self.config.retry_period_s, stop):
                 break
         self.release()
+        self._notify()
+
+    def step(self) -> None:
+        """One round as the loop runs it: try the Lease, record an API error, report a change."""
+        try:
+            self.try_acquire_or_renew()
+        except ApiError as error:
+            self._failed(error)
         self._notify()
 
     def try_acquire_or_renew(self) -> bool:
@@ -122,6 +198,7 @@ class LeaderElector:
             try:
                 self._api.create(LEASES, config.namespace, body)
             except Conflict:  # another replica created it first
+                self._standby(f"Lease {self.lease_ref} was just created by another replica")
                 return False
             self._renewed()
             log.info("lease %s/%s created; %s leads", config.namespace, config.name, config.identity)
@@ -135,6 +212,7 @@ class LeaderElector:
         duration = float(spec.get("leaseDurationSeconds") or config.lease_duration_s)
         if holder and holder != config.identity and mono - self._observed_at < duration:
             self._lost()
+            self._standby(f"Lease {self.lease_ref} is held by {holder}")
             return False
         ours = holder == config.identity
         transitions = int(spec.get("leaseTransitions") or 0)
@@ -150,6 +228,7 @@ class LeaderElector:
             self._api.replace(LEASES, config.namespace, config.name, updated)
         except (Conflict, NotFound):
             self._lost()
+            self._standby(f"Lease {self.lease_ref} changed under us: another replica took it")
             return False
         if not ours:
             log.info("lease %s/%s taken over by %s (was %r)", config.namespace, config.name, config.identity, holder)
@@ -187,6 +266,55 @@ class LeaderElector:
     def _renewed(self) -> None:
         with self._lock:
             self._last_renew = self._clock.monotonic()
+        self._recovered()
+
+    def _standby(self, why: str) -> None:
+        with self._lock:
+            self._why_not, self._blocked = why, False
+        self._recovered()
+
+    def _recovered(self) -> None:
+        """The Lease answered as it should: say so once after an error."""
+        if self._reported is not None:
+            self._reported = None
+            extra = {"lease_namespace": self.config.namespace, "lease_name": self.config.name}
+            log.info("lease %s usable again", self.lease_ref, extra=extra)
+
+    def _failed(self, error: ApiError) -> None:
+        """Record why the Lease could not be used; log it when the cause is new.
+
+        A cause is the error's class, status and call, and — for an error retrying cannot
+        fix — its message: e.g. `Forbidden (HTTP 403) on get: leases.coordination.k8s.io
+        "batchplace" is forbidden: User "…" cannot get resource "leases" … in the namespace
+        "kube-system"`. A transient error's message (a socket's text) varies between tries,
+        so it is left out of the key.
+        """
+        if self._on_error is not None:
+            self._on_error(error)
+        blocked = not error.retry and not isinstance(error, Conflict)
+        reason = type(error).__name__
+        status = f" (HTTP {error.status})" if error.status is not None else ""
+        call = f" on {error.verb}" if error.verb else ""
+        cause = f"{reason}{status}{call}: {error.message}"
+        action = "read" if error.verb == "get" else "written"
+        why = f"Lease {self.lease_ref} cannot be {action}: {cause}" if blocked else f"Lease {self.lease_ref}: {cause}"
+        with self._lock:
+            self._why_not, self._blocked = why, blocked
+        key = (reason, error.status, error.verb, error.message if blocked else "")
+        if key == self._reported:
+            return
+        self._reported = key
+        extra = {
+            "lease_namespace": self.config.namespace,
+            "lease_name": self.config.name,
+            "api_reason": reason,
+            "http_status": error.status,
+            "verb": error.verb,
+        }
+        if blocked:
+            log.error("%s; this replica will not lead until that is fixed", why, extra=extra)
+        else:
+            log.warning("%s; retrying every %.1f s", why, self.config.retry_period_s, extra=extra)
 
     def _lost(self) -> None:
         with self._lock:

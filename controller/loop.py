@@ -5,6 +5,8 @@ then runs a cycle every `period_s` — sooner when the caches see new work (a ne
 pod, a pod or node gone, a pod turned Running: `wake()`), but never two cycles closer than
 `min_gap_s`. Only the leader decides and acts; a standby keeps its caches and its
 snapshot (for `/v1/what-if`) warm and takes over when the Lease says so (`controller.leader`).
+`ready()` is the caches synced and, with election, a Lease this replica can use: one that
+RBAC or a missing namespace keeps from the Lease can never take over, so it is not ready.
 
     observe  caches → Observation (Snapshot + what acting needs)     pure, controller.observe
     decide   Snapshot → checked Decision                              solver.place
@@ -31,7 +33,7 @@ from controller.assumed import AssumedPods
 from controller.caches import ClusterCaches
 from controller.kinds import NODES, PODS, VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
 from controller.kube import KubeClient
-from controller.leader import LeaderElector, LeaseConfig
+from controller.leader import LeaderElector, LeaderStatus, LeaseConfig
 from controller.metrics import ControllerMetrics
 from controller.observe import Observation, ObserveError, observe
 from controller.plan import Plan, plan
@@ -105,7 +107,13 @@ class Controller:
             clock=self.clock,
         )
         self.elector = (
-            LeaderElector(client, config.lease, clock=self.clock, on_change=self._on_leadership)
+            LeaderElector(
+                client,
+                config.lease,
+                clock=self.clock,
+                on_change=self._on_leadership,
+                on_error=lambda error: self.metrics.api_error(error.verb, error),
+            )
             if config.lease is not None
             else None
         )
@@ -173,11 +181,18 @@ class Controller:
         """The loop is alive: it ticked within the last few periods (or minute, whichever is longer)."""
         return self.clock.monotonic() - self._heartbeat < max(60.0, 10 * self.config.period_s)
 
-    def ready(self) -> bool:
+    def synced(self) -> bool:
         return self.caches.synced()
+
+    def ready(self) -> bool:
+        return self.synced() and not self.leader_status().blocked
 
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader()
+
+    def leader_status(self) -> LeaderStatus:
+        """Leading, or why not (`/readyz`); always leading without election."""
+        return self.elector.status() if self.elector is not None else LeaderStatus(leading=True)
 
     # ---- the loop ----
 

@@ -4,6 +4,7 @@ and one clear line (exit 2, no traceback) for every kind of bad input."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -103,6 +104,18 @@ def test_bad_input_is_one_line_naming_what_is_wrong_and_exit_two(tmp_path: Path,
 def test_missing_file_is_reported_by_name() -> None:
     result = runner.invoke(app, ["solve", "no-such-file.yaml"])
     assert result.exit_code == 2 and "no-such-file.yaml" in result.stderr
+
+
+def test_an_error_wider_than_the_terminal_stays_one_line_when_stderr_is_a_pipe(tmp_path: Path) -> None:
+    missing = tmp_path / ("a-directory-with-a-long-name-" * 4) / "jobs.yaml"
+    environment = {name: value for name, value in os.environ.items() if name not in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE")}
+    completed = subprocess.run(
+        [sys.executable, "-c", "from batchplace.cli import main; main()", "solve", str(missing)],
+        capture_output=True, text=True, timeout=120, env=environment,
+    )
+    assert completed.returncode == 2
+    (line,) = completed.stderr.splitlines()
+    assert line.startswith(f"error: {missing}: ") and line.endswith("No such file or directory: " + repr(str(missing)))
 
 
 def test_unknown_engine_and_output_are_refused() -> None:

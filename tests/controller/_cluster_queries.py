@@ -1,8 +1,11 @@
-"""What the tests read back from the API server, with the official client: `kubectl get` in Python."""
+"""What the tests read back from the API server, with the official client: `kubectl get` in Python;
+and `http_get` for the controller's own HTTP side (`/readyz`, `/metrics`)."""
 
 from __future__ import annotations
 
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -49,3 +52,14 @@ def events(core: k8s.CoreV1Api, namespace: str, *, name: str | None = None, reas
         e for e in found
         if (name is None or e.involved_object.name == name) and (reason is None or e.reason == reason)
     ]
+
+
+def http_get(url: str) -> tuple[int, bytes]:
+    """(status, body); (0, b"") while nothing listens yet."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+    except (urllib.error.URLError, OSError):
+        return 0, b""

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from controller.kube import KubeClient
 from controller.loop import ControllerConfig
 from controller.testing.control_plane import REPO_ROOT, ControlPlane, free_port
 from controller.testing.seed import EXAMPLES_DIR, create_all, seed_objects
-from tests.controller._cluster_queries import bound, events, pg_status, wait_until
+from tests.controller._cluster_queries import bound, events, http_get, pg_status, wait_until
 from tests.controller.conftest import StartController
 
 
@@ -47,16 +46,6 @@ def test_dry_run_decides_but_binds_evicts_and_writes_nothing(
     assert pg_status(custom, namespace, "gang-job") == {"phase": "Pending"}
 
 
-def _get(url: str) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
-    except (urllib.error.URLError, OSError):
-        return 0, b""  # not listening yet
-
-
 def test_the_http_side_serves_health_metrics_and_what_if_on_the_live_snapshot(
     namespace: str, admin: KubeClient, controller_kubeconfig: Path, tmp_path: Path
 ) -> None:
@@ -72,12 +61,12 @@ def test_the_http_side_serves_health_metrics_and_what_if_on_the_live_snapshot(
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_until(lambda: _get(f"{base}/readyz")[0] == 200 if process.poll() is None else True, timeout_s=30, what="/readyz 200")
+        wait_until(lambda: http_get(f"{base}/readyz")[0] == 200 if process.poll() is None else True, timeout_s=30, what="/readyz 200")
         assert process.poll() is None, log.read_text()
-        status, body = _get(f"{base}/healthz")
+        status, body = http_get(f"{base}/healthz")
         assert status == 200 and json.loads(body)["status"] == "ok"
-        wait_until(lambda: b"batchplace_pods_bound_total 1.0" in _get(f"{base}/metrics")[1], what="a bind counted")
-        metrics = _get(f"{base}/metrics")[1].decode()
+        wait_until(lambda: b"batchplace_pods_bound_total 1.0" in http_get(f"{base}/metrics")[1], what="a bind counted")
+        metrics = http_get(f"{base}/metrics")[1].decode()
         for name in ("batchplace_cycle_duration_seconds", "batchplace_solve_duration_seconds", "batchplace_evictions_total",
                      "batchplace_pending_podgroups", "batchplace_engine_fallbacks_total", "batchplace_api_errors_total"):
             assert name in metrics
@@ -100,3 +89,24 @@ def test_the_deploy_manifests_are_accepted_by_the_api_server(control_plane: Cont
     assert deployment.spec.template.spec.service_account_name == "batchplace"
     args = deployment.spec.template.spec.containers[0].args[0]
     assert "--leader-elect" in args and "--port 8080" in args
+
+
+def test_in_cluster_the_lease_goes_to_the_deployments_namespace_where_rbac_grants_it(api_client: k8s.ApiClient) -> None:
+    deployment = yaml.safe_load((REPO_ROOT / "deploy" / "deployment.yaml").read_text())
+    namespace = deployment["metadata"]["namespace"]
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    env = {variable["name"]: variable for variable in container["env"]}
+    assert env["POD_NAMESPACE"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    assert "--lease-namespace" not in container["args"][0], "the default (the pod's namespace) applies"
+    user = f"system:serviceaccount:{namespace}:{pod['serviceAccountName']}"
+    authorization = k8s.AuthorizationV1Api(api_client)
+    for lease_namespace, allowed in ((namespace, True), ("kube-system", False)):
+        for verb in ("get", "create", "update"):
+            review = authorization.create_subject_access_review(k8s.V1SubjectAccessReview(spec=k8s.V1SubjectAccessReviewSpec(
+                user=user,
+                resource_attributes=k8s.V1ResourceAttributes(
+                    namespace=lease_namespace, verb=verb, group="coordination.k8s.io", resource="leases", name="batchplace"
+                ),
+            )))
+            assert review.status.allowed is allowed, (lease_namespace, verb)

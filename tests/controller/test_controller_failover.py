@@ -1,10 +1,11 @@
 """Leader failover with two controller processes (`batchplace controller`, as a Deployment's
-two replicas run it): only the Lease holder binds; when it is killed (SIGKILL, no clean
-release) the standby takes the Lease and binds within the lease duration; a clean stop
-(SIGTERM) releases the Lease."""
+two replicas run it: batchplace's ServiceAccount, POD_NAMESPACE from the downward API): only
+the Lease holder binds; when it is killed (SIGKILL, no clean release) the standby takes the
+Lease and binds within the lease duration; a clean stop (SIGTERM) releases the Lease."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ from tests.controller._cluster_queries import bound, wait_until
 from tests.controller._controller_builders import for_api, node, pod, pod_group
 
 LEASE_DURATION_S = 4.0
+POD_NAMESPACE = "batchplace-system"  # the Deployment's namespace, where deploy/rbac.yaml grants the Lease verbs
 
 
 def _controller(kubeconfig: Path, identity: str, lease: str, log: Path) -> subprocess.Popen[bytes]:
@@ -27,13 +29,14 @@ def _controller(kubeconfig: Path, identity: str, lease: str, log: Path) -> subpr
         "--lease-duration", str(LEASE_DURATION_S), "--renew-deadline", "3", "--retry-period", "0.5",
         "--period", "0.3", "--engine", "greedy", "--log-format", "text",
     ]
+    environment = {**os.environ, "POD_NAMESPACE": POD_NAMESPACE}
     with log.open("wb") as out:
-        return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environment)
 
 
 def _holder(coordination: k8s.CoordinationV1Api, lease: str) -> str | None:
     try:
-        return coordination.read_namespaced_lease(lease, "batchplace-system").spec.holder_identity
+        return coordination.read_namespaced_lease(lease, POD_NAMESPACE).spec.holder_identity
     except k8s.ApiException:
         return None
 

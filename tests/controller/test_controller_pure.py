@@ -8,15 +8,23 @@ test files of this folder).
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
 from controller import status as status_text
-from controller.errors import Conflict, ServerError, TooManyRequests, error_for_status
-from controller.leader import LeaderElector, LeaseConfig
+from controller.errors import ApiError, Conflict, Forbidden, NotFound, ServerError, TooManyRequests, error_for_status
+from controller.leader import (
+    LeaderElector,
+    LeaderStatus,
+    LeaseConfig,
+    default_lease_namespace,
+    read_service_account_namespace,
+)
 from controller.observe import AssumedBind, AssumedState, ClusterView, observe
 from controller.plan import plan
 from controller.timing import BackoffPolicy
@@ -275,13 +283,18 @@ class _MemoryLeases:
         self.lease: dict | None = None
         self.version = 0
         self.fail = False
+        self.refuse: ApiError | None = None  # raised by every call, as RBAC or a missing namespace would
 
     def get_lease(self, namespace: str, name: str) -> dict | None:
+        if self.refuse is not None and self.refuse.verb == "get":
+            raise self.refuse
         if self.fail:
-            raise ServerError("down", status=500)
+            raise ServerError("down", verb="get", status=500)
         return None if self.lease is None else {**self.lease, "metadata": {**self.lease["metadata"], "resourceVersion": str(self.version)}}
 
     def create(self, kind, namespace, body):  # type: ignore[no-untyped-def]
+        if self.refuse is not None and self.refuse.verb == "create":
+            raise self.refuse
         if self.lease is not None:
             raise Conflict("exists", status=409)
         self.version += 1
@@ -299,8 +312,8 @@ class _MemoryLeases:
 def test_a_standby_takes_over_only_after_the_lease_duration_without_renewal() -> None:
     clock, leases = _FakeClock(), _MemoryLeases()
     config = dict(lease_duration_s=4, renew_deadline_s=3, retry_period_s=1)
-    leader = LeaderElector(leases, LeaseConfig(identity="a", **config), clock=clock)
-    standby = LeaderElector(leases, LeaseConfig(identity="b", **config), clock=clock)
+    leader = LeaderElector(leases, LeaseConfig(identity="a", namespace="kube-system", **config), clock=clock)
+    standby = LeaderElector(leases, LeaseConfig(identity="b", namespace="kube-system", **config), clock=clock)
     assert leader.try_acquire_or_renew() and leader.is_leader()
     assert not standby.try_acquire_or_renew()
     clock.t += 3.5  # the leader went silent: past its renew deadline it stops acting…
@@ -313,7 +326,7 @@ def test_a_standby_takes_over_only_after_the_lease_duration_without_renewal() ->
 
 def test_a_leader_that_cannot_renew_stops_acting_at_its_renew_deadline() -> None:
     clock, leases = _FakeClock(), _MemoryLeases()
-    elector = LeaderElector(leases, LeaseConfig(identity="a", lease_duration_s=4, renew_deadline_s=3, retry_period_s=1), clock=clock)
+    elector = LeaderElector(leases, LeaseConfig(identity="a", namespace="kube-system", lease_duration_s=4, renew_deadline_s=3, retry_period_s=1), clock=clock)
     assert elector.try_acquire_or_renew()
     leases.fail = True
     clock.t += 2.9
@@ -325,8 +338,8 @@ def test_a_leader_that_cannot_renew_stops_acting_at_its_renew_deadline() -> None
 def test_a_released_lease_is_taken_at_once() -> None:
     clock, leases = _FakeClock(), _MemoryLeases()
     config = dict(lease_duration_s=15, renew_deadline_s=10, retry_period_s=2)
-    leader = LeaderElector(leases, LeaseConfig(identity="a", **config), clock=clock)
-    standby = LeaderElector(leases, LeaseConfig(identity="b", **config), clock=clock)
+    leader = LeaderElector(leases, LeaseConfig(identity="a", namespace="kube-system", **config), clock=clock)
+    standby = LeaderElector(leases, LeaseConfig(identity="b", namespace="kube-system", **config), clock=clock)
     assert leader.try_acquire_or_renew()
     assert not standby.try_acquire_or_renew()
     leader.release()
@@ -336,9 +349,92 @@ def test_a_released_lease_is_taken_at_once() -> None:
 def test_two_replicas_racing_for_a_free_lease_elect_exactly_one() -> None:
     clock, leases = _FakeClock(), _MemoryLeases()
     config = dict(lease_duration_s=4, renew_deadline_s=3, retry_period_s=1)
-    a = LeaderElector(leases, LeaseConfig(identity="a", **config), clock=clock)
-    b = LeaderElector(leases, LeaseConfig(identity="b", **config), clock=clock)
+    a = LeaderElector(leases, LeaseConfig(identity="a", namespace="kube-system", **config), clock=clock)
+    b = LeaderElector(leases, LeaseConfig(identity="b", namespace="kube-system", **config), clock=clock)
     assert [a.try_acquire_or_renew(), b.try_acquire_or_renew()].count(True) == 1
+
+
+def test_a_standby_says_who_holds_the_lease() -> None:
+    clock, leases = _FakeClock(), _MemoryLeases()
+    config = dict(lease_duration_s=4, renew_deadline_s=3, retry_period_s=1)
+    leader = LeaderElector(leases, LeaseConfig(identity="a", namespace="kube-system", **config), clock=clock)
+    standby = LeaderElector(leases, LeaseConfig(identity="b", namespace="kube-system", **config), clock=clock)
+    leader.step()
+    standby.step()
+    assert leader.status() == LeaderStatus(leading=True)
+    assert standby.status() == LeaderStatus(leading=False, reason="Lease kube-system/batchplace is held by a")
+
+
+LEASE_REFUSALS = {
+    "the namespace does not exist": (
+        NotFound('namespaces "nope" not found', verb="create", what="leases.coordination.k8s.io nope/batchplace", status=404),
+        'Lease nope/batchplace cannot be written: NotFound (HTTP 404) on create: namespaces "nope" not found',
+    ),
+    "RBAC forbids reading it": (
+        Forbidden('leases.coordination.k8s.io "batchplace" is forbidden: User "u" cannot get resource "leases"',
+                  verb="get", what="leases.coordination.k8s.io nope/batchplace", status=403),
+        'Lease nope/batchplace cannot be read: Forbidden (HTTP 403) on get: leases.coordination.k8s.io "batchplace" '
+        'is forbidden: User "u" cannot get resource "leases"',
+    ),
+}
+
+
+@pytest.mark.parametrize("refusal, reason", LEASE_REFUSALS.values(), ids=list(LEASE_REFUSALS))
+def test_a_lease_that_cannot_be_used_blocks_leadership_and_is_logged_once_at_error_level(
+    refusal: ApiError, reason: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock, leases = _FakeClock(), _MemoryLeases()
+    leases.refuse = refusal
+    errors: list[ApiError] = []
+    config = LeaseConfig(identity="a", namespace="nope", lease_duration_s=4, renew_deadline_s=3, retry_period_s=1)
+    elector = LeaderElector(leases, config, clock=clock, on_error=errors.append)
+    with caplog.at_level(logging.INFO, logger="controller.leader"):
+        for _ in range(5):
+            elector.step()
+            clock.t += 1
+        assert elector.status() == LeaderStatus(leading=False, reason=reason, blocked=True)
+        assert len(errors) == 5, "every failed try is counted"
+        logged = [(r.levelno, r.getMessage()) for r in caplog.records if r.levelno >= logging.WARNING]
+        assert logged == [(logging.ERROR, f"{reason}; this replica will not lead until that is fixed")]
+        leases.refuse = None
+        elector.step()
+    assert elector.status() == LeaderStatus(leading=True)
+    assert "lease nope/batchplace usable again" in caplog.messages
+
+
+def test_a_transient_lease_error_is_one_warning_and_does_not_block(caplog: pytest.LogCaptureFixture) -> None:
+    clock, leases = _FakeClock(), _MemoryLeases()
+    leases.fail = True
+    config = LeaseConfig(identity="a", namespace="kube-system", lease_duration_s=4, renew_deadline_s=3, retry_period_s=1)
+    elector = LeaderElector(leases, config, clock=clock)
+    with caplog.at_level(logging.INFO, logger="controller.leader"):
+        for _ in range(3):
+            elector.step()
+    reason = "Lease kube-system/batchplace: ServerError (HTTP 500) on get: down"
+    assert elector.status() == LeaderStatus(leading=False, reason=reason, blocked=False)
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [(logging.WARNING, f"{reason}; retrying every 1.0 s")]
+
+
+DEFAULT_NAMESPACES = {
+    "a pod with POD_NAMESPACE from the downward API": ("team-a", "team-b", "team-a"),
+    "a pod without POD_NAMESPACE: its service account's namespace": (None, "team-b", "team-b"),
+    "out of cluster: kube-system, where kube-scheduler keeps its Lease": (None, None, "kube-system"),
+    "an empty POD_NAMESPACE counts as unset": ("", None, "kube-system"),
+}
+
+
+@pytest.mark.parametrize("pod_namespace, service_account_namespace, expected", DEFAULT_NAMESPACES.values(), ids=list(DEFAULT_NAMESPACES))
+def test_the_lease_goes_to_the_pods_namespace_in_cluster_and_kube_system_outside(
+    pod_namespace: str | None, service_account_namespace: str | None, expected: str
+) -> None:
+    assert default_lease_namespace(pod_namespace=pod_namespace, service_account_namespace=service_account_namespace) == expected
+
+
+def test_the_service_account_namespace_is_read_from_its_file_and_none_without_one(tmp_path: Path) -> None:
+    path = tmp_path / "namespace"
+    assert read_service_account_namespace(path) is None
+    path.write_text("batchplace-system\n")
+    assert read_service_account_namespace(path) == "batchplace-system"
 
 
 def test_too_many_requests_carries_retry_after() -> None:
