@@ -144,6 +144,9 @@ class PodTemplate:
 def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPolicy = "none") -> PodTemplate:
     """`obj` holds `metadata` and `spec`: a Pod, or a vcjob task's `template`."""
     spec = obj.child("spec")
+    if not spec.children("containers"):
+        # Kubernetes rejects such a pod; a misspelled `containers` key reads the same way.
+        raise spec.error("containers", "a pod needs at least one container (Kubernetes rejects a pod with none)")
     requests = pod_requests(spec)
     gpu_milli = requests.get(GPU, 0)
     if gpu_milli > GPU_MILLI_PER_DEVICE and gpu_milli % GPU_MILLI_PER_DEVICE:

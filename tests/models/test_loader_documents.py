@@ -150,7 +150,7 @@ def test_yaml_timestamps_parsed_by_the_yaml_library_are_read_as_unix_seconds() -
     text = (
         "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\n"
         "metadata: {name: j, creationTimestamp: 2024-05-01T12:00:00Z}\n"
-        "spec:\n  tasks: [{replicas: 0}]\n"
+        "spec:\n  tasks: [{replicas: 0, template: {spec: {containers: [{name: c, image: x}]}}}]\n"
     )
     assert load_snapshot_yaml_text(text).snapshot.pod_groups[0].creation_time == 1714564800.0
 

@@ -328,3 +328,13 @@ def test_garbage_at_any_place_of_snapshot_json_raises_only_snapshot_errors(data:
         load_snapshot_json(broken, source="s.json")  # type: ignore[arg-type]
     except SnapshotError as error:
         assert str(error).startswith("s.json")
+
+
+def test_a_pod_without_containers_is_refused_as_kubernetes_refuses_it() -> None:
+    bare = pod("p")
+    del bare["spec"]["containers"]
+    assert load_error(bare).endswith("spec.containers: a pod needs at least one container (Kubernetes rejects a pod with none)")
+    misspelled = task()
+    misspelled["template"]["spec"]["contianers"] = misspelled["template"]["spec"].pop("containers")
+    message = load_error(vcjob("j", misspelled))
+    assert "Job default/j" in message and "spec.tasks[0].template.spec.containers: a pod needs at least one container" in message
