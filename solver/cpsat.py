@@ -198,7 +198,9 @@ def solve_cpsat(
         stage_tiers = tuple(TIERS[t] for t in stage.tiers)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             values = list(solver.response_proto.solution)
-            value = int(round(solver.objective_value))
+            # Exact, from the solution: the objective value is a double, a few units off above 2^53.
+            solution = values
+            value = stage.expression.value(lambda var: int(solution[var.index]))
             reports.append(
                 StageReport(stage_tiers, name, solver.wall_time, value, solver.best_objective_bound, tuple(incumbents.found))
             )
