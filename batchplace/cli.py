@@ -43,7 +43,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 stdout = Console(soft_wrap=False)
-stderr = Console(stderr=True)
+stderr = Console(stderr=True, soft_wrap=True)
+"""Errors and warnings stay one line each, however long: scripts and `grep` read them."""
 log = logging.getLogger("batchplace")
 
 FilesArgument = Annotated[
