@@ -83,7 +83,7 @@ QUOTA_NODES = 2**17
 """A quota may describe a whole cluster: this many nodes at the ceiling (≥ 100,000)."""
 
 _CEILINGS = {"cpu": CPU_MILLI_CEILING, "memory": MEMORY_BYTES_CEILING, "gpu": GPU_MILLI_CEILING, "pods": POD_COUNT_CEILING}
-_UNITS = {"cpu": "millicores", "memory": "bytes", "gpu": "milli-GPU"}
+_UNITS = {"cpu": "millicores", "memory": "bytes", "gpu": "milli-GPU", "pods": "pods"}
 
 _BINARY_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL_SUFFIX = {
