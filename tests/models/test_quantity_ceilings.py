@@ -149,9 +149,9 @@ def test_any_integer_in_the_json_snapshot_loads_within_its_ceiling_or_is_refused
     where: tuple[str | int, ...], resource: str, amount: int
 ) -> None:
     body = json.loads(snapshot_to_json(load_snapshot_yaml_text(QuantityCase(FIELDS[0], "64").yaml_text()).snapshot))
-    target = body
+    target = body  # every list of `where` is set in the small cluster's snapshot
     for part in where:
-        target = target[part] if not (isinstance(target, dict) and target.get(part) is None) else target.setdefault(part, {})
+        target = target[part]
     target[resource] = amount
     if where[0] == "pod_groups" and where[2] == "tasks":  # a pending pod asks what its task asks
         body["pods"][0]["requests"] = dict(target)
