@@ -47,6 +47,9 @@ from models.snapshot import PodKey
 __all__ = ["ActApi", "LeaderCheck", "ActReport", "Actuator"]
 
 log = logging.getLogger(__name__)
+CLUSTER_EVENTS_NAMESPACE = "default"
+"""Where an Event about a cluster-scoped object (a Node, a Queue) goes: Kubernetes accepts
+such an Event only in `default` (or no namespace), and the kubelet puts its Node events there."""
 
 T = TypeVar("T")
 JsonObject = dict[str, Any]
@@ -324,10 +327,11 @@ class Actuator:
 
     def _send_event(self, event: EmitEvent, report: ActReport, now: datetime) -> None:
         timestamp = rfc3339(now)
+        home = event.namespace or CLUSTER_EVENTS_NAMESPACE
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{event.name}.", "namespace": event.namespace},
+            "metadata": {"generateName": f"{event.name}.", "namespace": home},
             "involvedObject": {
                 "kind": event.kind,
                 "apiVersion": event.api_version,
@@ -346,7 +350,7 @@ class Actuator:
             "count": 1,
         }
         try:
-            self._call("create", lambda: self._api.create_event(event.namespace, body), attempts=2)
+            self._call("create", lambda: self._api.create_event(home, body), attempts=2)
         except ApiError as error:
             log.debug("event %s on %s/%s not written: %s", event.reason, event.namespace, event.name, error)
             if event.dedupe_key is not None and self.reported.get(event.dedupe_key) == event.message:

@@ -268,7 +268,12 @@ class Controller:
         pending_by_reason = Counter(condition_reason(o.reasons) for o in decision.podgroups if o.state == "pending")
         self.metrics.set_pending(dict(pending_by_reason))
         for rejected in observation.rejected:
-            log.warning("left out of cycle %d: %s", number, rejected.message)
+            log.warning(
+                "left out of cycle %d: %s",
+                number,
+                rejected.message,
+                extra={"cycle": number, "left_out": rejected.what, "kind": rejected.kind, "field": rejected.field},
+            )
         if acted.bound or acted.evicted or acted.bind_failures or acted.evictions_refused or acted.stopped:
             log.info(
                 "cycle %d: bound %d, evicted %d, bind failures %d, evictions refused %d, %.3f s (solve %s %.3f s)%s",

@@ -20,8 +20,9 @@ What happens on the way, in order:
    dependency is added to the Snapshot's task and the solver keeps the dependents pending
    with its `dependency:` reason.
 4. `models.loaders.load_snapshot_documents` builds the Snapshot. One bad object must not
-   stop the cluster's scheduling: an object the loader rejects is left out (`rejected`,
-   with the loader's message) and the rest is loaded again.
+   stop the cluster's scheduling: an object the loader rejects — a quantity above its
+   ceiling (`memory: 10E` on a pod, `cpu: "1e16"` on a node), a malformed field — is left
+   out (`rejected`, with the loader's message and field path) and the rest is loaded again.
 
 Not promised: that the Snapshot is fresh — it is as current as the caches.
 """
@@ -32,7 +33,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from models.errors import SnapshotError
+from models.errors import SnapshotError, format_path
 from models.loaders import load_snapshot_documents
 from models.loaders.keys import GPUS_ANNOTATION, VOLCANO_JOB_NAME_KEY, VOLCANO_TASK_ANNOTATION
 from models.snapshot import NodeName, PodGroup, PodGroupKey, PodKey, ResourceList, Snapshot
@@ -115,11 +116,16 @@ class TerminatingPod:
 
 @dataclass(frozen=True)
 class Rejected:
+    """An object the loader refused, left out of the cycle (a quantity above its ceiling,
+    a malformed field, …); `plan` writes a Warning Event on it, the loop logs it."""
+
     what: str  # "Pod ns/name"
-    namespace: str | None
+    namespace: str | None  # None for cluster-scoped kinds (Node, Queue, …)
     name: str
     kind: str
+    api_version: str
     uid: str
+    field: str  # the loader's field path, "spec.containers[0].resources.requests.memory"; "" when none
     message: str
 
 
@@ -398,7 +404,9 @@ def _load(
                     namespace=metadata.get("namespace"),
                     name=str(metadata.get("name", "")),
                     kind=str(obj.get("kind")),
+                    api_version=str(obj.get("apiVersion")),
                     uid=str(metadata.get("uid", "")),
+                    field=format_path(error.path),
                     message=str(error),
                 )
             )

@@ -52,8 +52,8 @@ POD_EVENTS_PER_CYCLE = 200
 class EmitEvent:
     """A core/v1 Event about one object; `dedupe_key` set → written only when its message changed."""
 
-    namespace: str
-    kind: str  # Pod, PodGroup
+    namespace: str  # "" for a cluster-scoped object: the Event then lives in `default`
+    kind: str  # Pod, PodGroup, Node, Queue, …
     api_version: str
     name: str
     uid: str
@@ -283,18 +283,18 @@ def _pending_events(
 
 
 def _rejected_events(observation: Observation, budget: "_EventBudget") -> list[EmitEvent]:
+    """A Warning Event on each object left out, namespaced or not (a Node's goes to `default`,
+    where `kubectl describe node` finds it, as the kubelet's do)."""
     events = []
     for rejected in observation.rejected:
-        if rejected.kind not in ("Pod", "PodGroup") or not rejected.namespace:
-            continue
         event = EmitEvent(
-            namespace=rejected.namespace,
+            namespace=rejected.namespace or "",
             kind=rejected.kind,
-            api_version="v1" if rejected.kind == "Pod" else "scheduling.volcano.sh/v1beta1",
+            api_version=rejected.api_version,
             name=rejected.name,
             uid=rejected.uid,
             type="Warning",
-            reason="FailedScheduling",
+            reason="FailedScheduling" if rejected.kind in ("Pod", "PodGroup") else "Invalid",
             message=f"batchplace cannot read this object: {rejected.message}",
             dedupe_key=f"{rejected.kind}/{rejected.namespace}/{rejected.name}/Invalid",
         )

@@ -6,7 +6,11 @@ are numbers, HyperNode selectors are member lists, vcjobs are PodGroups with pod
 solver never parses, defaults or guesses (DESIGN.md, "The snapshot").
 
 Quantities are integers in base units: `cpu` in millicores, `memory` in bytes, `gpu` in
-milli-GPUs (1000 = one whole device), any other resource in its own integer unit.
+milli-GPUs (1000 = one whole device), any other resource in its own integer unit. Each is
+at most its ceiling (`models.quantity`: a node, pod, task or NUMA cell `resource_ceiling`,
+a queue's quotas and a PodGroup's minResources `quota_ceiling`), so every sum the solver
+forms fits int64 and CP-SAT; priorities and weights are int32 as in Kubernetes and
+Volcano, and times lie in Kubernetes' years 1–9999, for the same reason.
 
 Pods are the unit of placement. A pending pod belongs to a PodGroup and one of its tasks,
 and takes its requests, node selector, tolerations and NUMA policy from that task, so the
@@ -25,7 +29,19 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Literal, NewType
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from models.quantity import GPU_MILLI_CEILING, ceiling_problem, resource_ceiling
 
 __all__ = [
     "NodeName",
@@ -33,6 +49,10 @@ __all__ = [
     "PodGroupKey",
     "PodKey",
     "ResourceList",
+    "QuotaList",
+    "INT32_MAX",
+    "EARLIEST_TIME_S",
+    "LATEST_TIME_S",
     "CPU",
     "MEMORY",
     "GPU",
@@ -67,13 +87,45 @@ CPU = "cpu"
 MEMORY = "memory"
 GPU = "gpu"
 GPU_MILLI_PER_DEVICE = 1000
-MAX_GPUS_PER_NODE = 1024
+MAX_GPUS_PER_NODE = GPU_MILLI_CEILING // GPU_MILLI_PER_DEVICE
 ROOT_QUEUE = QueueName("root")
 DEFAULT_QUEUE = QueueName("default")
 
+INT32_MAX = 2**31 - 1
+EARLIEST_TIME_S = -62_135_596_800.0
+"""0001-01-01T00:00:00Z, the earliest time Kubernetes writes, in unix seconds."""
+LATEST_TIME_S = 253_402_300_799.0
+"""9999-12-31T23:59:59Z, the latest."""
+
 NonNegativeInt = Annotated[int, Field(ge=0)]
-ResourceList = dict[str, NonNegativeInt]
-"""Resource name → amount in base units; a missing name means zero (or, in a capability, no cap)."""
+Int32 = Annotated[int, Field(ge=-INT32_MAX - 1, le=INT32_MAX)]
+Index = Annotated[int, Field(ge=0, le=INT32_MAX)]
+TimeS = Annotated[float, Field(ge=EARLIEST_TIME_S, le=LATEST_TIME_S)]
+
+
+def _within_ceilings(quota: bool):  # noqa: ANN202 - a pydantic wrap validator
+    """Each amount at most its resource's ceiling; an error names the resource in its loc
+    (`pods[3].requests.memory`), as pydantic names any other field."""
+
+    def validate(value: object, handler: ValidatorFunctionWrapHandler) -> dict[str, int]:
+        resources: dict[str, int] = handler(value)
+        errors = [
+            InitErrorDetails(type=PydanticCustomError("quantity_ceiling", problem), loc=(name,), input=amount)
+            for name, amount in resources.items()
+            if (problem := ceiling_problem(name, amount, quota=quota)) is not None
+        ]
+        if errors:
+            raise ValidationError.from_exception_data("ResourceList", errors)
+        return resources
+
+    return WrapValidator(validate)
+
+
+ResourceList = Annotated[dict[str, NonNegativeInt], _within_ceilings(quota=False)]
+"""Resource name → amount in base units, each within `resource_ceiling`; a missing name means zero."""
+QuotaList = Annotated[dict[str, NonNegativeInt], _within_ceilings(quota=True)]
+"""A queue's or PodGroup's resource list, each amount within `quota_ceiling`; a missing name
+means zero (or, in a capability, no cap)."""
 
 NumaPolicy = Literal["none", "best-effort", "restricted", "single-numa-node"]
 
@@ -119,17 +171,17 @@ class Toleration(_Frozen):
 
 
 class Gpu(_Frozen):
-    index: NonNegativeInt
-    numa_cell: NonNegativeInt = 0
+    index: Index
+    numa_cell: Index = 0
     used_milli: int = Field(
         0, ge=0, le=GPU_MILLI_PER_DEVICE, description="taken by work the snapshot lists no pod for"
     )
 
 
 class NumaCell(_Frozen):
-    id: NonNegativeInt
-    cpu_milli: NonNegativeInt | None = Field(None, description="None: not known, not enforced")
-    memory_bytes: NonNegativeInt | None = None
+    id: Index
+    cpu_milli: int | None = Field(None, ge=0, le=resource_ceiling(CPU), description="None: not known, not enforced")
+    memory_bytes: int | None = Field(None, ge=0, le=resource_ceiling(MEMORY))
 
 
 class Node(_Frozen):
@@ -157,8 +209,6 @@ class Node(_Frozen):
     @model_validator(mode="after")
     def _gpus_match_allocatable(self) -> "Node":
         gpu_milli = self.allocatable.get(GPU, 0)
-        if gpu_milli > MAX_GPUS_PER_NODE * GPU_MILLI_PER_DEVICE:
-            raise ValueError(f"allocatable gpu {gpu_milli // GPU_MILLI_PER_DEVICE} is more than {MAX_GPUS_PER_NODE} devices")
         if gpu_milli % GPU_MILLI_PER_DEVICE:
             raise ValueError(f"allocatable gpu must be whole devices, got {gpu_milli} milli-GPU")
         if len(self.gpus) != gpu_milli // GPU_MILLI_PER_DEVICE:
@@ -188,12 +238,12 @@ class HyperNode(_Frozen):
 class Queue(_Frozen):
     name: QueueName
     parent: QueueName | None = Field(None, description="None: a child of the root queue")
-    weight: int = Field(1, ge=1)
-    capability: ResourceList | None = Field(None, description="hard cap; a missing resource is not capped")
-    deserved: ResourceList | None = Field(None, description="fixed deserved share instead of water-filling")
-    guarantee: ResourceList = Field(default_factory=dict, description="reserved minimum, never reclaimed")
+    weight: int = Field(1, ge=1, le=INT32_MAX)
+    capability: QuotaList | None = Field(None, description="hard cap; a missing resource is not capped")
+    deserved: QuotaList | None = Field(None, description="fixed deserved share instead of water-filling")
+    guarantee: QuotaList = Field(default_factory=dict, description="reserved minimum, never reclaimed")
     reclaimable: bool = True
-    priority: int = 0
+    priority: Int32 = 0
     state: Literal["open", "closed"] = "open"
 
 
@@ -226,10 +276,10 @@ class PodGroup(_Frozen):
     namespace: str
     name: str
     queue: QueueName = DEFAULT_QUEUE
-    priority: int = 0
+    priority: Int32 = 0
     min_member: NonNegativeInt = 0
-    min_resources: ResourceList | None = None
-    creation_time: float = Field(0.0, description="unix seconds; older PodGroups go first among equals")
+    min_resources: QuotaList | None = None
+    creation_time: TimeS = Field(0.0, description="unix seconds; older PodGroups go first among equals")
     preemptable: bool = True
     tasks: tuple[Task, ...] = ()
     task_min_available_total: NonNegativeInt | None = Field(
@@ -287,11 +337,11 @@ class Pod(_Frozen):
     task: str | None = None
     requests: ResourceList = Field(default_factory=dict)
     node: NodeName | None = Field(None, description="set exactly when running")
-    gpu_indices: tuple[NonNegativeInt, ...] = ()
-    numa_cell: NonNegativeInt | None = Field(None, description="the cell a single-numa-node pod holds")
-    priority: int = 0
+    gpu_indices: tuple[Index, ...] = ()
+    numa_cell: Index | None = Field(None, description="the cell a single-numa-node pod holds")
+    priority: Int32 = 0
     preemptable: bool = True
-    start_time: float | None = None
+    start_time: TimeS | None = None
 
     @property
     def key(self) -> PodKey:
@@ -317,7 +367,7 @@ class Pod(_Frozen):
 
 class PriorityClass(_Frozen):
     name: str
-    value: int
+    value: Int32
     global_default: bool = False
 
 

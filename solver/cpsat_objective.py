@@ -14,7 +14,8 @@ Stages, and why: DESIGN.md orders the tiers strictly. One weighted sum keeps tha
 only with weights W_k > (range of all lower tiers), and the ranges multiply: at 10,000
 nodes throughput alone spans ~10^9, so five tiers do not fit CP-SAT's integer objective,
 let alone its LP relaxation. So consecutive tiers are merged into one stage only while
-the product of their ranges (+1 each) stays ≤ 2^31 — then weights W_k = Π_{j>k}(range_j + 1)
+the product of their ranges (+1 each) stays ≤ 2^31 (and the stage's value stays exact
+in a double, `MERGE_MAGNITUDE`) — then weights W_k = Π_{j>k}(range_j + 1)
 provably keep the order (a unit of tier k outweighs the whole span of the tiers below) —
 and otherwise solved in separate stages: solve stage s, constrain its expression to ≤ the
 value found, hint that solution, solve stage s + 1. Each stage gets a share of the time
@@ -38,10 +39,15 @@ from solver.cpsat_rules import Allocation
 from solver.cpsat_vars import Lin, Variables
 from solver.objective import FAIRNESS_SCALE, TIERS, pod_value
 
-__all__ = ["Tiers", "Stage", "build_tiers", "plan_stages", "MERGE_LIMIT"]
+__all__ = ["Tiers", "Stage", "build_tiers", "plan_stages", "MERGE_LIMIT", "MERGE_MAGNITUDE"]
 
 MERGE_LIMIT = 1 << 31
 """Largest product of tier ranges merged into one weighted stage."""
+MERGE_MAGNITUDE = 1 << 53
+"""Largest |value| of a merged stage, Σ weight · max |tier|: the stage's optimum is read back
+as a double and fixed as a bound for the next stage, so it must be exact there. The
+ranges alone do not bound it: a tier's constant (throughput of the pods already running,
+up to ~1.8 · 10^18 within the quantity ceilings of `models.quantity`) is not in its range."""
 
 
 @dataclass
@@ -202,6 +208,14 @@ def plan_stages(tiers: Tiers, order: Sequence[int] | None = None) -> list[Stage]
         stages.append(Stage(tiers=[t for t, _ in current], weights=weights, expression=expression))
         current.clear()
 
+    def magnitude(stage: list[tuple[int, int]]) -> int:
+        """Σ weight · max |tier| over the tiers of `stage`, weighted as `close` would."""
+        total, weight = 0, 1
+        for tier, span in reversed(stage):
+            total += weight * max(abs(bound) for bound in tiers.minimised[tier].bounds())
+            weight *= span + 1
+        return total
+
     for tier in range(len(tiers.minimised)) if order is None else order:
         low, high = tiers.minimised[tier].bounds()
         span = high - low
@@ -210,7 +224,7 @@ def plan_stages(tiers: Tiers, order: Sequence[int] | None = None) -> list[Stage]
         product = span + 1
         for _, other in current:
             product *= other + 1
-        if current and product > MERGE_LIMIT:
+        if current and (product > MERGE_LIMIT or magnitude([*current, (tier, span)]) > MERGE_MAGNITUDE):
             close()
         current.append((tier, span))
     close()

@@ -65,7 +65,6 @@ __all__ = [
 ]
 
 GPU_NUMA_PATH: tuple[PathPart, ...] = ("metadata", "annotations", GPU_NUMA_ANNOTATION)
-MAX_GPUS_PER_NODE = 1024
 """Each GPU becomes one device entry; a bound keeps a typo (`1e9`) from exhausting memory."""
 ROOT_QUEUE_NAME = "root"
 
@@ -93,9 +92,6 @@ def read_node(obj: RawObject, meta: Metadata) -> NodeRecord:
     gpu_milli = allocatable.get(GPU, 0)
     if gpu_milli % GPU_MILLI_PER_DEVICE:
         raise status.child(key).error("nvidia.com/gpu", f"must be whole devices, got {gpu_milli / 1000:g}")
-    if gpu_milli > MAX_GPUS_PER_NODE * GPU_MILLI_PER_DEVICE:
-        message = f"at most {MAX_GPUS_PER_NODE} GPUs per node are read, got {gpu_milli // GPU_MILLI_PER_DEVICE}"
-        raise status.child(key).error("nvidia.com/gpu", message)
     spec = obj.child("spec")
     return NodeRecord(
         name=meta.name,
@@ -344,5 +340,7 @@ def read_priority_class(obj: RawObject, meta: Metadata) -> PriorityClassRecord:
     value = obj.optional_integer("value")
     if value is None:
         raise obj.error("value", "required, got nothing")
-    priority_class = PriorityClass(name=meta.name, value=value, global_default=obj.boolean("globalDefault", False))
+    priority_class = build_model(
+        PriorityClass, obj.location, name=meta.name, value=value, global_default=obj.boolean("globalDefault", False)
+    )
     return PriorityClassRecord(priority_class, obj.location)

@@ -10,6 +10,10 @@ milli-GPUs, and `batchplace.io/gpu-milli` (a fraction of one device) added to `g
 Worked example: a container asking `cpu: 500m, memory: 1Gi, nvidia.com/gpu: 2` becomes
 `{"cpu": 500, "memory": 1073741824, "gpu": 2000}`.
 
+Every amount is checked against its ceiling (`models.quantity`) here, so the error names the
+manifest's field (`spec.containers[0].resources.requests.memory`); a sum of containers
+that passes it is caught when the Pod model is built, at `requests.memory`.
+
 Not promised: pod-level `spec.resources` (alpha in Kubernetes 1.32) and in-place resize
 status are not read.
 """
@@ -19,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from models.quantity import QuantityError, to_base_units
+from models.quantity import QuantityError, ceiling_problem, to_base_units
 from models.snapshot import (
     CPU,
     GPU,
@@ -48,7 +52,8 @@ _TAINT_EFFECTS: dict[str, TaintEffect] = {
 _OPERATORS: dict[str, Literal["Equal", "Exists"]] = {"Equal": "Equal", "Exists": "Exists"}
 
 
-def _quantity(obj: RawObject, name: str, value: object) -> int:
+def _quantity(obj: RawObject, name: str, value: object, *, role: ResourceRole) -> int:
+    """One entry in base units, within its resource's ceiling (`models.quantity`)."""
     if not isinstance(value, str | int | float) or isinstance(value, bool):
         raise obj.error(name, f"expected a quantity such as 500m or 1Gi, got {describe(value)}")
     try:
@@ -57,7 +62,15 @@ def _quantity(obj: RawObject, name: str, value: object) -> int:
         raise obj.error(name, str(error)) from None
     if amount < 0:
         raise obj.error(name, f"must be >= 0, got {value}")
+    problem = ceiling_problem(_snapshot_name(name), amount, quota=role == "quota")
+    if problem is not None:
+        raise obj.error(name, f"{value}: {problem}")
     return amount
+
+
+def _snapshot_name(name: str) -> str:
+    """`nvidia.com/gpu` and `batchplace.io/gpu-milli` → `gpu`; every other name stays."""
+    return _RENAME.get(name, GPU if name == GPU_MILLI_RESOURCE else name)
 
 
 def read_resources(obj: RawObject, key: str, *, role: ResourceRole) -> ResourceList:
@@ -71,13 +84,13 @@ def read_resources(obj: RawObject, key: str, *, role: ResourceRole) -> ResourceL
     mapping = obj.child(key)
     names = {name for name, _ in entries}
     for name, value in entries:
-        amount = _quantity(mapping, name, value)
+        amount = _quantity(mapping, name, value, role=role)
         if name == GPU_MILLI_RESOURCE:
             if role == "node":
                 continue
             if role == "request":
                 _check_gpu_fraction(mapping, amount, mixed=NVIDIA_GPU_RESOURCE in names)
-        target = _RENAME.get(name, GPU if name == GPU_MILLI_RESOURCE else name)
+        target = _snapshot_name(name)
         resources[target] = resources.get(target, 0) + amount
     if role == "request":
         resources = {name: amount for name, amount in resources.items() if amount}

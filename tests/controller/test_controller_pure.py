@@ -77,6 +77,27 @@ def test_observe_rejects_one_invalid_pod_and_loads_the_rest() -> None:
     assert rejected.what == "Pod ns/bad" and "numa-policy" in rejected.message
 
 
+def test_objects_above_a_quantity_ceiling_are_left_out_with_a_warning_event_each() -> None:
+    huge_node = node("huge")
+    huge_node["status"]["allocatable"]["cpu"] = "1e16"
+    huge_pod = pod("huge-memory")
+    huge_pod["spec"]["containers"][0]["resources"]["requests"]["memory"] = "10E"
+    observation = _observe(nodes=[node("n1"), huge_node], pods=[huge_pod, pod("good")])
+    assert [n.name for n in observation.snapshot.nodes] == ["n1"]
+    assert [p.name for p in observation.snapshot.pods] == ["good"]
+    assert sorted((r.kind, r.name, r.field) for r in observation.rejected) == [
+        ("Node", "huge", "status.allocatable.cpu"),
+        ("Pod", "huge-memory", "spec.containers[0].resources.requests.memory"),
+    ]
+    decision = place(observation.snapshot, SolveConfig(engine="greedy"))
+    events = {(e.kind, e.name): e for e in plan(observation, decision).events}
+    on_node, on_pod = events[("Node", "huge")], events[("Pod", "huge-memory")]
+    assert (on_node.namespace, on_node.api_version, on_node.type) == ("", "v1", "Warning")
+    assert (on_pod.namespace, on_pod.api_version, on_pod.type) == ("ns", "v1", "Warning")
+    assert "status.allocatable.cpu: 1e16" in on_node.message and "above the ceiling" in on_node.message
+    assert "spec.containers[0].resources.requests.memory: 10E" in on_pod.message
+
+
 def test_observe_adds_vcjob_dependencies_while_the_dependency_waits_for_a_node() -> None:
     observation = _observe(
         nodes=[node("n1")],

@@ -192,7 +192,7 @@ def test_wrong_types_at_every_level_are_field_errors(raw: dict[str, object], exp
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
-        (node("n1", gpus=10**9), "at most 1024 GPUs per node are read"),
+        (node("n1", gpus=10**9), "above the ceiling of 1024000 milli-GPU (1024 GPUs)"),
         (vcjob("j", task("w", replicas=10**12)), "spec.tasks: the tasks' replicas total 1000000000000"),
         (
             {
