@@ -16,7 +16,11 @@ allocated and deserved per queue as at the snapshot (the checker's numbers), plu
     still exceeds deserved in some resource); after every eviction each queue that lost
     pods to reclaim still has a victim v with allocation + v above deserved (the
     checker's form of the same rule, which evictions lower in its subtree could break),
-    and no queue falls below min(guarantee, allocation at the snapshot).
+    and no queue falls below min(guarantee, allocation at the snapshot);
+  - a queue reclaims only up to its own deserved share: one more pod is reclaimed for only
+    while the queue's allocation plus that pod stays within deserved in every resource the
+    pod asks for (Volcano's `Preemptive`). Example: 12 CPU, a (guarantee 8) runs 12, b and
+    c deserve 2 each: b reclaims 2 pods and c the other 2, not b all 4.
 
 Victim sets are built once per (action, queue, priority) of preemptor (`VictimPool`),
 with what they hold per node and device; an attempt copies those tables and subtracts
@@ -76,7 +80,24 @@ def run_preemption(engine: GreedyEngine, *, action: str) -> None:
         if engine.attempt(plan, action=action):
             continue
         plan.failure = before_failure
-        plan.reasons = [*before_reasons, reasons.preemption_not_enough(action=action, victims=usable)]
+        past_share = _past_share(engine, plan) if action == "reclaim" else None
+        plan.reasons = [*before_reasons, past_share or reasons.preemption_not_enough(action=action, victims=usable)]
+
+
+def _past_share(engine: GreedyEngine, plan: GroupPlan) -> str | None:
+    """Why reclaim stopped, when the minimum would take `plan`'s queue past its deserved share."""
+    problem, state = engine.problem, engine.state
+    demand, _ = engine.demand(plan, engine.minimum_counts(plan))
+    used, deserved = state.queue_used[plan.queue], problem.queue_deserved[plan.queue]
+    for r in np.flatnonzero((demand > 0) & (used + demand > deserved)):
+        return reasons.reclaim_past_share(
+            problem.queue_names[plan.queue],
+            resource=problem.resource_names[r],
+            deserved=int(deserved[r]),
+            in_use=int(used[r]),
+            needs=int(demand[r]),
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -271,6 +292,8 @@ class Preemptor:
         state, problem = self.engine.state, self.engine.problem
         if state.quota_room(self.plan.queue, shape)[0] <= 0:
             return False
+        if self.action == "reclaim" and not self._within_share(shape):
+            return False
         maybe = base & self.has_victims
         for r in shape.columns:
             maybe &= state.free[r] + self.extra_free[r] >= shape.requests[r]
@@ -304,6 +327,13 @@ class Preemptor:
             if self.action == "reclaim":
                 self.reclaimed.append(victim)
         return True
+
+    def _within_share(self, shape: TaskShape) -> bool:
+        """Would one more pod of `shape` keep the reclaiming queue within its deserved share
+        in every resource the pod asks for?"""
+        queue, problem = self.plan.queue, self.engine.problem
+        used = self.engine.state.queue_used[queue]
+        return all(used[r] + shape.requests[r] <= problem.queue_deserved[queue, r] for r in shape.columns)
 
     def _forget(self, pod: int) -> None:
         problem, state = self.engine.problem, self.engine.state
