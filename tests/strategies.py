@@ -2,7 +2,7 @@
 
 `snapshots()` draws up to 50 nodes (CPU, memory, 0–8 GPUs on two NUMA cells, some taints
 and unschedulable nodes), leaf HyperNodes of up to four nodes under one spine, up to four
-queues (weights, capabilities, a child queue, non-reclaimable ones), and up to 30
+queues (weights, capabilities, guarantees, a child queue, non-reclaimable ones), and up to 30
 PodGroups with one or two tasks: whole or fractional GPUs, hard topology, single-NUMA
 pods, a dependency between tasks, priorities. Some pods of some groups already run —
 placed first-fit so that the snapshot itself breaks no rule. A few PodGroups name a
@@ -69,6 +69,11 @@ def snapshots(draw: st.DrawFn, *, max_nodes: int = 50, max_groups: int = 30) -> 
             queue["capability"] = {"gpu": draw(st.integers(0, 24)) * 1000}
         elif cap == "cpu":
             queue["capability"] = {"cpu": draw(st.integers(1, 64)) * 1000}
+        guarantee = draw(st.sampled_from([None, None, None, "gpu", "cpu"]))
+        if guarantee == "gpu":
+            queue["guarantee"] = {"gpu": draw(st.integers(1, 16)) * 1000}
+        elif guarantee == "cpu":
+            queue["guarantee"] = {"cpu": draw(st.integers(1, 48)) * 1000}
         if index == 3:
             queue["parent"] = "q0"
         queues.append(queue)
