@@ -34,13 +34,14 @@ dealing the round, so one round can give more than remains: 12, A (guarantee 8),
 all asking 12 → Volcano offers 4 each and ends at 8 / 4 / 4 = 16 of 12 (B's and C's
 realCapability, 4 each, bound each alone, not both). Here the lifts to guarantees stand
 and the weighted parts of that round are cut, by weight, to what is left: 8 / 2 / 2.
-Wherever Volcano's round fits, the result is Volcano's to the millicore. Only when the
-guarantees (and explicit `deserved`) at a level alone exceed its total do the shares
-exceed it: each such queue deserves exactly its guarantee and the others nothing, as in
-Volcano. We keep that overcommit rather than scale guarantees down because the guarantee
-is a promise the quota rule holds reclaim to (rule 4): a deserved share below it would
-be a second line that reclaim could never reach, and which queue to shortchange would be
-our invention.
+Wherever Volcano's rounds fit, the result is Volcano's (up to the rounding below).
+
+Only when the guarantees (and explicit `deserved`) at a level alone exceed its total, in
+some resource, do the shares exceed it: each queue then deserves exactly its guarantee
+(or explicit share) in that resource and the others nothing, as in Volcano. We keep that
+overcommit rather than scale guarantees down because the guarantee is a promise the quota
+rule holds reclaim to (rule 4): a deserved share below it would be a second line that
+reclaim could never reach, and which queue to shortchange would be our invention.
 
 Which queues take part: those whose subtree holds a PodGroup (Volcano deals only among
 queues with jobs); an idle queue deserves nothing, though its guarantee still lowers the
@@ -127,11 +128,11 @@ def water_fill(
         return limit
 
     deserved = [{name: 0 for name in names} for _ in range(count)]
-    pinned = [set(share or ()) for share in fixed]
+    pinned = [dict(share or {}) for share in fixed]
     for member in range(count):
-        for name in pinned[member]:
-            floor = guarantees[member].get(name, 0)
-            deserved[member][name] = max(min(fixed[member][name], real_capability(member, name)), floor)  # type: ignore[index]
+        for name, amount in pinned[member].items():
+            capped = min(amount, real_capability(member, name))
+            deserved[member][name] = max(capped, guarantees[member].get(name, 0))
     remaining = {name: max(0, total.get(name, 0) - sum(share[name] for share in deserved)) for name in names}
     # A member that pins everything it asks for or is guaranteed has nothing left to be dealt.
     met = [

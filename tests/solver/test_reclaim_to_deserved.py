@@ -134,7 +134,12 @@ def test_a_queue_reclaims_only_up_to_its_own_share_across_subtrees(engine: str) 
         8,
         [*_jobs("a", 6, queue="team-a", running=True), stuck, *_jobs("o", 2, queue="other", running=True),
          *_jobs("p", 4, queue="other")],
-        [make_queue("org"), make_queue("team-a", parent="org"), make_queue("team-b", parent="org"), make_queue("other")],
+        [
+            make_queue("org"),
+            make_queue("team-a", parent="org"),
+            make_queue("team-b", parent="org"),
+            make_queue("other"),
+        ],
     )
     decision = _solve(snapshot, engine)
     assert _evicted_from(decision, snapshot) == {"team-a": 2}

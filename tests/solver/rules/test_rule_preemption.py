@@ -142,11 +142,14 @@ def test_queue_overused_and_above_deserved_follow_volcano() -> None:
     assert not preemption.above_deserved({"gpu": 8000}, {"gpu": 8000, "cpu": 10})
 
 
+_TREE = [make_queue("org"), make_queue("team-a", parent="org"), make_queue("team-b", parent="org"), make_queue("other")]
+
+
 def _reclaim_across_subtrees(evicted: int, *, team_a_running: int = 6) -> list:
     """8 CPU. org ⊃ team-a (runs `team_a_running` 1-CPU pods) and team-b (asks 2, unplaced);
     other runs 2 and asks 4 more. Deserved: org 4, other 4; team-a 2, team-b 2. `evicted`
     team-a pods are reclaimed for other's pending job, which binds that many pods."""
-    queues = [make_queue("org"), make_queue("team-a", parent="org"), make_queue("team-b", parent="org"), make_queue("other")]
+    queues = _TREE
     hog = make_gang("hog", replicas=team_a_running, queue="team-a", min_member=1, running_on=["n1"] * team_a_running)
     stuck = make_gang("stuck", cpu=2, queue="team-b")
     mine = make_gang("mine", replicas=2, queue="other", running_on=["n1", "n1"])
@@ -177,7 +180,7 @@ def test_reclaiming_out_of_a_subtree_at_its_share_is_reported() -> None:
 
 
 def test_reclaim_charges_the_subtrees_it_takes_out_of() -> None:
-    queues = [make_queue("org"), make_queue("team-a", parent="org"), make_queue("team-b", parent="org"), make_queue("other")]
+    queues = _TREE
     snapshot = make_snapshot(nodes=NODES, queues=queues)
     assert preemption.charged_queues(snapshot, victim_queue="team-a", preemptor_queue="team-b") == ("team-a",)
     assert preemption.charged_queues(snapshot, victim_queue="team-a", preemptor_queue="other") == ("team-a", "org")
