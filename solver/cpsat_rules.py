@@ -285,29 +285,41 @@ def _preemption(model: cp_model.CpModel, data: ModelData, variables: Variables, 
 
 
 def _reclaim(model: cp_model.CpModel, data: ModelData, variables: Variables, allocation: Allocation) -> None:
-    """The checker wants, for each queue Q that lost pods to reclaim, some reclaimed v with
-    allocated_after(Q) + v above deserved(Q) in some resource (then the victims could go
-    one by one, v last, each while Q was above its share). Exactly that, linearly: Q picks
-    a *witness* (resource r, level m) among the requests of its reclaimable kinds; the
-    witness needs some kind asking ≥ m of r reclaimed and allocated_after(Q)[r] + m >
-    deserved(Q)[r]. Example: Q deserves 6 GPUs, holds 10.5; reclaiming an 8-GPU pod leaves
-    2.5, and the witness (gpu, 8) gives 2.5 + 8 > 6.
+    """The checker wants, for each queue Q a reclaim is charged to (the victim's queue and
+    the ancestors it does not share with its preemptor's), some reclaimed v from Q's
+    subtree with allocated_after(Q) + v above deserved(Q) in some resource (then the
+    victims could go one by one, v last, each while Q was above its share). Exactly that,
+    linearly: Q picks a *witness* (resource r, level m) among the requests of the
+    reclaimable kinds in its subtree; the witness needs some kind asking ≥ m of r reclaimed
+    and allocated_after(Q)[r] + m > deserved(Q)[r]. Example: Q deserves 6 GPUs, holds
+    10.5; reclaiming an 8-GPU pod leaves 2.5, and the witness (gpu, 8) gives 2.5 + 8 > 6.
+    Which preemptor a reclaim is for is chosen at extraction, so an ancestor counts as
+    charged whenever a kind below it may be reclaimed for a class outside it.
     Guarantee: a queue on the path of a reclaimed queue keeps min(guarantee, before)."""
     problem = data.problem
-    by_queue: dict[int, list[int]] = {}
+    class_queue = [problem.queue_index[queue] for queue, _ in data.preemptor_classes]
+    in_subtree: dict[int, list[int]] = {}  # queue → reclaimable kinds in its subtree
+    charging: dict[int, list[int]] = {}  # queue → kinds whose reclaim may be charged to it
     for kind in data.kinds:
-        if variables.kinds[kind.index].reclaimed is not None:
-            by_queue.setdefault(kind.queue, []).append(kind.index)
+        if variables.kinds[kind.index].reclaimed is None:
+            continue
+        chain = problem.queue_ancestors[kind.queue]
+        for depth, queue in enumerate(chain):
+            in_subtree.setdefault(queue, []).append(kind.index)
+            outside = any(queue not in problem.queue_ancestors[class_queue[c]] for c in kind.reclaim_classes)
+            if depth == 0 or outside:
+                charging.setdefault(queue, []).append(kind.index)
     reclaimed_from: dict[int, cp_model.IntVar] = {}
-    for queue, kinds in sorted(by_queue.items()):
+    for queue, kinds in sorted(charging.items()):
         name = problem.queue_names[queue]
         flag = model.new_bool_var(f"reclaimed_from[{name}]")
         reclaimed_from[queue] = flag
         for k in kinds:
             model.add(variables.kinds[k].reclaimed <= data.kinds[k].total * flag)  # type: ignore[operator]
+        pool = in_subtree[queue]
         witnesses = []
         for r in range(len(problem.resource_names)):
-            levels = sorted({int(data.kinds[k].requests[r]) for k in kinds if data.kinds[k].requests[r] > 0})
+            levels = sorted({int(data.kinds[k].requests[r]) for k in pool if data.kinds[k].requests[r] > 0})
             deserved = int(problem.queue_deserved[queue, r])
             after = allocation.after(queue, r)
             for level in levels:
@@ -316,7 +328,7 @@ def _reclaim(model: cp_model.CpModel, data: ModelData, variables: Variables, all
                 witness = model.new_bool_var(f"reclaim_witness[{name},{problem.resource_names[r]},{level}]")
                 witnesses.append(witness)
                 model.add(after.expr() + level >= deserved + 1).only_enforce_if(witness)
-                takers = [variables.kinds[k].reclaimed for k in kinds if data.kinds[k].requests[r] >= level]
+                takers = [variables.kinds[k].reclaimed for k in pool if data.kinds[k].requests[r] >= level]
                 model.add(_sum(takers) >= 1).only_enforce_if(witness)  # type: ignore[arg-type]
         model.add(_sum(witnesses) >= flag)
     guarded: dict[int, list[cp_model.IntVar]] = {}

@@ -13,10 +13,15 @@ allocated and deserved per queue as at the snapshot (the checker's numbers), plu
     eviction takes all 4, never leaving 2;
   - reclaim takes from a queue only while it is above its deserved share (Volcano's
     `Reclaimable` loop: each victim is taken while the queue, after the previous ones,
-    still exceeds deserved in some resource); after every eviction each queue that lost
-    pods to reclaim still has a victim v with allocation + v above deserved (the
+    still exceeds deserved in some resource) — the victim's queue and each ancestor the
+    reclaim takes out of (`charged_queues`); after every eviction each such queue still
+    has a reclaimed victim v from its subtree with allocation + v above deserved (the
     checker's form of the same rule, which evictions lower in its subtree could break),
-    and no queue falls below min(guarantee, allocation at the snapshot).
+    and no queue falls below min(guarantee, allocation at the snapshot);
+  - a queue reclaims only up to its own deserved share: one more pod is reclaimed for only
+    while the queue's allocation plus that pod stays within deserved in every resource the
+    pod asks for (Volcano's `Preemptive`). Example: 12 CPU, a (guarantee 8) runs 12, b and
+    c deserve 2 each: b reclaims 2 pods and c the other 2, not b all 4.
 
 Victim sets are built once per (action, queue, priority) of preemptor (`VictimPool`),
 with what they hold per node and device; an attempt copies those tables and subtracts
@@ -76,7 +81,24 @@ def run_preemption(engine: GreedyEngine, *, action: str) -> None:
         if engine.attempt(plan, action=action):
             continue
         plan.failure = before_failure
-        plan.reasons = [*before_reasons, reasons.preemption_not_enough(action=action, victims=usable)]
+        past_share = _past_share(engine, plan) if action == "reclaim" else None
+        plan.reasons = [*before_reasons, past_share or reasons.preemption_not_enough(action=action, victims=usable)]
+
+
+def _past_share(engine: GreedyEngine, plan: GroupPlan) -> str | None:
+    """Why reclaim stopped, when the minimum would take `plan`'s queue past its deserved share."""
+    problem, state = engine.problem, engine.state
+    demand, _ = engine.demand(plan, engine.minimum_counts(plan))
+    used, deserved = state.queue_used[plan.queue], problem.queue_deserved[plan.queue]
+    for r in np.flatnonzero((demand > 0) & (used + demand > deserved)):
+        return reasons.reclaim_past_share(
+            problem.queue_names[plan.queue],
+            resource=problem.resource_names[r],
+            deserved=int(deserved[r]),
+            in_use=int(used[r]),
+            needs=int(demand[r]),
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -271,6 +293,8 @@ class Preemptor:
         state, problem = self.engine.state, self.engine.problem
         if state.quota_room(self.plan.queue, shape)[0] <= 0:
             return False
+        if self.action == "reclaim" and not self._within_share(shape):
+            return False
         maybe = base & self.has_victims
         for r in shape.columns:
             maybe &= state.free[r] + self.extra_free[r] >= shape.requests[r]
@@ -304,6 +328,13 @@ class Preemptor:
             if self.action == "reclaim":
                 self.reclaimed.append(victim)
         return True
+
+    def _within_share(self, shape: TaskShape) -> bool:
+        """Would one more pod of `shape` keep the reclaiming queue within its deserved share
+        in every resource the pod asks for?"""
+        queue, problem = self.plan.queue, self.engine.problem
+        used = self.engine.state.queue_used[queue]
+        return all(used[r] + shape.requests[r] <= problem.queue_deserved[queue, r] for r in shape.columns)
 
     def _forget(self, pod: int) -> None:
         problem, state = self.engine.problem, self.engine.state
@@ -396,39 +427,54 @@ class Preemptor:
     def _reclaim_allows(self, take: list[int], chosen: list[int], queue_used: dict[int, np.ndarray]) -> bool:
         """May `take` be reclaimed on top of `chosen` (this pass) and earlier reclaims?
 
-        Three checks, all on allocations as they stand now (this cycle's binds included):
-          - each victim's queue is above its deserved share just before the victim goes
+        Three checks, all on allocations as they stand now (this cycle's binds included),
+        over the queues each reclaim is charged to (the victim's queue and the ancestors it
+        does not share with its preemptor's, `charged_queues`):
+          - each of those is above its deserved share just before the victim goes
             (Volcano's `Reclaimable` loop);
-          - afterwards every queue that lost pods to reclaim, and whose allocation this
-            changes (victims' queues and their ancestors), still has one victim v with
-            allocated + v above deserved — the checker's rule, kept true after every
-            eviction, since later evictions in a subtree also lower its ancestors;
+          - afterwards every charged queue whose allocation this changes still has one
+            reclaimed victim v from its subtree with allocated + v above deserved — the
+            checker's rule, kept true after every eviction, since later evictions in a
+            subtree also lower its ancestors;
           - no queue on the way up falls below min(guarantee, allocation at the snapshot).
         """
         problem, state = self.engine.problem, self.engine.state
         deserved = problem.queue_deserved
         trial = {q: used.copy() for q, used in queue_used.items()}
         for pod in take:
-            queue = self._queue_of(pod)
-            used = trial.setdefault(queue, state.queue_used[queue].copy())
-            if not (used > deserved[queue]).any():
-                return False
-            for ancestor in problem.queue_ancestors[queue]:
+            for queue in self._charged(pod, self.plan.queue):
+                used = trial.setdefault(queue, state.queue_used[queue].copy())
+                if not (used > deserved[queue]).any():
+                    return False
+            for ancestor in problem.queue_ancestors[self._queue_of(pod)]:
                 trial.setdefault(ancestor, state.queue_used[ancestor].copy())
                 trial[ancestor] -= problem.pod_requests[pod]
-        victims: dict[int, list[int]] = {}
-        for pod in (*self.reclaimed, *chosen, *take):
-            victims.setdefault(self._queue_of(pod), []).append(pod)
+        preemptor_queue = {pod: self.plan.queue for pod in (*chosen, *take)}
+        for pod in self.reclaimed:
+            preemptor_queue[pod] = int(problem.group_queue[state.evictions[pod][1]])
+        charged: set[int] = set()
+        victims: dict[int, list[int]] = {}  # queue → reclaimed victims from its subtree
+        for pod, reclaimer in preemptor_queue.items():
+            charged.update(self._charged(pod, reclaimer))
+            for ancestor in problem.queue_ancestors[self._queue_of(pod)]:
+                victims.setdefault(ancestor, []).append(pod)
         for queue, used in trial.items():
             floor = np.minimum(problem.queue_guarantee[queue], problem.queue_allocated[queue])
             if (used < floor).any():
                 return False
-            if queue in victims and not any(
+            if queue in charged and not any(
                 (used + problem.pod_requests[v] > deserved[queue]).any() for v in victims[queue]
             ):
                 return False
         queue_used.update(trial)
         return True
+
+    def _charged(self, pod: int, preemptor_queue: int) -> tuple[int, ...]:
+        """`charged_queues` by index: the victim's queue, then its ancestors not shared with
+        `preemptor_queue`."""
+        ancestors = self.engine.problem.queue_ancestors
+        chain, shared = ancestors[self._queue_of(pod)], set(ancestors[preemptor_queue])
+        return (chain[0], *(queue for queue in chain[1:] if queue not in shared))
 
     def _queue_of(self, pod: int) -> int:
         problem = self.engine.problem

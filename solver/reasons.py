@@ -41,6 +41,7 @@ __all__ = [
     "gang_too_few_pods",
     "numa_no_cell",
     "preemption_not_enough",
+    "reclaim_past_share",
     "queue_closed",
     "queue_missing",
     "quota_exceeded",
@@ -149,6 +150,15 @@ def numa_no_cell(task: str, *, nodes: int, needs: Mapping[str, int]) -> str:
 def preemption_not_enough(*, action: str, victims: int) -> str:
     """"preemption: evicting all 5 eligible victims (preempt) would still not make room"."""
     return f"{PREEMPTION}evicting all {victims} eligible victims ({action}) would still not make room"
+
+
+def reclaim_past_share(queue: str, *, resource: str, deserved: int, in_use: int, needs: int) -> str:
+    """"preemption: reclaim stops at queue team-b's deserved 2 cpu, 2 in use, job needs 1"."""
+    unit = format_quantity(resource, deserved)
+    return (
+        f"{PREEMPTION}reclaim stops at queue {queue}'s deserved {unit}, {_bare(resource, in_use)} in use, "
+        f"job needs {_bare(resource, needs)}"
+    )
 
 
 def evicted(*, pods: int, reason: str, for_groups: Sequence[str]) -> str:

@@ -2,11 +2,15 @@
 
 `snapshots()` draws up to 50 nodes (CPU, memory, 0–8 GPUs on two NUMA cells, some taints
 and unschedulable nodes), leaf HyperNodes of up to four nodes under one spine, up to four
-queues (weights, capabilities, a child queue, non-reclaimable ones), and up to 30
+queues (weights, capabilities, guarantees, a child queue, non-reclaimable ones), and up to 30
 PodGroups with one or two tasks: whole or fractional GPUs, hard topology, single-NUMA
 pods, a dependency between tasks, priorities. Some pods of some groups already run —
 placed first-fit so that the snapshot itself breaks no rule. A few PodGroups name a
 queue that does not exist.
+
+`share_levels()` draws one level of the queue tree for `solver.shares.water_fill`, and
+`queue_trees()` a small two-level queue tree for `deserved_shares`, both with guarantees
+that may sum above what the level has.
 """
 
 from __future__ import annotations
@@ -65,6 +69,11 @@ def snapshots(draw: st.DrawFn, *, max_nodes: int = 50, max_groups: int = 30) -> 
             queue["capability"] = {"gpu": draw(st.integers(0, 24)) * 1000}
         elif cap == "cpu":
             queue["capability"] = {"cpu": draw(st.integers(1, 64)) * 1000}
+        guarantee = draw(st.sampled_from([None, None, None, "gpu", "cpu"]))
+        if guarantee == "gpu":
+            queue["guarantee"] = {"gpu": draw(st.integers(1, 16)) * 1000}
+        elif guarantee == "cpu":
+            queue["guarantee"] = {"cpu": draw(st.integers(1, 48)) * 1000}
         if index == 3:
             queue["parent"] = "q0"
         queues.append(queue)
@@ -177,3 +186,74 @@ def snapshots(draw: st.DrawFn, *, max_nodes: int = 50, max_groups: int = 30) -> 
     return Snapshot.model_validate(
         {"nodes": nodes, "hypernodes": hypernodes, "queues": queues, "pod_groups": pod_groups, "pods": pods}
     )
+
+
+@st.composite
+def share_levels(draw: st.DrawFn) -> dict[str, Any]:
+    """One level of the queue tree as `solver.shares.water_fill` takes it: a total of CPU
+    and GPU, and 1–5 members with weights, requests (up to 1.5× the total), sometimes a
+    capability, a guarantee (their sum may exceed the total) or an explicit deserved
+    naming one resource; `level_guarantee` sometimes adds an idle queue's guarantee."""
+    total = {"cpu": draw(st.integers(0, 64)) * 1000, "gpu": draw(st.integers(0, 16)) * 1000}
+
+    def amounts(scale: float) -> dict[str, int]:
+        return {name: draw(st.integers(0, int(limit * scale) // 1000)) * 1000 for name, limit in total.items()}
+
+    members: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(1, 5))):
+        fixed = draw(st.sampled_from([None, None, None, "cpu", "gpu"]))
+        members.append(
+            {
+                "weight": draw(st.integers(1, 4)),
+                "request": amounts(1.5),
+                "capability": amounts(1.0) if draw(st.integers(0, 2)) == 0 else None,
+                "guarantee": amounts(0.6) if draw(st.integers(0, 2)) == 0 else {},
+                "fixed": None if fixed is None else {fixed: draw(st.integers(0, 48)) * 1000},
+            }
+        )
+    level_guarantee: dict[str, int] = {}
+    for member in members:
+        for name, amount in member["guarantee"].items():
+            level_guarantee[name] = level_guarantee.get(name, 0) + amount
+    if draw(st.booleans()):
+        for name, amount in amounts(0.3).items():
+            level_guarantee[name] = level_guarantee.get(name, 0) + amount
+    return {"total": total, "members": members, "level_guarantee": level_guarantee}
+
+
+@st.composite
+def queue_trees(draw: st.DrawFn) -> Snapshot:
+    """A snapshot for `solver.shares.deserved_shares` over two levels: one node, queues
+    q0 and q1 under the root and q2, q3 under q0, each with a drawn weight and sometimes a
+    guarantee, capability or explicit deserved; pending one-pod PodGroups on any queue,
+    q0 included (a parent with PodGroups of its own)."""
+    cpu, gpu = draw(st.integers(1, 64)) * 1000, draw(st.integers(0, 16)) * 1000
+
+    def amounts(scale: float) -> dict[str, int]:
+        drawn = {"cpu": draw(st.integers(0, int(cpu * scale) // 1000)) * 1000,
+                 "gpu": draw(st.integers(0, int(gpu * scale) // 1000)) * 1000}
+        return {name: amount for name, amount in drawn.items() if amount}
+
+    queues: list[dict[str, Any]] = []
+    for index, parent in enumerate([None, None, "q0", "q0"]):
+        queue: dict[str, Any] = {"name": f"q{index}", "parent": parent, "weight": draw(st.integers(1, 4))}
+        if draw(st.integers(0, 2)) == 0:
+            queue["guarantee"] = amounts(0.6)
+        if draw(st.integers(0, 3)) == 0:
+            queue["capability"] = amounts(1.0)
+        if draw(st.integers(0, 4)) == 0:
+            queue["deserved"] = {"cpu": draw(st.integers(0, cpu // 1000)) * 1000}
+        queues.append(queue)
+    pod_groups: list[dict[str, Any]] = []
+    pods: list[dict[str, Any]] = []
+    for g in range(draw(st.integers(0, 8))):
+        requests = {"cpu": draw(st.integers(1, 16)) * 1000, "gpu": draw(st.sampled_from([0, 1000, 4000]))}
+        requests = {name: amount for name, amount in requests.items() if amount}
+        task = {"name": "t0", "min_available": 1, "requests": requests}
+        pod_groups.append({"namespace": "default", "name": f"job-{g}", "queue": f"q{draw(st.integers(0, 3))}",
+                           "min_member": 1, "tasks": [task]})
+        pods.append({"namespace": "default", "name": f"job-{g}-t0-0", "phase": "pending",
+                     "pod_group": f"default/job-{g}", "task": "t0", "requests": requests})
+    node = {"name": "n0", "allocatable": {"cpu": cpu, "memory": 256 * GIB, "gpu": gpu},
+            "gpus": [{"index": i, "numa_cell": 0} for i in range(gpu // 1000)]}
+    return Snapshot.model_validate({"nodes": [node], "queues": queues, "pod_groups": pod_groups, "pods": pods})

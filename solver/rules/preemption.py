@@ -5,7 +5,10 @@
 - *reclaim*: the victim is preemptable, in another queue that is reclaimable and holds
   more than its deserved share, and the queue the room is for is not overused (its
   deserved is not ≤ its allocation in every resource), as Volcano's proportion plugin.
-  A queue is never pushed below its guarantee.
+  In a queue tree the reclaim also leaves every ancestor of the victim's queue that is
+  not an ancestor of the preemptor's (the subtrees it takes out of, `charged_queues`),
+  and each of those must be above its deserved share too. A queue is never pushed below
+  its guarantee.
 - Either way a victim gang keeps at least `min_member` running pods (`gang_requirement`'s,
   the same number the gang had to reach to start) or loses them all, and nobody is
   evicted for a PodGroup that then places nothing. Task minimums are not kept for a
@@ -19,15 +22,17 @@ whole-placement parts (gang of victims, guarantee, deserved after the evictions)
   - `victim_refusal` is None, with allocated and deserved per queue at the snapshot
     (`solver.shares`), and the victim's PodGroup is preemptable too;
   - the PodGroup it is `for` exists and gets at least one bind in this placement;
-  - reclaim takes from a queue only while it is above its deserved share: after all
-    reclaim evictions from queue Q, some victim v of Q has allocated_after(Q) + v not
-    ≤ deserved(Q) — then the victims can be taken one by one, v last, each while Q is
-    still above its share (Volcano's proportion `Reclaimable` loop). allocated_after
-    counts Q's kept running and bound pods (its subtree), as Volcano's reclaim runs
-    after allocate and sees its allocations.
+  - reclaim takes from a queue only while it is above its deserved share: for each
+    queue Q that some reclaim eviction charges, some reclaimed victim v from Q's subtree
+    has allocated_after(Q) + v not ≤ deserved(Q) — then the victims can be taken one by
+    one, v last, each while Q is still above its share (Volcano's proportion
+    `Reclaimable` loop). allocated_after counts Q's kept running and bound pods (its
+    subtree), as Volcano's reclaim runs after allocate and sees its allocations.
     Example: Q deserves 4 GPUs and runs two 4-GPU pods; reclaiming one leaves 4 and
     4 + 4 > 4 holds; reclaiming both leaves 0 and 0 + 4 ≤ 4, so the second was taken
-    from a queue already at its share: a violation.
+    from a queue already at its share: a violation. One level up: org (deserving 4 CPU)
+    runs 6 in team-a; other reclaims 4 of them: org is left 2 and 2 + 1 ≤ 4, a violation
+    even while team-a, deserving 2, is left 2 and 2 + 1 > 2.
 The gang of victims is rule 3's (`gang`), the guarantee rule 4's (`quota`).
 """
 
@@ -54,6 +59,16 @@ def queue_overused(allocated: Mapping[str, int], deserved: Mapping[str, int]) ->
 def above_deserved(allocated: Mapping[str, int], deserved: Mapping[str, int]) -> bool:
     """True when allocated exceeds deserved in at least one resource (not LessEqual)."""
     return any(amount > deserved.get(name, 0) for name, amount in allocated.items())
+
+
+def charged_queues(snapshot: Snapshot, *, victim_queue: QueueName, preemptor_queue: QueueName) -> tuple[QueueName, ...]:
+    """The queues a reclaim takes from: the victim's queue, then each of its ancestors that
+    is not also the preemptor's (reclaim between siblings moves nothing out of their parent).
+    Example: team-a and team-b under org, other under the root: a team-a victim reclaimed
+    for team-b charges (team-a,); for other, (team-a, org)."""
+    shared = set(snapshot.queue_ancestors(preemptor_queue))
+    chain = snapshot.queue_ancestors(victim_queue)
+    return (victim_queue, *(queue for queue in chain[1:] if queue not in shared))
 
 
 def victim_refusal(
@@ -89,8 +104,9 @@ def victim_refusal(
         return "reclaim takes from another, existing queue"
     if not victim_queue.reclaimable:
         return f"queue {victim_queue.name} is not reclaimable"
-    if not above_deserved(allocated.get(victim_queue.name, {}), deserved.get(victim_queue.name, {})):
-        return f"queue {victim_queue.name} is not above its deserved share"
+    for queue in charged_queues(snapshot, victim_queue=victim_queue.name, preemptor_queue=preemptor.queue):
+        if not above_deserved(allocated.get(queue, {}), deserved.get(queue, {})):
+            return f"queue {queue} is not above its deserved share"
     if queue_overused(allocated.get(preemptor.queue, {}), deserved.get(preemptor.queue, {})):
         return f"queue {preemptor.queue} already holds its deserved share"
     return None
@@ -110,7 +126,8 @@ def check(snapshot: Snapshot, after: After) -> list[Violation]:
     def report(subject: str, message: str) -> None:
         violations.append(Violation(rule=NAME, subject=subject, message=message))
 
-    reclaimed: dict[QueueName, list[EvictedPod]] = {}
+    charged: set[QueueName] = set()
+    reclaimed: list[tuple[QueueName, EvictedPod]] = []  # (victim's queue, eviction)
     for evicted in after.evicted:
         pod, eviction = evicted.pod, evicted.eviction
         what = f"{eviction.reason} of pod {pod.key} for {eviction.for_}"
@@ -136,10 +153,12 @@ def check(snapshot: Snapshot, after: After) -> list[Violation]:
             report(pod.key, f"{what} is not allowed: {refusal}")
         elif eviction.reason == "reclaim" and pod.pod_group is not None:
             queue = snapshot.pod_group_by_key[pod.pod_group].queue
-            reclaimed.setdefault(queue, []).append(evicted)
+            charged.update(charged_queues(snapshot, victim_queue=queue, preemptor_queue=preemptor.queue))
+            reclaimed.append((queue, evicted))
 
-    for queue, victims in sorted(reclaimed.items()):
+    for queue in sorted(charged):
         left, share = after.queue_allocated_after[queue], deserved.get(queue, {})
+        victims = [v for victim_queue, v in reclaimed if queue in snapshot.queue_ancestors(victim_queue)]
         if not any(above_deserved(_plus(left, v.pod.requests), share) for v in victims):
             report(
                 queue,

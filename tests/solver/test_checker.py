@@ -322,7 +322,9 @@ MUTATIONS: list[Any] = [
         id="binding into a queue that does not exist is a quota violation",
     ),
     pytest.param(
-        {"team_b_guarantee_gpus": 8},
+        # team-b deserves max(4, guarantee 6) = 6 of the 8 it runs, so reclaiming one 4-GPU
+        # pod is a legal reclaim (4 + 4 > 6) that leaves it 4 < its guarantee 6.
+        {"team_b_guarantee_gpus": 6},
         unchanged,
         quota.NAME,
         id="reclaiming below a queue's guarantee is a quota violation",

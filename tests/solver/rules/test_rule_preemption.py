@@ -140,3 +140,48 @@ def test_queue_overused_and_above_deserved_follow_volcano() -> None:
     assert not preemption.queue_overused({"gpu": 4000}, {"gpu": 8000})
     assert preemption.above_deserved({"gpu": 8001}, {"gpu": 8000})
     assert not preemption.above_deserved({"gpu": 8000}, {"gpu": 8000, "cpu": 10})
+
+
+_TREE = [make_queue("org"), make_queue("team-a", parent="org"), make_queue("team-b", parent="org"), make_queue("other")]
+
+
+def _reclaim_across_subtrees(evicted: int, *, team_a_running: int = 6) -> list:
+    """8 CPU. org ⊃ team-a (runs `team_a_running` 1-CPU pods) and team-b (asks 2, unplaced);
+    other runs 2 and asks 4 more. Deserved: org 4, other 4; team-a 2, team-b 2. `evicted`
+    team-a pods are reclaimed for other's pending job, which binds that many pods."""
+    queues = _TREE
+    hog = make_gang("hog", replicas=team_a_running, queue="team-a", min_member=1, running_on=["n1"] * team_a_running)
+    stuck = make_gang("stuck", cpu=2, queue="team-b")
+    mine = make_gang("mine", replicas=2, queue="other", running_on=["n1", "n1"])
+    job = make_gang("job", replicas=4, queue="other", min_member=1)
+    snapshot = make_snapshot(nodes=[make_node("n1", cpu=8)], groups=[hog, stuck, mine, job], queues=queues)
+    placement = make_placement(
+        binds=bind_gang(job, ["n1"] * evicted),
+        evictions=[make_eviction(p, for_=job, reason="reclaim") for p in hog.pods[:evicted]],
+    )
+    return rule_violations(preemption, snapshot, placement)
+
+
+def test_reclaiming_across_subtrees_down_to_the_parents_share_is_valid() -> None:
+    assert _reclaim_across_subtrees(evicted=2) == []  # org 6 → 4; 4 + 1 > 4 held
+
+
+def test_reclaiming_across_subtrees_below_the_parents_share_is_reported() -> None:
+    """team-a, deserving 2, is left 2 (2 + 1 > 2 holds); org, deserving 4, is left 2."""
+    (violation,) = _reclaim_across_subtrees(evicted=4)
+    assert violation.subject == "org"
+    assert "4 reclaim eviction(s) leave it cpu 2" in violation.message
+
+
+def test_reclaiming_out_of_a_subtree_at_its_share_is_reported() -> None:
+    """team-a runs 4: above its own 2, but org holds just its 4, so other may take nothing."""
+    (violation,) = _reclaim_across_subtrees(evicted=1, team_a_running=4)
+    assert violation.message.endswith("queue org is not above its deserved share")
+
+
+def test_reclaim_charges_the_subtrees_it_takes_out_of() -> None:
+    queues = _TREE
+    snapshot = make_snapshot(nodes=NODES, queues=queues)
+    assert preemption.charged_queues(snapshot, victim_queue="team-a", preemptor_queue="team-b") == ("team-a",)
+    assert preemption.charged_queues(snapshot, victim_queue="team-a", preemptor_queue="other") == ("team-a", "org")
+    assert preemption.charged_queues(snapshot, victim_queue="org", preemptor_queue="team-a") == ("org",)
