@@ -53,9 +53,10 @@ T = TypeVar("T")
 DeathCause = Literal["crashed", "memory", "timeout"]
 
 DEFAULT_MEMORY_LIMIT_BYTES = 4 << 30
-"""What one CP-SAT search may allocate, 4 GiB: measured peaks are 0.2 GB (openb, 1,213 nodes,
-6,208 running pods) and 0.5 GB (10,000 nodes / 5,000 pending pods), so the default leaves
-8× room and still lets five searches run side by side on a 24 GB machine."""
+"""What one CP-SAT search may allocate, 4 GiB: the search process peaked at 0.30 GB resident
+(shared pages included) on the openb regression snapshot (1,213 nodes, 6,208 running pods)
+and at 0.39 GB on 10,000 nodes / 5,000 pending pods, so the default leaves 10× room and
+still lets five searches run side by side on a 24 GB machine."""
 
 KILL_GRACE_S = 2.0
 """How long past its deadline the child may take (it extracts the placement after the
