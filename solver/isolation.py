@@ -67,6 +67,9 @@ MEMORY_POLL_S = 0.05
 """How often the parent reads the child's private memory (a read costs well under a ms)."""
 
 _STDERR_TAIL_BYTES = 2048
+_MAX_FD = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+if _MAX_FD == resource.RLIM_INFINITY:
+    _MAX_FD = 1 << 20
 _EXIT_UNPICKLABLE = 71
 
 
@@ -137,6 +140,10 @@ def _child(
         os.close(stderr_read)
         os.dup2(stderr_write, 2)
         os.close(stderr_write)
+        # The parent's sockets (a server's listening socket, its clients' connections) stay
+        # the parent's: held open here they would outlive a closed connection or a restart.
+        os.closerange(3, result_write)
+        os.closerange(result_write + 1, _MAX_FD)
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # the parent handles Ctrl-C; the child just dies
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         if ceiling is not None:

@@ -6,8 +6,10 @@ get killed mid-search — and checks that the caller gets a typed answer and car
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import socket
 import threading
 import time
 from pathlib import Path
@@ -41,6 +43,21 @@ def test_an_exception_in_the_child_is_raised_in_the_parent_with_its_type() -> No
 
     with pytest.raises(ValueError, match="bad model row 7"):
         run_isolated(fails, deadline=_soon(), memory_limit_bytes=None)
+
+
+def test_the_parents_sockets_are_not_held_open_by_the_search() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+
+        def probe() -> str:
+            try:
+                os.fstat(listener.fileno())
+            except OSError as error:
+                return errno.errorcode[error.errno]
+            return "open"
+
+        assert run_isolated(probe, deadline=_soon(), memory_limit_bytes=None) == "EBADF"
 
 
 def test_a_native_abort_costs_the_answer_not_the_process() -> None:
