@@ -15,8 +15,6 @@ happen. That document is taken out before the rest goes to the loader:
       binds: {c1/preemptor1: n1}  # pod -> node, or a list of allowed nodes
       bind_count: 2               # total binds; default: exactly the pods under `binds`
       evictions: [c1/preemptee1]  # exactly these pods evicted; default: none
-      eviction_count: 1           # with `evictions_among`: how many, and from which pods
-      evictions_among: [c1/a, c1/b]
       podgroups:
         c1/pg1: {state: pending, placed: 0, reason: gang}  # reason: a rule name (prefix)
       queues:
@@ -37,11 +35,12 @@ from pathlib import Path
 from models.loaders import load_snapshot_documents
 from models.loaders.kube_yaml import parse_yaml_documents
 from models.snapshot import Snapshot
+from solver.place import EngineName
 
 __all__ = ["CASES_DIR", "ENGINES", "Case", "Origin", "Expected", "load_case", "case_paths"]
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
-ENGINES = ("greedy", "cpsat", "auto")
+ENGINES: tuple[EngineName, ...] = ("greedy", "cpsat", "auto")
 CASE_KIND = "ConformanceCase"
 _ORIGIN_REPOSITORIES = ("volcano-sh/volcano", "kubernetes/kubernetes")
 
@@ -58,9 +57,7 @@ class Origin:
 class Expected:
     binds: dict[str, tuple[str, ...]]
     bind_count: int
-    evictions: frozenset[str] | None
-    eviction_count: int
-    evictions_among: frozenset[str]
+    evictions: frozenset[str]
     podgroups: dict[str, dict[str, object]]
     queues: dict[str, dict[str, dict[str, int]]]
     within_one_of: tuple[frozenset[str], ...]
@@ -108,7 +105,7 @@ def load_case(path: Path) -> Case:
 
 
 def _expected(expect: Mapping[str, object]) -> Expected:
-    known = {"binds", "bind_count", "evictions", "eviction_count", "evictions_among", "podgroups", "queues", "within_one_of"}
+    known = {"binds", "bind_count", "evictions", "podgroups", "queues", "within_one_of"}
     unknown = set(expect) - known
     if unknown:
         raise ValueError(f"unknown expectation keys {sorted(unknown)}")
@@ -116,14 +113,10 @@ def _expected(expect: Mapping[str, object]) -> Expected:
         pod: (nodes,) if isinstance(nodes, str) else tuple(nodes)
         for pod, nodes in dict(expect.get("binds") or {}).items()
     }
-    among = frozenset(expect.get("evictions_among") or ())
-    evictions = None if among else frozenset(expect.get("evictions") or ())
     return Expected(
         binds=binds,
         bind_count=int(expect.get("bind_count", len(binds))),
-        evictions=evictions,
-        eviction_count=int(expect.get("eviction_count", len(evictions or ()))),
-        evictions_among=among,
+        evictions=frozenset(expect.get("evictions") or ()),
         podgroups={key: dict(value) for key, value in dict(expect.get("podgroups") or {}).items()},
         queues={key: dict(value) for key, value in dict(expect.get("queues") or {}).items()},
         within_one_of=tuple(frozenset(nodes) for nodes in expect.get("within_one_of") or ()),
