@@ -1,0 +1,123 @@
+"""Reads the conformance cases: one YAML file per case under `cases/`, named after its origin.
+
+A case file is Kubernetes / Volcano YAML as `batchplace solve` reads it, plus one document of
+kind `ConformanceCase` (first in the file) that says where the case comes from and what must
+happen. That document is taken out before the rest goes to the loader:
+
+    kind: ConformanceCase
+    origin:                       # where a reader finds the original
+      repository: volcano-sh/volcano
+      file: pkg/scheduler/actions/preempt/preempt_test.go
+      test: TestPreempt
+      case: preempt one task of different job to fit both jobs on one node
+    difference: preemptor-bound-same-cycle   # optional: an entry of docs/volcano-differences.md
+    expect:
+      binds: {c1/preemptor1: n1}  # pod -> node, or a list of allowed nodes
+      bind_count: 2               # total binds; default: exactly the pods under `binds`
+      evictions: [c1/preemptee1]  # exactly these pods evicted; default: none
+      podgroups:
+        c1/pg1: {state: pending, placed: 0, reason: gang}  # reason: a rule name (prefix)
+      queues:
+        q1: {deserved: {cpu: 2000}}  # base units, as Decision.queues reports them
+      within_one_of: [[s0-n1, s0-n2], [s1-n3, s1-n4]]  # every bind inside one of these sets
+    xfail:                        # engine -> the finding that makes it fail today
+      greedy: greedy never preempts to free queue quota
+
+Nothing here solves; `test_conformance.py` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from models.loaders import load_snapshot_documents
+from models.loaders.kube_yaml import parse_yaml_documents
+from models.snapshot import Snapshot
+from solver.place import EngineName
+
+__all__ = ["CASES_DIR", "ENGINES", "Case", "Origin", "Expected", "load_case", "case_paths"]
+
+CASES_DIR = Path(__file__).resolve().parent / "cases"
+ENGINES: tuple[EngineName, ...] = ("greedy", "cpsat", "auto")
+CASE_KIND = "ConformanceCase"
+_ORIGIN_REPOSITORIES = ("volcano-sh/volcano", "kubernetes/kubernetes")
+
+
+@dataclass(frozen=True)
+class Origin:
+    repository: str
+    file: str
+    test: str
+    case: str
+
+
+@dataclass(frozen=True)
+class Expected:
+    binds: dict[str, tuple[str, ...]]
+    bind_count: int
+    evictions: frozenset[str]
+    podgroups: dict[str, dict[str, object]]
+    queues: dict[str, dict[str, dict[str, int]]]
+    within_one_of: tuple[frozenset[str], ...]
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    path: Path
+    origin: Origin
+    expected: Expected
+    snapshot: Snapshot
+    difference: str | None = None
+    xfail: dict[str, str] = field(default_factory=dict)
+
+
+def case_paths() -> list[Path]:
+    return sorted(CASES_DIR.rglob("*.yaml"))
+
+
+def load_case(path: Path) -> Case:
+    name = str(path.relative_to(CASES_DIR).with_suffix(""))
+    documents = parse_yaml_documents(path.read_text(encoding="utf-8"), source=path.name)
+    headers = [doc for _, _, doc in documents if isinstance(doc, Mapping) and doc.get("kind") == CASE_KIND]
+    if len(headers) != 1:
+        raise ValueError(f"{name}: needs exactly one {CASE_KIND} document, found {len(headers)}")
+    header = headers[0]
+    cluster = [entry for entry in documents if entry[2] is not header]
+    origin = Origin(**header["origin"])
+    if origin.repository not in _ORIGIN_REPOSITORIES:
+        raise ValueError(f"{name}: origin repository {origin.repository!r} is not one this suite ports")
+    xfail = dict(header.get("xfail") or {})
+    unknown = set(xfail) - set(ENGINES)
+    if unknown:
+        raise ValueError(f"{name}: xfail names unknown engines {sorted(unknown)}")
+    return Case(
+        name=name,
+        path=path,
+        origin=origin,
+        expected=_expected(header.get("expect") or {}),
+        snapshot=load_snapshot_documents(cluster).snapshot,
+        difference=header.get("difference"),
+        xfail=xfail,
+    )
+
+
+def _expected(expect: Mapping[str, object]) -> Expected:
+    known = {"binds", "bind_count", "evictions", "podgroups", "queues", "within_one_of"}
+    unknown = set(expect) - known
+    if unknown:
+        raise ValueError(f"unknown expectation keys {sorted(unknown)}")
+    binds = {
+        pod: (nodes,) if isinstance(nodes, str) else tuple(nodes)
+        for pod, nodes in dict(expect.get("binds") or {}).items()
+    }
+    return Expected(
+        binds=binds,
+        bind_count=int(expect.get("bind_count", len(binds))),
+        evictions=frozenset(expect.get("evictions") or ()),
+        podgroups={key: dict(value) for key, value in dict(expect.get("podgroups") or {}).items()},
+        queues={key: dict(value) for key, value in dict(expect.get("queues") or {}).items()},
+        within_one_of=tuple(frozenset(nodes) for nodes in expect.get("within_one_of") or ()),
+    )
