@@ -6,8 +6,8 @@ with `items` (items without `kind` take it from the list: a `PodList`'s items ar
 Output: a `LoadResult` — the validated `Snapshot` plus warnings, one line each, such as
 `cluster.yaml: document 4 (ConfigMap default/x): kind v1/ConfigMap is not used; skipped`.
 
-Kinds read (the API version within a group is not checked; what each reads is in the
-reader's module docstring):
+Kinds read (what each reads is in the reader's module docstring; a field or apiVersion
+their schema does not have is a warning with the nearest known name, see `field_schemas`):
 
     v1 Node, v1 Pod                           cluster_objects, workloads
     scheduling.k8s.io PriorityClass           cluster_objects
@@ -43,6 +43,7 @@ from .cluster_objects import (
     read_priority_class,
     read_queue,
 )
+from .field_schemas import KindSchema, kind_schema, warn_unknown_fields
 from .raw import (
     DEFAULT_NAMESPACE,
     Metadata,
@@ -106,6 +107,7 @@ class _Context:
     inventory: Inventory
     warnings: Warnings
     scheduler_names: frozenset[str]
+    check_fields: bool
 
 
 # ---- public API ----
@@ -134,9 +136,15 @@ def load_snapshot_yaml_text(
 
 
 def load_snapshot_documents(
-    documents: Sequence[Document], *, scheduler_names: Collection[str] = DEFAULT_SCHEDULER_NAMES
+    documents: Sequence[Document],
+    *,
+    scheduler_names: Collection[str] = DEFAULT_SCHEDULER_NAMES,
+    check_fields: bool = True,
 ) -> LoadResult:
-    context = _Context(Inventory(), Warnings(), frozenset(scheduler_names))
+    """`check_fields=False` skips the warnings about unknown fields and apiVersions
+    (`field_schemas`): objects read from a live API server passed its own schema, which
+    may be newer than batchplace's table, and a cycle should not pay to walk them again."""
+    context = _Context(Inventory(), Warnings(), frozenset(scheduler_names), check_fields)
     for source, number, document in documents:
         context.inventory.sources.append(source)
         for obj in _objects(source, number, document):
@@ -241,6 +249,8 @@ def _read_object(obj: RawObject, context: _Context) -> None:
     if reader is None:
         context.warnings.add(obj.location, f"kind {api_version}/{kind} is not used; skipped")
         return
+    if context.check_fields:
+        warn_unknown_fields(obj, _SCHEMAS[group, kind], context.warnings)
     reader(obj, read_metadata(obj), context)
 
 
@@ -312,3 +322,4 @@ _READERS: dict[tuple[str, str], Callable[[RawObject, Metadata, _Context], None]]
     ("topology.volcano.sh", "HyperNode"): _hypernode,
     ("nodeinfo.volcano.sh", "Numatopology"): _numatopology,
 }
+_SCHEMAS: dict[tuple[str, str], KindSchema] = {(group, kind): kind_schema(group, kind) for group, kind in _READERS}
