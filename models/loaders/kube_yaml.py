@@ -25,6 +25,7 @@ object and field path. It does not read from a cluster: that is the controller's
 
 from __future__ import annotations
 
+import difflib
 import sys
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -247,11 +248,26 @@ def _read_object(obj: RawObject, context: _Context) -> None:
     group = api_version.rpartition("/")[0]
     reader = _READERS.get((group, kind))
     if reader is None:
-        context.warnings.add(obj.location, f"kind {api_version}/{kind} is not used; skipped")
+        message = f"kind {api_version}/{kind} is not used; skipped{_nearest_kind(group, kind)}"
+        context.warnings.add(obj.location, message)
         return
     if context.check_fields:
         warn_unknown_fields(obj, _SCHEMAS[group, kind], context.warnings)
     reader(obj, read_metadata(obj), context)
+
+
+def _nearest_kind(group: str, kind: str) -> str:
+    """`; did you mean scheduling.volcano.sh/v1beta1 Queue?` for a kind read in another group
+    (`apiVersion: v1` on a Queue) or a near spelling of one read in this group (`Podgroup`)."""
+    candidates = [key for key in _READERS if key[1] == kind]
+    if not candidates:
+        in_group = [known for known_group, known in _READERS if known_group == group]
+        candidates = [(group, known) for known in difflib.get_close_matches(kind, in_group, n=1)]
+    if not candidates:
+        return ""
+    known_group, known_kind = candidates[0]
+    version = _SCHEMAS[known_group, known_kind].versions[-1]
+    return f"; did you mean {f'{known_group}/' if known_group else ''}{version} {known_kind}?"
 
 
 def _node(obj: RawObject, meta: Metadata, context: _Context) -> None:
@@ -289,7 +305,7 @@ def _pod(obj: RawObject, meta: Metadata, context: _Context) -> None:
     if record is None:
         return
     if record.pending and record.template.uses_affinity:
-        context.warnings.add(obj.location, _AFFINITY_NOT_READ)
+        context.warnings.add(obj.location, _AFFINITY_NOT_READ, like=_AFFINITY_NOT_READ)
     _count_pods(obj, 1, context)
     context.inventory.workloads.append(record)
 
@@ -299,7 +315,7 @@ def _volcano_job(obj: RawObject, meta: Metadata, context: _Context) -> None:
     if record is None:
         return
     if any(pod.template.uses_affinity for pod in record.pods):
-        context.warnings.add(obj.location, _AFFINITY_NOT_READ)
+        context.warnings.add(obj.location, _AFFINITY_NOT_READ, like=_AFFINITY_NOT_READ)
     _count_pods(obj, len(record.pods), context)
     context.inventory.workloads.append(record)
 

@@ -112,3 +112,17 @@ def test_the_openb_regression_file_loads_with_a_handful_of_warning_lines() -> No
     assert len(warnings) <= 10
     assert warnings[-1].endswith("it only takes capacity (and 6,205 more)")
     assert not any("not a field" in line or "not served" in line for line in warnings)
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "hint"),
+    [
+        ("v1", "Queue", "; did you mean scheduling.volcano.sh/v1beta1 Queue?"),
+        ("scheduling.volcano.sh/v1beta1", "Podgroup", "; did you mean scheduling.volcano.sh/v1beta1 PodGroup?"),
+        ("v1", "ConfigMap", ""),
+    ],
+    ids=["a Queue without its group", "a misspelled kind", "a kind not read, like no other"],
+)
+def test_a_skipped_kind_names_the_kind_it_was_probably_meant_to_be(api_version: str, kind: str, hint: str) -> None:
+    result = load({"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}})
+    assert result.warnings[0].endswith(f"kind {api_version}/{kind} is not used; skipped{hint}")
