@@ -167,7 +167,7 @@ def timeline(
     trace: Annotated[str, typer.Option(help="openb pod list for the openb scenario.")] = "default",
     compress: Annotated[float, typer.Option(min=1.0, help="openb: divide arrival times by this (lifetimes kept); the trace as recorded keeps < 1 % of GPUs busy.")] = 1.0,
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("results/timeline"),
-    trace_dir: Annotated[Path | None, typer.Option("--trace-dir", help=_TRACE_DIR_HELP + " Only the openb scenario reads it.")] = None,
+    trace_dir: Annotated[Path | None, typer.Option("--trace-dir", help=_TRACE_DIR_HELP + " Read by --scenario openb.")] = None,
 ) -> None:
     """Timeline protocol: utilization, queueing delay, JCT, fairness, evictions, HyperNodes per gang, solver time.
 
@@ -187,7 +187,9 @@ def timeline(
     if any(s not in ("llm", "openb") for s in scenarios):
         print_error(f"--scenario: choose llm, openb or all, got {scenario!r}")
         raise typer.Exit(EXIT_INPUT_ERROR)
-    directory = _trace_folder(trace_dir, [trace], hint=" (or --scenario llm, which needs none)") if "openb" in scenarios else None
+    directory = None
+    if "openb" in scenarios:
+        directory = _trace_folder(trace_dir, [trace], hint=" (or --scenario llm, which needs none)")
     configs = []
     for name in scenarios:
         allowed = LLM_POLICIES if name == "llm" else OPENB_POLICIES

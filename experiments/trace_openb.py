@@ -44,7 +44,9 @@ __all__ = [
 ]
 
 TRACE_ENV = "BATCHPLACE_OPENB_DIR"
-TRACE_SOURCE = "the openb trace, cluster-trace-gpu-v2023/csv in Alibaba's clusterdata repository (github.com/alibaba/clusterdata)"
+TRACE_SOURCE = (
+    "the openb trace, cluster-trace-gpu-v2023/csv in Alibaba's clusterdata repository (github.com/alibaba/clusterdata)"
+)
 NODE_LIST = "openb_node_list_gpu_node.csv"
 DEFAULT_TRACE = "default"
 POD_LISTS: tuple[str, ...] = (

@@ -135,7 +135,8 @@ def render(table: dict[str, object]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", type=Path, default=OUTPUT, help=f"where to write (default {OUTPUT.relative_to(ROOT)})")
+    default = OUTPUT.relative_to(ROOT)
+    parser.add_argument("--output", type=Path, default=OUTPUT, help=f"where to write (default {default})")
     args = parser.parse_args()
     args.output.write_text(render(build_table()), encoding="utf-8")
 

@@ -79,7 +79,8 @@ def warn_unknown_fields(obj: RawObject, schema: KindSchema, warnings: Warnings) 
     for path, key, known in _unknown(obj.data, schema.type_name, ()):
         nearest = difflib.get_close_matches(key, known, n=1)
         note = f"not a field of a {schema.label}" + (f"; did you mean {nearest[0]}?" if nearest else "")
-        warnings.add(obj.location, f"{format_path((*obj.path, *path, key))}: {note}", like=f"{_pattern((*path, key))}: {note}")
+        where = format_path((*obj.path, *path, key))
+        warnings.add(obj.location, f"{where}: {note}", like=f"{_pattern((*path, key))}: {note}")
 
 
 def _pattern(path: tuple[PathPart, ...]) -> str:

@@ -272,8 +272,8 @@ class Warnings:
 
     @property
     def lines(self) -> tuple[str, ...]:
-        more = tuple(f"{like} (and {count - self.PER_KIND:,} more)" for like, count in self._more.items() if count > self.PER_KIND)
-        return (*self._lines, *more)
+        counted = [(like, count - self.PER_KIND) for like, count in self._more.items() if count > self.PER_KIND]
+        return (*self._lines, *(f"{like} (and {unlisted:,} more)" for like, unlisted in counted))
 
 
 def pydantic_message(error: ValidationError) -> tuple[tuple[PathPart, ...], str]:
