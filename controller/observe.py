@@ -232,7 +232,9 @@ def _terminating(pods: Sequence[JsonObject], nodes: Sequence[JsonObject]) -> tup
     ]
     try:
         snapshot = load_snapshot_documents(
-            [(SOURCE, number, obj) for number, obj in enumerate(documents, start=1)], scheduler_names=()
+            [(SOURCE, number, obj) for number, obj in enumerate(documents, start=1)],
+            scheduler_names=(),
+            check_fields=False,
         ).snapshot
     except SnapshotError:
         return ()
@@ -389,7 +391,9 @@ def _load(
     while True:
         try:
             result = load_snapshot_documents(
-                [(SOURCE, number, obj) for number, obj in numbered.items()], scheduler_names=scheduler_names
+                [(SOURCE, number, obj) for number, obj in numbered.items()],
+                scheduler_names=scheduler_names,
+                check_fields=False,
             )
             return result.snapshot, result.warnings, rejected
         except SnapshotError as error:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -221,39 +222,43 @@ def run_fgd(
     )
 
 
-def _run_one(config: FgdConfig) -> FgdRun:
-    return run_fgd(config, nodes=_cached_nodes(), pods=_cached_pods(config.trace))
+def _run_one(config: FgdConfig, trace_dir: Path | None) -> FgdRun:
+    return run_fgd(config, nodes=_cached_nodes(trace_dir), pods=_cached_pods(config.trace, trace_dir))
 
 
-_NODES: OpenbNodes | None = None
-_PODS: dict[str, OpenbPods] = {}
+_NODES: dict[Path | None, OpenbNodes] = {}
+_PODS: dict[tuple[str, Path | None], OpenbPods] = {}
 
 
-def _cached_nodes() -> OpenbNodes:
-    global _NODES
-    if _NODES is None:
-        _NODES = load_nodes()
-    return _NODES
+def _cached_nodes(trace_dir: Path | None) -> OpenbNodes:
+    if trace_dir not in _NODES:
+        _NODES[trace_dir] = load_nodes(trace_dir)
+    return _NODES[trace_dir]
 
 
-def _cached_pods(trace: str) -> OpenbPods:
-    if trace not in _PODS:
-        _PODS[trace] = load_pods(trace)
-    return _PODS[trace]
+def _cached_pods(trace: str, trace_dir: Path | None) -> OpenbPods:
+    if (trace, trace_dir) not in _PODS:
+        _PODS[trace, trace_dir] = load_pods(trace, trace_dir)
+    return _PODS[trace, trace_dir]
 
 
 def run_sweep(
-    configs: Sequence[FgdConfig], *, jobs: int = 1, ray_address: str | None = None
+    configs: Sequence[FgdConfig],
+    *,
+    trace_dir: Path | None = None,
+    jobs: int = 1,
+    ray_address: str | None = None,
 ) -> Iterator[FgdRun]:
     """Run every configuration, yielding runs as they finish (any order): in this process
     (`jobs` = 1), in `jobs` worker processes, or as Ray tasks on the cluster at `ray_address`
-    (`"local"` starts a local Ray instance)."""
+    (`"local"` starts a local Ray instance). The trace is read from `trace_dir`, else where
+    `experiments.trace_openb.trace_dir` finds it (in each worker)."""
     if ray_address:
-        yield from _ray_sweep(configs, ray_address)
+        yield from _ray_sweep(configs, ray_address, trace_dir)
         return
     if jobs <= 1:
         for config in configs:
-            yield _run_one(config)
+            yield _run_one(config, trace_dir)
         return
     from concurrent.futures import ProcessPoolExecutor, as_completed
     import multiprocessing
@@ -261,7 +266,7 @@ def run_sweep(
     # Longest first (CP-SAT, FGD, small batches), so the pool drains evenly.
     ordered = sorted(configs, key=_expected_cost, reverse=True)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(_run_one, config) for config in ordered]
+        futures = [pool.submit(_run_one, config, trace_dir) for config in ordered]
         for future in as_completed(futures):
             yield future.result()
 
@@ -271,7 +276,7 @@ def _expected_cost(config: FgdConfig) -> float:
     return base / max(1, config.batch_size) ** 0.5
 
 
-def _ray_sweep(configs: Iterable[FgdConfig], address: str) -> Iterator[FgdRun]:
+def _ray_sweep(configs: Iterable[FgdConfig], address: str, trace_dir: Path | None) -> Iterator[FgdRun]:
     try:
         import ray
     except ImportError as error:  # the optional extra
@@ -279,7 +284,7 @@ def _ray_sweep(configs: Iterable[FgdConfig], address: str) -> Iterator[FgdRun]:
     if not ray.is_initialized():
         ray.init(address=None if address == "local" else address, include_dashboard=False, log_to_driver=False)
     remote = ray.remote(_run_one)
-    pending = [remote.remote(config) for config in configs]
+    pending = [remote.remote(config, trace_dir) for config in configs]
     while pending:
         done, pending = ray.wait(pending, num_returns=1)
         yield ray.get(done[0])

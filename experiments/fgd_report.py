@@ -4,7 +4,8 @@ the spread over seeds, and the validity gate against the paper's published numbe
 Input: `FgdRun`s from `experiments.fgd`. Output: CSV files and a Markdown table (strings
 and files only — printing is the CLI's). The gate: on the default trace, each of the six
 paper baselines must be within ±0.5 points of the paper's allocation ratio at 130 %
-(mean over seeds 42–51); until it holds no comparison is quoted.
+(mean over seeds 42–51); until it holds no comparison is quoted. A sweep without all six
+is "not judged", never "not met".
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import csv
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +22,7 @@ import numpy as np
 from experiments.fgd import BINS, PAPER_ALLOC_AT_130, PAPER_FRAG_AT_130, FgdRun
 from experiments.policies import POLICIES, policy_label
 
-__all__ = ["GATE_TOLERANCE", "Summary", "summarize", "summaries_from_csv", "gate", "write_runs_csv", "write_curves_csv", "markdown_table"]
+__all__ = ["GATE_TOLERANCE", "Summary", "Verdict", "summarize", "summaries_from_csv", "gate", "write_runs_csv", "write_curves_csv", "markdown_table"]
 
 GATE_TOLERANCE = 0.5
 
@@ -84,24 +86,35 @@ def summarize(runs: Iterable[FgdRun]) -> list[Summary]:
     return out
 
 
-def gate(summaries: Sequence[Summary], *, tolerance: float = GATE_TOLERANCE) -> tuple[bool, list[str]]:
-    """(all paper baselines present and within `tolerance`, one line per baseline)."""
-    lines, ok = [], True
+class Verdict(StrEnum):
+    """The gate's answer. `NOT_JUDGED` when some paper baseline was not run on the default
+    trace at k=1: a sweep of batchplace's policies alone says nothing about the reproduction."""
+
+    PASS = "PASS"
+    NOT_MET = "NOT MET"
+    NOT_JUDGED = "not judged"
+
+
+def gate(summaries: Sequence[Summary], *, tolerance: float = GATE_TOLERANCE) -> tuple[Verdict, list[str]]:
+    """(the verdict, one line per paper baseline run, then one naming those not run)."""
+    lines, within_all, missing = [], True, []
     found = {s.policy: s for s in summaries if s.trace == "default" and s.batch_size == 1}
     for policy, paper in PAPER_ALLOC_AT_130.items():
         summary = found.get(policy)
         if summary is None:
-            ok = False
-            lines.append(f"{policy_label(policy)}: not run")
+            missing.append(policy)
             continue
         delta = summary.alloc_mean - paper
         within = abs(delta) <= tolerance
-        ok = ok and within
+        within_all = within_all and within
         lines.append(
             f"{policy_label(policy)}: {summary.alloc_mean:.2f} % vs paper {paper:.2f} % "
             f"({delta:+.2f}, {'ok' if within else 'OUT'}; {summary.seeds} seeds)"
         )
-    return ok, lines
+    if missing:
+        lines.append(f"not run on the default trace at k=1: {', '.join(missing)}")
+        return Verdict.NOT_JUDGED, lines
+    return (Verdict.PASS if within_all else Verdict.NOT_MET), lines
 
 
 def write_runs_csv(runs: Iterable[FgdRun], path: Path) -> None:

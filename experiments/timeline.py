@@ -206,14 +206,15 @@ def _llm_result(config, jobs, times, util, held, fairness, solve, evicted, admit
 # ---- openb ----
 
 
-def run_openb_timeline(config: TimelineConfig) -> TimelineResult:
-    """The `openb` scenario: the trace's own times, FIFO with retry after each release."""
+def run_openb_timeline(config: TimelineConfig, trace_dir: Path | None = None) -> TimelineResult:
+    """The `openb` scenario: the trace's own times, FIFO with retry after each release; the
+    trace from `trace_dir`, else where `experiments.trace_openb.trace_dir` finds it."""
     from experiments.fragmentation import FragTracker, typical_pods
     from experiments.policies import make_policy
 
     started = time.perf_counter()
-    nodes = load_nodes()
-    pods = load_pods(config.trace)
+    nodes = load_nodes(trace_dir)
+    pods = load_pods(config.trace, trace_dir)
     if np.isnan(pods.creation_time).all():
         raise ValueError(f"pod list {config.trace!r} has no times (the multigpu variants have none)")
     order = np.argsort(pods.creation_time, kind="stable")
@@ -285,21 +286,24 @@ def run_openb_timeline(config: TimelineConfig) -> TimelineResult:
     )
 
 
-def run_timeline(config: TimelineConfig) -> TimelineResult:
-    return run_llm_timeline(config) if config.scenario == "llm" else run_openb_timeline(config)
+def run_timeline(config: TimelineConfig, trace_dir: Path | None = None) -> TimelineResult:
+    return run_llm_timeline(config) if config.scenario == "llm" else run_openb_timeline(config, trace_dir)
 
 
-def run_timelines(configs: Sequence[TimelineConfig], *, jobs: int = 1) -> Iterator[TimelineResult]:
-    """Every configuration, in `jobs` processes, yielded as they finish."""
+def run_timelines(
+    configs: Sequence[TimelineConfig], *, trace_dir: Path | None = None, jobs: int = 1
+) -> Iterator[TimelineResult]:
+    """Every configuration, in `jobs` processes, yielded as they finish (`trace_dir`: see
+    `run_openb_timeline`)."""
     if jobs <= 1:
         for config in configs:
-            yield run_timeline(config)
+            yield run_timeline(config, trace_dir)
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        for future in as_completed([pool.submit(run_timeline, config) for config in configs]):
+        for future in as_completed([pool.submit(run_timeline, config, trace_dir) for config in configs]):
             yield future.result()
 
 

@@ -1,6 +1,7 @@
 """Load Alibaba's openb GPU trace (cluster-trace-gpu-v2023, the FGD paper's data) into arrays.
 
-Input: the CSVs in `../shared/traces/alibaba-openb-2023/` (see its PROVENANCE.md): the node
+Input: the CSVs of the openb trace, `cluster-trace-gpu-v2023/csv` in Alibaba's clusterdata
+repository (github.com/alibaba/clusterdata), in a folder found by `trace_dir`: the node
 list `openb_node_list_gpu_node.csv` (1,213 GPU nodes, 6,212 GPUs) and a pod list,
 `openb_pod_list_default.csv` (8,152 pods) or one of its 23 variants. Output: frozen
 `OpenbNodes` / `OpenbPods` of numpy columns, in file order, with quantities in the
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +29,9 @@ import numpy as np
 
 __all__ = [
     "TRACE_ENV",
+    "TRACE_SOURCE",
+    "TraceNotFound",
+    "check_trace",
     "DEFAULT_TRACE",
     "POD_LISTS",
     "GPU_MODELS",
@@ -39,6 +44,10 @@ __all__ = [
 ]
 
 TRACE_ENV = "BATCHPLACE_OPENB_DIR"
+TRACE_SOURCE = (
+    "the openb trace, cluster-trace-gpu-v2023/csv in Alibaba's clusterdata repository (github.com/alibaba/clusterdata)"
+)
+NODE_LIST = "openb_node_list_gpu_node.csv"
 DEFAULT_TRACE = "default"
 POD_LISTS: tuple[str, ...] = (
     "default",
@@ -114,6 +123,21 @@ class OpenbPods:
         )
 
 
+class TraceNotFound(FileNotFoundError):
+    """The trace's CSVs are not where `trace_dir` looked: the message says which file and
+    where; the caller says how to point at them (a CLI option, the variable)."""
+
+
+def check_trace(explicit: str | Path | None, pod_lists: Iterable[str]) -> Path:
+    """The trace folder (as `trace_dir` finds it) once its node list and the `pod_lists`
+    are there, so a sweep fails before it starts rather than in every worker process."""
+    directory = trace_dir(explicit)
+    for path in (directory / NODE_LIST, *(pod_list_path(name, directory) for name in pod_lists)):
+        if not path.is_file():
+            raise TraceNotFound(f"openb trace file {path.name} not found in {directory}")
+    return directory
+
+
 def trace_dir(explicit: str | Path | None = None) -> Path:
     """Where the openb CSVs are: `explicit`, else `$BATCHPLACE_OPENB_DIR`, else the first
     `shared/traces/alibaba-openb-2023` found beside the working directory or a parent of
@@ -127,11 +151,9 @@ def trace_dir(explicit: str | Path | None = None) -> Path:
         for folder in (start, *start.parents):
             for candidate in (folder / "shared" / "traces" / "alibaba-openb-2023",
                               folder / "traces" / "alibaba-openb-2023"):  # fmt: skip
-                if (candidate / "openb_node_list_gpu_node.csv").is_file():
+                if (candidate / NODE_LIST).is_file():
                     return candidate
-    raise FileNotFoundError(
-        f"openb trace not found; set ${TRACE_ENV} to the folder holding openb_node_list_gpu_node.csv"
-    )
+    raise TraceNotFound(f"openb trace not found (no folder holding {NODE_LIST} given, and ${TRACE_ENV} is not set)")
 
 
 def pod_list_path(name: str, directory: str | Path | None = None) -> Path:
@@ -156,7 +178,7 @@ def _spec_mask(spec: str) -> int:
     return mask or (1 << len(GPU_MODELS))  # a bit no node has
 
 
-def load_nodes(directory: str | Path | None = None, *, file: str = "openb_node_list_gpu_node.csv") -> OpenbNodes:
+def load_nodes(directory: str | Path | None = None, *, file: str = NODE_LIST) -> OpenbNodes:
     """The node list (GPU nodes by default, as the FGD artifact simulates)."""
     with open(trace_dir(directory) / file, newline="") as handle:
         rows = list(csv.DictReader(handle))

@@ -7,6 +7,7 @@
     jobs          what runs in the pool: read input → solver.place → checker → response
     whatif        apply changes to a snapshot, read the verdict per added job (pure)
     schemas       request / response shapes and the examples of /docs
+    docs          /docs: Swagger UI from local files (works offline)
     errors        the error tree and the one table mapping errors to HTTP
     middleware    body cap (413), request id, metrics, access log
     metrics, logs Prometheus registry per app; JSON-lines logging

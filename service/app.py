@@ -3,7 +3,8 @@
 Stateless: each request carries its snapshot (or reads the live one a controller lends),
 so replicas scale out behind a Service. Everything per app — settings, the bounded solver
 pool, the Prometheus registry — hangs on `app.state`, so tests build as many apps as they
-like. The read-only dashboard (`service.ui`) is mounted under `/ui` on the same app.
+like. The read-only dashboard (`service.ui`) is mounted under `/ui` on the same app, and
+`/docs` serves Swagger UI from local files (`service.docs`), so both work offline.
 `create_app_from_env` is the factory `batchplace serve` hands uvicorn (one call per
 worker process, settings from `BATCHPLACE_SERVICE_*`).
 """
@@ -16,6 +17,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from service.dependencies import SolverPool
+from service.docs import install_docs
 from service.errors import install_error_handlers
 from service.live import LiveSnapshotSource
 from service.metrics import ServiceMetrics
@@ -43,7 +45,9 @@ def create_app(settings: ServiceSettings, live_snapshot: LiveSnapshotSource | No
         yield
         app.state.pool.shutdown()
 
-    app = FastAPI(title="batchplace", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(
+        title="batchplace", version="0.1.0", description=DESCRIPTION, lifespan=lifespan, docs_url=None, redoc_url=None
+    )
     app.state.settings = settings
     app.state.pool = new_pool()  # also serves apps run without lifespan events
     app.state.metrics = metrics = ServiceMetrics.create()
@@ -53,6 +57,7 @@ def create_app(settings: ServiceSettings, live_snapshot: LiveSnapshotSource | No
     app.include_router(placements.router)
     app.include_router(what_if.router)
     app.include_router(health.router)
+    install_docs(app)
     install_ui(app)
     install_error_handlers(app)
     routes = (placements.router, what_if.router, health.router, ui_router)

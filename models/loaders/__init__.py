@@ -5,7 +5,7 @@
 
 Errors are `models.errors.SnapshotError`s (`InputFormatError`, `FieldError`), each naming
 file, document, object and field path; no `KeyError`, `TypeError`, YAML or pydantic error
-escapes. Warnings (skipped kinds, unknown priority classes, …) come back in
+escapes. Warnings (skipped kinds, unknown fields and apiVersions, unknown priority classes, …) come back in
 `LoadResult.warnings`; nothing is printed or logged.
 
 Labels and annotations batchplace defines (full list, with those of Volcano and Kubernetes

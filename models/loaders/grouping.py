@@ -115,16 +115,25 @@ def join_pods(workload: Workload, nodes: Sequence[Node], warnings: Warnings) -> 
     kept = []
     for pod in workload.pods:
         if not pod.pending and pod.node not in node_names:
-            warnings.add(pod.location, f"runs on node {pod.node!r}, which is not in the input; skipped")
+            warnings.add(
+                pod.location,
+                f"runs on node {pod.node!r}, which is not in the input; skipped",
+                like="a running pod's node is not in the input; skipped",
+            )
             continue
         group_key = f"{pod.namespace}/{pod.group_name}" if pod.group_name else None
         if group_key is not None and group_key not in groups:
             if pod.pending:
-                warnings.add(pod.location, f"names PodGroup {pod.group_name!r}, which is not in the input; skipped")
+                warnings.add(
+                    pod.location,
+                    f"names PodGroup {pod.group_name!r}, which is not in the input; skipped",
+                    like="a pending pod's PodGroup is not in the input; skipped",
+                )
                 continue
             warnings.add(
                 pod.location,
                 f"names PodGroup {pod.group_name!r}, which is not in the input; it only takes capacity",
+                like="a running pod's PodGroup is not in the input; it only takes capacity",
             )
             group_key = None
         kept.append(pod)

@@ -6,8 +6,8 @@ with `items` (items without `kind` take it from the list: a `PodList`'s items ar
 Output: a `LoadResult` — the validated `Snapshot` plus warnings, one line each, such as
 `cluster.yaml: document 4 (ConfigMap default/x): kind v1/ConfigMap is not used; skipped`.
 
-Kinds read (the API version within a group is not checked; what each reads is in the
-reader's module docstring):
+Kinds read (what each reads is in the reader's module docstring; a field or apiVersion
+their schema does not have is a warning with the nearest known name, see `field_schemas`):
 
     v1 Node, v1 Pod                           cluster_objects, workloads
     scheduling.k8s.io PriorityClass           cluster_objects
@@ -25,6 +25,7 @@ object and field path. It does not read from a cluster: that is the controller's
 
 from __future__ import annotations
 
+import difflib
 import sys
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from .cluster_objects import (
     read_priority_class,
     read_queue,
 )
+from .field_schemas import KindSchema, kind_schema, warn_unknown_fields
 from .raw import (
     DEFAULT_NAMESPACE,
     Metadata,
@@ -106,6 +108,7 @@ class _Context:
     inventory: Inventory
     warnings: Warnings
     scheduler_names: frozenset[str]
+    check_fields: bool
 
 
 # ---- public API ----
@@ -134,9 +137,15 @@ def load_snapshot_yaml_text(
 
 
 def load_snapshot_documents(
-    documents: Sequence[Document], *, scheduler_names: Collection[str] = DEFAULT_SCHEDULER_NAMES
+    documents: Sequence[Document],
+    *,
+    scheduler_names: Collection[str] = DEFAULT_SCHEDULER_NAMES,
+    check_fields: bool = True,
 ) -> LoadResult:
-    context = _Context(Inventory(), Warnings(), frozenset(scheduler_names))
+    """`check_fields=False` skips the warnings about unknown fields and apiVersions
+    (`field_schemas`): objects read from a live API server passed its own schema, which
+    may be newer than batchplace's table, and a cycle should not pay to walk them again."""
+    context = _Context(Inventory(), Warnings(), frozenset(scheduler_names), check_fields)
     for source, number, document in documents:
         context.inventory.sources.append(source)
         for obj in _objects(source, number, document):
@@ -239,9 +248,26 @@ def _read_object(obj: RawObject, context: _Context) -> None:
     group = api_version.rpartition("/")[0]
     reader = _READERS.get((group, kind))
     if reader is None:
-        context.warnings.add(obj.location, f"kind {api_version}/{kind} is not used; skipped")
+        message = f"kind {api_version}/{kind} is not used; skipped{_nearest_kind(group, kind)}"
+        context.warnings.add(obj.location, message)
         return
+    if context.check_fields:
+        warn_unknown_fields(obj, _SCHEMAS[group, kind], context.warnings)
     reader(obj, read_metadata(obj), context)
+
+
+def _nearest_kind(group: str, kind: str) -> str:
+    """`; did you mean scheduling.volcano.sh/v1beta1 Queue?` for a kind read in another group
+    (`apiVersion: v1` on a Queue) or a near spelling of one read in this group (`Podgroup`)."""
+    candidates = [key for key in _READERS if key[1] == kind]
+    if not candidates:
+        in_group = [known for known_group, known in _READERS if known_group == group]
+        candidates = [(group, known) for known in difflib.get_close_matches(kind, in_group, n=1)]
+    if not candidates:
+        return ""
+    known_group, known_kind = candidates[0]
+    version = _SCHEMAS[known_group, known_kind].versions[-1]
+    return f"; did you mean {f'{known_group}/' if known_group else ''}{version} {known_kind}?"
 
 
 def _node(obj: RawObject, meta: Metadata, context: _Context) -> None:
@@ -279,7 +305,7 @@ def _pod(obj: RawObject, meta: Metadata, context: _Context) -> None:
     if record is None:
         return
     if record.pending and record.template.uses_affinity:
-        context.warnings.add(obj.location, _AFFINITY_NOT_READ)
+        context.warnings.add(obj.location, _AFFINITY_NOT_READ, like=_AFFINITY_NOT_READ)
     _count_pods(obj, 1, context)
     context.inventory.workloads.append(record)
 
@@ -289,7 +315,7 @@ def _volcano_job(obj: RawObject, meta: Metadata, context: _Context) -> None:
     if record is None:
         return
     if any(pod.template.uses_affinity for pod in record.pods):
-        context.warnings.add(obj.location, _AFFINITY_NOT_READ)
+        context.warnings.add(obj.location, _AFFINITY_NOT_READ, like=_AFFINITY_NOT_READ)
     _count_pods(obj, len(record.pods), context)
     context.inventory.workloads.append(record)
 
@@ -312,3 +338,4 @@ _READERS: dict[tuple[str, str], Callable[[RawObject, Metadata, _Context], None]]
     ("topology.volcano.sh", "HyperNode"): _hypernode,
     ("nodeinfo.volcano.sh", "Numatopology"): _numatopology,
 }
+_SCHEMAS: dict[tuple[str, str], KindSchema] = {(group, kind): kind_schema(group, kind) for group, kind in _READERS}

@@ -246,18 +246,34 @@ def read_metadata(obj: RawObject) -> Metadata:
 
 
 class Warnings:
-    """Collects the one-line notes a load returns (`file: document n (Kind ns/name): …`), each once."""
+    """Collects the one-line notes a load returns (`file: document n (Kind ns/name): …`), each once.
+
+    A note that can repeat on every object of a large input (the same unknown field on
+    5,000 generated pods) is added with `like`, a text naming the kind of note: the first
+    `PER_KIND` are listed, the rest counted in one closing line per kind,
+    `<like> (and 4,997 more)`, so the lines say everything without flooding a terminal.
+    """
+
+    PER_KIND = 3
 
     def __init__(self) -> None:
         self._lines: dict[str, None] = {}
+        self._more: dict[str, int] = {}
 
-    def add(self, location: Location, message: str) -> None:
+    def add(self, location: Location, message: str, *, like: str | None = None) -> None:
         where = str(location)
-        self._lines[f"{where}: {message}" if where else message] = None
+        line = f"{where}: {message}" if where else message
+        if like is not None and line not in self._lines:
+            seen = self._more.get(like, 0)
+            self._more[like] = seen + 1
+            if seen >= self.PER_KIND:
+                return
+        self._lines[line] = None
 
     @property
     def lines(self) -> tuple[str, ...]:
-        return tuple(self._lines)
+        counted = [(like, count - self.PER_KIND) for like, count in self._more.items() if count > self.PER_KIND]
+        return (*self._lines, *(f"{like} (and {unlisted:,} more)" for like, unlisted in counted))
 
 
 def pydantic_message(error: ValidationError) -> tuple[tuple[PathPart, ...], str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from experiments.cluster_state import ClusterState, PodRequest
@@ -51,3 +53,16 @@ def occupy(state: ClusterState, node: int, *, cpu_milli: int = 0, devices: dict[
             state.bind(pod(0, 1, 1000, index=-1), node, (device,))
         else:
             state.bind(pod(0, 1, milli, index=-1), node, (device,))
+
+
+def write_tiny_trace(folder: Path) -> None:
+    """An openb-format trace folder: 12 nodes, 60 pods (the `default` list), fast to replay."""
+    nodes = ["sn,cpu_milli,memory_mib,gpu,model"]
+    nodes += [f"node-{index:02d},32000,131072,{2 + index % 3 * 2},{'V100M16' if index % 2 else 'T4'}" for index in range(12)]
+    (folder / "openb_node_list_gpu_node.csv").write_text("\n".join(nodes) + "\n")
+    pods = ["name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"]
+    shapes = [(4000, 1, 1000), (2000, 1, 500), (8000, 2, 1000), (1000, 1, 250), (6000, 0, 0), (4000, 4, 1000)]
+    for index in range(60):
+        cpu, gpus, milli = shapes[index % len(shapes)]
+        pods.append(f"pod-{index:03d},{cpu},8192,{gpus},{milli},,LS,Running,{index},{index + 100},{index}")
+    (folder / "openb_pod_list_default.csv").write_text("\n".join(pods) + "\n")

@@ -1,0 +1,145 @@
+"""Write `models/loaders/field_schemas.json`: the fields of every kind batchplace reads.
+
+Why a generated file: the loader warns about fields an object's schema does not have
+(`spec.minAvaliable`), but `models` may not import the `kubernetes` client (the import
+contract in pyproject.toml). So this script reads the client's models (core kinds: their
+`openapi_types` and `attribute_map`) and the upstream CRDs in `scripts/crds/` (Volcano's
+and scheduler-plugins'), and writes one JSON table the loader reads. Run it after
+upgrading the client or copying newer CRDs; `tests/models/test_field_schemas.py` checks
+the committed table is what it writes.
+
+The table:
+
+    {"kinds": {group: {kind: {"label": "Volcano Job", "versions": [...], "type": name}}},
+     "types": {name: {"fields": {jsonName: type name, or null}, "open": true?}}}
+
+A field's type is null when its keys are not checked: scalars, free-form objects, maps
+(labels, resources, `additionalProperties`). A list's type is its items' type. `open`
+marks an object whose schema keeps unknown fields (`x-kubernetes-preserve-unknown-fields`).
+A CRD's top-level `metadata` is the client's `V1ObjectMeta`, as the API server validates it.
+Identical CRD object types are stored once, under the first path that has them.
+
+Usage: python scripts/generate_field_schemas.py [--output FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+import kubernetes.client
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CRD_DIR = ROOT / "scripts" / "crds"
+OUTPUT = ROOT / "models" / "loaders" / "field_schemas.json"
+
+# (group, kind, label, the client's class names per served version)
+CORE_KINDS = (
+    ("", "Node", "Kubernetes Node", {"v1": "V1Node"}),
+    ("", "Pod", "Kubernetes Pod", {"v1": "V1Pod"}),
+    ("scheduling.k8s.io", "PriorityClass", "Kubernetes PriorityClass", {"v1": "V1PriorityClass"}),
+)
+# (CRD file, label)
+CRD_KINDS = (
+    ("batch.volcano.sh_jobs.yaml", "Volcano Job"),
+    ("scheduling.volcano.sh_podgroups.yaml", "Volcano PodGroup"),
+    ("scheduling.volcano.sh_queues.yaml", "Volcano Queue"),
+    ("topology.volcano.sh_hypernodes.yaml", "Volcano HyperNode"),
+    ("nodeinfo.volcano.sh_numatopologies.yaml", "Volcano Numatopology"),
+    ("scheduling.x-k8s.io_podgroups.yaml", "scheduler-plugins PodGroup"),
+)
+# Fields batchplace reads that the upstream schema lacks, added so reading them is no
+# warning: (group, kind, path to the object, field). Each is explained where it is read
+# (models/loaders/cluster_objects.py).
+EXTRA_FIELDS = (
+    ("nodeinfo.volcano.sh", "Numatopology", ("spec",), "MemoryDetail"),  # per-cell memory, as exporters write it
+    ("scheduling.volcano.sh", "Queue", ("spec",), "state"),  # Closed/Closing, older Volcano's place for it
+)
+_WRAPPER = re.compile(r"^(?:List|list)\[(.*)\]$")
+
+
+def _client_type(type_text: str, types: dict[str, dict]) -> str | None:
+    """`List[V1Container]` → `V1Container` (added to `types`); scalars and maps → None."""
+    while match := _WRAPPER.match(type_text):
+        type_text = match.group(1)
+    model = getattr(kubernetes.client, type_text, None)
+    if model is None or not hasattr(model, "attribute_map"):
+        return None
+    if type_text not in types:
+        types[type_text] = {}  # reserved first: a type may contain itself
+        fields = {
+            model.attribute_map[attribute]: _client_type(attribute_type, types)
+            for attribute, attribute_type in model.openapi_types.items()
+        }
+        types[type_text] = {"fields": dict(sorted(fields.items()))}
+    return type_text
+
+
+def _crd_type(schema: dict, name: str, types: dict[str, dict], seen: dict[str, str]) -> str | None:
+    """An OpenAPI v3 schema → a type name (objects with properties) or None (not checked)."""
+    if schema.get("type") == "array":
+        return _crd_type(schema.get("items") or {}, name + "[]", types, seen)
+    properties = schema.get("properties")
+    if not properties:
+        return None
+    fields = {key: _crd_type(value, f"{name}.{key}", types, seen) for key, value in sorted(properties.items())}
+    entry: dict[str, object] = {"fields": fields}
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        entry["open"] = True
+    shape = json.dumps(entry, sort_keys=True)
+    if shape not in seen:
+        seen[shape] = name
+        types[name] = entry
+    return seen[shape]
+
+
+def build_table() -> dict[str, object]:
+    types: dict[str, dict] = {}
+    kinds: dict[str, dict[str, dict]] = {}
+    for group, kind, label, classes in CORE_KINDS:
+        names = {_client_type(class_name, types) for class_name in classes.values()}
+        if len(names) != 1:
+            raise SystemExit(f"{kind}: one schema per kind is supported, got {sorted(map(str, names))}")
+        kinds.setdefault(group, {})[kind] = {"label": label, "versions": sorted(classes), "type": names.pop()}
+    seen: dict[str, str] = {}
+    for file_name, label in CRD_KINDS:
+        crd = yaml.safe_load((CRD_DIR / file_name).read_text(encoding="utf-8"))
+        group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+        served = [version for version in crd["spec"]["versions"] if version.get("served", True)]
+        storage = next(version for version in served if version.get("storage"))
+        schema = storage["schema"]["openAPIV3Schema"]
+        schema["properties"]["metadata"] = {}
+        for extra_group, extra_kind, path, field in EXTRA_FIELDS:
+            if (extra_group, extra_kind) == (group, kind):
+                target = schema
+                for part in path:
+                    target = target["properties"][part]
+                target["properties"][field] = {}
+        name = _crd_type(schema, f"{group}/{kind}", types, seen)
+        types[str(name)]["fields"] = {**types[str(name)]["fields"], "metadata": _client_type("V1ObjectMeta", types)}
+        versions = sorted(version["name"] for version in served)
+        kinds.setdefault(group, {})[kind] = {"label": label, "versions": versions, "type": name}
+    return {
+        "about": "generated by scripts/generate_field_schemas.py; do not edit",
+        "kinds": kinds,
+        "types": dict(sorted(types.items())),
+    }
+
+
+def render(table: dict[str, object]) -> str:
+    return json.dumps(table, indent=1, sort_keys=False) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    default = OUTPUT.relative_to(ROOT)
+    parser.add_argument("--output", type=Path, default=OUTPUT, help=f"where to write (default {default})")
+    args = parser.parse_args()
+    args.output.write_text(render(build_table()), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
