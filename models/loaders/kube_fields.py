@@ -8,7 +8,8 @@ Resource names become batchplace's: `cpu` in millicores, `memory` and every othe
 in its own integer unit (bytes, counts), `nvidia.com/gpu` devices times 1000 into `gpu`
 milli-GPUs, and `batchplace.io/gpu-milli` (a fraction of one device) added to `gpu` as it is.
 Worked example: a container asking `cpu: 500m, memory: 1Gi, nvidia.com/gpu: 2` becomes
-`{"cpu": 500, "memory": 1073741824, "gpu": 2000}`.
+`{"cpu": 500, "memory": 1073741824, "gpu": 2000}`. A container may not request `pods`
+(Kubernetes refuses it too): a pod takes one of its node's `pods` by being there.
 
 Every amount is checked against its ceiling (`models.quantity`) here, so the error names the
 manifest's field (`spec.containers[0].resources.requests.memory`); a sum of containers
@@ -28,6 +29,7 @@ from models.snapshot import (
     CPU,
     GPU,
     GPU_MILLI_PER_DEVICE,
+    PODS,
     ResourceList,
     Taint,
     Toleration,
@@ -84,6 +86,8 @@ def read_resources(obj: RawObject, key: str, *, role: ResourceRole) -> ResourceL
     mapping = obj.child(key)
     names = {name for name, _ in entries}
     for name, value in entries:
+        if name == PODS and role == "request":
+            raise mapping.error(name, f"a container does not request {PODS}: every pod takes one of its node's {PODS}")
         amount = _quantity(mapping, name, value, role=role)
         if name == GPU_MILLI_RESOURCE:
             if role == "node":

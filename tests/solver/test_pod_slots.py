@@ -1,0 +1,91 @@
+"""A node's `pods` allocatable, end to end: every pod takes one (running ones too), every
+engine keeps to it, the checker enforces it, reasons and what-if say so.
+
+Each case is one node unless it says otherwise; one-pod jobs of 1 CPU, so CPU never binds
+and the pod count is the only limit.
+"""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from models.placement import Decision
+from models.snapshot import KUBELET_DEFAULT_MAX_PODS, Node, Snapshot, Task
+from solver.checker import check_placement
+from solver.place import ENGINES, SolveConfig, place
+from solver.reasons import CAPACITY
+from solver.rules import capacity
+from tests.builders import (
+    make_bind,
+    make_gang,
+    make_node,
+    make_placement,
+    make_running,
+    make_snapshot,
+    rule_violations,
+)
+
+
+def _solve(snapshot: Snapshot, engine: str) -> Decision:
+    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=10))  # type: ignore[arg-type]
+    assert check_placement(snapshot, decision.placement) == ()
+    return decision
+
+
+def _bound_on(decision: Decision, node: str) -> int:
+    return sum(1 for bind in decision.placement.binds if bind.node == node)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_node_allowing_3_pods_takes_3_of_5_and_says_why_the_others_wait(engine: str) -> None:
+    jobs = [make_gang(f"job-{i}", cpu=1) for i in range(5)]
+    snapshot = make_snapshot(nodes=[make_node("n1", cpu=32, pods=3)], groups=jobs)
+    decision = _solve(snapshot, engine)
+    assert _bound_on(decision, "n1") == 3
+    pending = [outcome for outcome in decision.podgroups if outcome.state == "pending"]
+    assert len(pending) == 2
+    for outcome in pending:
+        assert any(r.startswith(CAPACITY) and "pods: node n1 allows 3, 3 in use" in r for r in outcome.reasons)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_running_pods_of_any_scheduler_take_their_pod_slot(engine: str) -> None:
+    others = [make_running(f"daemon-{i}", node="n1", cpu=0) for i in range(2)]
+    jobs = [make_gang(f"job-{i}", cpu=1) for i in range(3)]
+    snapshot = make_snapshot(nodes=[make_node("n1", cpu=32, pods=3)], groups=jobs, running=others)
+    assert _bound_on(_solve(snapshot, engine), "n1") == 1
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_best_effort_pods_fill_a_node_up_to_the_kubelet_default(engine: str) -> None:
+    """Pods asking nothing fit anywhere but in the pod count: a node without `pods` takes 110."""
+    job = make_gang("many", replicas=150, cpu=0, min_member=1)
+    snapshot = make_snapshot(nodes=[make_node("n1"), make_node("n2", pods=20)], groups=[job])
+    decision = _solve(snapshot, engine)
+    assert (_bound_on(decision, "n1"), _bound_on(decision, "n2")) == (KUBELET_DEFAULT_MAX_PODS, 20)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_evicting_a_pod_frees_its_pod_slot_for_a_preemptor(engine: str) -> None:
+    low = make_gang("low", cpu=1, priority=1, running_on=["n1"])
+    high = make_gang("high", cpu=1, priority=100)
+    snapshot = make_snapshot(nodes=[make_node("n1", cpu=32, pods=1)], groups=[low, high])
+    decision = _solve(snapshot, engine)
+    assert [e.pod for e in decision.placement.evictions] == [low.pods[0].key]
+    assert [(b.pod, b.node) for b in decision.placement.binds] == [(high.pods[0].key, "n1")]
+
+
+def test_the_checker_reports_more_pods_than_the_node_allows() -> None:
+    jobs = [make_gang(f"job-{i}", cpu=1) for i in range(4)]
+    snapshot = make_snapshot(nodes=[make_node("n1", cpu=32, pods=3)], groups=jobs)
+    placement = make_placement(binds=[make_bind(job.pods[0], "n1") for job in jobs])
+    (violation,) = rule_violations(capacity, snapshot, placement)
+    assert violation.message == "node n1: pods 4 > allocatable 3 after placement (binds add 4)"
+
+
+def test_a_node_without_pods_allows_the_kubelet_default_and_a_request_may_not_name_pods() -> None:
+    node = Node.model_validate({"name": "n1", "allocatable": {"cpu": 1000}})
+    assert node.allocatable["pods"] == KUBELET_DEFAULT_MAX_PODS == 110
+    with pytest.raises(ValidationError, match="requests may not name 'pods'"):
+        Task.model_validate({"name": "t", "requests": {"cpu": 1000, "pods": 1}})
