@@ -11,7 +11,8 @@ batchplace's own keys (documented for users in the README):
 
 Keys of other projects, read as they define them:
 
-    volcano.sh/preemptable                 Pod, PodGroup, vcjob: "false" = not preemptable
+    volcano.sh/preemptable                 Pod, PodGroup, vcjob (annotation, else label): "false" or
+                                           anything not a boolean = not preemptable
     volcano.sh/task-spec                   Pod: the vcjob task it belongs to
     volcano.sh/job-name                    Pod: the vcjob that created it
     volcano.sh/numa-topology-policy        Pod: Volcano's name for the NUMA policy

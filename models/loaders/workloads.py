@@ -68,8 +68,7 @@ _NUMA_POLICIES: dict[str, NumaPolicy] = {
     "restricted": "restricted",
     "single-numa-node": "single-numa-node",
 }
-_TRUE = ("1", "t", "T", "true", "TRUE", "True")  # Go's strconv.ParseBool, as Volcano reads it
-_FALSE = ("0", "f", "F", "false", "FALSE", "False")
+_TRUE = ("1", "t", "T", "true", "TRUE", "True")  # what Go's strconv.ParseBool reads as true
 _FINISHED_PHASES = ("Succeeded", "Failed")
 GPUS_PATH: tuple[PathPart, ...] = ("metadata", "annotations", GPUS_ANNOTATION)
 
@@ -97,16 +96,18 @@ def parse_numa_policy(text: str, location: Location, path: tuple[PathPart, ...])
 
 
 def read_preemptable(obj: RawObject, meta: Metadata) -> bool | None:
-    """`volcano.sh/preemptable`: None when absent, so the PodGroup's value applies."""
-    text = meta.annotations.get(PREEMPTABLE_ANNOTATION)
-    if text is None:
-        return None
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    path = _annotation_path(obj, PREEMPTABLE_ANNOTATION)
-    raise FieldError(f"expected true or false, got {text!r}", location=obj.location, path=path)
+    """`volcano.sh/preemptable` as Volcano's `GetPodPreemptable` reads it (volcano-sh/volcano
+    `pkg/scheduler/api/pod_info.go`): the annotation, else the label of that key; a value
+    Go's `strconv.ParseBool` does not take means *not* preemptable (Volcano logs it and
+    protects the pod — evicting what Volcano would keep is the worse mistake). None when
+    neither is there, so the PodGroup's value (default true) applies. Example: label
+    `volcano.sh/preemptable: "false"` → False; annotation `"true"` over that label → True;
+    annotation `"maybe"` → False."""
+    for tags in (meta.annotations, meta.labels):
+        text = tags.get(PREEMPTABLE_ANNOTATION)
+        if text is not None:
+            return text in _TRUE
+    return None
 
 
 def read_network_topology(spec: RawObject) -> NetworkTopology | None:
