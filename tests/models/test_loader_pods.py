@@ -116,6 +116,17 @@ def test_a_pending_pod_of_our_scheduler_gets_its_own_one_pod_group() -> None:
     assert (loaded.pods[0].phase, loaded.pods[0].pod_group, loaded.pods[0].task) == ("pending", group.key, "main")
 
 
+def test_a_running_pod_naming_only_its_queue_gets_a_one_pod_group_in_that_queue() -> None:
+    loaded = snapshot(
+        node("n1"),
+        pod("named", node="n1", scheduler="default-scheduler", annotations={"scheduling.volcano.sh/queue-name": "q"}),
+        pod("plain", node="n1"),
+    )
+    assert [(p.name, p.pod_group) for p in loaded.pods] == [("named", "default/podgroup-named"), ("plain", None)]
+    (group,) = loaded.pod_groups
+    assert (group.queue, group.min_member) == ("q", 1)
+
+
 def test_a_one_pod_group_goes_to_the_default_queue_without_annotation() -> None:
     assert snapshot(pod("p")).pod_groups[0].queue == "default"
 
