@@ -35,10 +35,18 @@ from models.snapshot import (
     Toleration,
 )
 
-from .keys import GPU_MILLI_RESOURCE, NVIDIA_GPU_RESOURCE
+from .keys import GPU_MILLI_RESOURCE, NVIDIA_GPU_RESOURCE, VGPU_RESOURCES
 from .raw import RawObject, describe
 
-__all__ = ["ResourceRole", "read_resources", "pod_requests", "read_taints", "read_tolerations", "add_resources"]
+__all__ = [
+    "ResourceRole",
+    "read_resources",
+    "container_requests",
+    "pod_requests",
+    "read_taints",
+    "read_tolerations",
+    "add_resources",
+]
 
 ResourceRole = Literal["node", "request", "quota"]
 """Where a resource list sits: node capacity, a container's request, or a queue's quota."""
@@ -122,12 +130,18 @@ def _max_resources(left: Mapping[str, int], right: Mapping[str, int]) -> Resourc
     return {name: max(left.get(name, 0), right.get(name, 0)) for name in {*left, *right}}
 
 
-def _container_requests(container: RawObject) -> ResourceList:
-    """Requests, with a limit standing in for each request left out (Kubernetes' defaulting)."""
+def container_requests(container: RawObject) -> ResourceList:
+    """Requests, with a limit standing in for each request left out (Kubernetes' defaulting);
+    Volcano's vGPU resources included, as they are written (`models.loaders.vgpu` reads them)."""
     resources = container.child("resources")
     requests = read_resources(resources, "requests", role="request")
     limits = read_resources(resources, "limits", role="request")
     return {**limits, **requests}
+
+
+def _without_vgpu(requests: ResourceList) -> ResourceList:
+    """Volcano's vGPU asks are GPU shares, added to `gpu` once the device memory is known."""
+    return {name: amount for name, amount in requests.items() if name not in VGPU_RESOURCES}
 
 
 def _sorted(resources: Mapping[str, int]) -> ResourceList:
@@ -139,14 +153,15 @@ def pod_requests(spec: RawObject) -> ResourceList:
 
     Sum of the app containers (plus restartable "sidecar" init containers, which keep
     running), at least the largest one-off init container (plus the sidecars started
-    before it), plus `spec.overhead`. Example: containers of 1 and 2 CPU, an init container
+    before it), plus `spec.overhead`; Volcano's vGPU resources left out (`models.loaders.vgpu`).
+    Example: containers of 1 and 2 CPU, an init container
     of 4 CPU → 4 CPU; the same with the init container at 2 CPU → 3 CPU.
     """
-    app = add_resources(*(_container_requests(c) for c in spec.children("containers")))
+    app = add_resources(*(_without_vgpu(container_requests(c)) for c in spec.children("containers")))
     sidecars: ResourceList = {}
     init_peak: ResourceList = {}
     for init in spec.children("initContainers"):
-        requests = _container_requests(init)
+        requests = _without_vgpu(container_requests(init))
         if init.optional_string("restartPolicy") == "Always":
             app = add_resources(app, requests)
             sidecars = add_resources(sidecars, requests)

@@ -42,8 +42,9 @@ from .keys import (
     XK8S_GROUP_LABEL,
     XK8S_QUEUE_KEYS,
 )
-from .kube_fields import pod_requests, read_resources, read_tolerations
+from .kube_fields import container_requests, pod_requests, read_resources, read_tolerations
 from .raw import Metadata, RawObject
+from .vgpu import VgpuAsk, vgpu_ask
 
 __all__ = [
     "NumaPolicy",
@@ -140,6 +141,7 @@ class PodTemplate:
     priority_class: str | None
     preemptable: bool | None
     uses_affinity: bool
+    vgpu: tuple[VgpuAsk, ...] = ()  # Volcano vGPU asks of the containers, not yet in `requests`
 
 
 def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPolicy = "none") -> PodTemplate:
@@ -166,6 +168,7 @@ def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPoli
         priority_class=spec.optional_string("priorityClassName"),
         preemptable=read_preemptable(obj, meta),
         uses_affinity=spec.has("affinity") or bool(spec.children("topologySpreadConstraints")),
+        vgpu=tuple(ask for c in spec.children("containers") if (ask := vgpu_ask(c, container_requests(c)))),
     )
 
 
