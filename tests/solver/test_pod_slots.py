@@ -13,7 +13,10 @@ from pydantic import ValidationError
 from models.placement import Decision
 from models.snapshot import KUBELET_DEFAULT_MAX_PODS, Node, Snapshot, Task
 from solver.checker import check_placement
+from solver.cpsat_data import DataLimits, build_model_data
+from solver.objective import ObjectiveContext
 from solver.place import ENGINES, SolveConfig, place
+from solver.problem import build_problem
 from solver.reasons import CAPACITY
 from solver.rules import capacity
 from tests.builders import (
@@ -89,3 +92,18 @@ def test_a_node_without_pods_allows_the_kubelet_default_and_a_request_may_not_na
     assert node.allocatable["pods"] == KUBELET_DEFAULT_MAX_PODS == 110
     with pytest.raises(ValidationError, match="requests may not name 'pods'"):
         Task.model_validate({"name": "t", "requests": {"cpu": 1000, "pods": 1}})
+
+
+def test_a_pod_count_that_cannot_bind_does_not_split_cpsat_node_profiles() -> None:
+    """Twenty 4-core nodes running 0..19 BestEffort pods differ only in their free pod count;
+    every pending pod asks a core, so at most 4 more fit anywhere — below every node's free
+    count — and the nodes share one profile. On n-full the count binds: its own profile."""
+    daemons = [make_running(f"d{n}-{i}", node=f"n{n}", cpu=0) for n in range(20) for i in range(n)]
+    nodes = [make_node(f"n{n}", cpu=4, memory=16) for n in range(20)] + [make_node("n-full", cpu=4, memory=16, pods=2)]
+    jobs = [make_gang(f"job-{i}", cpu=1) for i in range(90)]
+    snapshot = make_snapshot(nodes=nodes, groups=jobs, running=daemons)
+    problem = build_problem(snapshot)
+    data = build_model_data(snapshot, problem, ObjectiveContext.of(snapshot), limits=DataLimits())
+    assert len(data.profiles) == 2
+    decision = _solve(snapshot, "cpsat")
+    assert _bound_on(decision, "n-full") == 2 and len(decision.placement.binds) == 20 * 4 + 2
