@@ -353,7 +353,8 @@ class _Builder(VictimSteps, TopologySteps):
         devices = tuple((cell, value) for cell, value, _ in ordered)
         # A node already past its allocatable (lowered under running pods) has none left;
         # a negative amount would read as DOMINATED, never binding.
-        raw = (tuple(max(0, amount) for amount in free), devices, tuple(sorted(cell_cpu)), self._declared[node], int(self.problem.node_class[node]))
+        left = tuple(max(0, amount) for amount in free)
+        raw = (left, devices, tuple(sorted(cell_cpu)), self._declared[node], int(self.problem.node_class[node]))
         known = self.raw_profile.get(raw)
         if known is not None:
             return known

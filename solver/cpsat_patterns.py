@@ -111,7 +111,9 @@ class PatternSet:
         return self.rule.node_fragment((free,)) if 0 < free < WHOLE else 0
 
 
-def dominated(profile: Profile, shapes: Sequence[Shape], gpu_column: int, *, pods_column: int, pending: int) -> Profile:
+def dominated(
+    profile: Profile, shapes: Sequence[Shape], gpu_column: int, *, pods_column: int, pending: int
+) -> Profile:
     """`profile` with every node resource that can never bind set to DOMINATED: the pod
     count when the node has room for more pods than can come (`_pods_dominated`), then every
     non-GPU resource its devices already bound.

@@ -107,3 +107,12 @@ def test_a_pod_count_that_cannot_bind_does_not_split_cpsat_node_profiles() -> No
     assert len(data.profiles) == 2
     decision = _solve(snapshot, "cpsat")
     assert _bound_on(decision, "n-full") == 2 and len(decision.placement.binds) == 20 * 4 + 2
+
+
+def test_cpsat_places_nothing_on_a_node_already_past_its_pod_count() -> None:
+    """Three pods run where the node now allows two (its allocatable lowered under them):
+    none left, not "never binding", so CP-SAT answers itself rather than its fallback."""
+    others = [make_running(f"daemon-{i}", node="n1", cpu=0) for i in range(3)]
+    snapshot = make_snapshot(nodes=[make_node("n1", pods=2)], groups=[make_gang("job", cpu=1)], running=others)
+    decision = _solve(snapshot, "cpsat")
+    assert decision.placement.binds == () and decision.fallback is None
