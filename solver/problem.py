@@ -171,8 +171,11 @@ class Problem:
         return self.eligible_by_class[self.task_eligibility_class[task_row]]
 
     def resources_dict(self, row: np.ndarray) -> dict[str, int]:
-        """An `[R]` row as a resource list without zeros: `{"cpu": 2000, "gpu": 8000}`."""
-        return {name: int(row[i]) for i, name in enumerate(self.resource_names) if row[i]}
+        """An `[R]` row as the snapshot writes a resource list: without zeros and without
+        `pods`, which no request or share names — `{"cpu": 2000, "gpu": 8000}`. So queue rows
+        turned back into shares compare as the checker's do (`victim_refusal`)."""
+        pods = self.pods_column
+        return {name: int(row[i]) for i, name in enumerate(self.resource_names) if row[i] and i != pods}
 
 
 def build_problem(snapshot: Snapshot) -> Problem:

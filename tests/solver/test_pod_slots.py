@@ -24,8 +24,10 @@ from tests.builders import (
     make_gang,
     make_node,
     make_placement,
+    make_queue,
     make_running,
     make_snapshot,
+    resources,
     rule_violations,
 )
 
@@ -116,3 +118,17 @@ def test_cpsat_places_nothing_on_a_node_already_past_its_pod_count() -> None:
     snapshot = make_snapshot(nodes=[make_node("n1", pods=2)], groups=[make_gang("job", cpu=1)], running=others)
     decision = _solve(snapshot, "cpsat")
     assert decision.placement.binds == () and decision.fallback is None
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_queues_do_not_count_pods_a_queue_at_its_share_reclaims_nothing(engine: str) -> None:
+    """a deserves 2 CPUs and runs 2, b deserves 1 and runs 2: b is above its share, but a
+    already holds its own, so a's pending pod reclaims nothing (Volcano's `Overused`). The
+    pod count must not make a look short of a share it is never dealt."""
+    queues = [make_queue("a", deserved=resources(cpu=2)), make_queue("b", deserved=resources(cpu=1))]
+    held = [make_gang(f"{q}-run-{i}", cpu=1, queue=q, running_on=["n1"]) for q in "ab" for i in range(2)]
+    waiting = make_gang("a-wait", cpu=1, queue="a")
+    snapshot = make_snapshot(nodes=[make_node("n1", cpu=4)], groups=[*held, waiting], queues=queues)
+    decision = _solve(snapshot, engine)
+    assert decision.placement.evictions == () and decision.placement.binds == ()
+    assert decision.fallback is None
