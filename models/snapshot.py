@@ -6,11 +6,21 @@ are numbers, HyperNode selectors are member lists, vcjobs are PodGroups with pod
 solver never parses, defaults or guesses (DESIGN.md, "The snapshot").
 
 Quantities are integers in base units: `cpu` in millicores, `memory` in bytes, `gpu` in
-milli-GPUs (1000 = one whole device), any other resource in its own integer unit. Each is
+milli-GPUs (1000 = one whole device), `pods` a count, any other resource in its own
+integer unit. Each is
 at most its ceiling (`models.quantity`: a node, pod, task or NUMA cell `resource_ceiling`,
 a queue's quotas and a PodGroup's minResources `quota_ceiling`), so every sum the solver
 forms fits int64 and CP-SAT; priorities and weights are int32 as in Kubernetes and
 Volcano, and times lie in Kubernetes' years 1–9999, for the same reason.
+
+`pods` is what the kubelet counts: a node runs at most `allocatable["pods"]` pods, and every
+pod — running or pending, whatever it asks — takes one (`POD_SLOT`). So it is a node
+resource no request names: a pod's or task's `requests` may not list it, and a node that
+does not state it allows the kubelet's default, `KUBELET_DEFAULT_MAX_PODS` = 110. Every node
+the kubelet reports states it; the default is for hand-written nodes (the JSON form, test
+builders), and it is the kubelet's rather than "no limit" so that such a node means what the
+same node in a cluster would. Queues do not count pods (Volcano's queues hold cpu, memory
+and scalar resources; the pod count is a node predicate there too).
 
 Pods are the unit of placement. A pending pod belongs to a PodGroup and one of its tasks,
 and takes its requests, node selector, tolerations and NUMA policy from that task, so the
@@ -56,6 +66,9 @@ __all__ = [
     "CPU",
     "MEMORY",
     "GPU",
+    "PODS",
+    "POD_SLOT",
+    "KUBELET_DEFAULT_MAX_PODS",
     "GPU_MILLI_PER_DEVICE",
     "ROOT_QUEUE",
     "DEFAULT_QUEUE",
@@ -86,6 +99,11 @@ PodKey = NewType("PodKey", str)  # "namespace/name"
 CPU = "cpu"
 MEMORY = "memory"
 GPU = "gpu"
+PODS = "pods"
+POD_SLOT = 1
+"""What every pod takes of its node's `pods`."""
+KUBELET_DEFAULT_MAX_PODS = 110
+"""The kubelet's `--max-pods` default: what a node that does not state `pods` allows."""
 GPU_MILLI_PER_DEVICE = 1000
 MAX_GPUS_PER_NODE = GPU_MILLI_CEILING // GPU_MILLI_PER_DEVICE
 ROOT_QUEUE = QueueName("root")
@@ -148,7 +166,10 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", ignored_types=(cached_property,))
 
 
-def _check_gpu_request(requests: Mapping[str, int]) -> None:
+def _check_requests(requests: Mapping[str, int]) -> None:
+    """No `pods` (every pod takes one, module docstring); GPUs whole devices or a fraction of one."""
+    if PODS in requests:
+        raise ValueError(f"requests may not name {PODS!r}: every pod takes one of its node's {PODS}, whatever it asks")
     gpu_milli = requests.get(GPU, 0)
     if gpu_milli > GPU_MILLI_PER_DEVICE and gpu_milli % GPU_MILLI_PER_DEVICE:
         raise ValueError(
@@ -195,6 +216,14 @@ class Node(_Frozen):
         (), description="one entry per device; filled as indices 0..n-1 on cell 0 when omitted"
     )
     numa_cells: tuple[NumaCell, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_pod_count(cls, data: object) -> object:
+        """A node that does not state `pods` allows the kubelet's default (module docstring)."""
+        if isinstance(data, dict) and isinstance(data.get("allocatable"), dict) and PODS not in data["allocatable"]:
+            data = {**data, "allocatable": {**data["allocatable"], PODS: KUBELET_DEFAULT_MAX_PODS}}
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -267,8 +296,8 @@ class Task(_Frozen):
 
     @field_validator("requests")
     @classmethod
-    def _gpu_shape(cls, requests: ResourceList) -> ResourceList:
-        _check_gpu_request(requests)
+    def _requests_shape(cls, requests: ResourceList) -> ResourceList:
+        _check_requests(requests)
         return requests
 
 
@@ -349,8 +378,8 @@ class Pod(_Frozen):
 
     @field_validator("requests")
     @classmethod
-    def _gpu_shape(cls, requests: ResourceList) -> ResourceList:
-        _check_gpu_request(requests)
+    def _requests_shape(cls, requests: ResourceList) -> ResourceList:
+        _check_requests(requests)
         return requests
 
     @model_validator(mode="after")

@@ -29,8 +29,9 @@ GPU numbers of a `JobVerdict`, in devices (milli-GPU / 1000, so 0.5 is half a de
     (tasks waiting on a dependency left out);
   - `gpus_placed`: its pods bound by this solve;
   - `gpus_free_eligible`: what the cluster has free *after* this solve on the nodes where
-    some GPU task of the job may run (schedulable, selector matches, taints tolerated):
-    whole devices nothing holds when its GPU pods take whole devices, else free milli;
+    some GPU task of the job may run (schedulable, selector matches, taints tolerated) and
+    that may run one more pod (below their `pods`): whole devices nothing holds when its
+    GPU pods take whole devices, else free milli;
   - `gpus_short`: 0 when it starts; else `max(0, gpus_to_start − gpus_free_eligible)` —
     how many more GPUs must come free before it can start. 0 for a job that does not
     start means the GPUs are there but something else blocks (quota, topology, NUMA,
@@ -67,6 +68,7 @@ from models.snapshot import (
     PodGroup,
     PodGroupKey,
     PodKey,
+    PODS,
     Snapshot,
     is_fractional_gpu,
 )
@@ -434,6 +436,8 @@ def _gpu_milli_free_eligible(snapshot: Snapshot, after: After, group: PodGroup) 
     for node in snapshot.nodes:
         if not any(eligible(node, task) for task in gpu_tasks):
             continue
+        if after.node_used[node.name].get(PODS, 0) >= node.allocatable[PODS]:
+            continue  # GPUs on a node that runs all the pods it may are no room for this job
         for used in after.gpu_used_milli.get(node.name, {}).values():
             if fractional:
                 free += max(0, GPU_MILLI_PER_DEVICE - used)

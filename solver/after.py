@@ -32,6 +32,8 @@ from models.placement import Eviction, Placement
 from models.snapshot import (
     GPU,
     GPU_MILLI_PER_DEVICE,
+    POD_SLOT,
+    PODS,
     Node,
     NodeName,
     Pod,
@@ -91,9 +93,10 @@ class After:
     evicted: tuple[EvictedPod, ...]
     bound: tuple[BoundPod, ...]
     node_used: Mapping[NodeName, Mapping[str, int]]
-    """Requests of kept and bound pods per node (every node of the snapshot is a key)."""
+    """Requests of kept and bound pods per node, with `pods` their count (every node of the
+    snapshot is a key)."""
     node_bound: Mapping[NodeName, Mapping[str, int]]
-    """Requests of bound pods only, per node they landed on."""
+    """Requests of bound pods only, with `pods` their count, per node they landed on."""
     gpu_used_milli: Mapping[NodeName, Mapping[int, int]]
     """Per device: `used_milli` + kept pods + bound pods (every device is a key)."""
     gpu_bound_milli: Mapping[NodeName, Mapping[int, int]]
@@ -138,6 +141,11 @@ class After:
 def _add(total: dict[str, int], extra: Mapping[str, int]) -> None:
     for name, amount in extra.items():
         total[name] = total.get(name, 0) + amount
+
+
+def _on_node(requests: Mapping[str, int]) -> dict[str, int]:
+    """What a pod takes of its node: its requests and one of the node's `pods`."""
+    return {**requests, PODS: POD_SLOT}
 
 
 def _queue_totals(snapshot: Snapshot, pods: Iterable[Pod]) -> dict[QueueName, dict[str, int]]:
@@ -194,12 +202,13 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
     for pod in kept:
         node_name = pod.node  # running pods always have one
         assert node_name is not None
-        _add(node_used[node_name], pod.requests)
+        _add(node_used[node_name], _on_node(pod.requests))
         for index in pod.gpu_indices:
             gpu_used[node_name][index] += milli_per_device(pod.requests.get(GPU, 0))
     for b in bound:
-        _add(node_used[b.node.name], b.pod.requests)
-        _add(node_bound.setdefault(b.node.name, {}), b.pod.requests)
+        taken = _on_node(b.pod.requests)
+        _add(node_used[b.node.name], taken)
+        _add(node_bound.setdefault(b.node.name, {}), taken)
         if not b.gpus_well_formed:
             continue  # `binding` reports it; counting unknown devices would invent capacity errors
         milli = milli_per_device(b.pod.requests.get(GPU, 0))

@@ -202,6 +202,9 @@ class _Builder(VictimSteps, TopologySteps):
 
     def build(self) -> ModelData:
         units, tasks, shapes, classes = self._units()
+        self.pending_by_shape: dict[int, int] = {}
+        for task in tasks:
+            self.pending_by_shape[task.shape] = self.pending_by_shape.get(task.shape, 0) + len(task.pending)
         kinds, victims_on, victim_groups, victim_minimum, victim_fixed = self._victims(units, classes)
         node_profiles = [self._node_profile(n) for n in range(self.problem.node_count)]
         atom_of, soft_domain, domain_atoms = self._atoms(units)
@@ -209,11 +212,8 @@ class _Builder(VictimSteps, TopologySteps):
         tracked = sorted({a for u in units for a in u.atoms})
         tracked_set = set(tracked)
         node_groups = self._node_groups(node_profiles, atom_of, tracked_set, victims_on, kinds)
-        pending_by_shape: dict[int, int] = {}
-        for task in tasks:
-            pending_by_shape[task.shape] = pending_by_shape.get(task.shape, 0) + len(task.pending)
-        pattern_sets = self._pattern_sets(node_groups, shapes, pending_by_shape)
-        topology_sets = self._topology_sets(node_groups, pattern_sets, shapes, tasks, units, pending_by_shape)
+        pattern_sets = self._pattern_sets(node_groups, shapes, self.pending_by_shape)
+        topology_sets = self._topology_sets(node_groups, pattern_sets, shapes, tasks, units, self.pending_by_shape)
         return ModelData(
             snapshot=self.snapshot,
             problem=self.problem,
@@ -351,7 +351,10 @@ class _Builder(VictimSteps, TopologySteps):
         """Profile id of a node with `free`, devices (cell, free, index) and cells (id, cpu)."""
         ordered = sorted(d for d in device_free if d[1] > 0)
         devices = tuple((cell, value) for cell, value, _ in ordered)
-        raw = (tuple(free), devices, tuple(sorted(cell_cpu)), self._declared[node], int(self.problem.node_class[node]))
+        # A node already past its allocatable (lowered under running pods) has none left;
+        # a negative amount would read as DOMINATED, never binding.
+        left = tuple(max(0, amount) for amount in free)
+        raw = (left, devices, tuple(sorted(cell_cpu)), self._declared[node], int(self.problem.node_class[node]))
         known = self.raw_profile.get(raw)
         if known is not None:
             return known
@@ -364,7 +367,9 @@ class _Builder(VictimSteps, TopologySteps):
             eligibility=raw[4],
             unindexed_gpu=free[self.gpu_column] < device_total,
         )
-        profile = dominated(profile, self.eligible_shapes[profile.eligibility], self.gpu_column)
+        eligible = self.eligible_shapes[profile.eligibility]
+        pending = sum(self.pending_by_shape.get(shape.index, 0) for shape in eligible)
+        profile = dominated(profile, eligible, self.gpu_column, pods_column=self.problem.pods_column, pending=pending)
         if profile not in self.profile_id:
             self.profile_id[profile] = len(self.profiles)
             self.profiles.append(profile)

@@ -246,8 +246,9 @@ class Walk:
     first_limit: int  # the first pod must be of shapes[:first_limit] (topology patterns: a topology shape)
     most: Mapping[int, int] = field(default_factory=dict)
     """Pods of each shape there are to place: a pattern with more can never be used, so it is
-    not made (exact, not a restriction). A shape that asks for nothing (a BestEffort pod)
-    fits any number of times; without this bound its patterns would grow without end."""
+    not made (exact, not a restriction). Every shape asks one of the node's `pods`, so a
+    node's pod count bounds each pattern too — a BestEffort pod, asking nothing else, fits
+    at most that many times."""
     shapes_by_index: dict[int, Shape] = field(default_factory=dict)
     found: list[Pattern] = field(default_factory=list)
     cut: bool = False

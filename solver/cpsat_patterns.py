@@ -111,8 +111,12 @@ class PatternSet:
         return self.rule.node_fragment((free,)) if 0 < free < WHOLE else 0
 
 
-def dominated(profile: Profile, shapes: Sequence[Shape], gpu_column: int) -> Profile:
-    """`profile` with every non-GPU node resource its devices already bound set to DOMINATED.
+def dominated(
+    profile: Profile, shapes: Sequence[Shape], gpu_column: int, *, pods_column: int, pending: int
+) -> Profile:
+    """`profile` with every node resource that can never bind set to DOMINATED: the pod
+    count when the node has room for more pods than can come (`_pods_dominated`), then every
+    non-GPU resource its devices already bound.
 
     A resource r is dominated when every shape that may come asks GPUs and the most
     r-hungry shape per milli-GPU, times all free device milli, still fits r: then no
@@ -121,13 +125,16 @@ def dominated(profile: Profile, shapes: Sequence[Shape], gpu_column: int) -> Pro
     the cell's devices. Example: shapes ask 16 cores per GPU, a node has 3 GPUs and 64 cores
     free → 48 ≤ 64, cpu is dominated; with 4 GPUs (64 ≤ 64) too; with 5 GPUs not.
     """
-    if profile.unindexed_gpu or not shapes or any(shape.gpu_milli == 0 for shape in shapes):
-        return profile  # (a cell's CPU may bind a CPU-only single-numa-node pod: keep it too)
-    device_total = sum(free for _, free in profile.devices)
     free = list(profile.free)
-    changed = False
+    changed = _pods_dominated(profile, shapes, pods_column, pending)
+    if changed:
+        free[pods_column] = DOMINATED
+    if profile.unindexed_gpu or not shapes or any(shape.gpu_milli == 0 for shape in shapes):
+        # (a cell's CPU may bind a CPU-only single-numa-node pod: keep it too)
+        return _with_free(profile, free) if changed else profile
+    device_total = sum(free for _, free in profile.devices)
     for r, amount in enumerate(free):
-        if r == gpu_column or amount < 0:
+        if r in (gpu_column, pods_column) or amount < 0:
             continue
         worst = max(shapes, key=lambda shape: shape.requests[r] / shape.gpu_milli)
         if worst.requests[r] * device_total <= amount * worst.gpu_milli:
@@ -154,6 +161,36 @@ def dominated(profile: Profile, shapes: Sequence[Shape], gpu_column: int) -> Pro
         free=tuple(free),
         devices=profile.devices,
         cells=tuple(cells),
+        declared_cells=profile.declared_cells,
+        eligibility=profile.eligibility,
+        unindexed_gpu=profile.unindexed_gpu,
+    )
+
+
+def _pods_dominated(profile: Profile, shapes: Sequence[Shape], pods_column: int, pending: int) -> bool:
+    """Can the node's pod count never bind? When it has room for every pod that may come
+    to it (`pending`), or for more pods than some resource every shape asks allows (the
+    fewest asked of it, into what is free). Example: 40 pending pods, 110 free → never
+    binds; 1,000 pending, all asking ≥ 1 core, 64 cores free → at most 64 pods ≤ 110.
+    The resource bound is the real free amount, which stays checked or is itself
+    dominated by the devices — so the pod count is still implied."""
+    slots = profile.free[pods_column]
+    if pending <= slots:
+        return True
+    for r, amount in enumerate(profile.free):
+        if r == pods_column or amount < 0 or not shapes:
+            continue
+        least = min(shape.requests[r] for shape in shapes)
+        if least > 0 and amount // least <= slots:
+            return True
+    return False
+
+
+def _with_free(profile: Profile, free: Sequence[int]) -> Profile:
+    return Profile(
+        free=tuple(free),
+        devices=profile.devices,
+        cells=profile.cells,
         declared_cells=profile.declared_cells,
         eligibility=profile.eligibility,
         unindexed_gpu=profile.unindexed_gpu,

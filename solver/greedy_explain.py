@@ -9,7 +9,10 @@ taint" when no node is eligible at all.
 
 Each node is counted once, under the first filter it fails, in this order: eligibility
 (the predicate's own reason, asked once per node class), outside the topology domain,
-insufficient resource (gpu, cpu, memory, others), GPU device shape, NUMA cell.
+insufficient resource (gpu, cpu, memory, others), GPU device shape, NUMA cell. Nodes out
+of `pods` (the kubelet's count) get a sentence of their own naming one of them, "capacity:
+task worker: pods: node n1 allows 3, 3 in use", since "insufficient pods" alone does not say
+the node is simply full.
 """
 
 from __future__ import annotations
@@ -58,11 +61,14 @@ def fit_error(state: CycleState, shape: TaskShape, task: Task, domain: np.ndarra
         counts[OUTSIDE_DOMAIN] = int(outside.sum())
         remaining &= domain
     order = sorted(shape.columns, key=lambda r: (problem.resource_names[r] != GPU, r))
+    full = np.zeros_like(remaining)
     for r in order:
         lacking = remaining & (state.free[r] < shape.requests[r])
         name = f"insufficient {problem.resource_names[r]}"
         counts[name] = counts.get(name, 0) + int(lacking.sum())
         remaining &= ~lacking
+        if r == problem.pods_column:
+            full = lacking
     if shape.whole_devices and not shape.single_numa:
         lacking = remaining & (state.whole_free < shape.whole_devices)
         counts[f"fewer than {shape.whole_devices} wholly free gpu devices"] = int(lacking.sum())
@@ -79,6 +85,15 @@ def fit_error(state: CycleState, shape: TaskShape, task: Task, domain: np.ndarra
         remaining &= ~lacking
     fitting = int(remaining.sum())
     sentences = [reasons.capacity_fit_error(task.name, nodes=problem.node_count, fitting=fitting, counts=counts)]
+    if full.any() and not fitting:
+        n = int(np.flatnonzero(full)[0])
+        allows = int(problem.allocatable[problem.pods_column, n])
+        in_use = allows - int(state.free[problem.pods_column, n])
+        sentences.append(
+            reasons.pods_full(
+                task.name, node=problem.node_names[n], allows=allows, in_use=in_use, more_nodes=int(full.sum()) - 1
+            )
+        )
     if numa_blocked and not fitting:
         needs = {name: int(shape.requests[r]) for r, name in enumerate(problem.resource_names) if r in shape.columns}
         sentences.append(reasons.numa_no_cell(task.name, nodes=numa_blocked, needs=needs))

@@ -68,7 +68,7 @@ class TaskShape:
     single_numa: bool
     cpu_milli: int
     memory_bytes: int
-    dominant: int  # non-GPU column of the largest relative request, −1 when none
+    dominant: int  # column of the largest relative request but gpu and pods, −1 when none
     amounts: tuple[tuple[int, int], ...]  # (column, amount) of every resource asked
 
 
@@ -211,7 +211,10 @@ class CycleState:
             gpu_column = problem.gpu_column
             gpu_milli = values[gpu_column]
             amounts = tuple((r, amount) for r, amount in enumerate(values) if amount)
-            relative = [(amount / self._scale_list[r], -r) for r, amount in amounts if r != gpu_column]
+            # The pod count is no packing dimension: every pod asks one.
+            relative = [
+                (amount / self._scale_list[r], -r) for r, amount in amounts if r not in (gpu_column, problem.pods_column)
+            ]
             shape = TaskShape(
                 row=task_row,
                 requests=requests,

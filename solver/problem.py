@@ -19,8 +19,15 @@ Layout choices, and why:
   `matches_selector` reads only the selector's keys, all of which are in the signature.
   `eligible_nodes(task_row)` gives one task's `[N]` mask; `eligible_by_class[S, N]` holds
   them all (rather than a `[T, N]` table, which would not fit at 100,000 PodGroups).
+- `pods` is a fixed column every pod requests `POD_SLOT` (1) of, running or pending
+  (`models.snapshot`: the kubelet's count), so node capacity — `free`, every engine's fit
+  test, CP-SAT's patterns, what an eviction frees — counts pods like any resource. Example:
+  a node with `pods` 3 running 2 pods has `free[pods] == 1`.
 - Queues: `queue_allocated` and `queue_deserved` come from `solver.shares` (subtree
-  included), `queue_capability` uses `-1` for "not capped".
+  included), `queue_capability` uses `-1` for "not capped". Queues do not deal pods: in the
+  `pods` column a queue holds its pod count but is never capped (`NO_CAP`), guaranteed
+  nothing, and deserves `UNLIMITED`, so no queue rule — quota, the fairness order (one pod
+  is 2^-60 of a share), reclaim's "above its deserved share" — is ever decided by it.
 
 Not promised: anything about pods' placement — `Problem` describes, engines decide. Running
 pods that request GPUs but list no device indices take node-level GPU capacity only.
@@ -38,6 +45,8 @@ from models.snapshot import (
     GPU,
     GPU_MILLI_PER_DEVICE,
     MEMORY,
+    POD_SLOT,
+    PODS,
     NodeName,
     PodGroupKey,
     PodKey,
@@ -148,6 +157,10 @@ class Problem:
         return self.resource_index[MEMORY]
 
     @property
+    def pods_column(self) -> int:
+        return self.resource_index[PODS]
+
+    @property
     def gpu_numa(self) -> np.ndarray:
         """`[N, Gmax]` NUMA cell id of each GPU device, −1 padding (derived from `gpu_cell`)."""
         rows = np.arange(self.node_count)[:, None]
@@ -158,8 +171,11 @@ class Problem:
         return self.eligible_by_class[self.task_eligibility_class[task_row]]
 
     def resources_dict(self, row: np.ndarray) -> dict[str, int]:
-        """An `[R]` row as a resource list without zeros: `{"cpu": 2000, "gpu": 8000}`."""
-        return {name: int(row[i]) for i, name in enumerate(self.resource_names) if row[i]}
+        """An `[R]` row as the snapshot writes a resource list: without zeros and without
+        `pods`, which no request or share names — `{"cpu": 2000, "gpu": 8000}`. So queue rows
+        turned back into shares compare as the checker's do (`victim_refusal`)."""
+        pods = self.pods_column
+        return {name: int(row[i]) for i, name in enumerate(self.resource_names) if row[i] and i != pods}
 
 
 def build_problem(snapshot: Snapshot) -> Problem:
@@ -202,7 +218,7 @@ def build_problem(snapshot: Snapshot) -> Problem:
 
 
 def _resource_names(snapshot: Snapshot) -> tuple[str, ...]:
-    """cpu, memory, gpu first (fixed columns), then every other resource named anywhere, sorted."""
+    """cpu, memory, gpu, pods first (fixed columns), then every other resource named anywhere, sorted."""
     others: set[str] = set()
     for node in snapshot.nodes:
         others.update(node.allocatable)
@@ -213,8 +229,8 @@ def _resource_names(snapshot: Snapshot) -> tuple[str, ...]:
         others.update(pod.requests)
     for queue in snapshot.queues:
         others.update(queue.capability or ())
-    others -= {CPU, MEMORY, GPU}
-    return (CPU, MEMORY, GPU, *sorted(others))
+    others -= {CPU, MEMORY, GPU, PODS}
+    return (CPU, MEMORY, GPU, PODS, *sorted(others))
 
 
 def _nodes(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[str, object]:
@@ -394,6 +410,7 @@ def _pods(
                 cell_memory_used.append(pod.requests.get(MEMORY, 0))
     pod_requests = np.zeros((count, len(resource_index)), dtype=np.int64)
     pod_requests[_ints(request_p), _ints(request_r)] = request_v
+    pod_requests[:, resource_index[PODS]] = POD_SLOT
     pod_group[_ints(grouped)] = groups_of
     pod_task_row[_ints(grouped)] = task_rows
     pod_node[_ints(running)] = nodes_of
@@ -452,6 +469,7 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[
         task_class[t] = task_cls
         for name, amount in task.requests.items():
             task_requests[t, resource_index[name]] = amount
+    task_requests[:, resource_index[PODS]] = POD_SLOT
 
     pair_ok = np.array(
         [[eligible(snapshot.nodes[rep], task) for rep in representatives] for task in class_tasks],
@@ -511,6 +529,10 @@ def _queues(snapshot: Snapshot, resource_index: Mapping[str, int], pod_part: Map
         for name, amount in deserved_map.get(queue.name, {}).items():
             if name in resource_index:
                 deserved[q, resource_index[name]] = amount
+    pods = resource_index[PODS]  # not dealt to queues (module docstring)
+    capability[:, pods] = NO_CAP
+    guarantee[:, pods] = 0
+    deserved[:, pods] = UNLIMITED
     own = np.zeros_like(allocated)
     owner: np.ndarray = pod_part["pod_group"]  # type: ignore[assignment]
     running = np.flatnonzero(pod_part["pod_running"] & (owner >= 0))  # type: ignore[operator]

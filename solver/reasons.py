@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from models.quantity import format_bytes, format_milli
-from models.snapshot import CPU, GPU, MEMORY
+from models.snapshot import CPU, GPU, MEMORY, PODS
 
 __all__ = [
     "CAPACITY",
@@ -40,6 +40,7 @@ __all__ = [
     "gang_shortfall",
     "gang_too_few_pods",
     "numa_no_cell",
+    "pods_full",
     "preemption_not_enough",
     "reclaim_past_share",
     "queue_closed",
@@ -71,8 +72,9 @@ def format_quantity(resource: str, amount: int) -> str:
 
 
 def format_resources(amounts: Mapping[str, int]) -> str:
-    """`{"cpu": 80000, "gpu": 8000}` → "8 gpu, 80 cpu": GPUs first, zeros left out."""
-    order = sorted((name for name, amount in amounts.items() if amount), key=_resource_order)
+    """`{"cpu": 80000, "gpu": 8000}` → "8 gpu, 80 cpu": GPUs first, zeros left out, and the
+    pod count too — every pod asks one, and a full node has its own sentence (`pods_full`)."""
+    order = sorted((name for name, amount in amounts.items() if amount and name != PODS), key=_resource_order)
     return ", ".join(format_quantity(name, amounts[name]) for name in order) or "nothing"
 
 
@@ -122,6 +124,13 @@ def eligibility_none(task: str, *, nodes: int, counts: Mapping[str, int]) -> str
 def capacity_fit_error(task: str, *, nodes: int, fitting: int, counts: Mapping[str, int]) -> str:
     """"capacity: task worker: 0/120 nodes fit another pod: 80 insufficient gpu, 40 node selector mismatch"."""
     return f"{CAPACITY}task {task}: {fitting}/{nodes} nodes fit another pod: {_fold(counts)}"
+
+
+def pods_full(task: str, *, node: str, allows: int, in_use: int, more_nodes: int = 0) -> str:
+    """"capacity: task worker: pods: node n1 allows 3, 3 in use" (", and 4 more nodes full"):
+    the kubelet's pod count, named for one node, as kube-scheduler's "Too many pods"."""
+    more = f", and {more_nodes} more nodes full" if more_nodes else ""
+    return f"{CAPACITY}task {task}: pods: node {node} allows {allows}, {in_use} in use{more}"
 
 
 def gang_shortfall(*, placed: int, minimum: int, needs: Mapping[str, int], free: Mapping[str, int]) -> str:

@@ -96,9 +96,12 @@ def make_node(
     numa_cells: int = 0,
     cell_cpu: float | None = None,
     gpu_used_milli: Mapping[int, int] | None = None,
+    pods: int | None = None,
     extra: Mapping[str, int] | None = None,
 ) -> NodeSpec:
     """A node; `taints` may be strings `"key=value:Effect"`.
+
+    `pods=3` lets it run 3 pods; without, it allows the kubelet's default (110).
 
     `numa_cells=2` splits the GPUs evenly over cells 0 and 1 (GPUs 0–3 on cell 0 of 8) and,
     with `cell_cpu=16`, gives each cell 16 cores. `gpu_used_milli={4: 100}` marks 100
@@ -114,7 +117,11 @@ def make_node(
     node = Node.model_validate(
         {
             "name": name,
-            "allocatable": {**resources(cpu=cpu, memory=memory, gpus=gpus), **(extra or {})},
+            "allocatable": {
+                **resources(cpu=cpu, memory=memory, gpus=gpus),
+                **({} if pods is None else {"pods": pods}),
+                **(extra or {}),
+            },
             "labels": dict(labels or {}),
             "taints": [_taint(t) for t in taints],
             "unschedulable": unschedulable,

@@ -4,6 +4,7 @@ Input: an `Inventory` (what each document said, in input order) and the `Warning
 Output: a `Snapshot`, or a `SnapshotError` naming the document(s) at fault.
 
 Order (each step needs the previous ones): expand vcjobs and add one-pod PodGroups →
+put Volcano vGPU asks into `gpu` (the smallest GPU memory a node states, `vgpu`) →
 reject duplicate names, naming both documents → build Nodes (with GPUs and NUMA cells),
 resolve HyperNode selectors → join pods to PodGroups and tasks → give running pods their
 GPU devices → resolve priorities → validate the whole Snapshot.
@@ -36,6 +37,7 @@ from .cluster_objects import (
 from .gpu_assignment import RunningGpuPod, assign_gpus
 from .grouping import Workload, add_one_pod_groups, expand_jobs, join_pods
 from .raw import Warnings, build_model, pydantic_message
+from .vgpu import apply_vgpu
 from .volcano_job import VcJobRecord
 from .workloads import PodGroupRecord, PodRecord
 
@@ -60,6 +62,7 @@ class Inventory:
 def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
     workload = expand_jobs(inventory.workloads, warnings)
     add_one_pod_groups(workload)
+    apply_vgpu(workload, [record.gpu_memory_mib for record in inventory.nodes], warnings)
     _reject_duplicates(inventory, workload)
     priorities = _Priorities(inventory.priority_classes, warnings)
     nodes = build_nodes(inventory.nodes, inventory.numa_topologies, warnings)

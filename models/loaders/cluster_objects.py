@@ -6,7 +6,8 @@ where it refers to other objects (a Node's NUMA cells wait for its Numatopology,
 HyperNode's selectors wait for all nodes); `assemble` resolves them.
 
 What is read:
-- Node: `status.allocatable` (`status.capacity` when allocatable is absent), labels,
+- Node: `status.allocatable` (`status.capacity` when allocatable is absent; Volcano vGPU
+  slots read as GPUs and the memory of a GPU, `models.loaders.vgpu`), labels,
   `spec.taints`, `spec.unschedulable`, GPU model from label `nvidia.com/gpu.product`, GPU
   NUMA cells from annotation `batchplace.io/gpu-numa`. At most 1024 GPUs per node.
 - Numatopology (`nodeinfo.volcano.sh`, named after its node): per NUMA cell, CPUs =
@@ -47,6 +48,7 @@ from models.snapshot import (
 from .keys import GPU_NUMA_ANNOTATION, GPU_PRODUCT_LABEL
 from .kube_fields import read_resources, read_taints
 from .raw import Metadata, RawObject, build_model
+from .vgpu import node_vgpu
 
 __all__ = [
     "NodeRecord",
@@ -83,12 +85,13 @@ class NodeRecord:
     gpu_numa_cells: tuple[int, ...] | None
     location: Location
     path: tuple[PathPart, ...] = ()
+    gpu_memory_mib: int | None = None  # per device, for vGPU shares (`models.loaders.vgpu`)
 
 
 def read_node(obj: RawObject, meta: Metadata) -> NodeRecord:
     status = obj.child("status")
     key = "allocatable" if status.has("allocatable") else "capacity"
-    allocatable = read_resources(status, key, role="node")
+    allocatable, gpu_memory_mib = node_vgpu(obj, meta.labels, read_resources(status, key, role="node"))
     gpu_milli = allocatable.get(GPU, 0)
     if gpu_milli % GPU_MILLI_PER_DEVICE:
         raise status.child(key).error("nvidia.com/gpu", f"must be whole devices, got {gpu_milli / 1000:g}")
@@ -103,6 +106,7 @@ def read_node(obj: RawObject, meta: Metadata) -> NodeRecord:
         gpu_numa_cells=_gpu_numa_cells(obj, meta, gpu_milli // GPU_MILLI_PER_DEVICE),
         location=obj.location,
         path=obj.path,
+        gpu_memory_mib=gpu_memory_mib,
     )
 
 

@@ -10,7 +10,10 @@ Rules, in order:
    live one and its real PodGroup and pods are read instead (warning).
 2. A pending pod of batchplace without a PodGroup gets a one-pod PodGroup
    `podgroup-<pod>` (queue from `scheduling.volcano.sh/queue-name`, min_member 1), as
-   Volcano's PodGroup controller makes for plain pods.
+   Volcano's PodGroup controller makes for plain pods. So does a running pod without a
+   PodGroup that names its queue with that annotation — one placed that way in an earlier
+   cycle, or by Volcano — so it counts in its queue's allocation (quota, shares, fairness,
+   reclaim) as it did while pending; a running pod naming no queue only takes capacity.
 3. A pending pod naming a PodGroup that is not in the input is skipped (warning); a running
    one keeps taking capacity, outside any PodGroup (warning); a running pod on a node
    that is not in the input is skipped (warning).
@@ -81,10 +84,11 @@ def expand_jobs(records: Sequence[PodGroupRecord | PodRecord | VcJobRecord], war
 
 
 def add_one_pod_groups(workload: Workload) -> None:
-    """Rule 2: a one-pod PodGroup for each pending pod that names none."""
+    """Rule 2: a one-pod PodGroup for each pending pod that names none, and for each
+    running one that names none but its queue."""
     pods = []
     for pod in workload.pods:
-        if pod.pending and pod.group_name is None:
+        if pod.group_name is None and (pod.pending or pod.queue_name is not None):
             group_name = f"{ONE_POD_GROUP_PREFIX}{pod.name}"
             workload.groups.append(
                 PodGroupRecord(

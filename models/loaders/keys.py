@@ -11,7 +11,8 @@ batchplace's own keys (documented for users in the README):
 
 Keys of other projects, read as they define them:
 
-    volcano.sh/preemptable                 Pod, PodGroup, vcjob: "false" = not preemptable
+    volcano.sh/preemptable                 Pod, PodGroup, vcjob (annotation, else label): "false" or
+                                           anything not a boolean = not preemptable
     volcano.sh/task-spec                   Pod: the vcjob task it belongs to
     volcano.sh/job-name                    Pod: the vcjob that created it
     volcano.sh/numa-topology-policy        Pod: Volcano's name for the NUMA policy
@@ -21,6 +22,11 @@ Keys of other projects, read as they define them:
     scheduling.x-k8s.io/queue              scheduler-plugins PodGroup: queue (label or annotation)
     volcano.sh/queue-name                  scheduler-plugins PodGroup: queue (label or annotation)
     nvidia.com/gpu.product                 Node label: GPU model
+    nvidia.com/gpu.memory                  Node label: MiB of memory per GPU (GPU feature discovery)
+    nvidia.com/gpu.count                   Node label: GPUs on the node (GPU feature discovery)
+    volcano.sh/vgpu-number                 resource: vGPUs (pod), vGPU slots (node); `vgpu`
+    volcano.sh/vgpu-memory                 resource: MiB of device memory per vGPU
+    volcano.sh/vgpu-cores                  resource: percent of a device's cores per vGPU
 """
 
 from __future__ import annotations
@@ -40,5 +46,11 @@ XK8S_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 POD_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 XK8S_QUEUE_KEYS = ("scheduling.x-k8s.io/queue", "volcano.sh/queue-name")
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
+GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+VGPU_NUMBER = "volcano.sh/vgpu-number"
+VGPU_MEMORY = "volcano.sh/vgpu-memory"
+VGPU_CORES = "volcano.sh/vgpu-cores"
+VGPU_RESOURCES = frozenset({VGPU_NUMBER, VGPU_MEMORY, VGPU_CORES})
 
 NVIDIA_GPU_RESOURCE = "nvidia.com/gpu"

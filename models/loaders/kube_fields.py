@@ -8,7 +8,8 @@ Resource names become batchplace's: `cpu` in millicores, `memory` and every othe
 in its own integer unit (bytes, counts), `nvidia.com/gpu` devices times 1000 into `gpu`
 milli-GPUs, and `batchplace.io/gpu-milli` (a fraction of one device) added to `gpu` as it is.
 Worked example: a container asking `cpu: 500m, memory: 1Gi, nvidia.com/gpu: 2` becomes
-`{"cpu": 500, "memory": 1073741824, "gpu": 2000}`.
+`{"cpu": 500, "memory": 1073741824, "gpu": 2000}`. A container may not request `pods`
+(Kubernetes refuses it too): a pod takes one of its node's `pods` by being there.
 
 Every amount is checked against its ceiling (`models.quantity`) here, so the error names the
 manifest's field (`spec.containers[0].resources.requests.memory`); a sum of containers
@@ -28,15 +29,24 @@ from models.snapshot import (
     CPU,
     GPU,
     GPU_MILLI_PER_DEVICE,
+    PODS,
     ResourceList,
     Taint,
     Toleration,
 )
 
-from .keys import GPU_MILLI_RESOURCE, NVIDIA_GPU_RESOURCE
+from .keys import GPU_MILLI_RESOURCE, NVIDIA_GPU_RESOURCE, VGPU_RESOURCES
 from .raw import RawObject, describe
 
-__all__ = ["ResourceRole", "read_resources", "pod_requests", "read_taints", "read_tolerations", "add_resources"]
+__all__ = [
+    "ResourceRole",
+    "read_resources",
+    "container_requests",
+    "pod_requests",
+    "read_taints",
+    "read_tolerations",
+    "add_resources",
+]
 
 ResourceRole = Literal["node", "request", "quota"]
 """Where a resource list sits: node capacity, a container's request, or a queue's quota."""
@@ -84,6 +94,8 @@ def read_resources(obj: RawObject, key: str, *, role: ResourceRole) -> ResourceL
     mapping = obj.child(key)
     names = {name for name, _ in entries}
     for name, value in entries:
+        if name == PODS and role == "request":
+            raise mapping.error(name, f"a container does not request {PODS}: every pod takes one of its node's {PODS}")
         amount = _quantity(mapping, name, value, role=role)
         if name == GPU_MILLI_RESOURCE:
             if role == "node":
@@ -118,12 +130,18 @@ def _max_resources(left: Mapping[str, int], right: Mapping[str, int]) -> Resourc
     return {name: max(left.get(name, 0), right.get(name, 0)) for name in {*left, *right}}
 
 
-def _container_requests(container: RawObject) -> ResourceList:
-    """Requests, with a limit standing in for each request left out (Kubernetes' defaulting)."""
+def container_requests(container: RawObject) -> ResourceList:
+    """Requests, with a limit standing in for each request left out (Kubernetes' defaulting);
+    Volcano's vGPU resources included, as they are written (`models.loaders.vgpu` reads them)."""
     resources = container.child("resources")
     requests = read_resources(resources, "requests", role="request")
     limits = read_resources(resources, "limits", role="request")
     return {**limits, **requests}
+
+
+def _without_vgpu(requests: ResourceList) -> ResourceList:
+    """Volcano's vGPU asks are GPU shares, added to `gpu` once the device memory is known."""
+    return {name: amount for name, amount in requests.items() if name not in VGPU_RESOURCES}
 
 
 def _sorted(resources: Mapping[str, int]) -> ResourceList:
@@ -135,14 +153,15 @@ def pod_requests(spec: RawObject) -> ResourceList:
 
     Sum of the app containers (plus restartable "sidecar" init containers, which keep
     running), at least the largest one-off init container (plus the sidecars started
-    before it), plus `spec.overhead`. Example: containers of 1 and 2 CPU, an init container
+    before it), plus `spec.overhead`; Volcano's vGPU resources left out (`models.loaders.vgpu`).
+    Example: containers of 1 and 2 CPU, an init container
     of 4 CPU → 4 CPU; the same with the init container at 2 CPU → 3 CPU.
     """
-    app = add_resources(*(_container_requests(c) for c in spec.children("containers")))
+    app = add_resources(*(_without_vgpu(container_requests(c)) for c in spec.children("containers")))
     sidecars: ResourceList = {}
     init_peak: ResourceList = {}
     for init in spec.children("initContainers"):
-        requests = _container_requests(init)
+        requests = _without_vgpu(container_requests(init))
         if init.optional_string("restartPolicy") == "Always":
             app = add_resources(app, requests)
             sidecars = add_resources(sidecars, requests)

@@ -42,8 +42,9 @@ from .keys import (
     XK8S_GROUP_LABEL,
     XK8S_QUEUE_KEYS,
 )
-from .kube_fields import pod_requests, read_resources, read_tolerations
+from .kube_fields import container_requests, pod_requests, read_resources, read_tolerations
 from .raw import Metadata, RawObject
+from .vgpu import VgpuAsk, vgpu_ask
 
 __all__ = [
     "NumaPolicy",
@@ -68,8 +69,7 @@ _NUMA_POLICIES: dict[str, NumaPolicy] = {
     "restricted": "restricted",
     "single-numa-node": "single-numa-node",
 }
-_TRUE = ("1", "t", "T", "true", "TRUE", "True")  # Go's strconv.ParseBool, as Volcano reads it
-_FALSE = ("0", "f", "F", "false", "FALSE", "False")
+_TRUE = ("1", "t", "T", "true", "TRUE", "True")  # what Go's strconv.ParseBool reads as true
 _FINISHED_PHASES = ("Succeeded", "Failed")
 GPUS_PATH: tuple[PathPart, ...] = ("metadata", "annotations", GPUS_ANNOTATION)
 
@@ -97,16 +97,18 @@ def parse_numa_policy(text: str, location: Location, path: tuple[PathPart, ...])
 
 
 def read_preemptable(obj: RawObject, meta: Metadata) -> bool | None:
-    """`volcano.sh/preemptable`: None when absent, so the PodGroup's value applies."""
-    text = meta.annotations.get(PREEMPTABLE_ANNOTATION)
-    if text is None:
-        return None
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    path = _annotation_path(obj, PREEMPTABLE_ANNOTATION)
-    raise FieldError(f"expected true or false, got {text!r}", location=obj.location, path=path)
+    """`volcano.sh/preemptable` as Volcano's `GetPodPreemptable` reads it (volcano-sh/volcano
+    `pkg/scheduler/api/pod_info.go`): the annotation, else the label of that key; a value
+    Go's `strconv.ParseBool` does not take means *not* preemptable (Volcano logs it and
+    protects the pod — evicting what Volcano would keep is the worse mistake). None when
+    neither is there, so the PodGroup's value (default true) applies. Example: label
+    `volcano.sh/preemptable: "false"` → False; annotation `"true"` over that label → True;
+    annotation `"maybe"` → False."""
+    for tags in (meta.annotations, meta.labels):
+        text = tags.get(PREEMPTABLE_ANNOTATION)
+        if text is not None:
+            return text in _TRUE
+    return None
 
 
 def read_network_topology(spec: RawObject) -> NetworkTopology | None:
@@ -139,6 +141,7 @@ class PodTemplate:
     priority_class: str | None
     preemptable: bool | None
     uses_affinity: bool
+    vgpu: tuple[VgpuAsk, ...] = ()  # Volcano vGPU asks of the containers, not yet in `requests`
 
 
 def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPolicy = "none") -> PodTemplate:
@@ -165,6 +168,7 @@ def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPoli
         priority_class=spec.optional_string("priorityClassName"),
         preemptable=read_preemptable(obj, meta),
         uses_affinity=spec.has("affinity") or bool(spec.children("topologySpreadConstraints")),
+        vgpu=tuple(ask for c in spec.children("containers") if (ask := vgpu_ask(c, container_requests(c)))),
     )
 
 

@@ -1,14 +1,16 @@
 """Rule 1, capacity: per node and resource, and per GPU device, what is used fits.
 
 Rule: on every node, kept running pods + pods bound this cycle request at most the
-node's allocatable in every resource; every GPU device holds at most 1000 milli-GPU
+node's allocatable in every resource, and are at most its `pods` in number (each pod takes
+one, whatever it asks: the kubelet's count, `models.snapshot`); every GPU device holds at most 1000 milli-GPU
 (`Gpu.used_milli` included); a whole-GPU pod holds exactly `gpu / 1000` devices and no
 one else is on them; a fractional pod (1–999) holds exactly one device; a pod asking for
 no GPU holds none.
 
 Worked example: node `n1` with 8 GPUs runs a 4-GPU pod on devices 0–3. Binding a
 6-GPU pod there is `gpu 10000 > allocatable 8000 milli-GPU`; binding a 4-GPU pod to
-devices 2–5 fits the node total but puts 2000 on devices 2 and 3.
+devices 2–5 fits the node total but puts 2000 on devices 2 and 3. With `pods` 3 and two
+pods running, binding two more is `pods 4 > allocatable 3`.
 
 A violation is the placement's fault only: a node (device) already over its limit
 before the cycle — allocatable lowered under running pods — is reported only when a

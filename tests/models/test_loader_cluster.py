@@ -6,12 +6,14 @@ import pytest
 
 from models.snapshot import Gpu, NumaCell, Queue, Taint
 from tests.models._kube_builders import (
+    container,
     hypernode,
     load,
     load_error,
     member,
     node,
     numatopology,
+    pod,
     priority_class,
     queue,
     snapshot,
@@ -25,16 +27,28 @@ def test_a_node_reads_allocatable_in_base_units() -> None:
     assert loaded.allocatable == {"cpu": 3500, "memory": 1610612736, "pods": 110, "gpu": 8000}
 
 
+def test_a_node_states_its_pod_count_or_allows_the_kubelet_default() -> None:
+    limited, unstated = node("n1"), node("n2")
+    limited["status"]["allocatable"]["pods"] = "3"  # type: ignore[index]
+    del unstated["status"]["allocatable"]["pods"]  # type: ignore[attr-defined]
+    assert [n.allocatable["pods"] for n in snapshot(limited, unstated).nodes] == [3, 110]
+
+
+def test_a_container_requesting_pods_is_an_error_naming_the_field() -> None:
+    message = load_error(pod("p", containers=[container("1", pods="1")]))
+    assert "spec.containers[0].resources.requests.pods: a container does not request pods" in message
+
+
 def test_a_node_without_allocatable_falls_back_to_capacity() -> None:
     raw = node("n1")
     raw["status"] = {"capacity": {"cpu": "2", "nvidia.com/gpu": 2}}
-    assert snapshot(raw).nodes[0].allocatable == {"cpu": 2000, "gpu": 2000}
+    assert snapshot(raw).nodes[0].allocatable == {"cpu": 2000, "gpu": 2000, "pods": 110}
 
 
 def test_a_node_keeps_other_extended_resources_under_their_own_name() -> None:
     raw = node("n1")
     raw["status"] = {"allocatable": {"cpu": "1", "rdma/hca": "4", "batchplace.io/gpu-milli": "8000"}}
-    assert snapshot(raw).nodes[0].allocatable == {"cpu": 1000, "rdma/hca": 4}
+    assert snapshot(raw).nodes[0].allocatable == {"cpu": 1000, "rdma/hca": 4, "pods": 110}
 
 
 def test_a_node_reads_labels_taints_unschedulable_and_gpu_model() -> None:

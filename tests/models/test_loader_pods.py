@@ -116,6 +116,17 @@ def test_a_pending_pod_of_our_scheduler_gets_its_own_one_pod_group() -> None:
     assert (loaded.pods[0].phase, loaded.pods[0].pod_group, loaded.pods[0].task) == ("pending", group.key, "main")
 
 
+def test_a_running_pod_naming_only_its_queue_gets_a_one_pod_group_in_that_queue() -> None:
+    loaded = snapshot(
+        node("n1"),
+        pod("named", node="n1", scheduler="default-scheduler", annotations={"scheduling.volcano.sh/queue-name": "q"}),
+        pod("plain", node="n1"),
+    )
+    assert [(p.name, p.pod_group) for p in loaded.pods] == [("named", "default/podgroup-named"), ("plain", None)]
+    (group,) = loaded.pod_groups
+    assert (group.queue, group.min_member) == ("q", 1)
+
+
 def test_a_one_pod_group_goes_to_the_default_queue_without_annotation() -> None:
     assert snapshot(pod("p")).pod_groups[0].queue == "default"
 
@@ -352,10 +363,26 @@ def test_pods_are_preemptable_unless_annotated_false_and_inherit_their_group() -
     assert [p.preemptable for p in loaded.pods] == [False, True, True]
 
 
-def test_a_preemptable_annotation_that_is_not_a_boolean_is_an_error() -> None:
-    assert "metadata.annotations.volcano.sh/preemptable: expected true or false, got 'maybe'" in load_error(
-        pod("p", annotations={"volcano.sh/preemptable": "maybe"})
-    )
+@pytest.mark.parametrize(
+    ("labels", "annotations", "expected"),
+    [
+        ({"volcano.sh/preemptable": "false"}, {}, False),
+        ({"volcano.sh/preemptable": "false"}, {"volcano.sh/preemptable": "true"}, True),
+        ({}, {"volcano.sh/preemptable": "maybe"}, False),
+        ({"volcano.sh/preemptable": "maybe"}, {}, False),
+        ({"volcano.sh/preemptable": "1"}, {}, True),
+    ],
+    ids=[
+        "a label protects the pod as the annotation does",
+        "the annotation wins over the label",
+        "an annotation that is not a boolean protects the pod",
+        "a label that is not a boolean protects the pod",
+        "any spelling Go reads as true is true",
+    ],
+)
+def test_preemptable_is_read_as_volcano_reads_it(labels: dict[str, str], annotations: dict[str, str], expected: bool) -> None:
+    loaded = snapshot(node("n1"), pod("p", node="n1", labels=labels, annotations=annotations))
+    assert loaded.pods[0].preemptable is expected
 
 
 def test_priority_comes_from_spec_priority_then_class_then_global_default() -> None:

@@ -262,3 +262,18 @@ def test_what_if_options_are_checked_like_query_options(client: TestClient) -> N
     assert detail[0]["pointer"] == "/options/engine"
     detail = ask(client, {"snapshot": base, "options": {"objective_order": ["speed"]}}, status=422)["detail"]
     assert detail[0]["pointer"] == "/options/objective_order/0"
+
+
+def test_gpus_on_a_node_that_runs_all_the_pods_it_may_are_not_free_for_a_job(client: TestClient) -> None:
+    """n0 has 4 GPUs idle but runs its 2 pods; n1 has 8 idle: the job sees 8 free, starts on n1."""
+    busy = [make_gang(f"busy-{i}", gpus=2, running_on=["n0"]) for i in range(2)]
+    nodes = [make_node("n0", cpu=64, gpus=8, pods=2), make_node("n1", cpu=64, gpus=8)]
+    base = snapshot_json(make_snapshot(nodes=nodes, groups=busy))
+    answer = ask(client, {"snapshot": base, "changes": {"add_jobs": [vcjob("llm", replicas=2, gpus=4)]}})
+    (job,) = answer["jobs"]
+    assert job["starts"] is True and job["nodes"] == ["n1"]
+    assert job["gpus_free_eligible"] == 0.0  # after the solve: n1 full of the job, n0 full of pods
+    answer = ask(client, {"snapshot": base, "changes": {"add_jobs": [vcjob("big", replicas=3, gpus=4)]}})
+    (job,) = answer["jobs"]
+    assert job["starts"] is False and any(r.startswith(reasons.CAPACITY) for r in job["blocking"])
+    assert (job["gpus_to_start"], job["gpus_free_eligible"], job["gpus_short"]) == (12.0, 8.0, 4.0)

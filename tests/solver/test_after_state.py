@@ -33,7 +33,7 @@ def test_an_empty_placement_keeps_every_running_pod() -> None:
     after = build_after(snapshot, make_placement())
     assert [p.key for p in after.kept] == [*(p.key for p in old.pods), "default/sidecar"]
     assert after.bound == () and after.evicted == ()
-    assert after.node_used["n1"] == {"cpu": 5000, "gpu": 4300}
+    assert after.node_used["n1"] == {"cpu": 5000, "gpu": 4300, "pods": 3}
     assert after.gpu_used_milli["n1"] == {0: 1000, 1: 1000, 2: 1000, 3: 1000, 4: 400, 5: 0, 6: 0, 7: 0}
     assert after.queue_allocated_before == after.queue_allocated_after
 
@@ -50,7 +50,7 @@ def test_binds_and_evictions_move_the_totals() -> None:
     assert after.gpu_used_milli["n1"][4] == 100 + 300 + 250
     assert after.gpu_used_milli["n1"][0] == 250  # the evicted pod's device, reused by a fraction
     assert after.gpu_bound_milli == {"n1": {4: 250, 0: 250}}
-    assert after.node_bound == {"n1": {"cpu": 2000, "gpu": 500}}
+    assert after.node_bound == {"n1": {"cpu": 2000, "gpu": 500, "pods": 2}}
     assert after.queue_allocated_before["org"] == resources(cpu=4, gpus=4)
     assert after.queue_allocated_after["a"] == resources(cpu=2, gpus=2)
     assert after.queue_allocated_after["org"] == {"cpu": 4000, "gpu": 2500}

@@ -13,7 +13,7 @@ from solver.checker import check_placement
 from solver.greedy import GreedyConfig, solve_greedy
 from solver.problem import build_problem
 from solver.rules.eligibility import eligible
-from solver.shares import queue_allocated
+from solver.shares import deserved_shares, queue_allocated
 from tests.builders import (
     Gang,
     make_gang,
@@ -472,8 +472,14 @@ def test_problem_queue_allocation_equals_the_shares_module() -> None:
     snapshot = make_snapshot(nodes=nodes, groups=groups, running=[other], queues=queues)
     problem = build_problem(snapshot)
     expected = queue_allocated(snapshot)
+    deserved = deserved_shares(snapshot)
     for q, name in enumerate(problem.queue_names):
         assert problem.resources_dict(problem.queue_allocated[q]) == {k: v for k, v in expected[name].items() if v}
+        assert problem.resources_dict(problem.queue_deserved[q]) == {k: v for k, v in deserved[name].items() if v}
+    # The pod count a queue holds is in its row but never dealt out (`solver.problem`).
+    pods = problem.pods_column
+    assert problem.queue_allocated[:3, pods].tolist() == [3, 2, 1]
+    assert (problem.queue_deserved[:, pods] > problem.queue_allocated[:, pods]).all()
 
 
 def test_pods_beyond_the_minimum_are_shared_between_queues_turn_by_turn() -> None:
