@@ -11,12 +11,13 @@ Layout choices, and why:
   `free[problem.resource_index["gpu"]]` the free milli-GPUs of each node.
 - GPU devices are a padded `[N, Gmax]` table (`-1` where a node has fewer devices); a
   device's free milli is 1000 minus `Gpu.used_milli` minus the running pods that list it.
-- Eligibility is computed per *class*: tasks with the same (node selector, tolerations)
-  share a row, and nodes with the same (values of every label some selector reads, taints,
+- Eligibility is computed per *class*: tasks with the same (node selector, required node
+  affinity, tolerations) share a row, and nodes with the same (values of every label some
+  selector or affinity term reads, name when some `matchFields` names it, taints,
   unschedulable) share a column, so the predicate `solver.rules.eligibility.eligible` runs
   once per (task class, node class) pair, not per (task, node). 1,000 tasks × 10,000 nodes
   with a handful of selectors is a few dozen predicate calls. The projection is exact:
-  `matches_selector` reads only the selector's keys, all of which are in the signature.
+  selectors and affinity terms read only those keys and names, all in the signature.
   `eligible_nodes(task_row)` gives one task's `[N]` mask; `eligible_by_class[S, N]` holds
   them all (rather than a `[T, N]` table, which would not fit at 100,000 PodGroups).
 - Queues: `queue_allocated` and `queue_deserved` come from `solver.shares` (subtree
@@ -45,6 +46,7 @@ from models.snapshot import (
     Snapshot,
     Task,
 )
+from solver.rules import node_affinity
 from solver.rules.eligibility import eligible
 from solver.shares import deserved_shares
 
@@ -426,13 +428,22 @@ def _pods(
 def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[str, object]:
     """Per (task class, node class) predicate calls; see the module docstring."""
     tasks: list[Task] = [task for group in snapshot.pod_groups for task in group.tasks]
-    selector_keys = sorted({key for task in tasks for key in task.node_selector})
+    selector_keys = sorted(
+        {key for task in tasks for key in task.node_selector}
+        | {key for task in tasks for key in node_affinity.keys_read(task.required_node_affinity)}
+    )
+    named_nodes = node_affinity.names_read([term for task in tasks for term in task.required_node_affinity])
 
     node_class_of_signature: dict[object, int] = {}
     representatives: list[int] = []
     node_class = np.zeros(len(snapshot.nodes), dtype=np.int64)
     for n, node in enumerate(snapshot.nodes):
-        signature = (tuple(node.labels.get(key) for key in selector_keys), node.taints, node.unschedulable)
+        signature = (
+            tuple(node.labels.get(key) for key in selector_keys),
+            node.name if node.name in named_nodes else None,
+            node.taints,
+            node.unschedulable,
+        )
         node_cls = node_class_of_signature.get(signature)
         if node_cls is None:
             node_cls = node_class_of_signature[signature] = len(representatives)
@@ -444,7 +455,7 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[
     task_class = np.zeros(len(tasks), dtype=np.int64)
     task_requests = np.zeros((len(tasks), len(resource_index)), dtype=np.int64)
     for t, task in enumerate(tasks):
-        signature = (tuple(sorted(task.node_selector.items())), task.tolerations)
+        signature = (tuple(sorted(task.node_selector.items())), task.required_node_affinity, task.tolerations)
         task_cls = task_class_of_signature.get(signature)
         if task_cls is None:
             task_cls = task_class_of_signature[signature] = len(class_tasks)
