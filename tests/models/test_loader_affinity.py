@@ -3,6 +3,8 @@ PodGroup's pods, a malformed term refused at its field, the rest named as not re
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from models.node_affinity import NodeFieldRequirement, NodeSelectorRequirement, NodeSelectorTerm
@@ -123,3 +125,16 @@ def test_a_vcjob_whose_template_sets_pod_anti_affinity_is_warned_about() -> None
     assert result.warnings == (
         "test.yaml: document 1 (Job default/job): spec.affinity.podAntiAffinity not read; placement ignores them",
     )
+
+
+def test_the_readme_names_each_affinity_field_as_hard_or_not_read_as_the_loader_does() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("### Affinity and spread", 1)[1].split("\n#", 1)[0]
+    rows = {line.split("|")[1].strip(): line.split("|")[3].strip() for line in section.splitlines() if line.startswith("| `")}
+    affinity = {**_affinity(H100), "podAffinity": {"x": 1}, "podAntiAffinity": {"x": 1}}
+    affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = [{"weight": 1, "preference": H100}]  # type: ignore[index]
+    (warning,) = load(pod("p", affinity=affinity, topologySpreadConstraints=[{"maxSkew": 1}])).warnings
+    unread = warning.split("(Pod default/p): ", 1)[1].removesuffix(" not read; placement ignores them").split(", ")
+    documented = {field.strip("` ") for name in rows for field in name.split(",") if rows[name] == "not read (warning)"}
+    assert set(unread) == documented
+    assert rows[f"`spec.affinity.nodeAffinity.{REQUIRED}`"].startswith("**hard**")
