@@ -1,16 +1,18 @@
-"""Required node affinity as the snapshot holds it: Kubernetes' `NodeSelectorTerm`s, validated.
+"""Node affinity as the snapshot holds it: Kubernetes' `NodeSelectorTerm`s, validated.
 
 Input: a task's `required_node_affinity` — the pod's
-`spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`,
-read by `models.loaders.affinity_fields`, or the same structure in snapshot JSON. Output:
-frozen models that the rule `solver.rules.node_affinity` judges nodes by.
+`spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`
+— and `preferred_node_affinity` — its `preferredDuringSchedulingIgnoredDuringExecution`,
+weighted terms — read by `models.loaders.affinity_fields`, or the same structure in
+snapshot JSON. Output: frozen models that `solver.rules.node_affinity` judges nodes by.
 
 What is checked here is what the API server's validation checks, so a term that
 Kubernetes would refuse is refused with the field named, never half-read:
   - `In` / `NotIn` need at least one value; `Exists` / `DoesNotExist` take none;
     `Gt` / `Lt` take exactly one, an integer (`Gt ["7"]`: a label value above 7);
   - `matchFields` name only `metadata.name`, with `In` / `NotIn` and exactly one value
-    (the only field selector Kubernetes accepts on nodes).
+    (the only field selector Kubernetes accepts on nodes);
+  - a preferred term's `weight` is 1–100.
 Worked example: `{key: gpu, operator: In, values: []}` fails at `values` with
 "operator In needs at least one value".
 
@@ -24,7 +26,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-__all__ = ["NodeSelectorOperator", "NodeSelectorRequirement", "NodeFieldRequirement", "NodeSelectorTerm"]
+__all__ = [
+    "NodeSelectorOperator",
+    "NodeSelectorRequirement",
+    "NodeFieldRequirement",
+    "NodeSelectorTerm",
+    "PreferredSchedulingTerm",
+    "parse_label_integer",
+]
 
 NodeSelectorOperator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -70,6 +79,14 @@ class NodeSelectorTerm(_Frozen):
 
     match_expressions: tuple[NodeSelectorRequirement, ...] = ()
     match_fields: tuple[NodeFieldRequirement, ...] = ()
+
+
+class PreferredSchedulingTerm(_Frozen):
+    """A node the term selects is preferred by `weight` (kube-scheduler sums the weights of
+    the terms a node matches)."""
+
+    weight: int = Field(ge=1, le=100)
+    preference: NodeSelectorTerm
 
 
 def parse_label_integer(text: str) -> int | None:

@@ -13,8 +13,8 @@ forms fits int64 and CP-SAT; priorities and weights are int32 as in Kubernetes a
 Volcano, and times lie in Kubernetes' years 1–9999, for the same reason.
 
 Pods are the unit of placement. A pending pod belongs to a PodGroup and one of its tasks,
-and takes its requests, node selector, required node affinity, tolerations and NUMA policy
-from that task, so the replicas of a task are interchangeable (what the CP-SAT engine
+and takes its requests, node selector, node affinity, tolerations and NUMA policy from
+that task, so the replicas of a task are interchangeable (what the CP-SAT engine
 aggregates on). A running pod holds a node, and GPU indices when it uses GPUs; running
 pods of other schedulers have no PodGroup and only take capacity.
 
@@ -41,7 +41,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from models.node_affinity import NodeSelectorTerm
+from models.node_affinity import NodeSelectorTerm, PreferredSchedulingTerm
 from models.quantity import GPU_MILLI_CEILING, ceiling_problem, resource_ceiling
 
 __all__ = [
@@ -267,6 +267,9 @@ class Task(_Frozen):
         (),
         description="required node affinity's nodeSelectorTerms, ORed (models.node_affinity); empty: no "
         "requirement (Kubernetes refuses an empty list, so no requirement is lost)",
+    )
+    preferred_node_affinity: tuple[PreferredSchedulingTerm, ...] = Field(
+        (), description="preferred node affinity's weighted terms, a soft preference (solver.objective, locality)"
     )
     depends_on: tuple[str, ...] = ()
     numa_policy: NumaPolicy = "none"

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from models.node_affinity import NodeSelectorTerm
+from models.node_affinity import NodeSelectorTerm, PreferredSchedulingTerm
 from models.placement import Bind, Eviction, Placement
 from models.snapshot import (
     GPU,
@@ -172,6 +172,7 @@ def make_task(
     numa_policy: str = "none",
     node_selector: Mapping[str, str] | None = None,
     required_node_affinity: Sequence[NodeSelectorTerm] = (),
+    preferred_node_affinity: Sequence[PreferredSchedulingTerm] = (),
     tolerations: Sequence[Toleration] = (),
     extra: Mapping[str, int] | None = None,
 ) -> TaskSpec:
@@ -186,6 +187,7 @@ def make_task(
             "requests": {**resources(cpu=cpu, memory=memory, gpus=gpus, gpu_milli=gpu_milli), **(extra or {})},
             "node_selector": dict(node_selector or {}),
             "required_node_affinity": list(required_node_affinity),
+            "preferred_node_affinity": list(preferred_node_affinity),
             "tolerations": list(tolerations),
             "depends_on": list(depends_on),
             "numa_policy": numa_policy,
@@ -232,6 +234,7 @@ def make_gang(
     numa_policy: str = "none",
     node_selector: Mapping[str, str] | None = None,
     required_node_affinity: Sequence[NodeSelectorTerm] = (),
+    preferred_node_affinity: Sequence[PreferredSchedulingTerm] = (),
     tolerations: Sequence[Toleration] = (),
     preemptable: bool = True,
     extra: Mapping[str, int] | None = None,
@@ -261,6 +264,7 @@ def make_gang(
                 numa_policy=numa_policy,
                 node_selector=node_selector,
                 required_node_affinity=required_node_affinity,
+                preferred_node_affinity=preferred_node_affinity,
                 tolerations=tolerations,
                 extra=extra,
             )

@@ -4,8 +4,9 @@
 and unschedulable nodes), leaf HyperNodes of up to four nodes under one spine, up to four
 queues (weights, capabilities, guarantees, a child queue, non-reclaimable ones), and up to 30
 PodGroups with one or two tasks: whole or fractional GPUs, hard topology, single-NUMA
-pods, a dependency between tasks, priorities, node selectors and required node affinity
-(`node_selector_terms`: every operator, ORed terms, `matchFields`). Some pods of some groups already run —
+pods, a dependency between tasks, priorities, node selectors, required node affinity
+(`node_selector_terms`: every operator, ORed terms, `matchFields`) and preferred node
+affinity (weighted terms of the same kind). Some pods of some groups already run —
 placed first-fit so that the snapshot itself breaks no rule. A few PodGroups name a
 queue that does not exist.
 
@@ -144,6 +145,11 @@ def snapshots(draw: st.DrawFn, *, max_nodes: int = 50, max_groups: int = 30) -> 
                 task["node_selector"] = {"zone": draw(st.sampled_from(["a", "b"]))}
             if draw(st.integers(0, 3)) == 0:
                 task["required_node_affinity"] = draw(node_selector_terms(node_count))
+            if draw(st.integers(0, 3)) == 0:
+                task["preferred_node_affinity"] = [
+                    {"weight": draw(st.sampled_from([1, 30, 100])), "preference": term}
+                    for term in draw(node_selector_terms(node_count))
+                ]
             if t == 1 and draw(st.integers(0, 3)) == 0:
                 task["depends_on"] = ["t0"]
             tasks.append(task)

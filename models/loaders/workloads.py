@@ -9,9 +9,9 @@ capacity whatever its scheduler; a pod without one is pending and is batchplace'
 its `spec.schedulerName` is one of `scheduler_names` (others are ignored, silently, as
 another scheduler's business). Pods in phase Succeeded or Failed are skipped.
 
-Of a pod's affinity, required node affinity is read (`affinity_fields`); preferred node
-affinity, pod (anti-)affinity and topology spread constraints are not, and a pending pod
-that sets them gets a warning naming each field.
+Of a pod's affinity, node affinity is read, required and preferred (`affinity_fields`);
+pod (anti-)affinity and topology spread constraints are not, and a pending pod that sets
+them gets a warning naming each field.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from models.errors import FieldError, Location, PathPart
-from models.node_affinity import NodeSelectorTerm
+from models.node_affinity import NodeSelectorTerm, PreferredSchedulingTerm
 from models.snapshot import (
     DEFAULT_QUEUE,
     GPU,
@@ -44,7 +44,7 @@ from .keys import (
     XK8S_GROUP_LABEL,
     XK8S_QUEUE_KEYS,
 )
-from .affinity_fields import read_required_node_affinity, unread_scheduling_fields
+from .affinity_fields import read_preferred_node_affinity, read_required_node_affinity, unread_scheduling_fields
 from .kube_fields import pod_requests, read_resources, read_tolerations
 from .raw import Metadata, RawObject
 
@@ -136,6 +136,7 @@ class PodTemplate:
     requests: ResourceList
     node_selector: dict[str, str]
     required_node_affinity: tuple[NodeSelectorTerm, ...]
+    preferred_node_affinity: tuple[PreferredSchedulingTerm, ...]
     tolerations: tuple[Toleration, ...]
     numa_policy: NumaPolicy
     scheduler_name: str | None
@@ -163,6 +164,7 @@ def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPoli
         requests=requests,
         node_selector=spec.string_map("nodeSelector"),
         required_node_affinity=read_required_node_affinity(spec),
+        preferred_node_affinity=read_preferred_node_affinity(spec),
         tolerations=read_tolerations(spec),
         numa_policy=read_numa_policy(obj, meta, fallback=numa_fallback),
         scheduler_name=spec.optional_string("schedulerName"),

@@ -16,6 +16,15 @@ Worked example: a task requiring `gpu In [h100]` OR `metadata.name In [a100-0]`,
 `a100-0` (gpu=a100), `a100-1` (gpu=a100), `h100-0` (gpu=h100): it may go to `a100-0` (second
 term) and `h100-0` (first); a pod of it bound to `a100-1` is one violation.
 
+Preferred node affinity is not a rule but a preference, scored here beside the filter as
+kube-scheduler's NodeAffinity plugin does both: `preference_missed(node, preferred)` is the
+weight of the preferred terms `node` does not match — 0 on a node that matches them all.
+Example: preferences `gpu In [h100]` weight 80 and `zone In [a]` weight 20: an h100 node
+in zone b misses 20, an a100 node in zone a misses 80. The objective's locality tier sums
+it over bound pods (`solver.objective`, which says why that tier), greedy tries nodes that
+miss least first. kube-scheduler normalises the sum to 0–100 per pod across the nodes;
+batchplace keeps the raw weights, so a pod that states more weight weighs more.
+
 `matches(node, terms)` is the predicate; engines reach it through
 `solver.rules.eligibility.ineligibility_reason`, which folds it into the eligibility classes
 every engine reads (`solver.problem`), so greedy, CP-SAT, the LP bound, the reasons and
@@ -27,12 +36,29 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from models.node_affinity import NodeFieldRequirement, NodeSelectorRequirement, NodeSelectorTerm, parse_label_integer
-from models.snapshot import Node, Snapshot
+from models.node_affinity import (
+    NodeFieldRequirement,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PreferredSchedulingTerm,
+    parse_label_integer,
+)
+from models.snapshot import Node, Snapshot, Task
 from solver.after import After
 from solver.violation import Violation
 
-__all__ = ["NAME", "REASON", "matches", "term_matches", "describe_terms", "keys_read", "names_read", "check"]
+__all__ = [
+    "NAME",
+    "REASON",
+    "matches",
+    "term_matches",
+    "preference_missed",
+    "terms_of",
+    "describe_terms",
+    "keys_read",
+    "names_read",
+    "check",
+]
 
 NAME = "node_affinity"
 
@@ -78,6 +104,16 @@ def term_matches(node: Node, term: NodeSelectorTerm) -> bool:
 def matches(node: Node, terms: Sequence[NodeSelectorTerm]) -> bool:
     """True when `terms` is empty (no requirement) or some term matches `node`."""
     return not terms or any(term_matches(node, term) for term in terms)
+
+
+def preference_missed(node: Node, preferred: Sequence[PreferredSchedulingTerm]) -> int:
+    """The weight of the preferred terms `node` does not match (an empty term matches none)."""
+    return sum(term.weight for term in preferred if not term_matches(node, term.preference))
+
+
+def terms_of(task: Task) -> tuple[NodeSelectorTerm, ...]:
+    """Every term of the task, required and preferred: what a node's class must tell apart."""
+    return (*task.required_node_affinity, *(term.preference for term in task.preferred_node_affinity))
 
 
 def keys_read(terms: Sequence[NodeSelectorTerm]) -> set[str]:

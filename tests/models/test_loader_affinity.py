@@ -48,7 +48,7 @@ def test_pods_of_a_pod_group_that_differ_in_affinity_split_their_task() -> None:
     )
     tasks = result.snapshot.pod_groups[0].tasks
     assert sorted(task.required_node_affinity for task in tasks) == [(), (H100_TERM,)]
-    assert any("required node affinity" in line and "split into tasks" in line for line in result.warnings)
+    assert any("node affinity" in line and "split into tasks" in line for line in result.warnings)
 
 
 def test_a_pod_without_affinity_requires_nothing_and_gets_no_warning() -> None:
@@ -102,6 +102,32 @@ def test_a_malformed_term_in_a_vcjob_task_names_the_template_field() -> None:
     assert f"spec.tasks[0].template.{TERMS_PATH}[0].matchExpressions[0].values: " in error
 
 
+def test_preferred_node_affinity_is_read_with_its_weights_in_order() -> None:
+    preferred = [{"weight": 80, "preference": H100}, {"weight": 5, "preference": BY_NAME}]
+    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
+    result = load(vcjob("job", task("worker", affinity=affinity)))
+    (task_model,) = result.snapshot.pod_groups[0].tasks
+    assert [(term.weight, term.preference) for term in task_model.preferred_node_affinity] == [(80, H100_TERM), (5, BY_NAME_TERM)]
+    assert task_model.required_node_affinity == () and result.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("item", "path", "message"),
+    [
+        ({"weight": 0, "preference": H100}, "[0].weight", "must be 1-100, got 0"),
+        ({"weight": 101, "preference": H100}, "[0].weight", "must be 1-100, got 101"),
+        ({"preference": H100}, "[0].weight", "must be 1-100, got None"),
+        ({"weight": 1, "preference": {"matchExpressions": [_expression("gpu", "Gt", "a")]}},
+         "[0].preference.matchExpressions[0].values", "operator Gt compares integers"),
+    ],
+    ids=["weight 0", "weight 101", "no weight", "a malformed preference"],
+)
+def test_a_malformed_preferred_term_is_an_error_naming_its_field(item: dict[str, object], path: str, message: str) -> None:
+    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [item]}}
+    error = load_error(pod("p", affinity=affinity))
+    assert f"spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution{path}: {message}" in error
+
+
 def test_the_fields_not_read_are_each_named_in_one_warning() -> None:
     affinity = {
         **_affinity(H100),
@@ -114,9 +140,8 @@ def test_the_fields_not_read_are_each_named_in_one_warning() -> None:
     spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]
     result = load(pod("p", affinity=affinity, topologySpreadConstraints=spread))
     assert result.warnings == (
-        "test.yaml: document 1 (Pod default/p): spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution, "
-        "spec.affinity.podAffinity, spec.affinity.podAntiAffinity, spec.topologySpreadConstraints not read; "
-        "placement ignores them",
+        "test.yaml: document 1 (Pod default/p): spec.affinity.podAffinity, spec.affinity.podAntiAffinity, "
+        "spec.topologySpreadConstraints not read; placement ignores them",
     )
 
 
@@ -138,3 +163,4 @@ def test_the_readme_names_each_affinity_field_as_hard_or_not_read_as_the_loader_
     documented = {field.strip("` ") for name in rows for field in name.split(",") if rows[name] == "not read (warning)"}
     assert set(unread) == documented
     assert rows[f"`spec.affinity.nodeAffinity.{REQUIRED}`"].startswith("**hard**")
+    assert rows["`spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution`"].startswith("**soft**")

@@ -1,15 +1,19 @@
-"""Required node affinity: the predicate for every operator, ORed terms, `matchFields`; the
+"""Node affinity. Required: the predicate for every operator, ORed terms, `matchFields`; the
 checker's verdict; every engine keeps to it; the reason of a pod no node admits; a
-property over drawn snapshots that no engine binds where the affinity excludes."""
+property over drawn snapshots that no engine binds where the affinity excludes.
+Preferred: the weight a node misses, the locality tier counting it, every engine going
+where a pod prefers, and never at the cost of a placement."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from models.node_affinity import PreferredSchedulingTerm
 from models.snapshot import Snapshot
 from solver import reasons
 from solver.checker import check_placement
+from solver.objective import score
 from solver.place import ENGINES, SolveConfig, place
 from solver.rules import eligibility, node_affinity
 from tests.builders import make_bind, make_gang, make_node, make_placement, make_snapshot, make_term, rule_violations
@@ -161,3 +165,48 @@ def test_no_engine_binds_a_pod_to_a_node_its_required_affinity_excludes(snapshot
             assert task is not None
             assert node_affinity.matches(snapshot.node_by_name[bind.node], task.required_node_affinity), (engine, bind)
         assert check_placement(snapshot, decision.placement) == ()
+
+
+# ---- preferred node affinity: a preference in the locality tier ----
+
+
+def _prefer(*weighted: tuple[int, object]) -> list[PreferredSchedulingTerm]:
+    return [PreferredSchedulingTerm(weight=weight, preference=term) for weight, term in weighted]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("node", "missed"),
+    [(H100, 20), (A100, 80), (A100_SPARE, 100)],
+    ids=["h100 in no zone misses the zone", "a100 in zone a misses the model", "a100 in zone b misses both"],
+)
+def test_a_node_misses_the_weight_of_the_preferred_terms_it_does_not_match(node, missed: int) -> None:  # noqa: ANN001
+    preferred = _prefer((80, make_term("gpu In h100")), (20, make_term("zone In a")), (50, make_term()))
+    assert node_affinity.preference_missed(node.node, preferred) == missed + 50  # an empty term matches nothing
+
+
+def test_the_locality_tier_counts_the_preference_weight_a_bound_pod_misses() -> None:
+    job = make_gang("job", gpus=1, preferred_node_affinity=_prefer((80, make_term("gpu In h100"))))
+    snapshot = make_snapshot(nodes=NODES, groups=[job])
+    on = {node: score(snapshot, make_placement(binds=[make_bind(job.pods[0], node, gpus=[0])])) for node in ("a100-0", "h100-0")}
+    assert (on["a100-0"].locality, on["h100-0"].locality) == (80, 0)
+    assert on["h100-0"] > on["a100-0"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_puts_a_pod_where_it_prefers_when_it_fits_there(engine: str) -> None:
+    job = make_gang("job", replicas=2, gpus=4, preferred_node_affinity=_prefer((10, make_term("gpu In h100"))))
+    snapshot = make_snapshot(nodes=NODES, groups=[job])
+    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=5))  # type: ignore[arg-type]
+    assert check_placement(snapshot, decision.placement) == ()
+    assert sorted(bind.node for bind in decision.placement.binds) == ["h100-0", "h100-0"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_preference_never_costs_a_placement(engine: str) -> None:
+    """Three 8-GPU pods preferring h100, one h100 node: all three are placed, one on h100."""
+    job = make_gang("job", replicas=3, gpus=8, preferred_node_affinity=_prefer((100, make_term("gpu In h100"))))
+    snapshot = make_snapshot(nodes=NODES, groups=[job])
+    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=5))  # type: ignore[arg-type]
+    assert check_placement(snapshot, decision.placement) == ()
+    assert sorted(bind.node for bind in decision.placement.binds) == ["a100-0", "a100-1", "h100-0"]
+    assert score(snapshot, decision.placement).locality == 200  # two pods miss 100 each
