@@ -93,7 +93,7 @@ def parse_label_integer(text: str) -> int | None:
     """A label value as `Gt`/`Lt` read it (Go's `strconv.ParseInt(v, 10, 64)`): "12" → 12,
     "+3" → 3, "1.5" / "" / "0x1" / out of int64 → None."""
     body = text[1:] if text[:1] in ("+", "-") else text
-    if not body or not body.isascii() or not body.isdigit():
+    if not body or len(body) > 19 or not body.isascii() or not body.isdigit():  # int64 has 19 digits
         return None
     value = int(text)
     return value if _INT64_MIN <= value <= _INT64_MAX else None

@@ -136,7 +136,7 @@ class TaskLine:
     min_available_applies: bool  # False when the PodGroup's min_member is below its tasks' sum
     requests: str
     depends_on: str
-    runs_on: str  # "gpu In [h100]: 1 of 3 nodes" — its node selector and required node affinity, and how many nodes admit it
+    runs_on: str  # "gpu In [h100]: 1 of 3 nodes; prefers zone In [a] (20)" — see `_runs_on`
 
 
 @dataclass(frozen=True)
@@ -255,12 +255,17 @@ def _task_line(task: Task, snapshot: Snapshot, group: PodGroup) -> TaskLine:
 def _runs_on(task: Task, snapshot: Snapshot) -> str:
     """Where the task's pods may go (`solver.rules.eligibility.eligible`, affinity included):
     "pool=infer, gpu In [h100]: 1 of 3 nodes"; "any node: 3 of 3 nodes" without constraints
-    (taints and cordons still count in the number)."""
+    (taints and cordons still count in the number); then its preferred node affinity with
+    the weights: "; prefers zone In [a] (20)"."""
     wants = [f"{key}={value}" for key, value in sorted(task.node_selector.items())]
     if task.required_node_affinity:
         wants.append(node_affinity.describe_terms(task.required_node_affinity))
     admitted = sum(1 for node in snapshot.nodes if eligible(node, task))
-    return f"{', '.join(wants) or 'any node'}: {admitted} of {len(snapshot.nodes)} nodes"
+    text = f"{', '.join(wants) or 'any node'}: {admitted} of {len(snapshot.nodes)} nodes"
+    prefers = [
+        f"{node_affinity.describe_terms((term.preference,))} ({term.weight})" for term in task.preferred_node_affinity
+    ]
+    return f"{text}; prefers {', '.join(prefers)}" if prefers else text
 
 
 def _indices(indices: Sequence[int]) -> str:
