@@ -84,6 +84,15 @@ def _topology(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
     return ok, f"{gpus} GPUs bound on {len(decision.placement.binds)} pods in leaf {', '.join(sorted(leaves)) or '-'}"
 
 
+def _gpu_model(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
+    nodes: dict[str, list[str]] = {}
+    for bind in decision.placement.binds:
+        nodes.setdefault(snapshot.pod_by_key[bind.pod].pod_group or "", []).append(bind.node)
+    finetune, infer = nodes.get("default/h100-finetune", []), nodes.get("default/batch-infer", [])
+    ok = finetune == ["h100-0"] and infer == ["a100-1", "a100-1"]
+    return ok, f"h100-finetune on {', '.join(finetune) or '-'}; batch-infer on {', '.join(sorted(infer)) or '-'}"
+
+
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario("hello-volcano-job.yaml", "hello-volcano-job scheduled", _hello),
     Scenario("queue-weights.yaml", "queue-a 2 jobs, queue-b 4 jobs (weights 1:2)", _queue_weights),
@@ -91,6 +100,9 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("gang-min-available-4.yaml", "gang of min 4 scheduled, 8 of 20 pods bound", _gang_4),
     Scenario("workflow-job.yaml", "task-a bound, task-b waits for it", _workflow),
     Scenario("gpu-topology.yaml", "16-GPU hard-topology gang inside one leaf", _topology),
+    Scenario(
+        "gpu-model-affinity.yaml", "fine-tune on the H100 it requires, inference on the zone it prefers", _gpu_model
+    ),
 )
 
 

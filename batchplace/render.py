@@ -74,7 +74,7 @@ def decision_tables(decision: Decision) -> Group:
             outcome.queue,
             f"{outcome.placed}/{outcome.min_member}",
             Text(outcome.state, style=style),
-            "; ".join(outcome.reasons),
+            Text("; ".join(outcome.reasons)),  # plain text: "gpu In [h100]" is not markup
         )
 
     binds = Table(title="Binds", title_justify="left")

@@ -23,10 +23,10 @@ same node in a cluster would. Queues do not count pods (Volcano's queues hold cp
 and scalar resources; the pod count is a node predicate there too).
 
 Pods are the unit of placement. A pending pod belongs to a PodGroup and one of its tasks,
-and takes its requests, node selector, tolerations and NUMA policy from that task, so the
-replicas of a task are interchangeable (what the CP-SAT engine aggregates on). A running
-pod holds a node, and GPU indices when it uses GPUs; running pods of other schedulers have
-no PodGroup and only take capacity.
+and takes its requests, node selector, node affinity, tolerations and NUMA policy from
+that task, so the replicas of a task are interchangeable (what the CP-SAT engine
+aggregates on). A running pod holds a node, and GPU indices when it uses GPUs; running
+pods of other schedulers have no PodGroup and only take capacity.
 
 What it does not promise: that the cluster it describes is schedulable, or that a
 PodGroup's queue exists (a PodGroup naming an unknown queue is valid input; it stays
@@ -51,6 +51,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from models.node_affinity import NodeSelectorTerm, PreferredSchedulingTerm
 from models.quantity import GPU_MILLI_CEILING, ceiling_problem, resource_ceiling
 
 __all__ = [
@@ -291,6 +292,14 @@ class Task(_Frozen):
     requests: ResourceList = Field(default_factory=dict)
     node_selector: dict[str, str] = Field(default_factory=dict)
     tolerations: tuple[Toleration, ...] = ()
+    required_node_affinity: tuple[NodeSelectorTerm, ...] = Field(
+        (),
+        description="required node affinity's nodeSelectorTerms, ORed (models.node_affinity); empty: no "
+        "requirement (Kubernetes refuses an empty list, so no requirement is lost)",
+    )
+    preferred_node_affinity: tuple[PreferredSchedulingTerm, ...] = Field(
+        (), description="preferred node affinity's weighted terms, a soft preference (solver.objective, locality)"
+    )
     depends_on: tuple[str, ...] = ()
     numa_policy: NumaPolicy = "none"
 

@@ -29,9 +29,10 @@ GPU numbers of a `JobVerdict`, in devices (milli-GPU / 1000, so 0.5 is half a de
     (tasks waiting on a dependency left out);
   - `gpus_placed`: its pods bound by this solve;
   - `gpus_free_eligible`: what the cluster has free *after* this solve on the nodes where
-    some GPU task of the job may run (schedulable, selector matches, taints tolerated) and
-    that may run one more pod (below their `pods`): whole devices nothing holds when its
-    GPU pods take whole devices, else free milli;
+    some GPU task of the job may run (`solver.rules.eligibility.eligible`: schedulable,
+    selector matches, required node affinity admits, taints tolerated) and that may run one
+    more pod (below their `pods`): whole devices nothing holds when its GPU pods take whole
+    devices, else free milli;
   - `gpus_short`: 0 when it starts; else `max(0, gpus_to_start − gpus_free_eligible)` —
     how many more GPUs must come free before it can start. 0 for a job that does not
     start means the GPUs are there but something else blocks (quota, topology, NUMA,

@@ -8,7 +8,8 @@ Input: the model, `ModelData`, `Variables` and the `Allocation` helper. Output: 
 Each tier equals `solver.objective.score` of the extracted placement exactly, not only
 at the optimum: fairness uses max/min equalities and floor divisions as row pairs (⌈1000 · shortfall / target⌉
 per queue and resource, the least per queue), spans are reified both ways, and everything else
-is linear in counts (pattern constants carry the NUMA splits and fragments).
+is linear in counts (pattern constants carry the NUMA splits, the preferred node affinity
+weight missed and fragments).
 
 Stages, and why: DESIGN.md orders the tiers strictly. One weighted sum keeps that order
 only with weights W_k > (range of all lower tiers), and the ranges multiply: at 10,000
@@ -157,13 +158,40 @@ def _locality(data: ModelData, variables: Variables) -> Lin:
     for unit_vars in variables.units:
         for var in unit_vars.spans.values():
             lin.add(var, 1)
+    missed_by_class: dict[int, dict[int, int]] = {}
     for profile, profile_vars in variables.profiles.items():
-        patterns = data.pattern_sets[profile].patterns
+        pattern_set = data.pattern_sets[profile]
+        node_class = pattern_set.profile.eligibility
+        if node_class not in missed_by_class:
+            missed_by_class[node_class] = _preference_missed(data, node_class)
+        missed = missed_by_class[node_class]
         for i, var in profile_vars.pattern_nodes.items():
-            lin.add(var, patterns[i].splits)
+            lin.add(var, pattern_set.patterns[i].splits + _missed_in(pattern_set.patterns[i].counts, missed))
         for (atom, i), var in profile_vars.atom_pattern_nodes.items():
-            lin.add(var, data.topology_sets[(profile, atom)][i].splits)
+            pattern = data.topology_sets[(profile, atom)][i]
+            lin.add(var, pattern.splits + _missed_in(pattern.counts, missed))
+        if missed:
+            for (value, i), var in profile_vars.device_pattern_devices.items():
+                lin.add(var, _missed_in(device_patterns(pattern_set, value, cap=10_000)[i].counts, missed))
     return lin
+
+
+def _preference_missed(data: ModelData, node_class: int) -> dict[int, int]:
+    """Shape index → preferred node affinity weight one of its pods misses on a node of
+    `node_class` (every node of a profile shares its class); only shapes that miss some."""
+    problem = data.problem
+    table = problem.preference_missed_by_class
+    if not table.any():
+        return {}
+    # The tasks of a shape share its eligibility class (part of the shape's key), so any one tells.
+    missed = {task.shape: int(table[problem.task_eligibility_class[task.row], node_class]) for task in data.tasks}
+    return {shape: weight for shape, weight in missed.items() if weight}
+
+
+def _missed_in(counts: Sequence[tuple[int, int]], missed: dict[int, int]) -> int:
+    """The preference weight a pattern's pods miss: Σ pods × weight per shape. Slots equal
+    pods placed (`cpsat_rules._capacity`), so the constant is exact."""
+    return sum(pods * missed.get(shape, 0) for shape, pods in counts) if missed else 0
 
 
 def _packing(data: ModelData, variables: Variables) -> Lin:

@@ -5,7 +5,8 @@ rolled back, so the gang's own tentative pods count), the task, and the domain i
 confined to. Output: the reason sentences of `solver.reasons`, e.g.
 "capacity: task worker: 0/120 nodes fit another pod: 80 insufficient gpu, 40 node selector
 mismatch", or "eligibility: task worker: 0/3 nodes: 2 node selector mismatch, 1 untolerated
-taint" when no node is eligible at all.
+taint" when no node is eligible at all. Nodes a required node affinity excludes say which:
+"2 node affinity mismatch (requires gpu In [h100])".
 
 Each node is counted once, under the first filter it fails, in this order: eligibility
 (the predicate's own reason, asked once per node class), outside the topology domain,
@@ -22,6 +23,7 @@ import numpy as np
 from models.snapshot import GPU, Task
 from solver import reasons
 from solver.greedy_state import CycleState, TaskShape
+from solver.rules import node_affinity
 from solver.rules.eligibility import ineligibility_reason
 
 __all__ = ["fit_error", "eligibility_error"]
@@ -37,6 +39,8 @@ def _ineligible_counts(state: CycleState, task: Task, eligible: np.ndarray) -> d
         for node_class in np.flatnonzero(sizes):
             node = state.snapshot.nodes[problem.node_class_representative[node_class]]
             reason = ineligibility_reason(node, task) or "ineligible"
+            if reason == node_affinity.REASON:
+                reason = f"{reason} (requires {node_affinity.describe_terms(task.required_node_affinity)})"
             counts[reason] = counts.get(reason, 0) + int(sizes[node_class])
     return counts
 

@@ -29,6 +29,9 @@ Example: free GPUs (2, 8, 4) and a 2-GPU pod → scores (0, 6000, 2000) → node
 With `packing="fragmentation"` (the default, `solver.fragmentation`) nodes are ranked
 first by how much the pod grows the GPU fragmentation of the typical pod shapes (FGD's
 integer score), and the best-fit score above only orders nodes within a rank.
+A task with preferred node affinity tries first the nodes where it misses the least
+preference weight (`Problem.preference_missed`), packing ordering only nodes that miss
+alike — the order of the objective's tiers, locality before packing.
 
 Inside a node, devices are chosen by `choose_devices`: whole-GPU pods take devices of
 one NUMA cell when some cell has enough (the cell with the fewest free devices that
@@ -258,7 +261,8 @@ class CycleState:
         return ok
 
     def score(self, shape: TaskShape, nodes: np.ndarray) -> np.ndarray:
-        """Best-fit score of each node in `nodes` (smaller first); see the module docstring.
+        """Best-fit score of each node in `nodes` (smaller first), after the preferred node
+        affinity weight missed when the task has one; see the module docstring.
 
         Computed over all N rows (contiguous, cheap) when `nodes` is most of the cluster,
         over the subset (fancy-indexed) when it is a small part of it."""
@@ -276,7 +280,14 @@ class CycleState:
             d = shape.dominant
             score += (pick(self.free[d]) - shape.requests[d]) * (1.0 / self._scale_list[d])
         score = score[nodes] if dense else score
-        return score if self.packing is None else self.packing.rank(self, shape, nodes, score)
+        ranked = score if self.packing is None else self.packing.rank(self, shape, nodes, score)
+        missed_by_class = self.problem.preference_missed_by_class[self.problem.task_eligibility_class[shape.row]]
+        if not missed_by_class.any():
+            return ranked
+        order = np.lexsort((ranked, missed_by_class[self.problem.node_class[nodes]]))
+        rank = np.empty(nodes.size, dtype=np.float64)
+        rank[order] = np.arange(nodes.size, dtype=np.float64)
+        return rank
 
     def _fractional_device_free(self, shape: TaskShape, nodes: np.ndarray | None) -> np.ndarray:
         """Free milli of the device a fractional pod would take on each node (all, or `nodes`):

@@ -38,8 +38,17 @@ The tiers (each an exact integer; "after" means kept running pods plus this cycl
 4. **locality** — smaller is better. For each soft-topology PodGroup (network topology set
    without a hard tier limit) that gets a bind: the number of lowest-tier HyperNodes its
    pods (kept and bound) sit in — nodes in no HyperNode of that tier are not counted; plus
-   one per bound pod whose GPU devices span more than one NUMA cell. Example: a soft gang
-   bound over leaf-a and leaf-b (2) and one 4-GPU pod on devices 2–5 of a 2×4 node (1) → 3.
+   one per bound pod whose GPU devices span more than one NUMA cell; plus, per bound pod,
+   the preferred node affinity weight its node misses
+   (`solver.rules.node_affinity.preference_missed`, 0–100 per term). Example: a soft gang
+   bound over leaf-a and leaf-b (2) and one 4-GPU pod on devices 2–5 of a 2×4 node (1) → 3;
+   a pod preferring `gpu In [h100]` with weight 50 bound to an a100 node adds 50.
+   Why preferences sit here: like kube-scheduler's score, a preference only chooses among
+   nodes a pod may use, so it must never cost a placement (throughput) or an eviction
+   (disruption) or a queue's share; it says where a pod works best, as the network domain
+   and the NUMA split do, and it outranks packing because the user stated it. Its unit, one
+   weight point, equals one HyperNode or one NUMA split: a pod preferring a node with
+   weight 1 gives way to keeping a gang in one leaf; weight 100 does not.
 5. **packing** — smaller is better: milli-GPU left free in pieces no pending shape can use.
    The pending shapes are the GPU requests of the snapshot's pending pods; u = the
    smallest fractional request, k = the fewest whole devices asked. Per node after the
@@ -74,6 +83,7 @@ from models.snapshot import (
 )
 from solver.after import After, build_after
 from solver.memo import memoized
+from solver.rules import node_affinity
 from solver.rules.topology import hard_tier_limit
 from solver.shares import deserved_shares, queue_requests
 
@@ -328,6 +338,8 @@ def _locality(snapshot: Snapshot, ctx: ObjectiveContext, after: After) -> int:
         if len(bound.gpus) > 1 and bound.gpus_well_formed:
             cells = {bound.node.gpu_by_index[i].numa_cell for i in bound.gpus}
             total += len(cells) > 1
+        if bound.task.preferred_node_affinity:
+            total += node_affinity.preference_missed(bound.node, bound.task.preferred_node_affinity)
     return total
 
 

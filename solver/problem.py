@@ -11,14 +11,17 @@ Layout choices, and why:
   `free[problem.resource_index["gpu"]]` the free milli-GPUs of each node.
 - GPU devices are a padded `[N, Gmax]` table (`-1` where a node has fewer devices); a
   device's free milli is 1000 minus `Gpu.used_milli` minus the running pods that list it.
-- Eligibility is computed per *class*: tasks with the same (node selector, tolerations)
-  share a row, and nodes with the same (values of every label some selector reads, taints,
-  unschedulable) share a column, so the predicate `solver.rules.eligibility.eligible` runs
+- Eligibility is computed per *class*: tasks with the same (node selector, required and
+  preferred node affinity, tolerations) share a row, and nodes with the same (values of
+  every label some selector or affinity term reads, name when some `matchFields` names it,
+  taints, unschedulable) share a column, so `solver.rules.eligibility.eligible` runs
   once per (task class, node class) pair, not per (task, node). 1,000 tasks × 10,000 nodes
   with a handful of selectors is a few dozen predicate calls. The projection is exact:
-  `matches_selector` reads only the selector's keys, all of which are in the signature.
+  selectors and affinity terms read only those keys and names, all in the signature.
   `eligible_nodes(task_row)` gives one task's `[N]` mask; `eligible_by_class[S, N]` holds
-  them all (rather than a `[T, N]` table, which would not fit at 100,000 PodGroups).
+  them all (rather than a `[T, N]` table, which would not fit at 100,000 PodGroups);
+  `preference_missed_by_class[S, node class]` is the preferred node affinity weight
+  missed (`solver.rules.node_affinity.preference_missed`), per pair likewise.
 - `pods` is a fixed column every pod requests `POD_SLOT` (1) of, running or pending
   (`models.snapshot`: the kubelet's count), so node capacity — `free`, every engine's fit
   test, CP-SAT's patterns, what an eviction frees — counts pods like any resource. Example:
@@ -54,6 +57,7 @@ from models.snapshot import (
     Snapshot,
     Task,
 )
+from solver.rules import node_affinity
 from solver.rules.eligibility import eligible
 from solver.shares import deserved_shares
 
@@ -101,6 +105,7 @@ class Problem:
     node_class: np.ndarray  # [N] node class id
     node_class_representative: tuple[int, ...]  # a node index per node class
     eligible_by_class: np.ndarray  # [S, N] bool
+    preference_missed_by_class: np.ndarray  # [S, node class] int64: preferred node affinity weight missed
     # ---- tasks (one row per task of every PodGroup) ----
     task_keys: tuple[TaskKey, ...]
     task_row: Mapping[TaskKey, int]
@@ -169,6 +174,10 @@ class Problem:
     def eligible_nodes(self, task_row: int) -> np.ndarray:
         """`[N]` bool: the nodes the pods of `task_row` may go to (rule 2)."""
         return self.eligible_by_class[self.task_eligibility_class[task_row]]
+
+    def preference_missed(self, task_row: int) -> np.ndarray:
+        """`[N]` int: the preferred node affinity weight the task's pods miss on each node."""
+        return self.preference_missed_by_class[self.task_eligibility_class[task_row]][self.node_class]
 
     def resources_dict(self, row: np.ndarray) -> dict[str, int]:
         """An `[R]` row as the snapshot writes a resource list: without zeros and without
@@ -443,13 +452,20 @@ def _pods(
 def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[str, object]:
     """Per (task class, node class) predicate calls; see the module docstring."""
     tasks: list[Task] = [task for group in snapshot.pod_groups for task in group.tasks]
-    selector_keys = sorted({key for task in tasks for key in task.node_selector})
+    affinity_terms = [term for task in tasks for term in node_affinity.terms_of(task)]
+    selector_keys = sorted({key for task in tasks for key in task.node_selector} | node_affinity.keys_read(affinity_terms))
+    named_nodes = node_affinity.names_read(affinity_terms)
 
     node_class_of_signature: dict[object, int] = {}
     representatives: list[int] = []
     node_class = np.zeros(len(snapshot.nodes), dtype=np.int64)
     for n, node in enumerate(snapshot.nodes):
-        signature = (tuple(node.labels.get(key) for key in selector_keys), node.taints, node.unschedulable)
+        signature = (
+            tuple(node.labels.get(key) for key in selector_keys),
+            node.name if node.name in named_nodes else None,
+            node.taints,
+            node.unschedulable,
+        )
         node_cls = node_class_of_signature.get(signature)
         if node_cls is None:
             node_cls = node_class_of_signature[signature] = len(representatives)
@@ -461,7 +477,12 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[
     task_class = np.zeros(len(tasks), dtype=np.int64)
     task_requests = np.zeros((len(tasks), len(resource_index)), dtype=np.int64)
     for t, task in enumerate(tasks):
-        signature = (tuple(sorted(task.node_selector.items())), task.tolerations)
+        signature = (
+            tuple(sorted(task.node_selector.items())),
+            task.required_node_affinity,
+            task.preferred_node_affinity,
+            task.tolerations,
+        )
         task_cls = task_class_of_signature.get(signature)
         if task_cls is None:
             task_cls = task_class_of_signature[signature] = len(class_tasks)
@@ -476,10 +497,20 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[
         dtype=bool,
     ).reshape(len(class_tasks), len(representatives))
     eligible_by_class = pair_ok[:, node_class] if len(snapshot.nodes) else np.zeros((len(class_tasks), 0), bool)
+    pair_missed = np.array(
+        [
+            [node_affinity.preference_missed(snapshot.nodes[rep], task.preferred_node_affinity) for rep in representatives]
+            if task.preferred_node_affinity
+            else [0] * len(representatives)
+            for task in class_tasks
+        ],
+        dtype=np.int64,
+    ).reshape(len(class_tasks), len(representatives))
     return {
         "node_class": _readonly(node_class),
         "node_class_representative": tuple(representatives),
         "eligible_by_class": _readonly(np.ascontiguousarray(eligible_by_class)),
+        "preference_missed_by_class": _readonly(pair_missed),
         "task_requests": _readonly(task_requests),
         "task_eligibility_class": _readonly(task_class),
         "task_single_numa": _readonly(np.array([task.numa_policy == "single-numa-node" for task in tasks], dtype=bool)),

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from models.node_affinity import NodeSelectorTerm, PreferredSchedulingTerm
 from models.placement import Bind, Eviction, Placement
 from models.snapshot import (
     GPU,
@@ -48,6 +49,7 @@ __all__ = [
     "Gang",
     "resources",
     "make_node",
+    "make_term",
     "make_task",
     "make_gang",
     "make_running",
@@ -148,6 +150,22 @@ class TaskSpec:
     replicas: int
 
 
+def make_term(*expressions: str, fields: Sequence[str] = ()) -> NodeSelectorTerm:
+    """A node selector term from "key Operator value,value" lines (ANDed): `make_term("gpu In
+    h100,a100", "gen Gt 7")`; `fields=["metadata.name In a100-0"]` for `matchFields`."""
+
+    def requirement(text: str) -> dict[str, object]:
+        key, operator, *values = text.split()
+        return {"key": key, "operator": operator, "values": values[0].split(",") if values else []}
+
+    return NodeSelectorTerm.model_validate(
+        {
+            "match_expressions": [requirement(text) for text in expressions],
+            "match_fields": [requirement(text) for text in fields],
+        }
+    )
+
+
 def make_task(
     name: str = "worker",
     *,
@@ -160,6 +178,8 @@ def make_task(
     depends_on: Sequence[str] = (),
     numa_policy: str = "none",
     node_selector: Mapping[str, str] | None = None,
+    required_node_affinity: Sequence[NodeSelectorTerm] = (),
+    preferred_node_affinity: Sequence[PreferredSchedulingTerm] = (),
     tolerations: Sequence[Toleration] = (),
     extra: Mapping[str, int] | None = None,
 ) -> TaskSpec:
@@ -173,6 +193,8 @@ def make_task(
             "min_available": replicas if min_available is None else min_available,
             "requests": {**resources(cpu=cpu, memory=memory, gpus=gpus, gpu_milli=gpu_milli), **(extra or {})},
             "node_selector": dict(node_selector or {}),
+            "required_node_affinity": list(required_node_affinity),
+            "preferred_node_affinity": list(preferred_node_affinity),
             "tolerations": list(tolerations),
             "depends_on": list(depends_on),
             "numa_policy": numa_policy,
@@ -218,6 +240,8 @@ def make_gang(
     topology_tier: int | None = None,
     numa_policy: str = "none",
     node_selector: Mapping[str, str] | None = None,
+    required_node_affinity: Sequence[NodeSelectorTerm] = (),
+    preferred_node_affinity: Sequence[PreferredSchedulingTerm] = (),
     tolerations: Sequence[Toleration] = (),
     preemptable: bool = True,
     extra: Mapping[str, int] | None = None,
@@ -246,6 +270,8 @@ def make_gang(
                 gpu_milli=gpu_milli,
                 numa_policy=numa_policy,
                 node_selector=node_selector,
+                required_node_affinity=required_node_affinity,
+                preferred_node_affinity=preferred_node_affinity,
                 tolerations=tolerations,
                 extra=extra,
             )

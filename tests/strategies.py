@@ -4,7 +4,9 @@
 and unschedulable nodes), leaf HyperNodes of up to four nodes under one spine, up to four
 queues (weights, capabilities, guarantees, a child queue, non-reclaimable ones), and up to 30
 PodGroups with one or two tasks: whole or fractional GPUs, hard topology, single-NUMA
-pods, a dependency between tasks, priorities. Some pods of some groups already run —
+pods, a dependency between tasks, priorities, node selectors, required node affinity
+(`node_selector_terms`: every operator, ORed terms, `matchFields`) and preferred node
+affinity (weighted terms of the same kind). Some pods of some groups already run —
 placed first-fit so that the snapshot itself breaks no rule. A few PodGroups name a
 queue that does not exist.
 
@@ -37,7 +39,11 @@ def snapshots(draw: st.DrawFn, *, max_nodes: int = 50, max_groups: int = 30) -> 
                 "memory": draw(st.sampled_from([16, 64, 256])) * GIB,
                 "gpu": gpus * 1000,
             },
-            "labels": {"zone": draw(st.sampled_from(["a", "b"]))},
+            "labels": {
+                "zone": draw(st.sampled_from(["a", "b"])),
+                **({"gpu": draw(st.sampled_from(["a100", "h100"]))} if gpus else {}),
+                **draw(st.sampled_from([{}, {"gen": "7"}, {"gen": "9"}, {"gen": "x"}])),
+            },
             "gpus": [{"index": g, "numa_cell": 0 if g < gpus // 2 else 1} for g in range(gpus)],
             "numa_cells": [{"id": 0, "cpu_milli": None}, {"id": 1, "cpu_milli": None}] if gpus else [],
         }
@@ -137,6 +143,13 @@ def snapshots(draw: st.DrawFn, *, max_nodes: int = 50, max_groups: int = 30) -> 
             }
             if draw(st.booleans()):
                 task["node_selector"] = {"zone": draw(st.sampled_from(["a", "b"]))}
+            if draw(st.integers(0, 3)) == 0:
+                task["required_node_affinity"] = draw(node_selector_terms(node_count))
+            if draw(st.integers(0, 3)) == 0:
+                task["preferred_node_affinity"] = [
+                    {"weight": draw(st.sampled_from([1, 30, 100])), "preference": term}
+                    for term in draw(node_selector_terms(node_count))
+                ]
             if t == 1 and draw(st.integers(0, 3)) == 0:
                 task["depends_on"] = ["t0"]
             tasks.append(task)
@@ -170,7 +183,9 @@ def snapshots(draw: st.DrawFn, *, max_nodes: int = 50, max_groups: int = 30) -> 
                     "priority": group["priority"],
                     "preemptable": group["preemptable"],
                 }
-                if running_group and not dependent and not task.get("node_selector"):
+                if running_group and not dependent and not task.get("node_selector") and not task.get(
+                    "required_node_affinity"
+                ):
                     spot = run_somewhere(
                         {"cpu": task["requests"]["cpu"], "memory": task["requests"]["memory"],
                          "gpu": task["requests"].get("gpu", 0)},
@@ -186,6 +201,36 @@ def snapshots(draw: st.DrawFn, *, max_nodes: int = 50, max_groups: int = 30) -> 
     return Snapshot.model_validate(
         {"nodes": nodes, "hypernodes": hypernodes, "queues": queues, "pod_groups": pod_groups, "pods": pods}
     )
+
+
+_REQUIREMENT_VALUES = {
+    "In": [["h100"], ["a100", "h100"], ["a"], ["7"]],
+    "NotIn": [["h100"], ["b"], ["x"]],
+    "Exists": [[]],
+    "DoesNotExist": [[]],
+    "Gt": [["6"], ["7"], ["8"]],
+    "Lt": [["8"], ["9"], ["10"]],
+}
+
+
+@st.composite
+def node_selector_terms(draw: st.DrawFn, node_count: int) -> list[dict[str, Any]]:
+    """One or two ORed terms of one or two requirements each, every operator, over the
+    labels `snapshots` gives nodes (`zone`, `gpu` on GPU nodes, `gen` on some, one of them
+    not an integer), and now and then a `matchFields` on a node's name."""
+    terms = []
+    for _ in range(draw(st.integers(1, 2))):
+        expressions = []
+        for _ in range(draw(st.integers(1, 2))):
+            operator = draw(st.sampled_from(sorted(_REQUIREMENT_VALUES)))
+            key = draw(st.sampled_from(["zone", "gpu", "gen"]))
+            expressions.append({"key": key, "operator": operator, "values": draw(st.sampled_from(_REQUIREMENT_VALUES[operator]))})
+        term: dict[str, Any] = {"match_expressions": expressions}
+        if draw(st.integers(0, 4)) == 0:
+            name = f"n{draw(st.integers(0, node_count - 1)):02d}"
+            term["match_fields"] = [{"key": "metadata.name", "operator": draw(st.sampled_from(["In", "NotIn"])), "values": [name]}]
+        terms.append(term)
+    return terms
 
 
 @st.composite

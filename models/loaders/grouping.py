@@ -20,7 +20,7 @@ Rules, in order:
 4. Tasks of a plain PodGroup come from its pods: the task name is the pod's
    `volcano.sh/task-spec` annotation, else its `batchplace.io/task` label or annotation,
    else "main". Pods of one task must ask for the same (requests, node selector,
-   tolerations, NUMA policy) because the engines treat a task's replicas as
+   node affinity, tolerations, NUMA policy) because the engines treat a task's replicas as
    interchangeable; when they do not, the task is split into one task per distinct shape,
    named `<task>-<hash>` with the first 6 hex digits of the shape's SHA-256 (stable whatever
    the pod order or names), with a warning. Each task's min_available is the PodGroup's
@@ -174,15 +174,18 @@ def _join_job_tasks(workload: Workload, group: PodGroupRecord, pods: list[PodRec
 def _shape(pod: PodRecord) -> str:
     """What makes pods interchangeable, as canonical JSON (it also names split tasks)."""
     template = pod.template
-    return json.dumps(
-        {
-            "requests": template.requests,
-            "node_selector": template.node_selector,
-            "tolerations": [toleration.model_dump() for toleration in template.tolerations],
-            "numa_policy": template.numa_policy,
-        },
-        sort_keys=True,
-    )
+    shape: dict[str, object] = {
+        "requests": template.requests,
+        "node_selector": template.node_selector,
+        "tolerations": [toleration.model_dump() for toleration in template.tolerations],
+        "numa_policy": template.numa_policy,
+    }
+    # Affinity only when set, so the names of splits without it stay as they were.
+    if template.required_node_affinity:
+        shape["required_node_affinity"] = [term.model_dump() for term in template.required_node_affinity]
+    if template.preferred_node_affinity:
+        shape["preferred_node_affinity"] = [term.model_dump() for term in template.preferred_node_affinity]
+    return json.dumps(shape, sort_keys=True)
 
 
 def _derive_tasks(workload: Workload, group: PodGroupRecord, pods: list[PodRecord], warnings: Warnings) -> None:
@@ -201,8 +204,8 @@ def _derive_tasks(workload: Workload, group: PodGroupRecord, pods: list[PodRecor
         if split:
             warnings.add(
                 group.location,
-                f"pods of task {name!r} differ in requests, node selector, tolerations or NUMA policy; "
-                f"split into tasks {', '.join(task_of_shape[(name, shape)] for shape in shapes)}"
+                f"pods of task {name!r} differ in requests, node selector, node affinity, "
+                f"tolerations or NUMA policy; split into tasks {', '.join(task_of_shape[(name, shape)] for shape in shapes)}"
                 + (" (its minTaskMember is not applied)" if name in group.min_task_member else ""),
             )
     for name in group.min_task_member:
@@ -223,6 +226,8 @@ def _task_model(group: PodGroupRecord, name: str, example: PodRecord, min_availa
         min_available=min_available,
         requests=template.requests,
         node_selector=template.node_selector,
+        required_node_affinity=template.required_node_affinity,
+        preferred_node_affinity=template.preferred_node_affinity,
         tolerations=template.tolerations,
         numa_policy=template.numa_policy,
     )

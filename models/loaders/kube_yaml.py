@@ -92,9 +92,9 @@ _CLUSTER_SCOPED = frozenset(
 )
 
 
-_AFFINITY_NOT_READ = (
-    "affinity and topologySpreadConstraints are not read; only nodeSelector and tolerations constrain placement"
-)
+def _not_read(fields: Collection[str]) -> str:
+    """The warning for scheduling fields batchplace ignores (`affinity_fields` says why)."""
+    return f"{', '.join(sorted(fields))} not read; placement ignores them"
 
 
 @dataclass(frozen=True)
@@ -304,8 +304,8 @@ def _pod(obj: RawObject, meta: Metadata, context: _Context) -> None:
     record = read_pod(obj, meta, scheduler_names=context.scheduler_names)
     if record is None:
         return
-    if record.pending and record.template.uses_affinity:
-        context.warnings.add(obj.location, _AFFINITY_NOT_READ, like=_AFFINITY_NOT_READ)
+    if record.pending and record.template.unread_fields:
+        context.warnings.add(obj.location, _not_read(record.template.unread_fields), like="scheduling fields not read")
     _count_pods(obj, 1, context)
     context.inventory.workloads.append(record)
 
@@ -314,8 +314,9 @@ def _volcano_job(obj: RawObject, meta: Metadata, context: _Context) -> None:
     record = read_volcano_job(obj, meta, scheduler_names=context.scheduler_names, warnings=context.warnings)
     if record is None:
         return
-    if any(pod.template.uses_affinity for pod in record.pods):
-        context.warnings.add(obj.location, _AFFINITY_NOT_READ, like=_AFFINITY_NOT_READ)
+    unread = {field for pod in record.pods for field in pod.template.unread_fields}
+    if unread:
+        context.warnings.add(obj.location, _not_read(unread), like="scheduling fields not read")
     _count_pods(obj, len(record.pods), context)
     context.inventory.workloads.append(record)
 

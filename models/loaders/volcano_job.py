@@ -181,6 +181,8 @@ def _task_model(task: _TaskSpec) -> Task:
         min_available=task.min_available,
         requests=task.template.requests,
         node_selector=task.template.node_selector,
+        required_node_affinity=task.template.required_node_affinity,
+        preferred_node_affinity=task.template.preferred_node_affinity,
         tolerations=task.template.tolerations,
         depends_on=task.depends_on,
         numa_policy=task.template.numa_policy,

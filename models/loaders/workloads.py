@@ -9,8 +9,9 @@ capacity whatever its scheduler; a pod without one is pending and is batchplace'
 its `spec.schedulerName` is one of `scheduler_names` (others are ignored, silently, as
 another scheduler's business). Pods in phase Succeeded or Failed are skipped.
 
-Not promised: node affinity, pod (anti-)affinity and topology spread constraints are not
-read; a pending pod that has them gets a warning saying so.
+Of a pod's affinity, node affinity is read, required and preferred (`affinity_fields`);
+pod (anti-)affinity and topology spread constraints are not, and a pending pod that sets
+them gets a warning naming each field.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from models.errors import FieldError, Location, PathPart
+from models.node_affinity import NodeSelectorTerm, PreferredSchedulingTerm
 from models.snapshot import (
     DEFAULT_QUEUE,
     GPU,
@@ -42,6 +44,7 @@ from .keys import (
     XK8S_GROUP_LABEL,
     XK8S_QUEUE_KEYS,
 )
+from .affinity_fields import read_preferred_node_affinity, read_required_node_affinity, unread_scheduling_fields
 from .kube_fields import container_requests, pod_requests, read_resources, read_tolerations
 from .raw import Metadata, RawObject
 from .vgpu import VgpuAsk, vgpu_ask
@@ -134,13 +137,15 @@ class PodTemplate:
 
     requests: ResourceList
     node_selector: dict[str, str]
+    required_node_affinity: tuple[NodeSelectorTerm, ...]
+    preferred_node_affinity: tuple[PreferredSchedulingTerm, ...]
     tolerations: tuple[Toleration, ...]
     numa_policy: NumaPolicy
     scheduler_name: str | None
     priority: int | None
     priority_class: str | None
     preemptable: bool | None
-    uses_affinity: bool
+    unread_fields: tuple[str, ...]  # scheduling fields set but not read, for the loader's warning
     vgpu: tuple[VgpuAsk, ...] = ()  # Volcano vGPU asks of the containers, not yet in `requests`
 
 
@@ -161,13 +166,15 @@ def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPoli
     return PodTemplate(
         requests=requests,
         node_selector=spec.string_map("nodeSelector"),
+        required_node_affinity=read_required_node_affinity(spec),
+        preferred_node_affinity=read_preferred_node_affinity(spec),
         tolerations=read_tolerations(spec),
         numa_policy=read_numa_policy(obj, meta, fallback=numa_fallback),
         scheduler_name=spec.optional_string("schedulerName"),
         priority=spec.optional_integer("priority"),
         priority_class=spec.optional_string("priorityClassName"),
         preemptable=read_preemptable(obj, meta),
-        uses_affinity=spec.has("affinity") or bool(spec.children("topologySpreadConstraints")),
+        unread_fields=unread_scheduling_fields(spec),
         vgpu=tuple(ask for c in spec.children("containers") if (ask := vgpu_ask(c, container_requests(c)))),
     )
 

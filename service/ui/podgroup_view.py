@@ -2,7 +2,7 @@
 
 Input: an `Analysis`. Output: `PodGroupRow`s — state, queue, priority, placed/min_member,
 age and, for a pending one, its reason sentences from this cycle's decision — and for one
-PodGroup a `PodGroupDetail` with its tasks, its pods (node, GPU devices, what this cycle
+PodGroup a `PodGroupDetail` with its tasks (and where each may run), its pods (node, GPU devices, what this cycle
 does to each), whom it preempts and the Events the controller writes for this decision.
 
 States (this cycle's decision, as the controller would act on it):
@@ -28,6 +28,8 @@ from models.placement import PodGroupOutcome
 from models.snapshot import GPU, PodGroup, PodGroupKey, Snapshot, Task
 from service.ui.analysis import Analysis
 from service.ui.units import gpus_text, queue_slots, resources_text
+from solver.rules import node_affinity
+from solver.rules.eligibility import eligible
 from solver.rules.gang import task_minimums_apply
 
 __all__ = [
@@ -134,6 +136,7 @@ class TaskLine:
     min_available_applies: bool  # False when the PodGroup's min_member is below its tasks' sum
     requests: str
     depends_on: str
+    runs_on: str  # "gpu In [h100]: 1 of 3 nodes; prefers zone In [a] (20)" — see `_runs_on`
 
 
 @dataclass(frozen=True)
@@ -245,7 +248,24 @@ def _task_line(task: Task, snapshot: Snapshot, group: PodGroup) -> TaskLine:
         min_available_applies=task_minimums_apply(group),
         requests=resources_text(task.requests),
         depends_on=", ".join(task.depends_on) or "—",
+        runs_on=_runs_on(task, snapshot),
     )
+
+
+def _runs_on(task: Task, snapshot: Snapshot) -> str:
+    """Where the task's pods may go (`solver.rules.eligibility.eligible`, affinity included):
+    "pool=infer, gpu In [h100]: 1 of 3 nodes"; "any node: 3 of 3 nodes" without constraints
+    (taints and cordons still count in the number); then its preferred node affinity with
+    the weights: "; prefers zone In [a] (20)"."""
+    wants = [f"{key}={value}" for key, value in sorted(task.node_selector.items())]
+    if task.required_node_affinity:
+        wants.append(node_affinity.describe_terms(task.required_node_affinity))
+    admitted = sum(1 for node in snapshot.nodes if eligible(node, task))
+    text = f"{', '.join(wants) or 'any node'}: {admitted} of {len(snapshot.nodes)} nodes"
+    prefers = [
+        f"{node_affinity.describe_terms((term.preference,))} ({term.weight})" for term in task.preferred_node_affinity
+    ]
+    return f"{text}; prefers {', '.join(prefers)}" if prefers else text
 
 
 def _indices(indices: Sequence[int]) -> str:

@@ -1,10 +1,13 @@
 """Rule 2, eligibility: a pod goes only to a schedulable node whose labels match its node
 selector and whose NoSchedule / NoExecute taints it tolerates.
 
-`eligible(node, task)` is the plain predicate every engine and the checker call.
+`eligible(node, task)` is the plain predicate every engine calls: this rule's filters and
+required node affinity's (`solver.rules.node_affinity`, which owns that meaning and judges
+it in the checker) — so the eligibility classes of `solver.problem` carry both and no
+engine can miss either.
 PreferNoSchedule taints never exclude a node (they are a preference, as in kube-scheduler).
 
-`check` judges each pod bound this cycle by that predicate. Worked example: a pod whose
+`check` judges each pod bound this cycle by this rule's own filters. Worked example: a pod whose
 task selects `pool=infer` bound to a node labelled `pool=train` is one violation,
 "node selector mismatch"; running pods are not judged (a taint added under them is
 kubelet's business, not a placement's).
@@ -16,6 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from models.snapshot import Node, Snapshot, Taint, Task, Toleration
 from solver.after import After
+from solver.rules import node_affinity
 from solver.violation import Violation
 
 NAME = "eligibility"
@@ -44,8 +48,8 @@ def tolerates(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> boo
     )
 
 
-def ineligibility_reason(node: Node, task: Task) -> str | None:
-    """None when `task`'s pods may go to `node`, else the reason constant."""
+def _own_reason(node: Node, task: Task) -> str | None:
+    """This rule's filters alone: what its `check` judges."""
     if node.unschedulable:
         return REASON_UNSCHEDULABLE
     if not matches_selector(node.labels, task.node_selector):
@@ -53,6 +57,15 @@ def ineligibility_reason(node: Node, task: Task) -> str | None:
     if not tolerates(node.taints, task.tolerations):
         return REASON_TAINT
     return None
+
+
+def ineligibility_reason(node: Node, task: Task) -> str | None:
+    """None when `task`'s pods may go to `node`, else the reason constant of the first
+    filter that fails: this rule's, then `node_affinity.REASON`."""
+    reason = _own_reason(node, task)
+    if reason is None and not node_affinity.matches(node, task.required_node_affinity):
+        return node_affinity.REASON
+    return reason
 
 
 def eligible(node: Node, task: Task) -> bool:
@@ -71,10 +84,11 @@ def _explain(node: Node, task: Task, reason: str) -> str:
 
 
 def check(snapshot: Snapshot, after: After) -> list[Violation]:
-    """Each pod bound this cycle goes to a node `eligible` for its task."""
+    """Each pod bound this cycle goes to a node this rule's filters admit (required node
+    affinity is judged by its own rule, so one mistake stays one violation)."""
     violations: list[Violation] = []
     for bound in after.bound:
-        reason = ineligibility_reason(bound.node, bound.task)
+        reason = _own_reason(bound.node, bound.task)
         if reason is not None:
             violations.append(
                 Violation(

@@ -119,3 +119,17 @@ def test_sixteen_gpu_hard_topology_gang_lands_inside_one_leaf(
     for name in workers:
         pod = core.read_namespaced_pod(name, namespace)
         assert pod.metadata.annotations["batchplace.io/gpus"] == "0,1,2,3,4,5,6,7"
+
+
+def test_gpu_model_affinity_binds_the_fine_tune_to_the_h100_and_inference_to_the_zone_it_prefers(
+    namespace: str, admin: KubeClient, core: k8s.CoreV1Api, start_controller: StartController
+) -> None:
+    """The pods' affinity as the API server stores and serves it is what the controller reads."""
+    _seed(admin, "gpu-model-affinity.yaml", namespace)
+    start_controller(SEEDS)
+    nodes = wait_until(lambda: len(bound(core, namespace)) == 3 and bound(core, namespace), what="three pods bound")
+    assert nodes == {
+        "h100-finetune-worker-0": "h100-0",
+        "batch-infer-worker-0": "a100-1",
+        "batch-infer-worker-1": "a100-1",
+    }

@@ -261,6 +261,7 @@ def test_every_named_example_exists() -> None:
         "gang-min-available-4.yaml",
         "workflow-job.yaml",
         "gpu-topology.yaml",
+        "gpu-model-affinity.yaml",
     }
 
 
@@ -292,6 +293,18 @@ def test_gpu_topology_example_leaves_two_whole_free_nodes_only_in_leaf_b() -> No
     gang = loaded.pod_groups[0]
     assert (gang.min_member, gang.network_topology.mode, gang.network_topology.highest_tier_allowed) == (2, "hard", 1)  # type: ignore[union-attr]
     assert all(p.requests["gpu"] == 8000 for p in loaded.pods if p.phase == "pending")
+
+
+def test_gpu_model_affinity_example_requires_the_h100_model_and_prefers_zone_b() -> None:
+    loaded = load_snapshot_files([EXAMPLES / "gpu-model-affinity.yaml"]).snapshot
+    finetune = loaded.pod_group_by_key["default/h100-finetune"].tasks[0]
+    infer = loaded.pod_group_by_key["default/batch-infer"].tasks[0]
+    (term,) = finetune.required_node_affinity
+    assert [(r.key, r.operator, r.values) for r in term.match_expressions] == [
+        ("nvidia.com/gpu.product", "In", ("NVIDIA-H100-80GB-HBM3",))
+    ]
+    (preferred,) = infer.preferred_node_affinity
+    assert preferred.weight == 50 and preferred.preference.match_expressions[0].values == ("b",)
 
 
 def test_workflow_example_task_b_depends_on_task_a_and_does_not_hold_the_gang() -> None:

@@ -183,14 +183,6 @@ def test_running_pod_reads_start_time_priority_and_preemptable() -> None:
     assert (loaded.start_time, loaded.priority, loaded.preemptable) == (1714564800.0, 50, False)
 
 
-def test_a_pending_pod_with_affinity_gets_a_warning_that_it_is_not_read() -> None:
-    result = load(pod("p", affinity={"nodeAffinity": {}}))
-    assert result.warnings == (
-        "test.yaml: document 1 (Pod default/p): affinity and topologySpreadConstraints are not read; "
-        "only nodeSelector and tolerations constrain placement",
-    )
-
-
 # ---- PodGroups and their tasks ----
 
 

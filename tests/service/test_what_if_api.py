@@ -29,6 +29,7 @@ def vcjob(
     min_available: int | None = None,
     priority_class: str | None = None,
     scheduler: str = "volcano",
+    affinity: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A Volcano Job of one task, `replicas` pods × `gpus` GPUs, as a user writes it."""
     template: dict[str, Any] = {
@@ -39,6 +40,8 @@ def vcjob(
     }
     if priority_class:
         template["spec"]["priorityClassName"] = priority_class
+    if affinity:
+        template["spec"]["affinity"] = affinity
     spec: dict[str, Any] = {
         "schedulerName": scheduler,
         "queue": queue,
@@ -131,6 +134,34 @@ def test_quota_blocks_with_its_numbers_and_no_gpu_is_short(client: TestClient) -
     assert "quota: queue ml-team capability 64 gpu, 60 in use, job needs 8" in job["blocking"]
     assert "quota" in job["blocking_rules"]
     assert (job["gpus_to_start"], job["gpus_free_eligible"], job["gpus_short"]) == (8.0, 12.0, 0.0)
+
+
+H100_AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+    "nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["h100"]}]}]}}}
+
+
+def _a100_and_busy_h100() -> dict[str, Any]:
+    """a100-0 with 8 GPUs free, h100-0 with 4 of 8 taken."""
+    busy = make_gang("busy", replicas=1, gpus=4, running_on=["h100-0"])
+    nodes = [make_node("a100-0", cpu=64, gpus=8, labels={"gpu": "a100"}), make_node("h100-0", cpu=64, gpus=8, labels={"gpu": "h100"})]
+    return snapshot_json(make_snapshot(nodes=nodes, groups=[busy]))
+
+
+def test_a_job_requiring_h100_starts_only_on_the_h100_node(client: TestClient) -> None:
+    job_object = vcjob("llm", replicas=1, gpus=4, affinity=H100_AFFINITY)
+    (job,) = ask(client, {"snapshot": _a100_and_busy_h100(), "changes": {"add_jobs": [job_object]}})["jobs"]
+    assert job["starts"] is True and job["nodes"] == ["h100-0"]
+
+
+def test_a_job_requiring_h100_counts_only_h100_gpus_as_free_and_says_the_affinity_excludes_the_rest(
+    client: TestClient,
+) -> None:
+    job_object = vcjob("llm", replicas=1, gpus=8, affinity=H100_AFFINITY)
+    (job,) = ask(client, {"snapshot": _a100_and_busy_h100(), "changes": {"add_jobs": [job_object]}})["jobs"]
+    assert job["starts"] is False
+    assert (job["gpus_to_start"], job["gpus_free_eligible"], job["gpus_short"]) == (8.0, 4.0, 4.0)
+    assert "1 node affinity mismatch (requires gpu In [h100])" in job["blocking"][-1]
+    assert "capacity" in job["blocking_rules"]
 
 
 def test_a_job_too_big_for_the_free_gpus_is_short_by_the_difference(client: TestClient) -> None:

@@ -103,3 +103,26 @@ def test_a_task_minimum_above_min_member_is_shown_as_not_applied() -> None:
     (whole,) = build_podgroup_detail(analysis, PodGroupKey("team/whole")).tasks  # type: ignore[union-attr]
     assert (bypass.min_available, bypass.min_available_applies) == (2, False)
     assert (whole.min_available, whole.min_available_applies) == (2, True)
+
+
+def test_a_task_shows_its_selector_and_node_affinity_and_how_many_nodes_admit_it() -> None:
+    groups = [_group("h100-job", gpu_milli=1000), _group("any-job", gpu_milli=1000)]
+    groups[0]["tasks"][0]["node_selector"] = {"pool": "train"}
+    groups[0]["tasks"][0]["required_node_affinity"] = [
+        {"match_expressions": [{"key": "gpu", "operator": "In", "values": ["h100"]}]}
+    ]
+    groups[0]["tasks"][0]["preferred_node_affinity"] = [
+        {"weight": 20, "preference": {"match_expressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}}
+    ]
+    nodes = [
+        _node("a100-0", labels={"pool": "train", "gpu": "a100"}),
+        _node("h100-0", labels={"pool": "train", "gpu": "h100"}),
+        _node("h100-1", labels={"pool": "infer", "gpu": "h100"}),
+    ]
+    pods = [_pending("h100-job-0", "h100-job", 1000), _pending("any-job-0", "any-job", 1000)]
+    snapshot = Snapshot.model_validate({"nodes": nodes, "queues": [{"name": "team"}], "pod_groups": groups, "pods": pods})
+    analysis = analyze(snapshot, now_s=0.0)
+    (h100,) = build_podgroup_detail(analysis, PodGroupKey("team/h100-job")).tasks  # type: ignore[union-attr]
+    (anywhere,) = build_podgroup_detail(analysis, PodGroupKey("team/any-job")).tasks  # type: ignore[union-attr]
+    assert h100.runs_on == "pool=train, gpu In [h100]: 1 of 3 nodes; prefers zone In [a] (20)"
+    assert anywhere.runs_on == "any node: 3 of 3 nodes"
