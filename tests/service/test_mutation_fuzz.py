@@ -28,8 +28,9 @@ import yaml
 from batchplace.demo import EXAMPLES_DIR
 from models.errors import SnapshotError
 from models.loaders import load_snapshot_yaml_text
-from tests.service.service_helpers import free_port, placement_of
 from solver.checker import check_placement
+from solver.isolation import KILL_GRACE_S
+from tests.service.service_helpers import free_port, placement_of
 
 FUZZ_REQUESTS = 2_000
 FUZZ_CONCURRENCY = 16
@@ -39,6 +40,9 @@ SOLVER_SLOTS, SOLVER_QUEUE = 2, 8
 ANSWER_WITHIN_S = TIME_LIMIT_S * (1 + SOLVER_QUEUE / SOLVER_SLOTS) + 10.0
 """A request may wait behind a full queue (8 solves on 2 slots), then solve; the margin is
 for the shared 2-core machine. Past it the client gives up and the test fails."""
+SOLVE_WITHIN_S = TIME_LIMIT_S + KILL_GRACE_S + 2.0
+"""CP-SAT is killed `KILL_GRACE_S` past its deadline; greedy is not stopped by the limit
+(a mutated job of 5,000 replicas takes it a second or two on a busy machine)."""
 SERVER_PEAK_LIMIT_BYTES = 2 << 30
 CHECKED_ANSWERS = 60
 """200 answers re-checked here with the test's own loader and checker (the server's own
@@ -167,7 +171,7 @@ def test_mutated_seed_manifests_get_their_answer_and_the_server_lives_on(tmp_pat
             if status != 200:
                 continue
             assert body["valid"] is True and body["violations"] == [], body["violations"][:3]
-            assert body["solve_seconds"] <= TIME_LIMIT_S + 1.0
+            assert body["solve_seconds"] <= SOLVE_WITHIN_S, body["solve_seconds"]
             if checked < CHECKED_ANSWERS:
                 try:
                     snapshot = load_snapshot_yaml_text(text).snapshot
