@@ -1,4 +1,5 @@
-"""Rule 2, eligibility: a pod goes only to a schedulable node whose labels match its node
+"""Rule 2, eligibility: a pod goes only to a schedulable node (or a cordoned one whose
+`node.kubernetes.io/unschedulable` taint it tolerates) whose labels match its node
 selector and whose NoSchedule / NoExecute taints it tolerates.
 
 `eligible(node, task)` is the plain predicate every engine calls: this rule's filters and
@@ -25,6 +26,10 @@ from solver.violation import Violation
 NAME = "eligibility"
 
 REASON_UNSCHEDULABLE = "node unschedulable"
+UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+"""What a cordoned node stands for (kube-scheduler's NodeUnschedulable filter, and the taint
+the node lifecycle controller puts on it): a pod that tolerates it — a DaemonSet's, a
+drain helper's — may still go there."""
 REASON_SELECTOR = "node selector mismatch"
 REASON_TAINT = "untolerated taint"
 
@@ -50,7 +55,7 @@ def tolerates(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> boo
 
 def _own_reason(node: Node, task: Task) -> str | None:
     """This rule's filters alone: what its `check` judges."""
-    if node.unschedulable:
+    if node.unschedulable and not tolerates((UNSCHEDULABLE_TAINT,), task.tolerations):
         return REASON_UNSCHEDULABLE
     if not matches_selector(node.labels, task.node_selector):
         return REASON_SELECTOR

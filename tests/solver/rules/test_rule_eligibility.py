@@ -67,6 +67,8 @@ def test_an_ineligible_node_is_reported_with_its_reason(node: str, options: dict
         ("tainted", {"tolerations": [Toleration(key="dedicated", operator="Exists")]}),
         ("evicting", {"tolerations": [Toleration(operator="Exists")]}),
         ("preferring", {}),
+        ("cordoned", {"tolerations": [Toleration(key="node.kubernetes.io/unschedulable", operator="Exists", effect="NoSchedule")]}),
+        ("cordoned", {"tolerations": [Toleration(operator="Exists")]}),
     ],
     ids=[
         "a matching selector",
@@ -74,6 +76,8 @@ def test_an_ineligible_node_is_reported_with_its_reason(node: str, options: dict
         "an Exists toleration for the key",
         "a tolerate-everything toleration",
         "a PreferNoSchedule taint, which only prefers",
+        "a cordoned node, its unschedulable taint tolerated",
+        "a cordoned node, every taint tolerated",
     ],
 )
 def test_an_eligible_node_is_accepted(node: str, options: dict) -> None:
