@@ -319,6 +319,11 @@ class PodGroup(_Frozen):
     min_resources: QuotaList | None = None
     creation_time: TimeS = Field(0.0, description="unix seconds; older PodGroups go first among equals")
     preemptable: bool = True
+    may_preempt: bool = Field(
+        True,
+        description="False when a pending pod's preemptionPolicy is Never (its own, else its PriorityClass's): "
+        "the PodGroup waits for room and never evicts to make it (preempt or reclaim), as Kubernetes and Volcano",
+    )
     tasks: tuple[Task, ...] = ()
     task_min_available_total: NonNegativeInt | None = Field(
         None,
@@ -403,10 +408,14 @@ class Pod(_Frozen):
         return self
 
 
+PreemptionPolicy = Literal["PreemptLowerPriority", "Never"]
+
+
 class PriorityClass(_Frozen):
     name: str
     value: Int32
     global_default: bool = False
+    preemption_policy: PreemptionPolicy = "PreemptLowerPriority"
 
 
 class SnapshotLimits(_Frozen):

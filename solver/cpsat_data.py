@@ -120,7 +120,7 @@ class ModelData:
     topology_sets: dict[tuple[int, str], list[Pattern]]  # (profile id, atom) → patterns with a tracked pod
     node_groups: list[NodeGroup]
     kinds: list[VictimKind]
-    preemptor_classes: list[tuple[QueueName, int]]
+    preemptor_classes: list[tuple[QueueName, int, bool]]  # (queue, priority, may preempt)
     atoms: list[str]  # tracked atoms
     soft_domain: dict[str, str | None]  # atom → HyperNode where soft spans count
     domain_atoms: dict[str, frozenset[str]]  # hard domain → its atoms
@@ -245,7 +245,7 @@ class _Builder(VictimSteps, TopologySteps):
         tasks: list[UnitTask] = []
         shape_index: dict[tuple[object, ...], int] = {}
         shapes: list[Shape] = []
-        classes: dict[tuple[QueueName, int], int] = {}
+        classes: dict[tuple[QueueName, int, bool], int] = {}
         known_cell_cpu = bool((problem.cell_cpu_free[problem.cell_ids >= 0] != UNLIMITED).any())
         for k, group in enumerate(snapshot.pod_groups):
             queue = snapshot.queue_by_name.get(group.queue)
@@ -316,7 +316,8 @@ class _Builder(VictimSteps, TopologySteps):
                 unit_tasks.append(unit_task)
                 tasks.append(unit_task)
             # Tasks with nothing pending still count toward the per-task minimum through their running pods.
-            pclass = classes.setdefault((group.queue, group.priority), len(classes))
+            # Preemptor class: what `victim_refusal` reads of the preemptor besides its own PodGroup.
+            pclass = classes.setdefault((group.queue, group.priority, group.may_preempt), len(classes))
             units.append(
                 Unit(
                     index=unit_index,

@@ -135,13 +135,13 @@ class VictimSet:
 
 
 class VictimPool:
-    """Victim sets per (action, queue, priority) of the preemptor — `victim_refusal`
-    depends on nothing else but the preemptor's own PodGroup, which each attempt leaves
-    out — with allocated and deserved as at the snapshot."""
+    """Victim sets per (action, queue, priority, may it preempt at all) of the preemptor —
+    `victim_refusal` depends on nothing else but the preemptor's own PodGroup, which each
+    attempt leaves out — with allocated and deserved as at the snapshot."""
 
     def __init__(self, engine: GreedyEngine):
         self.engine = engine
-        self._sets: dict[tuple[str, int, int], VictimSet] = {}
+        self._sets: dict[tuple[str, int, int, bool], VictimSet] = {}
         self._shares: tuple[dict, dict] | None = None  # type: ignore[type-arg]
 
     def snapshot_shares(self) -> tuple[dict, dict]:  # type: ignore[type-arg]
@@ -157,7 +157,7 @@ class VictimPool:
         return self._shares  # type: ignore[return-value]
 
     def victim_set(self, plan: GroupPlan, action: str) -> VictimSet:
-        key = (action, plan.queue, plan.group.priority)
+        key = (action, plan.queue, plan.group.priority, plan.group.may_preempt)
         if key not in self._sets:
             self._sets[key] = self._build(self._allowed_victims(plan, action))
         return self._sets[key]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from models.errors import FieldError, Location
-from models.snapshot import Node, Pod, PodGroup, Snapshot
+from models.snapshot import Node, Pod, PodGroup, PreemptionPolicy, Snapshot
 
 from .cluster_build import build_nodes, resolve_hypernodes
 from .cluster_objects import (
@@ -75,11 +75,12 @@ def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
         gpus=_running_pod_gpus(workload.pods, nodes),
         priorities=priorities,
     )
+    never_preempting = _never_preempting(workload, priorities)
     snapshot_fields = {
         "nodes": nodes,
         "hypernodes": hypernodes,
         "queues": [record.queue for record in inventory.queues],
-        "pod_groups": [_pod_group(group, workload, priorities) for group in workload.groups],
+        "pod_groups": [_pod_group(group, workload, priorities, never_preempting) for group in workload.groups],
         "pods": [_pod(pod, context) for pod in workload.pods],
         "priority_classes": [record.priority_class for record in inventory.priority_classes],
     }
@@ -120,6 +121,7 @@ def _reject_duplicates(inventory: Inventory, workload: Workload) -> None:
 class _Priorities:
     def __init__(self, classes: Sequence[PriorityClassRecord], warnings: Warnings) -> None:
         self._values = {record.priority_class.name: record.priority_class.value for record in classes}
+        self._policies = {record.priority_class.name: record.priority_class.preemption_policy for record in classes}
         self._warnings = warnings
         defaults = [record for record in classes if record.priority_class.global_default]
         if len(defaults) > 1:
@@ -130,6 +132,14 @@ class _Priorities:
                 path=("globalDefault",),
             )
         self._default = defaults[0].priority_class.value if defaults else 0
+        self._default_policy: PreemptionPolicy = defaults[0].priority_class.preemption_policy if defaults else "PreemptLowerPriority"
+
+    def preemption_policy(self, class_name: str | None) -> PreemptionPolicy:
+        """The PriorityClass's policy (the global default's when none is named; an unknown
+        class preempts, as its priority 0 is already warned about)."""
+        if class_name is None:
+            return self._default_policy
+        return self._policies.get(class_name, "PreemptLowerPriority")
 
     def value(self, class_name: str | None, *, explicit: int | None, location: Location) -> int:
         if explicit is not None:
@@ -167,7 +177,23 @@ def _running_pod_gpus(pods: Sequence[PodRecord], nodes: Sequence[Node]) -> dict[
 # ---- models ----
 
 
-def _pod_group(group: PodGroupRecord, workload: Workload, priorities: _Priorities) -> PodGroup:
+def _never_preempting(workload: Workload, priorities: _Priorities) -> frozenset[str]:
+    """Keys of the PodGroups with a pending pod whose preemptionPolicy is Never — its own, else
+    its PriorityClass's, as the API server's Priority admission copies it into the pod."""
+    never = set()
+    for pod in workload.pods:
+        member = workload.membership.get(pod.key)
+        if not pod.pending or member is None:
+            continue
+        policy = pod.template.preemption_policy or priorities.preemption_policy(pod.template.priority_class)
+        if policy == "Never":
+            never.add(member[0])
+    return frozenset(never)
+
+
+def _pod_group(
+    group: PodGroupRecord, workload: Workload, priorities: _Priorities, never_preempting: frozenset[str]
+) -> PodGroup:
     tasks = workload.tasks.get(group.key, ())
     declared_total = sum(group.min_task_member.values())
     return build_model(
@@ -181,6 +207,7 @@ def _pod_group(group: PodGroupRecord, workload: Workload, priorities: _Prioritie
         min_resources=group.min_resources,
         creation_time=group.creation_time,
         preemptable=group.preemptable,
+        may_preempt=group.key not in never_preempting,
         tasks=tasks,
         task_min_available_total=declared_total if declared_total != sum(t.min_available for t in tasks) else None,
         network_topology=group.network_topology,

@@ -46,7 +46,7 @@ from models.snapshot import (
 )
 
 from .keys import GPU_NUMA_ANNOTATION, GPU_PRODUCT_LABEL
-from .kube_fields import read_resources, read_taints
+from .kube_fields import read_preemption_policy, read_resources, read_taints
 from .raw import Metadata, RawObject, build_model
 from .vgpu import node_vgpu
 
@@ -345,6 +345,11 @@ def read_priority_class(obj: RawObject, meta: Metadata) -> PriorityClassRecord:
     if value is None:
         raise obj.error("value", "required, got nothing")
     priority_class = build_model(
-        PriorityClass, obj.location, name=meta.name, value=value, global_default=obj.boolean("globalDefault", False)
+        PriorityClass,
+        obj.location,
+        name=meta.name,
+        value=value,
+        global_default=obj.boolean("globalDefault", False),
+        preemption_policy=read_preemption_policy(obj) or "PreemptLowerPriority",
     )
     return PriorityClassRecord(priority_class, obj.location)

@@ -30,6 +30,7 @@ from models.snapshot import (
     GPU,
     GPU_MILLI_PER_DEVICE,
     PODS,
+    PreemptionPolicy,
     ResourceList,
     Taint,
     Toleration,
@@ -45,6 +46,7 @@ __all__ = [
     "pod_requests",
     "read_taints",
     "read_tolerations",
+    "read_preemption_policy",
     "add_resources",
 ]
 
@@ -186,6 +188,16 @@ def read_taints(spec: RawObject) -> tuple[Taint, ...]:
         effect = _effect(taint, taint.required_string("effect"))
         taints.append(Taint(key=taint.required_string("key"), value=taint.string("value", ""), effect=effect))
     return tuple(taints)
+
+
+def read_preemption_policy(obj: RawObject) -> PreemptionPolicy | None:
+    """`preemptionPolicy` of a pod spec or a PriorityClass; None when unset."""
+    text = obj.optional_string("preemptionPolicy")
+    if text is None:
+        return None
+    if text not in ("PreemptLowerPriority", "Never"):
+        raise obj.error("preemptionPolicy", f"must be PreemptLowerPriority or Never, got {text!r}")
+    return text  # type: ignore[return-value]
 
 
 def read_tolerations(spec: RawObject) -> tuple[Toleration, ...]:

@@ -27,6 +27,7 @@ from models.snapshot import (
     GPU,
     GPU_MILLI_PER_DEVICE,
     NetworkTopology,
+    PreemptionPolicy,
     ResourceList,
     Toleration,
 )
@@ -45,7 +46,7 @@ from .keys import (
     XK8S_QUEUE_KEYS,
 )
 from .affinity_fields import read_preferred_node_affinity, read_required_node_affinity, unread_scheduling_fields
-from .kube_fields import container_requests, pod_requests, read_resources, read_tolerations
+from .kube_fields import container_requests, pod_requests, read_preemption_policy, read_resources, read_tolerations
 from .raw import Metadata, RawObject
 from .vgpu import VgpuAsk, vgpu_ask
 
@@ -145,6 +146,7 @@ class PodTemplate:
     priority: int | None
     priority_class: str | None
     preemptable: bool | None
+    preemption_policy: PreemptionPolicy | None  # spec.preemptionPolicy; None: its PriorityClass's
     unread_fields: tuple[str, ...]  # scheduling fields set but not read, for the loader's warning
     vgpu: tuple[VgpuAsk, ...] = ()  # Volcano vGPU asks of the containers, not yet in `requests`
 
@@ -174,6 +176,7 @@ def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPoli
         priority=spec.optional_integer("priority"),
         priority_class=spec.optional_string("priorityClassName"),
         preemptable=read_preemptable(obj, meta),
+        preemption_policy=read_preemption_policy(spec),
         unread_fields=unread_scheduling_fields(spec),
         vgpu=tuple(ask for c in spec.children("containers") if (ask := vgpu_ask(c, container_requests(c)))),
     )

@@ -84,6 +84,8 @@ def victim_refusal(
 
     `allocated` and `deserved` are per queue, as at the start of the cycle.
     """
+    if not preemptor.may_preempt:
+        return f"{preemptor.key} may not preempt (preemptionPolicy Never)"
     if victim.phase != "running":
         return "not running"
     if victim.pod_group is None:
