@@ -124,13 +124,14 @@ class GreedyEngine:
 
     def minimum_counts(self, plan: GroupPlan) -> dict[int, int]:
         """Pods per task row the minimum still needs: each task's minimum (`gang_requirement`'s),
-        then min_member filled from the tasks in order. Example: min_member 5, tasks a (min 2,
+        then min_member filled from the tasks in `fill_order` (a task no node matches last, so
+        it is asked for only when the others cannot meet the minimum). Example: min_member 5, tasks a (min 2,
         4 pending) and b (min 2), nothing running → {a: 3, b: 2}; min_member 4, one task of
         min 20 (task minimums do not apply) with 20 pending → {task: 4}."""
         state = self.state
         counts = {t.row: max(0, t.minimum - int(state.running_by_task[t.row])) for t in plan.tasks}
         remaining = plan.requirement.min_member - int(state.running_count[plan.index]) - sum(counts.values())
-        for task in plan.tasks:
+        for task in plan.fill_order:
             if remaining <= 0:
                 break
             take = min(remaining, len(task.pending) - task.cursor - counts[task.row])
@@ -372,7 +373,7 @@ class GreedyEngine:
                 return self._fail(plan, task, counts, domain, mark, placed)
         remaining = plan.requirement.min_member - int(state.running_count[plan.index]) - placed
         last = plan.tasks[-1] if plan.tasks else None
-        for task in plan.tasks:
+        for task in plan.fill_order:
             if remaining <= 0:
                 break
             spare = len(self.unbound(task))

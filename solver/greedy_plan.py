@@ -31,6 +31,7 @@ class PlanTask:
     name: str
     minimum: int  # gang_requirement's: 0 when the PodGroup's task minimums do not apply
     pending: list[int]  # pod indices, snapshot order
+    placeable: bool  # some node is eligible for its pods (else none of them can ever be placed)
     cursor: int = 0  # pending[:cursor] are bound and committed
 
 
@@ -56,6 +57,14 @@ class GroupPlan:
     @property
     def order(self) -> tuple[int, float, str]:
         return (-self.group.priority, self.group.creation_time, self.group.key)
+
+    @property
+    def fill_order(self) -> list[PlanTask]:
+        """The tasks min_member is filled from: those some node may take first, in PodGroup
+        order. A task no node matches must not sink a gang whose minimum its other tasks
+        meet (Volcano binds the pods that fit and counts them against min_member). Example:
+        min_member 1, master (nodeSelector matching nothing) and worker → the worker fills it."""
+        return sorted(self.tasks, key=lambda task: not task.placeable)
 
 
 def dominant_shares(used: np.ndarray, deserved: np.ndarray) -> np.ndarray:
@@ -99,6 +108,7 @@ def build_plan(snapshot: Snapshot, problem: Problem, *, index: int) -> GroupPlan
             name=t.name,
             minimum=requirement.task_minimum(t.name),
             pending=pending[t.name],
+            placeable=bool(problem.eligible_nodes(problem.task_row[(group.key, t.name)]).any()),
         )
         for t in group.tasks
         if t.name not in requirement.waiting

@@ -1,0 +1,56 @@
+"""Scenarios where greedy, CP-SAT and `auto` must give Volcano's answer, and the same one:
+a task no node matches beside a gang met without it, preemption inside a queue held at its
+capability. Every answer comes through `place()` and is judged by the checker.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from models.placement import Decision
+from models.snapshot import Snapshot
+from solver.checker import check_placement
+from solver.place import SolveConfig, place
+from tests.builders import make_gang, make_node, make_queue, make_snapshot, make_task, resources
+
+ENGINES = ("greedy", "cpsat", "auto")
+
+
+def _solve(snapshot: Snapshot, engine: str) -> Decision:
+    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=5.0))
+    assert check_placement(snapshot, decision.placement) == ()
+    return decision
+
+
+def _state(decision: Decision, key: str):  # noqa: ANN202
+    return next(group for group in decision.podgroups if group.name == key)
+
+
+# ---- a task that can never be placed ----
+
+
+def _master_nowhere(min_member: int):  # noqa: ANN202
+    job = make_gang(
+        "job",
+        min_member=min_member,
+        tasks=[make_task("master", node_selector={"role": "none"}), make_task("worker", replicas=1)],
+    )
+    return make_snapshot(nodes=[make_node("n1")], groups=[job]), job
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_task_no_node_matches_does_not_sink_a_gang_met_without_it(engine: str) -> None:
+    snapshot, job = _master_nowhere(min_member=1)
+    decision = _solve(snapshot, engine)
+    assert [b.pod for b in decision.placement.binds] == [job.pods_of("worker")[0].key]
+    assert _state(decision, job.key).state == "scheduled"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_task_no_node_matches_keeps_a_gang_that_needs_it_pending(engine: str) -> None:
+    snapshot, job = _master_nowhere(min_member=2)
+    decision = _solve(snapshot, engine)
+    assert decision.placement.binds == ()
+    group = _state(decision, job.key)
+    assert group.state == "pending"
+    assert any(reason.startswith("eligibility: task master") for reason in group.reasons)
