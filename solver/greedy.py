@@ -26,8 +26,7 @@ Every PodGroup left pending carries reasons (`solver.reasons`); `solver.outcome`
 the Decision. Deterministic: same snapshot, same placement (ties go to the lower node
 index, i.e. snapshot order).
 
-Not promised: optimality, or that preemption makes room for a quota-capped queue
-(victims are chosen for node capacity only).
+Not promised: optimality, or the fewest victims (`greedy_preempt`).
 """
 
 from __future__ import annotations

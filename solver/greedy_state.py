@@ -449,6 +449,17 @@ class CycleState:
                     room, blocker = fits, (ancestor, r)
         return room, blocker
 
+    def quota_shortfall(self, queue: int, shape: TaskShape) -> np.ndarray:
+        """`[R]` what the queue must give back before one more pod of `shape` fits its
+        capabilities and its ancestors': the largest excess over the caps on the way to the
+        root. Example: capability 3 CPU, 3 in use, a 1-CPU pod → 1 CPU."""
+        short = np.zeros(len(self.problem.resource_names), dtype=np.int64)
+        for ancestor, r, cap in self._capped[queue]:
+            asked = int(shape.requests[r])
+            if asked > 0:
+                short[r] = max(int(short[r]), int(self.queue_used[ancestor, r]) + asked - cap)
+        return short
+
     def quota_blocker(self, queue: int, demand: np.ndarray) -> tuple[int, int] | None:
         """The first (queue, resource) whose capability `demand` would exceed, or None."""
         for ancestor, r, cap in self._capped[queue]:

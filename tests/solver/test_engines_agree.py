@@ -54,3 +54,39 @@ def test_a_task_no_node_matches_keeps_a_gang_that_needs_it_pending(engine: str) 
     group = _state(decision, job.key)
     assert group.state == "pending"
     assert any(reason.startswith("eligibility: task master") for reason in group.reasons)
+
+
+# ---- preemption inside a queue held at its capability ----
+
+
+def _queue_at_capability(*, high_priority: int, nodes: int = 1):  # noqa: ANN202
+    """q1 may hold 3 CPU and runs three 1-CPU pods of priority 1 (min_member 1);
+    a 1-CPU pod of `high_priority` waits in it. Nodes have room to spare."""
+    low = make_gang("low", replicas=3, queue="q1", priority=1, min_member=1, running_on=["n0", "n0", "n0"])
+    high = make_gang("high", queue="q1", priority=high_priority)
+    snapshot = make_snapshot(
+        nodes=[make_node(f"n{i}", cpu=8) for i in range(nodes)],
+        groups=[low, high],
+        queues=[make_queue("q1", capability=resources(cpu=3))],
+    )
+    return snapshot, low, high
+
+
+@pytest.mark.parametrize("nodes", [1, 2], ids=["victims on the pod's node", "room on another node"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_queue_at_capability_preempts_its_own_lower_priority_pod(engine: str, nodes: int) -> None:
+    snapshot, low, high = _queue_at_capability(high_priority=10, nodes=nodes)
+    decision = _solve(snapshot, engine)
+    assert [b.pod for b in decision.placement.binds] == [high.pods[0].key]
+    assert len(decision.placement.evictions) == 1
+    eviction = decision.placement.evictions[0]
+    assert eviction.reason == "preempt" and eviction.for_ == high.key
+    assert eviction.pod in {pod.key for pod in low.running}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_queue_at_capability_does_not_preempt_equal_priority(engine: str) -> None:
+    snapshot, _, high = _queue_at_capability(high_priority=1)
+    decision = _solve(snapshot, engine)
+    assert decision.placement.binds == () and decision.placement.evictions == ()
+    assert any(reason.startswith("quota: queue q1") for reason in _state(decision, high.key).reasons)
