@@ -37,6 +37,7 @@ __all__ = [
     "eligibility_none",
     "evicted",
     "gang_below_minimum",
+    "gang_message",
     "gang_shortfall",
     "gang_too_few_pods",
     "numa_no_cell",
@@ -176,3 +177,13 @@ def unplaced(*, pending: int) -> str:
     """The generic reason an engine's silence gets: "unplaced: 3 pending pods not placed this cycle"."""
     return f"{UNPLACED}{pending} pending pods not placed this cycle"
 
+
+
+def gang_message(*, min_member: int, placed: int, total_pods: int, why: Sequence[str]) -> str:
+    """Volcano's gang condition, "3/20 tasks in gang unschedulable: …", with the reasons
+    after the colon: the first number is min_member minus the pods placed (or, once that is
+    met, the pods still unplaced), the second the PodGroup's pods. The controller writes it
+    on the PodGroup and its pending pods; the dashboard shows the same text."""
+    unready = max(min_member - placed, 0) or max(total_pods - placed, 0)
+    text = "; ".join(why) if why else "no reason given"
+    return f"{unready}/{total_pods} tasks in gang unschedulable: {text}"

@@ -3,7 +3,7 @@ the upload form, and login. Read-only: nothing here changes the cluster.
 
 Each page resolves its snapshot (`_resolve`): `?s=<key>` names an upload this process
 holds; without it, the live snapshot when a controller runs in the process
-(`app.state.live_snapshot`), else the upload form. The snapshot's `Analysis` (one greedy
+(`app.state.live_snapshot`), else the upload form. The snapshot's `Analysis` (one
 solve) runs in the service's bounded solver pool, and is kept: with the upload, or for
 the live snapshot until the controller hands out a new one. A full pool answers a page
 that says so (503, Retry-After), as the API answers 429.
