@@ -276,10 +276,34 @@ class GreedyEngine:
 
     # ---- one PodGroup ----
 
-    def attempt(self, plan: GroupPlan, *, action: str | None) -> bool:
+    def attempt(self, plan: GroupPlan, *, action: str | None, commit: bool = True) -> bool:
         """Place `plan`'s minimum (with evictions when `action` is "preempt"/"reclaim"),
         trying topology domains first; commit on success, and place extras right away
-        when preempting. Records reasons on failure."""
+        when preempting. Records reasons on failure. `commit=False` only asks: a minimum
+        that fits is rolled back and the plan left as it was (`solver.pending_reasons`)."""
+        if not commit:
+            mark = self.state.checkpoint()
+            fits = self._attempt(plan, action=action, commit=False)
+            self.state.rollback(mark)
+            if fits and not any(self.minimum_counts(plan).values()):
+                fits = self._one_pod_fits(plan)  # a minimum of nothing: the PodGroup waits for its first pod
+            return fits
+        return self._attempt(plan, action=action, commit=True)
+
+    def _one_pod_fits(self, plan: GroupPlan) -> bool:
+        """Does one pod of some task fit now? If not, `plan.reasons` say why the first does not."""
+        waiting = [task for task in plan.tasks if self.unbound(task, 1)]
+        for task in waiting:
+            mark = self.state.checkpoint()
+            got = self._place(plan, task, 1, plan.domain, preemptor=None)
+            self.state.rollback(mark)
+            if got:
+                return True
+        if waiting:
+            self._explain_extras(plan, waiting[0])
+        return False
+
+    def _attempt(self, plan: GroupPlan, *, action: str | None, commit: bool) -> bool:
         counts = self.minimum_counts(plan)
         for task in plan.tasks:
             if counts[task.row] and not self.problem.eligible_nodes(task.row).any():
@@ -292,6 +316,8 @@ class GreedyEngine:
             for domain in domains:
                 mask = domain.mask(self.problem)
                 if self._transaction(plan, counts, mask, action):
+                    if not commit:
+                        return True
                     plan.domain = mask
                     return self._committed(plan, action)
             if plan.tier_limit is not None:
@@ -311,6 +337,8 @@ class GreedyEngine:
                     ]
                 return False
         if self._transaction(plan, counts, None, action):
+            if not commit:
+                return True
             plan.domain = None
             return self._committed(plan, action)
         return False

@@ -18,6 +18,7 @@ import numpy as np
 
 from models.snapshot import PodGroup, Snapshot
 from solver import reasons
+from solver.outcome import dependency_reasons
 from solver.problem import Problem
 from solver.rules.gang import GangRequirement, gang_requirement
 from solver.rules.topology import hard_tier_limit
@@ -123,7 +124,7 @@ def build_plan(snapshot: Snapshot, problem: Problem, *, index: int) -> GroupPlan
         tasks=tasks,
         tier_limit=tier_limit,
         soft_topology=topology is not None and tier_limit is None,
-        static_reasons=_dependency_reasons(group, requirement, pending, running),
+        static_reasons=dependency_reasons(snapshot, group),
         running_pods=running_pods,
     )
     blocked = _static_blockers(snapshot, plan, running)
@@ -131,22 +132,6 @@ def build_plan(snapshot: Snapshot, problem: Problem, *, index: int) -> GroupPlan
         plan.reasons = [*blocked, *plan.static_reasons]
         plan.failure = "static"
     return plan
-
-def _dependency_reasons(
-    group: PodGroup, requirement: GangRequirement, pending: dict[str, list[int]], running: dict[str, int]
-) -> list[str]:
-    sentences = []
-    for name in sorted(requirement.waiting):
-        if not pending[name]:
-            continue
-        for dependency in group.task_by_name[name].depends_on:
-            total = running[dependency] + len(pending[dependency])
-            if total == 0 or running[dependency] < total:
-                sentences.append(
-                    reasons.dependency_waits(name, dependency=dependency, running=running[dependency], total=total)
-                )
-                break
-    return sentences
 
 def _static_blockers(snapshot: Snapshot, plan: GroupPlan, running: dict[str, int]) -> list[str]:
     """Reasons no placement this cycle can change: queue, too few pods."""

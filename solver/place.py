@@ -57,6 +57,7 @@ from solver.greedy import GreedyConfig, solve_greedy
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SolverDied, run_isolated
 from solver.objective import TIERS, ObjectiveContext, score
 from solver.outcome import build_decision
+from solver.pending_reasons import pending_reasons
 from solver.problem import Problem, build_problem
 
 __all__ = ["EngineName", "SolveConfig", "place", "ENGINES", "ModelInvalid"]
@@ -295,9 +296,17 @@ def _place(snapshot: Snapshot, config: SolveConfig) -> Decision:
         relaxed = _relaxed_bound(snapshot, problem, deadline)
         if relaxed is not None:
             bound = relaxed if bound is None else min(bound, relaxed)
+    left_pending = _left_pending(snapshot, result.placement)
+    cpsat_reasons = pending_reasons(snapshot, problem, result.placement, left_pending, status=result.status)
     return _decision(
-        snapshot, result.placement, "cpsat", result.status, started, greedy_reasons, result.objective.throughput, bound=bound
+        snapshot, result.placement, "cpsat", result.status, started, cpsat_reasons, result.objective.throughput, bound=bound
     )
+
+
+def _left_pending(snapshot: Snapshot, placement: Placement) -> list[PodGroupKey]:
+    """PodGroups `placement` leaves below their gang minimum (as `build_decision` judges)."""
+    probe = build_decision(snapshot, placement, engine="cpsat", status="FEASIBLE", solve_seconds=0.0, reasons={})
+    return [outcome.name for outcome in probe.podgroups if outcome.state == "pending"]
 
 
 def _relaxed_bound(snapshot: Snapshot, problem: Problem, deadline: float) -> int | None:

@@ -36,6 +36,7 @@ __all__ = [
     "dependency_waits",
     "eligibility_none",
     "evicted",
+    "fits_after",
     "gang_below_minimum",
     "gang_message",
     "gang_shortfall",
@@ -171,6 +172,12 @@ def evicted(*, pods: int, reason: str, for_groups: Sequence[str]) -> str:
 def gang_below_minimum(*, placed: int, minimum: int) -> str:
     """"gang: 10 of min 11 pods running or placed"."""
     return f"{GANG}{placed} of min {minimum} pods running or placed"
+
+
+def fits_after(*, pending: int, status: str) -> str:
+    """A minimum that fits beside the placement, left out because the search stopped:
+    "unplaced: 2 pending pods fit after this placement; the search ended first (FEASIBLE)"."""
+    return f"{UNPLACED}{pending} pending pods fit after this placement; the search ended first ({status})"
 
 
 def unplaced(*, pending: int) -> str:
