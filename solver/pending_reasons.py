@@ -18,11 +18,15 @@ two 2-CPU jobs and a four → job-b-3 "capacity: task worker: 0/2 nodes fit anot
 
 A minimum that does fit in that state (a search stopped at its time limit) is said so:
 "unplaced: … fits after this placement; the search ended first (FEASIBLE)".
+
+Time: each PodGroup costs about what greedy spent on it; past `deadline` the rest keep the
+reasons the caller had (greedy's), so explaining never pushes `place()` past its limit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Mapping, Sequence
 
 from models.placement import Placement
 from models.snapshot import PodGroupKey, Snapshot
@@ -34,9 +38,17 @@ __all__ = ["pending_reasons"]
 
 
 def pending_reasons(
-    snapshot: Snapshot, problem: Problem, placement: Placement, pending: Iterable[PodGroupKey], *, status: str
+    snapshot: Snapshot,
+    problem: Problem,
+    placement: Placement,
+    pending: Iterable[PodGroupKey],
+    *,
+    status: str,
+    deadline: float,
+    otherwise: Mapping[PodGroupKey, Sequence[str]],
 ) -> dict[PodGroupKey, list[str]]:
-    """Reasons for each PodGroup in `pending`, in the state after `placement`."""
+    """Reasons for each PodGroup in `pending`, in the state after `placement`; those not
+    reached by `deadline` (`time.perf_counter()`) get their `otherwise` reasons."""
     wanted = set(pending)
     if not wanted:
         return {}
@@ -55,6 +67,9 @@ def pending_reasons(
     for plan in engine.plans:
         key = plan.group.key
         if key not in wanted:
+            continue
+        if time.perf_counter() > deadline:
+            out[key] = list(otherwise.get(key, ()))
             continue
         if plan.failure == "static":
             out[key] = plan.reasons

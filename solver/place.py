@@ -32,7 +32,9 @@ A CP-SAT `Decision` reports `objective` = the throughput tier of its placement (
 model's value, which equals `score`; a FALLBACK reports its `score` when time allows), `bound` = an upper bound
 on throughput among placements at least as fair (tier 1) as the one returned — CP-SAT's,
 or the LP relaxation's (`solver.bound`) when that is tighter (`lp_gap`) — and
-`gap` = (bound − objective) / bound.
+`gap` = (bound − objective) / bound. Its reasons for the PodGroups it leaves pending are
+judged in the state its own placement leaves (`solver.pending_reasons`); a FALLBACK's are
+greedy's, for greedy's placement.
 """
 
 from __future__ import annotations
@@ -297,7 +299,9 @@ def _place(snapshot: Snapshot, config: SolveConfig) -> Decision:
         if relaxed is not None:
             bound = relaxed if bound is None else min(bound, relaxed)
     left_pending = _left_pending(snapshot, result.placement)
-    cpsat_reasons = pending_reasons(snapshot, problem, result.placement, left_pending, status=result.status)
+    cpsat_reasons = pending_reasons(
+        snapshot, problem, result.placement, left_pending, status=result.status, deadline=deadline, otherwise=greedy_reasons
+    )
     return _decision(
         snapshot, result.placement, "cpsat", result.status, started, cpsat_reasons, result.objective.throughput, bound=bound
     )
