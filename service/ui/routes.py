@@ -187,7 +187,8 @@ async def podgroups(
     return render(
         "podgroups.html", page="podgroups", source=source, rows=rows, total=len(all_rows), states=STATES,
         queues=sorted(queue.name for queue in analysis.snapshot.queues), filters={"q": q, "state": state, "queue": queue},
-        sort=sort_key, order="desc" if order == "desc" else "asc", sort_keys=SORT_KEYS, **_common(request),
+        sort=sort_key, order="desc" if order == "desc" else "asc", sort_keys=SORT_KEYS, analysis=analysis,
+        **_common(request),
     )
 
 
@@ -202,7 +203,7 @@ async def podgroup(request: Request, namespace: str, name: str, s: SourceKey = N
     if detail is None:
         return render("missing.html", status_code=404, page="podgroups", source=source,
                       message=f"There is no PodGroup {key} in this snapshot.", **_common(request))
-    return render("podgroup.html", page="podgroups", source=source, detail=detail, **_common(request))
+    return render("podgroup.html", page="podgroups", source=source, detail=detail, analysis=analysis, **_common(request))
 
 
 @router.get("/what-if", summary="What-if page")
