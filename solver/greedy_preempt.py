@@ -39,9 +39,10 @@ so nobody is evicted for a placement that does not happen.
 Quota: a queue at its capability frees it by preempting its own lower-priority pods —
 same-queue victims give back to the queue and every ancestor — as rule 8 allows and
 Volcano's preempt does (its victims' resources return to the queue within the session's
-statement before the preemptor is pipelined). The victims must then cover both the node's
-shortfall and `quota_shortfall`; those on the node the pod goes to come first, and when
-the pod fits a node already, victims anywhere in the queue free the quota. Example:
+statement before the preemptor is pipelined). When the pod fits a node already, the
+queue's victims are taken in victim order from any node until they give back
+`quota_shortfall`; otherwise the victims on one node must cover both that node's
+shortfall and the quota. Example:
 capability 3 CPU, three 1-CPU pods of priority 1 running, a priority-10 1-CPU pod pending
 → one of them is preempted and the pod binds. Reclaim leaves quota alone: another queue's
 victims give nothing back to this one.
