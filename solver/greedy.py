@@ -41,7 +41,7 @@ from models.placement import Bind, Decision, Eviction, Placement
 from models.snapshot import PodGroupKey, Snapshot
 from solver import reasons
 from solver.fragmentation import PackingName, TypicalShape, packing_score
-from solver.greedy_explain import eligibility_error, fit_error
+from solver.greedy_explain import eligibility_error, fit_error, unplaceable_tasks
 from solver.greedy_plan import GroupPlan, PlanTask, build_plan, dominant_share_of_row, dominant_shares
 from solver.greedy_preempt import Preemptor, VictimPool, run_preemption
 from solver.greedy_state import CycleState
@@ -93,6 +93,8 @@ class GreedyEngine:
         self.state = CycleState(problem, snapshot)
         self.state.packing = packing_score(snapshot, problem, packing=config.packing, typical=config.typical_shapes)
         self.plans = [build_plan(snapshot, problem, index=k) for k in range(len(snapshot.pod_groups))]
+        for key, sentences in unplaceable_tasks(snapshot, problem).items():  # they hold whatever else happens
+            self.plans[problem.group_index[key]].static_reasons.extend(sentences)
         self._head_demands: dict[int, np.ndarray] = {}  # PodGroup index → demand while it waits at a queue's head
         self._deserved_lists = problem.queue_deserved.tolist()
         self.victims = VictimPool(self)  # who preempt / reclaim may evict, asked once per kind of preemptor
@@ -103,7 +105,7 @@ class GreedyEngine:
             run_preemption(self, action="preempt")
         if self.config.reclaim:
             run_preemption(self, action="reclaim")
-        return self._placement(), {plan.group.key: plan.reasons or plan.static_reasons for plan in self.plans}
+        return self._placement(), {plan.group.key: _distinct(plan.reasons or plan.static_reasons) for plan in self.plans}
 
     def unbound(self, task: PlanTask, limit: int | None = None) -> list[int]:
         """Pending pods of `task` not bound yet, at most `limit`, in order."""
@@ -505,3 +507,9 @@ class GreedyEngine:
             for pod, (reason, for_group) in self.state.evictions.items()
         ]
         return Placement.model_construct(binds=tuple(binds), evictions=tuple(evictions))
+
+
+def _distinct(sentences: list[str]) -> list[str]:
+    """`sentences` without repeats, in order (a failure's own sentence may also stand among
+    the static ones, e.g. the eligibility of a task no node matches)."""
+    return list(dict.fromkeys(sentences))

@@ -47,7 +47,7 @@ class GroupPlan:
     tasks: list[PlanTask]  # tasks that do not wait, in PodGroup order
     tier_limit: int | None
     soft_topology: bool
-    static_reasons: list[str]  # dependency sentences, added to whatever else keeps it pending
+    static_reasons: list[str]  # tasks that cannot place a pod this cycle (a dependency, no node matches), whatever else happens
     running_pods: list[int]  # pod indices running at the snapshot (evicted ones stay listed)
     reasons: list[str] = field(default_factory=list)
     failure: str = ""  # "", "static", "eligibility", "quota", "capacity", "topology"

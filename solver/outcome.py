@@ -16,7 +16,8 @@ pods were not placed (`unplaced:`), or too few pods run for its gang (`gang:`). 
 Every PodGroup, scheduled or pending, also says which of its tasks wait on a dependency
 and for what (`dependency_reasons`): a scheduled workflow whose task-b waits for task-a
 reports "dependency: task-b waits for task-a (0 of 1 running)", so the waiting pods are
-never silently absent from the answer.
+never silently absent from the answer. A scheduled PodGroup keeps what the engine says of
+it too — its tasks that no node matches ("eligibility: task master: 0/3 nodes: …").
 
 Queue shares report cpu, memory and gpu only (what people read); `allocated` is after the
 placement (running − evicted + bound, subtree included), `deserved` is `deserved_shares`.
@@ -154,10 +155,10 @@ def build_decision(
         )
         scheduled = met and placed > 0
         waits = dependency_reasons(snapshot, group)
-        group_reasons: tuple[str, ...] = tuple(waits)
+        given = tuple(reasons.get(group.key, ()))
+        group_reasons = (*given, *(w for w in waits if w not in given))
         if not scheduled:
-            given = tuple(reasons.get(group.key, ()))
-            group_reasons = (*given, *(w for w in waits if w not in given)) or _generic_reasons(
+            group_reasons = group_reasons or _generic_reasons(
                 snapshot, group.key, evicted=evicted_by_group.get(group.key, []), bound_pods=bound_pods, placed=placed,
                 minimum=requirement.min_member,
             )

@@ -3,7 +3,8 @@ that placement — whichever engine made it.
 
 Input: the snapshot, its `Problem`, a `Placement` (CP-SAT's, typically) and the keys of
 the PodGroups it leaves pending. Output: per key, reason sentences of `solver.reasons`,
-each naming its rule and numbers.
+each naming its rule and numbers; and for a PodGroup it starts whose tasks cannot place a
+pod this cycle (no node matches one, one waits on a dependency), those tasks' sentences.
 
 Why not greedy's reasons: greedy explains the state *its* placement left. When CP-SAT
 answers, a PodGroup greedy started may stay pending (greedy had no word for it, and the
@@ -32,6 +33,7 @@ from models.placement import Placement
 from models.snapshot import PodGroupKey, Snapshot
 from solver import reasons
 from solver.greedy import GreedyConfig, GreedyEngine
+from solver.greedy_explain import unplaceable_tasks
 from solver.problem import Problem
 
 __all__ = ["pending_reasons"]
@@ -50,8 +52,8 @@ def pending_reasons(
     """Reasons for each PodGroup in `pending`, in the state after `placement`; those not
     reached by `deadline` (`time.perf_counter()`) get their `otherwise` reasons."""
     wanted = set(pending)
-    if not wanted:
-        return {}
+    if not wanted:  # nothing to explain but the tasks no node matches (no replay needed)
+        return unplaceable_tasks(snapshot, problem)
     engine = GreedyEngine(snapshot, problem, GreedyConfig(preemption=False, reclaim=False, packing="best-fit"))
     state = engine.state
     pod_index = {key: i for i, key in enumerate(problem.pod_keys)}
@@ -67,6 +69,8 @@ def pending_reasons(
     for plan in engine.plans:
         key = plan.group.key
         if key not in wanted:
+            if plan.static_reasons:  # a started PodGroup's tasks that cannot place a pod, as greedy says them
+                out[key] = list(plan.static_reasons)
             continue
         if time.perf_counter() > deadline:
             out[key] = list(otherwise.get(key, ()))
@@ -81,5 +85,5 @@ def pending_reasons(
             pods = sum(len(engine.unbound(task)) for task in plan.tasks)
             out[key] = [reasons.fits_after(pending=pods, status=status), *plan.static_reasons]
         else:
-            out[key] = plan.reasons
+            out[key] = list(dict.fromkeys(plan.reasons))
     return out

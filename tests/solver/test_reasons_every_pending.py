@@ -85,8 +85,9 @@ def test_every_pending_podgroup_and_waiting_task_has_a_reason_with_its_rule(snap
         outcome = _outcome(decision, group.key)
         if outcome.state == "pending":
             assert outcome.reasons, outcome
-            for reason in outcome.reasons:
-                assert reason.startswith(RULES) or (not proven and reason.startswith(reasons.UNPLACED)), outcome
+        for reason in outcome.reasons:
+            assert reason.startswith(RULES) or (not proven and reason.startswith(reasons.UNPLACED)), outcome
+        assert len(set(outcome.reasons)) == len(outcome.reasons), outcome
         waiting = gang_requirement(snapshot, group).waiting
         for task in waiting:
             if any(p.task == task and p.phase == "pending" for p in snapshot.pods_by_group.get(group.key, ())):
