@@ -1,7 +1,8 @@
 """The PodGroups page (a table to filter and sort) and one PodGroup's page.
 
 Input: an `Analysis`. Output: `PodGroupRow`s — state, queue, priority, placed/min_member,
-age and, for a pending one, its reason sentences from this cycle's decision — and for one
+age and its reason sentences from this cycle's decision (why a pending one waits; what of
+a started one waits: a dependent task, a task no node matches) — and for one
 PodGroup a `PodGroupDetail` with its tasks, its pods (node, GPU devices, what this cycle
 does to each), whom it preempts and the Events the controller writes for this decision.
 
@@ -94,7 +95,7 @@ def build_podgroup_rows(analysis: Analysis) -> tuple[PodGroupRow, ...]:
                 pods=len(pods),
                 gpus=gpus_text(sum(pod.requests.get(GPU, 0) for pod in pods)),
                 age_s=analysis.now_s - group.creation_time if group.creation_time > 0 else None,
-                reasons=outcome.reasons if outcome and outcome.state == "pending" else (),
+                reasons=outcome.reasons if outcome else (),
             )
         )
     return tuple(rows)

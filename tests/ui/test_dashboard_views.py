@@ -156,3 +156,13 @@ def test_the_dashboard_lists_exactly_the_events_the_controller_writes() -> None:
         shown.update((e.type, e.reason, e.object, e.message) for e in detail.events)
     assert {reason for _, reason, _, _ in shown} == {"Preempted", "Unschedulable", "FailedScheduling", "Scheduled"}
     assert shown == written
+
+
+def test_a_started_workflow_row_names_its_waiting_task() -> None:
+    from tests.builders import make_gang, make_node, make_snapshot, make_task
+
+    flow = make_gang("flow", tasks=[make_task("task-a"), make_task("task-b", depends_on=("task-a",))], min_member=1)
+    analysis = analyze(make_snapshot(nodes=[make_node("n1")], groups=[flow]), now_s=0.0)
+    (row,) = build_podgroup_rows(analysis)
+    assert row.state == "starting"
+    assert row.reasons == ("dependency: task-b waits for task-a (0 of 1 running)",)
