@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from controller.timing import rfc3339
+from solver.reasons import gang_message
 
 __all__ = [
     "PENDING",
@@ -93,13 +94,6 @@ def condition_reason(reasons: Sequence[str]) -> str:
         if prefix in CONDITION_REASONS:
             return CONDITION_REASONS[prefix]
     return UNSCHEDULABLE
-
-
-def gang_message(*, min_member: int, placed: int, total_pods: int, why: Sequence[str]) -> str:
-    """Volcano's "3/20 tasks in gang unschedulable: …" with our reasons after the colon."""
-    unready = max(min_member - placed, 0) or max(total_pods - placed, 0)
-    text = "; ".join(why) if why else "no reason given"
-    return f"{unready}/{total_pods} tasks in gang unschedulable: {text}"
 
 
 def scheduled(*, min_member: int, placed: int, total_pods: int, running: int) -> GroupStatus:

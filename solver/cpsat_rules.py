@@ -8,6 +8,10 @@ Each block opens with its rule in one sentence. The rules are those the checker 
 (`solver.rules.*`); where the model is stricter than the checker it says so:
   - preemption: a PodGroup that loses pods gets no binds (greedy's rule too).
 Everything else is exact, the reclaim condition included (see `_reclaim`).
+
+One constraint is no rule but an order the search respects (`_first_come`): among
+PodGroups of one queue that the model cannot tell apart, the older is admitted first.
+It removes only symmetric twins of solutions, so no optimum is lost.
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ def add_constraints(model: cp_model.CpModel, data: ModelData, variables: Variabl
     _quota(model, data, variables, allocation)
     _topology(model, data, variables)
     _preemption(model, data, variables, allocation)
+    _first_come(model, data, variables)
     return allocation
 
 
@@ -189,6 +194,36 @@ def _gang(model: cp_model.CpModel, data: ModelData, variables: Variables) -> Non
         short = unit.min_member - unit.running
         if short > 1:
             model.add(_sum(pods) >= short * admitted)
+
+
+# ---- first come, first served among equals ----
+
+
+def _first_come(model: cp_model.CpModel, data: ModelData, variables: Variables) -> None:
+    """Among interchangeable PodGroups of one queue, a younger one is admitted only if the
+    older one is — creation time, then key, as greedy orders them and Volcano's FIFO does.
+
+    Interchangeable: same queue, priority and preemptor class, the same tasks (shape, pods
+    pending, minimum), gang minimum and topology, and nothing running (a running PodGroup
+    may be a victim, which sets it apart). Any solution maps onto one that respects the
+    order by swapping twins' placements, so the optimum stays; without it the search picks
+    among twins by chance, and tied jobs started out of order from one run to the next
+    (`job-a-5`, `job-a-6` before `job-a-1`). Example: six identical jobs, room for two →
+    the two oldest, whatever the search meets first."""
+    twins: dict[tuple[object, ...], list[int]] = {}
+    for unit in data.units:
+        if unit.running or unit.anchors:
+            continue
+        tasks = tuple((t.name, t.shape, len(t.pending), t.minimum, t.single_numa, t.value) for t in unit.tasks)
+        signature = (
+            unit.queue, unit.group.priority, unit.preemptor_class, unit.min_member, unit.hard_limit, unit.soft,
+            unit.tracked, tuple(unit.domains), tuple(unit.atoms), tasks,
+        )
+        twins.setdefault(signature, []).append(unit.index)
+    for indices in twins.values():
+        ordered = sorted(indices, key=lambda u: (data.units[u].group.creation_time, data.units[u].group.key))
+        for older, younger in zip(ordered, ordered[1:]):
+            model.add(variables.units[younger].admitted <= variables.units[older].admitted)
 
 
 # ---- rule 4: quota ----

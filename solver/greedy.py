@@ -26,8 +26,7 @@ Every PodGroup left pending carries reasons (`solver.reasons`); `solver.outcome`
 the Decision. Deterministic: same snapshot, same placement (ties go to the lower node
 index, i.e. snapshot order).
 
-Not promised: optimality, or that preemption makes room for a quota-capped queue
-(victims are chosen for node capacity only).
+Not promised: optimality, or the fewest victims (`greedy_preempt`).
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ from models.placement import Bind, Decision, Eviction, Placement
 from models.snapshot import PodGroupKey, Snapshot
 from solver import reasons
 from solver.fragmentation import PackingName, TypicalShape, packing_score
-from solver.greedy_explain import eligibility_error, fit_error
+from solver.greedy_explain import eligibility_error, fit_error, unplaceable_tasks
 from solver.greedy_plan import GroupPlan, PlanTask, build_plan, dominant_share_of_row, dominant_shares
 from solver.greedy_preempt import Preemptor, VictimPool, run_preemption
 from solver.greedy_state import CycleState
@@ -94,6 +93,8 @@ class GreedyEngine:
         self.state = CycleState(problem, snapshot)
         self.state.packing = packing_score(snapshot, problem, packing=config.packing, typical=config.typical_shapes)
         self.plans = [build_plan(snapshot, problem, index=k) for k in range(len(snapshot.pod_groups))]
+        for key, sentences in unplaceable_tasks(snapshot, problem).items():  # they hold whatever else happens
+            self.plans[problem.group_index[key]].static_reasons.extend(sentences)
         self._head_demands: dict[int, np.ndarray] = {}  # PodGroup index → demand while it waits at a queue's head
         self._deserved_lists = problem.queue_deserved.tolist()
         self.victims = VictimPool(self)  # who preempt / reclaim may evict, asked once per kind of preemptor
@@ -104,7 +105,7 @@ class GreedyEngine:
             run_preemption(self, action="preempt")
         if self.config.reclaim:
             run_preemption(self, action="reclaim")
-        return self._placement(), {plan.group.key: plan.reasons or plan.static_reasons for plan in self.plans}
+        return self._placement(), {plan.group.key: _distinct(plan.reasons or plan.static_reasons) for plan in self.plans}
 
     def unbound(self, task: PlanTask, limit: int | None = None) -> list[int]:
         """Pending pods of `task` not bound yet, at most `limit`, in order."""
@@ -124,13 +125,14 @@ class GreedyEngine:
 
     def minimum_counts(self, plan: GroupPlan) -> dict[int, int]:
         """Pods per task row the minimum still needs: each task's minimum (`gang_requirement`'s),
-        then min_member filled from the tasks in order. Example: min_member 5, tasks a (min 2,
+        then min_member filled from the tasks in `fill_order` (a task no node matches last, so
+        it is asked for only when the others cannot meet the minimum). Example: min_member 5, tasks a (min 2,
         4 pending) and b (min 2), nothing running → {a: 3, b: 2}; min_member 4, one task of
         min 20 (task minimums do not apply) with 20 pending → {task: 4}."""
         state = self.state
         counts = {t.row: max(0, t.minimum - int(state.running_by_task[t.row])) for t in plan.tasks}
         remaining = plan.requirement.min_member - int(state.running_count[plan.index]) - sum(counts.values())
-        for task in plan.tasks:
+        for task in plan.fill_order:
             if remaining <= 0:
                 break
             take = min(remaining, len(task.pending) - task.cursor - counts[task.row])
@@ -276,10 +278,34 @@ class GreedyEngine:
 
     # ---- one PodGroup ----
 
-    def attempt(self, plan: GroupPlan, *, action: str | None) -> bool:
+    def attempt(self, plan: GroupPlan, *, action: str | None, commit: bool = True) -> bool:
         """Place `plan`'s minimum (with evictions when `action` is "preempt"/"reclaim"),
         trying topology domains first; commit on success, and place extras right away
-        when preempting. Records reasons on failure."""
+        when preempting. Records reasons on failure. `commit=False` only asks: a minimum
+        that fits is rolled back and the plan left as it was (`solver.pending_reasons`)."""
+        if not commit:
+            mark = self.state.checkpoint()
+            fits = self._attempt(plan, action=action, commit=False)
+            self.state.rollback(mark)
+            if fits and not any(self.minimum_counts(plan).values()):
+                fits = self._one_pod_fits(plan)  # a minimum of nothing: the PodGroup waits for its first pod
+            return fits
+        return self._attempt(plan, action=action, commit=True)
+
+    def _one_pod_fits(self, plan: GroupPlan) -> bool:
+        """Does one pod of some task fit now? If not, `plan.reasons` say why the first does not."""
+        waiting = [task for task in plan.tasks if self.unbound(task, 1)]
+        for task in waiting:
+            mark = self.state.checkpoint()
+            got = self._place(plan, task, 1, plan.domain, preemptor=None)
+            self.state.rollback(mark)
+            if got:
+                return True
+        if waiting:
+            self._explain_extras(plan, waiting[0])
+        return False
+
+    def _attempt(self, plan: GroupPlan, *, action: str | None, commit: bool) -> bool:
         counts = self.minimum_counts(plan)
         for task in plan.tasks:
             if counts[task.row] and not self.problem.eligible_nodes(task.row).any():
@@ -292,6 +318,8 @@ class GreedyEngine:
             for domain in domains:
                 mask = domain.mask(self.problem)
                 if self._transaction(plan, counts, mask, action):
+                    if not commit:
+                        return True
                     plan.domain = mask
                     return self._committed(plan, action)
             if plan.tier_limit is not None:
@@ -311,6 +339,8 @@ class GreedyEngine:
                     ]
                 return False
         if self._transaction(plan, counts, None, action):
+            if not commit:
+                return True
             plan.domain = None
             return self._committed(plan, action)
         return False
@@ -372,7 +402,7 @@ class GreedyEngine:
                 return self._fail(plan, task, counts, domain, mark, placed)
         remaining = plan.requirement.min_member - int(state.running_count[plan.index]) - placed
         last = plan.tasks[-1] if plan.tasks else None
-        for task in plan.tasks:
+        for task in plan.fill_order:
             if remaining <= 0:
                 break
             spare = len(self.unbound(task))
@@ -477,3 +507,9 @@ class GreedyEngine:
             for pod, (reason, for_group) in self.state.evictions.items()
         ]
         return Placement.model_construct(binds=tuple(binds), evictions=tuple(evictions))
+
+
+def _distinct(sentences: list[str]) -> list[str]:
+    """`sentences` without repeats, in order (a failure's own sentence may also stand among
+    the static ones, e.g. the eligibility of a task no node matches)."""
+    return list(dict.fromkeys(sentences))

@@ -20,24 +20,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.snapshot import GPU, Task
+from models.snapshot import GPU, PodGroupKey, Snapshot, Task
 from solver import reasons
 from solver.greedy_state import CycleState, TaskShape
+from solver.problem import Problem
 from solver.rules import node_affinity
 from solver.rules.eligibility import ineligibility_reason
 
-__all__ = ["fit_error", "eligibility_error"]
+__all__ = ["fit_error", "eligibility_error", "unplaceable_tasks"]
 
 OUTSIDE_DOMAIN = "outside the topology domain"
 
 
-def _ineligible_counts(state: CycleState, task: Task, eligible: np.ndarray) -> dict[str, int]:
-    problem, counts = state.problem, {}
+def _ineligible_counts(snapshot: Snapshot, problem: Problem, task: Task, eligible: np.ndarray) -> dict[str, int]:
+    counts: dict[str, int] = {}
     classes = problem.node_class[~eligible]
     if classes.size:
         sizes = np.bincount(classes)
         for node_class in np.flatnonzero(sizes):
-            node = state.snapshot.nodes[problem.node_class_representative[node_class]]
+            node = snapshot.nodes[problem.node_class_representative[node_class]]
             reason = ineligibility_reason(node, task) or "ineligible"
             if reason == node_affinity.REASON:
                 reason = f"{reason} (requires {node_affinity.describe_terms(task.required_node_affinity)})"
@@ -46,10 +47,33 @@ def _ineligible_counts(state: CycleState, task: Task, eligible: np.ndarray) -> d
 
 
 def eligibility_error(state: CycleState, task: Task, task_row: int) -> str:
-    eligible = state.problem.eligible_nodes(task_row)
+    return _no_node_matches(state.snapshot, state.problem, task, task_row)
+
+
+def _no_node_matches(snapshot: Snapshot, problem: Problem, task: Task, task_row: int) -> str:
+    eligible = problem.eligible_nodes(task_row)
     return reasons.eligibility_none(
-        task.name, nodes=state.problem.node_count, counts=_ineligible_counts(state, task, eligible)
+        task.name, nodes=problem.node_count, counts=_ineligible_counts(snapshot, problem, task, eligible)
     )
+
+
+def unplaceable_tasks(snapshot: Snapshot, problem: Problem) -> dict[PodGroupKey, list[str]]:
+    """Per PodGroup, a sentence for each task with pending pods that no node matches: they
+    stay pending whatever any engine does, even beside a started gang (a master whose
+    nodeSelector matches nothing while its workers run). One pass over eligibility classes."""
+    no_node = ~problem.eligible_by_class.any(axis=1)
+    rows = np.flatnonzero(no_node[problem.task_eligibility_class])
+    if not rows.size:
+        return {}
+    waiting = ~problem.pod_running & (problem.pod_task_row >= 0)
+    pending = np.bincount(problem.pod_task_row[waiting], minlength=len(problem.task_keys))
+    out: dict[PodGroupKey, list[str]] = {}
+    for row in rows.tolist():
+        if pending[row]:
+            key, name = problem.task_keys[row]
+            task = snapshot.pod_group_by_key[key].task_by_name[name]
+            out.setdefault(key, []).append(_no_node_matches(snapshot, problem, task, row))
+    return out
 
 
 def fit_error(state: CycleState, shape: TaskShape, task: Task, domain: np.ndarray | None) -> list[str]:
@@ -58,7 +82,7 @@ def fit_error(state: CycleState, shape: TaskShape, task: Task, domain: np.ndarra
     eligible = problem.eligible_nodes(shape.row)
     if not eligible.any():
         return [eligibility_error(state, task, shape.row)]
-    counts = _ineligible_counts(state, task, eligible)
+    counts = _ineligible_counts(state.snapshot, problem, task, eligible)
     remaining = eligible.copy()
     if domain is not None:
         outside = remaining & ~domain

@@ -18,6 +18,7 @@ import numpy as np
 
 from models.snapshot import PodGroup, Snapshot
 from solver import reasons
+from solver.outcome import dependency_reasons
 from solver.problem import Problem
 from solver.rules.gang import GangRequirement, gang_requirement
 from solver.rules.topology import hard_tier_limit
@@ -31,6 +32,7 @@ class PlanTask:
     name: str
     minimum: int  # gang_requirement's: 0 when the PodGroup's task minimums do not apply
     pending: list[int]  # pod indices, snapshot order
+    placeable: bool  # some node is eligible for its pods (else none of them can ever be placed)
     cursor: int = 0  # pending[:cursor] are bound and committed
 
 
@@ -45,7 +47,7 @@ class GroupPlan:
     tasks: list[PlanTask]  # tasks that do not wait, in PodGroup order
     tier_limit: int | None
     soft_topology: bool
-    static_reasons: list[str]  # dependency sentences, added to whatever else keeps it pending
+    static_reasons: list[str]  # tasks that cannot place a pod this cycle (a dependency, no node matches), whatever else happens
     running_pods: list[int]  # pod indices running at the snapshot (evicted ones stay listed)
     reasons: list[str] = field(default_factory=list)
     failure: str = ""  # "", "static", "eligibility", "quota", "capacity", "topology"
@@ -56,6 +58,14 @@ class GroupPlan:
     @property
     def order(self) -> tuple[int, float, str]:
         return (-self.group.priority, self.group.creation_time, self.group.key)
+
+    @property
+    def fill_order(self) -> list[PlanTask]:
+        """The tasks min_member is filled from: those some node may take first, in PodGroup
+        order. A task no node matches must not sink a gang whose minimum its other tasks
+        meet (Volcano binds the pods that fit and counts them against min_member). Example:
+        min_member 1, master (nodeSelector matching nothing) and worker → the worker fills it."""
+        return sorted(self.tasks, key=lambda task: not task.placeable)
 
 
 def dominant_shares(used: np.ndarray, deserved: np.ndarray) -> np.ndarray:
@@ -99,6 +109,7 @@ def build_plan(snapshot: Snapshot, problem: Problem, *, index: int) -> GroupPlan
             name=t.name,
             minimum=requirement.task_minimum(t.name),
             pending=pending[t.name],
+            placeable=bool(problem.eligible_nodes(problem.task_row[(group.key, t.name)]).any()),
         )
         for t in group.tasks
         if t.name not in requirement.waiting
@@ -113,7 +124,7 @@ def build_plan(snapshot: Snapshot, problem: Problem, *, index: int) -> GroupPlan
         tasks=tasks,
         tier_limit=tier_limit,
         soft_topology=topology is not None and tier_limit is None,
-        static_reasons=_dependency_reasons(group, requirement, pending, running),
+        static_reasons=dependency_reasons(snapshot, group),
         running_pods=running_pods,
     )
     blocked = _static_blockers(snapshot, plan, running)
@@ -121,22 +132,6 @@ def build_plan(snapshot: Snapshot, problem: Problem, *, index: int) -> GroupPlan
         plan.reasons = [*blocked, *plan.static_reasons]
         plan.failure = "static"
     return plan
-
-def _dependency_reasons(
-    group: PodGroup, requirement: GangRequirement, pending: dict[str, list[int]], running: dict[str, int]
-) -> list[str]:
-    sentences = []
-    for name in sorted(requirement.waiting):
-        if not pending[name]:
-            continue
-        for dependency in group.task_by_name[name].depends_on:
-            total = running[dependency] + len(pending[dependency])
-            if total == 0 or running[dependency] < total:
-                sentences.append(
-                    reasons.dependency_waits(name, dependency=dependency, running=running[dependency], total=total)
-                )
-                break
-    return sentences
 
 def _static_blockers(snapshot: Snapshot, plan: GroupPlan, running: dict[str, int]) -> list[str]:
     """Reasons no placement this cycle can change: queue, too few pods."""

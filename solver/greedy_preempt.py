@@ -1,8 +1,9 @@
 """Preempt and reclaim for the greedy engine: Volcano's `preempt` and `reclaim` actions.
 
 Input: the `GreedyEngine` after allocate, with PodGroups still pending for lack of room
-(capacity or topology; not quota, queue, dependency or eligibility — evictions cannot
-fix those here). Output: evictions and binds committed together in the engine's state.
+(capacity or topology; for preempt also quota; not queue, dependency or eligibility —
+evictions cannot fix those). Output: evictions and binds committed together in the
+engine's state.
 
 Who may be evicted is decided by `solver.rules.preemption.victim_refusal` alone, with
 allocated and deserved per queue as at the snapshot (the checker's numbers), plus:
@@ -35,6 +36,17 @@ evictions); the node needing the fewest victims (then the lowest highest priorit
 The preemptor's transaction rolls every eviction back if its minimum still does not fit,
 so nobody is evicted for a placement that does not happen.
 
+Quota: a queue at its capability frees it by preempting its own lower-priority pods —
+same-queue victims give back to the queue and every ancestor — as rule 8 allows and
+Volcano's preempt does (its victims' resources return to the queue within the session's
+statement before the preemptor is pipelined). When the pod fits a node already, the
+queue's victims are taken in victim order from any node until they give back
+`quota_shortfall`; otherwise the victims on one node must cover both that node's
+shortfall and the quota. Example:
+capability 3 CPU, three 1-CPU pods of priority 1 running, a priority-10 1-CPU pod pending
+→ one of them is preempted and the pod binds. Reclaim leaves quota alone: another queue's
+victims give nothing back to this one.
+
 Not promised: the fewest victims overall — node by node, pod by pod, as Volcano does.
 """
 
@@ -59,13 +71,13 @@ __all__ = ["Preemptor", "VictimPool", "VictimSet", "run_preemption", "CANDIDATE_
 CANDIDATE_NODES = 8
 """Nodes examined per pod that needs room (those with the smallest shortfall)."""
 
-_RETRYABLE = ("capacity", "topology")
+_RETRYABLE = {"preempt": ("capacity", "topology", "quota"), "reclaim": ("capacity", "topology")}
 
 
 def run_preemption(engine: GreedyEngine, *, action: str) -> None:
     """Try every PodGroup still pending for lack of room, with evictions of kind `action`."""
     state = engine.state
-    plans = [p for p in engine.plans if not p.minimum_met and p.failure in _RETRYABLE]
+    plans = [p for p in engine.plans if not p.minimum_met and p.failure in _RETRYABLE[action]]
     if action == "preempt":
         plans.sort(key=lambda p: p.order)
     else:
@@ -291,10 +303,18 @@ class Preemptor:
     def make_room(self, shape: TaskShape, base: np.ndarray) -> bool:
         """Evict victims on one node so one more pod of `shape` fits there; False if none can."""
         state, problem = self.engine.state, self.engine.problem
-        if state.quota_room(self.plan.queue, shape)[0] <= 0:
+        quota = state.quota_shortfall(self.plan.queue, shape)
+        if quota.any() and self.action != "preempt":
             return False
         if self.action == "reclaim" and not self._within_share(shape):
             return False
+        if quota.any() and state.fit_mask(shape, base).any():
+            anywhere = self._select_pass(None, shape, quota, whole_gangs=False)
+            if anywhere is None:
+                anywhere = self._select_pass(None, shape, quota, whole_gangs=True)
+            if anywhere is not None:
+                self._evict(anywhere)
+                return True
         maybe = base & self.has_victims
         for r in shape.columns:
             maybe &= state.free[r] + self.extra_free[r] >= shape.requests[r]
@@ -313,7 +333,7 @@ class Preemptor:
         order = nodes[np.lexsort((nodes, shortfall))][:CANDIDATE_NODES]
         best: tuple[tuple[int, int, int], list[int]] | None = None
         for node in order:
-            victims = self._select(int(node), shape)
+            victims = self._select(int(node), shape, quota)
             if victims is None:
                 continue
             top_priority = max(self.engine.snapshot.pod_groups[problem.pod_group[v]].priority for v in victims)
@@ -322,12 +342,16 @@ class Preemptor:
                 best = (cost, victims)
         if best is None:
             return False
-        for victim in best[1]:
+        self._evict(best[1])
+        return True
+
+    def _evict(self, victims: list[int]) -> None:
+        state = self.engine.state
+        for victim in victims:
             state.evict(victim, reason=self.action, for_group=self.plan.index)
             self._forget(victim)
             if self.action == "reclaim":
                 self.reclaimed.append(victim)
-        return True
 
     def _within_share(self, shape: TaskShape) -> bool:
         """Would one more pod of `shape` keep the reclaiming queue within its deserved share
@@ -345,26 +369,34 @@ class Preemptor:
             self.extra_gpu[node, list(slots)] -= milli
         self.has_victims[node] = any(self.usable(p) for p in self.victims.by_node.get(node, ()))
 
-    def _select(self, node: int, shape: TaskShape) -> list[int] | None:
-        """Victims on `node` (plus the rest of any gang taken whole) so one pod fits, or None."""
+    def _select(self, node: int, shape: TaskShape, quota: np.ndarray) -> list[int] | None:
+        """Victims on `node` (plus the rest of any gang taken whole) so one pod fits there
+        and `quota` is given back, or None."""
         for whole_gangs in (False, True):
-            chosen = self._select_pass(node, shape, whole_gangs=whole_gangs)
+            chosen = self._select_pass(node, shape, quota, whole_gangs=whole_gangs)
             if chosen is not None:
                 return chosen
         return None
 
-    def _select_pass(self, node: int, shape: TaskShape, *, whole_gangs: bool) -> list[int] | None:
+    def _select_pass(
+        self, node: int | None, shape: TaskShape, quota: np.ndarray, *, whole_gangs: bool
+    ) -> list[int] | None:
+        """Victims in victim order until one pod of `shape` fits `node` and they give back
+        `quota`; `node` None: from every node, for the quota alone (the pod fits already)."""
         engine = self.engine
         state, problem = engine.state, engine.problem
-        free = state.free[:, node].copy()
-        gpu_row = state.gpu_free[node].copy()
-        cell_cpu = state.cell_cpu[node].copy()
-        cell_memory = state.cell_memory[node].copy()
+        if node is not None:
+            free = state.free[:, node].copy()
+            gpu_row = state.gpu_free[node].copy()
+            cell_cpu = state.cell_cpu[node].copy()
+            cell_memory = state.cell_memory[node].copy()
+        given_back = np.zeros_like(quota)
         queue_used: dict[int, np.ndarray] = {}
         taken: dict[int, int] = {}
         chosen: list[int] = []
         chosen_set: set[int] = set()
-        for victim in self.victims.by_node.get(node, ()):
+        candidates = self.victims.pods.tolist() if node is None else self.victims.by_node.get(node, ())
+        for victim in candidates:
             if victim in chosen_set or not self.usable(victim):
                 continue
             group = int(problem.pod_group[victim])
@@ -381,7 +413,8 @@ class Preemptor:
                 chosen.append(pod)
                 chosen_set.add(pod)
                 taken[group] = taken.get(group, 0) + 1
-                if int(problem.pod_node[pod]) != node:
+                given_back += problem.pod_requests[pod]
+                if node is None or int(problem.pod_node[pod]) != node:
                     continue
                 free += problem.pod_requests[pod]
                 slots, milli = state.running_devices(pod)
@@ -391,7 +424,9 @@ class Preemptor:
                 if cell >= 0:
                     cell_cpu[cell] += problem.pod_requests[pod, problem.cpu_column]
                     cell_memory[cell] += problem.pod_requests[pod, problem.memory_column]
-            if self._fits(shape, node, free, gpu_row, cell_cpu, cell_memory):
+            if (given_back < quota).any():
+                continue
+            if node is None or self._fits(shape, node, free, gpu_row, cell_cpu, cell_memory):
                 return chosen
         return None
 

@@ -361,6 +361,27 @@ class CycleState:
         self._log.append(("bind", record))
         return True
 
+    def bind_on(
+        self, pod: int, shape: TaskShape, node: int, *, gpus: tuple[int, ...], numa_cell: int | None
+    ) -> None:
+        """Record a bind another engine chose, on its own GPU devices and NUMA cell, to
+        judge what is left after it (`solver.pending_reasons`). No fit check: the checker
+        passed the placement."""
+        index_row = self.problem.gpu_index[node].tolist()
+        cell_row = self.problem.cell_ids[node].tolist()
+        record = BindRecord(
+            pod=pod,
+            task=shape.row,
+            node=node,
+            slots=tuple(index_row.index(i) for i in gpus),
+            per_device_milli=WHOLE if shape.whole_devices else shape.gpu_milli,
+            cell_slot=cell_row.index(numa_cell) if shape.single_numa and numa_cell in cell_row else -1,
+            numa_cell=numa_cell if shape.single_numa else None,
+        )
+        self._apply_bind(record, sign=1)
+        self.binds[pod] = record
+        self._log.append(("bind", record))
+
     def _apply_bind(self, record: BindRecord, *, sign: int) -> None:
         problem, node = self.problem, record.node
         shape = self._shapes[record.task]
@@ -462,6 +483,17 @@ class CycleState:
                 if fits < room:
                     room, blocker = fits, (ancestor, r)
         return room, blocker
+
+    def quota_shortfall(self, queue: int, shape: TaskShape) -> np.ndarray:
+        """`[R]` what the queue must give back before one more pod of `shape` fits its
+        capabilities and its ancestors': the largest excess over the caps on the way to the
+        root. Example: capability 3 CPU, 3 in use, a 1-CPU pod → 1 CPU."""
+        short = np.zeros(len(self.problem.resource_names), dtype=np.int64)
+        for ancestor, r, cap in self._capped[queue]:
+            asked = int(shape.requests[r])
+            if asked > 0:
+                short[r] = max(int(short[r]), int(self.queue_used[ancestor, r]) + asked - cap)
+        return short
 
     def quota_blocker(self, queue: int, demand: np.ndarray) -> tuple[int, int] | None:
         """The first (queue, resource) whose capability `demand` would exceed, or None."""

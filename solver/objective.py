@@ -49,14 +49,20 @@ The tiers (each an exact integer; "after" means kept running pods plus this cycl
    and the NUMA split do, and it outranks packing because the user stated it. Its unit, one
    weight point, equals one HyperNode or one NUMA split: a pod preferring a node with
    weight 1 gives way to keeping a gang in one leaf; weight 100 does not.
-5. **packing** — smaller is better: milli-GPU left free in pieces no pending shape can use.
-   The pending shapes are the GPU requests of the snapshot's pending pods; u = the
-   smallest fractional request, k = the fewest whole devices asked. Per node after the
-   placement: a partly used device's free milli counts when it is < u (no fraction fits);
-   the wholly free devices count 1000 each when there is no fractional request and there
-   are fewer than k of them. NUMA, CPU and eligibility are ignored. Example: pending
-   shapes 2 GPUs and 500 milli; a node left with devices free (1000, 300, 0, 0) → the 300
-   is a fragment (< 500), the lone whole device is not (a 500-milli pod fits it) → 300.
+5. **packing** — smaller is better: milli-GPU left free in pieces no pending shape can use,
+   and devices opened without need. The pending shapes are the GPU requests of the
+   snapshot's pending pods; u = the smallest fractional request, k = the fewest whole
+   devices asked. Per node after the placement: a partly used device's free milli counts
+   when it is < u (no fraction fits), else the device counts 1 — a piece a fraction can
+   still use is no fragment, but it is a device no whole-GPU pod can have, so a fraction
+   that fits a device already in use never opens a fresh one for nothing (a fresh device
+   costs 1, the used one costs nothing more), while FGD's measure still decides against
+   leaving an unusable piece of 2 milli or more; the wholly free devices count 1000 each
+   when there is no fractional request and there are fewer than k of them. NUMA, CPU and
+   eligibility are ignored. Example: pending shapes 2 GPUs and 500 milli; a node left with
+   devices free (1000, 300, 750, 0) → the 300 is a fragment (< 500), the 750 is an open
+   device (1), the lone whole device is not (a 500-milli pod fits it) → 301. Three
+   250-milli pods on one empty device → 1; on three → 3.
 
 Not promised: that the placement is valid (the checker says that); a placement that
 breaks hard rules still gets a score.
@@ -206,6 +212,10 @@ def soft_topology(group: PodGroup) -> bool:
     return group.network_topology is not None and hard_tier_limit(group) is None
 
 
+OPEN_DEVICE_COST = 1
+"""Tier 5's cost of a partly used device whose free piece a pending fraction can use."""
+
+
 @dataclass(frozen=True)
 class FragmentRule:
     """Which free pieces count as fragments (tier 5); see the module docstring."""
@@ -214,7 +224,8 @@ class FragmentRule:
     fewest_devices: int  # whole devices; a huge number when no pending pod asks whole GPUs
 
     def node_fragment(self, device_free: Iterable[int]) -> int:
-        """Fragmented milli of one node whose devices have `device_free` milli free each."""
+        """Fragmented milli of one node whose devices have `device_free` milli free each, plus
+        1 per partly used device whose piece a fraction can still use (tier 5 above)."""
         fragment = 0
         whole = 0
         for free in device_free:
@@ -222,6 +233,8 @@ class FragmentRule:
                 whole += 1
             elif 0 < free < self.smallest_fraction:
                 fragment += free
+            elif free > 0:
+                fragment += OPEN_DEVICE_COST
         if self.smallest_fraction > GPU_MILLI_PER_DEVICE and whole < self.fewest_devices:
             fragment += whole * GPU_MILLI_PER_DEVICE
         return fragment

@@ -13,6 +13,12 @@ when the engine gave none, a generic one — its pods were evicted (`preemption:
 pods were not placed (`unplaced:`), or too few pods run for its gang (`gang:`). Example: min_member 4, 3 running,
 1 bound → placed 4, scheduled; min_member 4, 2 running, nothing bound → pending.
 
+Every PodGroup, scheduled or pending, also says which of its tasks wait on a dependency
+and for what (`dependency_reasons`): a scheduled workflow whose task-b waits for task-a
+reports "dependency: task-b waits for task-a (0 of 1 running)", so the waiting pods are
+never silently absent from the answer. A scheduled PodGroup keeps what the engine says of
+it too — its tasks that no node matches ("eligibility: task master: 0/3 nodes: …").
+
 Queue shares report cpu, memory and gpu only (what people read); `allocated` is after the
 placement (running − evicted + bound, subtree included), `deserved` is `deserved_shares`.
 
@@ -24,12 +30,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from models.placement import Decision, Eviction, Placement, PodGroupOutcome, QueueShare, SolveStatus
-from models.snapshot import CPU, GPU, MEMORY, PodGroupKey, QueueName, Snapshot
+from models.snapshot import CPU, GPU, MEMORY, PodGroup, PodGroupKey, QueueName, Snapshot
 from solver import reasons as reason_text
 from solver.rules.gang import gang_requirement
 from solver.shares import add_resources, deserved_shares
 
-__all__ = ["build_decision", "allocated_after", "placed_counts", "REPORTED_RESOURCES"]
+__all__ = ["build_decision", "allocated_after", "placed_counts", "dependency_reasons", "REPORTED_RESOURCES"]
 
 REPORTED_RESOURCES = (CPU, MEMORY, GPU)
 
@@ -68,6 +74,33 @@ def allocated_after(snapshot: Snapshot, placement: Placement) -> dict[QueueName,
         for ancestor in snapshot.queue_ancestors(name):
             add_resources(total[ancestor], amount)
     return total
+
+
+def dependency_reasons(snapshot: Snapshot, group: PodGroup) -> list[str]:
+    """One sentence per task of `group` that waits on a dependency and has pending pods,
+    naming the first dependency not wholly running, with its pods running of its total.
+    Example: task-b depends on task-a, 1 task-a pod pending → ["dependency: task-b waits
+    for task-a (0 of 1 running)"]."""
+    waiting = gang_requirement(snapshot, group).waiting
+    if not waiting:
+        return []
+    pending: dict[str, int] = {}
+    running: dict[str, int] = {}
+    for pod in snapshot.pods_by_group.get(group.key, ()):
+        counts = running if pod.phase == "running" else pending
+        counts[pod.task or ""] = counts.get(pod.task or "", 0) + 1
+    sentences = []
+    for name in sorted(waiting):
+        if not pending.get(name):
+            continue
+        for dependency in group.task_by_name[name].depends_on:
+            total = running.get(dependency, 0) + pending.get(dependency, 0)
+            if total == 0 or running.get(dependency, 0) < total:
+                sentences.append(
+                    reason_text.dependency_waits(name, dependency=dependency, running=running.get(dependency, 0), total=total)
+                )
+                break
+    return sentences
 
 
 def _generic_reasons(
@@ -121,9 +154,11 @@ def build_decision(
             per_task.get(task, 0) >= minimum for task, minimum in requirement.min_per_task.items()
         )
         scheduled = met and placed > 0
-        group_reasons: tuple[str, ...] = ()
+        waits = dependency_reasons(snapshot, group)
+        given = tuple(reasons.get(group.key, ()))
+        group_reasons = (*given, *(w for w in waits if w not in given))
         if not scheduled:
-            group_reasons = tuple(reasons.get(group.key, ())) or _generic_reasons(
+            group_reasons = group_reasons or _generic_reasons(
                 snapshot, group.key, evicted=evicted_by_group.get(group.key, []), bound_pods=bound_pods, placed=placed,
                 minimum=requirement.min_member,
             )

@@ -32,7 +32,9 @@ A CP-SAT `Decision` reports `objective` = the throughput tier of its placement (
 model's value, which equals `score`; a FALLBACK reports its `score` when time allows), `bound` = an upper bound
 on throughput among placements at least as fair (tier 1) as the one returned — CP-SAT's,
 or the LP relaxation's (`solver.bound`) when that is tighter (`lp_gap`) — and
-`gap` = (bound − objective) / bound.
+`gap` = (bound − objective) / bound. Its reasons for the PodGroups it leaves pending are
+judged in the state its own placement leaves (`solver.pending_reasons`); a FALLBACK's are
+greedy's, for greedy's placement.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from solver.greedy import GreedyConfig, solve_greedy
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SolverDied, run_isolated
 from solver.objective import TIERS, ObjectiveContext, score
 from solver.outcome import build_decision
+from solver.pending_reasons import pending_reasons
 from solver.problem import Problem, build_problem
 
 __all__ = ["EngineName", "SolveConfig", "place", "ENGINES", "ModelInvalid"]
@@ -295,9 +298,19 @@ def _place(snapshot: Snapshot, config: SolveConfig) -> Decision:
         relaxed = _relaxed_bound(snapshot, problem, deadline)
         if relaxed is not None:
             bound = relaxed if bound is None else min(bound, relaxed)
-    return _decision(
-        snapshot, result.placement, "cpsat", result.status, started, greedy_reasons, result.objective.throughput, bound=bound
+    left_pending = _left_pending(snapshot, result.placement)
+    cpsat_reasons = pending_reasons(
+        snapshot, problem, result.placement, left_pending, status=result.status, deadline=deadline, otherwise=greedy_reasons
     )
+    return _decision(
+        snapshot, result.placement, "cpsat", result.status, started, cpsat_reasons, result.objective.throughput, bound=bound
+    )
+
+
+def _left_pending(snapshot: Snapshot, placement: Placement) -> list[PodGroupKey]:
+    """PodGroups `placement` leaves below their gang minimum (as `build_decision` judges)."""
+    probe = build_decision(snapshot, placement, engine="cpsat", status="FEASIBLE", solve_seconds=0.0, reasons={})
+    return [outcome.name for outcome in probe.podgroups if outcome.state == "pending"]
 
 
 def _relaxed_bound(snapshot: Snapshot, problem: Problem, deadline: float) -> int | None:

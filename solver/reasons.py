@@ -36,7 +36,9 @@ __all__ = [
     "dependency_waits",
     "eligibility_none",
     "evicted",
+    "fits_after",
     "gang_below_minimum",
+    "gang_message",
     "gang_shortfall",
     "gang_too_few_pods",
     "numa_no_cell",
@@ -181,7 +183,23 @@ def gang_below_minimum(*, placed: int, minimum: int) -> str:
     return f"{GANG}{placed} of min {minimum} pods running or placed"
 
 
+def fits_after(*, pending: int, status: str) -> str:
+    """A minimum that fits beside the placement, left out because the search stopped:
+    "unplaced: 2 pending pods fit after this placement; the search ended first (FEASIBLE)"."""
+    return f"{UNPLACED}{pending} pending pods fit after this placement; the search ended first ({status})"
+
+
 def unplaced(*, pending: int) -> str:
     """The generic reason an engine's silence gets: "unplaced: 3 pending pods not placed this cycle"."""
     return f"{UNPLACED}{pending} pending pods not placed this cycle"
 
+
+
+def gang_message(*, min_member: int, placed: int, total_pods: int, why: Sequence[str]) -> str:
+    """Volcano's gang condition, "3/20 tasks in gang unschedulable: …", with the reasons
+    after the colon: the first number is min_member minus the pods placed (or, once that is
+    met, the pods still unplaced), the second the PodGroup's pods. The controller writes it
+    on the PodGroup and its pending pods; the dashboard shows the same text."""
+    unready = max(min_member - placed, 0) or max(total_pods - placed, 0)
+    text = "; ".join(why) if why else "no reason given"
+    return f"{unready}/{total_pods} tasks in gang unschedulable: {text}"

@@ -1,6 +1,6 @@
 """The Cluster page's picture: the HyperNode tree, each node a row of GPU cells, and the totals.
 
-Input: an `Analysis` (snapshot + this cycle's greedy decision). Output: a frozen
+Input: an `Analysis` (snapshot + this cycle's decision). Output: a frozen
 `ClusterView` the template walks — domains (HyperNodes, tier N → … → tier 1) holding node
 rows, each row's GPU cells already written as HTML (`Markup`), and a pod index the page's
 script reads for hover text and the what-if overlay.

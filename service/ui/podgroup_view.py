@@ -1,7 +1,8 @@
 """The PodGroups page (a table to filter and sort) and one PodGroup's page.
 
 Input: an `Analysis`. Output: `PodGroupRow`s — state, queue, priority, placed/min_member,
-age and, for a pending one, its reason sentences from this cycle's decision — and for one
+age and its reason sentences from this cycle's decision (why a pending one waits; what of
+a started one waits: a dependent task, a task no node matches) — and for one
 PodGroup a `PodGroupDetail` with its tasks (and where each may run), its pods (node, GPU devices, what this cycle
 does to each), whom it preempts and the Events the controller writes for this decision.
 
@@ -10,10 +11,14 @@ States (this cycle's decision, as the controller would act on it):
   - `starting`: the placement binds pods of it this cycle and the gang minimum is met;
   - `pending`: the minimum is not met; `reasons` say which rule keeps it out, with numbers.
 
-Events: the snapshot carries none, so the detail page shows those the controller's
-report writes for this decision (`Scheduled` per bind, `Preempted` per victim,
-`FailedScheduling` with the gang message) — what `kubectl describe` would show after the
-cycle, not a history.
+Events: the snapshot carries none, so the detail page shows those the controller's plan
+writes for this decision (`controller.plan`), and only those: `Preempted` on each victim;
+`Scheduled` per bind of a PodGroup that evicts nobody (one that preempts binds in a later
+cycle, once its victims are gone, so its binds get no Event now); for a pending PodGroup
+`Unschedulable` on the PodGroup and `FailedScheduling` on each pending pod, both with the
+gang message (`solver.reasons.gang_message`, counted as the controller counts: its gang
+minimum, pods running before the cycle). What `kubectl describe` would show after the
+cycle, not a history; the controller also leaves out a message it reported already.
 
 Filtering (`filter_rows`) matches a text in the name or a reason, a state and a queue;
 sorting (`sort_rows`) takes a column name and a direction. Both pure.
@@ -28,6 +33,7 @@ from models.placement import PodGroupOutcome
 from models.snapshot import GPU, PodGroup, PodGroupKey, Snapshot, Task
 from service.ui.analysis import Analysis
 from service.ui.units import gpus_text, queue_slots, resources_text
+from solver.reasons import gang_message
 from solver.rules import node_affinity
 from solver.rules.eligibility import eligible
 from solver.rules.gang import task_minimums_apply
@@ -91,7 +97,7 @@ def build_podgroup_rows(analysis: Analysis) -> tuple[PodGroupRow, ...]:
                 pods=len(pods),
                 gpus=gpus_text(sum(pod.requests.get(GPU, 0) for pod in pods)),
                 age_s=analysis.now_s - group.creation_time if group.creation_time > 0 else None,
-                reasons=outcome.reasons if outcome and outcome.state == "pending" else (),
+                reasons=outcome.reasons if outcome else (),
             )
         )
     return tuple(rows)
@@ -186,6 +192,7 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
     nodes: set[str] = set()
     held = reserved = 0
     events: list[EventLine] = []
+    preempting = any(e.for_ == key for e in placement.evictions)
     for pod in sorted(pods, key=lambda p: p.key):
         bind = bind_of.get(pod.key)
         eviction = eviction_of.get(pod.key)
@@ -196,7 +203,12 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
             nodes.add(bind.node)
             reserved += len(bind.gpus)
             this_cycle = f"bound to {bind.node}" + (f", GPUs {_indices(bind.gpus)}" if bind.gpus else "")
-            events.append(EventLine("Normal", "Scheduled", f"Pod {pod.key}", f"Successfully assigned {pod.key} to {bind.node}"))
+            if preempting:
+                this_cycle = f"placed on {bind.node}, bound once its victims are gone"
+            else:
+                events.append(
+                    EventLine("Normal", "Scheduled", f"Pod {pod.key}", f"Successfully assigned {pod.key} to {bind.node}")
+                )
         elif eviction is not None:
             this_cycle = f"evicted for {eviction.for_} ({eviction.reason})"
             events.append(EventLine("Normal", "Preempted", f"Pod {pod.key}",
@@ -217,8 +229,19 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
             )
         )
     if row.state == "pending":
-        message = _gang_message(group, row, pods_total=len(pods))
-        events.insert(0, EventLine("Warning", "Unschedulable", f"PodGroup {key}", message))
+        outcome = analysis.outcome_by_group.get(key)
+        message = gang_message(
+            min_member=outcome.min_member if outcome else group.min_member,
+            placed=sum(1 for pod in pods if pod.phase == "running"),
+            total_pods=len(pods),
+            why=row.reasons,
+        )
+        waiting = [
+            EventLine("Warning", "FailedScheduling", f"Pod {pod.key}", message)
+            for pod in sorted(pods, key=lambda p: p.key)
+            if pod.phase == "pending"
+        ]
+        events[:0] = [EventLine("Warning", "Unschedulable", f"PodGroup {key}", message), *waiting]
     preempts = tuple(f"{e.pod} on {e.node} ({e.reason})" for e in placement.evictions if e.for_ == key)
     return PodGroupDetail(
         row=row,
@@ -231,12 +254,6 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
         preempts=preempts,
         events=tuple(events),
     )
-
-
-def _gang_message(group: PodGroup, row: PodGroupRow, *, pods_total: int) -> str:
-    """The controller's condition message: "3/20 tasks in gang unschedulable: gang: …"."""
-    unready = max(group.min_member - row.placed, 0) or max(pods_total - row.placed, 0)
-    return f"{unready}/{pods_total} tasks in gang unschedulable: {'; '.join(row.reasons) or 'no reason given'}"
 
 
 def _task_line(task: Task, snapshot: Snapshot, group: PodGroup) -> TaskLine:

@@ -3,7 +3,7 @@ the upload form, and login. Read-only: nothing here changes the cluster.
 
 Each page resolves its snapshot (`_resolve`): `?s=<key>` names an upload this process
 holds; without it, the live snapshot when a controller runs in the process
-(`app.state.live_snapshot`), else the upload form. The snapshot's `Analysis` (one greedy
+(`app.state.live_snapshot`), else the upload form. The snapshot's `Analysis` (one
 solve) runs in the service's bounded solver pool, and is kept: with the upload, or for
 the live snapshot until the controller hands out a new one. A full pool answers a page
 that says so (503, Retry-After), as the API answers 429.
@@ -187,7 +187,8 @@ async def podgroups(
     return render(
         "podgroups.html", page="podgroups", source=source, rows=rows, total=len(all_rows), states=STATES,
         queues=sorted(queue.name for queue in analysis.snapshot.queues), filters={"q": q, "state": state, "queue": queue},
-        sort=sort_key, order="desc" if order == "desc" else "asc", sort_keys=SORT_KEYS, **_common(request),
+        sort=sort_key, order="desc" if order == "desc" else "asc", sort_keys=SORT_KEYS, analysis=analysis,
+        **_common(request),
     )
 
 
@@ -202,7 +203,7 @@ async def podgroup(request: Request, namespace: str, name: str, s: SourceKey = N
     if detail is None:
         return render("missing.html", status_code=404, page="podgroups", source=source,
                       message=f"There is no PodGroup {key} in this snapshot.", **_common(request))
-    return render("podgroup.html", page="podgroups", source=source, detail=detail, **_common(request))
+    return render("podgroup.html", page="podgroups", source=source, detail=detail, analysis=analysis, **_common(request))
 
 
 @router.get("/what-if", summary="What-if page")

@@ -86,6 +86,7 @@ def test_podgroups_page_gives_the_pending_gangs_reason_and_filters_and_sorts(pag
     assert row.locator(".state").inner_text() == "pending"
     assert GANG_20_REASON in row.locator(".reason").inner_text()
     assert "0 / 20" in row.inner_text()
+    assert page.locator("#answered-by").inner_text() == "decided by CP-SAT (OPTIMAL)"  # auto, as solve and the controller
     page.select_option("select[name=state]", "running")
     page.click(".filters button[type=submit]")
     assert page.locator("tr.pg").count() == 0 and "0 of 1 PodGroups" in page.locator("#pg-count").inner_text()
@@ -97,6 +98,8 @@ def test_podgroups_page_gives_the_pending_gangs_reason_and_filters_and_sorts(pag
     assert GANG_20_REASON in page.locator("ul.reasons").inner_text()
     assert page.locator("table.pods tbody tr").count() == 20
     assert "20/20 tasks in gang unschedulable: gang: 3 of min 20" in page.locator("table.events").inner_text()
+    assert page.locator("table.events tbody tr").count() == 21  # Unschedulable on the PodGroup, FailedScheduling on each pod
+    assert page.locator("#answered-by").inner_text() == "decided by CP-SAT (OPTIMAL)"
     shoot(page, screenshots, "podgroup-gang-job")
 
 

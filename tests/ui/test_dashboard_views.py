@@ -126,3 +126,66 @@ def test_a_task_shows_its_selector_and_node_affinity_and_how_many_nodes_admit_it
     (anywhere,) = build_podgroup_detail(analysis, PodGroupKey("team/any-job")).tasks  # type: ignore[union-attr]
     assert h100.runs_on == "pool=train, gpu In [h100]: 1 of 3 nodes; prefers zone In [a] (20)"
     assert anywhere.runs_on == "any node: 3 of 3 nodes"
+
+
+def _queue_at_capability_with_a_pending_gang() -> Snapshot:
+    """q1 may hold 3 CPU and runs three priority-1 pods; a priority-10 pod preempts one.
+    A 2-pod gang of 64 CPU each fits nowhere."""
+    from tests.builders import make_gang, make_node, make_queue, make_snapshot, resources
+
+    low = make_gang("low", replicas=3, queue="q1", priority=1, min_member=1, running_on=["n0", "n0", "n0"])
+    high = make_gang("high", queue="q1", priority=10)
+    huge = make_gang("huge", replicas=2, cpu=64)
+    fits = make_gang("fits", replicas=1)
+    return make_snapshot(
+        nodes=[make_node("n0", cpu=8)],
+        groups=[low, high, huge, fits],
+        queues=[make_queue("q1", capability=resources(cpu=3))],
+    )
+
+
+def test_the_dashboard_solves_with_the_default_engine_of_the_command_line_and_the_controller() -> None:
+    from controller.loop import ControllerConfig
+    from service.ui.analysis import UI_SOLVE_CONFIG
+    from solver.place import SolveConfig, place
+
+    assert UI_SOLVE_CONFIG.engine == SolveConfig().engine == ControllerConfig().engine == "auto"
+    snapshot = _queue_at_capability_with_a_pending_gang()
+    analysis = analyze(snapshot, now_s=0.0)
+    expected = place(snapshot, SolveConfig(time_limit_s=UI_SOLVE_CONFIG.time_limit_s))
+    assert analysis.decision.placement == expected.placement
+    assert analysis.answered_by == "CP-SAT (OPTIMAL)"
+
+
+def test_the_dashboard_lists_exactly_the_events_the_controller_writes() -> None:
+    from controller.observe import Observation, PodGroupRef
+    from controller.plan import plan
+
+    snapshot = _queue_at_capability_with_a_pending_gang()
+    analysis = analyze(snapshot, now_s=0.0)
+    refs = {
+        group.key: PodGroupRef(key=group.key, flavor="volcano", namespace=group.namespace, name=group.name, uid="", status={})
+        for group in snapshot.pod_groups
+    }
+    controller_plan = plan(Observation(snapshot=snapshot, pod_groups=refs), analysis.decision)
+    written = set()
+    for gang in controller_plan.gangs:
+        for event in [*(e.event for e in gang.evictions), *(b.event for b in gang.binds), *gang.events]:
+            written.add((event.type, event.reason, f"{event.kind} {event.namespace}/{event.name}", event.message))
+    shown = set()
+    for group in snapshot.pod_groups:
+        detail = build_podgroup_detail(analysis, group.key)
+        assert detail is not None
+        shown.update((e.type, e.reason, e.object, e.message) for e in detail.events)
+    assert {reason for _, reason, _, _ in shown} == {"Preempted", "Unschedulable", "FailedScheduling", "Scheduled"}
+    assert shown == written
+
+
+def test_a_started_workflow_row_names_its_waiting_task() -> None:
+    from tests.builders import make_gang, make_node, make_snapshot, make_task
+
+    flow = make_gang("flow", tasks=[make_task("task-a"), make_task("task-b", depends_on=("task-a",))], min_member=1)
+    analysis = analyze(make_snapshot(nodes=[make_node("n1")], groups=[flow]), now_s=0.0)
+    (row,) = build_podgroup_rows(analysis)
+    assert row.state == "starting"
+    assert row.reasons == ("dependency: task-b waits for task-a (0 of 1 running)",)
