@@ -20,7 +20,7 @@ model object itself. Names default to namespace `default`; pods are named
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from models.node_affinity import NodeSelectorTerm, PreferredSchedulingTerm
@@ -497,3 +497,22 @@ def bind_gang(
 def rule_violations(rule: Any, snapshot: Snapshot, placement: Placement) -> list[Violation]:
     """One rule module's `check` alone: `rule_violations(capacity, snapshot, placement)`."""
     return rule.check(snapshot, build_after(snapshot, placement))
+
+
+def created_at(gang: Gang, at_s: float) -> Gang:
+    """`gang` with its PodGroup created at `at_s` (unix seconds): for tie-break cases."""
+    return replace(gang, group=gang.group.model_copy(update={"creation_time": at_s}))
+
+
+def two_queues_of_tied_jobs() -> Snapshot:
+    """Queues a (weight 1) and b (weight 2); six 2×1-CPU jobs in a, four 1×2-CPU jobs in b,
+    all created at the same second; 9 CPU on two nodes. Greedy gives a one job and b three,
+    CP-SAT a two and b two — as fair, as much placed — so which jobs start and why the rest
+    wait depends on the tie breaks, not on the objective."""
+    jobs_a = [created_at(make_gang(f"job-a-{i}", replicas=2, cpu=1, queue="a"), 1000.0) for i in range(1, 7)]
+    jobs_b = [created_at(make_gang(f"job-b-{i}", cpu=2, queue="b"), 1000.0) for i in range(1, 5)]
+    return make_snapshot(
+        nodes=[make_node("n1", cpu=6), make_node("n2", cpu=3)],
+        groups=[*jobs_a, *jobs_b],
+        queues=[make_queue("a"), make_queue("b", weight=2)],
+    )

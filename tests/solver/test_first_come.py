@@ -9,7 +9,6 @@ search runs on two workers).
 
 from __future__ import annotations
 
-import dataclasses
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,7 +18,7 @@ from models.placement import Decision
 from models.snapshot import Snapshot
 from solver.checker import check_placement
 from solver.place import SolveConfig, place
-from tests.builders import Gang, make_gang, make_node, make_queue, make_snapshot
+from tests.builders import Gang, created_at, make_gang, make_node, make_queue, make_snapshot, two_queues_of_tied_jobs
 
 ENGINES = ("greedy", "cpsat", "auto")
 
@@ -30,17 +29,13 @@ def _solve(snapshot: Snapshot, engine: str) -> Decision:
     return decision
 
 
-def _created(gang: Gang, at_s: float) -> Gang:
-    return dataclasses.replace(gang, group=gang.group.model_copy(update={"creation_time": at_s}))
-
-
 def _started(decision: Decision) -> list[str]:
     return sorted(group.name for group in decision.podgroups if group.state == "scheduled")
 
 
 def _jobs(queue: str, count: int, *, created: list[float] | None = None, cpu: float = 0.5) -> list[Gang]:
     times = created or [1000.0] * count
-    return [_created(make_gang(f"job-{queue}-{i + 1}", cpu=cpu, queue=queue), times[i]) for i in range(count)]
+    return [created_at(make_gang(f"job-{queue}-{i + 1}", cpu=cpu, queue=queue), times[i]) for i in range(count)]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -75,13 +70,7 @@ def test_queue_weights_with_tied_times_start_the_first_jobs_of_each_queue(engine
 def test_each_queue_starts_a_prefix_of_its_jobs_when_the_search_leaves_greedys_answer(engine: str) -> None:
     # Greedy gives queue a one job and b three, CP-SAT a two and b two (as fair, as much
     # placed): CP-SAT does not keep greedy's answer, and once picked job-a-6 over job-a-2.
-    jobs_a = [_created(make_gang(f"job-a-{i}", replicas=2, cpu=1, queue="a"), 1000.0) for i in range(1, 7)]
-    jobs_b = [_created(make_gang(f"job-b-{i}", cpu=2, queue="b"), 1000.0) for i in range(1, 5)]
-    snapshot = make_snapshot(
-        nodes=[make_node("n1", cpu=6), make_node("n2", cpu=3)],
-        groups=[*jobs_a, *jobs_b],
-        queues=[make_queue("a"), make_queue("b", weight=2)],
-    )
+    snapshot = two_queues_of_tied_jobs()
     first, second = _solve(snapshot, engine), _solve(snapshot, engine)
     assert _started(first) == _started(second)
     for queue in ("a", "b"):

@@ -6,7 +6,6 @@ is named even when its PodGroup is scheduled (`solver.outcome.dependency_reasons
 
 from __future__ import annotations
 
-import dataclasses
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,7 +17,7 @@ from solver import reasons
 from solver.checker import check_placement
 from solver.place import SolveConfig, place
 from solver.rules.gang import gang_requirement
-from tests.builders import Gang, make_gang, make_node, make_queue, make_snapshot, make_task
+from tests.builders import make_gang, make_node, make_snapshot, make_task, two_queues_of_tied_jobs
 from tests.strategies import snapshots
 
 ENGINES = ("greedy", "cpsat", "auto")
@@ -38,21 +37,11 @@ def _outcome(decision: Decision, key: str):  # noqa: ANN202
     return next(outcome for outcome in decision.podgroups if outcome.name == key)
 
 
-def _created(gang: Gang, at_s: float) -> Gang:
-    return dataclasses.replace(gang, group=gang.group.model_copy(update={"creation_time": at_s}))
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_job_greedy_starts_and_cpsat_leaves_out_gets_a_capacity_reason_with_numbers(engine: str) -> None:
     # Greedy gives queue b three 2-CPU jobs, CP-SAT two (as fair, as much placed):
     # job-b-3 then waited with "unplaced: 1 pending pods not placed this cycle".
-    jobs_a = [_created(make_gang(f"job-a-{i}", replicas=2, cpu=1, queue="a"), 1000.0) for i in range(1, 7)]
-    jobs_b = [_created(make_gang(f"job-b-{i}", cpu=2, queue="b"), 1000.0) for i in range(1, 5)]
-    snapshot = make_snapshot(
-        nodes=[make_node("n1", cpu=6), make_node("n2", cpu=3)],
-        groups=[*jobs_a, *jobs_b],
-        queues=[make_queue("a"), make_queue("b", weight=2)],
-    )
+    snapshot = two_queues_of_tied_jobs()
     decision = _solve(snapshot, engine)
     for outcome in decision.podgroups:
         if outcome.state == "pending":
