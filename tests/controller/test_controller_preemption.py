@@ -54,8 +54,10 @@ def test_victims_are_evicted_and_the_preemptor_binds_only_once_they_are_gone(
     status = pg_status(custom, namespace, "high")
     assert (status["phase"], condition(status)["reason"]) == ("Inqueue", "Pipelined")
     assert KubeletStandIn(admin, namespace=namespace).finish_terminating()
-    nodes = wait_until(lambda: {p: n for p, n in bound(core, namespace).items() if p.startswith("high-")} or None,
-                       what="the preemptor bound")
+    nodes = wait_until(  # the gang's binds go out in parallel: wait for both
+        lambda: len(high := {p: n for p, n in bound(core, namespace).items() if p.startswith("high-")}) == 2 and high,
+        what="the preemptor's two pods bound",
+    )
     assert nodes == {"high-0": "n1", "high-1": "n1"}
     wait_until(lambda: pg_status(custom, namespace, "high").get("phase") == "Running", what="the preemptor Running")
 

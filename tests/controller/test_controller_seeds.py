@@ -111,9 +111,11 @@ def test_sixteen_gpu_hard_topology_gang_lands_inside_one_leaf(
 ) -> None:
     _seed(admin, "gpu-topology.yaml", namespace)
     start_controller(SEEDS)
+    # The gang's binds go out in parallel: wait for both, not the first one seen.
     workers = wait_until(
-        lambda: {p: n for p, n in bound(core, namespace).items() if p.startswith("llm-pretrain-")} or None,
-        what="the gang bound",
+        lambda: len(pretrain := {p: n for p, n in bound(core, namespace).items() if p.startswith("llm-pretrain-")}) == 2
+        and pretrain,
+        what="the gang's two pods bound",
     )
     assert sorted(workers.values()) == ["gpu-b-0", "gpu-b-1"]
     for name in workers:
