@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from models.node_affinity import NodeSelectorTerm, PreferredSchedulingTerm
-from models.placement import Bind, Eviction, Placement
+from models.placement import Bind, Decision, Eviction, Placement
 from models.snapshot import (
     GPU,
     HyperNode,
@@ -40,6 +40,8 @@ from models.snapshot import (
     Toleration,
 )
 from solver.after import build_after
+from solver.checker import check_placement
+from solver.place import SolveConfig, place
 from solver.violation import Violation
 
 __all__ = [
@@ -516,3 +518,10 @@ def two_queues_of_tied_jobs() -> Snapshot:
         groups=[*jobs_a, *jobs_b],
         queues=[make_queue("a"), make_queue("b", weight=2)],
     )
+
+
+def solve_checked(snapshot: Snapshot, engine: str, *, time_limit_s: float = 10.0) -> Decision:
+    """`place()` with `engine`, its placement judged by the independent checker first."""
+    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=time_limit_s))  # type: ignore[arg-type]
+    assert check_placement(snapshot, decision.placement) == ()
+    return decision

@@ -5,21 +5,23 @@ capability. Every answer comes through `place()` and is judged by the checker.
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from models.placement import Decision
-from models.snapshot import Snapshot
-from solver.checker import check_placement
-from solver.place import SolveConfig, place
-from tests.builders import make_gang, make_node, make_queue, make_snapshot, make_task, resources
+from solver.place import ENGINES
+from tests.builders import (
+    make_gang,
+    make_node,
+    make_queue,
+    make_snapshot,
+    make_task,
+    resources,
+    solve_checked,
+)
 
-ENGINES = ("greedy", "cpsat", "auto")
-
-
-def _solve(snapshot: Snapshot, engine: str) -> Decision:
-    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=5.0))
-    assert check_placement(snapshot, decision.placement) == ()
-    return decision
+_solve = partial(solve_checked, time_limit_s=5.0)
 
 
 def _state(decision: Decision, key: str):  # noqa: ANN202

@@ -9,24 +9,26 @@ search runs on two workers).
 
 from __future__ import annotations
 
+from functools import partial
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models.placement import Decision
-from models.snapshot import Snapshot
-from solver.checker import check_placement
-from solver.place import SolveConfig, place
-from tests.builders import Gang, created_at, make_gang, make_node, make_queue, make_snapshot, two_queues_of_tied_jobs
+from solver.place import ENGINES
+from tests.builders import (
+    Gang,
+    created_at,
+    make_gang,
+    make_node,
+    make_queue,
+    make_snapshot,
+    solve_checked,
+    two_queues_of_tied_jobs,
+)
 
-ENGINES = ("greedy", "cpsat", "auto")
-
-
-def _solve(snapshot: Snapshot, engine: str) -> Decision:
-    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=5.0))
-    assert check_placement(snapshot, decision.placement) == ()
-    return decision
+_solve = partial(solve_checked, time_limit_s=5.0)
 
 
 def _started(decision: Decision) -> list[str]:

@@ -9,27 +9,22 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from functools import partial
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.placement import Bind, Decision, Placement
+from models.placement import Bind, Placement
 from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, Snapshot, is_fractional_gpu
 from solver.checker import check_placement
 from solver.cpsat import CpsatConfig, solve_cpsat
 from solver.objective import ObjectiveContext, score
-from solver.place import SolveConfig, place
+from solver.place import ENGINES
 from solver.problem import build_problem
-from tests.builders import make_gang, make_node, make_snapshot, make_task
+from tests.builders import make_gang, make_node, make_snapshot, make_task, solve_checked
 
-ENGINES = ("greedy", "cpsat", "auto")
-
-
-def _solve(snapshot: Snapshot, engine: str) -> Decision:
-    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=5.0))
-    assert check_placement(snapshot, decision.placement) == ()
-    return decision
+_solve = partial(solve_checked, time_limit_s=5.0)
 
 
 def _needless_fresh_devices(snapshot: Snapshot, placement: Placement) -> list[str]:

@@ -17,18 +17,9 @@ from models.loaders import load_snapshot_files
 from models.placement import Decision, PodGroupOutcome
 from models.snapshot import Snapshot
 from solver import reasons
-from solver.checker import check_placement
-from solver.place import SolveConfig, place
+from solver.place import ENGINES
 from solver.rules.gang import gang_requirement
-from tests.builders import make_gang, make_node, make_snapshot, make_task
-
-ENGINES = ["greedy", "cpsat", "auto"]
-
-
-def _solve(snapshot: Snapshot, engine: str) -> Decision:
-    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=10))  # type: ignore[arg-type]
-    assert check_placement(snapshot, decision.placement) == ()
-    return decision
+from tests.builders import make_gang, make_node, make_snapshot, make_task, solve_checked
 
 
 def _outcome(decision: Decision, name: str) -> PodGroupOutcome:
@@ -53,7 +44,7 @@ def test_the_seed_job_keeps_min_member_only() -> None:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_seed_job_on_four_8_cpu_nodes_binds_8_pods(engine: str) -> None:
     snapshot = load_snapshot_files([EXAMPLES_DIR / "gang-min-available-4.yaml"]).snapshot
-    decision = _solve(snapshot, engine)
+    decision = solve_checked(snapshot, engine)
     outcome = _outcome(decision, "default/gang-job")
     assert (outcome.state, outcome.placed, outcome.reasons) == ("scheduled", 8, ())
     assert Counter(bind.node for bind in decision.placement.binds) == {f"cpu-node-{i}": 2 for i in range(4)}
@@ -63,7 +54,7 @@ def test_the_seed_job_on_four_8_cpu_nodes_binds_8_pods(engine: str) -> None:
 def test_the_seed_job_where_only_3_pods_fit_stays_pending_with_the_gang_reason(engine: str) -> None:
     """Three 4-CPU nodes: 3 of min 4 fit, so nothing is bound."""
     snapshot = _seed_job_on("gang-min-available-20.yaml")
-    decision = _solve(snapshot, engine)
+    decision = solve_checked(snapshot, engine)
     outcome = _outcome(decision, "default/gang-job")
     assert (outcome.state, outcome.placed, decision.placement.binds) == ("pending", 0, ())
     assert outcome.reasons[0] == reasons.gang_shortfall(placed=3, minimum=4, needs={"cpu": 16000}, free={"cpu": 12000})
@@ -75,7 +66,7 @@ def test_a_started_gang_takes_every_further_pod_that_fits(engine: str) -> None:
     """min 2 of 10 one-CPU pods on 3 + 2 CPU: the gang starts and takes all 5 CPUs."""
     job = make_gang("job", replicas=10, cpu=1, min_member=2)
     snapshot = make_snapshot(nodes=[make_node("n1", cpu=3), make_node("n2", cpu=2)], groups=[job])
-    outcome = _outcome(_solve(snapshot, engine), "default/job")
+    outcome = _outcome(solve_checked(snapshot, engine), "default/job")
     assert (outcome.state, outcome.placed) == ("scheduled", 5)
 
 
@@ -84,7 +75,7 @@ def test_below_the_task_sum_a_task_that_fits_nowhere_does_not_block_the_gang(eng
     """ps (4 CPU, fits nowhere) + 6 one-CPU workers, min_member 3 < 1 + 6: 3 workers start."""
     job = make_gang("job", tasks=[make_task("ps", replicas=1, cpu=4), make_task("worker", replicas=6)], min_member=3)
     snapshot = make_snapshot(nodes=[make_node("n1", cpu=3)], groups=[job])
-    decision = _solve(snapshot, engine)
+    decision = solve_checked(snapshot, engine)
     outcome = _outcome(decision, "default/job")
     assert (outcome.state, outcome.placed) == ("scheduled", 3)
     assert {snapshot.pod_by_key[bind.pod].task for bind in decision.placement.binds} == {"worker"}
@@ -99,7 +90,7 @@ def test_with_task_minimums_applying_a_task_that_fits_nowhere_blocks_the_gang(en
         min_member=3,
     )
     snapshot = make_snapshot(nodes=[make_node("n1", cpu=3)], groups=[job])
-    outcome = _outcome(_solve(snapshot, engine), "default/job")
+    outcome = _outcome(solve_checked(snapshot, engine), "default/job")
     assert (outcome.state, outcome.placed) == ("pending", 0)
 
 
@@ -112,7 +103,7 @@ def test_with_task_minimums_applying_each_task_gets_its_minimum_then_extras(engi
         min_member=3,
     )
     snapshot = make_snapshot(nodes=[make_node("n1", cpu=5)], groups=[job])
-    decision = _solve(snapshot, engine)
+    decision = solve_checked(snapshot, engine)
     tasks = Counter(snapshot.pod_by_key[bind.pod].task for bind in decision.placement.binds)
     assert tasks == {"ps": 1, "worker": 3}
 
@@ -124,7 +115,7 @@ def test_a_victim_gang_below_its_task_sum_keeps_min_member_only(engine: str) -> 
     victim = make_gang("victim", replicas=4, cpu=1, min_member=2, running_on=["n1"] * 4)
     job = make_gang("job", replicas=2, cpu=1, priority=9)
     snapshot = make_snapshot(nodes=[make_node("n1", cpu=4)], groups=[victim, job])
-    decision = _solve(snapshot, engine)
+    decision = solve_checked(snapshot, engine)
     assert len(decision.placement.evictions) == 2 and len(decision.placement.binds) == 2
     kept = _outcome(decision, "default/victim")
     assert (kept.state, kept.placed) == ("scheduled", 2)

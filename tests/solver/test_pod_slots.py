@@ -11,11 +11,10 @@ import pytest
 from pydantic import ValidationError
 
 from models.placement import Decision
-from models.snapshot import KUBELET_DEFAULT_MAX_PODS, Node, Snapshot, Task
-from solver.checker import check_placement
+from models.snapshot import KUBELET_DEFAULT_MAX_PODS, Node, Task
 from solver.cpsat_data import DataLimits, build_model_data
 from solver.objective import ObjectiveContext
-from solver.place import ENGINES, SolveConfig, place
+from solver.place import ENGINES
 from solver.problem import build_problem
 from solver.reasons import CAPACITY
 from solver.rules import capacity
@@ -29,13 +28,8 @@ from tests.builders import (
     make_snapshot,
     resources,
     rule_violations,
+    solve_checked,
 )
-
-
-def _solve(snapshot: Snapshot, engine: str) -> Decision:
-    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=10))  # type: ignore[arg-type]
-    assert check_placement(snapshot, decision.placement) == ()
-    return decision
 
 
 def _bound_on(decision: Decision, node: str) -> int:
@@ -46,7 +40,7 @@ def _bound_on(decision: Decision, node: str) -> int:
 def test_a_node_allowing_3_pods_takes_3_of_5_and_says_why_the_others_wait(engine: str) -> None:
     jobs = [make_gang(f"job-{i}", cpu=1) for i in range(5)]
     snapshot = make_snapshot(nodes=[make_node("n1", cpu=32, pods=3)], groups=jobs)
-    decision = _solve(snapshot, engine)
+    decision = solve_checked(snapshot, engine)
     assert _bound_on(decision, "n1") == 3
     pending = [outcome for outcome in decision.podgroups if outcome.state == "pending"]
     assert len(pending) == 2
@@ -59,7 +53,7 @@ def test_running_pods_of_any_scheduler_take_their_pod_slot(engine: str) -> None:
     others = [make_running(f"daemon-{i}", node="n1", cpu=0) for i in range(2)]
     jobs = [make_gang(f"job-{i}", cpu=1) for i in range(3)]
     snapshot = make_snapshot(nodes=[make_node("n1", cpu=32, pods=3)], groups=jobs, running=others)
-    assert _bound_on(_solve(snapshot, engine), "n1") == 1
+    assert _bound_on(solve_checked(snapshot, engine), "n1") == 1
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -67,7 +61,7 @@ def test_best_effort_pods_fill_a_node_up_to_the_kubelet_default(engine: str) -> 
     """Pods asking nothing fit anywhere but in the pod count: a node without `pods` takes 110."""
     job = make_gang("many", replicas=150, cpu=0, min_member=1)
     snapshot = make_snapshot(nodes=[make_node("n1"), make_node("n2", pods=20)], groups=[job])
-    decision = _solve(snapshot, engine)
+    decision = solve_checked(snapshot, engine)
     assert (_bound_on(decision, "n1"), _bound_on(decision, "n2")) == (KUBELET_DEFAULT_MAX_PODS, 20)
 
 
@@ -76,7 +70,7 @@ def test_evicting_a_pod_frees_its_pod_slot_for_a_preemptor(engine: str) -> None:
     low = make_gang("low", cpu=1, priority=1, running_on=["n1"])
     high = make_gang("high", cpu=1, priority=100)
     snapshot = make_snapshot(nodes=[make_node("n1", cpu=32, pods=1)], groups=[low, high])
-    decision = _solve(snapshot, engine)
+    decision = solve_checked(snapshot, engine)
     assert [e.pod for e in decision.placement.evictions] == [low.pods[0].key]
     assert [(b.pod, b.node) for b in decision.placement.binds] == [(high.pods[0].key, "n1")]
 
@@ -107,7 +101,7 @@ def test_a_pod_count_that_cannot_bind_does_not_split_cpsat_node_profiles() -> No
     problem = build_problem(snapshot)
     data = build_model_data(snapshot, problem, ObjectiveContext.of(snapshot), limits=DataLimits())
     assert len(data.profiles) == 2
-    decision = _solve(snapshot, "cpsat")
+    decision = solve_checked(snapshot, "cpsat")
     assert _bound_on(decision, "n-full") == 2 and len(decision.placement.binds) == 20 * 4 + 2
 
 
@@ -116,7 +110,7 @@ def test_cpsat_places_nothing_on_a_node_already_past_its_pod_count() -> None:
     none left, not "never binding", so CP-SAT answers itself rather than its fallback."""
     others = [make_running(f"daemon-{i}", node="n1", cpu=0) for i in range(3)]
     snapshot = make_snapshot(nodes=[make_node("n1", pods=2)], groups=[make_gang("job", cpu=1)], running=others)
-    decision = _solve(snapshot, "cpsat")
+    decision = solve_checked(snapshot, "cpsat")
     assert decision.placement.binds == () and decision.fallback is None
 
 
@@ -129,6 +123,6 @@ def test_queues_do_not_count_pods_a_queue_at_its_share_reclaims_nothing(engine: 
     held = [make_gang(f"{q}-run-{i}", cpu=1, queue=q, running_on=["n1"]) for q in "ab" for i in range(2)]
     waiting = make_gang("a-wait", cpu=1, queue="a")
     snapshot = make_snapshot(nodes=[make_node("n1", cpu=4)], groups=[*held, waiting], queues=queues)
-    decision = _solve(snapshot, engine)
+    decision = solve_checked(snapshot, engine)
     assert decision.placement.evictions == () and decision.placement.binds == ()
     assert decision.fallback is None

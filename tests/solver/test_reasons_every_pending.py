@@ -6,6 +6,7 @@ is named even when its PodGroup is scheduled (`solver.outcome.dependency_reasons
 
 from __future__ import annotations
 
+from functools import partial
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,23 +15,25 @@ from hypothesis import strategies as st
 from models.placement import Decision
 from models.snapshot import Snapshot
 from solver import reasons
-from solver.checker import check_placement
-from solver.place import SolveConfig, place
+from solver.place import ENGINES
 from solver.rules.gang import gang_requirement
-from tests.builders import make_gang, make_node, make_snapshot, make_task, two_queues_of_tied_jobs
+from tests.builders import (
+    make_gang,
+    make_node,
+    make_snapshot,
+    make_task,
+    solve_checked,
+    two_queues_of_tied_jobs,
+)
 from tests.strategies import snapshots
 
-ENGINES = ("greedy", "cpsat", "auto")
 RULES = (
     reasons.CAPACITY, reasons.DEPENDENCY, reasons.ELIGIBILITY, reasons.GANG, reasons.NUMA,
     reasons.PREEMPTION, reasons.QUEUE, reasons.QUOTA, reasons.TOPOLOGY,
 )
 
 
-def _solve(snapshot: Snapshot, engine: str) -> Decision:
-    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=5.0))
-    assert check_placement(snapshot, decision.placement) == ()
-    return decision
+_solve = partial(solve_checked, time_limit_s=5.0)
 
 
 def _outcome(decision: Decision, key: str):  # noqa: ANN202

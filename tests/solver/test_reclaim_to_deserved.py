@@ -16,9 +16,16 @@ import pytest
 
 from models.placement import Decision
 from models.snapshot import Queue, Snapshot
-from solver.checker import check_placement
-from solver.place import ENGINES, SolveConfig, place
-from tests.builders import Gang, make_gang, make_node, make_queue, make_snapshot, resources
+from solver.place import ENGINES
+from tests.builders import (
+    Gang,
+    make_gang,
+    make_node,
+    make_queue,
+    make_snapshot,
+    resources,
+    solve_checked,
+)
 
 
 def _jobs(prefix: str, count: int, *, queue: str, cpu: float = 1, running: bool = False) -> list[Gang]:
@@ -29,8 +36,7 @@ def _jobs(prefix: str, count: int, *, queue: str, cpu: float = 1, running: bool 
 
 
 def _solve(snapshot: Snapshot, engine: str) -> Decision:
-    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=10))  # type: ignore[arg-type]
-    assert check_placement(snapshot, decision.placement) == ()
+    decision = solve_checked(snapshot, engine)
     assert {eviction.reason for eviction in decision.placement.evictions} <= {"reclaim"}
     return decision
 

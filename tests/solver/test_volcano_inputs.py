@@ -8,20 +8,25 @@ import pytest
 
 from models.placement import Decision
 from models.snapshot import Snapshot
-from solver.checker import check_placement
-from solver.place import ENGINES, SolveConfig, place
+from solver.place import ENGINES
 from solver.reasons import QUOTA
-from tests.models._kube_builders import container, load, load_error, node, pod, pod_group, queue, snapshot, task, vcjob
+from tests.builders import solve_checked
+from tests.models._kube_builders import (
+    container,
+    load,
+    load_error,
+    node,
+    pod,
+    pod_group,
+    queue,
+    snapshot,
+    task,
+    vcjob,
+)
 
 PREEMPTABLE = "volcano.sh/preemptable"
 QUEUE_NAME = "scheduling.volcano.sh/queue-name"
 VGPU_NUMBER, VGPU_MEMORY, VGPU_CORES = "volcano.sh/vgpu-number", "volcano.sh/vgpu-memory", "volcano.sh/vgpu-cores"
-
-
-def _solve(loaded: Snapshot, engine: str) -> Decision:
-    decision = place(loaded, SolveConfig(engine=engine, time_limit_s=10))  # type: ignore[arg-type]
-    assert check_placement(loaded, decision.placement) == ()
-    return decision
 
 
 def _bound_by_queue(loaded: Snapshot, decision: Decision) -> dict[str, int]:
@@ -51,7 +56,7 @@ def test_a_preemptable_label_keeps_a_running_pod_from_preemption(
         pod("low-0", cpu="2", node="n1", group="low", priority=1, labels=labels),
         pod("high-0", cpu="2", priority=100),
     )
-    decision = _solve(loaded, engine)
+    decision = solve_checked(loaded, engine)
     assert [e.pod for e in decision.placement.evictions] == (["default/low-0"] if evicted else [])
     assert [b.pod for b in decision.placement.binds] == (["default/high-0"] if evicted else [])
 
@@ -67,7 +72,7 @@ def test_a_running_pod_named_only_by_its_queue_counts_against_the_queue_capabili
         pod("running", cpu="3", node="n1", annotations={QUEUE_NAME: "q"}),
         pod("waiting", cpu="2", annotations={QUEUE_NAME: "q"}),
     )
-    decision = _solve(loaded, engine)
+    decision = solve_checked(loaded, engine)
     assert decision.placement.binds == ()
     (outcome,) = [o for o in decision.podgroups if o.name == "default/podgroup-waiting"]
     assert any(reason.startswith(QUOTA) and "4 cpu, 3 in use, job needs 2" in reason for reason in outcome.reasons)
@@ -87,7 +92,7 @@ def test_a_running_pod_named_only_by_its_queue_counts_toward_the_queues_fair_sha
         *(pod(f"a-{i}", cpu="1", annotations={QUEUE_NAME: "a"}) for i in range(2)),
         *(pod(f"b-{i}", cpu="1", annotations={QUEUE_NAME: "b"}) for i in range(2)),
     )
-    assert _bound_by_queue(loaded, _solve(loaded, engine)) == {"b": 2}
+    assert _bound_by_queue(loaded, solve_checked(loaded, engine)) == {"b": 2}
 
 
 # ---- Volcano vGPU resources as fractional GPUs ----
@@ -115,7 +120,7 @@ def test_a_vgpu_of_8000_mib_on_32000_mib_devices_is_250_milli_and_four_share_one
     )
     assert loaded.nodes[0].allocatable["gpu"] == 2000
     assert {p.requests["gpu"] for p in loaded.pods} == {250}
-    decision = _solve(loaded, engine)
+    decision = solve_checked(loaded, engine)
     assert len(decision.placement.binds) == 4
     assert len({(b.node, b.gpus) for b in decision.placement.binds}) == 1  # one device holds all four
 
@@ -147,7 +152,7 @@ def test_a_vcjob_of_vgpu_pods_packs_its_shares_onto_one_device(engine: str) -> N
     job = vcjob("infer", task("server", replicas=4, containers=[vgpu]))
     loaded = snapshot(_vgpu_node("n1", labels=GFD_32000), job)
     assert [t.requests["gpu"] for t in loaded.pod_groups[0].tasks] == [250]
-    decision = _solve(loaded, engine)
+    decision = solve_checked(loaded, engine)
     assert len(decision.placement.binds) == 4 and len({b.gpus for b in decision.placement.binds}) == 1
 
 
