@@ -52,6 +52,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from models.node_affinity import NodeSelectorTerm, PreferredSchedulingTerm
+from models.pod_affinity import InterPodConstraints, PodAffinityTerm
 from models.quantity import GPU_MILLI_CEILING, ceiling_problem, resource_ceiling
 
 __all__ = [
@@ -300,6 +301,15 @@ class Task(_Frozen):
     preferred_node_affinity: tuple[PreferredSchedulingTerm, ...] = Field(
         (), description="preferred node affinity's weighted terms, a soft preference (solver.objective, locality)"
     )
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="labels every pod of the task carries: what other pods' selectors see (solver.rules.pod_affinity)",
+    )
+    inter_pod: InterPodConstraints = Field(
+        default_factory=InterPodConstraints,
+        description="pod (anti-)affinity and topology spread (models.pod_affinity); hard parts are rules "
+        "pod_affinity and topology_spread, preferred parts the objective's locality tier",
+    )
     depends_on: tuple[str, ...] = ()
     numa_policy: NumaPolicy = "none"
 
@@ -385,6 +395,12 @@ class Pod(_Frozen):
     priority: Int32 = 0
     preemptable: bool = True
     start_time: TimeS | None = None
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="a running pod's labels; a pending pod is seen with its task's"
+    )
+    required_anti_affinity: tuple[PodAffinityTerm, ...] = Field(
+        (), description="a running pod's required pod anti-affinity, which keeps pods it selects off its domain"
+    )
 
     @property
     def key(self) -> PodKey:

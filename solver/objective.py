@@ -43,6 +43,11 @@ The tiers (each an exact integer; "after" means kept running pods plus this cycl
    (`solver.rules.node_affinity.preference_missed`, 0–100 per term). Example: a soft gang
    bound over leaf-a and leaf-b (2) and one 4-GPU pod on devices 2–5 of a 2×4 node (1) → 3;
    a pod preferring `gpu In [h100]` with weight 50 bound to an a100 node adds 50.
+   Likewise the inter-pod preferences: per bound pod, the weight of its preferred pod
+   affinity terms selecting no other pod in its domain and of its preferred anti-affinity
+   terms selecting some (`solver.rules.pod_affinity.preference_missed`), and how far its
+   domain ends above minimum + maxSkew under a `ScheduleAnyway` spread constraint
+   (`solver.rules.topology_spread.skew_excess`).
    Why preferences sit here: like kube-scheduler's score, a preference only chooses among
    nodes a pod may use, so it must never cost a placement (throughput) or an eviction
    (disruption) or a queue's share; it says where a pod works best, as the network domain
@@ -89,7 +94,7 @@ from models.snapshot import (
 )
 from solver.after import After, build_after
 from solver.memo import memoized
-from solver.rules import node_affinity
+from solver.rules import node_affinity, pod_affinity, topology_spread
 from solver.rules.topology import hard_tier_limit
 from solver.shares import deserved_shares, queue_requests
 
@@ -353,7 +358,7 @@ def _locality(snapshot: Snapshot, ctx: ObjectiveContext, after: After) -> int:
             total += len(cells) > 1
         if bound.task.preferred_node_affinity:
             total += node_affinity.preference_missed(bound.node, bound.task.preferred_node_affinity)
-    return total
+    return total + pod_affinity.preference_missed(snapshot, after) + topology_spread.skew_excess(snapshot, after)
 
 
 def _packing(snapshot: Snapshot, ctx: ObjectiveContext, after: After) -> int:

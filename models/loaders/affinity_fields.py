@@ -1,17 +1,12 @@
-"""A pod spec's affinity fields: node affinity is read, the rest is named as not read.
+"""A pod spec's node affinity fields, required and preferred.
 
 Input: the `spec` of a Pod or of a vcjob task's template, as a `RawObject`. Output: the
 `NodeSelectorTerm`s of `affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`
 and the weighted terms of `…preferredDuringSchedulingIgnoredDuringExecution` (validated by
 `models.node_affinity`, so a malformed term is a `FieldError` at the manifest's path, e.g.
 `spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
-.nodeSelectorTerms[0].matchExpressions[1].values: operator In needs at least one value`),
-and the paths of the scheduling fields batchplace does not read, for the loader's warning.
-
-Not read, and why (the warning names each one a pending pod sets): `affinity.podAffinity`,
-`affinity.podAntiAffinity` and `topologySpreadConstraints` relate pods to each other node
-by node (or domain by domain), which the engines' aggregation of a task's interchangeable
-pods over node classes does not express.
+.nodeSelectorTerms[0].matchExpressions[1].values: operator In needs at least one value`).
+Pod (anti-)affinity and topology spread are `pod_affinity_fields`'.
 """
 
 from __future__ import annotations
@@ -35,7 +30,6 @@ __all__ = [
     "PREFERRED_NODE_AFFINITY",
     "read_required_node_affinity",
     "read_preferred_node_affinity",
-    "unread_scheduling_fields",
 ]
 
 REQUIRED_NODE_AFFINITY = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -86,13 +80,3 @@ def _requirement(model: type[Requirement], item: RawObject) -> Requirement:
     except ValidationError as error:
         path, message = pydantic_message(error)
         raise FieldError(message, location=item.location, path=(*item.path, *path)) from None
-
-
-def unread_scheduling_fields(spec: RawObject) -> tuple[str, ...]:
-    """The set scheduling fields batchplace ignores, as paths: `("spec.affinity.podAntiAffinity",)`."""
-    affinity = spec.child("affinity")
-    unread = []
-    unread.extend(f"spec.affinity.{key}" for key in ("podAffinity", "podAntiAffinity") if affinity.has(key))
-    if spec.children("topologySpreadConstraints"):
-        unread.append("spec.topologySpreadConstraints")
-    return tuple(unread)

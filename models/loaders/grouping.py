@@ -185,27 +185,38 @@ def _shape(pod: PodRecord) -> str:
         shape["required_node_affinity"] = [term.model_dump() for term in template.required_node_affinity]
     if template.preferred_node_affinity:
         shape["preferred_node_affinity"] = [term.model_dump() for term in template.preferred_node_affinity]
+    if not template.inter_pod.empty:
+        shape["inter_pod"] = template.inter_pod.model_dump()
     return json.dumps(shape, sort_keys=True)
 
 
+def _common_labels(pods: Sequence[PodRecord]) -> dict[str, str]:
+    """The labels every pod of a task carries: what the engines, which treat the task's pods
+    as one, can promise other pods' selectors (a per-pod label such as an index is left out)."""
+    common = dict(pods[0].template.labels)
+    for pod in pods[1:]:
+        common = {key: value for key, value in common.items() if pod.template.labels.get(key) == value}
+    return common
+
+
 def _derive_tasks(workload: Workload, group: PodGroupRecord, pods: list[PodRecord], warnings: Warnings) -> None:
-    shapes_by_task: dict[str, dict[str, PodRecord]] = {}
+    shapes_by_task: dict[str, dict[str, list[PodRecord]]] = {}
     for pod in pods:
-        shapes_by_task.setdefault(pod.task_name or DEFAULT_TASK, {}).setdefault(_shape(pod), pod)
+        shapes_by_task.setdefault(pod.task_name or DEFAULT_TASK, {}).setdefault(_shape(pod), []).append(pod)
     tasks: list[Task] = []
     task_of_shape: dict[tuple[str, str], str] = {}
     for name, shapes in shapes_by_task.items():
         split = len(shapes) > 1
-        for shape, example in shapes.items():
+        for shape, members in shapes.items():
             task_name = f"{name}-{hashlib.sha256(shape.encode()).hexdigest()[:6]}" if split else name
             task_of_shape[(name, shape)] = task_name
             min_available = 0 if split else group.min_task_member.get(name, 0)
-            tasks.append(_task_model(group, task_name, example, min_available))
+            tasks.append(_task_model(group, task_name, members, min_available))
         if split:
             warnings.add(
                 group.location,
                 f"pods of task {name!r} differ in requests, node selector, node affinity, "
-                f"tolerations or NUMA policy; split into tasks {', '.join(task_of_shape[(name, shape)] for shape in shapes)}"
+                f"pod affinity, spread constraints, tolerations or NUMA policy; split into tasks {', '.join(task_of_shape[(name, shape)] for shape in shapes)}"
                 + (" (its minTaskMember is not applied)" if name in group.min_task_member else ""),
             )
     for name in group.min_task_member:
@@ -217,8 +228,8 @@ def _derive_tasks(workload: Workload, group: PodGroupRecord, pods: list[PodRecor
     workload.tasks[group.key] = tuple(tasks)
 
 
-def _task_model(group: PodGroupRecord, name: str, example: PodRecord, min_available: int) -> Task:
-    template = example.template
+def _task_model(group: PodGroupRecord, name: str, pods: Sequence[PodRecord], min_available: int) -> Task:
+    template = pods[0].template
     return build_model(
         Task,
         group.location,
@@ -230,4 +241,6 @@ def _task_model(group: PodGroupRecord, name: str, example: PodRecord, min_availa
         preferred_node_affinity=template.preferred_node_affinity,
         tolerations=template.tolerations,
         numa_policy=template.numa_policy,
+        labels=_common_labels(pods),
+        inter_pod=template.inter_pod,
     )

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from models.snapshot import DEFAULT_QUEUE, SnapshotLimits, Task
 
+from .keys import VOLCANO_JOB_NAME_KEY, VOLCANO_JOB_NAMESPACE_LABEL, VOLCANO_QUEUE_LABEL, VOLCANO_TASK_ANNOTATION
 from .raw import Metadata, RawObject, Warnings, build_model
 from .workloads import (
     NumaPolicy,
@@ -71,7 +72,8 @@ def read_volcano_job(
     if not task_objs:
         raise spec.error("tasks", "a vcjob needs at least one task")
     job_priority_class = spec.optional_string("priorityClassName")
-    tasks = [_read_task(task, index, meta, job_priority_class) for index, task in enumerate(task_objs)]
+    queue = spec.string("queue", DEFAULT_QUEUE)
+    tasks = [_read_task(task, index, meta, job_priority_class, queue) for index, task in enumerate(task_objs)]
     _check_task_names(tasks)
     total_replicas = sum(task.replicas for task in tasks)
     if total_replicas > MAX_PODS:
@@ -82,7 +84,7 @@ def read_volcano_job(
     group = PodGroupRecord(
         namespace=meta.namespace,
         name=meta.name,
-        queue=spec.string("queue", DEFAULT_QUEUE),
+        queue=queue,
         min_member=_job_min_available(spec, tasks),
         min_task_member={task.name: task.min_available for task in tasks},
         min_resources=None,
@@ -99,7 +101,9 @@ def read_volcano_job(
     )
 
 
-def _read_task(task: RawObject, index: int, job_meta: Metadata, job_priority_class: str | None) -> _TaskSpec:
+def _read_task(
+    task: RawObject, index: int, job_meta: Metadata, job_priority_class: str | None, queue: str
+) -> _TaskSpec:
     replicas = task.integer("replicas", 0, minimum=0)
     min_available = task.optional_integer("minAvailable", minimum=0)
     if min_available is not None and min_available > replicas:
@@ -110,7 +114,7 @@ def _read_task(task: RawObject, index: int, job_meta: Metadata, job_priority_cla
     pod_meta = Metadata(
         name=name,
         namespace=job_meta.namespace,
-        labels=template_meta.string_map("labels"),
+        labels={**template_meta.string_map("labels"), **_job_controller_labels(job_meta, queue, name)},
         annotations=template_meta.string_map("annotations"),
         creation_time=job_meta.creation_time,
     )
@@ -125,6 +129,17 @@ def _read_task(task: RawObject, index: int, job_meta: Metadata, job_priority_cla
         depends_on=task.child("dependsOn").string_list("name"),
         obj=task,
     )
+
+
+def _job_controller_labels(job_meta: Metadata, queue: str, task: str) -> dict[str, str]:
+    """The labels Volcano's job controller puts on every pod of a task (the per-pod index
+    aside), so other pods' selectors see the expanded pods as they would see the real ones."""
+    return {
+        VOLCANO_JOB_NAME_KEY: job_meta.name,
+        VOLCANO_JOB_NAMESPACE_LABEL: job_meta.namespace,
+        VOLCANO_QUEUE_LABEL: queue,
+        VOLCANO_TASK_ANNOTATION: task,
+    }
 
 
 def _topology_policy(task: RawObject) -> NumaPolicy:
@@ -186,6 +201,8 @@ def _task_model(task: _TaskSpec) -> Task:
         tolerations=task.template.tolerations,
         depends_on=task.depends_on,
         numa_policy=task.template.numa_policy,
+        labels=task.template.labels,
+        inter_pod=task.template.inter_pod,
     )
 
 

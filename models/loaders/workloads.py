@@ -9,9 +9,9 @@ capacity whatever its scheduler; a pod without one is pending and is batchplace'
 its `spec.schedulerName` is one of `scheduler_names` (others are ignored, silently, as
 another scheduler's business). Pods in phase Succeeded or Failed are skipped.
 
-Of a pod's affinity, node affinity is read, required and preferred (`affinity_fields`);
-pod (anti-)affinity and topology spread constraints are not, and a pending pod that sets
-them gets a warning naming each field.
+A pod's affinity is read whole: node affinity, required and preferred (`affinity_fields`),
+pod (anti-)affinity and topology spread constraints (`pod_affinity_fields`, which names the
+few parts it cannot read for the loader's warning).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Literal
 
 from models.errors import FieldError, Location, PathPart
 from models.node_affinity import NodeSelectorTerm, PreferredSchedulingTerm
+from models.pod_affinity import InterPodConstraints
 from models.snapshot import (
     DEFAULT_QUEUE,
     GPU,
@@ -45,7 +46,8 @@ from .keys import (
     XK8S_GROUP_LABEL,
     XK8S_QUEUE_KEYS,
 )
-from .affinity_fields import read_preferred_node_affinity, read_required_node_affinity, unread_scheduling_fields
+from .affinity_fields import read_preferred_node_affinity, read_required_node_affinity
+from .pod_affinity_fields import read_inter_pod
 from .kube_fields import container_requests, pod_requests, read_preemption_policy, read_resources, read_tolerations
 from .raw import Metadata, RawObject
 from .vgpu import VgpuAsk, vgpu_ask
@@ -148,6 +150,8 @@ class PodTemplate:
     preemptable: bool | None
     preemption_policy: PreemptionPolicy | None  # spec.preemptionPolicy; None: its PriorityClass's
     unread_fields: tuple[str, ...]  # scheduling fields set but not read, for the loader's warning
+    labels: dict[str, str]
+    inter_pod: InterPodConstraints
     vgpu: tuple[VgpuAsk, ...] = ()  # Volcano vGPU asks of the containers, not yet in `requests`
 
 
@@ -165,6 +169,7 @@ def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPoli
             f"the containers ask for {gpu_milli} milli-GPU in total: "
             "whole GPUs, or a fraction (1-999) of one GPU, not both",
         )
+    inter_pod, unread = read_inter_pod(spec, meta.labels)
     return PodTemplate(
         requests=requests,
         node_selector=spec.string_map("nodeSelector"),
@@ -177,7 +182,9 @@ def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPoli
         priority_class=spec.optional_string("priorityClassName"),
         preemptable=read_preemptable(obj, meta),
         preemption_policy=read_preemption_policy(spec),
-        unread_fields=unread_scheduling_fields(spec),
+        unread_fields=unread,
+        labels=meta.labels,
+        inter_pod=inter_pod,
         vgpu=tuple(ask for c in spec.children("containers") if (ask := vgpu_ask(c, container_requests(c)))),
     )
 

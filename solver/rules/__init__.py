@@ -26,9 +26,11 @@ from solver.rules import (
     gang,
     node_affinity,
     numa,
+    pod_affinity,
     preemption,
     quota,
     topology,
+    topology_spread,
 )
 from solver.violation import Violation
 
@@ -48,6 +50,8 @@ RULES: tuple[Rule, ...] = (
     capacity,
     eligibility,
     node_affinity,
+    pod_affinity,
+    topology_spread,
     gang,
     quota,
     topology,

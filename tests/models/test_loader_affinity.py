@@ -1,5 +1,5 @@
 """Loading affinity: required node affinity read from Pods, vcjob task templates and a
-PodGroup's pods, a malformed term refused at its field, the rest named as not read."""
+PodGroup's pods, a malformed term refused at its field."""
 
 from __future__ import annotations
 
@@ -128,39 +128,12 @@ def test_a_malformed_preferred_term_is_an_error_naming_its_field(item: dict[str,
     assert f"spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution{path}: {message}" in error
 
 
-def test_the_fields_not_read_are_each_named_in_one_warning() -> None:
-    affinity = {
-        **_affinity(H100),
-        "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []},
-        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []},
-    }
-    affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = [  # type: ignore[index]
-        {"weight": 10, "preference": H100}
-    ]
-    spread = [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]
-    result = load(pod("p", affinity=affinity, topologySpreadConstraints=spread))
-    assert result.warnings == (
-        "test.yaml: document 1 (Pod default/p): spec.affinity.podAffinity, spec.affinity.podAntiAffinity, "
-        "spec.topologySpreadConstraints not read; placement ignores them",
-    )
-
-
-def test_a_vcjob_whose_template_sets_pod_anti_affinity_is_warned_about() -> None:
-    result = load(vcjob("job", task("worker", affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []}})))
-    assert result.warnings == (
-        "test.yaml: document 1 (Job default/job): spec.affinity.podAntiAffinity not read; placement ignores them",
-    )
-
-
-def test_the_readme_names_each_affinity_field_as_hard_or_not_read_as_the_loader_does() -> None:
+def test_the_readme_names_each_affinity_field_hard_and_soft_as_the_rules_read_them() -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     section = readme.split("### Affinity and spread", 1)[1].split("\n#", 1)[0]
     rows = {line.split("|")[1].strip(): line.split("|")[3].strip() for line in section.splitlines() if line.startswith("| `")}
-    affinity = {**_affinity(H100), "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []}, "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []}}
-    affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = [{"weight": 1, "preference": H100}]  # type: ignore[index]
-    (warning,) = load(pod("p", affinity=affinity, topologySpreadConstraints=[{"maxSkew": 1}])).warnings
-    unread = warning.split("(Pod default/p): ", 1)[1].removesuffix(" not read; placement ignores them").split(", ")
-    documented = {field.strip("` ") for name in rows for field in name.split(",") if rows[name] == "not read (warning)"}
-    assert set(unread) == documented
     assert rows[f"`spec.affinity.nodeAffinity.{REQUIRED}`"].startswith("**hard**")
     assert rows["`spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution`"].startswith("**soft**")
+    assert "not read" not in "".join(rows.values())
+    for rule in ("pod_affinity", "topology_spread"):
+        assert any(value.startswith("**hard**") and f"`{rule}`" in value for value in rows.values()), rule
