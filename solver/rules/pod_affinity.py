@@ -237,11 +237,11 @@ def _names(members: Iterable[Member]) -> str:
 def check(snapshot: Snapshot, after: After) -> list[Violation]:
     """Each pod bound this cycle keeps its required pod affinity and anti-affinity, and
     every other pod's required anti-affinity, in the end state."""
-    members = members_after(snapshot, after)
-    if not any(m.anti_terms for m in members) and not any(
-        b.task.inter_pod.required_affinity for b in after.bound
+    if not any(b.task.inter_pod.required_affinity or b.task.inter_pod.required_anti_affinity for b in after.bound) and not (
+        after.bound and any(p.required_anti_affinity for p in after.kept)
     ):
         return []
+    members = members_after(snapshot, after)
     residents = Residents(members)
     by_key = {m.key: m for m in members if m.bound}
     violations = []
