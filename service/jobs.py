@@ -28,7 +28,7 @@ from service.dependencies import Media
 from service.errors import FieldProblem, InputForm, InvalidRequest, LocPart, problem_from_snapshot_error
 from service.metrics import ServiceMetrics
 from service.schemas import WhatIfRequest
-from service.whatif import Changes, apply_changes, job_verdicts
+from solver.whatif import Changes, apply_changes, job_verdicts
 from solver.checker import check_placement
 from solver.place import SolveConfig, place
 

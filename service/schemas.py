@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validat
 
 from models.placement import Bind, Eviction, Fallback, PodGroupOutcome, QueueShare, SolveStatus
 from models.snapshot import Snapshot
-from service.whatif import DrainedNode, JobVerdict
+from solver.whatif import DrainedNode, JobVerdict
 from solver.objective import TIERS, objective_order
 from solver.place import EngineName
 
@@ -98,7 +98,7 @@ class PlacementResponse(BaseModel):
 
 
 class Changes(BaseModel):
-    """What to change in the base snapshot (`service.whatif` says what each change means)."""
+    """What to change in the base snapshot (`solver.whatif` says what each change means)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,7 +1,7 @@
 """`POST /v1/what-if`: "if I submit this job now (or drain / add these nodes), what happens?"
 
 The base is the posted snapshot or, when none is posted, the live one a controller in the
-same process lends (`service.live.LiveSnapshotSource`); `service.whatif` applies the
+same process lends (`service.live.LiveSnapshotSource`); `solver.whatif` applies the
 changes and reads the answer per added job.
 """
 

@@ -1,4 +1,4 @@
-"""`service.whatif` without HTTP: what each change does to the snapshot, and the GPU numbers
+"""`solver.whatif` without HTTP: what each change does to the snapshot, and the GPU numbers
 of a verdict, as its docstring defines them."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from models.errors import FieldError
 from models.placement import Placement
 from models.snapshot import Pod
-from service.whatif import Changes, apply_changes, job_verdicts
+from solver.whatif import Changes, apply_changes, job_verdicts
 from solver.outcome import build_decision
 from solver.place import SolveConfig, place
 from tests.builders import make_gang, make_node, make_snapshot, make_task

@@ -41,8 +41,8 @@ Worked example: 8 pods × 8 GPUs, min_member 8, 56 whole devices free on eligibl
 → to_start 64, short 8.
 
 This module is pure (no HTTP, no I/O, no clock: the caller passes `submitted_at_s`) and
-imports only `models` and `solver`; it lives in `service/` because `solver/` belongs to
-another team for now, and could move down a layer unchanged.
+imports only `models` and `solver`: what a change does to a cycle is domain logic, which
+`service` (the API's `/v1/what-if`) and any other caller reach the same way.
 
 Errors: `models.errors.SnapshotError` (`FieldError`/`InputFormatError`) whose
 `location.source` is the document source the caller chose (`changes.add_jobs`, …) and
