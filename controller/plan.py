@@ -107,14 +107,6 @@ class Plan:
     gangs: tuple[GangPlan, ...] = ()
     events: tuple[EmitEvent, ...] = ()  # not tied to a gang (objects the loader rejected)
 
-    @property
-    def bind_count(self) -> int:
-        return sum(len(gang.binds) for gang in self.gangs)
-
-    @property
-    def eviction_count(self) -> int:
-        return sum(len(gang.evictions) for gang in self.gangs)
-
 
 def plan(
     observation: Observation,

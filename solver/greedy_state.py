@@ -494,10 +494,3 @@ class CycleState:
             if asked > 0:
                 short[r] = max(int(short[r]), int(self.queue_used[ancestor, r]) + asked - cap)
         return short
-
-    def quota_blocker(self, queue: int, demand: np.ndarray) -> tuple[int, int] | None:
-        """The first (queue, resource) whose capability `demand` would exceed, or None."""
-        for ancestor, r, cap in self._capped[queue]:
-            if demand[r] > 0 and int(self.queue_used[ancestor, r]) + int(demand[r]) > cap:
-                return ancestor, r
-        return None

@@ -150,9 +150,6 @@ class ObjectiveVector:
     def __ge__(self, other: ObjectiveVector) -> bool:
         return self.key() >= other.key()
 
-    def as_dict(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in TIERS}
-
     def ranked(self, order: Sequence[str] = TIERS) -> tuple[int, ...]:
         """`key()` with its positions in `order` (a permutation of `TIERS`): compare two of
         these to compare placements under a caller's objective order."""
