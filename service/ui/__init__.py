@@ -23,7 +23,7 @@ from fastapi import FastAPI
 from starlette.staticfiles import StaticFiles
 
 from service.ui.pages import STATIC_DIR
-from service.ui.routes import LoginRequired, login_redirect, router
+from service.ui.routes import LoginRequired, PageInstead, login_redirect, page_instead, router
 from service.ui.uploads import UploadStore
 
 __all__ = ["install_ui", "router"]
@@ -37,3 +37,4 @@ def install_ui(app: FastAPI) -> None:
     app.mount("/ui/static", StaticFiles(directory=STATIC_DIR), name="ui-static")
     app.include_router(router)
     app.add_exception_handler(LoginRequired, login_redirect)
+    app.add_exception_handler(PageInstead, page_instead)

@@ -1,7 +1,7 @@
 """The dashboard's routes under `/ui`: Cluster, Queues, PodGroups (and one PodGroup), What-if,
 the upload form, and login. Read-only: nothing here changes the cluster.
 
-Each page resolves its snapshot (`_resolve`): `?s=<key>` names an upload this process
+Each page resolves its snapshot through one dependency (`Resolved`, `resolve_page`): `?s=<key>` names an upload this process
 holds; without it, the live snapshot when a controller runs in the process
 (`app.state.live_snapshot`), else the upload form. The snapshot's `Analysis` (one
 solve) runs in the service's bounded solver pool, and is kept: with the upload, or for
@@ -23,7 +23,7 @@ from collections import OrderedDict
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException
 from starlette.responses import RedirectResponse, Response
@@ -39,7 +39,7 @@ from service.ui.podgroup_view import SORT_KEYS, STATES, build_podgroup_detail, b
 from service.ui.queue_view import build_queue_rows
 from service.ui.uploads import Upload, UploadStore, read_upload, upload_key
 
-__all__ = ["router", "LoginRequired"]
+__all__ = ["router", "LoginRequired", "PageInstead", "login_redirect", "page_instead"]
 
 log = logging.getLogger("batchplace.service.ui")
 
@@ -62,6 +62,20 @@ def login_redirect(request: Request, error: Exception) -> Response:
     return RedirectResponse(f"/ui/login?next={quote(error.path, safe='/')}", status_code=303)
 
 
+class PageInstead(Exception):
+    """The page asked for cannot be shown; `response` (a redirect, a waiting or busy page) is
+    answered instead. Raised by dependencies, so every route reads its happy path only."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+
+
+def page_instead(request: Request, error: Exception) -> Response:
+    assert isinstance(error, PageInstead)
+    return error.response
+
+
 def _settings_token(request: Request) -> Any:
     return request.app.state.settings.token
 
@@ -81,38 +95,42 @@ def _uploads(request: Request) -> UploadStore:
     return request.app.state.ui_uploads  # type: ignore[no-any-return]
 
 
-async def _resolve(request: Request, key: str | None) -> tuple[Analysis, Source] | Response:
-    """The page's analysis and where it came from, or the page to answer instead."""
+async def resolve_page(request: Request, s: SourceKey = None) -> tuple[Analysis, Source]:
+    """The page's analysis and where it came from; `PageInstead` with the page to answer otherwise."""
+    key = s
     _check_login(request)
     pool = request.app.state.pool
     if key:
         upload = _uploads(request).get(key)
         if upload is None:
-            return render("upload.html", status_code=404, page="upload", error=(
+            raise PageInstead(render("upload.html", status_code=404, page="upload", error=(
                 f"This server does not hold the upload {key!r} (it keeps the last {_uploads(request).max_entries} "
-                "uploads, in memory, until it restarts). Upload the file again."), **_common(request))
+                "uploads, in memory, until it restarts). Upload the file again."), **_common(request)))
         source = Source(kind="upload", label=upload.name, key=upload.key, warnings=upload.warnings)
         if upload.analysis is None:
             try:
                 upload.analysis = await pool.run(lambda: analyze(upload.snapshot, now_s=time.time()))
             except NoSolverSlot as busy:
-                return _busy(request, busy)
+                raise PageInstead(_busy(request, busy)) from None
         return upload.analysis, source
     live_source = request.app.state.live_snapshot
     if live_source is None:
-        return RedirectResponse("/ui/upload", status_code=303)
+        raise PageInstead(RedirectResponse("/ui/upload", status_code=303))
     snapshot = live_source.current()
     if snapshot is None:
-        return render("waiting.html", status_code=503, headers={"Retry-After": "2"}, page="", **_common(request))
+        raise PageInstead(render("waiting.html", status_code=503, headers={"Retry-After": "2"}, page="", **_common(request)))
     cached = request.app.state.ui_live
     if cached is not None and cached.snapshot is snapshot:
         return cached, Source(kind="live", label="live cluster")
     try:
         analysis = await pool.run(lambda: analyze(snapshot, now_s=time.time()))
     except NoSolverSlot as busy:
-        return _busy(request, busy)
+        raise PageInstead(_busy(request, busy)) from None
     request.app.state.ui_live = analysis
     return analysis, Source(kind="live", label="live cluster")
+
+
+Resolved = Annotated[tuple[Analysis, Source], Depends(resolve_page)]
 
 
 async def _cluster_view(request: Request, analysis: Analysis) -> ClusterView:
@@ -143,10 +161,7 @@ async def index(request: Request, s: SourceKey = None) -> Response:
 
 
 @router.get("/cluster", summary="Cluster page")
-async def cluster(request: Request, s: SourceKey = None) -> Response:
-    resolved = await _resolve(request, s)
-    if isinstance(resolved, Response):
-        return resolved
+async def cluster(request: Request, resolved: Resolved) -> Response:
     analysis, source = resolved
     try:
         view = await _cluster_view(request, analysis)
@@ -157,10 +172,7 @@ async def cluster(request: Request, s: SourceKey = None) -> Response:
 
 
 @router.get("/queues", summary="Queues page")
-async def queues(request: Request, s: SourceKey = None) -> Response:
-    resolved = await _resolve(request, s)
-    if isinstance(resolved, Response):
-        return resolved
+async def queues(request: Request, resolved: Resolved) -> Response:
     analysis, source = resolved
     return render("queues.html", page="queues", source=source, rows=build_queue_rows(analysis), analysis=analysis,
                   **_common(request))
@@ -169,16 +181,13 @@ async def queues(request: Request, s: SourceKey = None) -> Response:
 @router.get("/podgroups", summary="PodGroups page")
 async def podgroups(
     request: Request,
-    s: SourceKey = None,
+    resolved: Resolved,
     q: Annotated[str, Query(max_length=200)] = "",
     state: Annotated[str, Query(max_length=20)] = "",
     queue: Annotated[str, Query(max_length=253)] = "",
     sort: Annotated[str, Query(max_length=20)] = "state",
     order: Annotated[str, Query(max_length=4)] = "asc",
 ) -> Response:
-    resolved = await _resolve(request, s)
-    if isinstance(resolved, Response):
-        return resolved
     analysis, source = resolved
     all_rows = build_podgroup_rows(analysis)
     sort_key = sort if sort in SORT_KEYS else "state"
@@ -193,10 +202,7 @@ async def podgroups(
 
 
 @router.get("/podgroups/{namespace}/{name}", summary="One PodGroup")
-async def podgroup(request: Request, namespace: str, name: str, s: SourceKey = None) -> Response:
-    resolved = await _resolve(request, s)
-    if isinstance(resolved, Response):
-        return resolved
+async def podgroup(request: Request, namespace: str, name: str, resolved: Resolved) -> Response:
     analysis, source = resolved
     key = pod_group_key(namespace, name)
     detail = build_podgroup_detail(analysis, key)
@@ -207,10 +213,7 @@ async def podgroup(request: Request, namespace: str, name: str, s: SourceKey = N
 
 
 @router.get("/what-if", summary="What-if page")
-async def what_if(request: Request, s: SourceKey = None) -> Response:
-    resolved = await _resolve(request, s)
-    if isinstance(resolved, Response):
-        return resolved
+async def what_if(request: Request, resolved: Resolved) -> Response:
     analysis, source = resolved
     try:
         view = await _cluster_view(request, analysis)
