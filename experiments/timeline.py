@@ -39,7 +39,17 @@ from pathlib import Path
 import numpy as np
 
 from experiments.cluster_state import Assignment, ClusterState, PodRequest, requests_of
-from experiments.timeline_llm import QUEUE_WEIGHTS, Job, World, deserved_gpus, llm_cluster, llm_workload, make_llm_policy
+from experiments.timeline_batchplace import BatchplaceCycle
+from experiments.timeline_llm import (
+    QUEUE_WEIGHTS,
+    Job,
+    KubeLikePods,
+    VolcanoLikeGangs,
+    World,
+    deserved_gpus,
+    llm_cluster,
+    llm_workload,
+)
 from experiments.trace_openb import load_nodes, load_pods
 
 __all__ = [
@@ -91,6 +101,17 @@ class TimelineResult:
 
 
 # ---- llm ----
+
+
+def make_llm_policy(name: str, *, time_limit_s: float = 2.0) -> VolcanoLikeGangs | KubeLikePods | BatchplaceCycle:
+    """`greedy`, `cpsat` (batchplace), `volcano`, `kube`."""
+    if name == "volcano":
+        return VolcanoLikeGangs()
+    if name == "kube":
+        return KubeLikePods()
+    if name in ("greedy", "cpsat"):
+        return BatchplaceCycle(name, time_limit_s=time_limit_s)
+    raise ValueError(f"unknown llm timeline policy {name!r}")
 
 
 def run_llm_timeline(config: TimelineConfig, *, jobs: list[Job] | None = None) -> TimelineResult:

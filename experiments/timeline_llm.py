@@ -49,7 +49,6 @@ __all__ = [
     "CycleOutcome",
     "llm_cluster",
     "llm_workload",
-    "make_llm_policy",
     "deserved_gpus",
 ]
 
@@ -272,16 +271,3 @@ class KubeLikePods:
                 node = int(nodes[int(np.argmax(scores))])
                 binds.append((job, replica, state.bind(pod, node, best_fit_devices(state.gpu_left[node].tolist(), pod))))
         return CycleOutcome(binds=tuple(binds), solve_seconds=time.perf_counter() - started)
-
-
-def make_llm_policy(name: str, *, time_limit_s: float = 2.0) -> object:
-    """`greedy`, `cpsat` (batchplace), `volcano`, `kube`."""
-    if name == "volcano":
-        return VolcanoLikeGangs()
-    if name == "kube":
-        return KubeLikePods()
-    if name in ("greedy", "cpsat"):
-        from experiments.timeline_batchplace import BatchplaceCycle
-
-        return BatchplaceCycle(name, time_limit_s=time_limit_s)
-    raise ValueError(f"unknown llm timeline policy {name!r}")
