@@ -37,7 +37,7 @@ from .cluster_objects import (
 from .gpu_assignment import RunningGpuPod, assign_gpus
 from .grouping import Workload, add_one_pod_groups, expand_jobs, join_pods
 from .raw import Warnings, build_model, pydantic_message
-from .vgpu import apply_vgpu
+from .vgpu_workload import apply_vgpu
 from .volcano_job import VcJobRecord
 from .workloads import PodGroupRecord, PodRecord
 

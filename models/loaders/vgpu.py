@@ -33,22 +33,16 @@ Not read: vGPU asks of init containers; other vGPU keys (memory percentage, devi
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from models.errors import FieldError, Location, PathPart
-from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, ResourceList, Task
+from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, ResourceList
 
 from .keys import GPU_COUNT_LABEL, GPU_MEMORY_LABEL, VGPU_CORES, VGPU_MEMORY, VGPU_NUMBER, VGPU_RESOURCES
-from .raw import RawObject, Warnings, build_model
+from .raw import RawObject, Warnings
 
-if TYPE_CHECKING:
-    from .grouping import Workload
-    from .workloads import PodTemplate
-
-__all__ = ["VgpuAsk", "vgpu_ask", "node_vgpu", "device_memory_mib", "vgpu_milli", "apply_vgpu"]
+__all__ = ["VgpuAsk", "vgpu_ask", "node_vgpu", "device_memory_mib", "vgpu_milli"]
 
 _PERCENT = 100
 
@@ -151,45 +145,3 @@ def vgpu_milli(asks: Sequence[VgpuAsk], memory_mib: int | None, warnings: Warnin
             raise FieldError(message, location=ask.location, path=(*ask.path, VGPU_NUMBER))
         total += ask.number * share
     return total
-
-
-def apply_vgpu(workload: Workload, memories: Sequence[int | None], warnings: Warnings) -> None:
-    """Put every pod's vGPUs into its `gpu` request, and its vcjob task's, in place.
-    `memories`: each node's device memory in MiB, or None (`node_vgpu`)."""
-    memory_mib = device_memory_mib(memories)
-    resolved: dict[int, PodTemplate] = {}  # id of a template → the same with its vGPUs in `gpu`
-    by_task: dict[tuple[str, str | None], ResourceList] = {}  # (PodGroup key, task) → requests
-    pods = []
-    for pod in workload.pods:
-        template = pod.template
-        if template.vgpu:
-            if id(template) not in resolved:
-                milli = _pod_milli(template, memory_mib, warnings)
-                requests = {**template.requests, GPU: milli} if milli else dict(template.requests)
-                resolved[id(template)] = dataclasses.replace(template, requests=requests, vgpu=())
-            pod = dataclasses.replace(pod, template=resolved[id(template)])
-            by_task[(f"{pod.namespace}/{pod.group_name}", pod.task_name)] = pod.template.requests
-        pods.append(pod)
-    workload.pods = pods
-    for key, tasks in workload.job_tasks.items():
-        workload.job_tasks[key] = tuple(
-            _with_requests(task, by_task[(key, task.name)]) if (key, task.name) in by_task else task
-            for task in tasks
-        )
-
-
-def _pod_milli(template: PodTemplate, memory_mib: int | None, warnings: Warnings) -> int:
-    first = template.vgpu[0]
-    if template.requests.get(GPU):
-        message = "asks for vGPUs and for GPUs (nvidia.com/gpu or batchplace.io/gpu-milli): one or the other"
-        raise FieldError(message, location=first.location, path=first.path)
-    milli = vgpu_milli(template.vgpu, memory_mib, warnings)
-    if milli > GPU_MILLI_PER_DEVICE and milli % GPU_MILLI_PER_DEVICE:
-        message = f"the containers' vGPUs add up to {milli} milli-GPU: whole GPUs, or a fraction of one, not both"
-        raise FieldError(message, location=first.location, path=first.path)
-    return milli
-
-
-def _with_requests(task: Task, requests: ResourceList) -> Task:
-    """A vcjob's task with its pods' requests (their vGPUs in `gpu`)."""
-    return build_model(Task, Location(), **{**task.model_dump(), "requests": requests})
