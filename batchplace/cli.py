@@ -20,7 +20,7 @@ from batchplace.bench_command import bench
 from batchplace.controller_command import controller
 from batchplace.demo import run_demo
 from batchplace.experiment_command import experiment_app
-from batchplace.options import SolverMemoryOption, solver_memory_bytes
+from batchplace.options import SolverMemoryOption, TypicalShapesOption, solver_memory_bytes, typical_shapes_of_file
 from batchplace.render import decision_tables, print_error, print_warning
 from batchplace.serve_command import serve
 from models.errors import SnapshotError
@@ -95,6 +95,7 @@ def solve(
         bool, typer.Option("--bound", help="Also report the LP relaxation's upper bound on throughput (pulp).")
     ] = False,
     solver_memory: SolverMemoryOption = None,
+    typical_shapes: TypicalShapesOption = None,
 ) -> None:
     """Place the pending pods of FILES and print binds, evictions and the reason for each pending PodGroup."""
     if engine not in ENGINES:
@@ -104,8 +105,11 @@ def solve(
         print_error(f"--output: must be table or json, got {output!r}")
         raise typer.Exit(EXIT_INPUT_ERROR)
     memory_limit_bytes = solver_memory_bytes(solver_memory)
+    shapes = typical_shapes_of_file(typical_shapes)
     loaded = _load(files, scheduler_name)
-    config = SolveConfig(engine=engine, time_limit_s=time_limit, memory_limit_bytes=memory_limit_bytes)  # type: ignore[arg-type]
+    config = SolveConfig(
+        engine=engine, time_limit_s=time_limit, memory_limit_bytes=memory_limit_bytes, typical_shapes=shapes  # type: ignore[arg-type]
+    )
     decision = place(loaded.snapshot, config)
     relaxation = lp_bound(loaded.snapshot) if bound else None
     if output == "json":

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from batchplace.options import SolverMemoryOption, solver_memory_bytes
+from batchplace.options import SolverMemoryOption, TypicalShapesOption, solver_memory_bytes, typical_shapes_of_file
 from solver.place import ENGINES
 
 if TYPE_CHECKING:
@@ -78,6 +78,16 @@ def controller(
     time_limit: Annotated[float, typer.Option("--time-limit", min=0.01, max=3600, help="Solver time budget per cycle, seconds.")] = 2.0,
     engine: Annotated[str, typer.Option(help=f"Placement engine: {', '.join(ENGINES)}.")] = "auto",
     solver_memory: SolverMemoryOption = None,
+    typical_shapes: TypicalShapesOption = None,
+    shape_half_life: Annotated[
+        float,
+        typer.Option(
+            "--shape-half-life",
+            min=1,
+            help="Seconds after which a pod shape seen pending weighs half in the learnt typical shapes "
+            "(without --typical-shapes the controller keeps room for the shapes it has seen).",
+        ),
+    ] = 3600.0,
     port: Annotated[
         Optional[int], typer.Option("--port", min=0, max=65535, help="Serve /metrics, /healthz, /readyz and the HTTP API here.")
     ] = None,
@@ -107,6 +117,7 @@ def controller(
     if log_format not in ("json", "text"):
         typer.echo(f"error: --log-format: must be json or text, got {log_format!r}", err=True)
         raise typer.Exit(EXIT_USAGE)
+    shapes = typical_shapes_of_file(typical_shapes)
     from controller.kube import KubeClient  # here, so other commands start without the Kubernetes client
     from controller.leader import LeaseConfig, default_lease_namespace, read_service_account_namespace
     from controller.loop import Controller, ControllerConfig
@@ -147,6 +158,8 @@ def controller(
         lease=lease,
         identity=name,
         solver_memory_bytes=solver_memory_bytes(solver_memory),
+        typical_shapes=shapes,
+        shape_half_life_s=shape_half_life,
     )
     ctrl = Controller(client, config)
     stop = threading.Event()

@@ -6,11 +6,15 @@ from typing import Annotated, Optional
 
 import typer
 
+from pathlib import Path
+
+from models.errors import SnapshotError
 from models.quantity import QuantityError, to_base_units
+from models.typical_shapes import TypicalShape, load_typical_shapes
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES
 from solver.place import MIN_MEMORY_LIMIT_BYTES
 
-__all__ = ["SolverMemoryOption", "solver_memory_bytes"]
+__all__ = ["SolverMemoryOption", "solver_memory_bytes", "TypicalShapesOption", "typical_shapes_of_file"]
 
 SolverMemoryOption = Annotated[
     Optional[str],
@@ -36,3 +40,26 @@ def solver_memory_bytes(text: str | None) -> int | None:
     if amount < MIN_MEMORY_LIMIT_BYTES:
         raise typer.BadParameter(f"{text!r} is below the minimum, 64Mi", param_hint="--solver-memory")
     return amount
+
+
+TypicalShapesOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--typical-shapes",
+        help="YAML or JSON file of the pod shapes the cluster expects, with weights "
+        "(shapes: [{cpu: \"8\", gpu: 1, weight: 40}, {cpu: 500m, gpu: 0.25, weight: 35}]): the packing "
+        "keeps room for them. Default: the pending pods' shapes (the controller: the shapes it has seen).",
+    ),
+]
+
+
+def typical_shapes_of_file(path: Path | None) -> tuple[TypicalShape, ...]:
+    """`--typical-shapes` read (() when not given); a bad file is one line naming the entry
+    and field, and exit status 2 (a usage error), before the command starts anything."""
+    if path is None:
+        return ()
+    try:
+        return load_typical_shapes(path)
+    except SnapshotError as error:
+        typer.echo(f"error: --typical-shapes: {error}", err=True)
+        raise typer.Exit(2) from None

@@ -20,6 +20,7 @@ caches; nothing is half-applied by a failure before `act`.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import threading
@@ -37,10 +38,12 @@ from controller.leader import LeaderElector, LeaderStatus, LeaseConfig
 from controller.metrics import ControllerMetrics
 from controller.observe import Observation, ObserveError, observe
 from controller.plan import Plan, plan
+from controller.shape_history import DEFAULT_HALF_LIFE_S, ShapeHistory
 from controller.status import condition_reason
 from controller.timing import Clock, SystemClock
 from models.placement import Decision
 from models.snapshot import Snapshot
+from models.typical_shapes import TypicalShape
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES
 from solver.place import EngineName, SolveConfig, place
 
@@ -64,6 +67,8 @@ class ControllerConfig:
     standby_observe_s: float = 5.0
     identity: str = "batchplace"
     solver_memory_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES  # what one CP-SAT search may allocate
+    typical_shapes: tuple[TypicalShape, ...] = ()  # fixed typical shapes; () = learn them (`ShapeHistory`)
+    shape_half_life_s: float = DEFAULT_HALF_LIFE_S
 
 
 @dataclass(frozen=True)
@@ -129,8 +134,12 @@ class Controller:
             workers=config.bind_workers,
         )
         self._solve_config = SolveConfig(
-            engine=config.engine, time_limit_s=config.time_limit_s, memory_limit_bytes=config.solver_memory_bytes
+            engine=config.engine,
+            time_limit_s=config.time_limit_s,
+            memory_limit_bytes=config.solver_memory_bytes,
+            typical_shapes=config.typical_shapes,
         )
+        self.shapes = ShapeHistory(half_life_s=config.shape_half_life_s)
         self._wake = threading.Event()
         self._numbers = itertools.count(1)
         self._latest: Snapshot | None = None
@@ -194,6 +203,12 @@ class Controller:
         """Leading, or why not (`/readyz`); always leading without election."""
         return self.elector.status() if self.elector is not None else LeaderStatus(leading=True)
 
+    def solve_config(self) -> SolveConfig:
+        """This cycle's solve settings: the typical shapes given, else those learnt so far."""
+        if self._solve_config.typical_shapes:
+            return self._solve_config
+        return dataclasses.replace(self._solve_config, typical_shapes=self.shapes.typical())
+
     # ---- the loop ----
 
     def run_loop(self, stop: threading.Event) -> None:
@@ -234,6 +249,7 @@ class Controller:
             return CycleReport(number=number, skipped=str(error))
         self._latest, self._latest_at = observation.snapshot, started
         self._count(observation)
+        self.shapes.observe(observation.snapshot, started)
         if not leading:
             self.metrics.cycles.labels(result="not_leader").inc()
             return CycleReport(number=number, skipped="not leader")
@@ -242,7 +258,7 @@ class Controller:
             self.metrics.cycles.labels(result="ok").inc()
             return CycleReport(number=number, seconds=self.clock.monotonic() - started)
         solve_started = self.clock.monotonic()
-        decision = decide(observation.snapshot, self._solve_config)
+        decision = decide(observation.snapshot, self.solve_config())
         solve_seconds = self.clock.monotonic() - solve_started
         self.metrics.solve_seconds.observe(solve_seconds)
         if decision.fallback is not None:

@@ -28,6 +28,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from models.snapshot import Snapshot
+from models.typical_shapes import TypicalShape
 from service.errors import (
     FieldProblem,
     InvalidRequest,
@@ -166,13 +167,17 @@ def body_media(request: Request) -> Media:
     raise UnsupportedMedia(media_type, accepted=(*JSON_TYPES, *YAML_TYPES[:1]))
 
 
-def solve_config(options: SolveOptions, settings: ServiceSettings) -> SolveConfig:
-    """The `SolveConfig` for `options`: the time limit capped, the objective order completed."""
+def solve_config(
+    options: SolveOptions, settings: ServiceSettings, *, typical_shapes: tuple[TypicalShape, ...] | None = None
+) -> SolveConfig:
+    """The `SolveConfig` for `options`: the time limit capped, the objective order completed,
+    the request's typical shapes, else the server's."""
     return SolveConfig(
         engine=options.engine,
         time_limit_s=settings.time_limit_for(options.time_limit_s),
         objective_order=options.full_objective_order(),
         memory_limit_bytes=settings.solver_memory_bytes,
+        typical_shapes=settings.typical_shapes if typical_shapes is None else typical_shapes,
     )
 
 

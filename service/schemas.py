@@ -17,8 +17,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validator, model_validator
 
+from models.errors import SnapshotError, format_path
 from models.placement import Bind, Eviction, Fallback, PodGroupOutcome, QueueShare, SolveStatus
 from models.snapshot import Snapshot
+from models.typical_shapes import MAX_TYPICAL_SHAPES, TypicalShape, read_typical_shapes
 from solver.whatif import DrainedNode, JobVerdict
 from solver.objective import TIERS, objective_order
 from solver.place import EngineName
@@ -26,6 +28,7 @@ from solver.place import EngineName
 __all__ = [
     "ObjectiveTier",
     "SolveOptions",
+    "WhatIfOptions",
     "ViolationOut",
     "PlacementResponse",
     "Changes",
@@ -70,6 +73,31 @@ class SolveOptions(BaseModel):
     def full_objective_order(self) -> tuple[ObjectiveTier, ...]:
         """`["throughput"]` → `("throughput", "fairness", "disruption", "locality", "packing")`."""
         return objective_order(self.objective_order or ())  # type: ignore[return-value]
+
+
+class WhatIfOptions(SolveOptions):
+    """`options` of `POST /v1/what-if`: how to solve, and the workload to keep room for."""
+
+    typical_shapes: list[dict[str, Any]] | None = Field(
+        None, max_length=MAX_TYPICAL_SHAPES,
+        description="the pod shapes the cluster expects, e.g. [{\"cpu\": \"8\", \"gpu\": 1, \"weight\": 40}, "
+        "{\"cpu\": \"500m\", \"gpu\": 0.25, \"weight\": 35}]: the packing keeps room for them "
+        "(README, Typical shapes); default: the server's, else the snapshot's pending pods",
+    )
+
+    @field_validator("typical_shapes")
+    @classmethod
+    def _shapes_read(cls, shapes: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        if shapes is not None:
+            try:
+                read_typical_shapes(shapes, source="typical_shapes")
+            except SnapshotError as error:
+                raise ValueError(f"{format_path(error.path)}: {error.message}") from None
+        return shapes
+
+    def shapes(self) -> tuple[TypicalShape, ...] | None:
+        """The shapes given, read; None when the request names none."""
+        return None if self.typical_shapes is None else read_typical_shapes(self.typical_shapes, source="typical_shapes")
 
 
 class ViolationOut(BaseModel):
@@ -128,7 +156,7 @@ class WhatIfRequest(BaseModel):
     )
     snapshot_yaml: str | None = Field(None, description="the base as Kubernetes / Volcano YAML")
     changes: Changes = Field(default_factory=Changes)
-    options: SolveOptions = Field(default_factory=SolveOptions)
+    options: WhatIfOptions = Field(default_factory=WhatIfOptions)
 
     @model_validator(mode="after")
     def _one_base(self) -> "WhatIfRequest":

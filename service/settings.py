@@ -12,6 +12,7 @@ Not promised: hot reload — settings are read once, when the app is built.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Mapping
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from models.typical_shapes import TypicalShape
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES
 from solver.place import MIN_MEMORY_LIMIT_BYTES
 
@@ -51,6 +53,10 @@ class ServiceSettings(BaseModel):
         DEFAULT_MEMORY_LIMIT_BYTES, ge=MIN_MEMORY_LIMIT_BYTES,
         description="what one CP-SAT search may allocate; past it that answer is greedy's (FALLBACK); None: no ceiling",
     )
+    typical_shapes: tuple[TypicalShape, ...] = Field(
+        (), description="the pod shapes the packing keeps room for when a request names none (serve --typical-shapes); "
+        "empty: each snapshot's pending pods"
+    )
     token: SecretStr | None = Field(None, description="bearer token for /v1/*; None: no auth")
 
     @classmethod
@@ -63,13 +69,15 @@ class ServiceSettings(BaseModel):
                 continue
             raw = env.get(ENV_PREFIX + name.upper())
             if raw is not None and raw != "":
-                values[name] = None if raw.lower() == "none" else raw
+                values[name] = json.loads(raw) if name == "typical_shapes" else None if raw.lower() == "none" else raw
         token_file = env.get(ENV_PREFIX + "TOKEN_FILE")
         if token_file:
             values["token"] = read_token_file(Path(token_file))
         try:
             return cls.model_validate(values)
-        except ValidationError as error:
+        except (ValidationError, json.JSONDecodeError) as error:
+            if isinstance(error, json.JSONDecodeError):
+                raise SettingsError(f"{ENV_PREFIX}TYPICAL_SHAPES: not JSON ({error})") from None
             first = error.errors()[0]
             field = ".".join(str(part) for part in first["loc"])
             raise SettingsError(f"{ENV_PREFIX}{field.upper()}: {first['msg']}") from None
@@ -79,8 +87,9 @@ class ServiceSettings(BaseModel):
         env = {
             ENV_PREFIX + name.upper(): "none" if getattr(self, name) is None else str(getattr(self, name))
             for name in type(self).model_fields
-            if name != "token"
+            if name not in ("token", "typical_shapes")
         }
+        env[ENV_PREFIX + "TYPICAL_SHAPES"] = json.dumps([shape.model_dump() for shape in self.typical_shapes])
         if token_file is not None:
             env[ENV_PREFIX + "TOKEN_FILE"] = str(token_file)
         return env

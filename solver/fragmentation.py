@@ -41,6 +41,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 from models.snapshot import GPU_MILLI_PER_DEVICE, Snapshot
+from models.typical_shapes import TypicalShape
 from solver.problem import Problem
 from solver.rules.eligibility import matches_selector
 
@@ -62,18 +63,6 @@ PackingName = Literal["fragmentation", "best-fit"]
 PACKINGS: tuple[PackingName, ...] = ("fragmentation", "best-fit")
 POPULARITY_THRESHOLD = 0.95
 """Shapes from pending pods: the most frequent ones covering this share of the pods (FGD's 95 %)."""
-
-
-@dataclass(frozen=True)
-class TypicalShape:
-    """One expected pod shape and how often it comes. `gpu_milli` is the pod's `gpu`
-    request as in `Task.requests`: 2000 = two whole devices, 460 = a share of one, 0 none."""
-
-    cpu_milli: int
-    gpu_milli: int
-    weight: float
-    node_selector: tuple[tuple[str, str], ...] = ()
-    """Labels a node must have for this shape to use it (an empty tuple: any node)."""
 
 
 @dataclass(frozen=True, eq=False)

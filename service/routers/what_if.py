@@ -37,7 +37,7 @@ async def what_if(
     """For each added job: does it start this cycle, on which nodes, whom it preempts — and if
     not, the blocking rules with their numbers and how many GPUs it is short."""
     live = live_base(body, live_source, retry_after_s=settings.retry_after_s)
-    config = solve_config(body.options, settings)
+    config = solve_config(body.options, settings, typical_shapes=body.options.shapes())
     response.headers["X-Batchplace-Time-Limit-S"] = f"{config.time_limit_s:g}"
     submitted_at_s = time.time()
     return await pool.run(

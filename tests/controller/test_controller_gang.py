@@ -73,3 +73,6 @@ def test_the_quick_start_job_with_min_available_4_binds_8_pods_live(
                         and pg_status(custom, namespace, "gang-job"), what="PodGroup Running")
     assert (condition(status)["type"], condition(status)["status"]) == ("Scheduled", "True")
     assert condition(status)["message"] == "8/20 tasks bound or running, minMember 4"
+    # The packing keeps room for what it has seen: the job's 20 pods, each counted once.
+    (learnt,) = controller.solve_config().typical_shapes
+    assert (learnt.cpu_milli, learnt.gpu_milli) == (4000, 0) and 19.9 < learnt.weight <= 20.0
