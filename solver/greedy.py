@@ -22,6 +22,13 @@ Input: a `Snapshot` (and optionally its `Problem`, if the caller built one). Out
 Hard topology: the gang goes whole into the first candidate domain (`greedy_topology`)
 where its transaction succeeds; soft topology prefers such a domain, then the cluster.
 
+Pod affinity, anti-affinity and topology spread (`greedy_interpod`) are filtered pod by pod
+as kube-scheduler does, against the pods running and bound so far, and their preferred
+parts order the nodes. Since the rules judge the cycle's end state, the engine then checks
+it with the rules themselves; a PodGroup whose pods break one there (rare: a pod bound
+later took away an earlier one's first-of-series exception) is placed again after all the
+others in a new pass, and waits with the violation as its reason if it breaks one again.
+
 Every PodGroup left pending carries reasons (`solver.reasons`); `solver.outcome` builds
 the Decision. Deterministic: same snapshot, same placement (ties go to the lower node
 index, i.e. snapshot order).
@@ -33,6 +40,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +48,7 @@ import numpy as np
 from models.placement import Bind, Decision, Eviction, Placement
 from models.snapshot import PodGroupKey, Snapshot
 from solver import reasons
+from solver.after import build_after
 from solver.fragmentation import PackingName, TypicalShape, packing_score
 from solver.greedy_explain import eligibility_error, fit_error, unplaceable_tasks
 from solver.greedy_plan import GroupPlan, PlanTask, build_plan, dominant_share_of_row, dominant_shares
@@ -48,6 +57,7 @@ from solver.greedy_state import CycleState
 from solver.greedy_topology import BestDomain, Domain, candidate_domains, key_resource
 from solver.outcome import build_decision
 from solver.problem import Problem, build_problem
+from solver.rules import pod_affinity, topology_spread
 
 __all__ = ["GreedyConfig", "solve_greedy", "GreedyEngine", "GroupPlan", "dominant_shares"]
 
@@ -71,8 +81,22 @@ def solve_greedy(
 ) -> Decision:
     """One greedy cycle over `snapshot`; see the module docstring."""
     started = time.perf_counter()
-    engine = GreedyEngine(snapshot, problem if problem is not None else build_problem(snapshot), config)
+    problem = problem if problem is not None else build_problem(snapshot)
+    engine = GreedyEngine(snapshot, problem, config)
     placement, group_reasons = engine.run()
+    deferred: set[PodGroupKey] = set()
+    dropped: dict[PodGroupKey, list[str]] = {}
+    while breaches := engine.inter_pod_breaches(placement):
+        # Rare: a pod bound later broke an earlier one's constraint in the end state. The
+        # cycle is placed again with the PodGroups whose pods break a rule placed after all
+        # others (then they see those others); one that breaks a rule again waits. Each
+        # round defers or drops at least one more PodGroup, so this ends.
+        for key, sentences in breaches.items():
+            if key in deferred:
+                dropped[key] = sentences
+            deferred.add(key)
+        engine = GreedyEngine(snapshot, problem, config, deferred=deferred - dropped.keys(), dropped=dropped)
+        placement, group_reasons = engine.run()
     return build_decision(
         snapshot,
         placement,
@@ -86,7 +110,15 @@ def solve_greedy(
 class GreedyEngine:
     """One cycle: allocate, preempt, reclaim. Also the seam `greedy_preempt` works through."""
 
-    def __init__(self, snapshot: Snapshot, problem: Problem, config: GreedyConfig):
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        problem: Problem,
+        config: GreedyConfig,
+        *,
+        deferred: Set[PodGroupKey] = frozenset(),
+        dropped: Mapping[PodGroupKey, Sequence[str]] | None = None,
+    ):
         self.snapshot = snapshot
         self.problem = problem
         self.config = config
@@ -95,6 +127,11 @@ class GreedyEngine:
         self.plans = [build_plan(snapshot, problem, index=k) for k in range(len(snapshot.pod_groups))]
         for key, sentences in unplaceable_tasks(snapshot, problem).items():  # they hold whatever else happens
             self.plans[problem.group_index[key]].static_reasons.extend(sentences)
+        for key, sentences in (dropped or {}).items():  # their placement broke an inter-pod rule
+            plan = self.plans[problem.group_index[key]]
+            plan.failure = "inter_pod"
+            plan.reasons = [*sentences, *plan.static_reasons]
+        self._deferred = {problem.group_index[key] for key in deferred}  # allocated after all the others
         self._head_demands: dict[int, np.ndarray] = {}  # PodGroup index → demand while it waits at a queue's head
         self._deserved_lists = problem.queue_deserved.tolist()
         self.victims = VictimPool(self)  # who preempt / reclaim may evict, asked once per kind of preemptor
@@ -106,6 +143,20 @@ class GreedyEngine:
         if self.config.reclaim:
             run_preemption(self, action="reclaim")
         return self._placement(), {plan.group.key: _distinct(plan.reasons or plan.static_reasons) for plan in self.plans}
+
+    def inter_pod_breaches(self, placement: Placement) -> dict[PodGroupKey, list[str]]:
+        """PodGroups whose bound pods break rule `pod_affinity` or `topology_spread` in the
+        end state of `placement`, with the violations as reasons; {} when there is no
+        inter-pod constraint at all (nothing is checked then)."""
+        if self.state.inter_pod is None:
+            return {}
+        after = build_after(self.snapshot, placement)
+        out: dict[PodGroupKey, list[str]] = {}
+        for rule in (pod_affinity, topology_spread):
+            for violation in rule.check(self.snapshot, after):
+                pod = self.snapshot.pod_by_key[violation.subject]  # type: ignore[index]
+                out.setdefault(pod.pod_group, []).append(reasons.inter_pod_breach(rule.NAME, violation.message))  # type: ignore[arg-type]
+        return out
 
     def unbound(self, task: PlanTask, limit: int | None = None) -> list[int]:
         """Pending pods of `task` not bound yet, at most `limit`, in order."""
@@ -154,9 +205,14 @@ class GreedyEngine:
     # ---- allocate: fairness order ----
 
     def _allocate(self) -> None:
+        self._allocate_some(lambda plan: plan.index not in self._deferred)
+        if self._deferred:
+            self._allocate_some(lambda plan: plan.index in self._deferred)
+
+    def _allocate_some(self, chosen: Callable[[GroupPlan], bool]) -> None:
         queues: dict[int, deque[GroupPlan]] = {}
         for plan in sorted(self.plans, key=lambda p: p.order):
-            if self._has_work(plan):
+            if chosen(plan) and self._has_work(plan):
                 queues.setdefault(plan.queue, deque()).append(plan)
         # A queue's key changes only when its head changes or a queue on its path gains
         # binds, so keys are cached and dropped for the queues sharing the served one's path.
@@ -427,7 +483,7 @@ class GreedyEngine:
         if domain is not None:
             base = base & domain
         got = state.place_batch(shape, pods, base, queue=plan.queue)
-        while preemptor is not None and got < len(pods) and preemptor.make_room(shape, base):
+        while preemptor is not None and got < len(pods) and preemptor.make_room(shape, state.inter_pod_base(task.row, base)):
             more = state.place_batch(shape, pods[got:], base, queue=plan.queue)
             if not more:
                 break

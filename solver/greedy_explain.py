@@ -10,7 +10,11 @@ taint" when no node is eligible at all. Nodes a required node affinity excludes 
 
 Each node is counted once, under the first filter it fails, in this order: eligibility
 (the predicate's own reason, asked once per node class), outside the topology domain,
-insufficient resource (gpu, cpu, memory, others), GPU device shape, NUMA cell. Nodes out
+insufficient resource (gpu, cpu, memory, others), GPU device shape, NUMA cell, then the
+inter-pod filters (`greedy_interpod`: pod affinity, anti-affinity, spread), which get a
+sentence per rule naming the term or domain, e.g. "pod_affinity: task web: 0/2 nodes fit
+another pod: 2 anti-affinity {app=web} on kubernetes.io/hostname" (the capacity sentence
+then counts them under the rule's name, and is left out when they are all there is). Nodes out
 of `pods` (the kubelet's count) get a sentence of their own naming one of them, "capacity:
 task worker: pods: node n1 allows 3, 3 in use", since "insufficient pods" alone does not say
 the node is simply full.
@@ -111,8 +115,19 @@ def fit_error(state: CycleState, shape: TaskShape, task: Task, domain: np.ndarra
         numa_blocked = int(lacking.sum())
         counts["no single NUMA cell with room"] = numa_blocked
         remaining &= ~lacking
+    inter_pod: dict[str, dict[str, int]] = {}
+    if state.inter_pod is not None and remaining.any():
+        inter_pod, blocked = state.inter_pod.explain(shape.row, remaining)
+        for rule, per in inter_pod.items():
+            counts[rule] = sum(per.values())
+        remaining &= ~blocked
     fitting = int(remaining.sum())
-    sentences = [reasons.capacity_fit_error(task.name, nodes=problem.node_count, fitting=fitting, counts=counts)]
+    sentences = [
+        reasons.inter_pod_fit_error(rule, task.name, nodes=problem.node_count, fitting=fitting, counts=per)
+        for rule, per in inter_pod.items()
+    ]
+    if not inter_pod or any(count for what, count in counts.items() if what not in inter_pod):
+        sentences.append(reasons.capacity_fit_error(task.name, nodes=problem.node_count, fitting=fitting, counts=counts))
     if full.any() and not fitting:
         n = int(np.flatnonzero(full)[0])
         allows = int(problem.allocatable[problem.pods_column, n])

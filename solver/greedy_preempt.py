@@ -9,6 +9,8 @@ Who may be evicted is decided by `solver.rules.preemption.victim_refusal` alone,
 allocated and deserved per queue as at the snapshot (the checker's numbers), plus:
   - the victim's PodGroup is preemptable and got no bind this cycle, and a PodGroup that
     lost pods gets no binds afterwards (its dependencies and gang stay judgeable);
+  - no victim is a pod that a pod bound this cycle counts on for its required pod affinity
+    or DoNotSchedule spread (`InterPod.protected`): its leaving could break them;
   - gang-aware: a victim PodGroup keeps at least its min_member running pods or loses
     all of them. Example: min_member 3, 4 running → evicting one is fine; a second
     eviction takes all 4, never leaving 2;
@@ -176,10 +178,13 @@ class VictimPool:
 
     def available(self, plan: GroupPlan, action: str) -> tuple[VictimSet, np.ndarray]:
         """The victim set and a `[V]` mask of those usable now: not evicted, not of a
-        PodGroup bound this cycle, not of `plan` itself."""
+        PodGroup bound this cycle, not of `plan` itself, not counted on by an inter-pod
+        constraint of a pod bound this cycle."""
         victims, state = self.victim_set(plan, action), self.engine.state
         usable = ~state.evicted_mask[victims.pods]
         usable &= (state.bound_count[victims.group] == 0) & (victims.group != plan.index)
+        if state.inter_pod is not None:
+            usable &= ~state.inter_pod.protected_mask(victims.pods)
         return victims, usable
 
     def _build(self, allowed: list[int]) -> VictimSet:
@@ -296,7 +301,9 @@ class Preemptor:
     def usable(self, pod: int) -> bool:
         """Still a victim for this attempt (not evicted, its PodGroup unbound, not the preemptor's)."""
         state, group = self.engine.state, int(self.engine.problem.pod_group[pod])
-        return not state.evicted_mask[pod] and not state.bound_count[group] and group != self.plan.index
+        if state.evicted_mask[pod] or state.bound_count[group] or group == self.plan.index:
+            return False
+        return state.inter_pod is None or not state.inter_pod.protected(pod)
 
     # ---- one pod ----
 

@@ -31,7 +31,13 @@ first by how much the pod grows the GPU fragmentation of the typical pod shapes 
 integer score), and the best-fit score above only orders nodes within a rank.
 A task with preferred node affinity tries first the nodes where it misses the least
 preference weight (`Problem.preference_missed`), packing ordering only nodes that miss
-alike — the order of the objective's tiers, locality before packing.
+alike — the order of the objective's tiers, locality before packing. Preferred pod
+(anti-)affinity and ScheduleAnyway spread add their weight to it (`greedy_interpod`).
+
+Inter-pod constraints (`inter_pod`, None when the snapshot has none): a task they concern
+is placed one pod at a time, each pod filtered by `InterPod.allowed` and scored afresh, as
+every bind changes where the next may go; binds and evictions, and their rollbacks, update
+its counts from `_apply_bind` / `_apply_eviction`.
 
 Inside a node, devices are chosen by `choose_devices`: whole-GPU pods take devices of
 one NUMA cell when some cell has enough (the cell with the fewest free devices that
@@ -50,6 +56,7 @@ import numpy as np
 
 from models.snapshot import GPU_MILLI_PER_DEVICE, Snapshot
 from solver.fragmentation import FragmentationScore
+from solver.greedy_interpod import InterPod
 from solver.problem import Problem
 
 __all__ = ["TaskShape", "BindRecord", "CycleState", "choose_devices"]
@@ -182,6 +189,7 @@ class CycleState:
         self._capped = self._capped_pairs()
         self._ancestors = [np.array(path, dtype=np.int64) for path in problem.queue_ancestors]
         self.packing: FragmentationScore | None = None  # set by the engine: rank nodes by fragmentation first
+        self.inter_pod = InterPod.build(snapshot, problem)  # None: no inter-pod constraint anywhere
 
     # ---- transactions ----
 
@@ -282,9 +290,13 @@ class CycleState:
         score = score[nodes] if dense else score
         ranked = score if self.packing is None else self.packing.rank(self, shape, nodes, score)
         missed_by_class = self.problem.preference_missed_by_class[self.problem.task_eligibility_class[shape.row]]
-        if not missed_by_class.any():
+        soft = self.inter_pod is not None and self.inter_pod.has_soft(shape.row)
+        if not soft and not missed_by_class.any():
             return ranked
-        order = np.lexsort((ranked, missed_by_class[self.problem.node_class[nodes]]))
+        missed = missed_by_class[self.problem.node_class[nodes]]
+        if soft:
+            missed = missed + self.inter_pod.preference_missed(shape.row, nodes)  # type: ignore[union-attr]
+        order = np.lexsort((ranked, missed))
         rank = np.empty(nodes.size, dtype=np.float64)
         rank[order] = np.arange(nodes.size, dtype=np.float64)
         return rank
@@ -313,6 +325,8 @@ class CycleState:
         limit = min(len(pods), self.quota_room(queue, shape)[0])
         if limit <= 0:
             return 0
+        if self.inter_pod is not None and self.inter_pod.involved(shape.row):
+            return self._place_one_by_one(shape, pods[:limit], base)
         nodes = np.flatnonzero(self.fit_mask(shape, base))
         if not nodes.size:
             return 0
@@ -326,6 +340,28 @@ class CycleState:
             while placed < limit and self.bind(pods[placed], shape, node):
                 placed += 1
             score[best] = np.inf
+        return placed
+
+    def inter_pod_base(self, row: int, base: np.ndarray) -> np.ndarray:
+        """`base` less the nodes where one more pod of task `row` breaks an inter-pod filter now."""
+        allowed = None if self.inter_pod is None else self.inter_pod.allowed(row)
+        return base if allowed is None else base & allowed
+
+    def _place_one_by_one(self, shape: TaskShape, pods: list[int], base: np.ndarray) -> int:
+        """`place_batch` for a task under inter-pod constraints: each bind changes where the
+        next pod may go and how nodes rank, so filter and score are asked again per pod."""
+        placed = 0
+        while placed < len(pods):
+            nodes = np.flatnonzero(self.fit_mask(shape, self.inter_pod_base(shape.row, base)))
+            if not nodes.size:
+                break
+            score = self.score(shape, nodes)
+            best = int(np.argmin(score))
+            if not self.bind(pods[placed], shape, int(nodes[best])):
+                order = np.argsort(score, kind="stable")
+                if not any(self.bind(pods[placed], shape, int(nodes[i])) for i in order[1:]):
+                    break
+            placed += 1
         return placed
 
     # ---- one node ----
@@ -395,6 +431,8 @@ class CycleState:
         if record.cell_slot >= 0:
             self.cell_cpu[node, record.cell_slot] -= sign * shape.cpu_milli
             self.cell_memory[node, record.cell_slot] -= sign * shape.memory_bytes
+        if self.inter_pod is not None:
+            self.inter_pod.update(record.pod, node, sign)
         group = problem.pod_group[record.pod]
         self.bound_count[group] += sign
         queue = problem.group_queue[group]
@@ -421,6 +459,8 @@ class CycleState:
         if cell_slot >= 0:
             self.cell_cpu[node, cell_slot] += sign * requests[problem.cpu_column]
             self.cell_memory[node, cell_slot] += sign * requests[problem.memory_column]
+        if self.inter_pod is not None:
+            self.inter_pod.update(pod, node, -sign)
         group = problem.pod_group[pod]
         if group >= 0:
             self.running_count[group] -= sign

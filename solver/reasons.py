@@ -25,10 +25,12 @@ __all__ = [
     "ELIGIBILITY",
     "GANG",
     "NUMA",
+    "POD_AFFINITY",
     "PREEMPTION",
     "QUEUE",
     "QUOTA",
     "TOPOLOGY",
+    "TOPOLOGY_SPREAD",
     "UNPLACED",
     "format_quantity",
     "format_resources",
@@ -41,6 +43,8 @@ __all__ = [
     "gang_message",
     "gang_shortfall",
     "gang_too_few_pods",
+    "inter_pod_breach",
+    "inter_pod_fit_error",
     "numa_no_cell",
     "pods_full",
     "preemption_not_enough",
@@ -57,10 +61,12 @@ DEPENDENCY = "dependency: "
 ELIGIBILITY = "eligibility: "
 GANG = "gang: "
 NUMA = "numa: "
+POD_AFFINITY = "pod_affinity: "
 PREEMPTION = "preemption: "
 QUEUE = "queue: "
 QUOTA = "quota: "
 TOPOLOGY = "topology: "
+TOPOLOGY_SPREAD = "topology_spread: "
 UNPLACED = "unplaced: "
 
 
@@ -126,6 +132,22 @@ def eligibility_none(task: str, *, nodes: int, counts: Mapping[str, int]) -> str
 def capacity_fit_error(task: str, *, nodes: int, fitting: int, counts: Mapping[str, int]) -> str:
     """"capacity: task worker: 0/120 nodes fit another pod: 80 insufficient gpu, 40 node selector mismatch"."""
     return f"{CAPACITY}task {task}: {fitting}/{nodes} nodes fit another pod: {_fold(counts)}"
+
+
+def inter_pod_fit_error(rule: str, task: str, *, nodes: int, fitting: int, counts: Mapping[str, int]) -> str:
+    """The nodes with room that an inter-pod rule (`pod_affinity`, `topology_spread`) turns
+    away, folded as `capacity_fit_error`'s: "pod_affinity: task web: 0/3 nodes fit another
+    pod: 2 anti-affinity {app=web} on kubernetes.io/hostname"; "topology_spread: task web:
+    0/3 nodes fit another pod: 3 spread {app=web} over zone (maxSkew 1): zone=a would end 3
+    above the emptiest"."""
+    return f"{rule}: task {task}: {fitting}/{nodes} nodes fit another pod: {_fold(counts)}"
+
+
+def inter_pod_breach(rule: str, message: str) -> str:
+    """A PodGroup whose placement broke an inter-pod rule in the cycle's end state, so it
+    waits: "pod_affinity: pod default/cache-0 on node n1: affinity {app=web} on zone: no pod
+    it selects in zone=a (at the end of the cycle)"."""
+    return f"{rule}: {message} (at the end of the cycle)"
 
 
 def pods_full(task: str, *, node: str, allows: int, in_use: int, more_nodes: int = 0) -> str:

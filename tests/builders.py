@@ -25,6 +25,7 @@ from typing import Any
 
 from models.node_affinity import NodeSelectorTerm, PreferredSchedulingTerm
 from models.placement import Bind, Decision, Eviction, Placement
+from models.pod_affinity import InterPodConstraints, PodAffinityTerm
 from models.snapshot import (
     GPU,
     HyperNode,
@@ -62,6 +63,10 @@ __all__ = [
     "make_placement",
     "bind_gang",
     "rule_violations",
+    "pod_term",
+    "spread",
+    "with_pod_rules",
+    "labelled",
 ]
 
 GIB = 2**30
@@ -525,3 +530,44 @@ def solve_checked(snapshot: Snapshot, engine: str, *, time_limit_s: float = 10.0
     decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=time_limit_s))  # type: ignore[arg-type]
     assert check_placement(snapshot, decision.placement) == ()
     return decision
+
+
+def pod_term(key: str = "kubernetes.io/hostname", *, namespaces: Sequence[str] = (), **match_labels: str) -> dict[str, Any]:
+    """A pod (anti-)affinity term selecting `match_labels` on topology `key`, as snapshot JSON:
+    `pod_term("zone", app="web")`."""
+    return {"label_selector": {"match_labels": match_labels}, "namespaces": list(namespaces), "topology_key": key}
+
+
+def spread(key: str = "zone", *, max_skew: int = 1, hard: bool = True, **fields: Any) -> dict[str, Any]:
+    """A topology spread constraint as snapshot JSON; `app="web"` keywords are the selector's
+    match labels, `min_domains=`, `node_affinity_policy=` and the like are fields."""
+    known = {"min_domains", "node_affinity_policy", "node_taints_policy"}
+    return {
+        "max_skew": max_skew,
+        "topology_key": key,
+        "when_unsatisfiable": "DoNotSchedule" if hard else "ScheduleAnyway",
+        "label_selector": {"match_labels": {k: v for k, v in fields.items() if k not in known}},
+        **{k: v for k, v in fields.items() if k in known},
+    }
+
+
+def with_pod_rules(
+    gang: Gang, *, labels: Mapping[str, str] | None = None, task: str | None = None, **inter_pod: Any
+) -> Gang:
+    """`gang` with its task (`task`, default the first) carrying `labels` and inter-pod
+    constraints (`InterPodConstraints` fields as keywords: `required_anti_affinity=[pod_term(app="web")]`)."""
+    name = task or gang.group.tasks[0].name
+    tasks = [
+        t.model_copy(update={"labels": dict(labels or t.labels), "inter_pod": InterPodConstraints.model_validate(inter_pod)})
+        if t.name == name
+        else t
+        for t in gang.group.tasks
+    ]
+    group = PodGroup.model_validate({**gang.group.model_dump(), "tasks": tasks})
+    return Gang(group=group, pods=gang.pods)
+
+
+def labelled(pod: Pod, labels: Mapping[str, str], *, anti_affinity: Sequence[dict[str, Any]] = ()) -> Pod:
+    """A running pod with `labels` and required anti-affinity terms (`pod_term(...)`)."""
+    terms = tuple(PodAffinityTerm.model_validate(term) for term in anti_affinity)
+    return pod.model_copy(update={"labels": dict(labels), "required_anti_affinity": terms})
