@@ -8,8 +8,9 @@ throughput bound and gap, per-stage reports and what was restricted. `solver.pla
 it (fallback, checker, better-of-two).
 
 The model, built in named steps (each its own module):
-  1. data (`cpsat_data`): units (PodGroups that may bind), shapes, node profiles, node
-     groups with eviction options, victim kinds, topology atoms and candidate domains;
+  1. data (`cpsat_data`): the part fixed for inter-pod constraints (`cpsat_interpod`),
+     units (PodGroups that may bind), shapes, node profiles, node groups with eviction
+     options, victim kinds, topology atoms and candidate domains;
      patterns per profile (`cpsat_patterns`);
   2. variables (`cpsat_vars`): counts, never one boolean per (pod, node): pods per task
      (per atom when topology matters), nodes per (profile, pattern), devices per device
@@ -40,6 +41,17 @@ end at 1-minute load ≈ 1: 1,000 nodes / 1,000 pods at a 1 s limit, CP-SAT answ
 in 0.85–0.87 s, gap ≤ 0.15 %; 10,000 nodes / 5,000 pods at 5 s, 3 of 3 in 4.2–4.3 s, of
 which the search is 1.0–1.5 s and the data and model steps ~1.2 s (Python).
 
+Inter-pod constraints (pod affinity, anti-affinity, topology spread): the aggregation
+counts interchangeable pods per profile and pattern, never one pod on one node, so the
+model cannot relate particular pods in particular domains. The PodGroups these
+constraints touch are taken exactly as the greedy hint places them (left pending where it
+leaves them), running pods their selectors select are no victims unless the hint evicts
+them, and everything else is optimised around them (`cpsat_interpod`: why nothing else
+can break their rules). A restriction, reported in `restricted` ("inter-pod constraints:
+3 PodGroups placed as greedy places them"), so the status is FEASIBLE; the tiers still
+equal `score`, the fixed part entering as constants. Without such PodGroups nothing
+changes.
+
 Presolve is off above `PRESOLVE_VARIABLES` variables: CP-SAT's presolve fixpoint took
 1.3 s on a 12,000-variable model, longer than the whole budget.
 
@@ -63,6 +75,7 @@ from models.snapshot import Snapshot
 from solver.cpsat_data import DataLimits, ModelData, build_model_data
 from solver.cpsat_extract import extract_placement
 from solver.cpsat_hint import hint_values, representable_hint
+from solver.cpsat_interpod import fix_inter_pod, merged
 from solver.cpsat_objective import Stage, Tiers, build_tiers, plan_stages
 from solver.cpsat_rules import add_constraints
 from solver.cpsat_vars import create_variables
@@ -145,9 +158,15 @@ def solve_cpsat(
 ) -> CpsatResult:
     started = time.perf_counter()
     stats: dict[str, float] = {}
-    # 1. data
-    data = build_model_data(snapshot, problem, context, limits=config.limits, hint=hint)
+    # 1. data (the PodGroups inter-pod constraints touch: as the hint places them)
+    fixed = fix_inter_pod(snapshot, problem, context, hint or Placement())
+    if fixed is not None:
+        problem, hint = fixed.problem, fixed.residual_hint
+    data = build_model_data(snapshot, problem, context, limits=config.limits, hint=hint, fixed=fixed)
     hint, trimmed, uses, pods_per_task, evictions = representable_hint(data, hint or Placement())
+    # With a fixed part the model's value of the residual hint is no score of greedy's own
+    # placement: `place()` then scores both.
+    trimmed = trimmed or fixed is not None
     stats["data_s"] = time.perf_counter() - started
     expected = _build_seconds(data)
     if deadline - time.perf_counter() < expected + MIN_SEARCH_S:
@@ -253,7 +272,7 @@ def _result(data, variables, tiers, values, status, reports, stats, throughput_b
     def value_of(var: cp_model.IntVar) -> int:
         return int(values[var.index])
 
-    placement = extract_placement(data, variables, value_of)
+    placement = merged(extract_placement(data, variables, value_of), data.fixed)
     stats["extract_s"] = time.perf_counter() - started
     objective = _objective(tiers, values)
     gap = None

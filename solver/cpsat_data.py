@@ -24,7 +24,8 @@ no patterns; nodes where nothing fits and nobody can be evicted only count (frag
 victims no unit may evict are no victims.
 
 Restrictions (sound, reported in `restricted`, so the engine never claims OPTIMAL): the
-caps of `DataLimits` — patterns per profile (`cpsat_patterns`), domains per topology
+PodGroups inter-pod constraints touch, taken as the hint places them (`cpsat_interpod`);
+the caps of `DataLimits` — patterns per profile (`cpsat_patterns`), domains per topology
 PodGroup and atom patterns (`cpsat_topology`), options per node group and in all
 (`cpsat_victims`).
 """
@@ -37,6 +38,7 @@ import numpy as np
 
 from models.placement import Placement
 from models.snapshot import GPU_MILLI_PER_DEVICE, PodGroup, QueueName, Snapshot
+from solver.cpsat_interpod import FixedPart
 from solver.cpsat_patterns import UNKNOWN, Pattern, PatternSet, Profile, Shape, build_pattern_set, dominated
 from solver.cpsat_topology import OUTSIDE, TopologySteps
 from solver.cpsat_victims import NO_ATOM, NodeGroup, VictimKind, VictimSteps
@@ -129,6 +131,7 @@ class ModelData:
     victim_minimum: dict[int, int]
     victim_fixed: dict[int, int]  # PodGroup index → running pods that are no candidates
     restricted: list[str] = field(default_factory=list)
+    fixed: FixedPart | None = None  # inter-pod constraints: the hint's part taken as it is (`cpsat_interpod`)
 
     @property
     def topology_tasks(self) -> list[UnitTask]:
@@ -160,15 +163,29 @@ def build_model_data(
     *,
     limits: DataLimits,
     hint: Placement | None = None,
+    fixed: FixedPart | None = None,
 ) -> ModelData:
-    builder = _Builder(snapshot, problem, ctx, limits, hint or Placement())
+    """With `fixed`, `problem` is its problem (the fixed binds placed) and `hint` its
+    residual hint; its PodGroups are no units and its protected pods no victims."""
+    builder = _Builder(snapshot, problem, ctx, limits, hint or Placement(), fixed)
     return builder.build()
 
 
 class _Builder(VictimSteps, TopologySteps):
-    def __init__(self, snapshot: Snapshot, problem: Problem, ctx: ObjectiveContext, limits: DataLimits, hint: Placement):
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        problem: Problem,
+        ctx: ObjectiveContext,
+        limits: DataLimits,
+        hint: Placement,
+        fixed: FixedPart | None = None,
+    ):
         self.snapshot, self.problem, self.ctx, self.limits, self.hint = snapshot, problem, ctx, limits, hint
-        self.restricted: list[str] = []
+        self.fixed = fixed
+        self.held = fixed.held if fixed is not None else frozenset()
+        self.protected = fixed.protected if fixed is not None else frozenset()
+        self.restricted: list[str] = list(fixed.notes) if fixed is not None else []
         self.profiles: list[Profile] = []
         self.profile_id: dict[Profile, int] = {}
         self.device_order: dict[int, list[int]] = {}
@@ -235,6 +252,7 @@ class _Builder(VictimSteps, TopologySteps):
             victim_minimum=victim_minimum,
             victim_fixed=victim_fixed,
             restricted=self.restricted,
+            fixed=self.fixed,
         )
 
     # ---- units, tasks, shapes ----
@@ -249,7 +267,7 @@ class _Builder(VictimSteps, TopologySteps):
         known_cell_cpu = bool((problem.cell_cpu_free[problem.cell_ids >= 0] != UNLIMITED).any())
         for k, group in enumerate(snapshot.pod_groups):
             queue = snapshot.queue_by_name.get(group.queue)
-            if queue is None or queue.state != "open":
+            if queue is None or queue.state != "open" or group.key in self.held:
                 continue
             requirement = gang_requirement(snapshot, group)
             pods = problem.group_pods[k]

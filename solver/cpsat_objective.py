@@ -9,7 +9,9 @@ Each tier equals `solver.objective.score` of the extracted placement exactly, no
 at the optimum: fairness uses max/min equalities and floor divisions as row pairs (⌈1000 · shortfall / target⌉
 per queue and resource, the least per queue), spans are reified both ways, and everything else
 is linear in counts (pattern constants carry the NUMA splits, the preferred node affinity
-weight missed and fragments).
+weight missed and fragments). The part fixed for inter-pod constraints (`cpsat_interpod`)
+enters as constants: its throughput, disruption and locality, its queue allocation; its
+packing is in the node profiles, which it has already filled.
 
 Stages, and why: DESIGN.md orders the tiers strictly. One weighted sum keeps that order
 only with weights W_k > (range of all lower tiers), and the ranges multiply: at 10,000
@@ -138,6 +140,8 @@ def _throughput(data: ModelData, variables: Variables) -> Lin:
         if problem.pod_running[p] and problem.pod_group[p] >= 0:
             pod = data.snapshot.pods[p]
             constant += ctx.weights[pod.pod_group] * pod_value(pod.requests)  # type: ignore[index]
+    if data.fixed is not None:
+        constant += data.fixed.throughput
     lin = Lin(constant=constant)
     for position, task in enumerate(data.tasks):
         lin.add(variables.units[task.unit].pods[position], task.value)
@@ -147,14 +151,16 @@ def _throughput(data: ModelData, variables: Variables) -> Lin:
 
 
 def _disruption(data: ModelData, variables: Variables) -> Lin:
-    lin = Lin()
+    lin = Lin(constant=data.fixed.disruption if data.fixed is not None else 0)
     for kind, kind_vars in zip(data.kinds, variables.kinds):
         lin.add_lin(kind_vars.evicted, kind.cost)
     return lin
 
 
 def _locality(data: ModelData, variables: Variables) -> Lin:
-    lin = Lin()
+    # The fixed part's locality (its spans, NUMA splits, node and inter-pod preferences)
+    # depends on it alone: every pod its terms and spread selectors see is fixed too.
+    lin = Lin(constant=data.fixed.locality if data.fixed is not None else 0)
     for unit_vars in variables.units:
         for var in unit_vars.spans.values():
             lin.add(var, 1)

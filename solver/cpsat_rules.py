@@ -9,6 +9,11 @@ Each block opens with its rule in one sentence. The rules are those the checker 
   - preemption: a PodGroup that loses pods gets no binds (greedy's rule too).
 Everything else is exact, the reclaim condition included (see `_reclaim`).
 
+The part of the hint fixed for inter-pod constraints (`cpsat_interpod`) is in the data as
+placed (node capacity, queue allocation); `_fixed_part` keeps what the checker asks of it
+whatever the model does around it: its queues within capability, its reclaims witnessed
+and their guarantees kept, and no binds for a PodGroup it takes pods from.
+
 One constraint is no rule but an order the search respects (`_first_come`): among
 PodGroups of one queue that the model cannot tell apart, the older is admitted first.
 It removes only symmetric twins of solutions, so no optimum is lost.
@@ -59,6 +64,8 @@ class Allocation:
         if key not in self._cache:
             lin = self.binds(queue, column)
             lin.constant += int(self.data.problem.queue_allocated[queue, column])
+            if self.data.fixed is not None:
+                lin.constant += int(self.data.fixed.queue_delta[queue, column])
             for k in self.kinds_under.get(queue, ()):
                 amount = int(self.data.kinds[k].requests[column])
                 if amount:
@@ -76,6 +83,8 @@ def add_constraints(model: cp_model.CpModel, data: ModelData, variables: Variabl
     _topology(model, data, variables)
     _preemption(model, data, variables, allocation)
     _first_come(model, data, variables)
+    if data.fixed is not None:
+        _fixed_part(model, data, variables, allocation)
     return allocation
 
 
@@ -241,8 +250,8 @@ def _quota(model: cp_model.CpModel, data: ModelData, variables: Variables, alloc
             if cap < 0:
                 continue
             binds = allocation.binds(q, r)
-            if not binds.terms:
-                continue
+            if not binds.terms or (data.fixed is not None and data.fixed.queue_bound[q, r] > 0):
+                continue  # the fixed part binds here: `_fixed_part` caps it whatever the units do
             after = allocation.after(q, r)
             if int(problem.queue_allocated[q, r]) <= cap:
                 model.add(after.expr() <= cap)
@@ -383,3 +392,44 @@ def _reclaim(model: cp_model.CpModel, data: ModelData, variables: Variables, all
         model.add_max_equality(any_flag, flags)
         for r, floor in floors:
             model.add(allocation.after(queue, r).expr() >= floor).only_enforce_if(any_flag)
+
+
+# ---- the part fixed for inter-pod constraints ----
+
+
+def _fixed_part(model: cp_model.CpModel, data: ModelData, variables: Variables, allocation: Allocation) -> None:
+    """What the checker asks of the fixed part (`cpsat_interpod`), whatever the model adds:
+    a queue its binds grow stays within capability; a queue its reclaims are charged to
+    keeps a witness among its reclaimed victims (allocated_after + victim above deserved in
+    some resource, as in `_reclaim`); a queue on their path keeps min(guarantee, before); a
+    PodGroup it evicts from binds nothing. A condition the bounds show can never hold is
+    the hint's own violation: left to the checker, never made infeasible here."""
+    fixed, problem = data.fixed, data.problem
+    assert fixed is not None
+    for q in range(len(problem.queue_names)):
+        for r in range(len(problem.resource_names)):
+            cap = int(problem.queue_capability[q, r])
+            if cap < 0 or fixed.queue_bound[q, r] <= 0:
+                continue
+            after = allocation.after(q, r)
+            if after.bounds()[0] <= cap:
+                model.add(after.expr() <= cap)
+    for q, victims in fixed.reclaim_witnesses:
+        witnesses = []
+        for r, level in victims:
+            after = allocation.after(q, r)
+            deserved = int(problem.queue_deserved[q, r])
+            if after.bounds()[1] + level <= deserved:
+                continue
+            witness = model.new_bool_var(f"fixed_reclaim_witness[{problem.queue_names[q]},{r},{level}]")
+            model.add(after.expr() + level >= deserved + 1).only_enforce_if(witness)
+            witnesses.append(witness)
+        if witnesses:
+            model.add(_sum(witnesses) >= 1)
+    for q, r, floor in fixed.guarantee_floors:
+        after = allocation.after(q, r)
+        if after.bounds()[1] >= floor:
+            model.add(after.expr() >= floor)
+    for unit, unit_vars in zip(data.units, variables.units):
+        if unit.group_index in fixed.losing:
+            model.add(unit_vars.admitted == 0)

@@ -100,16 +100,16 @@ class VictimSteps:
             group = snapshot.pod_groups[h]
             if not group.preemptable or problem.group_queue[h] < 0:
                 continue
-            sample = next((snapshot.pods[p] for p in pods if snapshot.pods[p].preemptable), None)
-            if sample is None:
+            candidates = [p for p in pods if snapshot.pods[p].preemptable and p not in self.protected]
+            if not candidates:
                 continue
+            sample = snapshot.pods[candidates[0]]
             cache_key = (group.queue, group.priority, h if h in unit_of_group else -1)
             if cache_key not in allowed_cache:
                 allowed_cache[cache_key] = self._allowed(group, sample, classes, reps, h, allocated, deserved)
             preempt, reclaim = allowed_cache[cache_key]
             if not preempt and not reclaim:
                 continue
-            candidates = [p for p in pods if snapshot.pods[p].preemptable]
             anonymous = len(pods) == 1 and h not in unit_of_group
             queue = int(problem.group_queue[h])
             weight = ctx.weights[group.key]
