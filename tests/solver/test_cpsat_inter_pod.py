@@ -2,12 +2,8 @@
 places them (`solver.cpsat_interpod`), the rest is optimised around them, and the
 restriction is reported.
 
-Greedy is being taught these rules on another branch; until that merges its placement may
-break them. So the cases below give CP-SAT a valid hint of their own (`solve_cpsat` with
-`hint=`), and the `place()` cases stand a valid placement in for greedy's when greedy's
-own is not valid yet (`_greedy_or_stand_in`); the property test keeps only snapshots
-whose greedy placement passes the checker. Those stand-ins and filters go once greedy
-honours the rules.
+The cases give CP-SAT a hand-made valid hint (`solve_cpsat` with `hint=`) to test its part
+alone, then run `cpsat` and `auto` through `place()` with greedy's own hint.
 """
 
 from __future__ import annotations
@@ -16,7 +12,7 @@ import time
 from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models.placement import Placement
@@ -28,7 +24,6 @@ from models.pod_affinity import (
     WeightedPodAffinityTerm,
 )
 from models.snapshot import Snapshot
-from solver import place as place_module
 from solver.checker import check_placement
 from solver.cpsat import CpsatConfig, CpsatResult, solve_cpsat
 from solver.greedy import solve_greedy
@@ -81,21 +76,6 @@ def run_cpsat(snapshot: Snapshot, hint: Placement) -> CpsatResult:
 def binds_of(placement: Placement, gang: Gang) -> set[tuple[str, str]]:
     keys = {p.key for p in gang.pods}
     return {(b.pod, b.node) for b in placement.binds if b.pod in keys}
-
-
-def _greedy_or_stand_in(monkeypatch: pytest.MonkeyPatch, snapshot: Snapshot, valid: Placement) -> Placement:
-    """Greedy's placement when it passes the checker; else (until greedy honours inter-pod
-    constraints) `valid` stands in for it inside `place()`. Returns the one CP-SAT is hinted with."""
-    own = solve_greedy(snapshot, problem=build_problem(snapshot))
-    if check_placement(snapshot, own.placement) == ():
-        return own.placement
-    real = place_module.solve_greedy
-
-    def stand_in(snapshot: Snapshot, **kwargs: object):
-        return real(snapshot, **kwargs).model_copy(update={"placement": valid})  # type: ignore[arg-type]
-
-    monkeypatch.setattr(place_module, "solve_greedy", stand_in)
-    return valid
 
 
 # ---- the four cases, CP-SAT alone with a valid hint ----
@@ -185,9 +165,10 @@ def test_cpsat_places_the_involved_podgroup_as_its_hint_and_reports_it(case: str
 
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("engine", ["cpsat", "auto"])
-def test_the_cpsat_engines_honour_inter_pod_constraints(case: str, engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    snapshot, gang, valid = CASES[case]()
-    hint = _greedy_or_stand_in(monkeypatch, snapshot, valid)
+def test_the_cpsat_engines_honour_inter_pod_constraints(case: str, engine: str) -> None:
+    snapshot, gang, _ = CASES[case]()
+    hint = solve_greedy(snapshot, problem=build_problem(snapshot)).placement
+    assert check_placement(snapshot, hint) == ()
     decision = solve_checked(snapshot, engine)
     assert decision.engine == "cpsat" and decision.status == "FEASIBLE"
     assert binds_of(decision.placement, gang) == binds_of(hint, gang)
@@ -347,13 +328,11 @@ def inter_pod_snapshots(draw: st.DrawFn) -> Snapshot:
     return make_snapshot(nodes=nodes, groups=groups, running=running_pods)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(inter_pod_snapshots())
 def test_cpsat_and_auto_are_valid_on_random_inter_pod_constraints(snapshot: Snapshot) -> None:
     greedy = solve_greedy(snapshot, problem=build_problem(snapshot))
-    # Until greedy honours inter-pod constraints (another branch), keep the snapshots where
-    # its placement passes the checker; this filter goes once it does.
-    assume(check_placement(snapshot, greedy.placement) == ())
+    assert check_placement(snapshot, greedy.placement) == ()
     context = ObjectiveContext.of(snapshot)
     for engine in ("cpsat", "auto"):
         decision = solve_checked(snapshot, engine)
