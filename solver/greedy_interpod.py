@@ -50,7 +50,7 @@ state with the rules and drops what breaks (`solver.greedy`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -64,7 +64,7 @@ from solver.rules.topology_spread import counts_nodes, describe_constraint
 
 __all__ = ["InterPod"]
 
-_MatcherKey = tuple[bool, tuple[str, ...], str]
+_MatcherKey = tuple[tuple[bool, tuple[str, ...], str], ...]  # per term: all namespaces, namespaces, selector
 
 
 @dataclass
@@ -132,7 +132,7 @@ class InterPod:
     def __init__(self, snapshot: Snapshot, problem: Problem):
         self.snapshot, self.problem = snapshot, problem
         self._domains: dict[str, tuple[np.ndarray, list[str]]] = {}
-        self._matchers: list[tuple[PodAffinityTerm, str]] = []
+        self._matchers: list[tuple[tuple[PodAffinityTerm, ...], str]] = []
         self._matcher_ids: dict[_MatcherKey, int] = {}
         self._counters: list[_Counter] = []
         self._counter_ids: dict[tuple[int, str, bytes | None], int] = {}
@@ -174,15 +174,26 @@ class InterPod:
             found = self._domains[key] = (dom, list(names))
         return found
 
-    def _matcher(self, term: PodAffinityTerm, owner_namespace: str) -> int:
-        namespaces = () if term.all_namespaces else tuple(sorted(term.namespaces or (owner_namespace,)))
-        selector = "" if term.label_selector is None else term.label_selector.model_dump_json()
-        key = (term.all_namespaces, namespaces, selector if term.label_selector is not None else "<none>")
+    def _matcher(self, terms: tuple[PodAffinityTerm, ...], owner_namespace: str) -> int:
+        """The pods all of `terms` select (one term, or a task's required affinity terms,
+        which kube-scheduler counts a pod for only when it matches every one)."""
+        key = tuple(
+            (
+                term.all_namespaces,
+                () if term.all_namespaces else tuple(sorted(term.namespaces or (owner_namespace,))),
+                "<none>" if term.label_selector is None else term.label_selector.model_dump_json(),
+            )
+            for term in terms
+        )
         index = self._matcher_ids.get(key)
         if index is None:
             index = self._matcher_ids[key] = len(self._matchers)
-            self._matchers.append((term, owner_namespace))
+            self._matchers.append((terms, owner_namespace))
         return index
+
+    def _selects(self, matcher: int, namespace: str, labels: Mapping[str, str]) -> bool:
+        terms, owner = self._matchers[matcher]
+        return all(term_selects(term, owner, namespace, labels) for term in terms)
 
     def _counter(self, matcher: int, key: str, nodes: np.ndarray | None) -> int:
         ident = (matcher, key, None if nodes is None else np.packbits(nodes).tobytes())
@@ -205,28 +216,29 @@ class InterPod:
     def _register(self, row: int, task: Task, namespace: str) -> None:
         rules = _TaskRules(row=row, task=task, namespace=namespace)
         constraints = task.inter_pod
-        for term in constraints.required_affinity:
-            matcher = self._matcher(term, namespace)
-            rules.affinity.append((term, self._counter(matcher, term.topology_key, None)))
+        if constraints.required_affinity:
+            matcher = self._matcher(constraints.required_affinity, namespace)
+            for term in constraints.required_affinity:
+                rules.affinity.append((term, self._counter(matcher, term.topology_key, None)))
             self._dependents.setdefault(matcher, []).append((row, None))
         for term in constraints.required_anti_affinity:
-            rules.anti.append((term, self._counter(self._matcher(term, namespace), term.topology_key, None)))
+            rules.anti.append((term, self._counter(self._matcher((term,), namespace), term.topology_key, None)))
         for weighted in constraints.preferred_affinity:
             term = weighted.term
             rules.preferred_affinity.append(
-                (weighted.weight, self._counter(self._matcher(term, namespace), term.topology_key, None))
+                (weighted.weight, self._counter(self._matcher((term,), namespace), term.topology_key, None))
             )
         for weighted in constraints.preferred_anti_affinity:
             term = weighted.term
             rules.preferred_anti.append(
-                (weighted.weight, self._counter(self._matcher(term, namespace), term.topology_key, None))
+                (weighted.weight, self._counter(self._matcher((term,), namespace), term.topology_key, None))
             )
         for constraint in constraints.topology_spread:
             # The spread's selector as a term of the task's namespace: what `spread_of` counts.
             as_term = PodAffinityTerm(
                 label_selector=constraint.label_selector, namespaces=(namespace,), topology_key=constraint.topology_key
             )
-            matcher = self._matcher(as_term, namespace)
+            matcher = self._matcher((as_term,), namespace)
             eligible = self._eligible(task, constraint)
             dom, names = self._domain(constraint.topology_key)
             spread = _Spread(
@@ -249,8 +261,12 @@ class InterPod:
     def _eligible(self, task: Task, constraint: TopologySpreadConstraint) -> np.ndarray:
         """`[N]` counts_nodes, asked once per (node class, has the key)."""
         problem, nodes = self.problem, self.snapshot.nodes
-        dom, names = self._domain(constraint.topology_key)
-        kinds = problem.node_class * 2 + (dom < len(names))
+        keys = {c.topology_key for c in task.inter_pod.topology_spread if c.when_unsatisfiable == constraint.when_unsatisfiable}
+        has_keys = np.ones(len(nodes), dtype=bool)
+        for key in keys:  # counts_nodes asks for every key of the constraints of its kind
+            dom, names = self._domain(key)
+            has_keys &= dom < len(names)
+        kinds = problem.node_class * 2 + has_keys
         answer: dict[int, bool] = {}
         out = np.zeros(len(nodes), dtype=bool)
         for n, kind in enumerate(kinds.tolist()):
@@ -277,7 +293,7 @@ class InterPod:
             ident, labels, anti = ("task", row), task.labels, task.inter_pod.required_anti_affinity
         member = self._members.get(ident)
         if member is None:
-            matchers = {m for m, (term, owner) in enumerate(self._matchers) if term_selects(term, owner, namespace, labels)}
+            matchers = {m for m in range(len(self._matchers)) if self._selects(m, namespace, labels)}
             counters = tuple(c for c, counter in enumerate(self._counters) if counter.matcher in matchers)
             holders = tuple(self._holder_ids[(namespace, term.model_dump_json())] for term in anti)
             member = self._members[ident] = _Member(counters=counters, holders=holders)
@@ -311,7 +327,7 @@ class InterPod:
             group = self.snapshot.pod_group_by_key[key]
             labels = group.task_by_name[name].labels
             found = self._row_matchers[row] = frozenset(
-                m for m, (term, owner) in enumerate(self._matchers) if term_selects(term, owner, group.namespace, labels)
+                m for m in range(len(self._matchers)) if self._selects(m, group.namespace, labels)
             )
         return found
 

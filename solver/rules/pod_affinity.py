@@ -10,11 +10,12 @@ The meaning, as Kubernetes has it (`PodAffinityTerm` in the core API):
   - a node's *domain* for a term is its value of the term's `topologyKey`
     (`kubernetes.io/hostname` is the node's name when the label is missing, as the kubelet
     sets it); nodes without the key are in no domain;
-  - **affinity**: every required term of the pod must select some other pod in the pod's
-    domain (a node without the key fails it). The first pod of a series that selects
-    itself is let in anywhere: when no other pod anywhere matches any of the pod's
-    affinity terms and the pod matches all of them (kube-scheduler's exception, so such
-    groups do not wait forever);
+  - **affinity**: the pod's node must carry every required term's key, and each term's
+    domain must hold some other pod that matches *all* the terms (kube-scheduler counts
+    only such pods). The first pod of a series that selects itself is let in on any node
+    with the keys: when the pod matches all its terms and no other pod that does sits on a
+    node with any of their keys (kube-scheduler's exception, so such groups do not wait
+    forever);
   - **anti-affinity**: no other pod that a required term selects may be in the pod's domain
     (a node without the key satisfies it); and, symmetrically, the pod may not enter the
     domain of a pod whose own required anti-affinity term selects it — a running pod's
@@ -152,15 +153,6 @@ class Residents:
             if m.key != besides and term_selects(term, owner_namespace, m.namespace, m.labels)
         ]
 
-    def anywhere(self, term: PodAffinityTerm, owner_namespace: str, *, besides: str) -> bool:
-        """Does `term` select any member other than `besides` on a node with its key?"""
-        self.in_domain(term.topology_key, "")
-        return any(
-            m.key != besides and term_selects(term, owner_namespace, m.namespace, m.labels)
-            for members in self._by_domain[term.topology_key].values()
-            for m in members
-        )
-
     def anti_holders(self) -> list[Member]:
         if self._holders is None:
             self._holders = [m for m in self.members if m.anti_terms]
@@ -177,28 +169,47 @@ def describe_selector(selector: LabelSelector | None) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
+def _matches_all(terms: Sequence[PodAffinityTerm], owner_namespace: str, member: Member) -> bool:
+    return all(term_selects(term, owner_namespace, member.namespace, member.labels) for term in terms)
+
+
 def _first_of_series(task: Task, member: Member, residents: Residents) -> bool:
-    """kube-scheduler's exception: no other pod matches any affinity term, and the pod matches all."""
+    """kube-scheduler's exception: the pod matches all its affinity terms, and no other pod
+    that matches them all sits on a node with any of their keys."""
     terms = task.inter_pod.required_affinity
-    return all(term_selects(t, member.namespace, member.namespace, member.labels) for t in terms) and not any(
-        residents.anywhere(t, member.namespace, besides=member.key) for t in terms
+    if not _matches_all(terms, member.namespace, member):
+        return False
+    keys = {term.topology_key for term in terms}
+    return not any(
+        m.key != member.key and any(domain(m.node, key) is not None for key in keys) and _matches_all(terms, member.namespace, m)
+        for m in residents.members
     )
 
 
 def affinity_failures(task: Task, member: Member, residents: Residents) -> list[str]:
-    """Why `member` (a pod of `task`) breaks its required affinity, one phrase per term; [] when it holds."""
+    """Why `member` (a pod of `task`) breaks its required affinity, one phrase per term; [] when
+    it holds. As kube-scheduler counts it, a pod satisfies the terms only by matching all of
+    them: each term's domain must hold some other pod that every term selects."""
+    terms = task.inter_pod.required_affinity
     failures = []
-    for term in task.inter_pod.required_affinity:
+    for term in terms:
         value = domain(member.node, term.topology_key)
-        if value is not None and residents.selected(term, member.namespace, value, besides=member.key):
-            continue
-        if _first_of_series(task, member, residents):
-            return []
-        where = f"node {member.node.name} has no {term.topology_key} label" if value is None else (
-            f"no pod it selects in {term.topology_key}={value}"
-        )
-        failures.append(f"affinity {describe_selector(term.label_selector)} on {term.topology_key}: {where}")
-    return failures
+        if value is None:
+            failures.append(
+                f"affinity {describe_selector(term.label_selector)} on {term.topology_key}: "
+                f"node {member.node.name} has no {term.topology_key} label"
+            )
+        elif not any(
+            m.key != member.key and _matches_all(terms, member.namespace, m)
+            for m in residents.in_domain(term.topology_key, value)
+        ):
+            failures.append(
+                f"affinity {describe_selector(term.label_selector)} on {term.topology_key}: "
+                f"no pod it selects in {term.topology_key}={value}"
+            )
+    if not failures or any("label" in failure for failure in failures):
+        return failures  # a node without a key fails even the first of a series, as in kube-scheduler
+    return [] if _first_of_series(task, member, residents) else failures
 
 
 def anti_affinity_failures(task: Task, member: Member, residents: Residents) -> list[str]:

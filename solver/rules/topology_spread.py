@@ -4,7 +4,9 @@ domain — kube-scheduler's PodTopologySpread filter, judged on the cycle's end 
 
 The meaning, as Kubernetes has it (`TopologySpreadConstraint` in the core API), for one
 constraint of a task:
-  - *eligible nodes*: nodes with the `topologyKey` label that, under
+  - *eligible nodes*: nodes with the `topologyKey` label — and those of every other
+    constraint of the task with the same `whenUnsatisfiable`, as kube-scheduler counts a
+    node only when it has all their keys — that, under
     `nodeAffinityPolicy: Honor` (the default), the task's node selector and required node
     affinity admit, and under `nodeTaintsPolicy: Honor` (default Ignore) whose taints the
     task tolerates; their values of the key are the *domains*
@@ -50,7 +52,8 @@ NAME = "topology_spread"
 
 def counts_nodes(node: Node, task: Task, constraint: TopologySpreadConstraint) -> bool:
     """Is `node` one of the constraint's eligible nodes for `task` (see the module docstring)?"""
-    if domain(node, constraint.topology_key) is None:
+    same_kind = (c for c in task.inter_pod.topology_spread if c.when_unsatisfiable == constraint.when_unsatisfiable)
+    if any(domain(node, c.topology_key) is None for c in (constraint, *same_kind)):
         return False
     if constraint.node_affinity_policy == "Honor" and not (
         matches_selector(node.labels, task.node_selector) and node_affinity.matches(node, task.required_node_affinity)

@@ -121,3 +121,18 @@ def test_preferred_terms_add_their_weight_to_the_locality_tier_where_missed() ->
     snapshot = make_snapshot(nodes=NODES, groups=[gang], running=(db,))
     locality = {node: score(snapshot, make_placement(binds=bind(gang, node))).locality for node in ("n1", "n2", "n3")}
     assert locality == {"n1": 5, "n2": 35, "n3": 30}
+
+
+def test_several_affinity_terms_count_only_pods_that_match_them_all() -> None:
+    # kube-scheduler: a pod counts for the terms only when it matches every one of them.
+    two_terms = web(replicas=1, required_affinity=(term("zone", app="db"), term(HOST, tier="cache")))
+    apart = (running("db-0", "n1", app="db"), running("cache-0", "n1", tier="cache"))
+    assert len(violations(two_terms, "n1", others=apart)) == 2
+    both = (running("db-cache", "n1", app="db", tier="cache"),)
+    assert violations(two_terms, "n1", others=both) == []
+
+
+def test_the_first_of_a_series_still_needs_a_node_with_the_key() -> None:
+    series = web(replicas=1, required_affinity=(term("zone", app="web"),))
+    (message,) = violations(series, "bare")
+    assert "node bare has no zone label" in message

@@ -95,3 +95,16 @@ def test_schedule_anyway_is_not_a_rule_but_counts_its_excess_in_the_locality_tie
     spread_out = make_placement(binds=[make_bind(p, n) for p, n in zip(gang.pending, ("a1", "b1", "c1"), strict=True)])
     assert score(snapshot, spread_out).locality == 0
     assert score(snapshot, bunched).locality == 3 * (3 - 0 - 1)
+
+
+def test_a_node_counts_only_with_the_keys_of_every_constraint_of_its_kind() -> None:
+    # kube-scheduler counts a node for DoNotSchedule spreads only when it has all their keys:
+    # `bare` has a hostname but no zone, so the per-node spread does not count it either.
+    per_node = spread(max_skew=1, key="kubernetes.io/hostname")
+    messages = judged(web(1, spread(max_skew=5), per_node), "bare")
+    assert len(messages) == 2 and "node bare has no zone label" in messages[0]
+    assert "node bare is not an eligible node" in messages[1]
+    gang = web(2, per_node)
+    assert judged(gang, "bare", "a1") == []  # alone, the hostname spread counts bare
+    with_zone = web(2, spread(max_skew=5), per_node)
+    assert any("not an eligible node" in m for m in judged(with_zone, "a1", "bare"))
