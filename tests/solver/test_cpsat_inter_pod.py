@@ -39,6 +39,7 @@ from tests.builders import (
     make_running,
     make_snapshot,
     solve_checked,
+    with_pod_rules,
 )
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -50,10 +51,8 @@ def web_selector() -> LabelSelector:
 
 
 def with_inter_pod(gang: Gang, *, labels: dict[str, str], inter_pod: InterPodConstraints | None = None) -> Gang:
-    """`gang` whose (first) task carries `labels` and `inter_pod` (default: none)."""
-    first, *rest = gang.group.tasks
-    task = first.model_copy(update={"labels": labels, "inter_pod": inter_pod or InterPodConstraints()})
-    return replace(gang, group=gang.group.model_copy(update={"tasks": (task, *rest)}))
+    """`with_pod_rules` taking the constraints as one model."""
+    return with_pod_rules(gang, labels=labels, **dict(inter_pod or InterPodConstraints()))
 
 
 def run_cpsat(snapshot: Snapshot, hint: Placement) -> CpsatResult:
@@ -101,7 +100,7 @@ def symmetry_case() -> tuple[Snapshot, Gang, Placement]:
     guard = make_running("guard", node="n1", cpu=1).model_copy(
         update={"labels": {"app": "guard"}, "required_anti_affinity": (PodAffinityTerm(label_selector=web_selector(), topology_key=HOSTNAME),)}
     )
-    web = with_inter_pod(make_gang("web", replicas=2, cpu=1, min_member=1), labels={"app": "web"})
+    web = with_pod_rules(make_gang("web", replicas=2, cpu=1, min_member=1), labels={"app": "web"})
     web = replace(web, group=web.group.model_copy(update={"tasks": (web.group.tasks[0].model_copy(update={"min_available": 1}),)}))
     snapshot = make_snapshot(nodes=[make_node("n1", cpu=8), make_node("n2", cpu=1)], groups=[web], running=[guard])
     return snapshot, web, make_placement(binds=bind_gang(web, ["n2"]))
@@ -240,7 +239,7 @@ def test_without_inter_pod_constraints_nothing_is_restricted_and_optimal_is_reac
     guard = make_running("guard", node="n1", cpu=1).model_copy(
         update={"required_anti_affinity": (PodAffinityTerm(label_selector=LabelSelector(match_labels={"app": "none"}), topology_key=HOSTNAME),)}
     )
-    jobs = [with_inter_pod(make_gang(name, gpus=gpus), labels={"app": "web"}) for name, gpus in (("a-five", 5), ("b-four", 4), ("c-four", 4))]
+    jobs = [with_pod_rules(make_gang(name, gpus=gpus), labels={"app": "web"}) for name, gpus in (("a-five", 5), ("b-four", 4), ("c-four", 4))]
     snapshot = make_snapshot(nodes=[make_node("n1", gpus=8)], groups=jobs, running=[guard])
     plain = make_snapshot(nodes=[make_node("n1", gpus=8)], groups=[make_gang(n, gpus=g) for n, g in (("a-five", 5), ("b-four", 4), ("c-four", 4))])
     results = []

@@ -5,13 +5,22 @@ and the preferred terms' weight in the locality tier."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from models.pod_affinity import InterPodConstraints, LabelSelector, PodAffinityTerm, WeightedPodAffinityTerm
+from models.pod_affinity import LabelSelector, PodAffinityTerm, WeightedPodAffinityTerm
 from models.snapshot import Pod
 from solver.objective import score
 from solver.rules import pod_affinity
-from tests.builders import Gang, make_bind, make_gang, make_node, make_placement, make_running, make_snapshot, rule_violations
+from tests.builders import (
+    Gang,
+    labelled,
+    make_bind,
+    make_gang,
+    make_node,
+    make_placement,
+    make_running,
+    make_snapshot,
+    rule_violations,
+    with_pod_rules,
+)
 
 HOST = "kubernetes.io/hostname"
 NODES = [make_node("n1", labels={"zone": "a"}), make_node("n2", labels={"zone": "a"}), make_node("n3", labels={"zone": "b"}), make_node("bare")]
@@ -23,19 +32,12 @@ def term(topology_key: str = HOST, *, namespaces: tuple[str, ...] = (), everywhe
     )
 
 
-def with_terms(gang: Gang, *, labels: dict[str, str] | None = None, **inter_pod: object) -> Gang:
-    """`gang` whose first task carries `labels` and the inter-pod constraints given."""
-    task = gang.group.tasks[0].model_copy(update={"labels": labels or {}, "inter_pod": InterPodConstraints(**inter_pod)})
-    return replace(gang, group=gang.group.model_copy(update={"tasks": (task, *gang.group.tasks[1:])}))
-
-
 def running(name: str, node: str, *, namespace: str = "default", anti: tuple[PodAffinityTerm, ...] = (), **labels: str) -> Pod:
-    pod = make_running(name, node=node, namespace=namespace)
-    return pod.model_copy(update={"labels": labels, "required_anti_affinity": anti})
+    return labelled(make_running(name, node=node, namespace=namespace), labels, anti_affinity=[t.model_dump() for t in anti])
 
 
 def web(replicas: int = 2, **inter_pod: object) -> Gang:
-    return with_terms(make_gang("web", replicas=replicas, min_member=1), labels={"app": "web"}, **inter_pod)
+    return with_pod_rules(make_gang("web", replicas=replicas, min_member=1), labels={"app": "web"}, **inter_pod)
 
 
 def bind(gang: Gang, *nodes: str) -> list:
@@ -94,8 +96,8 @@ def test_affinity_to_a_running_pod_in_a_zone() -> None:
 
 
 def test_affinity_is_met_by_a_pod_bound_in_the_same_cycle() -> None:
-    db = with_terms(make_gang("db", replicas=1), labels={"app": "db"})
-    cache = with_terms(make_gang("cache", replicas=1), labels={"app": "cache"}, required_affinity=(term("zone", app="db"),))
+    db = with_pod_rules(make_gang("db", replicas=1), labels={"app": "db"})
+    cache = with_pod_rules(make_gang("cache", replicas=1), labels={"app": "cache"}, required_affinity=(term("zone", app="db"),))
     snapshot = make_snapshot(nodes=NODES, groups=[db, cache])
     together = make_placement(binds=[*bind(db, "n1"), *bind(cache, "n2")])
     apart = make_placement(binds=[*bind(db, "n3"), *bind(cache, "n2")])

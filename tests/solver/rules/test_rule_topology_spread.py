@@ -5,13 +5,22 @@ the locality tier."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from models.pod_affinity import InterPodConstraints, LabelSelector, TopologySpreadConstraint
+from models.pod_affinity import LabelSelector, TopologySpreadConstraint
 from models.snapshot import Pod
 from solver.objective import score
 from solver.rules import topology_spread
-from tests.builders import Gang, make_bind, make_gang, make_node, make_placement, make_running, make_snapshot, rule_violations
+from tests.builders import (
+    Gang,
+    labelled,
+    make_bind,
+    make_gang,
+    make_node,
+    make_placement,
+    make_running,
+    make_snapshot,
+    rule_violations,
+    with_pod_rules,
+)
 
 NODES = [
     make_node("a1", labels={"zone": "a"}),
@@ -30,14 +39,11 @@ def spread(max_skew: int = 1, key: str = "zone", *, when: str = "DoNotSchedule",
 
 def web(replicas: int, *constraints: TopologySpreadConstraint, node_selector: dict[str, str] | None = None) -> Gang:
     gang = make_gang("web", replicas=replicas, min_member=1, node_selector=node_selector)
-    task = gang.group.tasks[0].model_copy(
-        update={"labels": {"app": "web"}, "inter_pod": InterPodConstraints(topology_spread=constraints)}
-    )
-    return replace(gang, group=gang.group.model_copy(update={"tasks": (task,)}))
+    return with_pod_rules(gang, labels={"app": "web"}, topology_spread=constraints)
 
 
 def running_web(name: str, node: str, *, namespace: str = "default") -> Pod:
-    return make_running(name, node=node, namespace=namespace).model_copy(update={"labels": {"app": "web"}})
+    return labelled(make_running(name, node=node, namespace=namespace), {"app": "web"})
 
 
 def judged(gang: Gang, *nodes: str, others: tuple[Pod, ...] = (), rule=topology_spread) -> list[str]:
