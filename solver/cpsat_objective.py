@@ -43,7 +43,9 @@ from solver.cpsat_rules import Allocation
 from solver.cpsat_vars import Lin, Variables
 from solver.objective import FAIRNESS_SCALE, TIERS, pod_value
 
-__all__ = ["Tiers", "Stage", "build_tiers", "plan_stages", "MERGE_LIMIT", "MERGE_MAGNITUDE"]
+__all__ = [
+    "Tiers", "Stage", "build_tiers", "plan_stages", "first_come", "FIRST_COME_CHUNK", "MERGE_LIMIT", "MERGE_MAGNITUDE",
+]
 
 MERGE_LIMIT = 1 << 31
 """Largest product of tier ranges merged into one weighted stage."""
@@ -269,6 +271,29 @@ def _packing(data: ModelData, variables: Variables) -> Lin:
     missing = {p for g in data.node_groups for p in g.after} - in_groups
     assert not missing, f"profiles without a pattern set: {missing}"
     return lin
+
+
+FIRST_COME_CHUNK = 60
+"""Units per tie-break stage: weights 2^59 … 1 keep each stage's sum below 2^60."""
+
+
+def first_come(data: ModelData, variables: Variables) -> list[Lin]:
+    """The tie-break among placements equal on every tier, as stages to minimise in turn:
+    the units ranked by priority (higher first), then creation time, then key — the order
+    greedy serves a queue's PodGroups in, and Volcano's FIFO — and each stage −Σ 2^(k−1−i) ·
+    admitted over the next k ≤ `FIRST_COME_CHUNK` of them (i their position), so an earlier
+    PodGroup outweighs all later ones together: the earliest that can start does, then the
+    next. Example: job-a-1 and job-b-2 tie on every tier, created together → job-a-1; so
+    do {job-a-2} and {job-a-4, job-a-5} → job-a-2."""
+    ranked = sorted(data.units, key=lambda u: (-u.group.priority, u.group.creation_time, u.group.key))
+    stages = []
+    for start in range(0, len(ranked), FIRST_COME_CHUNK):
+        part = ranked[start : start + FIRST_COME_CHUNK]
+        lin = Lin()
+        for position, unit in enumerate(part):
+            lin.add(variables.units[unit.index].admitted, -(1 << (len(part) - 1 - position)))
+        stages.append(lin)
+    return stages
 
 
 def plan_stages(tiers: Tiers, order: Sequence[int] | None = None) -> list[Stage]:
