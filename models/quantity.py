@@ -36,8 +36,8 @@ in Kubernetes' years 1–9999: < 2^27 hours, `solver.objective.age_class`):
   over pods (node usage, queue allocation, a gang's demand) ≤ 2^19 · 2^42 = 2^61; free =
   allocatable − usage ≥ −2^61; quotas ≤ 2^17 · 2^42 = 2^59. All inside int64 (2^63).
 - CP-SAT queue allocation (`cpsat_rules.Allocation.after`: allocated + pending binds −
-  evictions, the allocated constant counted again by the fairness division): ≤ 2 ·
-  500,000 · 2^42 = 4.40 · 10^18 < 2^62 − 1 = 4.61 · 10^18 — the binding constraint, and
+  evictions, the allocated constant counted again by the fairness division, which also
+  adds the in-queue preemption credit, at most the binds): ≤ 2 · 500,000 · 2^42 = 4.40 · 10^18 < 2^62 − 1 = 4.61 · 10^18 — the binding constraint, and
   why memory stops at 4 TiB: 2^43 would not fit.
 - throughput (`solver.objective`): a pod's value 1 + ⌊cpu/1000⌋ + gpu_milli ≤ 1 +
   34,359,738 + 1,024,000 = 35,383,739; times weight and pods: 35,383,739 · 100,001 ·

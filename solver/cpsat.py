@@ -19,7 +19,9 @@ The model, built in named steps (each its own module):
      quota, topology, preemption and reclaim;
   4. objective (`cpsat_objective`): the five tiers of `solver.objective`, exactly;
   5. parameters: `num_workers`, a time limit per stage, the hint;
-  6. solve: stage by stage (lexicographic, weights inside a stage where provable);
+  6. solve: stage by stage (lexicographic, weights inside a stage where provable); then,
+     if every stage was proven and the answer is not the greedy hint's, a first-come
+     tie-break among the placements equal on every tier (`_break_ties`);
   7. extract (`cpsat_extract`).
 
 Aggregation techniques and what each buys (benchmark shape, 75 % preloaded; a model with
@@ -76,13 +78,15 @@ from solver.cpsat_data import DataLimits, ModelData, build_model_data
 from solver.cpsat_extract import extract_placement
 from solver.cpsat_hint import hint_values, representable_hint
 from solver.cpsat_interpod import fix_inter_pod, merged
-from solver.cpsat_objective import Stage, Tiers, build_tiers, plan_stages
+from solver.cpsat_objective import Stage, Tiers, build_tiers, first_come, plan_stages
 from solver.cpsat_rules import add_constraints
 from solver.cpsat_vars import create_variables
 from solver.objective import TIERS, ObjectiveContext, ObjectiveVector
 from solver.problem import Problem
 
-__all__ = ["CpsatConfig", "CpsatResult", "StageReport", "ModelInvalid", "solve_cpsat", "PRESOLVE_VARIABLES"]
+__all__ = [
+    "CpsatConfig", "CpsatResult", "StageReport", "ModelInvalid", "solve_cpsat", "PRESOLVE_VARIABLES", "TIE_BREAK_MIN_S",
+]
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +94,8 @@ PRESOLVE_VARIABLES = 5000
 """Above this many variables presolve is off unless asked for (see `SolveConfig.presolve`)."""
 MIN_SEARCH_S = 0.05
 """Below this much time left for completing the hint and searching, CP-SAT is not started."""
+TIE_BREAK_MIN_S = 0.2
+"""The first-come tie-break may take as long as the tiers' search took, or this much."""
 BUILD_SECONDS_PER_VARIABLE = 3e-5
 """Building the model in Python and completing the hint, per variable counted by
 `_build_seconds`, measured on this machine: 0.59 s for ~21,500 (10,000 nodes / 5,000
@@ -236,6 +242,10 @@ def solve_cpsat(
                 model.add(stage.expression.expr() <= stage.expression.value(lambda var: int(incumbent[var.index])))
     if values is None:
         return CpsatResult(None, "UNKNOWN", None, None, None, tuple(reports), tuple(data.restricted), stats)
+    if proven and hint_objective != _objective(tiers, values):
+        searched = sum(report.seconds for report in reports)
+        budget = min(deadline, time.perf_counter() + max(TIE_BREAK_MIN_S, searched))
+        values = _break_ties(model, data, variables, values, config, budget, reports)
     status_name = "OPTIMAL" if proven and not data.restricted else "FEASIBLE"
     result = _result(data, variables, tiers, values, status_name, reports, stats, throughput_bound)
     return dataclasses.replace(result, hint_objective=hint_objective)
@@ -288,6 +298,34 @@ def _result(data, variables, tiers, values, status, reports, stats, throughput_b
         restricted=tuple(data.restricted),
         statistics=stats,
     )
+
+
+def _break_ties(model, data, variables, values, config, deadline, reports) -> list[int]:  # noqa: ANN001
+    """Among the placements as good as `values` on every tier (the stages' bounds hold them
+    there), the one `first_come` prefers, stage by stage — when the search left the greedy
+    hint's answer behind. Two workers find optima in no fixed order: without this, jobs
+    tied on every tier (across queues, or of different shapes in one queue) started one way
+    or the other from run to run. When the hint is optimal it stays, as greedy's answer, so
+    the engines agree. Stops at a stage not proven optimal or at `deadline` (the caller's
+    budget: as long as the tiers' search took, at least `TIE_BREAK_MIN_S`, so a proven
+    answer does not wait for the whole time limit)."""
+    for expression in first_come(data, variables):
+        remaining = deadline - time.perf_counter()
+        if remaining < MIN_SEARCH_S:
+            break
+        model.minimize(expression.expr())
+        _set_hint(model, values, {})
+        solver = _solver(config, remaining, presolve=_presolve(config, model))
+        status = solver.solve(model)
+        reports.append(StageReport(("first-come",), solver.status_name(status), solver.wall_time, None, None))
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            break
+        values = list(solver.response_proto.solution)
+        if status != cp_model.OPTIMAL:
+            break
+        solution = values
+        model.add(expression.expr() <= expression.value(lambda var: int(solution[var.index])))
+    return values
 
 
 def _build_seconds(data: ModelData) -> float:

@@ -7,11 +7,14 @@ Input: the model, `ModelData`, `Variables` and the `Allocation` helper. Output: 
 
 Each tier equals `solver.objective.score` of the extracted placement exactly, not only
 at the optimum: fairness uses max/min equalities and floor divisions as row pairs (⌈1000 · shortfall / target⌉
-per queue and resource, the least per queue), spans are reified both ways, and everything else
-is linear in counts (pattern constants carry the NUMA splits, the preferred node affinity
-weight missed and fragments). The part fixed for inter-pod constraints (`cpsat_interpod`)
-enters as constants: its throughput, disruption and locality, its queue allocation; its
-packing is in the node profiles, which it has already filled.
+per queue and resource, the least per queue) on the allocation `fairness_allocated` counts
+(the in-queue preemption credit — what a queue's preempted kinds hold beyond its own
+binds, up to those binds — is a max equality with 0 then a min equality, added to the
+queue and its ancestors), spans are reified both ways, and everything else is linear in
+counts (pattern constants carry the NUMA splits, the preferred node affinity weight missed
+and fragments). The part fixed for inter-pod constraints (`cpsat_interpod`) enters as
+constants: its throughput, disruption and locality, its queue allocation; its packing is in
+the node profiles, which it has already filled.
 
 Stages, and why: DESIGN.md orders the tiers strictly. One weighted sum keeps that order
 only with weights W_k > (range of all lower tiers), and the ranges multiply: at 10,000
@@ -42,7 +45,9 @@ from solver.cpsat_rules import Allocation
 from solver.cpsat_vars import Lin, Variables
 from solver.objective import FAIRNESS_SCALE, TIERS, pod_value
 
-__all__ = ["Tiers", "Stage", "build_tiers", "plan_stages", "MERGE_LIMIT", "MERGE_MAGNITUDE"]
+__all__ = [
+    "Tiers", "Stage", "build_tiers", "plan_stages", "first_come", "FIRST_COME_CHUNK", "MERGE_LIMIT", "MERGE_MAGNITUDE",
+]
 
 MERGE_LIMIT = 1 << 31
 """Largest product of tier ranges merged into one weighted stage."""
@@ -74,7 +79,7 @@ class Stage:
 def build_tiers(model: cp_model.CpModel, data: ModelData, variables: Variables, allocation: Allocation) -> Tiers:
     return Tiers(
         minimised=[
-            _fairness(model, data, allocation),
+            _fairness(model, data, variables, allocation),
             _throughput(data, variables).scaled(-1),
             _disruption(data, variables),
             _locality(data, variables),
@@ -83,10 +88,11 @@ def build_tiers(model: cp_model.CpModel, data: ModelData, variables: Variables, 
     )
 
 
-def _fairness(model: cp_model.CpModel, data: ModelData, allocation: Allocation) -> Lin:
+def _fairness(model: cp_model.CpModel, data: ModelData, variables: Variables, allocation: Allocation) -> Lin:
     """Σ over queues of min over targeted resources of ⌈1000 · shortfall / target⌉."""
     problem = data.problem
     total = Lin()
+    credit = _PreemptCredit(model, data, variables, allocation)
     for queue_name, target in sorted(data.ctx.targets.items()):
         q = problem.queue_index[queue_name]
         terms = []
@@ -94,7 +100,11 @@ def _fairness(model: cp_model.CpModel, data: ModelData, allocation: Allocation) 
         for resource, amount in sorted(target.items()):
             r = problem.resource_index[resource]
             unit = data.ctx.units.get(resource, 1)
-            after = allocation.after(q, r)
+            after = Lin().add_lin(allocation.after(q, r))
+            for c in credit.queues_under.get(q, ()):
+                var = credit.of(c, r)
+                if var is not None:
+                    after.add(var, 1)
             low, high = after.bounds()
             if low // unit >= amount:
                 met = True  # this resource is always met: the queue's term is 0
@@ -118,6 +128,54 @@ def _fairness(model: cp_model.CpModel, data: ModelData, allocation: Allocation) 
             model.add_min_equality(least, terms)
             total.add(least, 1)
     return total
+
+
+class _PreemptCredit:
+    """Per (queue c, resource r): min(max(0, what c's preempted victims hold − what c's own
+    units bind), what they bind), the amount `solver.objective.fairness_allocated` adds to
+    c and its ancestors; made on first use, None where c preempts or binds nothing of r."""
+
+    def __init__(self, model: cp_model.CpModel, data: ModelData, variables: Variables, allocation: Allocation):
+        self.model, self.data, self.variables, self.allocation = model, data, variables, allocation
+        self.kinds: dict[int, list[int]] = {}  # queue → kinds that may be preempted
+        for kind, kind_vars in zip(data.kinds, variables.kinds):
+            if kind_vars.preempted is not None:
+                self.kinds.setdefault(kind.queue, []).append(kind.index)
+        self.queues_under: dict[int, list[int]] = {}  # queue → preempting queues of its subtree
+        for c in self.kinds:
+            for a in data.problem.queue_ancestors[c]:
+                self.queues_under.setdefault(a, []).append(c)
+        self._vars: dict[tuple[int, int], cp_model.IntVar | None] = {}
+
+    def of(self, queue: int, column: int) -> cp_model.IntVar | None:
+        key = (queue, column)
+        if key not in self._vars:
+            self._vars[key] = self._make(queue, column)
+        return self._vars[key]
+
+    def _make(self, queue: int, column: int) -> cp_model.IntVar | None:
+        data, variables = self.data, self.variables
+        preempted = Lin()
+        for k in self.kinds[queue]:
+            amount = int(data.kinds[k].requests[column])
+            if amount:
+                preempted.add(variables.kinds[k].preempted, amount)  # type: ignore[arg-type]
+        if not preempted.terms:
+            return None
+        binds = self.allocation.binds(queue, column, own=True)
+        if not binds.terms:
+            return None  # binds nothing of it: no credit
+        beyond = Lin().add_lin(preempted).add_lin(binds, -1)
+        problem = data.problem
+        where = f"{problem.queue_names[queue]},{problem.resource_names[column]}"
+        high = max(0, preempted.bounds()[1])
+        freed = self.model.new_int_var(0, high, f"preempted_beyond_binds[{where}]")
+        self.model.add_max_equality(freed, [0, beyond.expr()])
+        # At most the binds: a queue's held amount then counts each pod at most twice, within
+        # the ceilings of `models.quantity` (running + binds − evictions + credit).
+        credit = self.model.new_int_var(0, min(high, max(0, binds.bounds()[1])), f"preempt_credit[{where}]")
+        self.model.add_min_equality(credit, [freed, binds.expr()])
+        return credit
 
 
 def _floor_division(model: cp_model.CpModel, quotient: cp_model.IntVar, numerator: cp_model.LinearExprT, divisor: int) -> None:
@@ -219,6 +277,29 @@ def _packing(data: ModelData, variables: Variables) -> Lin:
     missing = {p for g in data.node_groups for p in g.after} - in_groups
     assert not missing, f"profiles without a pattern set: {missing}"
     return lin
+
+
+FIRST_COME_CHUNK = 60
+"""Units per tie-break stage: weights 2^59 … 1 keep each stage's sum below 2^60."""
+
+
+def first_come(data: ModelData, variables: Variables) -> list[Lin]:
+    """The tie-break among placements equal on every tier, as stages to minimise in turn:
+    the units ranked by priority (higher first), then creation time, then key — the order
+    greedy serves a queue's PodGroups in, and Volcano's FIFO — and each stage −Σ 2^(k−1−i) ·
+    admitted over the next k ≤ `FIRST_COME_CHUNK` of them (i their position), so an earlier
+    PodGroup outweighs all later ones together: the earliest that can start does, then the
+    next. Example: job-a-1 and job-b-2 tie on every tier, created together → job-a-1; so
+    do {job-a-2} and {job-a-4, job-a-5} → job-a-2."""
+    ranked = sorted(data.units, key=lambda u: (-u.group.priority, u.group.creation_time, u.group.key))
+    stages = []
+    for start in range(0, len(ranked), FIRST_COME_CHUNK):
+        part = ranked[start : start + FIRST_COME_CHUNK]
+        lin = Lin()
+        for position, unit in enumerate(part):
+            lin.add(variables.units[unit.index].admitted, -(1 << (len(part) - 1 - position)))
+        stages.append(lin)
+    return stages
 
 
 def plan_stages(tiers: Tiers, order: Sequence[int] | None = None) -> list[Stage]:

@@ -49,10 +49,13 @@ class Allocation:
                 self.kinds_under.setdefault(a, []).append(kind.index)
         self._cache: dict[tuple[int, int], Lin] = {}
 
-    def binds(self, queue: int, column: int) -> Lin:
+    def binds(self, queue: int, column: int, *, own: bool = False) -> Lin:
+        """Binds of the units in the queue's subtree (`own`: of the queue itself only)."""
         lin = Lin()
         for u in self.under.get(queue, ()):
             unit, unit_vars = self.data.units[u], self.variables.units[u]
+            if own and unit.queue != queue:
+                continue
             for task in unit.tasks:
                 amount = int(self.data.problem.task_requests[task.row, column])
                 if amount:

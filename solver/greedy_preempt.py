@@ -21,10 +21,12 @@ allocated and deserved per queue as at the snapshot (the checker's numbers), plu
     has a reclaimed victim v from its subtree with allocation + v above deserved (the
     checker's form of the same rule, which evictions lower in its subtree could break),
     and no queue falls below min(guarantee, allocation at the snapshot);
-  - a queue reclaims only up to its own deserved share: one more pod is reclaimed for only
-    while the queue's allocation plus that pod stays within deserved in every resource the
-    pod asks for (Volcano's `Preemptive`). Example: 12 CPU, a (guarantee 8) runs 12, b and
-    c deserve 2 each: b reclaims 2 pods and c the other 2, not b all 4.
+  - a queue reclaims only up to its own deserved share, in what it takes
+    (`reclaim_share_refusal`, the rule module's): a victim goes for one more pod only if it
+    frees something the pod asks and the queue's allocation plus that pod stays within
+    deserved in every resource both share. Example: 12 CPU, a (guarantee 8) runs 12, b and
+    c deserve 2 each: b reclaims 2 pods and c the other 2, not b all 4; a queue at its CPU
+    share whose pod asks a CPU and a GPU reclaims a GPU pod, if a CPU is idle where it runs.
 
 Victim sets are built once per (action, queue, priority) of preemptor (`VictimPool`),
 with what they hold per node and device; an attempt copies those tables and subtracts
@@ -63,7 +65,7 @@ import numpy as np
 from solver import reasons
 from solver.greedy_state import WHOLE, TaskShape, choose_devices
 from solver.rules.gang import gang_requirement
-from solver.rules.preemption import above_deserved, queue_overused, victim_refusal
+from solver.rules.preemption import above_deserved, queue_overused, reclaim_share_refusal, victim_refusal
 
 if TYPE_CHECKING:
     from solver.greedy import GreedyEngine, GroupPlan
@@ -289,6 +291,7 @@ class Preemptor:
         self.extra_gpu = victims.gpu_if_all_gone - gone_gpu
         self.has_victims = victims.count_per_node - gone_count > 0
         self._minimum: dict[int, int] = {}
+        self._share: dict[str, object] = {}  # reclaim: `_share_terms` of the pod being placed
 
     @staticmethod
     def hypothetical(engine: GreedyEngine, plan: GroupPlan, action: str) -> tuple[np.ndarray, np.ndarray]:
@@ -313,8 +316,10 @@ class Preemptor:
         quota = state.quota_shortfall(self.plan.queue, shape)
         if quota.any() and self.action != "preempt":
             return False
-        if self.action == "reclaim" and not self._within_share(shape):
-            return False
+        if self.action == "reclaim":
+            self._share = self._share_terms(shape)
+            if not self._may_reclaim_for(shape):
+                return False
         if quota.any() and state.fit_mask(shape, base).any():
             anywhere = self._select_pass(None, shape, quota, whole_gangs=False)
             if anywhere is None:
@@ -360,12 +365,34 @@ class Preemptor:
             if self.action == "reclaim":
                 self.reclaimed.append(victim)
 
-    def _within_share(self, shape: TaskShape) -> bool:
-        """Would one more pod of `shape` keep the reclaiming queue within its deserved share
-        in every resource the pod asks for?"""
+    def _share_terms(self, shape: TaskShape) -> dict[str, object]:
+        """What `reclaim_share_refusal` compares for one more pod of `shape`: the reclaiming
+        queue's allocation now (this cycle's binds included), its deserved share, the pod's
+        requests."""
         queue, problem = self.plan.queue, self.engine.problem
-        used = self.engine.state.queue_used[queue]
-        return all(used[r] + shape.requests[r] <= problem.queue_deserved[queue, r] for r in shape.columns)
+        return {
+            "queue": problem.queue_names[queue],
+            "allocated": problem.resources_dict(self.engine.state.queue_used[queue]),
+            "deserved": problem.resources_dict(problem.queue_deserved[queue]),
+            "request": problem.resources_dict(shape.requests),
+        }
+
+    def _may_reclaim_for(self, shape: TaskShape) -> bool:
+        """Could any victim be reclaimed for one more pod of `shape`: one that frees a
+        single resource the pod asks, the most lenient the share rule meets?"""
+        request = self._share["request"]
+        return any(
+            reclaim_share_refusal(**self._share, victim={name: 1}) is None  # type: ignore[arg-type]
+            for name in request  # type: ignore[attr-defined]
+        )
+
+    def _share_allows(self, pods: list[int]) -> bool:
+        """May each of `pods` be reclaimed for the pod `make_room` is placing?"""
+        snapshot = self.engine.snapshot
+        return all(
+            reclaim_share_refusal(**self._share, victim=snapshot.pods[pod].requests) is None  # type: ignore[arg-type]
+            for pod in pods
+        )
 
     def _forget(self, pod: int) -> None:
         problem, state = self.engine.problem, self.engine.state
@@ -413,6 +440,8 @@ class Preemptor:
             elif whole_gangs and self._whole_gang_evictable(group):
                 take = [p for p in self._running_of(group) if p not in chosen_set]
             else:
+                continue
+            if self.action == "reclaim" and not self._share_allows(take):
                 continue
             if self.action == "reclaim" and not self._reclaim_allows(take, chosen, queue_used):
                 continue

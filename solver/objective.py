@@ -22,6 +22,24 @@ The tiers (each an exact integer; "after" means kept running pods plus this cycl
    Example: queue-a deserves 1 CPU and 600Mi, queue-b 2 CPU and 600Mi, 3 CPU in all, jobs
    of 0.5 CPU / 100Mi: a=2, b=4 jobs → a holds 1 CPU (share 1) and b 2 CPU (share 1) → 0;
    a=6, b=0 → b's share is 0 → 1000. Memory, plentiful and never met, does not decide.
+   In-queue preemption (rule 8's *preempt*: for a higher-priority PodGroup of the victim's
+   own queue) is a trade between the queue's own jobs, so it need not lower the queue's
+   term: what queue c's preempted pods free beyond what c's own PodGroups bind still
+   counts as allocated to c and its ancestors, up to as much as c binds — per resource,
+   min(max(0, preempted(c) − bound(c)), bound(c)) is added to allocated_after
+   (`fairness_allocated`). Which of c's jobs hold its room is then the throughput tier's
+   to decide, by priority weight, as Volcano's preempt action lets a higher-priority job
+   take a lower-priority one's place in its queue whatever that does to the queue's share.
+   The cap is there because rule 8 does not ask whether a preemption was needed (Volcano
+   evicts node by node only until the preemptor fits): uncapped, evicting a below-share
+   queue's big low-priority pod for a small high-priority one that fits elsewhere would
+   hand the room to another queue at no cost here — a reclaim the reclaim rules forbid.
+   Capped, a queue pays in this tier at least half of any room its preemption frees for
+   others. Example: q1 (target 6 CPU) holds 5; a low-priority 4-CPU pod is preempted for
+   a high-priority 3-CPU one → allocated_after 4, counted 4 + min(4 − 3, 3) = 5: 167, as
+   without the eviction; throughput, 2 · (1 + 3) = 8 against 1 · (1 + 4) = 5, takes the
+   swap. Evicting the 4-CPU pod for a 1-CPU one that another queue's 3-CPU pod joins
+   counts 2 + min(3, 1) = 3.
 2. **throughput** — greater is better. Σ over pods of PodGroups held after the placement
    of weight(priority) · value, with value = 1 + ⌊cpu_milli / 1000⌋ + gpu_milli: one
    milli-GPU counts as one core, so a whole GPU outweighs any node's CPUs (GPUs dominate)
@@ -110,6 +128,7 @@ __all__ = [
     "pod_value",
     "age_class",
     "queue_fairness",
+    "fairness_allocated",
     "fairness_unit",
     "soft_topology",
 ]
@@ -319,7 +338,7 @@ def score(snapshot: Snapshot, placement: Placement, *, context: ObjectiveContext
     ctx = context if context is not None else ObjectiveContext.of(snapshot)
     after = build_after(snapshot, placement)
     return ObjectiveVector(
-        fairness=_fairness(ctx, after),
+        fairness=_fairness(snapshot, ctx, after),
         throughput=_throughput(ctx, after),
         disruption=sum(ctx.eviction_cost(e.pod) for e in after.evicted),
         locality=_locality(snapshot, ctx, after),
@@ -327,8 +346,46 @@ def score(snapshot: Snapshot, placement: Placement, *, context: ObjectiveContext
     )
 
 
-def _fairness(ctx: ObjectiveContext, after: After) -> int:
-    allocated = after.queue_allocated_after
+def fairness_allocated(snapshot: Snapshot, after: After) -> Mapping[QueueName, Mapping[str, int]]:
+    """Each queue's allocation as tier 1 counts it: `after.queue_allocated_after` plus, for
+    each queue c of its subtree that preempts, per resource min(max(0, preempted(c) −
+    bound(c)), bound(c)) — what c's preempted pods free beyond c's own binds, up to as much
+    as c binds (see the module docstring).
+
+    Example: c preempts pods of 4 CPU / 4Gi and binds 3 CPU / 8Gi → c and each ancestor
+    count 1 CPU more than they hold after the placement, and no memory more.
+    """
+    preempted: dict[QueueName, dict[str, int]] = {}
+    for evicted in after.evicted:
+        if evicted.eviction.reason == "preempt" and evicted.pod.pod_group is not None:
+            queue = snapshot.pod_group_by_key[evicted.pod.pod_group].queue
+            _add_to(preempted.setdefault(queue, {}), evicted.pod.requests)
+    if not preempted:
+        return after.queue_allocated_after
+    bound: dict[QueueName, dict[str, int]] = {}
+    for b in after.bound:
+        if b.group.queue in preempted:
+            _add_to(bound.setdefault(b.group.queue, {}), b.pod.requests)
+    counted = {queue: dict(amounts) for queue, amounts in after.queue_allocated_after.items()}
+    for queue, amounts in preempted.items():
+        binds = bound.get(queue, {})
+        credit = {}
+        for name, amount in amounts.items():
+            freed_beyond = max(0, amount - binds.get(name, 0))
+            if min(freed_beyond, binds.get(name, 0)) > 0:
+                credit[name] = min(freed_beyond, binds.get(name, 0))
+        for ancestor in snapshot.queue_ancestors(queue):
+            _add_to(counted.setdefault(ancestor, {}), credit)
+    return counted
+
+
+def _add_to(total: dict[str, int], extra: Mapping[str, int]) -> None:
+    for name, amount in extra.items():
+        total[name] = total.get(name, 0) + amount
+
+
+def _fairness(snapshot: Snapshot, ctx: ObjectiveContext, after: After) -> int:
+    allocated = fairness_allocated(snapshot, after)
     return sum(queue_fairness(target, allocated.get(q, {}), ctx.units) for q, target in ctx.targets.items())
 
 

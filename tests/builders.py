@@ -514,8 +514,8 @@ def created_at(gang: Gang, at_s: float) -> Gang:
 def two_queues_of_tied_jobs() -> Snapshot:
     """Queues a (weight 1) and b (weight 2); six 2×1-CPU jobs in a, four 1×2-CPU jobs in b,
     all created at the same second; 9 CPU on two nodes. Greedy gives a one job and b three,
-    CP-SAT a two and b two — as fair, as much placed — so which jobs start and why the rest
-    wait depends on the tie breaks, not on the objective."""
+    CP-SAT a two and b two — as fair, as much CPU, one pod more (throughput 14 against 13):
+    the engines differ here by the objective, and within each queue the first jobs start."""
     jobs_a = [created_at(make_gang(f"job-a-{i}", replicas=2, cpu=1, queue="a"), 1000.0) for i in range(1, 7)]
     jobs_b = [created_at(make_gang(f"job-b-{i}", cpu=2, queue="b"), 1000.0) for i in range(1, 5)]
     return make_snapshot(

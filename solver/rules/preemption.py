@@ -18,6 +18,19 @@
 `victim_refusal` answers for one (preemptor, victim) pair; the checker adds the
 whole-placement parts (gang of victims, guarantee, deserved after the evictions).
 
+`reclaim_share_refusal` is how far a queue reclaims for itself, one pod and one victim at a
+time, as Volcano's capacity plugin compares only the dimensions the reclaimer requests: a
+victim is taken for one more pod only if it frees something the pod asks, and the queue,
+with the pod, stays within its deserved share in every resource both the pod asks and
+the victim frees — what the reclaim takes from the other queue. What the pod takes of idle
+capacity is no reclaim and not limited here (capability is rule 4's). Example: queue18
+deserves 2 CPU and 1 GPU and holds 2 CPU; a pod of 1 CPU and 1 GPU may reclaim a GPU pod
+(0 + 1 ≤ 1 GPU) while the CPU comes from idle capacity, but not a CPU pod (2 + 1 > 2). The
+greedy engine searches with it; the checker does not judge it. CP-SAT weighs the same
+trade in its objective instead — a queue past its share in what it takes gains no fairness
+there, and the victim costs disruption — so the engines agree unless throughput tips it
+(`docs/volcano-differences.md`, dominant-share-fairness).
+
 `check` judges every eviction of a running pod (malformed ones are `binding`'s):
   - `victim_refusal` is None, with allocated and deserved per queue at the snapshot
     (`solver.shares`), and the victim's PodGroup is preemptable too;
@@ -111,6 +124,32 @@ def victim_refusal(
             return f"queue {queue} is not above its deserved share"
     if queue_overused(allocated.get(preemptor.queue, {}), deserved.get(preemptor.queue, {})):
         return f"queue {preemptor.queue} already holds its deserved share"
+    return None
+
+
+def reclaim_share_refusal(
+    queue: QueueName,
+    *,
+    allocated: Mapping[str, int],
+    deserved: Mapping[str, int],
+    request: Mapping[str, int],
+    victim: Mapping[str, int],
+) -> str | None:
+    """None when `queue`, holding `allocated`, may reclaim a pod holding `victim` for one
+    more pod asking `request` (see the module docstring), else why not.
+
+    Example: allocated {cpu: 2000}, deserved {cpu: 2000, gpu: 1000}, request {cpu: 1000,
+    gpu: 1000}: victim {gpu: 1000} → None; victim {cpu: 1000} → refused (cpu); victim
+    {memory: 4Gi} → refused (frees nothing the pod asks)."""
+    taken = sorted(name for name, amount in request.items() if amount > 0 and victim.get(name, 0) > 0)
+    if not taken:
+        return "frees nothing the pod asks"
+    for name in taken:
+        if allocated.get(name, 0) + request[name] > deserved.get(name, 0):
+            return (
+                f"queue {queue} would pass its deserved {name}: "
+                f"{allocated.get(name, 0)} held + {request[name]} asked > {deserved.get(name, 0)}"
+            )
     return None
 
 

@@ -1,6 +1,8 @@
 """Scenarios where greedy, CP-SAT and `auto` must give Volcano's answer, and the same one:
 a task no node matches beside a gang met without it, preemption inside a queue held at its
-capability. Every answer comes through `place()` and is judged by the checker.
+capability, an in-queue preemption that lowers the queue's allocation, and none that only
+hands a queue's room to another. Every answer comes through `place()` and is judged by the
+checker.
 """
 
 from __future__ import annotations
@@ -94,3 +96,44 @@ def test_a_queue_at_capability_does_not_preempt_equal_priority(engine: str) -> N
     decision = _solve(snapshot, engine)
     assert decision.placement.binds == () and decision.placement.evictions == ()
     assert any(reason.startswith("quota: queue q1") for reason in _state(decision, high.key).reasons)
+
+
+# ---- in-queue preemption and the queue's share ----
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_higher_priority_job_takes_a_bigger_lower_priority_ones_place_in_its_queue(engine: str) -> None:
+    """team (under org, capability 6 CPU) runs small (1 CPU, n1) and big (4 CPU, n2), both
+    priority 1; urgent (3 CPU, priority 100) fits only where big runs. Volcano preempts big,
+    although team then holds 4 CPU instead of 5."""
+    small = make_gang("small", cpu=1, queue="team", priority=1, running_on=["n1"])
+    big = make_gang("big", cpu=4, queue="team", priority=1, running_on=["n2"])
+    urgent = make_gang("urgent", cpu=3, queue="team", priority=100)
+    snapshot = make_snapshot(
+        nodes=[make_node("n1", cpu=3), make_node("n2", cpu=4)],
+        groups=[small, big, urgent],
+        queues=[make_queue("org"), make_queue("team", parent="org", capability=resources(cpu=6))],
+    )
+    decision = _solve(snapshot, engine)
+    assert [(b.pod, b.node) for b in decision.placement.binds] == [(urgent.pods[0].key, "n2")]
+    assert [(e.pod, e.reason) for e in decision.placement.evictions] == [(big.running[0].key, "preempt")]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_no_needless_in_queue_preemption_hands_a_below_share_queue_room_to_another(engine: str) -> None:
+    """q (deserving 5 CPU) runs low (4 CPU) and waits with urgent (1 CPU), which fits the free
+    room; q2 (deserving 5) runs 3 and waits with a 4-CPU job that fits only where low runs.
+    Preempting low for urgent would give q2 its share by taking q's below its own — a reclaim
+    rule 8 forbids (q is not above its share): urgent binds on free room, nobody is evicted."""
+    low = make_gang("low", cpu=4, queue="q", priority=1, running_on=["n1"])
+    held = make_gang("held", cpu=3, queue="q2", priority=1, running_on=["n1"])
+    urgent = make_gang("urgent", cpu=1, queue="q", priority=100)
+    waiting = make_gang("waiting", cpu=4, queue="q2", priority=1)
+    snapshot = make_snapshot(
+        nodes=[make_node("n1", cpu=8), make_node("n2", cpu=2)],
+        groups=[low, held, urgent, waiting],
+        queues=[make_queue("q"), make_queue("q2")],
+    )
+    decision = _solve(snapshot, engine)
+    assert [b.pod for b in decision.placement.binds] == [urgent.pods[0].key]
+    assert decision.placement.evictions == ()

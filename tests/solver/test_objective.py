@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from models.snapshot import NetworkTopology
+from solver.after import build_after
 from solver.objective import (
     ObjectiveContext,
     ObjectiveVector,
     age_class,
+    fairness_allocated,
     fairness_unit,
     pod_value,
     queue_fairness,
@@ -127,3 +129,83 @@ def test_fairness_counts_huge_resources_in_coarser_units() -> None:
     assert fairness_unit(16_000) == 1
     assert fairness_unit(20 * 2**40) == 1024**2  # 20 TiB of memory counts in MiB
     assert queue_fairness({"memory": 1000}, {"memory": 500 * 1024**2}, {"memory": 1024**2}) == 500
+
+
+def _in_queue_swap():  # noqa: ANN202
+    """q1 (under org, capability 6 CPU) runs low-1 (1 CPU) on n1 and low-2 (4 CPU) on n2;
+    the high-priority 3-CPU job waits. Evicting low-2 for it is the only room."""
+    low_1 = make_gang("low-1", cpu=1, queue="q1", priority=1, running_on=["n1"])
+    low_2 = make_gang("low-2", cpu=4, queue="q1", priority=1, running_on=["n2"])
+    high = make_gang("high", cpu=3, queue="q1", priority=100)
+    snapshot = make_snapshot(
+        nodes=[make_node("n1", cpu=3), make_node("n2", cpu=4)],
+        groups=[low_1, low_2, high],
+        queues=[make_queue("org"), make_queue("q1", parent="org", capability=resources(cpu=6))],
+    )
+    swap = make_placement(
+        binds=bind_gang(high, ["n2"]), evictions=[make_eviction(low_2.running[0], for_=high)]
+    )
+    return snapshot, swap
+
+
+def test_in_queue_preemption_never_lowers_its_queues_fairness() -> None:
+    """q1 holds 5 of its 6-CPU target (167); after the swap it holds 4 but counts
+    4 + min(4 − 3, 3) = 5, as before, and throughput (the high priority's weight) prefers
+    the swap."""
+    snapshot, swap = _in_queue_swap()
+    nothing = score(snapshot, make_placement())
+    swapped = score(snapshot, swap)
+    assert nothing.fairness == swapped.fairness == 167 + 286  # q1: 1 of 6 CPU short; org: 2 of 7
+    assert swapped.throughput == 1 * (1 + 1) + 2 * (1 + 3) > nothing.throughput == 1 * (1 + 1) + 1 * (1 + 4)
+    assert swapped > nothing
+
+
+def test_fairness_counts_a_queues_preempted_pods_beyond_its_binds_up_to_its_binds() -> None:
+    snapshot, swap = _in_queue_swap()
+    after = build_after(snapshot, swap)
+    counted = fairness_allocated(snapshot, after)
+    assert after.queue_allocated_after["q1"]["cpu"] == 4000
+    assert counted["q1"]["cpu"] == counted["org"]["cpu"] == 5000
+    # A reclaim is no in-queue preemption: what it takes counts as gone.
+    relabelled = [e.model_copy(update={"reason": "reclaim"}) for e in swap.evictions]
+    reclaim = make_placement(binds=swap.binds, evictions=relabelled)
+    assert fairness_allocated(snapshot, build_after(snapshot, reclaim))["q1"]["cpu"] == 4000
+    # Binds that outgrow the room preempted count as they are: nothing is added.
+    small = make_gang("small", cpu=1, queue="q1", priority=1, running_on=["n1"])
+    high = make_gang("high", cpu=3, queue="q1", priority=100)
+    grown = make_snapshot(
+        nodes=[make_node("n1", cpu=3)], groups=[small, high], queues=[make_queue("q1", capability=resources(cpu=6))]
+    )
+    placement = make_placement(binds=bind_gang(high, ["n1"]), evictions=[make_eviction(small.running[0], for_=high)])
+    assert fairness_allocated(grown, build_after(grown, placement))["q1"]["cpu"] == 3000
+    # What preemption frees beyond the binds counts only up to as much as they bind: q1
+    # evicts low-2 (4 CPU) for a 1-CPU pod and q2 takes the room; q1 holds 1, counts
+    # 1 + min(4 − 1, 1) = 2.
+    tiny = make_gang("tiny", cpu=1, queue="q1", priority=100)
+    low_2 = make_gang("low-2", cpu=4, queue="q1", priority=1, running_on=["n2"])
+    other = make_gang("other", cpu=3, queue="q2")
+    capped = make_snapshot(
+        nodes=[make_node("n1", cpu=1), make_node("n2", cpu=4)],
+        groups=[low_2, tiny, other],
+        queues=[make_queue("q1"), make_queue("q2")],
+    )
+    handed = make_placement(
+        binds=[*bind_gang(tiny, ["n1"]), *bind_gang(other, ["n2"])],
+        evictions=[make_eviction(low_2.running[0], for_=tiny)],
+    )
+    assert fairness_allocated(capped, build_after(capped, handed))["q1"]["cpu"] == 1000 + 1000
+
+
+def test_in_queue_preemption_freeing_more_than_twice_its_binds_costs_its_queue() -> None:
+    """q (target 8 CPU, holds 8) preempts big (8 CPU, priority 1) for urgent (3 CPU,
+    priority 100): counted 3 + min(8 − 3, 3) = 6 of 8 → 250, so it stays (Volcano would
+    preempt); a 5-CPU victim, counted 3 + min(2, 3) = 5 of 5, would go."""
+    for victim_cpu, fairness in ((8, 250), (5, 0)):
+        big = make_gang("big", cpu=victim_cpu, queue="q", priority=1, running_on=["n1"])
+        urgent = make_gang("urgent", cpu=3, queue="q", priority=100)
+        nodes = [make_node("n1", cpu=victim_cpu)]
+        snapshot = make_snapshot(nodes=nodes, groups=[big, urgent], queues=[make_queue("q")])
+        swap = make_placement(binds=bind_gang(urgent, ["n1"]), evictions=[make_eviction(big.running[0], for_=urgent)])
+        assert score(snapshot, make_placement()).fairness == 0
+        assert score(snapshot, swap).fairness == fairness
+        assert (score(snapshot, swap) > score(snapshot, make_placement())) == (fairness == 0)

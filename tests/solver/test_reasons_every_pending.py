@@ -42,7 +42,7 @@ def _outcome(decision: Decision, key: str):  # noqa: ANN202
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_job_greedy_starts_and_cpsat_leaves_out_gets_a_capacity_reason_with_numbers(engine: str) -> None:
-    # Greedy gives queue b three 2-CPU jobs, CP-SAT two (as fair, as much placed):
+    # Greedy gives queue b three 2-CPU jobs, CP-SAT two (as fair, one pod more):
     # job-b-3 then waited with "unplaced: 1 pending pods not placed this cycle".
     snapshot = two_queues_of_tied_jobs()
     decision = _solve(snapshot, engine)

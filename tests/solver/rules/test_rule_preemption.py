@@ -142,6 +142,19 @@ def test_queue_overused_and_above_deserved_follow_volcano() -> None:
     assert not preemption.above_deserved({"gpu": 8000}, {"gpu": 8000, "cpu": 10})
 
 
+def test_a_queue_reclaims_within_its_share_in_what_it_takes() -> None:
+    """Volcano's capacity plugin compares only the dimensions the reclaimer asks: at its CPU
+    share, a queue may take a GPU pod for a pod of a CPU and a GPU, not a CPU pod, and no
+    pod that frees nothing the pod asks."""
+    share = {"queue": "q", "allocated": {"cpu": 2000}, "deserved": {"cpu": 2000, "gpu": 1000}}
+    request = {"cpu": 1000, "gpu": 1000}
+    assert preemption.reclaim_share_refusal(**share, request=request, victim={"gpu": 1000}) is None
+    refused = preemption.reclaim_share_refusal(**share, request=request, victim={"cpu": 1000, "gpu": 1000})
+    assert refused == "queue q would pass its deserved cpu: 2000 held + 1000 asked > 2000"
+    nothing_asked = preemption.reclaim_share_refusal(**share, request=request, victim={"memory": 4})
+    assert nothing_asked == "frees nothing the pod asks"
+
+
 _TREE = [make_queue("org"), make_queue("team-a", parent="org"), make_queue("team-b", parent="org"), make_queue("other")]
 
 
