@@ -43,4 +43,6 @@ def test_no_engine_beats_the_lp_bound(snapshot: Snapshot) -> None:
     bound = lp_bound(snapshot)
     for engine in ("greedy", "cpsat"):
         decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=5))  # type: ignore[arg-type]
-        assert score(snapshot, decision.placement).throughput <= bound + 1e-6
+        # The LP solver's feasibility tolerance (1e-9 relative) can leave its optimum a few
+        # millionths below an integer placement of ~2,500 that meets it exactly.
+        assert score(snapshot, decision.placement).throughput <= bound * (1 + 1e-8) + 1e-6
