@@ -35,7 +35,7 @@ in Kubernetes' years 1–9999: < 2^27 hours, `solver.objective.age_class`):
 - numpy (`solver.problem`, greedy): a resource summed over nodes ≤ 2^17 · 2^42 = 2^59;
   over pods (node usage, queue allocation, a gang's demand) ≤ 2^19 · 2^42 = 2^61; free =
   allocatable − usage ≥ −2^61; quotas ≤ 2^17 · 2^42 = 2^59. All inside int64 (2^63).
-- CP-SAT queue allocation (`cpsat_rules.Allocation.after`: allocated + pending binds −
+- CP-SAT queue allocation (`cpsat.constraints.Allocation.after`: allocated + pending binds −
   evictions, the allocated constant counted again by the fairness division, which also
   adds the in-queue preemption credit, at most the binds): ≤ 2 · 500,000 · 2^42 = 4.40 · 10^18 < 2^62 − 1 = 4.61 · 10^18 — the binding constraint, and
   why memory stops at 4 TiB: 2^43 would not fit.
@@ -46,7 +46,7 @@ in Kubernetes' years 1–9999: < 2^27 hours, `solver.objective.age_class`):
 - disruption: per victim ≤ 100,001 · (1000 + 1,024,000 · 27) = 2.77 · 10^12; over
   500,000 pods 1.38 · 10^18 < 2^62.
 - fairness: ≤ 1000 per queue; 1000 · target is counted in coarser units past 2^40.
-- merged stages (`solver.cpsat_objective.plan_stages`): tiers share a stage only while
+- merged stages (`solver.cpsat.objective.plan_stages`): tiers share a stage only while
   Σ weight · |tier| ≤ 2^53, so a stage's value is exact in a double as well as in int64.
 - NUMA cells: below `solver.problem.UNLIMITED` (2^60), the marker of an unknown cell.
 """

@@ -21,7 +21,7 @@ Worked example: free CPU 8,000 m and devices (1000, 300); shapes a = 1 × 500 mi
 for b all 1,300 → 0.5 · 300 + 0.5 · 1300 = 800 milli.
 
 Score: growth = fragmentation after the pod − before (milli; the pod's own device choice,
-as `greedy_state.choose_devices` makes it: the tightest device for a share, any idle
+as `greedy.state.choose_devices` makes it: the tightest device for a share, any idle
 devices for whole GPUs). It is made coarse as FGD does — int(100 · sigmoid(−growth /
 1000)), i.e. ≈ 40-milli steps around 0 — because exact growth is worse: measured on the
 openb trace (docs/results.md), exact greed on a few milli loses 1.2 points of allocation.

@@ -4,7 +4,7 @@ Input: a validated `Snapshot` and a `Placement` (from any engine). Output: an
 `ObjectiveVector` of five integer tiers in DESIGN.md's order. Vectors compare
 lexicographically and *greater is better*: `score(a) > score(b)` means placement `a` wins
 on the first tier where the two differ. The CP-SAT engine builds exactly these tiers as
-model expressions (`solver.cpsat_objective`), `place()` uses `score` to return the better of
+model expressions (`solver.cpsat.objective`), `place()` uses `score` to return the better of
 CP-SAT's and greedy's placements, and the tests check one against the other.
 
 The tiers (each an exact integer; "after" means kept running pods plus this cycle's binds):

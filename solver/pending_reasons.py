@@ -32,8 +32,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from models.placement import Placement
 from models.snapshot import PodGroupKey, Snapshot
 from solver import reasons
-from solver.greedy import GreedyConfig, GreedyEngine
-from solver.greedy_explain import unplaceable_tasks
+from solver.greedy.engine import GreedyConfig, GreedyEngine
+from solver.greedy.explain import unplaceable_tasks
 from solver.problem import Problem
 
 __all__ = ["pending_reasons"]

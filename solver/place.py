@@ -53,7 +53,7 @@ from models.snapshot import PodGroupKey, Snapshot
 from solver.bound import lp_bound
 from solver.checker import PlacementRejected, check_placement
 from solver.cpsat import CpsatConfig, ModelInvalid, solve_cpsat
-from solver.cpsat_data import DataLimits
+from solver.cpsat.data import DataLimits
 from solver.fragmentation import PackingName, TypicalShape
 from solver.greedy import GreedyConfig, solve_greedy
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SolverDied, run_isolated

@@ -1,5 +1,5 @@
 """CP-SAT with inter-pod constraints: the PodGroups they touch are placed as the greedy hint
-places them (`solver.cpsat_interpod`), the rest is optimised around them, and the
+places them (`solver.cpsat.interpod`), the rest is optimised around them, and the
 restriction is reported.
 
 The cases give CP-SAT a hand-made valid hint (`solve_cpsat` with `hint=`) to test its part

@@ -1,12 +1,12 @@
-"""`plan_stages`: which tiers share a weighted stage (solver.cpsat_objective)."""
+"""`plan_stages`: which tiers share a weighted stage (solver.cpsat.objective)."""
 
 from __future__ import annotations
 
 import pytest
 from ortools.sat.python import cp_model
 
-from solver.cpsat_objective import MERGE_MAGNITUDE, Tiers, plan_stages
-from solver.cpsat_vars import Lin
+from solver.cpsat.objective import MERGE_MAGNITUDE, Tiers, plan_stages
+from solver.cpsat.variables import Lin
 
 
 def _tiers(*, throughput_constant: int) -> Tiers:

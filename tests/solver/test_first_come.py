@@ -1,9 +1,9 @@
 """First come, first served among equals, in every engine and on every run: PodGroups
 that differ only in creation time and name start in that order — creation time, then
 name — as Volcano's FIFO has it. CP-SAT respects it as an order among interchangeable
-PodGroups of a queue (`solver.cpsat_rules._first_come`) and, among placements equal on
+PodGroups of a queue (`solver.cpsat.constraints._first_come`) and, among placements equal on
 every tier that it finds beyond greedy's, as a last tie-break across queues and shapes
-(`solver.cpsat_objective.first_come`); greedy by its queue order. Every answer comes
+(`solver.cpsat.objective.first_come`); greedy by its queue order. Every answer comes
 through `place()` and is judged by the checker. Which jobs start is what must not change
 from run to run; on which of two equal nodes a pod lands may (the search runs on two
 workers).

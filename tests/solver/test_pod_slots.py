@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from models.placement import Decision
 from models.snapshot import KUBELET_DEFAULT_MAX_PODS, Node, Task
-from solver.cpsat_data import DataLimits, build_model_data
+from solver.cpsat.data import DataLimits, build_model_data
 from solver.objective import ObjectiveContext
 from solver.place import ENGINES
 from solver.problem import build_problem

@@ -20,13 +20,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-import solver.cpsat as cpsat_module
+import solver.cpsat.engine as cpsat_module
 import solver.memo as memo_module
 import solver.place as place_module
 from experiments.synthetic import synthetic_snapshot
 from models.snapshot import Snapshot
 from solver.checker import check_placement
-from solver.cpsat_data import DataLimits, build_model_data
+from solver.cpsat.data import DataLimits, build_model_data
 from solver.memo import memo_size, memoized
 from solver.objective import ObjectiveContext
 from solver.place import AFTER_SECONDS_PER_ITEM, SAFETY_SHARE, SolveConfig, _Budget, place

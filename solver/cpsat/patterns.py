@@ -5,7 +5,7 @@ Input: a node `Profile` and the pod `Shape`s eligible there. Output: a `PatternS
 the patterns of untracked shapes (down-closed: every sub-multiset of a pattern is one
 too, so each node takes exactly one), device patterns for pooled fractions, and on
 request the patterns with topology-tracked pods (`topology_patterns`). The device-level
-check and each pattern's best device assignment are `cpsat_devices`'.
+check and each pattern's best device assignment are `cpsat.devices`'.
 
 Two reductions, each exact where it is used:
   - *dominated* resources: a node resource that no placement its devices allow can exceed
@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from solver.cpsat_devices import (
+from solver.cpsat.devices import (
     DOMINATED,
     UNBOUNDED_PODS,
     UNKNOWN,

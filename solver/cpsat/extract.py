@@ -8,7 +8,7 @@ Deterministic, in this order:
      option, take option o; their victims of each kind are the first pods of that kind;
   2. profiles: nodes of a profile in tracked atoms take the atom's tracked patterns
      first, then every node left takes the untracked patterns, pattern by pattern; each
-     node's pattern becomes device positions by `cpsat_patterns.assign`, and positions
+     node's pattern becomes device positions by `cpsat.patterns.assign`, and positions
      become the node's own device indices (its devices in the profile's canonical order,
      after its evictions);
   3. pooled mode: the devices each node pattern leaves (wholly free, or partly used with
@@ -30,9 +30,9 @@ from ortools.sat.python import cp_model
 
 from models.placement import Bind, Eviction, Placement
 from models.snapshot import GPU_MILLI_PER_DEVICE
-from solver.cpsat_data import ModelData, device_order
-from solver.cpsat_patterns import Pattern, assign, device_patterns
-from solver.cpsat_vars import Variables
+from solver.cpsat.data import ModelData, device_order
+from solver.cpsat.patterns import Pattern, assign, device_patterns
+from solver.cpsat.variables import Variables
 
 __all__ = ["extract_placement"]
 

@@ -11,7 +11,7 @@ taint" when no node is eligible at all. Nodes a required node affinity excludes 
 Each node is counted once, under the first filter it fails, in this order: eligibility
 (the predicate's own reason, asked once per node class), outside the topology domain,
 insufficient resource (gpu, cpu, memory, others), GPU device shape, NUMA cell, then the
-inter-pod filters (`greedy_interpod`: pod affinity, anti-affinity, spread), which get a
+inter-pod filters (`greedy.interpod`: pod affinity, anti-affinity, spread), which get a
 sentence per rule naming the term or domain, e.g. "pod_affinity: task web: 0/2 nodes fit
 another pod: 2 anti-affinity {app=web} on kubernetes.io/hostname" (the capacity sentence
 then counts them under the rule's name, and is left out when they are all there is). Nodes out
@@ -26,7 +26,7 @@ import numpy as np
 
 from models.snapshot import GPU, PodGroupKey, Snapshot, Task
 from solver import reasons
-from solver.greedy_state import CycleState, TaskShape
+from solver.greedy.state import CycleState, TaskShape
 from solver.problem import Problem
 from solver.rules import node_affinity
 from solver.rules.eligibility import ineligibility_reason

@@ -16,13 +16,13 @@ Input: a `Snapshot` (and optionally its `Problem`, if the caller built one). Out
    the PodGroup goes back to its queue between turns, as Volcano pushes a ready job back.
    Worked example: 3 CPU, queue-a weight 1 and queue-b weight 2 (deserved 1 and 2 CPU),
    six 0.5-CPU jobs each → a, b, b, a, b, b: b gets 4 jobs, a gets 2.
-2. *preempt*, then *reclaim* (`greedy_preempt.py`) for PodGroups still pending, each
+2. *preempt*, then *reclaim* (`greedy.preempt.py`) for PodGroups still pending, each
    a transaction of evictions and binds together.
 
-Hard topology: the gang goes whole into the first candidate domain (`greedy_topology`)
+Hard topology: the gang goes whole into the first candidate domain (`greedy.topology`)
 where its transaction succeeds; soft topology prefers such a domain, then the cluster.
 
-Pod affinity, anti-affinity and topology spread (`greedy_interpod`) are filtered pod by pod
+Pod affinity, anti-affinity and topology spread (`greedy.interpod`) are filtered pod by pod
 as kube-scheduler does, against the pods running and bound so far, and their preferred
 parts order the nodes. Since the rules judge the cycle's end state, the engine then checks
 it with the rules themselves; a PodGroup whose pods break one there (rare: a pod bound
@@ -33,7 +33,7 @@ Every PodGroup left pending carries reasons (`solver.reasons`); `solver.outcome`
 the Decision. Deterministic: same snapshot, same placement (ties go to the lower node
 index, i.e. snapshot order).
 
-Not promised: optimality, or the fewest victims (`greedy_preempt`).
+Not promised: optimality, or the fewest victims (`greedy.preempt`).
 """
 
 from __future__ import annotations
@@ -50,11 +50,11 @@ from models.snapshot import PodGroupKey, Snapshot
 from solver import reasons
 from solver.after import build_after
 from solver.fragmentation import PackingName, TypicalShape, packing_score
-from solver.greedy_explain import eligibility_error, fit_error, unplaceable_tasks
-from solver.greedy_plan import GroupPlan, PlanTask, build_plan, dominant_share_of_row, dominant_shares
-from solver.greedy_preempt import Preemptor, VictimPool, run_preemption
-from solver.greedy_state import CycleState
-from solver.greedy_topology import BestDomain, Domain, candidate_domains, key_resource
+from solver.greedy.explain import eligibility_error, fit_error, unplaceable_tasks
+from solver.greedy.plan import GroupPlan, PlanTask, build_plan, dominant_share_of_row, dominant_shares
+from solver.greedy.preempt import Preemptor, VictimPool, run_preemption
+from solver.greedy.state import CycleState
+from solver.greedy.topology import BestDomain, Domain, candidate_domains, key_resource
 from solver.outcome import build_decision
 from solver.problem import Problem, build_problem
 from solver.rules import pod_affinity, topology_spread
@@ -108,7 +108,7 @@ def solve_greedy(
 
 
 class GreedyEngine:
-    """One cycle: allocate, preempt, reclaim. Also the seam `greedy_preempt` works through."""
+    """One cycle: allocate, preempt, reclaim. Also the seam `greedy.preempt` works through."""
 
     def __init__(
         self,

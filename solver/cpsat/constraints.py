@@ -9,7 +9,7 @@ Each block opens with its rule in one sentence. The rules are those the checker 
   - preemption: a PodGroup that loses pods gets no binds (greedy's rule too).
 Everything else is exact, the reclaim condition included (see `_reclaim`).
 
-The part of the hint fixed for inter-pod constraints (`cpsat_interpod`) is in the data as
+The part of the hint fixed for inter-pod constraints (`cpsat.interpod`) is in the data as
 placed (node capacity, queue allocation); `_fixed_part` keeps what the checker asks of it
 whatever the model does around it: its queues within capability, its reclaims witnessed
 and their guarantees kept, and no binds for a PodGroup it takes pods from.
@@ -25,9 +25,9 @@ from collections.abc import Iterable
 
 from ortools.sat.python import cp_model
 
-from solver.cpsat_data import ModelData
-from solver.cpsat_patterns import WHOLE, device_patterns
-from solver.cpsat_vars import Lin, Variables
+from solver.cpsat.data import ModelData
+from solver.cpsat.patterns import WHOLE, device_patterns
+from solver.cpsat.variables import Lin, Variables
 
 __all__ = ["Allocation", "add_constraints", "pool_supply"]
 
@@ -401,7 +401,7 @@ def _reclaim(model: cp_model.CpModel, data: ModelData, variables: Variables, all
 
 
 def _fixed_part(model: cp_model.CpModel, data: ModelData, variables: Variables, allocation: Allocation) -> None:
-    """What the checker asks of the fixed part (`cpsat_interpod`), whatever the model adds:
+    """What the checker asks of the fixed part (`cpsat.interpod`), whatever the model adds:
     a queue its binds grow stays within capability; a queue its reclaims are charged to
     keeps a witness among its reclaimed victims (allocated_after + victim above deserved in
     some resource, as in `_reclaim`); a queue on their path keeps min(guarantee, before); a

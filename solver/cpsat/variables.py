@@ -1,6 +1,6 @@
 """The CP-SAT engine's variables, in per-entity containers named after the domain.
 
-Input: the `ModelData` of `solver.cpsat_data`. Output: a `Variables` holding, per entity,
+Input: the `ModelData` of `solver.cpsat.data`. Output: a `Variables` holding, per entity,
 the decision variables of the model, each with a solver-side name that explains itself
 in a dumped model (`pods[team-a/llm:worker]`, `pattern_nodes[p3#17]`):
 
@@ -20,7 +20,7 @@ in a dumped model (`pods[team-a/llm:worker]`, `pattern_nodes[p3#17]`):
 `Lin` is a linear expression kept as (variable, coefficient) terms plus a constant, so
 that the engine can both hand it to CP-SAT and evaluate it on a hint or a solution.
 
-Not promised: any constraint — `solver.cpsat_rules` adds those.
+Not promised: any constraint — `solver.cpsat.constraints` adds those.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from solver.cpsat_data import ModelData
-from solver.cpsat_patterns import WHOLE, device_patterns
+from solver.cpsat.data import ModelData
+from solver.cpsat.patterns import WHOLE, device_patterns
 
 __all__ = [
     "Lin",

@@ -58,19 +58,43 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
+from models.snapshot import Snapshot
 from solver import reasons
-from solver.greedy_state import WHOLE, TaskShape, choose_devices
+from solver.greedy.plan import GroupPlan
+from solver.greedy.state import WHOLE, CycleState, TaskShape, choose_devices
+from solver.problem import Problem
 from solver.rules.gang import gang_requirement
-from solver.rules.preemption import above_deserved, queue_overused, reclaim_share_refusal, victim_refusal
+from solver.rules.preemption import (
+    above_deserved,
+    queue_overused,
+    reclaim_share_refusal,
+    victim_refusal,
+)
 
-if TYPE_CHECKING:
-    from solver.greedy import GreedyEngine, GroupPlan
+__all__ = ["AllocatingEngine", "Preemptor", "VictimPool", "VictimSet", "run_preemption", "CANDIDATE_NODES"]
 
-__all__ = ["Preemptor", "VictimPool", "VictimSet", "run_preemption", "CANDIDATE_NODES"]
+class AllocatingEngine(Protocol):
+    """What preemption needs of the engine that allocated (`solver.greedy.engine.GreedyEngine`):
+    its cycle state and plans, and a way to try a PodGroup again once victims are chosen."""
+
+    snapshot: Snapshot
+    problem: Problem
+    state: CycleState
+    plans: list[GroupPlan]
+    victims: VictimPool
+
+    def attempt(self, plan: GroupPlan, *, action: str | None, commit: bool = True) -> bool: ...
+
+    def demand(self, plan: GroupPlan, counts: dict[int, int]) -> tuple[np.ndarray, int]: ...
+
+    def dominant_shares(self) -> np.ndarray: ...
+
+    def minimum_counts(self, plan: GroupPlan) -> dict[int, int]: ...
+
 
 CANDIDATE_NODES = 8
 """Nodes examined per pod that needs room (those with the smallest shortfall)."""
@@ -78,7 +102,7 @@ CANDIDATE_NODES = 8
 _RETRYABLE = {"preempt": ("capacity", "topology", "quota"), "reclaim": ("capacity", "topology")}
 
 
-def run_preemption(engine: GreedyEngine, *, action: str) -> None:
+def run_preemption(engine: AllocatingEngine, *, action: str) -> None:
     """Try every PodGroup still pending for lack of room, with evictions of kind `action`."""
     state = engine.state
     plans = [p for p in engine.plans if not p.minimum_met and p.failure in _RETRYABLE[action]]
@@ -101,7 +125,7 @@ def run_preemption(engine: GreedyEngine, *, action: str) -> None:
         plan.reasons = [*before_reasons, past_share or reasons.preemption_not_enough(action=action, victims=usable)]
 
 
-def _past_share(engine: GreedyEngine, plan: GroupPlan) -> str | None:
+def _past_share(engine: AllocatingEngine, plan: GroupPlan) -> str | None:
     """Why reclaim stopped, when the minimum would take `plan`'s queue past its deserved share."""
     problem, state = engine.problem, engine.state
     demand, _ = engine.demand(plan, engine.minimum_counts(plan))
@@ -155,7 +179,7 @@ class VictimPool:
     `victim_refusal` depends on nothing else but the preemptor's own PodGroup, which each
     attempt leaves out — with allocated and deserved as at the snapshot."""
 
-    def __init__(self, engine: GreedyEngine):
+    def __init__(self, engine: AllocatingEngine):
         self.engine = engine
         self._sets: dict[tuple[str, int, int, bool], VictimSet] = {}
         self._shares: tuple[dict, dict] | None = None  # type: ignore[type-arg]
@@ -276,7 +300,7 @@ class VictimPool:
 class Preemptor:
     """Victims available to one PodGroup for one transaction attempt, by node."""
 
-    def __init__(self, engine: GreedyEngine, plan: GroupPlan, action: str):
+    def __init__(self, engine: AllocatingEngine, plan: GroupPlan, action: str):
         self.engine, self.plan, self.action = engine, plan, action
         state, problem = engine.state, engine.problem
         self.victims, usable = engine.victims.available(plan, action)
@@ -294,7 +318,7 @@ class Preemptor:
         self._share: dict[str, object] = {}  # reclaim: `_share_terms` of the pod being placed
 
     @staticmethod
-    def hypothetical(engine: GreedyEngine, plan: GroupPlan, action: str) -> tuple[np.ndarray, np.ndarray]:
+    def hypothetical(engine: AllocatingEngine, plan: GroupPlan, action: str) -> tuple[np.ndarray, np.ndarray]:
         """Free capacity and wholly free devices per node if every usable victim left."""
         preemptor = Preemptor(engine, plan, action)
         state = engine.state

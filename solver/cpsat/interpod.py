@@ -71,7 +71,7 @@ class FixedPart:
     queue_bound: np.ndarray  # [Q, R] what the fixed binds add (subtree included)
     reclaim_witnesses: tuple[tuple[int, tuple[tuple[int, int], ...]], ...]
     """Per queue a fixed reclaim is charged to: (queue, (resource column, request) of each
-    fixed reclaimed victim in its subtree) — one must stay a witness (`cpsat_rules`)."""
+    fixed reclaimed victim in its subtree) — one must stay a witness (`cpsat.constraints`)."""
     guarantee_floors: tuple[tuple[int, int, int], ...]  # (queue, column, floor) a fixed reclaim keeps
     throughput: int
     disruption: int

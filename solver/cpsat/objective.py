@@ -12,7 +12,7 @@ per queue and resource, the least per queue) on the allocation `fairness_allocat
 binds, up to those binds — is a max equality with 0 then a min equality, added to the
 queue and its ancestors), spans are reified both ways, and everything else is linear in
 counts (pattern constants carry the NUMA splits, the preferred node affinity weight missed
-and fragments). The part fixed for inter-pod constraints (`cpsat_interpod`) enters as
+and fragments). The part fixed for inter-pod constraints (`cpsat.interpod`) enters as
 constants: its throughput, disruption and locality, its queue allocation; its packing is in
 the node profiles, which it has already filled.
 
@@ -39,10 +39,10 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from solver.cpsat_data import ModelData
-from solver.cpsat_patterns import WHOLE, device_patterns
-from solver.cpsat_rules import Allocation
-from solver.cpsat_vars import Lin, Variables
+from solver.cpsat.data import ModelData
+from solver.cpsat.patterns import WHOLE, device_patterns
+from solver.cpsat.constraints import Allocation
+from solver.cpsat.variables import Lin, Variables
 from solver.objective import FAIRNESS_SCALE, TIERS, pod_value
 
 __all__ = [
@@ -254,7 +254,7 @@ def _preference_missed(data: ModelData, node_class: int) -> dict[int, int]:
 
 def _missed_in(counts: Sequence[tuple[int, int]], missed: dict[int, int]) -> int:
     """The preference weight a pattern's pods miss: Σ pods × weight per shape. Slots equal
-    pods placed (`cpsat_rules._capacity`), so the constant is exact."""
+    pods placed (`cpsat.constraints._capacity`), so the constant is exact."""
     return sum(pods * missed.get(shape, 0) for shape, pods in counts) if missed else 0
 
 

@@ -14,9 +14,9 @@ What is aggregated, and why it stays exact:
   - *profiles*: nodes with the same free resources, free devices per NUMA cell, CPU per
     cell and eligibility class are interchangeable for pending work; patterns are built
     once per profile;
-  - *node groups* and *victim kinds* (`cpsat_victims`): nodes with the same profile,
+  - *node groups* and *victim kinds* (`cpsat.victims`): nodes with the same profile,
     atom and candidate victims are interchangeable, including what evicting them yields;
-  - *atoms* (`cpsat_topology`): only nodes topology can tell apart are told apart, and
+  - *atoms* (`cpsat.topology`): only nodes topology can tell apart are told apart, and
     only for atoms that are candidates of some topology PodGroup.
 
 Candidate pruning that cannot cut off the optimum: shapes that fit no profile alone get
@@ -24,10 +24,10 @@ no patterns; nodes where nothing fits and nobody can be evicted only count (frag
 victims no unit may evict are no victims.
 
 Restrictions (sound, reported in `restricted`, so the engine never claims OPTIMAL): the
-PodGroups inter-pod constraints touch, taken as the hint places them (`cpsat_interpod`);
-the caps of `DataLimits` — patterns per profile (`cpsat_patterns`), domains per topology
-PodGroup and atom patterns (`cpsat_topology`), options per node group and in all
-(`cpsat_victims`).
+PodGroups inter-pod constraints touch, taken as the hint places them (`cpsat.interpod`);
+the caps of `DataLimits` — patterns per profile (`cpsat.patterns`), domains per topology
+PodGroup and atom patterns (`cpsat.topology`), options per node group and in all
+(`cpsat.victims`).
 """
 
 from __future__ import annotations
@@ -38,10 +38,19 @@ import numpy as np
 
 from models.placement import Placement
 from models.snapshot import GPU_MILLI_PER_DEVICE, PodGroup, QueueName, Snapshot
-from solver.cpsat_interpod import FixedPart
-from solver.cpsat_patterns import UNKNOWN, Pattern, PatternSet, Profile, Shape, build_pattern_set, dominated
-from solver.cpsat_topology import OUTSIDE, TopologySteps
-from solver.cpsat_victims import NO_ATOM, NodeGroup, VictimKind, VictimSteps
+from solver.cpsat.interpod import FixedPart
+from solver.cpsat.patterns import (
+    UNKNOWN,
+    Pattern,
+    PatternSet,
+    Profile,
+    Shape,
+    build_pattern_set,
+    dominated,
+)
+from solver.cpsat.topology import OUTSIDE, TopologySteps
+from solver.cpsat.units import DataLimits, Unit, UnitTask
+from solver.cpsat.victims import NO_ATOM, NodeGroup, VictimKind, VictimSteps
 from solver.objective import ObjectiveContext, pod_value, soft_topology
 from solver.problem import UNLIMITED, Problem
 from solver.rules.gang import gang_requirement
@@ -59,54 +68,6 @@ __all__ = [
     "NO_ATOM",
     "OUTSIDE",
 ]
-
-
-@dataclass(frozen=True)
-class DataLimits:
-    """The caps that keep the model within budget; past each, a sound restriction."""
-
-    max_patterns_per_profile: int = 200
-    max_domains_per_gang: int = 8
-    max_options_per_node: int = 16
-    max_topology_patterns: int = 2000
-    """Pattern variables for topology atoms in all; beyond it, topology nodes host only
-    topology-tracked pods (a restriction)."""
-    max_victim_options: int = 3000
-    """Eviction options in all; beyond it only the most useful node groups keep victims."""
-
-
-@dataclass
-class UnitTask:
-    row: int  # Problem task row
-    name: str
-    unit: int
-    shape: int
-    pending: list[int]  # pod indices, snapshot order
-    running: int
-    minimum: int  # gang_requirement's: 0 when the PodGroup's task minimums do not apply
-    single_numa: bool
-    value: int  # throughput of one pod (weight included)
-
-
-@dataclass
-class Unit:
-    """A PodGroup that may get binds this cycle."""
-
-    index: int  # position in `ModelData.units`
-    group_index: int  # Problem PodGroup index
-    group: PodGroup
-    queue: int  # Problem queue index
-    tasks: list[UnitTask]
-    running: int  # running pods of the PodGroup (all tasks)
-    min_member: int  # gang_requirement's
-    preemptor_class: int
-    hard_limit: int | None
-    soft: bool
-    anchors: list[int]  # nodes of its running pods
-    tracked: bool  # topology matters: soft, or hard with more than one pod in all
-    domains: list[str] = field(default_factory=list)  # hard: candidate domains (HyperNode or "node:<name>")
-    atoms: list[str] = field(default_factory=list)  # candidate atoms of its pods (topology units)
-
 
 
 @dataclass
@@ -131,7 +92,7 @@ class ModelData:
     victim_minimum: dict[int, int]
     victim_fixed: dict[int, int]  # PodGroup index → running pods that are no candidates
     restricted: list[str] = field(default_factory=list)
-    fixed: FixedPart | None = None  # inter-pod constraints: the hint's part taken as it is (`cpsat_interpod`)
+    fixed: FixedPart | None = None  # inter-pod constraints: the hint's part taken as it is (`cpsat.interpod`)
 
     @property
     def topology_tasks(self) -> list[UnitTask]:

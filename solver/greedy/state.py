@@ -32,7 +32,7 @@ integer score), and the best-fit score above only orders nodes within a rank.
 A task with preferred node affinity tries first the nodes where it misses the least
 preference weight (`Problem.preference_missed`), packing ordering only nodes that miss
 alike — the order of the objective's tiers, locality before packing. Preferred pod
-(anti-)affinity and ScheduleAnyway spread add their weight to it (`greedy_interpod`).
+(anti-)affinity and ScheduleAnyway spread add their weight to it (`greedy.interpod`).
 
 Inter-pod constraints (`inter_pod`, None when the snapshot has none): a task they concern
 is placed one pod at a time, each pod filtered by `InterPod.allowed` and scored afresh, as
@@ -56,7 +56,7 @@ import numpy as np
 
 from models.snapshot import GPU_MILLI_PER_DEVICE, Snapshot
 from solver.fragmentation import FragmentationScore
-from solver.greedy_interpod import InterPod
+from solver.greedy.interpod import InterPod
 from solver.problem import Problem
 
 __all__ = ["TaskShape", "BindRecord", "CycleState", "choose_devices"]

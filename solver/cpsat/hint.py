@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from models.placement import Placement
-from solver.cpsat_data import ModelData, device_order
-from solver.cpsat_patterns import WHOLE, assign, device_patterns, evaluate
-from solver.cpsat_vars import Variables
+from solver.cpsat.data import ModelData, device_order
+from solver.cpsat.patterns import WHOLE, assign, device_patterns, evaluate
+from solver.cpsat.variables import Variables
 
 __all__ = ["NodeUse", "node_uses", "augment", "hint_values", "representable_hint"]
 

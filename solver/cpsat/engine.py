@@ -8,21 +8,21 @@ throughput bound and gap, per-stage reports and what was restricted. `solver.pla
 it (fallback, checker, better-of-two).
 
 The model, built in named steps (each its own module):
-  1. data (`cpsat_data`): the part fixed for inter-pod constraints (`cpsat_interpod`),
+  1. data (`cpsat.data`): the part fixed for inter-pod constraints (`cpsat.interpod`),
      units (PodGroups that may bind), shapes, node profiles, node groups with eviction
      options, victim kinds, topology atoms and candidate domains;
-     patterns per profile (`cpsat_patterns`);
-  2. variables (`cpsat_vars`): counts, never one boolean per (pod, node): pods per task
+     patterns per profile (`cpsat.patterns`);
+  2. variables (`cpsat.variables`): counts, never one boolean per (pod, node): pods per task
      (per atom when topology matters), nodes per (profile, pattern), devices per device
      pattern, nodes per eviction option, victims per kind and reason, admissions, domains;
-  3. constraints (`cpsat_rules`): capacity/eligibility/NUMA through patterns, gang,
+  3. constraints (`cpsat.constraints`): capacity/eligibility/NUMA through patterns, gang,
      quota, topology, preemption and reclaim;
-  4. objective (`cpsat_objective`): the five tiers of `solver.objective`, exactly;
+  4. objective (`cpsat.objective`): the five tiers of `solver.objective`, exactly;
   5. parameters: `num_workers`, a time limit per stage, the hint;
   6. solve: stage by stage (lexicographic, weights inside a stage where provable); then,
      if every stage was proven and the answer is not the greedy hint's, a first-come
      tie-break among the placements equal on every tier (`_break_ties`);
-  7. extract (`cpsat_extract`).
+  7. extract (`cpsat.extract`).
 
 Aggregation techniques and what each buys (benchmark shape, 75 % preloaded; a model with
 one boolean per (pod, node) would need 10^6 of them at 1,000 nodes / 1,000 pods):
@@ -48,7 +48,7 @@ counts interchangeable pods per profile and pattern, never one pod on one node, 
 model cannot relate particular pods in particular domains. The PodGroups these
 constraints touch are taken exactly as the greedy hint places them (left pending where it
 leaves them), running pods their selectors select are no victims unless the hint evicts
-them, and everything else is optimised around them (`cpsat_interpod`: why nothing else
+them, and everything else is optimised around them (`cpsat.interpod`: why nothing else
 can break their rules). A restriction, reported in `restricted` ("inter-pod constraints:
 3 PodGroups placed as greedy places them"), so the status is FEASIBLE; the tiers still
 equal `score`, the fixed part entering as constants. Without such PodGroups nothing
@@ -74,13 +74,13 @@ from ortools.sat.python import cp_model
 
 from models.placement import Placement
 from models.snapshot import Snapshot
-from solver.cpsat_data import DataLimits, ModelData, build_model_data
-from solver.cpsat_extract import extract_placement
-from solver.cpsat_hint import hint_values, representable_hint
-from solver.cpsat_interpod import fix_inter_pod, merged
-from solver.cpsat_objective import Stage, Tiers, build_tiers, first_come, plan_stages
-from solver.cpsat_rules import add_constraints
-from solver.cpsat_vars import create_variables
+from solver.cpsat.data import DataLimits, ModelData, build_model_data
+from solver.cpsat.extract import extract_placement
+from solver.cpsat.hint import hint_values, representable_hint
+from solver.cpsat.interpod import fix_inter_pod, merged
+from solver.cpsat.objective import Stage, Tiers, build_tiers, first_come, plan_stages
+from solver.cpsat.constraints import add_constraints
+from solver.cpsat.variables import create_variables
 from solver.objective import TIERS, ObjectiveContext, ObjectiveVector
 from solver.problem import Problem
 

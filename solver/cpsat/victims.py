@@ -1,6 +1,6 @@
 """Victims for the CP-SAT engine's data step: who may be evicted, grouped so it scales.
 
-Input (as a mixin of `cpsat_data._Builder`): the units (PodGroups that may bind), the
+Input (as a mixin of `cpsat.data._Builder`): the units (PodGroups that may bind), the
 `Problem` and the greedy hint. Output: `VictimKind`s — interchangeable candidate victims —
 and `NodeGroup`s — interchangeable nodes, each with its eviction *options*.
 
@@ -27,17 +27,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from models.snapshot import GPU_MILLI_PER_DEVICE, QueueName
+from solver.cpsat.units import Unit
 from solver.objective import pod_value
 from solver.rules.gang import gang_requirement
 from solver.rules.preemption import victim_refusal
-
-if TYPE_CHECKING:
-    from solver.cpsat_data import Unit
 
 __all__ = ["VictimKind", "NodeGroup", "VictimSteps", "NO_ATOM"]
 

@@ -1,6 +1,6 @@
 """Topology for the CP-SAT engine's data step: atoms, candidate domains, atom patterns.
 
-Input (as a mixin of `cpsat_data._Builder`): the units with their hard tier limit or soft
+Input (as a mixin of `cpsat.data._Builder`): the units with their hard tier limit or soft
 topology, the snapshot's HyperNodes, what could be free on each node if every candidate
 victim left, and the greedy hint. Output: each topology-tracked unit's candidate domains
 (hard: HyperNodes of tier ≤ its limit, or single nodes in none) and atoms, and the
@@ -23,16 +23,13 @@ homogeneous (k pods of one tracked shape).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import sparse
 
 from models.snapshot import GPU_MILLI_PER_DEVICE
-from solver.cpsat_patterns import Pattern, topology_patterns
-
-if TYPE_CHECKING:
-    from solver.cpsat_data import Unit
+from solver.cpsat.patterns import Pattern, topology_patterns
+from solver.cpsat.units import Unit
 
 __all__ = ["TopologySteps", "OUTSIDE"]
 

@@ -1,0 +1,64 @@
+"""The CP-SAT engine's units: the PodGroups that may get binds this cycle, as the data step
+(`solver.cpsat.data`) builds them and its topology and victim steps read them, and the
+caps that keep the model within budget.
+
+A *unit* is one PodGroup that may bind; its *tasks* carry the Problem task row, the pod
+shape they share in the model, their pending pods, the running count and the gang minimum
+(`solver.rules.gang.gang_requirement`'s). Kept apart from the steps so that each step reads
+the units without importing the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from models.snapshot import PodGroup
+
+__all__ = ["DataLimits", "UnitTask", "Unit"]
+
+
+@dataclass(frozen=True)
+class DataLimits:
+    """The caps that keep the model within budget; past each, a sound restriction."""
+
+    max_patterns_per_profile: int = 200
+    max_domains_per_gang: int = 8
+    max_options_per_node: int = 16
+    max_topology_patterns: int = 2000
+    """Pattern variables for topology atoms in all; beyond it, topology nodes host only
+    topology-tracked pods (a restriction)."""
+    max_victim_options: int = 3000
+    """Eviction options in all; beyond it only the most useful node groups keep victims."""
+
+
+@dataclass
+class UnitTask:
+    row: int  # Problem task row
+    name: str
+    unit: int
+    shape: int
+    pending: list[int]  # pod indices, snapshot order
+    running: int
+    minimum: int  # gang_requirement's: 0 when the PodGroup's task minimums do not apply
+    single_numa: bool
+    value: int  # throughput of one pod (weight included)
+
+
+@dataclass
+class Unit:
+    """A PodGroup that may get binds this cycle."""
+
+    index: int  # position in `ModelData.units`
+    group_index: int  # Problem PodGroup index
+    group: PodGroup
+    queue: int  # Problem queue index
+    tasks: list[UnitTask]
+    running: int  # running pods of the PodGroup (all tasks)
+    min_member: int  # gang_requirement's
+    preemptor_class: int
+    hard_limit: int | None
+    soft: bool
+    anchors: list[int]  # nodes of its running pods
+    tracked: bool  # topology matters: soft, or hard with more than one pod in all
+    domains: list[str] = field(default_factory=list)  # hard: candidate domains (HyperNode or "node:<name>")
+    atoms: list[str] = field(default_factory=list)  # candidate atoms of its pods (topology units)
