@@ -52,10 +52,11 @@ from models.placement import Decision, Fallback, FallbackCause, Placement
 from models.snapshot import PodGroupKey, Snapshot
 from solver.bound import lp_bound
 from solver.checker import PlacementRejected, check_placement
-from solver.cpsat import CpsatConfig, ModelInvalid, solve_cpsat
+from solver.cpsat import CpsatConfig, ModelInvalid
 from solver.cpsat.data import DataLimits
+from solver.engines import DEFAULT_ENGINES, Engines
 from solver.fragmentation import PackingName, TypicalShape
-from solver.greedy import GreedyConfig, solve_greedy
+from solver.greedy import GreedyConfig
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SolverDied, run_isolated
 from solver.objective import TIERS, ObjectiveContext, score
 from solver.outcome import build_decision
@@ -228,17 +229,18 @@ def _full_collections_deferred() -> Iterator[None]:
                 _saved_threshold = None
 
 
-def place(snapshot: Snapshot, config: SolveConfig = SolveConfig()) -> Decision:
-    """Solve one cycle with the configured engine and return a checked `Decision`."""
+def place(snapshot: Snapshot, config: SolveConfig = SolveConfig(), *, engines: Engines = DEFAULT_ENGINES) -> Decision:
+    """Solve one cycle with the configured engine and return a checked `Decision`.
+    `engines`: the searches to run (`solver.engines`), the product's by default."""
     with _full_collections_deferred():
-        return _place(snapshot, config)
+        return _place(snapshot, config, engines)
 
 
-def _place(snapshot: Snapshot, config: SolveConfig) -> Decision:
+def _place(snapshot: Snapshot, config: SolveConfig, engines: Engines) -> Decision:
     started, cpu_started = time.perf_counter(), time.thread_time()
     deadline = started + config.time_limit_s
     problem = build_problem(snapshot)
-    greedy = solve_greedy(
+    greedy = engines.greedy(
         snapshot, problem=problem, config=GreedyConfig(packing=config.packing, typical_shapes=config.typical_shapes)
     )
     if config.engine == "greedy":
@@ -262,7 +264,7 @@ def _place(snapshot: Snapshot, config: SolveConfig) -> Decision:
     context = ObjectiveContext.of(snapshot)
     try:
         result = run_isolated(
-            lambda: solve_cpsat(
+            lambda: engines.cpsat(
                 snapshot, problem=problem, context=context, config=config.cpsat(), deadline=budget_end, hint=greedy.placement
             ),
             deadline=budget_end,

@@ -8,9 +8,9 @@ import pytest
 
 from models.placement import Placement
 from models.snapshot import Snapshot
-from solver import place as place_module
 from solver.checker import PlacementRejected, check_placement
 from solver.cpsat import CpsatResult, ModelInvalid
+from solver.engines import Engines
 from solver.objective import TIERS, ObjectiveVector, score
 from solver.place import SolveConfig, place
 from tests.builders import bind_gang, make_gang, make_node, make_queue, make_snapshot
@@ -67,22 +67,19 @@ def test_an_absurdly_small_time_limit_falls_back_to_greedy() -> None:
     assert check_placement(snapshot, decision.placement) == ()
 
 
-def test_cpsat_without_a_solution_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(place_module, "solve_cpsat", lambda *a, **k: fake_result(None))
-    decision = place(knapsack(), SolveConfig(engine="cpsat"))
+def test_cpsat_without_a_solution_falls_back() -> None:
+    decision = place(knapsack(), SolveConfig(engine="cpsat"), engines=Engines(cpsat=lambda *a, **k: fake_result(None)))
     assert (decision.engine, decision.status) == ("greedy", "FALLBACK")
 
 
-def test_a_worse_cpsat_placement_is_replaced_by_greedys(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(place_module, "solve_cpsat", lambda *a, **k: fake_result(Placement(), better=False))
+def test_a_worse_cpsat_placement_is_replaced_by_greedys() -> None:
     snapshot = knapsack()
-    decision = place(snapshot, SolveConfig(engine="auto"))
+    worse = Engines(cpsat=lambda *a, **k: fake_result(Placement(), better=False))
+    decision = place(snapshot, SolveConfig(engine="auto"), engines=worse)
     assert decision.status == "FALLBACK" and decision.placement.binds
 
 
-def test_a_rejected_placement_falls_back_under_auto_and_raises_under_cpsat(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_a_rejected_placement_falls_back_under_auto_and_raises_under_cpsat(caplog: pytest.LogCaptureFixture) -> None:
     snapshot = knapsack()
     gangs = {g.name: g for g in snapshot.pod_groups}
     five = next(p for p in snapshot.pods if p.pod_group == gangs["a-five"].key)
@@ -91,23 +88,22 @@ def test_a_rejected_placement_falls_back_under_auto_and_raises_under_cpsat(
 
     overfull = Placement(binds=(make_bind(five, "n1", gpus=(0, 1, 2, 3, 4)), make_bind(four, "n1", gpus=(4, 5, 6, 7))))
     assert check_placement(snapshot, overfull)
-    monkeypatch.setattr(place_module, "solve_cpsat", lambda *a, **k: fake_result(overfull))
+    overfilling = Engines(cpsat=lambda *a, **k: fake_result(overfull))
     with caplog.at_level(logging.ERROR, logger="solver.place"):
-        decision = place(snapshot, SolveConfig(engine="auto"))
+        decision = place(snapshot, SolveConfig(engine="auto"), engines=overfilling)
     assert decision.status == "FALLBACK"
     assert "rejected by the checker" in caplog.text
     with pytest.raises(PlacementRejected):
-        place(snapshot, SolveConfig(engine="cpsat"))
+        place(snapshot, SolveConfig(engine="cpsat"), engines=overfilling)
 
 
-def test_a_model_cpsat_rejects_raises_under_cpsat_and_falls_back_under_auto(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_model_cpsat_rejects_raises_under_cpsat_and_falls_back_under_auto() -> None:
     def broken(*args: object, **kwargs: object) -> CpsatResult:
         raise ModelInvalid("bad model")
 
-    monkeypatch.setattr(place_module, "solve_cpsat", broken)
     with pytest.raises(ModelInvalid):
-        place(knapsack(), SolveConfig(engine="cpsat"))
-    assert place(knapsack(), SolveConfig(engine="auto")).status == "FALLBACK"
+        place(knapsack(), SolveConfig(engine="cpsat"), engines=Engines(cpsat=broken))
+    assert place(knapsack(), SolveConfig(engine="auto"), engines=Engines(cpsat=broken)).status == "FALLBACK"
 
 
 def test_a_restricted_model_reports_feasible_not_optimal() -> None:

@@ -26,14 +26,27 @@ import solver.place as place_module
 from experiments.synthetic import synthetic_snapshot
 from models.snapshot import Snapshot
 from solver.checker import check_placement
+from solver.cpsat import solve_cpsat
 from solver.cpsat.data import DataLimits, build_model_data
+from solver.engines import Engines
 from solver.memo import memo_size, memoized
 from solver.objective import ObjectiveContext
-from solver.place import AFTER_SECONDS_PER_ITEM, SAFETY_SHARE, SolveConfig, _Budget, place
+from solver.place import (
+    AFTER_SECONDS_PER_ITEM,
+    SAFETY_SHARE,
+    SolveConfig,
+    _Budget,
+    place,
+)
 from solver.problem import build_problem
 from solver.rules.dependency import waiting_tasks
 from solver.rules.gang import _requirement, gang_requirement
-from solver.shares import _deserved_shares, deserved_shares, queue_allocated, queue_requests
+from solver.shares import (
+    _deserved_shares,
+    deserved_shares,
+    queue_allocated,
+    queue_requests,
+)
 from tests.builders import make_gang, make_node, make_queue, make_snapshot
 
 
@@ -197,7 +210,7 @@ def test_cpsat_gets_a_deadline_that_leaves_the_reserve_and_every_call_is_limited
     # The search runs in a forked child (`solver.isolation`): the spies write what they see
     # to a file, which both processes share.
     seen = tmp_path / "seen.jsonl"
-    real_solve, real_solver = place_module.solve_cpsat, cpsat_module._solver
+    real_solve, real_solver = solve_cpsat, cpsat_module._solver
     deadlines: list[float] = []
 
     def spy_solve(*args, deadline: float, **kwargs):  # noqa: ANN002, ANN003, ANN202
@@ -211,10 +224,9 @@ def test_cpsat_gets_a_deadline_that_leaves_the_reserve_and_every_call_is_limited
             out.write(json.dumps({"given": seconds, "left": deadlines[-1] - place_module.time.perf_counter()}) + "\n")
         return real_solver(config, seconds, **kwargs)
 
-    monkeypatch.setattr(place_module, "solve_cpsat", spy_solve)
-    monkeypatch.setattr(cpsat_module, "_solver", spy_solver)
+    monkeypatch.setattr(cpsat_module, "_solver", spy_solver)  # inside the engine: how each stage is limited
     before = place_module.time.perf_counter()
-    decision = place(snapshot, SolveConfig(engine="auto", time_limit_s=limit))
+    decision = place(snapshot, SolveConfig(engine="auto", time_limit_s=limit), engines=Engines(cpsat=spy_solve))
     items = len(snapshot.nodes) + len(snapshot.pods)
     assert check_placement(snapshot, decision.placement) == ()
     records = [json.loads(line) for line in seen.read_text().splitlines()]

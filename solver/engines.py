@@ -1,0 +1,56 @@
+"""The engines behind one interface: the two searches `solver.place` runs, typed by role.
+
+`place()` runs a heuristic search first (greedy: a checked-ready `Decision` with reasons)
+and, for `cpsat` and `auto`, a model search warm-started with its placement (CP-SAT: a
+`CpsatResult` with exact tiers, a status and what it restricted). `Engines` is the pair it
+runs, and the one place a caller swaps either — a test injects an engine that fails or
+returns a chosen placement instead of patching module attributes, an experiment could run
+another model search under the same fallback, checker and better-of-two.
+
+The protocols say only what `place()` relies on; the engines' own configuration
+(`GreedyConfig`, `CpsatConfig`) is built from `SolveConfig` by `place()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from models.placement import Decision, Placement
+from models.snapshot import Snapshot
+from solver.cpsat import CpsatConfig, CpsatResult, solve_cpsat
+from solver.greedy import GreedyConfig, solve_greedy
+from solver.objective import ObjectiveContext
+from solver.problem import Problem
+
+__all__ = ["HeuristicSearch", "ModelSearch", "Engines", "DEFAULT_ENGINES"]
+
+
+class HeuristicSearch(Protocol):
+    """Places one cycle fast and alone: the answer of `greedy`, the hint and fallback of the rest."""
+
+    def __call__(self, snapshot: Snapshot, *, config: GreedyConfig, problem: Problem) -> Decision: ...
+
+
+class ModelSearch(Protocol):
+    """Searches one cycle's model until `deadline` (perf_counter seconds) from `hint`."""
+
+    def __call__(
+        self,
+        snapshot: Snapshot,
+        *,
+        problem: Problem,
+        context: ObjectiveContext,
+        config: CpsatConfig,
+        deadline: float,
+        hint: Placement | None = None,
+    ) -> CpsatResult: ...
+
+
+@dataclass(frozen=True)
+class Engines:
+    greedy: HeuristicSearch = solve_greedy
+    cpsat: ModelSearch = solve_cpsat
+
+
+DEFAULT_ENGINES = Engines()
