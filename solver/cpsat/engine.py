@@ -24,24 +24,15 @@ The model, built in named steps (each its own module):
      tie-break among the placements equal on every tier (`_break_ties`);
   7. extract (`cpsat.extract`).
 
-Aggregation techniques and what each buys (benchmark shape, 75 % preloaded; a model with
-one boolean per (pod, node) would need 10^6 of them at 1,000 nodes / 1,000 pods):
-  - counts per task, never per pod; shapes shared across tasks: 1,000 pending pods →
-    457 tasks → 13 shapes (5,000 → 2,257 → 14 at 10,000 nodes);
-  - node profiles, with resources the GPUs bound canonicalised away (`dominated`):
-    1,000 nodes → 40 profiles (117 before canonicalising), 10,000 → 36;
+Aggregation techniques (what each buys on the benchmark is measured in docs/results.md,
+"CP-SAT model size and speed"; a model with one boolean per (pod, node) would need 10^6
+of them at 1,000 nodes / 1,000 pods):
+  - counts per task, never per pod; shapes shared across tasks;
+  - node profiles, with resources the GPUs bound canonicalised away (`dominated`);
   - per-node patterns checked device by device, so the aggregation stays exact;
-    fractions pooled over devices where allowed: the empty 8-GPU node has 238 node
-    patterns + 8 device patterns instead of 6,615 (39 of 40 profiles pooled);
-  - victims by kind and nodes by (profile, victims): 934 candidate victims on 762 nodes →
-    296 kinds, 313 node groups (9,356 / 7,580 → 1,796 / 2,669 at 10,000);
-  - topology atoms only where candidate domains need them (34 of 63 leaves; 206 of 625).
-The model: ~5,600–7,400 variables at 1,000 nodes, ~20,000 at 10,000.
-
-Measured on this 2-core machine (shared, so noisy; README "Benchmarks"), `place()` end to
-end at 1-minute load ≈ 1: 1,000 nodes / 1,000 pods at a 1 s limit, CP-SAT answers 3 of 3
-in 0.85–0.87 s, gap ≤ 0.15 %; 10,000 nodes / 5,000 pods at 5 s, 3 of 3 in 4.2–4.3 s, of
-which the search is 1.0–1.5 s and the data and model steps ~1.2 s (Python).
+    fractions pooled over devices where allowed;
+  - victims by kind and nodes by (profile, victims);
+  - topology atoms only where candidate domains need them.
 
 Inter-pod constraints (pod affinity, anti-affinity, topology spread): the aggregation
 counts interchangeable pods per profile and pattern, never one pod on one node, so the
