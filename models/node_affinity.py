@@ -33,6 +33,7 @@ __all__ = [
     "NodeSelectorTerm",
     "PreferredSchedulingTerm",
     "parse_label_integer",
+    "check_set_operator_values",
 ]
 
 NodeSelectorOperator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
@@ -54,10 +55,7 @@ class NodeSelectorRequirement(_Frozen):
     @classmethod
     def _values_fit_the_operator(cls, values: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
         operator = info.data.get("operator")
-        if operator in ("In", "NotIn") and not values:
-            raise ValueError(f"operator {operator} needs at least one value")
-        if operator in ("Exists", "DoesNotExist") and values:
-            raise ValueError(f"operator {operator} takes no values, got {list(values)}")
+        check_set_operator_values(operator, values)
         if operator in ("Gt", "Lt"):
             if len(values) != 1:
                 raise ValueError(f"operator {operator} takes exactly one value, got {list(values)}")
@@ -87,6 +85,15 @@ class PreferredSchedulingTerm(_Frozen):
 
     weight: int = Field(ge=1, le=100)
     preference: NodeSelectorTerm
+
+
+def check_set_operator_values(operator: object, values: tuple[str, ...]) -> None:
+    """The API server's rule for set-based label requirements, node and pod selectors alike:
+    `In` / `NotIn` need a value, `Exists` / `DoesNotExist` take none (a `ValueError` otherwise)."""
+    if operator in ("In", "NotIn") and not values:
+        raise ValueError(f"operator {operator} needs at least one value")
+    if operator in ("Exists", "DoesNotExist") and values:
+        raise ValueError(f"operator {operator} takes no values, got {list(values)}")
 
 
 def parse_label_integer(text: str) -> int | None:

@@ -27,6 +27,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from models.node_affinity import check_set_operator_values
+
 __all__ = [
     "HOSTNAME_KEY",
     "LabelSelectorRequirement",
@@ -55,11 +57,7 @@ class LabelSelectorRequirement(_Frozen):
     @field_validator("values")
     @classmethod
     def _values_fit_the_operator(cls, values: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
-        operator = info.data.get("operator")
-        if operator in ("In", "NotIn") and not values:
-            raise ValueError(f"operator {operator} needs at least one value")
-        if operator in ("Exists", "DoesNotExist") and values:
-            raise ValueError(f"operator {operator} takes no values, got {list(values)}")
+        check_set_operator_values(info.data.get("operator"), values)
         return values
 
 

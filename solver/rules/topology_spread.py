@@ -34,7 +34,7 @@ tier as kube-scheduler's PodTopologySpread score prefers the emptier domains.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from models.pod_affinity import TopologySpreadConstraint
@@ -94,65 +94,53 @@ def describe_constraint(constraint: TopologySpreadConstraint) -> str:
     return f"spread {describe_selector(constraint.label_selector)} over {constraint.topology_key} (maxSkew {constraint.max_skew})"
 
 
-def _judged(after: After, when: str) -> dict[tuple[str, str], list[BoundPod]]:
-    """Bound pods per (PodGroup, task) whose task has constraints of kind `when`."""
-    tasks: dict[tuple[str, str], list[BoundPod]] = {}
+def _bound_under(snapshot: Snapshot, after: After, when: str) -> Iterator[tuple[BoundPod, TopologySpreadConstraint, Spread]]:
+    """(bound pod, its task's constraint of kind `when`, that constraint's end state), the
+    end state counted once per task and constraint."""
+    by_task: dict[tuple[str, str], list[BoundPod]] = {}
     for b in after.bound:
         if any(c.when_unsatisfiable == when for c in b.task.inter_pod.topology_spread):
-            tasks.setdefault((b.group.key, b.task.name), []).append(b)
-    return tasks
+            by_task.setdefault((b.group.key, b.task.name), []).append(b)
+    if not by_task:
+        return
+    members = members_after(snapshot, after)
+    for bound in by_task.values():
+        task, namespace = bound[0].task, bound[0].pod.namespace
+        for constraint in task.inter_pod.topology_spread:
+            if constraint.when_unsatisfiable == when:
+                spread = spread_of(snapshot.nodes, members, namespace, task, constraint)
+                yield from ((b, constraint, spread) for b in bound)
 
 
 def check(snapshot: Snapshot, after: After) -> list[Violation]:
     """Each pod bound this cycle keeps its task's DoNotSchedule constraints in the end state."""
-    judged = _judged(after, "DoNotSchedule")
-    if not judged:
-        return []
-    members = members_after(snapshot, after)
     violations = []
-    for bound in judged.values():
-        task, namespace = bound[0].task, bound[0].pod.namespace
-        for constraint in task.inter_pod.topology_spread:
-            if constraint.when_unsatisfiable != "DoNotSchedule":
-                continue
-            spread = spread_of(snapshot.nodes, members, namespace, task, constraint)
-            for b in bound:
-                value = domain(b.node, constraint.topology_key)
-                if value is None:
-                    problem = f"node {b.node.name} has no {constraint.topology_key} label"
-                elif value not in spread.counts:
-                    problem = f"node {b.node.name} is not an eligible node of the constraint"
-                elif spread.skew(value) > constraint.max_skew:
-                    problem = (
-                        f"{constraint.topology_key}={value} ends with {spread.counts[value]} matching pods, "
-                        f"{spread.skew(value)} above the emptiest domain's {spread.minimum}"
-                    )
-                else:
-                    continue
-                violations.append(
-                    Violation(rule=NAME, subject=b.pod.key, message=f"pod {b.pod.key}: {describe_constraint(constraint)}: {problem}")
-                )
+    for b, constraint, spread in _bound_under(snapshot, after, "DoNotSchedule"):
+        value = domain(b.node, constraint.topology_key)
+        if value is None:
+            problem = f"node {b.node.name} has no {constraint.topology_key} label"
+        elif value not in spread.counts:
+            problem = f"node {b.node.name} is not an eligible node of the constraint"
+        elif spread.skew(value) > constraint.max_skew:
+            problem = (
+                f"{constraint.topology_key}={value} ends with {spread.counts[value]} matching pods, "
+                f"{spread.skew(value)} above the emptiest domain's {spread.minimum}"
+            )
+        else:
+            continue
+        message = f"pod {b.pod.key}: {describe_constraint(constraint)}: {problem}"
+        violations.append(Violation(rule=NAME, subject=b.pod.key, message=message))
     return violations
 
 
 def skew_excess(snapshot: Snapshot, after: After) -> int:
     """Σ over pods bound this cycle under ScheduleAnyway constraints of how far their domain
     ends above minimum + maxSkew (a node without the key counts maxSkew + 1)."""
-    judged = _judged(after, "ScheduleAnyway")
-    if not judged:
-        return 0
-    members = members_after(snapshot, after)
     total = 0
-    for bound in judged.values():
-        task, namespace = bound[0].task, bound[0].pod.namespace
-        for constraint in task.inter_pod.topology_spread:
-            if constraint.when_unsatisfiable != "ScheduleAnyway":
-                continue
-            spread = spread_of(snapshot.nodes, members, namespace, task, constraint)
-            for b in bound:
-                value = domain(b.node, constraint.topology_key)
-                if value is None or value not in spread.counts:
-                    total += constraint.max_skew + 1
-                else:
-                    total += max(0, spread.skew(value) - constraint.max_skew)
+    for b, constraint, spread in _bound_under(snapshot, after, "ScheduleAnyway"):
+        value = domain(b.node, constraint.topology_key)
+        if value is None or value not in spread.counts:
+            total += constraint.max_skew + 1
+        else:
+            total += max(0, spread.skew(value) - constraint.max_skew)
     return total
