@@ -32,6 +32,12 @@ Layout choices, and why:
   nothing, and deserves `UNLIMITED`, so no queue rule — quota, the fairness order (one pod
   is 2^-60 of a share), reclaim's "above its deserved share" — is ever decided by it.
 
+- PodGroups: `group_facts[k]` holds what every reader asks of PodGroup k's pods and gang,
+  computed once: its running and pending pods per task, its gang requirement
+  (`solver.rules.gang.gang_requirement`) and whether it can ever be met
+  (`solver.rules.gang.can_be_met`). Example: min_member 4, one task with 1 running and 2
+  pending pods → running {"worker": 1}, pending {"worker": (p1, p2)}, can_be_met False.
+
 Not promised: anything about pods' placement — `Problem` describes, engines decide. Running
 pods that request GPUs but list no device indices take node-level GPU capacity only.
 """
@@ -59,9 +65,10 @@ from models.snapshot import (
 )
 from solver.rules import node_affinity
 from solver.rules.eligibility import eligible
+from solver.rules.gang import GangRequirement, can_be_met, gang_requirement
 from solver.shares import deserved_shares
 
-__all__ = ["Problem", "build_problem", "UNLIMITED", "NO_CAP"]
+__all__ = ["Problem", "GroupFacts", "build_problem", "UNLIMITED", "NO_CAP"]
 
 UNLIMITED = np.int64(1) << np.int64(60)
 """Free amount of a NUMA cell whose capacity the snapshot does not state (never binding)."""
@@ -79,6 +86,23 @@ def _ints(values: list[int]) -> np.ndarray:
 def _readonly(array: np.ndarray) -> np.ndarray:
     array.setflags(write=False)
     return array
+
+
+@dataclass(frozen=True, eq=False)
+class GroupFacts:
+    """One PodGroup's pods and gang at the snapshot, for the engines, the bound and the
+    decision to read rather than recount. The mappings are shared: do not mutate them."""
+
+    requirement: GangRequirement  # `gang_requirement`'s
+    running: Mapping[str, int]  # every task of the PodGroup → its pods running at the snapshot
+    pending: Mapping[str, tuple[int, ...]]  # every task → its pending pod indices, snapshot order
+    running_pods: tuple[int, ...]  # pod indices running at the snapshot, snapshot order
+    can_be_met: bool  # `can_be_met`: enough pods to ever meet the requirement
+
+    @property
+    def pending_count(self) -> dict[str, int]:
+        """Every task → its pending pods."""
+        return {task: len(pods) for task, pods in self.pending.items()}
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,6 +151,7 @@ class Problem:
     group_index: Mapping[PodGroupKey, int]
     group_queue: np.ndarray  # [K] queue index, −1 when the queue does not exist
     group_pods: tuple[np.ndarray, ...]  # [K] pod indices of each PodGroup, snapshot order
+    group_facts: tuple[GroupFacts, ...]  # [K] running and pending pods per task, gang requirement
     # ---- topology ----
     tiers: tuple[int, ...]  # HyperNode tiers present, ascending
     domain_of: np.ndarray  # [len(tiers), N] HyperNode id within its tier, −1 when in none
@@ -209,6 +234,10 @@ def build_problem(snapshot: Snapshot) -> Problem:
     group_queue = np.array(
         [queue_part["queue_index"].get(group.queue, -1) for group in snapshot.pod_groups], dtype=np.int64
     )
+    group_facts = tuple(
+        _group_facts(snapshot, k, group_pods[k], pod_part["pod_task_row"], pod_part["pod_running"], task_keys)  # type: ignore[arg-type]
+        for k in range(len(group_keys))
+    )
     return Problem(
         resource_names=resource_names,
         resource_index=resource_index,
@@ -223,6 +252,36 @@ def build_problem(snapshot: Snapshot) -> Problem:
         group_index={key: k for k, key in enumerate(group_keys)},
         group_queue=_readonly(group_queue),
         group_pods=group_pods,
+        group_facts=group_facts,
+    )
+
+
+def _group_facts(
+    snapshot: Snapshot,
+    k: int,
+    pods: np.ndarray,
+    pod_task_row: np.ndarray,
+    pod_running: np.ndarray,
+    task_keys: tuple[TaskKey, ...],
+) -> GroupFacts:
+    group = snapshot.pod_groups[k]
+    requirement = gang_requirement(snapshot, group)
+    pending: dict[str, list[int]] = {task.name: [] for task in group.tasks}
+    running: dict[str, int] = {task.name: 0 for task in group.tasks}
+    running_pods: list[int] = []
+    for p, row, is_running in zip(pods.tolist(), pod_task_row[pods].tolist(), pod_running[pods].tolist()):
+        task = task_keys[row][1]
+        if is_running:
+            running[task] += 1
+            running_pods.append(p)
+        else:
+            pending[task].append(p)
+    return GroupFacts(
+        requirement=requirement,
+        running=running,
+        pending={task: tuple(pods) for task, pods in pending.items()},
+        running_pods=tuple(running_pods),
+        can_be_met=can_be_met(requirement, running, {task: len(pods) for task, pods in pending.items()}),
     )
 
 

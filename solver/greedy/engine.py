@@ -58,6 +58,7 @@ from solver.greedy.topology import BestDomain, Domain, candidate_domains, key_re
 from solver.outcome import build_decision
 from solver.problem import Problem, build_problem
 from solver.rules import pod_affinity, topology_spread
+from solver.rules.gang import members_missing, minimum_pods, task_shortfalls
 
 __all__ = ["GreedyConfig", "solve_greedy", "GreedyEngine", "GroupPlan", "dominant_shares"]
 
@@ -180,16 +181,17 @@ class GreedyEngine:
         it is asked for only when the others cannot meet the minimum). Example: min_member 5, tasks a (min 2,
         4 pending) and b (min 2), nothing running → {a: 3, b: 2}; min_member 4, one task of
         min 20 (task minimums do not apply) with 20 pending → {task: 4}."""
-        state = self.state
-        counts = {t.row: max(0, t.minimum - int(state.running_by_task[t.row])) for t in plan.tasks}
-        remaining = plan.requirement.min_member - int(state.running_count[plan.index]) - sum(counts.values())
-        for task in plan.fill_order:
-            if remaining <= 0:
-                break
-            take = min(remaining, len(task.pending) - task.cursor - counts[task.row])
-            counts[task.row] += max(0, take)
-            remaining -= max(0, take)
-        return counts
+        counts = minimum_pods(
+            plan.requirement,
+            self.running_per_task(plan),
+            [(task.name, len(task.pending) - task.cursor) for task in plan.fill_order],
+        )
+        return {task.row: counts[task.name] for task in plan.tasks}
+
+    def running_per_task(self, plan: GroupPlan) -> dict[str, int]:
+        """Every task of the PodGroup → its pods running now (evictions this cycle taken off)."""
+        running = self.state.running_by_task
+        return {name: int(running[row]) for name, row in plan.task_rows.items()}
 
     def demand(self, plan: GroupPlan, counts: dict[int, int]) -> tuple[np.ndarray, int]:
         """Requests summed over `counts` pods per task row, and the whole GPU devices they take."""
@@ -450,13 +452,14 @@ class GreedyEngine:
         mark = state.checkpoint()
         preemptor = Preemptor(self, plan, action) if action is not None else None
         placed = 0
+        shortfalls = task_shortfalls(plan.requirement, self.running_per_task(plan))
         for task in plan.tasks:
-            need = max(0, task.minimum - int(state.running_by_task[task.row]))
+            need = shortfalls[task.name]
             got = self._place(plan, task, need, domain, preemptor)
             placed += got
             if got < need:
                 return self._fail(plan, task, counts, domain, mark, placed)
-        remaining = plan.requirement.min_member - int(state.running_count[plan.index]) - placed
+        remaining = members_missing(plan.requirement, int(state.running_count[plan.index]), placed)
         last = plan.tasks[-1] if plan.tasks else None
         for task in plan.fill_order:
             if remaining <= 0:

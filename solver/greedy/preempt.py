@@ -67,7 +67,7 @@ from solver import reasons
 from solver.greedy.plan import GroupPlan
 from solver.greedy.state import WHOLE, CycleState, TaskShape, choose_devices
 from solver.problem import Problem
-from solver.rules.gang import gang_requirement
+from solver.rules.gang import GangRequirement, victim_may_keep
 from solver.rules.preemption import (
     above_deserved,
     queue_overused,
@@ -314,7 +314,6 @@ class Preemptor:
         self.extra_free = victims.free_if_all_gone - gone
         self.extra_gpu = victims.gpu_if_all_gone - gone_gpu
         self.has_victims = victims.count_per_node - gone_count > 0
-        self._minimum: dict[int, int] = {}
         self._share: dict[str, object] = {}  # reclaim: `_share_terms` of the pod being placed
 
     @staticmethod
@@ -459,7 +458,7 @@ class Preemptor:
                 continue
             group = int(problem.pod_group[victim])
             left = int(state.running_count[group]) - taken.get(group, 0)
-            if left - 1 >= self._victim_minimum(group) or left == 1:
+            if victim_may_keep(self._victim_requirement(group), left - 1):
                 take = [victim]
             elif whole_gangs and self._whole_gang_evictable(group):
                 take = [p for p in self._running_of(group) if p not in chosen_set]
@@ -506,11 +505,8 @@ class Preemptor:
             is not None
         )
 
-    def _victim_minimum(self, group: int) -> int:
-        if group not in self._minimum:
-            snapshot = self.engine.snapshot
-            self._minimum[group] = gang_requirement(snapshot, snapshot.pod_groups[group]).min_member
-        return self._minimum[group]
+    def _victim_requirement(self, group: int) -> GangRequirement:
+        return self.engine.problem.group_facts[group].requirement
 
     def _running_of(self, group: int) -> list[int]:
         evicted = self.engine.state.evictions

@@ -322,3 +322,26 @@ def test_a_victim_gang_may_keep_none_or_at_least_min_member() -> None:
     assert gang.least_kept(4, running=6) == 4
     assert gang.least_kept(4, running=2) == 2
 
+
+def test_the_problem_holds_each_group_facts_once() -> None:
+    """ps 1 pending; worker 1 running, 1 pending, min 3: running and pending per task, the
+    requirement, and can_be_met False (3 pods < 4, worker 2 < 3)."""
+    from solver.problem import build_problem
+
+    job = make_gang(
+        "job", tasks=[make_task("ps", replicas=1), make_task("worker", replicas=2, min_available=3)],
+        min_member=4, running_on={"worker": ["n1"]},
+    )
+    ok = make_gang("ok", replicas=2)
+    snapshot = make_snapshot(nodes=NODES, groups=[job, ok])
+    problem = build_problem(snapshot)
+    facts = problem.group_facts[problem.group_index["default/job"]]
+    assert facts.requirement == gang.gang_requirement(snapshot, snapshot.pod_groups[0])
+    assert dict(facts.running) == {"ps": 0, "worker": 1}
+    assert facts.pending_count == {"ps": 1, "worker": 1}
+    assert [problem.pod_keys[p] for p in facts.running_pods] == [
+        pod.key for pod in snapshot.pods_by_group["default/job"] if pod.phase == "running"
+    ]
+    assert all(not problem.pod_running[p] for pods in facts.pending.values() for p in pods)
+    assert not facts.can_be_met
+    assert problem.group_facts[problem.group_index["default/ok"]].can_be_met
