@@ -51,7 +51,7 @@ from solver import reasons
 from solver.after import build_after
 from solver.fragmentation import PackingName, TypicalShape, packing_score
 from solver.greedy.explain import eligibility_error, fit_error, unplaceable_tasks
-from solver.greedy.plan import GroupPlan, PlanTask, build_plan, dominant_share_of_row, dominant_shares
+from solver.greedy.plan import GreedyFailure, GroupPlan, PlanTask, build_plan, dominant_share_of_row, dominant_shares
 from solver.greedy.preempt import Preemptor, VictimPool, run_preemption
 from solver.greedy.state import CycleState
 from solver.greedy.topology import BestDomain, Domain, candidate_domains, key_resource
@@ -130,7 +130,7 @@ class GreedyEngine:
             self.plans[problem.group_index[key]].static_reasons.extend(sentences)
         for key, sentences in (dropped or {}).items():  # their placement broke an inter-pod rule
             plan = self.plans[problem.group_index[key]]
-            plan.failure = "inter_pod"
+            plan.failure = GreedyFailure.INTER_POD
             plan.reasons = [*sentences, *plan.static_reasons]
         self._deferred = {problem.group_index[key] for key in deferred}  # allocated after all the others
         self._head_demands: dict[int, np.ndarray] = {}  # PodGroup index → demand while it waits at a queue's head
@@ -367,7 +367,7 @@ class GreedyEngine:
         counts = self.minimum_counts(plan)
         for task in plan.tasks:
             if counts[task.row] and not self.problem.eligible_nodes(task.row).any():
-                plan.failure = "eligibility"
+                plan.failure = GreedyFailure.ELIGIBILITY
                 task_model = plan.group.task_by_name[task.name]
                 plan.reasons = [eligibility_error(self.state, task_model, task.row), *plan.static_reasons]
                 return False
@@ -381,8 +381,8 @@ class GreedyEngine:
                     plan.domain = mask
                     return self._committed(plan, action)
             if plan.tier_limit is not None:
-                if plan.failure not in ("quota", "eligibility"):
-                    plan.failure = "topology"
+                if plan.failure not in (GreedyFailure.QUOTA, GreedyFailure.ELIGIBILITY):
+                    plan.failure = GreedyFailure.TOPOLOGY
                     demand, _ = self.demand(plan, counts)
                     key = key_resource(self.problem, demand)
                     name = self.problem.resource_names[key]
@@ -406,7 +406,7 @@ class GreedyEngine:
     def _committed(self, plan: GroupPlan, action: str | None) -> bool:
         self._commit(plan)
         plan.minimum_met = True
-        plan.failure = ""
+        plan.failure = None
         plan.reasons = []
         if action is not None:
             self._place_extras(plan, all_at_once=True)
@@ -534,9 +534,9 @@ class GreedyEngine:
                     needs=int(demand[r]),
                 )
             )
-            plan.failure = "quota"
+            plan.failure = GreedyFailure.QUOTA
         else:
-            plan.failure = "capacity"
+            plan.failure = GreedyFailure.CAPACITY
         plan.reasons = [*sentences, *details, *plan.static_reasons]
         return False
 

@@ -13,6 +13,7 @@ plain list for one queue), both equal to `solver.shares.dominant_share`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 
@@ -23,7 +24,20 @@ from solver.problem import GroupFacts, Problem
 from solver.rules.gang import GangRequirement, pod_shortages
 from solver.rules.topology import hard_tier_limit
 
-__all__ = ["PlanTask", "GroupPlan", "build_plan", "dominant_shares", "dominant_share_of_row"]
+__all__ = ["GreedyFailure", "PlanTask", "GroupPlan", "build_plan", "dominant_shares", "dominant_share_of_row"]
+
+
+class GreedyFailure(Enum):
+    """Why the engine's last try at a PodGroup's minimum failed (`GroupPlan.failure`; None
+    while it has not failed, or once its minimum is placed). Preemption and reclaim retry
+    only the room failures (`greedy.preempt`); pending reasons keep a static one as it is."""
+
+    STATIC = "static"  # no placement this cycle can change it: unknown or closed queue, too few pods
+    ELIGIBILITY = "eligibility"  # a task its minimum needs matches no node
+    QUOTA = "quota"  # its queue's capability (or an ancestor's) leaves no room
+    CAPACITY = "capacity"  # the nodes have no room for it
+    TOPOLOGY = "topology"  # no domain of its hard topology holds it whole
+    INTER_POD = "inter_pod"  # its placement broke an inter-pod rule at the cycle's end
 
 
 @dataclass
@@ -51,7 +65,7 @@ class GroupPlan:
     running_pods: list[int]  # pod indices running at the snapshot (evicted ones stay listed)
     task_rows: dict[str, int]  # every task of the PodGroup, waiting ones too → its task row
     reasons: list[str] = field(default_factory=list)
-    failure: str = ""  # "", "static", "eligibility", "quota", "capacity", "topology"
+    failure: GreedyFailure | None = None
     minimum_met: bool = False
     domain: np.ndarray | None = None  # the domain its minimum went into (hard topology)
     exhausted: set[int] = field(default_factory=set)  # task rows whose extras fit nowhere
@@ -121,7 +135,7 @@ def build_plan(snapshot: Snapshot, problem: Problem, *, index: int) -> GroupPlan
     blocked = _static_blockers(snapshot, plan, facts)
     if blocked:
         plan.reasons = [*blocked, *plan.static_reasons]
-        plan.failure = "static"
+        plan.failure = GreedyFailure.STATIC
     return plan
 
 

@@ -64,7 +64,7 @@ import numpy as np
 
 from models.snapshot import Snapshot
 from solver import reasons
-from solver.greedy.plan import GroupPlan
+from solver.greedy.plan import GreedyFailure, GroupPlan
 from solver.greedy.state import WHOLE, CycleState, TaskShape, choose_devices
 from solver.problem import Problem
 from solver.rules.gang import GangRequirement, victim_may_keep
@@ -99,7 +99,10 @@ class AllocatingEngine(Protocol):
 CANDIDATE_NODES = 8
 """Nodes examined per pod that needs room (those with the smallest shortfall)."""
 
-_RETRYABLE = {"preempt": ("capacity", "topology", "quota"), "reclaim": ("capacity", "topology")}
+_RETRYABLE = {
+    "preempt": (GreedyFailure.CAPACITY, GreedyFailure.TOPOLOGY, GreedyFailure.QUOTA),
+    "reclaim": (GreedyFailure.CAPACITY, GreedyFailure.TOPOLOGY),
+}
 
 
 def run_preemption(engine: AllocatingEngine, *, action: str) -> None:
