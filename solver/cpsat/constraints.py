@@ -191,8 +191,9 @@ def _capacity(model: cp_model.CpModel, data: ModelData, variables: Variables) ->
 
 def _gang(model: cp_model.CpModel, data: ModelData, variables: Variables) -> None:
     """A unit binds either nothing or its gang's minimum (`gang_requirement`: min_member over
-    all its pods and, when they apply, each task its min_available, running pods counted),
-    and at least one pod when admitted."""
+    all its pods and, when they apply, each task its min_available, running pods counted —
+    `gang.task_shortfalls` and `gang.members_missing` as linear rows), and at least one pod
+    when admitted."""
     for unit, unit_vars in zip(data.units, variables.units):
         admitted = unit_vars.admitted
         facts = data.problem.group_facts[unit.group_index]

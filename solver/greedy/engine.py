@@ -176,11 +176,12 @@ class GreedyEngine:
                 task.cursor += 1
 
     def minimum_counts(self, plan: GroupPlan) -> dict[int, int]:
-        """Pods per task row the minimum still needs: each task's minimum (`gang_requirement`'s),
-        then min_member filled from the tasks in `fill_order` (a task no node matches last, so
-        it is asked for only when the others cannot meet the minimum). Example: min_member 5, tasks a (min 2,
-        4 pending) and b (min 2), nothing running → {a: 3, b: 2}; min_member 4, one task of
-        min 20 (task minimums do not apply) with 20 pending → {task: 4}."""
+        """Pods per task row the minimum still needs (`gang.minimum_pods`, running pods as they
+        stand now): each task's minimum, then min_member filled from the tasks in `fill_order`
+        (a task no node matches last, so it is asked for only when the others cannot meet the
+        minimum). Example: min_member 5, tasks a (min 2, 4 pending) and b (min 2), nothing
+        running → {a: 3, b: 2}; min_member 4, one task of min 20 (task minimums do not apply)
+        with 20 pending → {task: 4}."""
         counts = minimum_pods(
             plan.requirement,
             self.running_per_task(plan),

@@ -12,7 +12,7 @@ allocated and deserved per queue as at the snapshot (the checker's numbers), plu
   - no victim is a pod that a pod bound this cycle counts on for its required pod affinity
     or DoNotSchedule spread (`InterPod.protected`): its leaving could break them;
   - gang-aware: a victim PodGroup keeps at least its min_member running pods or loses
-    all of them. Example: min_member 3, 4 running → evicting one is fine; a second
+    all of them (`gang.victim_may_keep`). Example: min_member 3, 4 running → evicting one is fine; a second
     eviction takes all 4, never leaving 2;
   - reclaim takes from a queue only while it is above its deserved share (Volcano's
     `Reclaimable` loop: each victim is taken while the queue, after the previous ones,
