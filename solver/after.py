@@ -125,6 +125,11 @@ class After:
             return kept.get(task, 0) + bound.get(task, 0)
         return sum(kept.values()) + sum(bound.values())
 
+    def placed_per_task(self, group: PodGroupKey) -> dict[str, int]:
+        """Kept running + bound pods of `group`, per task that has any."""
+        kept, bound = self.group_kept.get(group, {}), self.group_bound.get(group, {})
+        return {task: kept.get(task, 0) + bound.get(task, 0) for task in {*kept, *bound}}
+
     def kept_count(self, group: PodGroupKey) -> int:
         return sum(self.group_kept.get(group, {}).values())
 

@@ -13,8 +13,9 @@ files, ~10× faster on 1,000 nodes, which is what lets the engine afford it).
 
 Every valid placement is a feasible point, so the optimum is a valid bound:
   - pods per (task, eligibility class of nodes) `x ≥ 0`; admission `a ∈ [0, 1]` per
-    PodGroup that may bind; gang (`gang_requirement`): each task's pods ≤ pending · a and
-    ≥ (its minimum − running) · a, all pods ≥ (min_member − running) · a;
+    PodGroup that may bind, 0 when it can never be met (`Problem.group_facts`); gang
+    (`solver.rules.gang`): each task's pods ≤ pending · a and ≥ its `task_shortfalls` · a
+    (its minimum − running), all pods ≥ `members_missing` · a (min_member − running);
   - capacity per eligibility class and resource, summed over its nodes: binds + kept
     victims ≤ free + what the victims hold (every running pod of a preemptable PodGroup
     may be a victim, `keep` per aggregate of alike victims); whole-GPU pods take at most
@@ -38,7 +39,7 @@ from scipy.optimize import linprog
 from models.snapshot import GPU_MILLI_PER_DEVICE, Snapshot
 from solver.objective import ObjectiveContext, pod_value
 from solver.problem import Problem, build_problem
-from solver.rules.gang import gang_requirement
+from solver.rules.gang import members_missing, task_shortfalls
 
 __all__ = ["Relaxation", "relaxation", "lp_bound", "lp_solver"]
 
@@ -110,10 +111,12 @@ def relaxation(snapshot: Snapshot, *, problem: Problem | None = None) -> Relaxat
         queue = snapshot.queue_by_name.get(group.queue)
         if queue is None or queue.state != "open":
             continue
-        requirement = gang_requirement(snapshot, group)
-        pods = problem.group_pods[k].tolist()
+        facts = problem.group_facts[k]
+        requirement = facts.requirement
         admitted = lp.variable(f"a_{k}", 0, 1)
-        running_total = sum(1 for p in pods if problem.pod_running[p])
+        if not facts.can_be_met:
+            lp.upper[admitted] = 0
+        shortfalls = task_shortfalls(requirement, facts.running)
         every: list[int] = []
         weight = ctx.weights[group.key]
         q = int(problem.group_queue[k])
@@ -121,11 +124,7 @@ def relaxation(snapshot: Snapshot, *, problem: Problem | None = None) -> Relaxat
             if task.name in requirement.waiting:
                 continue
             row = problem.task_row[(group.key, task.name)]
-            pending = sum(1 for p in pods if not problem.pod_running[p] and problem.pod_task_row[p] == row)
-            running = sum(1 for p in pods if problem.pod_running[p] and problem.pod_task_row[p] == row)
-            minimum = requirement.task_minimum(task.name)
-            if running + pending < minimum:
-                lp.upper[admitted] = 0
+            pending = len(facts.pending[task.name])
             if not pending:
                 continue
             eligibility = int(problem.task_eligibility_class[row])
@@ -136,8 +135,8 @@ def relaxation(snapshot: Snapshot, *, problem: Problem | None = None) -> Relaxat
             xs = [lp.variable(f"x_{row}_{c}", 0, pending, value) for c in eligible_classes]
             every.extend(xs)
             lp.at_most([(x, 1.0) for x in xs] + [(admitted, -pending)], 0)
-            if minimum > running:
-                lp.at_most([(x, -1.0) for x in xs] + [(admitted, minimum - running)], 0)
+            if shortfalls[task.name] > 0:
+                lp.at_most([(x, -1.0) for x in xs] + [(admitted, shortfalls[task.name])], 0)
             requests = problem.task_requests[row]
             milli = int(requests[gpu])
             whole_devices = milli // GPU_MILLI_PER_DEVICE if milli % GPU_MILLI_PER_DEVICE == 0 else 0
@@ -150,8 +149,9 @@ def relaxation(snapshot: Snapshot, *, problem: Problem | None = None) -> Relaxat
             if q >= 0:
                 for a in problem.queue_ancestors[q]:
                     queue_binds.setdefault(a, []).append((requests, xs))
-        if every and requirement.min_member > running_total:
-            lp.at_most([(x, -1.0) for x in every] + [(admitted, requirement.min_member - running_total)], 0)
+        missing = members_missing(requirement, sum(facts.running.values()), 0)
+        if every and missing > 0:
+            lp.at_most([(x, -1.0) for x in every] + [(admitted, missing)], 0)
 
     for c in class_ids:
         for r in resources:

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from models.placement import Decision, Eviction, Placement, PodGroupOutcome, QueueShare, SolveStatus
 from models.snapshot import CPU, GPU, MEMORY, PodGroup, PodGroupKey, QueueName, Snapshot
 from solver import reasons as reason_text
-from solver.rules.gang import gang_requirement
+from solver.rules.gang import gang_requirement, is_met
 from solver.shares import add_resources, deserved_shares
 
 __all__ = ["build_decision", "allocated_after", "placed_counts", "dependency_reasons", "REPORTED_RESOURCES"]
@@ -150,10 +150,7 @@ def build_decision(
         requirement = gang_requirement(snapshot, group)
         per_task = counts[group.key]
         placed = sum(per_task.values())
-        met = placed >= requirement.min_member and all(
-            per_task.get(task, 0) >= minimum for task, minimum in requirement.min_per_task.items()
-        )
-        scheduled = met and placed > 0
+        scheduled = is_met(requirement, per_task) and placed > 0
         waits = dependency_reasons(snapshot, group)
         given = tuple(reasons.get(group.key, ()))
         group_reasons = (*given, *(w for w in waits if w not in given))

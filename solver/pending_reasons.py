@@ -34,6 +34,7 @@ from models.snapshot import PodGroupKey, Snapshot
 from solver import reasons
 from solver.greedy.engine import GreedyConfig, GreedyEngine
 from solver.greedy.explain import unplaceable_tasks
+from solver.greedy.plan import GreedyFailure
 from solver.problem import Problem
 
 __all__ = ["pending_reasons"]
@@ -75,7 +76,7 @@ def pending_reasons(
         if time.perf_counter() > deadline:
             out[key] = list(otherwise.get(key, ()))
             continue
-        if plan.failure == "static":
+        if plan.failure is GreedyFailure.STATIC:
             out[key] = plan.reasons
             continue
         if not any(engine.unbound(task, 1) for task in plan.tasks):

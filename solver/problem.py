@@ -32,6 +32,12 @@ Layout choices, and why:
   nothing, and deserves `UNLIMITED`, so no queue rule — quota, the fairness order (one pod
   is 2^-60 of a share), reclaim's "above its deserved share" — is ever decided by it.
 
+- PodGroups: `group_facts[k]` holds what every reader asks of PodGroup k's pods and gang,
+  computed once: its running and pending pods per task, its gang requirement
+  (`solver.rules.gang.gang_requirement`) and whether it can ever be met
+  (`solver.rules.gang.can_be_met`). Example: min_member 4, one task with 1 running and 2
+  pending pods → running {"worker": 1}, pending {"worker": (p1, p2)}, can_be_met False.
+
 Not promised: anything about pods' placement — `Problem` describes, engines decide. Running
 pods that request GPUs but list no device indices take node-level GPU capacity only.
 """
@@ -59,9 +65,10 @@ from models.snapshot import (
 )
 from solver.rules import node_affinity
 from solver.rules.eligibility import eligible
+from solver.rules.gang import GangRequirement, can_be_met, gang_requirement
 from solver.shares import deserved_shares
 
-__all__ = ["Problem", "build_problem", "UNLIMITED", "NO_CAP"]
+__all__ = ["Problem", "GroupFacts", "build_problem", "UNLIMITED", "NO_CAP"]
 
 UNLIMITED = np.int64(1) << np.int64(60)
 """Free amount of a NUMA cell whose capacity the snapshot does not state (never binding)."""
@@ -79,6 +86,23 @@ def _ints(values: list[int]) -> np.ndarray:
 def _readonly(array: np.ndarray) -> np.ndarray:
     array.setflags(write=False)
     return array
+
+
+@dataclass(frozen=True, eq=False)
+class GroupFacts:
+    """One PodGroup's pods and gang at the snapshot, for the engines, the bound and the
+    decision to read rather than recount. The mappings are shared: do not mutate them."""
+
+    requirement: GangRequirement  # `gang_requirement`'s
+    running: Mapping[str, int]  # every task of the PodGroup → its pods running at the snapshot
+    pending: Mapping[str, tuple[int, ...]]  # every task → its pending pod indices, snapshot order
+    running_pods: tuple[int, ...]  # pod indices running at the snapshot, snapshot order
+    can_be_met: bool  # `can_be_met`: enough pods to ever meet the requirement
+
+    @property
+    def pending_count(self) -> dict[str, int]:
+        """Every task → its pending pods."""
+        return {task: len(pods) for task, pods in self.pending.items()}
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,6 +151,7 @@ class Problem:
     group_index: Mapping[PodGroupKey, int]
     group_queue: np.ndarray  # [K] queue index, −1 when the queue does not exist
     group_pods: tuple[np.ndarray, ...]  # [K] pod indices of each PodGroup, snapshot order
+    group_facts: tuple[GroupFacts, ...]  # [K] running and pending pods per task, gang requirement
     # ---- topology ----
     tiers: tuple[int, ...]  # HyperNode tiers present, ascending
     domain_of: np.ndarray  # [len(tiers), N] HyperNode id within its tier, −1 when in none
@@ -187,42 +212,186 @@ class Problem:
         return {name: int(row[i]) for i, name in enumerate(self.resource_names) if row[i] and i != pods}
 
 
+@dataclass(frozen=True)
+class _NodeTables:
+    """`_nodes`' part of the `Problem` (same field names and meanings)."""
+
+    node_names: tuple[NodeName, ...]
+    node_index: Mapping[NodeName, int]
+    allocatable: np.ndarray
+    free: np.ndarray
+    schedulable: np.ndarray
+    gpu_index: np.ndarray
+    gpu_free_milli: np.ndarray
+    gpu_cell: np.ndarray
+    cell_ids: np.ndarray
+    cell_cpu_free: np.ndarray
+    cell_memory_free: np.ndarray
+
+
+@dataclass(frozen=True)
+class _PodTables:
+    """`_pods`' part of the `Problem`."""
+
+    pod_keys: tuple[PodKey, ...]
+    pod_index: Mapping[PodKey, int]
+    pod_requests: np.ndarray
+    pod_node: np.ndarray
+    pod_group: np.ndarray
+    pod_task_row: np.ndarray
+    pod_running: np.ndarray
+    pod_gpu_slots: Mapping[int, tuple[int, ...]]
+    pod_cell_slot: Mapping[int, int]
+
+
+@dataclass(frozen=True)
+class _EligibilityTables:
+    """`_eligibility`'s part of the `Problem`."""
+
+    node_class: np.ndarray
+    node_class_representative: tuple[int, ...]
+    eligible_by_class: np.ndarray
+    preference_missed_by_class: np.ndarray
+    task_requests: np.ndarray
+    task_eligibility_class: np.ndarray
+    task_single_numa: np.ndarray
+
+
+@dataclass(frozen=True)
+class _TopologyTables:
+    """`_topology`'s part of the `Problem`."""
+
+    tiers: tuple[int, ...]
+    domain_of: np.ndarray
+    domain_names: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class _QueueTables:
+    """`_queues`' part of the `Problem`."""
+
+    queue_names: tuple[QueueName, ...]
+    queue_index: Mapping[QueueName, int]
+    queue_parent: np.ndarray
+    queue_ancestors: tuple[tuple[int, ...], ...]
+    queue_weight: np.ndarray
+    queue_priority: np.ndarray
+    queue_open: np.ndarray
+    queue_reclaimable: np.ndarray
+    queue_capability: np.ndarray
+    queue_guarantee: np.ndarray
+    queue_deserved: np.ndarray
+    queue_allocated: np.ndarray
+
+
 def build_problem(snapshot: Snapshot) -> Problem:
     """Turn `snapshot` into arrays; see the module docstring for the layout."""
     resource_names = _resource_names(snapshot)
     resource_index = {name: i for i, name in enumerate(resource_names)}
     task_keys = tuple((group.key, task.name) for group in snapshot.pod_groups for task in group.tasks)
     task_row = {key: t for t, key in enumerate(task_keys)}
-    node_part = _nodes(snapshot, resource_index)
-    pod_part = _pods(snapshot, resource_index, node_part, task_row)
-    for value in node_part.values():
-        if isinstance(value, np.ndarray):
-            value.setflags(write=False)
-    eligibility_part = _eligibility(snapshot, resource_index)
-    queue_part = _queues(snapshot, resource_index, pod_part)
+    nodes = _nodes(snapshot, resource_index)
+    pods = _pods(snapshot, resource_index, nodes, task_row)
+    for array in (
+        nodes.allocatable, nodes.free, nodes.schedulable, nodes.gpu_index, nodes.gpu_free_milli, nodes.gpu_cell,
+        nodes.cell_ids, nodes.cell_cpu_free, nodes.cell_memory_free,
+    ):
+        array.setflags(write=False)
+    eligibility = _eligibility(snapshot, resource_index)
+    queues = _queues(snapshot, resource_index, pods)
+    topology = _topology(snapshot, nodes.node_index)
     group_keys = tuple(group.key for group in snapshot.pod_groups)
-    owner = pod_part["pod_group"]
-    grouped = np.flatnonzero(owner >= 0)  # type: ignore[operator]
-    by_group = grouped[np.argsort(owner[grouped], kind="stable")]  # type: ignore[index]
-    bounds = np.searchsorted(owner[by_group], np.arange(len(group_keys) + 1))  # type: ignore[index]
+    owner = pods.pod_group
+    grouped = np.flatnonzero(owner >= 0)
+    by_group = grouped[np.argsort(owner[grouped], kind="stable")]
+    bounds = np.searchsorted(owner[by_group], np.arange(len(group_keys) + 1))
     group_pods = tuple(_readonly(by_group[bounds[k] : bounds[k + 1]]) for k in range(len(group_keys)))
-    group_queue = np.array(
-        [queue_part["queue_index"].get(group.queue, -1) for group in snapshot.pod_groups], dtype=np.int64
+    group_queue = np.array([queues.queue_index.get(group.queue, -1) for group in snapshot.pod_groups], dtype=np.int64)
+    group_facts = tuple(
+        _group_facts(snapshot, k, group_pods[k], pods.pod_task_row, pods.pod_running, task_keys)
+        for k in range(len(group_keys))
     )
     return Problem(
         resource_names=resource_names,
         resource_index=resource_index,
-        **node_part,
-        **pod_part,
-        **eligibility_part,
-        **queue_part,
-        **_topology(snapshot, node_part["node_index"]),
+        node_names=nodes.node_names,
+        node_index=nodes.node_index,
+        allocatable=nodes.allocatable,
+        free=nodes.free,
+        schedulable=nodes.schedulable,
+        gpu_index=nodes.gpu_index,
+        gpu_free_milli=nodes.gpu_free_milli,
+        gpu_cell=nodes.gpu_cell,
+        cell_ids=nodes.cell_ids,
+        cell_cpu_free=nodes.cell_cpu_free,
+        cell_memory_free=nodes.cell_memory_free,
+        node_class=eligibility.node_class,
+        node_class_representative=eligibility.node_class_representative,
+        eligible_by_class=eligibility.eligible_by_class,
+        preference_missed_by_class=eligibility.preference_missed_by_class,
+        task_requests=eligibility.task_requests,
+        task_eligibility_class=eligibility.task_eligibility_class,
+        task_single_numa=eligibility.task_single_numa,
+        pod_keys=pods.pod_keys,
+        pod_index=pods.pod_index,
+        pod_requests=pods.pod_requests,
+        pod_node=pods.pod_node,
+        pod_group=pods.pod_group,
+        pod_task_row=pods.pod_task_row,
+        pod_running=pods.pod_running,
+        pod_gpu_slots=pods.pod_gpu_slots,
+        pod_cell_slot=pods.pod_cell_slot,
+        tiers=topology.tiers,
+        domain_of=topology.domain_of,
+        domain_names=topology.domain_names,
+        queue_names=queues.queue_names,
+        queue_index=queues.queue_index,
+        queue_parent=queues.queue_parent,
+        queue_ancestors=queues.queue_ancestors,
+        queue_weight=queues.queue_weight,
+        queue_priority=queues.queue_priority,
+        queue_open=queues.queue_open,
+        queue_reclaimable=queues.queue_reclaimable,
+        queue_capability=queues.queue_capability,
+        queue_guarantee=queues.queue_guarantee,
+        queue_deserved=queues.queue_deserved,
+        queue_allocated=queues.queue_allocated,
         task_keys=task_keys,
         task_row=task_row,
         group_keys=group_keys,
         group_index={key: k for k, key in enumerate(group_keys)},
         group_queue=_readonly(group_queue),
         group_pods=group_pods,
+        group_facts=group_facts,
+    )
+
+
+def _group_facts(
+    snapshot: Snapshot,
+    k: int,
+    pods: np.ndarray,
+    pod_task_row: np.ndarray,
+    pod_running: np.ndarray,
+    task_keys: tuple[TaskKey, ...],
+) -> GroupFacts:
+    group = snapshot.pod_groups[k]
+    requirement = gang_requirement(snapshot, group)
+    pending: dict[str, list[int]] = {task.name: [] for task in group.tasks}
+    running: dict[str, int] = {task.name: 0 for task in group.tasks}
+    running_pods: list[int] = []
+    for p, row, is_running in zip(pods.tolist(), pod_task_row[pods].tolist(), pod_running[pods].tolist()):
+        task = task_keys[row][1]
+        if is_running:
+            running[task] += 1
+            running_pods.append(p)
+        else:
+            pending[task].append(p)
+    return GroupFacts(
+        requirement=requirement,
+        running=running,
+        pending={task: tuple(pods) for task, pods in pending.items()},
+        running_pods=tuple(running_pods),
+        can_be_met=can_be_met(requirement, running, {task: len(pods) for task, pods in pending.items()}),
     )
 
 
@@ -242,7 +411,7 @@ def _resource_names(snapshot: Snapshot) -> tuple[str, ...]:
     return (CPU, MEMORY, GPU, PODS, *sorted(others))
 
 
-def _nodes(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[str, object]:
+def _nodes(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _NodeTables:
     """Node tables, built per *node row*: nodes that share their allocatable, GPU and NUMA
     objects (a cluster built from one template, as the benchmark's are) get their row once,
     and every table is one gather over the rows. Nodes of a parsed cluster each have their
@@ -327,35 +496,30 @@ def _nodes(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[str, o
     allocatable = np.ascontiguousarray(row_allocatable[:, node_row])
     free = allocatable.copy()
     free[gpu_col] -= used_gpu[node_row]
-    return {
-        "node_names": tuple(node.name for node in nodes),
-        "node_index": {node.name: n for n, node in enumerate(nodes)},
-        "allocatable": allocatable,
-        "free": free,
-        "schedulable": np.array([not node.unschedulable for node in nodes], dtype=bool),
-        "gpu_index": row_gpu_index[node_row],
-        "gpu_free_milli": row_gpu_free[node_row],
-        "gpu_cell": row_gpu_cell[node_row],
-        "cell_ids": row_cell_ids[node_row],
-        "cell_cpu_free": row_cell_cpu[node_row],
-        "cell_memory_free": row_cell_memory[node_row],
-    }
+    return _NodeTables(
+        node_names=tuple(node.name for node in nodes),
+        node_index={node.name: n for n, node in enumerate(nodes)},
+        allocatable=allocatable,
+        free=free,
+        schedulable=np.array([not node.unschedulable for node in nodes], dtype=bool),
+        gpu_index=row_gpu_index[node_row],
+        gpu_free_milli=row_gpu_free[node_row],
+        gpu_cell=row_gpu_cell[node_row],
+        cell_ids=row_cell_ids[node_row],
+        cell_cpu_free=row_cell_cpu[node_row],
+        cell_memory_free=row_cell_memory[node_row],
+    )
 
 
 def _pods(
     snapshot: Snapshot,
     resource_index: Mapping[str, int],
-    node_part: dict[str, object],
+    nodes: _NodeTables,
     task_row: Mapping[TaskKey, int],
-) -> dict[str, object]:
+) -> _PodTables:
     """Pod tables; takes running pods' usage off the node, device and cell tables in place."""
-    node_index: Mapping[NodeName, int] = node_part["node_index"]  # type: ignore[assignment]
-    free: np.ndarray = node_part["free"]  # type: ignore[assignment]
-    gpu_index: np.ndarray = node_part["gpu_index"]  # type: ignore[assignment]
-    gpu_free: np.ndarray = node_part["gpu_free_milli"]  # type: ignore[assignment]
-    cell_ids: np.ndarray = node_part["cell_ids"]  # type: ignore[assignment]
-    cell_cpu: np.ndarray = node_part["cell_cpu_free"]  # type: ignore[assignment]
-    cell_memory: np.ndarray = node_part["cell_memory_free"]  # type: ignore[assignment]
+    node_index, free, gpu_index, gpu_free = nodes.node_index, nodes.free, nodes.gpu_index, nodes.gpu_free_milli
+    cell_ids, cell_cpu, cell_memory = nodes.cell_ids, nodes.cell_cpu_free, nodes.cell_memory_free
     pods = snapshot.pods
     count = len(pods)
     group_index = {group.key: k for k, group in enumerate(snapshot.pod_groups)}
@@ -436,20 +600,20 @@ def _pods(
         usage = np.zeros_like(free.T)
         np.add.at(usage, pod_node[running_index], pod_requests[running_index])
         free -= usage.T
-    return {
-        "pod_keys": tuple(pod.key for pod in pods),
-        "pod_index": {pod.key: p for p, pod in enumerate(pods)},
-        "pod_requests": _readonly(pod_requests),
-        "pod_node": _readonly(pod_node),
-        "pod_group": _readonly(pod_group),
-        "pod_task_row": _readonly(pod_task_row),
-        "pod_running": _readonly(pod_running),
-        "pod_gpu_slots": device_slots,
-        "pod_cell_slot": cell_slots,
-    }
+    return _PodTables(
+        pod_keys=tuple(pod.key for pod in pods),
+        pod_index={pod.key: p for p, pod in enumerate(pods)},
+        pod_requests=_readonly(pod_requests),
+        pod_node=_readonly(pod_node),
+        pod_group=_readonly(pod_group),
+        pod_task_row=_readonly(pod_task_row),
+        pod_running=_readonly(pod_running),
+        pod_gpu_slots=device_slots,
+        pod_cell_slot=cell_slots,
+    )
 
 
-def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[str, object]:
+def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _EligibilityTables:
     """Per (task class, node class) predicate calls; see the module docstring."""
     tasks: list[Task] = [task for group in snapshot.pod_groups for task in group.tasks]
     affinity_terms = [term for task in tasks for term in node_affinity.terms_of(task)]
@@ -506,18 +670,18 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> dict[
         ],
         dtype=np.int64,
     ).reshape(len(class_tasks), len(representatives))
-    return {
-        "node_class": _readonly(node_class),
-        "node_class_representative": tuple(representatives),
-        "eligible_by_class": _readonly(np.ascontiguousarray(eligible_by_class)),
-        "preference_missed_by_class": _readonly(pair_missed),
-        "task_requests": _readonly(task_requests),
-        "task_eligibility_class": _readonly(task_class),
-        "task_single_numa": _readonly(np.array([task.numa_policy == "single-numa-node" for task in tasks], dtype=bool)),
-    }
+    return _EligibilityTables(
+        node_class=_readonly(node_class),
+        node_class_representative=tuple(representatives),
+        eligible_by_class=_readonly(np.ascontiguousarray(eligible_by_class)),
+        preference_missed_by_class=_readonly(pair_missed),
+        task_requests=_readonly(task_requests),
+        task_eligibility_class=_readonly(task_class),
+        task_single_numa=_readonly(np.array([task.numa_policy == "single-numa-node" for task in tasks], dtype=bool)),
+    )
 
 
-def _topology(snapshot: Snapshot, node_index: Mapping[NodeName, int]) -> dict[str, object]:
+def _topology(snapshot: Snapshot, node_index: Mapping[NodeName, int]) -> _TopologyTables:
     tiers = tuple(sorted({hypernode.tier for hypernode in snapshot.hypernodes}))
     tier_position = {tier: i for i, tier in enumerate(tiers)}
     domain_of = np.full((len(tiers), len(snapshot.nodes)), -1, dtype=np.int64)
@@ -532,14 +696,14 @@ def _topology(snapshot: Snapshot, node_index: Mapping[NodeName, int]) -> dict[st
         for name in chain:
             hypernode = snapshot.hypernode_by_name[name]
             domain_of[tier_position[hypernode.tier], n] = domain_id[name]
-    return {
-        "tiers": tiers,
-        "domain_of": _readonly(domain_of),
-        "domain_names": tuple(tuple(tier_names) for tier_names in names),
-    }
+    return _TopologyTables(
+        tiers=tiers,
+        domain_of=_readonly(domain_of),
+        domain_names=tuple(tuple(tier_names) for tier_names in names),
+    )
 
 
-def _queues(snapshot: Snapshot, resource_index: Mapping[str, int], pod_part: Mapping[str, object]) -> dict[str, object]:
+def _queues(snapshot: Snapshot, resource_index: Mapping[str, int], pods_part: _PodTables) -> _QueueTables:
     """Queue tables. `queue_allocated` is `solver.shares.queue_allocated` computed from the
     pod tables (running pods of each queue's PodGroups, added to the queue and every
     ancestor) — one pass of numpy instead of another pass over the pod objects."""
@@ -565,32 +729,32 @@ def _queues(snapshot: Snapshot, resource_index: Mapping[str, int], pod_part: Map
     guarantee[:, pods] = 0
     deserved[:, pods] = UNLIMITED
     own = np.zeros_like(allocated)
-    owner: np.ndarray = pod_part["pod_group"]  # type: ignore[assignment]
-    running = np.flatnonzero(pod_part["pod_running"] & (owner >= 0))  # type: ignore[operator]
+    owner = pods_part.pod_group
+    running = np.flatnonzero(pods_part.pod_running & (owner >= 0))
     group_queue = np.array(
         [queue_index.get(group.queue, -1) for group in snapshot.pod_groups] + [-1], dtype=np.int64
     )
     pod_queue = group_queue[owner[running]]
     counted = running[pod_queue >= 0]
-    np.add.at(own, pod_queue[pod_queue >= 0], pod_part["pod_requests"][counted])  # type: ignore[index]
+    np.add.at(own, pod_queue[pod_queue >= 0], pods_part.pod_requests[counted])
     for q, queue in enumerate(queues):
         for ancestor in snapshot.queue_ancestors(queue.name):
             allocated[queue_index[ancestor]] += own[q]
-    return {
-        "queue_names": tuple(queue.name for queue in queues),
-        "queue_index": queue_index,
-        "queue_parent": _readonly(
+    return _QueueTables(
+        queue_names=tuple(queue.name for queue in queues),
+        queue_index=queue_index,
+        queue_parent=_readonly(
             np.array([queue_index.get(queue.parent, -1) if queue.parent else -1 for queue in queues], dtype=np.int64)
         ),
-        "queue_ancestors": tuple(
+        queue_ancestors=tuple(
             tuple(queue_index[name] for name in snapshot.queue_ancestors(queue.name)) for queue in queues
         ),
-        "queue_weight": _readonly(np.array([queue.weight for queue in queues], dtype=np.int64)),
-        "queue_priority": _readonly(np.array([queue.priority for queue in queues], dtype=np.int64)),
-        "queue_open": _readonly(np.array([queue.state == "open" for queue in queues], dtype=bool)),
-        "queue_reclaimable": _readonly(np.array([queue.reclaimable for queue in queues], dtype=bool)),
-        "queue_capability": _readonly(capability),
-        "queue_guarantee": _readonly(guarantee),
-        "queue_deserved": _readonly(deserved),
-        "queue_allocated": _readonly(allocated),
-    }
+        queue_weight=_readonly(np.array([queue.weight for queue in queues], dtype=np.int64)),
+        queue_priority=_readonly(np.array([queue.priority for queue in queues], dtype=np.int64)),
+        queue_open=_readonly(np.array([queue.state == "open" for queue in queues], dtype=bool)),
+        queue_reclaimable=_readonly(np.array([queue.reclaimable for queue in queues], dtype=bool)),
+        queue_capability=_readonly(capability),
+        queue_guarantee=_readonly(guarantee),
+        queue_deserved=_readonly(deserved),
+        queue_allocated=_readonly(allocated),
+    )

@@ -75,7 +75,7 @@ from models.snapshot import (
 )
 from solver.after import After, build_after
 from solver.rules.eligibility import eligible
-from solver.rules.gang import gang_requirement
+from solver.rules.gang import gang_requirement, minimum_pods
 
 __all__ = [
     "ADD_JOB_KINDS",
@@ -412,19 +412,19 @@ def _gpu_milli_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod]
     pods, the ps and a worker → 8000.
     """
     requirement = gang_requirement(snapshot, group)
-    left: dict[str, list[int]] = {}
+    pending = sorted(
+        (pod.requests.get(GPU, 0), pod.task or "") for pod in pods if pod.phase == "pending"
+    )  # cheapest first; a task's pods among themselves too
+    running: dict[str, int] = {}
     for pod in pods:
-        if pod.phase == "pending" and pod.task not in requirement.waiting:
-            left.setdefault(pod.task or "", []).append(pod.requests.get(GPU, 0))
-    total, counted = 0, 0
-    for task, minimum in requirement.min_per_task.items():
-        taken = sorted(left.get(task, []))[:minimum]
-        total += sum(taken)
-        counted += len(taken)
-        left[task] = sorted(left.get(task, []))[len(taken):]
-    rest = sorted(gpu for gpus in left.values() for gpu in gpus)
-    running = sum(1 for pod in pods if pod.phase == "running")
-    total += sum(rest[: max(0, requirement.min_member - counted - running)])
+        if pod.phase == "running":
+            running[pod.task or ""] = running.get(pod.task or "", 0) + 1
+    counts = minimum_pods(requirement, running, [(task, 1) for _, task in pending])
+    total = 0
+    for gpu, task in pending:
+        if counts.get(task, 0) > 0:
+            counts[task] -= 1
+            total += gpu
     return total
 
 

@@ -28,6 +28,7 @@ from ortools.sat.python import cp_model
 from solver.cpsat.data import ModelData
 from solver.cpsat.patterns import WHOLE, device_patterns
 from solver.cpsat.variables import Lin, Variables
+from solver.rules.gang import least_kept, members_missing, task_shortfalls
 
 __all__ = ["Allocation", "add_constraints", "pool_supply"]
 
@@ -190,20 +191,23 @@ def _capacity(model: cp_model.CpModel, data: ModelData, variables: Variables) ->
 
 def _gang(model: cp_model.CpModel, data: ModelData, variables: Variables) -> None:
     """A unit binds either nothing or its gang's minimum (`gang_requirement`: min_member over
-    all its pods and, when they apply, each task its min_available, running pods counted),
-    and at least one pod when admitted."""
+    all its pods and, when they apply, each task its min_available, running pods counted —
+    `gang.task_shortfalls` and `gang.members_missing` as linear rows), and at least one pod
+    when admitted."""
     for unit, unit_vars in zip(data.units, variables.units):
         admitted = unit_vars.admitted
+        facts = data.problem.group_facts[unit.group_index]
+        shortfalls = task_shortfalls(facts.requirement, facts.running)
         pods = []
         for task in unit.tasks:
             var = unit_vars.pods[variables.task_index[id(task)]]
             pods.append(var)
             model.add(var <= len(task.pending) * admitted)
-            short = task.minimum - task.running
+            short = shortfalls[task.name]
             if short > 0:
                 model.add(var >= short * admitted)
         model.add(_sum(pods) >= admitted)
-        short = unit.min_member - unit.running
+        short = members_missing(facts.requirement, unit.running, 0)
         if short > 1:
             model.add(_sum(pods) >= short * admitted)
 
@@ -318,7 +322,7 @@ def _preemption(model: cp_model.CpModel, data: ModelData, variables: Variables, 
     unit_of_group = {unit.group_index: unit.index for unit in data.units}
     for h, group_vars in variables.victim_groups.items():
         running = data.victim_groups[h]
-        minimum = min(data.victim_minimum[h], running)
+        minimum = least_kept(data.victim_minimum[h], running)
         kept = group_vars.evicted.scaled(-1)
         kept.constant += running
         model.add(kept.expr() >= minimum * group_vars.keeps)

@@ -53,7 +53,6 @@ from solver.cpsat.units import DataLimits, Unit, UnitTask
 from solver.cpsat.victims import NO_ATOM, NodeGroup, VictimKind, VictimSteps
 from solver.objective import ObjectiveContext, pod_value, soft_topology
 from solver.problem import UNLIMITED, Problem
-from solver.rules.gang import gang_requirement
 from solver.rules.topology import hard_tier_limit
 
 __all__ = [
@@ -230,25 +229,13 @@ class _Builder(VictimSteps, TopologySteps):
             queue = snapshot.queue_by_name.get(group.queue)
             if queue is None or queue.state != "open" or group.key in self.held:
                 continue
-            requirement = gang_requirement(snapshot, group)
-            pods = problem.group_pods[k]
-            pending: dict[str, list[int]] = {t.name: [] for t in group.tasks}
-            running: dict[str, int] = {t.name: 0 for t in group.tasks}
-            anchors: list[int] = []
-            for p in pods.tolist():
-                name = problem.task_keys[problem.pod_task_row[p]][1]
-                if problem.pod_running[p]:
-                    running[name] += 1
-                    anchors.append(int(problem.pod_node[p]))
-                else:
-                    pending[name].append(p)
+            facts = problem.group_facts[k]
+            if not facts.can_be_met:
+                continue
+            requirement, running = facts.requirement, facts.running
+            pending = {name: list(pods) for name, pods in facts.pending.items()}
+            anchors = [int(problem.pod_node[p]) for p in facts.running_pods]
             active = [t for t in group.tasks if t.name not in requirement.waiting]
-            if any(running[t.name] + len(pending[t.name]) < requirement.task_minimum(t.name) for t in active):
-                continue
-            if sum(running[t.name] + len(pending[t.name]) for t in active) + sum(
-                running[t.name] for t in group.tasks if t.name in requirement.waiting
-            ) < requirement.min_member:
-                continue
             placeable = [t for t in active if pending[t.name]]
             if not placeable:
                 continue

@@ -51,13 +51,14 @@ from solver import reasons
 from solver.after import build_after
 from solver.fragmentation import PackingName, TypicalShape, packing_score
 from solver.greedy.explain import eligibility_error, fit_error, unplaceable_tasks
-from solver.greedy.plan import GroupPlan, PlanTask, build_plan, dominant_share_of_row, dominant_shares
+from solver.greedy.plan import GreedyFailure, GroupPlan, PlanTask, build_plan, dominant_share_of_row, dominant_shares
 from solver.greedy.preempt import Preemptor, VictimPool, run_preemption
 from solver.greedy.state import CycleState
 from solver.greedy.topology import BestDomain, Domain, candidate_domains, key_resource
 from solver.outcome import build_decision
 from solver.problem import Problem, build_problem
 from solver.rules import pod_affinity, topology_spread
+from solver.rules.gang import members_missing, minimum_pods, task_shortfalls
 
 __all__ = ["GreedyConfig", "solve_greedy", "GreedyEngine", "GroupPlan", "dominant_shares"]
 
@@ -129,7 +130,7 @@ class GreedyEngine:
             self.plans[problem.group_index[key]].static_reasons.extend(sentences)
         for key, sentences in (dropped or {}).items():  # their placement broke an inter-pod rule
             plan = self.plans[problem.group_index[key]]
-            plan.failure = "inter_pod"
+            plan.failure = GreedyFailure.INTER_POD
             plan.reasons = [*sentences, *plan.static_reasons]
         self._deferred = {problem.group_index[key] for key in deferred}  # allocated after all the others
         self._head_demands: dict[int, np.ndarray] = {}  # PodGroup index → demand while it waits at a queue's head
@@ -175,21 +176,23 @@ class GreedyEngine:
                 task.cursor += 1
 
     def minimum_counts(self, plan: GroupPlan) -> dict[int, int]:
-        """Pods per task row the minimum still needs: each task's minimum (`gang_requirement`'s),
-        then min_member filled from the tasks in `fill_order` (a task no node matches last, so
-        it is asked for only when the others cannot meet the minimum). Example: min_member 5, tasks a (min 2,
-        4 pending) and b (min 2), nothing running → {a: 3, b: 2}; min_member 4, one task of
-        min 20 (task minimums do not apply) with 20 pending → {task: 4}."""
-        state = self.state
-        counts = {t.row: max(0, t.minimum - int(state.running_by_task[t.row])) for t in plan.tasks}
-        remaining = plan.requirement.min_member - int(state.running_count[plan.index]) - sum(counts.values())
-        for task in plan.fill_order:
-            if remaining <= 0:
-                break
-            take = min(remaining, len(task.pending) - task.cursor - counts[task.row])
-            counts[task.row] += max(0, take)
-            remaining -= max(0, take)
-        return counts
+        """Pods per task row the minimum still needs (`gang.minimum_pods`, running pods as they
+        stand now): each task's minimum, then min_member filled from the tasks in `fill_order`
+        (a task no node matches last, so it is asked for only when the others cannot meet the
+        minimum). Example: min_member 5, tasks a (min 2, 4 pending) and b (min 2), nothing
+        running → {a: 3, b: 2}; min_member 4, one task of min 20 (task minimums do not apply)
+        with 20 pending → {task: 4}."""
+        counts = minimum_pods(
+            plan.requirement,
+            self.running_per_task(plan),
+            [(task.name, len(task.pending) - task.cursor) for task in plan.fill_order],
+        )
+        return {task.row: counts[task.name] for task in plan.tasks}
+
+    def running_per_task(self, plan: GroupPlan) -> dict[str, int]:
+        """Every task of the PodGroup → its pods running now (evictions this cycle taken off)."""
+        running = self.state.running_by_task
+        return {name: int(running[row]) for name, row in plan.task_rows.items()}
 
     def demand(self, plan: GroupPlan, counts: dict[int, int]) -> tuple[np.ndarray, int]:
         """Requests summed over `counts` pods per task row, and the whole GPU devices they take."""
@@ -365,7 +368,7 @@ class GreedyEngine:
         counts = self.minimum_counts(plan)
         for task in plan.tasks:
             if counts[task.row] and not self.problem.eligible_nodes(task.row).any():
-                plan.failure = "eligibility"
+                plan.failure = GreedyFailure.ELIGIBILITY
                 task_model = plan.group.task_by_name[task.name]
                 plan.reasons = [eligibility_error(self.state, task_model, task.row), *plan.static_reasons]
                 return False
@@ -379,8 +382,8 @@ class GreedyEngine:
                     plan.domain = mask
                     return self._committed(plan, action)
             if plan.tier_limit is not None:
-                if plan.failure not in ("quota", "eligibility"):
-                    plan.failure = "topology"
+                if plan.failure not in (GreedyFailure.QUOTA, GreedyFailure.ELIGIBILITY):
+                    plan.failure = GreedyFailure.TOPOLOGY
                     demand, _ = self.demand(plan, counts)
                     key = key_resource(self.problem, demand)
                     name = self.problem.resource_names[key]
@@ -404,7 +407,7 @@ class GreedyEngine:
     def _committed(self, plan: GroupPlan, action: str | None) -> bool:
         self._commit(plan)
         plan.minimum_met = True
-        plan.failure = ""
+        plan.failure = None
         plan.reasons = []
         if action is not None:
             self._place_extras(plan, all_at_once=True)
@@ -450,13 +453,14 @@ class GreedyEngine:
         mark = state.checkpoint()
         preemptor = Preemptor(self, plan, action) if action is not None else None
         placed = 0
+        shortfalls = task_shortfalls(plan.requirement, self.running_per_task(plan))
         for task in plan.tasks:
-            need = max(0, task.minimum - int(state.running_by_task[task.row]))
+            need = shortfalls[task.name]
             got = self._place(plan, task, need, domain, preemptor)
             placed += got
             if got < need:
                 return self._fail(plan, task, counts, domain, mark, placed)
-        remaining = plan.requirement.min_member - int(state.running_count[plan.index]) - placed
+        remaining = members_missing(plan.requirement, int(state.running_count[plan.index]), placed)
         last = plan.tasks[-1] if plan.tasks else None
         for task in plan.fill_order:
             if remaining <= 0:
@@ -531,9 +535,9 @@ class GreedyEngine:
                     needs=int(demand[r]),
                 )
             )
-            plan.failure = "quota"
+            plan.failure = GreedyFailure.QUOTA
         else:
-            plan.failure = "capacity"
+            plan.failure = GreedyFailure.CAPACITY
         plan.reasons = [*sentences, *details, *plan.static_reasons]
         return False
 

@@ -13,17 +13,31 @@ plain list for one queue), both equal to `solver.shares.dominant_share`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 
 from models.snapshot import PodGroup, Snapshot
 from solver import reasons
 from solver.outcome import dependency_reasons
-from solver.problem import Problem
-from solver.rules.gang import GangRequirement, gang_requirement
+from solver.problem import GroupFacts, Problem
+from solver.rules.gang import GangRequirement, pod_shortages
 from solver.rules.topology import hard_tier_limit
 
-__all__ = ["PlanTask", "GroupPlan", "build_plan", "dominant_shares", "dominant_share_of_row"]
+__all__ = ["GreedyFailure", "PlanTask", "GroupPlan", "build_plan", "dominant_shares", "dominant_share_of_row"]
+
+
+class GreedyFailure(Enum):
+    """Why the engine's last try at a PodGroup's minimum failed (`GroupPlan.failure`; None
+    while it has not failed, or once its minimum is placed). Preemption and reclaim retry
+    only the room failures (`greedy.preempt`); pending reasons keep a static one as it is."""
+
+    STATIC = "static"  # no placement this cycle can change it: unknown or closed queue, too few pods
+    ELIGIBILITY = "eligibility"  # a task its minimum needs matches no node
+    QUOTA = "quota"  # its queue's capability (or an ancestor's) leaves no room
+    CAPACITY = "capacity"  # the nodes have no room for it
+    TOPOLOGY = "topology"  # no domain of its hard topology holds it whole
+    INTER_POD = "inter_pod"  # its placement broke an inter-pod rule at the cycle's end
 
 
 @dataclass
@@ -49,8 +63,9 @@ class GroupPlan:
     soft_topology: bool
     static_reasons: list[str]  # tasks that cannot place a pod this cycle (a dependency, no node matches), whatever else happens
     running_pods: list[int]  # pod indices running at the snapshot (evicted ones stay listed)
+    task_rows: dict[str, int]  # every task of the PodGroup, waiting ones too → its task row
     reasons: list[str] = field(default_factory=list)
-    failure: str = ""  # "", "static", "eligibility", "quota", "capacity", "topology"
+    failure: GreedyFailure | None = None
     minimum_met: bool = False
     domain: np.ndarray | None = None  # the domain its minimum went into (hard topology)
     exhausted: set[int] = field(default_factory=set)  # task rows whose extras fit nowhere
@@ -90,25 +105,14 @@ def build_plan(snapshot: Snapshot, problem: Problem, *, index: int) -> GroupPlan
     """The plan of PodGroup number `index`: its pending pods per task that does not wait,
     its requirement, topology, and the reasons no placement can change (queue, too few pods)."""
     k, group = index, snapshot.pod_groups[index]
-    requirement = gang_requirement(snapshot, group)
-    pending: dict[str, list[int]] = {task.name: [] for task in group.tasks}
-    running: dict[str, int] = {task.name: 0 for task in group.tasks}
-    running_pods: list[int] = []
-    pods = problem.group_pods[k]
-    rows, running_now = problem.pod_task_row[pods].tolist(), problem.pod_running[pods].tolist()
-    for p, row, is_running in zip(pods.tolist(), rows, running_now):
-        task = problem.task_keys[row][1]
-        if is_running:
-            running[task] += 1
-            running_pods.append(p)
-        else:
-            pending[task].append(p)
+    facts = problem.group_facts[k]
+    requirement = facts.requirement
     tasks = [
         PlanTask(
             row=problem.task_row[(group.key, t.name)],
             name=t.name,
             minimum=requirement.task_minimum(t.name),
-            pending=pending[t.name],
+            pending=list(facts.pending[t.name]),
             placeable=bool(problem.eligible_nodes(problem.task_row[(group.key, t.name)]).any()),
         )
         for t in group.tasks
@@ -125,29 +129,27 @@ def build_plan(snapshot: Snapshot, problem: Problem, *, index: int) -> GroupPlan
         tier_limit=tier_limit,
         soft_topology=topology is not None and tier_limit is None,
         static_reasons=dependency_reasons(snapshot, group),
-        running_pods=running_pods,
+        running_pods=list(facts.running_pods),
+        task_rows={t.name: problem.task_row[(group.key, t.name)] for t in group.tasks},
     )
-    blocked = _static_blockers(snapshot, plan, running)
+    blocked = _static_blockers(snapshot, plan, facts)
     if blocked:
         plan.reasons = [*blocked, *plan.static_reasons]
-        plan.failure = "static"
+        plan.failure = GreedyFailure.STATIC
     return plan
 
-def _static_blockers(snapshot: Snapshot, plan: GroupPlan, running: dict[str, int]) -> list[str]:
-    """Reasons no placement this cycle can change: queue, too few pods."""
+
+def _static_blockers(snapshot: Snapshot, plan: GroupPlan, facts: GroupFacts) -> list[str]:
+    """Reasons no placement this cycle can change: queue, too few pods (`gang.pod_shortages`)."""
     group = plan.group
     queue = snapshot.queue_by_name.get(group.queue)
     if queue is None:
         return [reasons.queue_missing(group.queue)]
     if queue.state != "open":
         return [reasons.queue_closed(group.queue)]
-    sentences = []
-    for task in plan.tasks:
-        have = running[task.name] + len(task.pending)
-        if task.minimum > have:
-            sentences.append(reasons.gang_too_few_pods(minimum=task.minimum, pods=have, task=task.name))
-    available = sum(running.values()) + sum(len(task.pending) for task in plan.tasks)
-    if plan.requirement.min_member > available:
-        sentences.insert(0, reasons.gang_too_few_pods(minimum=plan.requirement.min_member, pods=available))
-    return sentences
-
+    if facts.can_be_met:
+        return []
+    return [
+        reasons.gang_too_few_pods(minimum=shortage.minimum, pods=shortage.pods, task=shortage.task)
+        for shortage in pod_shortages(facts.requirement, facts.running, facts.pending_count)
+    ]

@@ -12,7 +12,7 @@ allocated and deserved per queue as at the snapshot (the checker's numbers), plu
   - no victim is a pod that a pod bound this cycle counts on for its required pod affinity
     or DoNotSchedule spread (`InterPod.protected`): its leaving could break them;
   - gang-aware: a victim PodGroup keeps at least its min_member running pods or loses
-    all of them. Example: min_member 3, 4 running → evicting one is fine; a second
+    all of them (`gang.victim_may_keep`). Example: min_member 3, 4 running → evicting one is fine; a second
     eviction takes all 4, never leaving 2;
   - reclaim takes from a queue only while it is above its deserved share (Volcano's
     `Reclaimable` loop: each victim is taken while the queue, after the previous ones,
@@ -64,10 +64,10 @@ import numpy as np
 
 from models.snapshot import Snapshot
 from solver import reasons
-from solver.greedy.plan import GroupPlan
+from solver.greedy.plan import GreedyFailure, GroupPlan
 from solver.greedy.state import WHOLE, CycleState, TaskShape, choose_devices
 from solver.problem import Problem
-from solver.rules.gang import gang_requirement
+from solver.rules.gang import GangRequirement, victim_may_keep
 from solver.rules.preemption import (
     above_deserved,
     queue_overused,
@@ -99,7 +99,10 @@ class AllocatingEngine(Protocol):
 CANDIDATE_NODES = 8
 """Nodes examined per pod that needs room (those with the smallest shortfall)."""
 
-_RETRYABLE = {"preempt": ("capacity", "topology", "quota"), "reclaim": ("capacity", "topology")}
+_RETRYABLE = {
+    "preempt": (GreedyFailure.CAPACITY, GreedyFailure.TOPOLOGY, GreedyFailure.QUOTA),
+    "reclaim": (GreedyFailure.CAPACITY, GreedyFailure.TOPOLOGY),
+}
 
 
 def run_preemption(engine: AllocatingEngine, *, action: str) -> None:
@@ -314,7 +317,6 @@ class Preemptor:
         self.extra_free = victims.free_if_all_gone - gone
         self.extra_gpu = victims.gpu_if_all_gone - gone_gpu
         self.has_victims = victims.count_per_node - gone_count > 0
-        self._minimum: dict[int, int] = {}
         self._share: dict[str, object] = {}  # reclaim: `_share_terms` of the pod being placed
 
     @staticmethod
@@ -459,7 +461,7 @@ class Preemptor:
                 continue
             group = int(problem.pod_group[victim])
             left = int(state.running_count[group]) - taken.get(group, 0)
-            if left - 1 >= self._victim_minimum(group) or left == 1:
+            if victim_may_keep(self._victim_requirement(group), left - 1):
                 take = [victim]
             elif whole_gangs and self._whole_gang_evictable(group):
                 take = [p for p in self._running_of(group) if p not in chosen_set]
@@ -506,11 +508,8 @@ class Preemptor:
             is not None
         )
 
-    def _victim_minimum(self, group: int) -> int:
-        if group not in self._minimum:
-            snapshot = self.engine.snapshot
-            self._minimum[group] = gang_requirement(snapshot, snapshot.pod_groups[group]).min_member
-        return self._minimum[group]
+    def _victim_requirement(self, group: int) -> GangRequirement:
+        return self.engine.problem.group_facts[group].requirement
 
     def _running_of(self, group: int) -> list[int]:
         evicted = self.engine.state.evictions

@@ -35,6 +35,19 @@ pod shape, one without pods) keeps the declared sum in `task_min_available_total
 Beyond its minimum a started PodGroup takes as many further pods as fit (Volcano's
 allocate keeps placing a ready job's tasks); that is the objective's, not this rule's.
 
+The rule's definitions, each once, for every engine, the bound, the decision and what-if
+to call rather than re-derive (engine-shaped encodings — CP-SAT's linear rows, greedy's
+numpy state — stay in the engines, fed by these):
+  - `gang_requirement`: what the PodGroup must end the cycle with (above);
+  - `pod_shortages` / `can_be_met`: whether it has pods enough to ever meet it — each task
+    that does not wait has running + pending ≥ its minimum, and the running pods of every
+    task plus the pending pods of those that do not wait reach min_member;
+  - `unmet_tasks` / `is_met`: whether the pods it ends with (running kept + bound) meet it;
+  - `minimum_pods`: which pods make its minimum — each task its minimum less its running
+    pods (`task_shortfalls`), then the rest of min_member (`members_missing`) from pending
+    pods in an order the caller gives;
+  - `victim_may_keep` / `least_kept`: what a victim gang may be left with.
+
 `check` judges two things, counting kept running + bound pods after the placement:
   - a PodGroup with at least one bind meets `gang_requirement` (min_member and, when they
     apply, each task's min_available). Example: min_member 4, 1 running, 2 bound → 3 < 4;
@@ -45,6 +58,7 @@ A bind of a waiting task is rule 7's to report (`dependency`), not this rule's.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from models.snapshot import PodGroup, Snapshot
@@ -115,6 +129,137 @@ def _requirement(snapshot: Snapshot, group: PodGroup) -> GangRequirement:
     )
 
 
+@dataclass(frozen=True)
+class PodShortage:
+    """Too few pods to ever meet a part of the requirement: `pods` of `task` (None: of the
+    whole PodGroup, against min_member) where `minimum` are needed."""
+
+    task: str | None
+    minimum: int
+    pods: int
+
+
+def pod_shortages(
+    requirement: GangRequirement, running_per_task: Mapping[str, int], pending_per_task: Mapping[str, int]
+) -> list[PodShortage]:
+    """The parts of `requirement` the PodGroup has too few pods for, whatever gets placed:
+    min_member first (against the running pods of every task plus the pending pods of the
+    tasks that do not wait), then each task that does not wait (its running + pending against
+    its minimum), in PodGroup order. Empty when it can be met. Tasks missing from the
+    mappings have no pods.
+
+    Example: min_member 4 = ps 1 + worker 3, ps 1 pending, worker 1 running + 1 pending →
+    [PodShortage(None, 4, 3), PodShortage("worker", 3, 2)]. With min_member 2 instead (below
+    1 + 3, task minimums do not apply) → [] (3 pods ≥ 2)."""
+    shortages = []
+    for task, minimum in requirement.min_per_task.items():
+        have = running_per_task.get(task, 0) + pending_per_task.get(task, 0)
+        if have < minimum:
+            shortages.append(PodShortage(task=task, minimum=minimum, pods=have))
+    available = sum(running_per_task.values()) + sum(
+        count for task, count in pending_per_task.items() if task not in requirement.waiting
+    )
+    if available < requirement.min_member:
+        shortages.insert(0, PodShortage(task=None, minimum=requirement.min_member, pods=available))
+    return shortages
+
+
+def can_be_met(
+    requirement: GangRequirement, running_per_task: Mapping[str, int], pending_per_task: Mapping[str, int]
+) -> bool:
+    """Has the PodGroup pods enough to ever meet `requirement` (`pod_shortages` is empty)?
+    A waiting task's pending pods do not count (none is placed this cycle), its running pods
+    do. Example: min_member 4 = task-a 2 + task-b 2, task-b waits → requirement min_member 2,
+    task-a 2: task-a 2 pending → True; task-a 1 pending, task-b 3 pending → False."""
+    return not pod_shortages(requirement, running_per_task, pending_per_task)
+
+
+def unmet_tasks(requirement: GangRequirement, placed_per_task: Mapping[str, int]) -> list[tuple[str, int, int]]:
+    """(task, placed, minimum) for each task that does not wait and ends below its minimum,
+    in task-name order; `placed_per_task` counts running kept + bound pods. Example: ps min 1,
+    worker min 3, placed {"worker": 4} → [("ps", 0, 1)]."""
+    return [
+        (task, placed_per_task.get(task, 0), minimum)
+        for task, minimum in sorted(requirement.min_per_task.items())
+        if placed_per_task.get(task, 0) < minimum
+    ]
+
+
+def is_met(requirement: GangRequirement, placed_per_task: Mapping[str, int]) -> bool:
+    """Does the PodGroup end the cycle meeting `requirement`: its pods (running kept + bound,
+    of every task, a waiting task's running pods included) ≥ min_member, and each task that
+    does not wait ≥ its minimum? Example: min_member 4 = ps 1 + worker 3: {"ps": 1,
+    "worker": 3} → True; {"worker": 4} → False (no ps); with min_member 3 < 1 + 3 (task
+    minimums do not apply) {"worker": 3} → True."""
+    return sum(placed_per_task.values()) >= requirement.min_member and not unmet_tasks(requirement, placed_per_task)
+
+
+def task_shortfalls(requirement: GangRequirement, running_per_task: Mapping[str, int]) -> dict[str, int]:
+    """Each task that does not wait → the pods its minimum still needs: its minimum less its
+    running pods, at least 0. Example: worker min 3 with 1 running, ps min 1 with 1 running
+    → {"ps": 0, "worker": 2}; when task minimums do not apply, every task → 0."""
+    return {task: max(0, minimum - running_per_task.get(task, 0)) for task, minimum in requirement.min_per_task.items()}
+
+
+def members_missing(requirement: GangRequirement, running: int, chosen: int) -> int:
+    """min_member less the PodGroup's running pods (every task's, a waiting task's too) and
+    the `chosen` pending ones; ≤ 0 once min_member is reached. Example: min_member 4, 1
+    running, 2 chosen → 1."""
+    return requirement.min_member - running - chosen
+
+
+def minimum_pods(
+    requirement: GangRequirement, running_per_task: Mapping[str, int], pending_in_order: Iterable[tuple[str, int]]
+) -> dict[str, int]:
+    """How many pending pods of each task make the PodGroup's minimum, given its running pods:
+    first each task that does not wait its minimum less its running pods, then the rest of
+    min_member (less every running pod, a waiting task's too) taken from `pending_in_order`.
+
+    `pending_in_order` lists the pending pods the caller may choose from as runs
+    `(task, pods)` in the order it prefers them (a task may appear in several runs; waiting
+    tasks are skipped). Each task's minimum takes its *first* pods in this order, and the rest
+    of min_member the pods after them, in order — so a caller that orders pods by cost gets
+    the cheapest minimum, one that lists its tasks in turn fills from the first task first.
+
+    A task's minimum is not cut to the pods it has: when it has too few, the count exceeds
+    them and `can_be_met` is False. Keys: every task that does not wait.
+
+    Example: min_member 5, tasks a (min 2, 4 pending) and b (min 2, 2 pending), nothing
+    running, order [(a, 4), (b, 2)] → {a: 3, b: 2}. min_member 4, ps (min 1, 1 pod, 0 GPU)
+    and worker (min 2, 4 pods × 8 GPU), pods by GPU [(ps, 1), (worker, 4)] → {ps: 1,
+    worker: 3}. Volcano's bypass: min_member 2 < 1 + 2, so the minimums are 0 → the two
+    first pods of the order, {ps: 1, worker: 1}."""
+    counts = task_shortfalls(requirement, running_per_task)
+    remaining = members_missing(requirement, sum(running_per_task.values()), sum(counts.values()))
+    skip = dict(counts)  # each task's first pods in the order are its minimum's
+    for task, pods in pending_in_order:
+        if remaining <= 0:
+            break
+        if task not in counts:
+            continue  # a waiting task: none of its pods is placed this cycle
+        skipped = min(pods, skip[task])
+        skip[task] -= skipped
+        take = min(remaining, pods - skipped)
+        if take > 0:
+            counts[task] += take
+            remaining -= take
+    return counts
+
+
+def victim_may_keep(requirement: GangRequirement, kept: int, bound: int = 0) -> bool:
+    """May a PodGroup that loses pods to eviction end with `kept` running pods (and `bound`
+    new ones)? Only all or enough: none kept, or kept + bound ≥ min_member. Example:
+    min_member 4, 6 running: keeping 4 → True, 3 → False, 0 → True."""
+    return kept == 0 or kept + bound >= requirement.min_member
+
+
+def least_kept(min_member: int, running: int) -> int:
+    """The fewest running pods a victim gang that keeps any may keep (`victim_may_keep`):
+    min_member, or all of them when fewer run. Example: min_member 4, 6 running → 4; 2
+    running → 2 (evicting any would leave it below, so it keeps both or none)."""
+    return min(min_member, running)
+
+
 def check(snapshot: Snapshot, after: After) -> list[Violation]:
     violations: list[Violation] = []
     for group in snapshot.pod_groups:
@@ -124,18 +269,20 @@ def check(snapshot: Snapshot, after: After) -> list[Violation]:
         requirement = gang_requirement(snapshot, group)
         placed, kept = after.placed(group.key), after.kept_count(group.key)
         if bound > 0:
+            placed_per_task = after.placed_per_task(group.key)
             shortfalls = []
-            if placed < requirement.min_member:
-                shortfalls.append(f"{kept} running + {bound} bound = {placed} < min_member {requirement.min_member}")
-            for task_name, minimum in sorted(requirement.min_per_task.items()):
-                task_placed = after.placed(group.key, task_name)
-                if task_placed < minimum:
-                    shortfalls.append(f"task {task_name} has {task_placed} < min_available {minimum}")
+            if not is_met(requirement, placed_per_task):
+                if placed < requirement.min_member:
+                    shortfalls.append(f"{kept} running + {bound} bound = {placed} < min_member {requirement.min_member}")
+                shortfalls.extend(
+                    f"task {task} has {task_placed} < min_available {minimum}"
+                    for task, task_placed, minimum in unmet_tasks(requirement, placed_per_task)
+                )
             if shortfalls:
                 violations.append(
                     Violation(rule=NAME, subject=group.key, message=f"pod group {group.key}: {'; '.join(shortfalls)}")
                 )
-        if evicted > 0 and kept > 0 and placed < requirement.min_member:
+        if evicted > 0 and not victim_may_keep(requirement, kept, bound):
             violations.append(
                 Violation(
                     rule=NAME,

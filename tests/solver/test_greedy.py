@@ -530,3 +530,18 @@ def test_problem_tables_for_a_numa_node_with_a_running_pod() -> None:
     assert problem.gpu_numa.tolist() == [[0, 0, 1, 1]]
     assert problem.cell_cpu_free.tolist() == [[16_000, 12_000]]
     assert problem.free[gpu].tolist() == [4000 - 1000 - 250]
+
+
+def test_why_a_plan_failed_is_a_greedy_failure() -> None:
+    """Too few pods: static; no room on the nodes: capacity; placed: no failure."""
+    from solver.greedy.engine import GreedyEngine
+    from solver.greedy.plan import GreedyFailure
+
+    short = make_gang("short", tasks=[make_task("worker", replicas=2, min_available=3)], min_member=3)
+    big = make_gang("big", replicas=3, cpu=8)
+    fits = make_gang("fits", replicas=1)
+    snapshot = make_snapshot(nodes=[make_node("n1", cpu=8)], groups=[short, big, fits])
+    engine = GreedyEngine(snapshot, build_problem(snapshot), GreedyConfig())
+    engine.run()
+    failures = {plan.group.name: plan.failure for plan in engine.plans}
+    assert failures == {"short": GreedyFailure.STATIC, "big": GreedyFailure.CAPACITY, "fits": None}
