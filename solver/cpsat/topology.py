@@ -30,6 +30,7 @@ from scipy import sparse
 from models.snapshot import GPU_MILLI_PER_DEVICE
 from solver.cpsat.patterns import Pattern, topology_patterns
 from solver.cpsat.units import Unit
+from solver.rules.gang import task_shortfalls
 
 __all__ = ["TopologySteps", "OUTSIDE"]
 
@@ -116,8 +117,10 @@ class TopologySteps:
             hinted = self.hint_nodes.get(unit.group.key, set())
             demand = np.zeros(len(problem.resource_names), dtype=np.int64)
             devices = 0
+            facts = problem.group_facts[unit.group_index]
+            shortfalls = task_shortfalls(facts.requirement, facts.running)
             for task in unit.tasks:
-                need = max(task.minimum - task.running, 0)
+                need = shortfalls.get(task.name, 0)
                 demand += need * problem.task_requests[task.row]
                 gpu = int(problem.task_requests[task.row, self.gpu_column])
                 devices += need * (gpu // GPU_MILLI_PER_DEVICE if gpu % GPU_MILLI_PER_DEVICE == 0 else 0)

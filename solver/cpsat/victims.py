@@ -33,7 +33,6 @@ import numpy as np
 from models.snapshot import GPU_MILLI_PER_DEVICE, QueueName
 from solver.cpsat.units import Unit
 from solver.objective import pod_value
-from solver.rules.gang import gang_requirement
 from solver.rules.preemption import victim_refusal
 
 __all__ = ["VictimKind", "NodeGroup", "VictimSteps", "NO_ATOM"]
@@ -139,7 +138,7 @@ class VictimSteps:
                 victims_on.setdefault(node, {}).setdefault(kind.index, []).append(p)
             if not anonymous:
                 victim_groups[h] = len(pods)
-                victim_minimum[h] = gang_requirement(snapshot, group).min_member
+                victim_minimum[h] = problem.group_facts[h].requirement.min_member
                 victim_fixed[h] = len(pods) - len(candidates)
         # Victim order on a node: lowest priority first, then youngest, then key (as greedy).
         for per_kind in victims_on.values():
