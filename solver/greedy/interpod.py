@@ -320,14 +320,18 @@ class InterPod:
 
     # ---- queries ----
 
+    def _seen_as(self, row: int) -> tuple[str, Mapping[str, str]]:
+        """The namespace and labels other pods' selectors see on the pods of task `row`."""
+        key, name = self.problem.task_keys[row]
+        group = self.snapshot.pod_group_by_key[key]
+        return group.namespace, group.task_by_name[name].labels
+
     def _task_matchers(self, row: int) -> frozenset[int]:
         found = self._row_matchers.get(row)
         if found is None:
-            key, name = self.problem.task_keys[row]
-            group = self.snapshot.pod_group_by_key[key]
-            labels = group.task_by_name[name].labels
+            namespace, labels = self._seen_as(row)
             found = self._row_matchers[row] = frozenset(
-                m for m in range(len(self._matchers)) if self._selects(m, group.namespace, labels)
+                m for m in range(len(self._matchers)) if self._selects(m, namespace, labels)
             )
         return found
 
@@ -335,11 +339,9 @@ class InterPod:
         """Holder terms that select the pods of task `row`."""
         found = self._row_holders.get(row)
         if found is None:
-            key, name = self.problem.task_keys[row]
-            group = self.snapshot.pod_group_by_key[key]
-            labels = group.task_by_name[name].labels
+            namespace, labels = self._seen_as(row)
             found = self._row_holders[row] = tuple(
-                h for h, (term, owner) in enumerate(self._holders) if term_selects(term, owner, group.namespace, labels)
+                h for h, (term, owner) in enumerate(self._holders) if term_selects(term, owner, namespace, labels)
             )
         return found
 
