@@ -36,7 +36,8 @@ import pulp
 from scipy import sparse
 from scipy.optimize import linprog
 
-from models.snapshot import GPU_MILLI_PER_DEVICE, Snapshot
+from models.snapshot import GPU_MILLI_PER_DEVICE, Snapshot, gpu_devices
+from solver.after import milli_per_device
 from solver.objective import ObjectiveContext, pod_value
 from solver.problem import Problem, build_problem
 from solver.rules.gang import members_missing, task_shortfalls
@@ -94,7 +95,7 @@ def relaxation(snapshot: Snapshot, *, problem: Problem | None = None) -> Relaxat
         capacity[int(classes[n])] += problem.pod_requests[p]
         milli = int(problem.pod_requests[p, gpu])
         for g in problem.pod_gpu_slots.get(p, ()):
-            device_free[n, g] += GPU_MILLI_PER_DEVICE if milli >= GPU_MILLI_PER_DEVICE else milli
+            device_free[n, g] += milli_per_device(milli)
         queue = int(problem.group_queue[int(problem.pod_group[p])])
         key = (int(classes[n]), tuple(problem.pod_requests[p].tolist()), value, queue)
         victims[key] = victims.get(key, 0) + 1
@@ -139,7 +140,7 @@ def relaxation(snapshot: Snapshot, *, problem: Problem | None = None) -> Relaxat
                 lp.at_most([(x, -1.0) for x in xs] + [(admitted, shortfalls[task.name])], 0)
             requests = problem.task_requests[row]
             milli = int(requests[gpu])
-            whole_devices = milli // GPU_MILLI_PER_DEVICE if milli % GPU_MILLI_PER_DEVICE == 0 else 0
+            whole_devices = gpu_devices(milli)
             for c, x in zip(eligible_classes, xs):
                 for r in resources:
                     if requests[r]:

@@ -63,6 +63,7 @@ from models.snapshot import (
     Snapshot,
     Task,
 )
+from solver.after import milli_per_device
 from solver.rules import node_affinity
 from solver.rules.eligibility import eligible
 from solver.rules.gang import GangRequirement, can_be_met, gang_requirement
@@ -567,7 +568,7 @@ def _pods(
                 slot_of = slot_maps[n] = {index: g for g, index in enumerate(gpu_index_rows[n]) if index >= 0}
             slots = tuple(slot_of[i] for i in pod.gpu_indices if i in slot_of)
             gpu_milli = pod.requests.get(GPU, 0)
-            per_device = GPU_MILLI_PER_DEVICE if gpu_milli >= GPU_MILLI_PER_DEVICE else gpu_milli
+            per_device = milli_per_device(gpu_milli)
             device_slots[p] = slots
             for g in slots:
                 device_n.append(n)

@@ -37,7 +37,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from models.placement import Placement
-from models.snapshot import GPU_MILLI_PER_DEVICE, PodGroup, QueueName, Snapshot
+from models.snapshot import (
+    GPU_MILLI_PER_DEVICE,
+    QueueName,
+    Snapshot,
+    gpu_devices,
+)
+from solver.after import milli_per_device
 from solver.cpsat.interpod import FixedPart
 from solver.cpsat.patterns import (
     UNKNOWN,
@@ -93,10 +99,6 @@ class ModelData:
     restricted: list[str] = field(default_factory=list)
     fixed: FixedPart | None = None  # inter-pod constraints: the hint's part taken as it is (`cpsat.interpod`)
 
-    @property
-    def topology_tasks(self) -> list[UnitTask]:
-        return [t for t in self.tasks if self.units[t.unit].tracked]
-
 
 def device_order(data: ModelData, n: int, evicted: list[int]) -> list[int]:
     """Node n's device indices in its profile's canonical order, after `evicted` leave."""
@@ -109,7 +111,7 @@ def device_order(data: ModelData, n: int, evicted: list[int]) -> list[int]:
             devices[int(problem.gpu_index[n, g])] = [int(problem.cell_ids[n, problem.gpu_cell[n, g]]), int(problem.gpu_free_milli[n, g])]
     for p in evicted:
         gpu = int(problem.pod_requests[p, problem.gpu_column])
-        per_device = GPU_MILLI_PER_DEVICE if gpu >= GPU_MILLI_PER_DEVICE else gpu
+        per_device = milli_per_device(gpu)
         for g in problem.pod_gpu_slots.get(p, ()):
             devices[int(problem.gpu_index[n, g])][1] += per_device
     ordered = sorted((cell, free, index) for index, (cell, free) in devices.items() if free > 0)
@@ -249,7 +251,7 @@ class _Builder(VictimSteps, TopologySteps):
                 row = problem.task_row[(group.key, task.name)]
                 requests = problem.task_requests[row]
                 gpu = int(requests[self.gpu_column])
-                whole = gpu // GPU_MILLI_PER_DEVICE if gpu % GPU_MILLI_PER_DEVICE == 0 else 0
+                whole = gpu_devices(gpu)
                 fraction = gpu if 0 < gpu < GPU_MILLI_PER_DEVICE else 0
                 numa = task.numa_policy == "single-numa-node"
                 effective_numa = numa and (whole >= 2 or known_cell_cpu)
@@ -362,7 +364,7 @@ class _Builder(VictimSteps, TopologySteps):
             requests = problem.pod_requests[p].tolist()
             free = [have + more for have, more in zip(free, requests)]
             gpu = requests[self.gpu_column]
-            per_device = GPU_MILLI_PER_DEVICE if gpu >= GPU_MILLI_PER_DEVICE else gpu
+            per_device = milli_per_device(gpu)
             for g in problem.pod_gpu_slots.get(p, ()):
                 i = by_index[int(gpu_index[n, g])]
                 cell, value, index = devices[i]

@@ -27,7 +27,8 @@ from collections.abc import Mapping
 import numpy as np
 from scipy import sparse
 
-from models.snapshot import GPU_MILLI_PER_DEVICE
+from models.snapshot import GPU_MILLI_PER_DEVICE, gpu_devices
+from solver.after import milli_per_device
 from solver.cpsat.patterns import Pattern, topology_patterns
 from solver.cpsat.units import Unit
 from solver.rules.gang import task_shortfalls
@@ -91,7 +92,7 @@ class TopologySteps:
             slot_milli: list[int] = []
             gpu_of = problem.pod_requests[victims, self.gpu_column].tolist()
             for p, node, gpu in zip(victim_pods, problem.pod_node[victims].tolist(), gpu_of):
-                per_device = GPU_MILLI_PER_DEVICE if gpu >= GPU_MILLI_PER_DEVICE else gpu
+                per_device = milli_per_device(gpu)
                 for g in problem.pod_gpu_slots.get(p, ()):
                     slot_node.append(node)
                     slot_column.append(g)
@@ -123,7 +124,7 @@ class TopologySteps:
                 need = shortfalls.get(task.name, 0)
                 demand += need * problem.task_requests[task.row]
                 gpu = int(problem.task_requests[task.row, self.gpu_column])
-                devices += need * (gpu // GPU_MILLI_PER_DEVICE if gpu % GPU_MILLI_PER_DEVICE == 0 else 0)
+                devices += need * gpu_devices(gpu)
             key = self.gpu_column if demand[self.gpu_column] > 0 else problem.cpu_column
             columns = [int(r) for r in np.flatnonzero(demand)]
             everywhere = bool(eligible.all())

@@ -46,12 +46,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.placement import Bind, Decision, Eviction, Placement
-from models.snapshot import PodGroupKey, Snapshot
+from models.snapshot import PodGroupKey, Snapshot, gpu_devices
 from solver import reasons
 from solver.after import build_after
 from solver.fragmentation import PackingName, TypicalShape, packing_score
 from solver.greedy.explain import eligibility_error, fit_error, unplaceable_tasks
-from solver.greedy.plan import GreedyFailure, GroupPlan, PlanTask, build_plan, dominant_share_of_row, dominant_shares
+from solver.greedy.plan import (
+    GreedyFailure,
+    GroupPlan,
+    PlanTask,
+    build_plan,
+    dominant_share_of_row,
+    dominant_shares,
+)
 from solver.greedy.preempt import Preemptor, VictimPool, run_preemption
 from solver.greedy.state import CycleState
 from solver.greedy.topology import BestDomain, Domain, candidate_domains, key_resource
@@ -202,7 +209,7 @@ class GreedyEngine:
         for row, count in counts.items():
             total += count * problem.task_requests[row]
             gpu = int(problem.task_requests[row, problem.gpu_column])
-            devices += count * (gpu // 1000 if gpu % 1000 == 0 else 0)
+            devices += count * gpu_devices(gpu)
         return total, devices
 
     # ---- allocate: fairness order ----
