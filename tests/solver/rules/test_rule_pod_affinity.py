@@ -5,9 +5,12 @@ and the preferred terms' weight in the locality tier."""
 
 from __future__ import annotations
 
+import pytest
+
 from models.pod_affinity import LabelSelector, PodAffinityTerm, WeightedPodAffinityTerm
 from models.snapshot import Pod
 from solver.objective import score
+from solver.place import ENGINES
 from solver.rules import pod_affinity
 from tests.builders import (
     Gang,
@@ -19,6 +22,7 @@ from tests.builders import (
     make_running,
     make_snapshot,
     rule_violations,
+    solve_checked,
     with_pod_rules,
 )
 
@@ -138,3 +142,28 @@ def test_the_first_of_a_series_still_needs_a_node_with_the_key() -> None:
     series = web(replicas=1, required_affinity=(term("zone", app="web"),))
     (message,) = violations(series, "bare")
     assert "node bare has no zone label" in message
+
+
+# ---- every engine, on hand-computed cases ----
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_puts_one_replica_per_node_and_leaves_the_third(engine: str) -> None:
+    gang = web(replicas=3, **SELF_ANTI)
+    snapshot = make_snapshot(nodes=NODES[:2], groups=[gang])  # n1, n2
+    nodes = [b.node for b in solve_checked(snapshot, engine).placement.binds]
+    assert sorted(nodes) == ["n1", "n2"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_follows_affinity_to_the_zone_of_a_running_pod(engine: str) -> None:
+    cache = web(replicas=1, required_affinity=(term("zone", app="db"),))
+    snapshot = make_snapshot(nodes=NODES, groups=[cache], running=(running("db-0", "n3", app="db"),))
+    assert [b.node for b in solve_checked(snapshot, engine).placement.binds] == ["n3"]  # the only node of zone b
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_keeps_out_of_a_running_pods_anti_affinity_domain(engine: str) -> None:
+    guard = running("guard", "n1", anti=(term("zone", app="web"),), role="guard")
+    snapshot = make_snapshot(nodes=NODES[:3], groups=[web(replicas=2)], running=(guard,))
+    assert [b.node for b in solve_checked(snapshot, engine).placement.binds] == ["n3", "n3"]  # zone a is guarded

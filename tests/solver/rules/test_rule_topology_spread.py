@@ -5,9 +5,12 @@ the locality tier."""
 
 from __future__ import annotations
 
+import pytest
+
 from models.pod_affinity import LabelSelector, TopologySpreadConstraint
 from models.snapshot import Pod
 from solver.objective import score
+from solver.place import ENGINES
 from solver.rules import topology_spread
 from tests.builders import (
     Gang,
@@ -19,6 +22,7 @@ from tests.builders import (
     make_running,
     make_snapshot,
     rule_violations,
+    solve_checked,
     with_pod_rules,
 )
 
@@ -114,3 +118,23 @@ def test_a_node_counts_only_with_the_keys_of_every_constraint_of_its_kind() -> N
     assert judged(gang, "bare", "a1") == []  # alone, the hostname spread counts bare
     with_zone = web(2, spread(max_skew=5), per_node)
     assert any("not an eligible node" in m for m in judged(with_zone, "a1", "bare"))
+
+
+# ---- every engine, on hand-computed cases ----
+# Zone a holds 2 web pods, b none; c's only node is tainted (web does not tolerate it).
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_counts_an_untolerated_zone_under_the_default_taints_policy(engine: str) -> None:
+    # nodeTaintsPolicy Ignore: c counts with 0 and keeps the minimum at 0, so b may reach 1.
+    others = (running_web("old-0", "a1"), running_web("old-1", "a2"))
+    snapshot = make_snapshot(nodes=NODES[:4], groups=[web(2, spread())], running=others)
+    assert [b.node for b in solve_checked(snapshot, engine).placement.binds] == ["b1"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_fills_the_emptier_zone_when_taints_are_honoured(engine: str) -> None:
+    # nodeTaintsPolicy Honor: only a and b count; b may catch up with a's 2.
+    others = (running_web("old-0", "a1"), running_web("old-1", "a2"))
+    snapshot = make_snapshot(nodes=NODES[:4], groups=[web(2, spread(node_taints_policy="Honor"))], running=others)
+    assert [b.node for b in solve_checked(snapshot, engine).placement.binds] == ["b1", "b1"]
