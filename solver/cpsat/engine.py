@@ -65,12 +65,12 @@ from ortools.sat.python import cp_model
 
 from models.placement import Placement
 from models.snapshot import Snapshot
+from solver.cpsat.constraints import add_constraints
 from solver.cpsat.data import DataLimits, ModelData, build_model_data
 from solver.cpsat.extract import extract_placement
 from solver.cpsat.hint import hint_values, representable_hint
 from solver.cpsat.interpod import fix_inter_pod, merged
 from solver.cpsat.objective import Stage, Tiers, build_tiers, first_come, plan_stages
-from solver.cpsat.constraints import add_constraints
 from solver.cpsat.variables import create_variables
 from solver.objective import TIERS, ObjectiveContext, ObjectiveVector
 from solver.problem import Problem

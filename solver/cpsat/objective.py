@@ -39,9 +39,9 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+from solver.cpsat.constraints import Allocation
 from solver.cpsat.data import ModelData
 from solver.cpsat.patterns import WHOLE, device_patterns
-from solver.cpsat.constraints import Allocation
 from solver.cpsat.variables import Lin, Variables
 from solver.objective import FAIRNESS_SCALE, TIERS, pod_value
 

@@ -1,6 +1,6 @@
 """Topology for the CP-SAT engine's data step: atoms, candidate domains, atom patterns.
 
-Input (as a mixin of `cpsat.data._Builder`): the units with their hard tier limit or soft
+Input (a `BuildContext`, `cpsat.build_context`, and the data step's results): the units with their hard tier limit or soft
 topology, the snapshot's HyperNodes, what could be free on each node if every candidate
 victim left, and the greedy hint. Output: each topology-tracked unit's candidate domains
 (hard: HyperNodes of tier ≤ its limit, or single nodes in none) and atoms, and the
@@ -29,239 +29,239 @@ from scipy import sparse
 
 from models.snapshot import GPU_MILLI_PER_DEVICE, gpu_devices
 from solver.after import milli_per_device
+from solver.cpsat.build_context import BuildContext
 from solver.cpsat.patterns import Pattern, topology_patterns
 from solver.cpsat.units import Unit
 from solver.rules.gang import task_shortfalls
 
-__all__ = ["TopologySteps", "OUTSIDE"]
+__all__ = ["OUTSIDE", "atoms", "candidates", "topology_sets"]
 
 OUTSIDE = "outside:"
 """Atom of the nodes in no lowest-tier HyperNode (soft spans do not count them)."""
 
 
-class TopologySteps:
-    """The builder's topology steps (see the module docstring)."""
 
-    def _atoms(self, units: list[Unit]) -> tuple[dict[int, str], dict[str, str | None], dict[str, frozenset[str]]]:
-        snapshot, problem = self.snapshot, self.problem
-        hard = [u for u in units if u.tracked and u.hard_limit is not None]
-        soft = [u for u in units if u.tracked and u.soft]
-        atom_of: dict[int, str] = {}
-        soft_domain: dict[str, str | None] = {}
-        domain_atoms: dict[str, frozenset[str]] = {}
-        if not hard and not soft:
-            return atom_of, soft_domain, domain_atoms
-        tier = snapshot.hypernode_by_name
-        limit = min((u.hard_limit for u in hard), default=None)  # type: ignore[type-var]
-        members: dict[str, set[str]] = {}
-        for n, name in enumerate(problem.node_names):
-            chain = snapshot.hypernode_chain[name]
-            lowest = chain[0] if chain else None
-            if limit is not None:
-                atom = lowest if lowest is not None and tier[lowest].tier <= limit else f"node:{name}"
-            else:
-                atom = self.ctx.span_domain.get(name, OUTSIDE)
-            atom_of[n] = atom
-            soft_domain.setdefault(atom, self.ctx.span_domain.get(name))
-            for hypernode in chain:
-                members.setdefault(hypernode, set()).add(atom)
-        if limit is not None:
-            for hypernode, atoms in members.items():
-                domain_atoms[hypernode] = frozenset(atoms)
+def atoms(build: BuildContext, units: list[Unit]) -> tuple[dict[int, str], dict[str, str | None], dict[str, frozenset[str]]]:
+    snapshot, problem = build.snapshot, build.problem
+    hard = [u for u in units if u.tracked and u.hard_limit is not None]
+    soft = [u for u in units if u.tracked and u.soft]
+    atom_of: dict[int, str] = {}
+    soft_domain: dict[str, str | None] = {}
+    domain_atoms: dict[str, frozenset[str]] = {}
+    if not hard and not soft:
         return atom_of, soft_domain, domain_atoms
+    tier = snapshot.hypernode_by_name
+    limit = min((u.hard_limit for u in hard), default=None)  # type: ignore[type-var]
+    members: dict[str, set[str]] = {}
+    for n, name in enumerate(problem.node_names):
+        chain = snapshot.hypernode_chain[name]
+        lowest = chain[0] if chain else None
+        if limit is not None:
+            atom = lowest if lowest is not None and tier[lowest].tier <= limit else f"node:{name}"
+        else:
+            atom = build.ctx.span_domain.get(name, OUTSIDE)
+        atom_of[n] = atom
+        soft_domain.setdefault(atom, build.ctx.span_domain.get(name))
+        for hypernode in chain:
+            members.setdefault(hypernode, set()).add(atom)
+    if limit is not None:
+        for hypernode, atoms in members.items():
+            domain_atoms[hypernode] = frozenset(atoms)
+    return atom_of, soft_domain, domain_atoms
 
-    def _candidates(self, units, atom_of, domain_atoms, victims_on, kinds, tasks) -> None:  # noqa: ANN001
-        """Candidate domains (hard) and atoms (soft) of each topology unit, best fit first.
+def candidates(build: BuildContext, units, atom_of, domain_atoms, victims_on, kinds, tasks) -> None:  # noqa: ANN001
+    """Candidate domains (hard) and atoms (soft) of each topology unit, best fit first.
 
-        Capacity is judged optimistically (every candidate victim gone), so a domain
-        dropped here could not have held the unit's minimum."""
-        if not atom_of:
-            return
-        snapshot, problem = self.snapshot, self.problem
-        atom_names = sorted(set(atom_of.values()))
-        atom_id = {a: i for i, a in enumerate(atom_names)}
-        node_atom = np.array([atom_id[atom_of[n]] for n in range(problem.node_count)], dtype=np.int64)
-        potential = problem.free.astype(np.int64).copy()
-        device_free = problem.gpu_free_milli.copy()
-        victim_pods = [p for per_kind in victims_on.values() for pods in per_kind.values() for p in pods]
-        if victim_pods:
-            victims = np.array(victim_pods, dtype=np.int64)
-            np.add.at(potential.T, problem.pod_node[victims], problem.pod_requests[victims])
-            slot_node: list[int] = []
-            slot_column: list[int] = []
-            slot_milli: list[int] = []
-            gpu_of = problem.pod_requests[victims, self.gpu_column].tolist()
-            for p, node, gpu in zip(victim_pods, problem.pod_node[victims].tolist(), gpu_of):
-                per_device = milli_per_device(gpu)
-                for g in problem.pod_gpu_slots.get(p, ()):
-                    slot_node.append(node)
-                    slot_column.append(g)
-                    slot_milli.append(per_device)
-            np.add.at(device_free, (np.array(slot_node, dtype=np.int64), np.array(slot_column, dtype=np.int64)), slot_milli)
-        whole = (device_free >= GPU_MILLI_PER_DEVICE).sum(axis=1)
-        domain_names = sorted(domain_atoms)
-        domain_tier = np.array([snapshot.hypernode_by_name[name].tier for name in domain_names], dtype=np.int64)
-        rows = [d for d, name in enumerate(domain_names) for _ in domain_atoms[name]]
-        atom_columns = [atom_id[a] for name in domain_names for a in sorted(domain_atoms[name])]
-        incidence = sparse.csr_matrix(
-            (np.ones(len(rows)), (rows, atom_columns)), shape=(len(domain_names), len(atom_names))
-        )
-        domain_anchor = {name: {atom_id[a] for a in atoms} for name, atoms in domain_atoms.items()}
-        single_nodes = np.array([n for n in range(problem.node_count) if atom_of[n].startswith("node:")], dtype=np.int64)
-        limit_k = self.limits.max_domains_per_gang
-        for unit in units:
-            if not unit.tracked:
-                continue  # no topology, or one pod in all: always inside one domain
-            eligible = np.zeros(problem.node_count, dtype=bool)
-            for task in unit.tasks:
-                eligible |= problem.eligible_nodes(task.row)
-            hinted = self.hint_nodes.get(unit.group.key, set())
-            demand = np.zeros(len(problem.resource_names), dtype=np.int64)
-            devices = 0
-            facts = problem.group_facts[unit.group_index]
-            shortfalls = task_shortfalls(facts.requirement, facts.running)
-            for task in unit.tasks:
-                need = shortfalls.get(task.name, 0)
-                demand += need * problem.task_requests[task.row]
-                gpu = int(problem.task_requests[task.row, self.gpu_column])
-                devices += need * gpu_devices(gpu)
-            key = self.gpu_column if demand[self.gpu_column] > 0 else problem.cpu_column
-            columns = [int(r) for r in np.flatnonzero(demand)]
-            everywhere = bool(eligible.all())
-            per_atom = {
-                r: np.bincount(
-                    node_atom, weights=potential[r] if everywhere else potential[r] * eligible, minlength=len(atom_names)
-                )
-                for r in {*columns, key}
-            }
-            whole_atom = np.bincount(node_atom, weights=whole if everywhere else whole * eligible, minlength=len(atom_names))
-            if unit.hard_limit is not None:
-                anchor_atoms = {atom_id[atom_of[n]] for n in unit.anchors}
-                options: list[tuple[tuple[object, ...], str]] = []
-                fits = (domain_tier <= unit.hard_limit) & (incidence @ whole_atom >= devices)
-                for r in columns:
-                    fits &= incidence @ per_atom[r] >= demand[r]
-                key_sums = incidence @ per_atom[key]
-                for d in np.flatnonzero(fits).tolist():
-                    name = domain_names[d]
-                    if anchor_atoms and not anchor_atoms.issubset(domain_anchor[name]):
-                        continue
-                    options.append(((int(domain_tier[d]), float(key_sums[d]), name), name))
-                # A node on its own: eligible, holds the minimum with every candidate victim
-                # gone, and holds every running pod of the unit (anchors) — one numpy pass.
-                anchor_set = set(unit.anchors)
-                alone = single_nodes
-                if len(anchor_set) > 1:
-                    alone = alone[:0]
-                elif anchor_set:
-                    alone = alone[alone == next(iter(anchor_set))]
-                if alone.size:
-                    fits_alone = eligible[alone] & (whole[alone] >= devices)
-                    fits_alone &= (potential[:, alone] >= demand[:, None]).all(axis=0)
-                    for n in alone[fits_alone].tolist():
-                        options.append(((0, float(potential[key, n]), atom_of[n]), atom_of[n]))
-                        domain_atoms.setdefault(atom_of[n], frozenset({atom_of[n]}))
-                options.sort()
-                chosen = [name for _, name in options]
-                hint_domain = self._hint_domain(unit, atom_of, domain_atoms)
-                if len(chosen) > limit_k:
-                    keep = chosen[:limit_k]
-                    if hint_domain is not None and hint_domain not in keep and hint_domain in chosen:
-                        keep.append(hint_domain)
-                    self.restricted.append(f"{unit.group.key}: {len(chosen)} candidate domains, kept {len(keep)}")
-                    chosen = keep
-                unit.domains = chosen
-                unit.atoms = sorted({a for d in chosen for a in domain_atoms[d]})
-            else:
-                key_free = per_atom[key].tolist()
-                fits = [i for i in range(len(atom_names)) if key_free[i] > 0]
-                required = {atom_of[n] for n in (*unit.anchors, *hinted)}
-                ranked = sorted((atom_names[i] for i in fits), key=lambda a: (a not in required, -key_free[atom_id[a]], a))
-                if len(ranked) > limit_k:
-                    keep = ranked[: max(limit_k, len(required))]
-                    self.restricted.append(f"{unit.group.key}: {len(ranked)} candidate atoms, kept {len(keep)}")
-                    ranked = keep
-                unit.atoms = sorted(set(ranked) | required)
+    Capacity is judged optimistically (every candidate victim gone), so a domain
+    dropped here could not have held the unit's minimum."""
+    if not atom_of:
+        return
+    snapshot, problem = build.snapshot, build.problem
+    atom_names = sorted(set(atom_of.values()))
+    atom_id = {a: i for i, a in enumerate(atom_names)}
+    node_atom = np.array([atom_id[atom_of[n]] for n in range(problem.node_count)], dtype=np.int64)
+    potential = problem.free.astype(np.int64).copy()
+    device_free = problem.gpu_free_milli.copy()
+    victim_pods = [p for per_kind in victims_on.values() for pods in per_kind.values() for p in pods]
+    if victim_pods:
+        victims = np.array(victim_pods, dtype=np.int64)
+        np.add.at(potential.T, problem.pod_node[victims], problem.pod_requests[victims])
+        slot_node: list[int] = []
+        slot_column: list[int] = []
+        slot_milli: list[int] = []
+        gpu_of = problem.pod_requests[victims, build.gpu_column].tolist()
+        for p, node, gpu in zip(victim_pods, problem.pod_node[victims].tolist(), gpu_of):
+            per_device = milli_per_device(gpu)
+            for g in problem.pod_gpu_slots.get(p, ()):
+                slot_node.append(node)
+                slot_column.append(g)
+                slot_milli.append(per_device)
+        np.add.at(device_free, (np.array(slot_node, dtype=np.int64), np.array(slot_column, dtype=np.int64)), slot_milli)
+    whole = (device_free >= GPU_MILLI_PER_DEVICE).sum(axis=1)
+    domain_names = sorted(domain_atoms)
+    domain_tier = np.array([snapshot.hypernode_by_name[name].tier for name in domain_names], dtype=np.int64)
+    rows = [d for d, name in enumerate(domain_names) for _ in domain_atoms[name]]
+    atom_columns = [atom_id[a] for name in domain_names for a in sorted(domain_atoms[name])]
+    incidence = sparse.csr_matrix(
+        (np.ones(len(rows)), (rows, atom_columns)), shape=(len(domain_names), len(atom_names))
+    )
+    domain_anchor = {name: {atom_id[a] for a in atoms} for name, atoms in domain_atoms.items()}
+    single_nodes = np.array([n for n in range(problem.node_count) if atom_of[n].startswith("node:")], dtype=np.int64)
+    limit_k = build.limits.max_domains_per_gang
+    for unit in units:
+        if not unit.tracked:
+            continue  # no topology, or one pod in all: always inside one domain
+        eligible = np.zeros(problem.node_count, dtype=bool)
+        for task in unit.tasks:
+            eligible |= problem.eligible_nodes(task.row)
+        hinted = build.hint_nodes.get(unit.group.key, set())
+        demand = np.zeros(len(problem.resource_names), dtype=np.int64)
+        devices = 0
+        facts = problem.group_facts[unit.group_index]
+        shortfalls = task_shortfalls(facts.requirement, facts.running)
+        for task in unit.tasks:
+            need = shortfalls.get(task.name, 0)
+            demand += need * problem.task_requests[task.row]
+            gpu = int(problem.task_requests[task.row, build.gpu_column])
+            devices += need * gpu_devices(gpu)
+        key = build.gpu_column if demand[build.gpu_column] > 0 else problem.cpu_column
+        columns = [int(r) for r in np.flatnonzero(demand)]
+        everywhere = bool(eligible.all())
+        per_atom = {
+            r: np.bincount(
+                node_atom, weights=potential[r] if everywhere else potential[r] * eligible, minlength=len(atom_names)
+            )
+            for r in {*columns, key}
+        }
+        whole_atom = np.bincount(node_atom, weights=whole if everywhere else whole * eligible, minlength=len(atom_names))
+        if unit.hard_limit is not None:
+            anchor_atoms = {atom_id[atom_of[n]] for n in unit.anchors}
+            options: list[tuple[tuple[object, ...], str]] = []
+            fits = (domain_tier <= unit.hard_limit) & (incidence @ whole_atom >= devices)
+            for r in columns:
+                fits &= incidence @ per_atom[r] >= demand[r]
+            key_sums = incidence @ per_atom[key]
+            for d in np.flatnonzero(fits).tolist():
+                name = domain_names[d]
+                if anchor_atoms and not anchor_atoms.issubset(domain_anchor[name]):
+                    continue
+                options.append(((int(domain_tier[d]), float(key_sums[d]), name), name))
+            # A node on its own: eligible, holds the minimum with every candidate victim
+            # gone, and holds every running pod of the unit (anchors) — one numpy pass.
+            anchor_set = set(unit.anchors)
+            alone = single_nodes
+            if len(anchor_set) > 1:
+                alone = alone[:0]
+            elif anchor_set:
+                alone = alone[alone == next(iter(anchor_set))]
+            if alone.size:
+                fits_alone = eligible[alone] & (whole[alone] >= devices)
+                fits_alone &= (potential[:, alone] >= demand[:, None]).all(axis=0)
+                for n in alone[fits_alone].tolist():
+                    options.append(((0, float(potential[key, n]), atom_of[n]), atom_of[n]))
+                    domain_atoms.setdefault(atom_of[n], frozenset({atom_of[n]}))
+            options.sort()
+            chosen = [name for _, name in options]
+            hint_domain = _hint_domain(build, unit, atom_of, domain_atoms)
+            if len(chosen) > limit_k:
+                keep = chosen[:limit_k]
+                if hint_domain is not None and hint_domain not in keep and hint_domain in chosen:
+                    keep.append(hint_domain)
+                build.restricted.append(f"{unit.group.key}: {len(chosen)} candidate domains, kept {len(keep)}")
+                chosen = keep
+            unit.domains = chosen
+            unit.atoms = sorted({a for d in chosen for a in domain_atoms[d]})
+        else:
+            key_free = per_atom[key].tolist()
+            fits = [i for i in range(len(atom_names)) if key_free[i] > 0]
+            required = {atom_of[n] for n in (*unit.anchors, *hinted)}
+            ranked = sorted((atom_names[i] for i in fits), key=lambda a: (a not in required, -key_free[atom_id[a]], a))
+            if len(ranked) > limit_k:
+                keep = ranked[: max(limit_k, len(required))]
+                build.restricted.append(f"{unit.group.key}: {len(ranked)} candidate atoms, kept {len(keep)}")
+                ranked = keep
+            unit.atoms = sorted(set(ranked) | required)
 
-    def _hint_domain(self, unit: Unit, atom_of: Mapping[int, str], domain_atoms: Mapping[str, frozenset[str]]) -> str | None:
-        nodes = set(unit.anchors) | self.hint_nodes.get(unit.group.key, set())
-        if not nodes:
-            return None
-        atoms = {atom_of[n] for n in nodes}
-        if len(atoms) == 1 and next(iter(atoms)).startswith("node:"):
-            return next(iter(atoms))
-        best = None
-        limit = unit.hard_limit or 0
-        for name, tier, members in self._hypernode_domains(domain_atoms):
-            if tier > limit:
-                continue
-            if atoms <= members and (best is None or len(members) < len(domain_atoms[best])):
-                best = name
-        return best
+def _hint_domain(build: BuildContext, unit: Unit, atom_of: Mapping[int, str], domain_atoms: Mapping[str, frozenset[str]]) -> str | None:
+    nodes = set(unit.anchors) | build.hint_nodes.get(unit.group.key, set())
+    if not nodes:
+        return None
+    atoms = {atom_of[n] for n in nodes}
+    if len(atoms) == 1 and next(iter(atoms)).startswith("node:"):
+        return next(iter(atoms))
+    best = None
+    limit = unit.hard_limit or 0
+    for name, tier, members in _hypernode_domains(build, domain_atoms):
+        if tier > limit:
+            continue
+        if atoms <= members and (best is None or len(members) < len(domain_atoms[best])):
+            best = name
+    return best
 
-    def _hypernode_domains(self, domain_atoms: Mapping[str, frozenset[str]]) -> list[tuple[str, int, frozenset[str]]]:
-        """(name, tier, atoms) of the HyperNode domains in `domain_atoms`, in its order,
-        without the "node:" ones `_candidates` adds (recomputed whenever the mapping grew)."""
-        cached = getattr(self, "_hypernode_domain_list", None)
-        count = len(domain_atoms)
-        if cached is None or cached[0] != count:
-            domains = [
-                (name, self.snapshot.hypernode_by_name[name].tier, members)
-                for name, members in domain_atoms.items()
-                if not name.startswith("node:")
-            ]
-            cached = (count, domains)
-            self._hypernode_domain_list = cached
-        return cached[1]
+def _hypernode_domains(build: BuildContext, domain_atoms: Mapping[str, frozenset[str]]) -> list[tuple[str, int, frozenset[str]]]:
+    """(name, tier, atoms) of the HyperNode domains in `domain_atoms`, in its order,
+    without the "node:" ones `candidates` adds (recomputed whenever the mapping grew)."""
+    count = len(domain_atoms)
+    cached = build.hypernode_domains.get(count)
+    if cached is None:
+        cached = [
+            (name, build.snapshot.hypernode_by_name[name].tier, members)
+            for name, members in domain_atoms.items()
+            if not name.startswith("node:")
+        ]
+        build.hypernode_domains.clear()
+        build.hypernode_domains[count] = cached
+    return cached
 
-    def _topology_sets(self, node_groups, pattern_sets, shapes, tasks, units, most) -> dict[tuple[int, str], list[Pattern]]:  # noqa: ANN001
-        """Per (profile, tracked atom): patterns holding at least one pod of a tracked task
-        that may go to that atom. Mixed with untracked pods (exact) while the estimated total
-        stays within `max_topology_patterns`; else homogeneous patterns of one tracked shape,
-        at most as many pods as the tracked tasks of that shape have (`most`: pending pods per
-        shape; a restriction)."""
-        relevant: dict[str, set[int]] = {}
-        for task in tasks:
-            for atom in units[task.unit].atoms:
-                relevant.setdefault(atom, set()).add(task.shape)
-        pairs = sorted({(p, g.atom) for g in node_groups if g.atom for p in g.after})
-        keys = {pair: (pair[0], frozenset(relevant.get(pair[1], ()))) for pair in pairs}
-        usage: dict[tuple[int, frozenset[int]], int] = {}
-        for key in keys.values():
-            usage[key] = usage.get(key, 0) + 1
-        estimate = sum(len(pattern_sets[key[0]].patterns) * atoms for key, atoms in usage.items())
-        if estimate <= self.limits.max_topology_patterns:
-            built: dict[tuple[int, frozenset[int]], list[Pattern]] = {}
-            restricted = False
-            for key in sorted(usage, key=lambda k: (k[0], sorted(k[1]))):
-                patterns, cut = topology_patterns(
-                    pattern_sets[key[0]],
-                    [shapes[i] for i in sorted(key[1])],
-                    mode="mixed",
-                    rule=self.ctx.fragments,
-                    cap=self.limits.max_patterns_per_profile,
+
+def topology_sets(build: BuildContext, node_groups, pattern_sets, shapes, tasks, units, most) -> dict[tuple[int, str], list[Pattern]]:  # noqa: ANN001
+    """Per (profile, tracked atom): patterns holding at least one pod of a tracked task
+    that may go to that atom. Mixed with untracked pods (exact) while the estimated total
+    stays within `max_topology_patterns`; else homogeneous patterns of one tracked shape,
+    at most as many pods as the tracked tasks of that shape have (`most`: pending pods per
+    shape; a restriction)."""
+    relevant: dict[str, set[int]] = {}
+    for task in tasks:
+        for atom in units[task.unit].atoms:
+            relevant.setdefault(atom, set()).add(task.shape)
+    pairs = sorted({(p, g.atom) for g in node_groups if g.atom for p in g.after})
+    keys = {pair: (pair[0], frozenset(relevant.get(pair[1], ()))) for pair in pairs}
+    usage: dict[tuple[int, frozenset[int]], int] = {}
+    for key in keys.values():
+        usage[key] = usage.get(key, 0) + 1
+    estimate = sum(len(pattern_sets[key[0]].patterns) * atoms for key, atoms in usage.items())
+    if estimate <= build.limits.max_topology_patterns:
+        built: dict[tuple[int, frozenset[int]], list[Pattern]] = {}
+        restricted = False
+        for key in sorted(usage, key=lambda k: (k[0], sorted(k[1]))):
+            patterns, cut = topology_patterns(
+                pattern_sets[key[0]],
+                [shapes[i] for i in sorted(key[1])],
+                mode="mixed",
+                rule=build.ctx.fragments,
+                cap=build.limits.max_patterns_per_profile,
+                most=most,
+            )
+            built[key] = patterns
+            restricted = restricted or cut
+        if restricted:
+            build.restricted.append("topology atoms: mixed patterns cut")
+        return {pair: built[key] for pair, key in keys.items()}
+    build.restricted.append("topology atoms: homogeneous patterns only")
+    single: dict[tuple[int, int], list[Pattern]] = {}
+    result: dict[tuple[int, str], list[Pattern]] = {}
+    for pair, (profile_id, shape_ids) in keys.items():
+        patterns: list[Pattern] = []
+        for shape_id in sorted(shape_ids):
+            if (profile_id, shape_id) not in single:
+                single[(profile_id, shape_id)], _ = topology_patterns(
+                    pattern_sets[profile_id],
+                    [shapes[shape_id]],
+                    mode="homogeneous",
+                    rule=build.ctx.fragments,
+                    cap=build.limits.max_patterns_per_profile,
                     most=most,
                 )
-                built[key] = patterns
-                restricted = restricted or cut
-            if restricted:
-                self.restricted.append("topology atoms: mixed patterns cut")
-            return {pair: built[key] for pair, key in keys.items()}
-        self.restricted.append("topology atoms: homogeneous patterns only")
-        single: dict[tuple[int, int], list[Pattern]] = {}
-        result: dict[tuple[int, str], list[Pattern]] = {}
-        for pair, (profile_id, shape_ids) in keys.items():
-            patterns: list[Pattern] = []
-            for shape_id in sorted(shape_ids):
-                if (profile_id, shape_id) not in single:
-                    single[(profile_id, shape_id)], _ = topology_patterns(
-                        pattern_sets[profile_id],
-                        [shapes[shape_id]],
-                        mode="homogeneous",
-                        rule=self.ctx.fragments,
-                        cap=self.limits.max_patterns_per_profile,
-                        most=most,
-                    )
-                patterns.extend(single[(profile_id, shape_id)])
-            result[pair] = patterns
-        return result
+            patterns.extend(single[(profile_id, shape_id)])
+        result[pair] = patterns
+    return result
