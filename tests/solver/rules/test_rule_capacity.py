@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from solver.place import ENGINES
 from solver.rules import capacity
 from tests.builders import (
     bind_gang,
@@ -15,6 +16,7 @@ from tests.builders import (
     make_running,
     make_snapshot,
     rule_violations,
+    solve_checked,
 )
 
 
@@ -131,3 +133,23 @@ def test_device_predicates_follow_the_gpu_shape() -> None:
     assert [capacity.devices_needed(m) for m in (8000, 1000, 500, 0)] == [8, 1, 1, 0]
     assert capacity.device_fits(600, 400) and not capacity.device_fits(600, 500)
     assert capacity.device_fits(0, 1000) and not capacity.device_fits(1, 1000)
+
+
+# ---- every engine, on hand-computed cases ----
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_fills_the_gpus_and_leaves_what_does_not_fit(engine: str) -> None:
+    # 2 nodes × 8 GPUs; five 4-GPU pods of one-pod gangs: four fit (two per node), the fifth waits.
+    jobs = [make_gang(f"job-{i}", gpus=4, cpu=1) for i in range(5)]
+    snapshot = make_snapshot(nodes=[make_node("n1", gpus=8), make_node("n2", gpus=8)], groups=jobs)
+    binds = solve_checked(snapshot, engine).placement.binds
+    assert sorted(b.node for b in binds) == ["n1", "n1", "n2", "n2"]
+    assert all(len(b.gpus) == 4 for b in binds)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_keeps_a_node_within_its_pod_count(engine: str) -> None:
+    job = make_gang("job", replicas=5, cpu=1, min_member=1)
+    snapshot = make_snapshot(nodes=[make_node("n1", cpu=16, pods=3)], groups=[job])
+    assert len(solve_checked(snapshot, engine).placement.binds) == 3

@@ -6,7 +6,14 @@ import pytest
 
 from models.snapshot import Toleration
 from solver.rules import eligibility
-from tests.builders import make_bind, make_gang, make_node, make_placement, make_snapshot, rule_violations
+from tests.builders import (
+    make_bind,
+    make_gang,
+    make_node,
+    make_placement,
+    make_snapshot,
+    rule_violations,
+)
 
 NODES = [
     make_node("plain"),

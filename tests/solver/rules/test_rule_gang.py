@@ -3,6 +3,9 @@ nothing; victim gangs stay whole."""
 
 from __future__ import annotations
 
+import pytest
+
+from solver.place import ENGINES
 from solver.rules import gang
 from tests.builders import (
     Gang,
@@ -14,6 +17,7 @@ from tests.builders import (
     make_snapshot,
     make_task,
     rule_violations,
+    solve_checked,
 )
 
 NODES = [make_node("n1", gpus=8), make_node("n2", gpus=8)]
@@ -345,3 +349,24 @@ def test_the_problem_holds_each_group_facts_once() -> None:
     assert all(not problem.pod_running[p] for pods in facts.pending.values() for p in pods)
     assert not facts.can_be_met
     assert problem.group_facts[problem.group_index["default/ok"]].can_be_met
+
+
+# ---- every engine, on hand-computed cases ----
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_starts_a_gang_whole_or_not_at_all(engine: str) -> None:
+    # 16 GPUs free; a 3 × 8-GPU gang cannot start, a 2 × 8-GPU one can.
+    big = make_gang("big", replicas=3, gpus=8)
+    small = make_gang("small", replicas=2, gpus=8)
+    snapshot = make_snapshot(nodes=NODES, groups=[big, small])
+    binds = solve_checked(snapshot, engine).placement.binds
+    assert sorted(b.pod for b in binds) == sorted(p.key for p in small.pods)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_starts_volcanos_quick_start_job_on_four_of_its_twenty(engine: str) -> None:
+    # minAvailable 4 below the task's 20 (Volcano's bypass): 5 pods of 1 CPU fit, so 5 bind.
+    job = make_gang("job", replicas=20, cpu=1, min_member=4)
+    snapshot = make_snapshot(nodes=[make_node("n1", cpu=5)], groups=[job])
+    assert len(solve_checked(snapshot, engine).placement.binds) == 5

@@ -16,7 +16,15 @@ from solver.checker import check_placement
 from solver.objective import score
 from solver.place import ENGINES, SolveConfig, place
 from solver.rules import eligibility, node_affinity
-from tests.builders import make_bind, make_gang, make_node, make_placement, make_snapshot, make_term, rule_violations
+from tests.builders import (
+    make_bind,
+    make_gang,
+    make_node,
+    make_placement,
+    make_snapshot,
+    make_term,
+    rule_violations,
+)
 from tests.strategies import snapshots
 
 A100 = make_node("a100-0", gpus=8, labels={"gpu": "a100", "gen": "8", "zone": "a"})

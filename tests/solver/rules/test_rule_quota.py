@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from solver.place import ENGINES
 from solver.rules import quota
 from tests.builders import (
     bind_gang,
@@ -13,6 +16,7 @@ from tests.builders import (
     make_snapshot,
     resources,
     rule_violations,
+    solve_checked,
 )
 
 NODES = [make_node("n1", gpus=8), make_node("n2", gpus=8)]
@@ -111,3 +115,23 @@ def test_preempting_inside_a_queue_is_not_held_to_its_guarantee() -> None:
 def test_over_capability_names_only_capped_resources() -> None:
     assert quota.over_capability({"gpu": 9000, "cpu": 99}, {"gpu": 8000}) == {"gpu": 9000}
     assert quota.over_capability({"gpu": 9000}, None) == {}
+
+
+# ---- every engine, on hand-computed cases ----
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_stops_a_queue_at_its_capability(engine: str) -> None:
+    # Queue a may hold 12 GPUs; three 8-GPU jobs fit the nodes but only one fits the quota
+    # (a second would make 16), so exactly one starts.
+    jobs = [make_gang(f"job-{i}", gpus=8, queue="a") for i in range(3)]
+    snapshot = make_snapshot(nodes=[*NODES, make_node("n3", gpus=8)], groups=jobs, queues=[make_queue("a", capability=resources(gpus=12))])
+    binds = solve_checked(snapshot, engine).placement.binds
+    assert len(binds) == 1
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_binds_nothing_into_a_closed_queue(engine: str) -> None:
+    job = make_gang("job", gpus=1, queue="a")
+    snapshot = make_snapshot(nodes=NODES, groups=[job], queues=[make_queue("a", state="closed")])
+    assert solve_checked(snapshot, engine).placement.binds == ()
