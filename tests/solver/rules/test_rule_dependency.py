@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from solver.checker import check_placement
+from solver.place import ENGINES
 from solver.rules import dependency
 from tests.builders import (
     bind_gang,
@@ -13,6 +16,7 @@ from tests.builders import (
     make_snapshot,
     make_task,
     rule_violations,
+    solve_checked,
 )
 
 NODES = [make_node("n1")]
@@ -68,3 +72,17 @@ def test_waiting_tasks_lists_tasks_with_a_dependency_not_wholly_running() -> Non
         pipe = _pipeline(prep_running=running)
         snapshot = make_snapshot(nodes=NODES, groups=[pipe])
         assert dependency.waiting_tasks(snapshot, pipe.group) == expected
+
+
+# ---- every engine, on hand-computed cases ----
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_waits_for_a_dependency_to_run(engine: str) -> None:
+    # task-b depends on task-a, which has nothing running yet: only task-a's pod binds.
+    job = make_gang(
+        "job", tasks=[make_task("task-a", cpu=1), make_task("task-b", cpu=1, depends_on=["task-a"], min_available=0)], min_member=1
+    )
+    snapshot = make_snapshot(nodes=NODES, groups=[job])
+    binds = solve_checked(snapshot, engine).placement.binds
+    assert [b.pod for b in binds] == [job.pods_of("task-a")[0].key]

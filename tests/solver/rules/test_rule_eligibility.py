@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from models.snapshot import Toleration
+from solver.place import ENGINES
 from solver.rules import eligibility
 from tests.builders import (
     make_bind,
@@ -13,6 +14,7 @@ from tests.builders import (
     make_placement,
     make_snapshot,
     rule_violations,
+    solve_checked,
 )
 
 NODES = [
@@ -95,3 +97,24 @@ def test_running_pods_on_a_node_tainted_since_are_not_judged() -> None:
     old = make_gang("old", running_on=["tainted"])
     snapshot = make_snapshot(nodes=NODES, groups=[old])
     assert rule_violations(eligibility, snapshot, make_placement()) == []
+
+
+# ---- every engine, on hand-computed cases ----
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_sends_a_selected_pod_to_the_only_node_it_admits(engine: str) -> None:
+    # Of the six nodes only `labelled` has pool=infer; it is untainted and schedulable.
+    job = make_gang("job", node_selector={"pool": "infer"})
+    snapshot = make_snapshot(nodes=NODES, groups=[job])
+    assert [b.node for b in solve_checked(snapshot, engine).placement.binds] == ["labelled"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_keeps_an_untolerating_pod_off_tainted_and_cordoned_nodes(engine: str) -> None:
+    # Four pods, each asking a whole 32-CPU node: three may run — on plain, labelled and
+    # preferring (PreferNoSchedule does not filter) — never on tainted, evicting or cordoned.
+    job = make_gang("job", replicas=4, cpu=32, min_member=1)
+    snapshot = make_snapshot(nodes=NODES, groups=[job])
+    nodes = {b.node for b in solve_checked(snapshot, engine).placement.binds}
+    assert nodes == {"plain", "labelled", "preferring"}

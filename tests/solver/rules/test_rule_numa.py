@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from solver.place import ENGINES
 from solver.rules import numa
 from tests.builders import (
     make_bind,
@@ -11,6 +14,7 @@ from tests.builders import (
     make_running,
     make_snapshot,
     rule_violations,
+    solve_checked,
 )
 
 # GPUs 0-3 on cell 0, 4-7 on cell 1; 16 cores per cell.
@@ -83,3 +87,15 @@ def test_single_cell_predicate() -> None:
     assert numa.single_cell(NODE.node, (0, 3)) == 0
     assert numa.single_cell(NODE.node, (3, 4)) is None
     assert numa.gpu_cells(NODE.node, (3, 4)) == {0, 1}
+
+
+# ---- every engine, on hand-computed cases ----
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_keeps_a_single_numa_node_pod_on_one_cell(engine: str) -> None:
+    # 4 GPUs with single-numa-node on a node of 2 cells × 4 GPUs: devices 0-3 or 4-7.
+    job = make_gang("job", gpus=4, cpu=2, numa_policy="single-numa-node")
+    snapshot = make_snapshot(nodes=[NODE], groups=[job])
+    (bind,) = solve_checked(snapshot, engine).placement.binds
+    assert sorted(bind.gpus) in ([0, 1, 2, 3], [4, 5, 6, 7])

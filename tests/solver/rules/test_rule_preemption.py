@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from solver.checker import check_placement
+from solver.place import ENGINES
 from solver.rules import preemption
 from tests.builders import (
     Gang,
@@ -16,6 +19,7 @@ from tests.builders import (
     make_snapshot,
     resources,
     rule_violations,
+    solve_checked,
 )
 
 NODES = [make_node("n1", gpus=8), make_node("n2", gpus=8)]
@@ -198,3 +202,19 @@ def test_reclaim_charges_the_subtrees_it_takes_out_of() -> None:
     assert preemption.charged_queues(snapshot, victim_queue="team-a", preemptor_queue="team-b") == ("team-a",)
     assert preemption.charged_queues(snapshot, victim_queue="team-a", preemptor_queue="other") == ("team-a", "org")
     assert preemption.charged_queues(snapshot, victim_queue="org", preemptor_queue="team-a") == ("org",)
+
+
+# ---- every engine, on hand-computed cases ----
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_preempts_the_lower_priority_gang_for_a_higher_one(engine: str) -> None:
+    # Both nodes full with a priority-0 job of queue a; a priority-5 8-GPU job of the same
+    # queue evicts exactly one 8-GPU victim and binds where it was.
+    victims = make_gang("low", replicas=2, gpus=8, queue="a", min_member=1, running_on=["n1", "n2"])
+    urgent = make_gang("urgent", gpus=8, queue="a", priority=5)
+    snapshot = make_snapshot(nodes=NODES, groups=[victims, urgent], queues=QUEUES)
+    placement = solve_checked(snapshot, engine).placement
+    (eviction,) = placement.evictions
+    (bind,) = placement.binds
+    assert bind.pod == urgent.pods[0].key and bind.node == eviction.node

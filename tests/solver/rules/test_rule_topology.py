@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from models.snapshot import NetworkTopology
+from solver.place import ENGINES
 from solver.rules import topology
 from tests.builders import (
     Gang,
@@ -12,6 +15,7 @@ from tests.builders import (
     make_placement,
     make_snapshot,
     rule_violations,
+    solve_checked,
 )
 
 # Two leaves under one spine, and a node outside every HyperNode.
@@ -65,3 +69,21 @@ def test_soft_mode_and_no_limit_are_not_enforced() -> None:
     )
     assert _check(soft, ["a1", "b1"]) == []
     assert _check(make_gang("free", replicas=2, gpus=8), ["a1", "loose"]) == []
+
+
+# ---- every engine, on hand-computed cases ----
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_keeps_a_tier_1_gang_in_one_leaf(engine: str) -> None:
+    # 2 × 8 GPUs with highest tier 1: only leaf sw-a (a1, a2) holds both.
+    job = make_gang("job", replicas=2, gpus=8, topology_tier=1)
+    snapshot = make_snapshot(nodes=NODES, groups=[job])
+    assert sorted(b.node for b in solve_checked(snapshot, engine).placement.binds) == ["a1", "a2"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_leaves_a_tier_1_gang_pending_when_no_leaf_holds_it(engine: str) -> None:
+    job = make_gang("job", replicas=3, gpus=8, topology_tier=1)  # 24 GPUs; a leaf has at most 16
+    snapshot = make_snapshot(nodes=NODES, groups=[job])
+    assert solve_checked(snapshot, engine).placement.binds == ()
