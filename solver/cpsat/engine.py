@@ -71,8 +71,9 @@ from solver.cpsat.extract import extract_placement
 from solver.cpsat.hint import hint_values, representable_hint
 from solver.cpsat.interpod import fix_inter_pod, merged
 from solver.cpsat.objective import Stage, Tiers, build_tiers, first_come, plan_stages
+from solver.cpsat.polish import pack_shares
 from solver.cpsat.variables import create_variables
-from solver.objective import TIERS, ObjectiveContext, ObjectiveVector
+from solver.objective import TIERS, ObjectiveContext, ObjectiveVector, score
 from solver.problem import Problem
 
 __all__ = [
@@ -274,8 +275,12 @@ def _result(data, variables, tiers, values, status, reports, stats, throughput_b
         return int(values[var.index])
 
     placement = merged(extract_placement(data, variables, value_of), data.fixed)
-    stats["extract_s"] = time.perf_counter() - started
     objective = _objective(tiers, values)
+    if status != "OPTIMAL":  # a restricted or unproven model may leave shares on fresh devices
+        packed = pack_shares(data.snapshot, placement, data.ctx)
+        if packed is not placement:
+            placement, objective = packed, score(data.snapshot, packed, context=data.ctx)
+    stats["extract_s"] = time.perf_counter() - started
     gap = None
     if throughput_bound is not None:
         gap = max(0.0, (throughput_bound - objective.throughput) / max(1, abs(throughput_bound)))

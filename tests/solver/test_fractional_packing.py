@@ -19,6 +19,7 @@ from models.placement import Bind, Placement
 from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, Snapshot, is_fractional_gpu
 from solver.checker import check_placement
 from solver.cpsat import CpsatConfig, solve_cpsat
+from solver.cpsat.polish import pack_shares
 from solver.objective import ObjectiveContext, score
 from solver.place import ENGINES
 from solver.problem import build_problem
@@ -142,3 +143,39 @@ def _model_alone(snapshot: Snapshot) -> Placement:
 def test_no_engine_opens_a_fresh_device_for_a_share_a_used_one_holds(snapshot: Snapshot, engine: str) -> None:
     placement = _model_alone(snapshot) if engine == "cpsat without a hint" else _solve(snapshot, engine).placement
     assert _needless_fresh_devices(snapshot, placement) == []
+
+
+def _shares_snapshot() -> Snapshot:
+    """One node of three devices; shares of 750, 300, 300, 100, 100, 100 milli and CPU-only
+    pods: more fractions than the model places exactly, on a profile whose patterns are cut
+    — the case the property test above found CP-SAT leaving a 100 alone on a fresh device."""
+    g0 = make_gang("g0", min_member=1, tasks=[make_task("t0", replicas=2, gpu_milli=300, min_available=1), make_task("t1", gpu_milli=750, min_available=1)])
+    g1 = make_gang("g1", min_member=1, tasks=[make_task("t0", gpu_milli=100, min_available=1)])
+    g2 = make_gang("g2", min_member=1, priority=1, tasks=[make_task("t0", replicas=2, cpu=2, min_available=1)])
+    g3 = make_gang(
+        "g3", min_member=1,
+        tasks=[make_task("t0", replicas=2, cpu=0.5, gpu_milli=100, min_available=1), make_task("t1", cpu=0.5, min_available=1)],
+    )
+    return make_snapshot(nodes=[make_node("n0", gpus=3)], groups=[g0, g1, g2, g3])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_shares_past_the_exact_model_still_go_on_devices_in_use(engine: str) -> None:
+    snapshot = _shares_snapshot()
+    placement = _solve(snapshot, engine).placement
+    assert _needless_fresh_devices(snapshot, placement) == []
+    assert len({b.gpus for b in placement.binds if b.gpus}) == 2  # the third device stays whole
+
+
+def test_pack_shares_moves_a_lone_share_onto_a_used_device_and_keeps_numa_cells() -> None:
+    job = make_gang("job", replicas=3, gpu_milli=100, min_member=1)
+    node = make_node("n1", gpus=4, numa_cells=2, gpu_used_milli={0: 500, 2: 500})  # cells: {0, 1}, {2, 3}
+    snapshot = make_snapshot(nodes=[node], groups=[job])
+    a, b, c = job.pending
+    lonely = Placement(binds=(Bind(pod=a.key, node="n1", gpus=(0,)), Bind(pod=b.key, node="n1", gpus=(1,)),
+                              Bind(pod=c.key, node="n1", gpus=(3,), numa_cell=1)))
+    packed = pack_shares(snapshot, lonely, ObjectiveContext.of(snapshot))
+    assert [bind.gpus for bind in packed.binds] == [(0,), (0,), (2,)]  # device 1 and 3 whole again, c kept on cell 1
+    assert score(snapshot, packed).packing < score(snapshot, lonely).packing
+    assert check_placement(snapshot, packed) == ()
+    assert pack_shares(snapshot, packed, ObjectiveContext.of(snapshot)) == packed

@@ -1,0 +1,80 @@
+"""Shares moved onto devices already in use, after extraction: the packing the model's own
+restrictions can miss.
+
+Why: past `EXACT_FRACTIONS` fractional pods on a node, or when a profile's patterns are
+cut (`DataLimits.max_patterns_per_profile`), the model places the rest of a node's shares
+best fit in a fixed order — a reported restriction — and can leave a share alone on a
+device another used device had room for. The objective's packing tier then says the
+placement is worse than it needs to be; this pass takes the moves it asks for.
+
+What it does, node by node: a fractional bind (1–999 milli) moves to another device of its
+node that is already in use and has room, when the node's packing value
+(`FragmentRule.node_fragment`, the tier's own per-node term) strictly falls. A pod that
+holds a NUMA cell stays on a device of that cell. Nothing else changes — node, CPU, memory,
+the pods' count, NUMA splits (one device) — so no hard rule can break and no other tier
+moves; `place()` still runs the checker. Moves repeat until none improves (each one lowers
+a non-negative integer, so it ends).
+
+Worked example: three devices, used 850 / 700 / 100 by shares (the 100 alone on device 2);
+moving it onto device 1 (800) leaves device 2 wholly free: the node's packing falls from 3
+to 2, so it moves.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from models.placement import Bind, Placement
+from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, Snapshot, is_fractional_gpu
+from solver.after import build_after
+from solver.objective import ObjectiveContext
+
+__all__ = ["pack_shares"]
+
+
+def pack_shares(snapshot: Snapshot, placement: Placement, context: ObjectiveContext) -> Placement:
+    """`placement` with its shares moved as the module docstring says (the same object when none moves)."""
+    shares: dict[str, list[int]] = defaultdict(list)  # node → positions of fractional binds
+    for position, bind in enumerate(placement.binds):
+        pod = snapshot.pod_by_key.get(bind.pod)
+        if pod is not None and len(bind.gpus) == 1 and is_fractional_gpu(pod.requests.get(GPU, 0)):
+            shares[bind.node].append(position)
+    if not any(len(positions) > 1 for positions in shares.values()):
+        return placement
+    after = build_after(snapshot, placement)
+    binds = list(placement.binds)
+    rule = context.fragments
+    for node_name, positions in shares.items():
+        node = snapshot.node_by_name[node_name]
+        used = dict(after.gpu_used_milli[node_name])
+        cell_of = {gpu.index: gpu.numa_cell for gpu in node.gpus}
+
+        def packing() -> int:
+            return rule.node_fragment(max(0, GPU_MILLI_PER_DEVICE - used[index]) for index in used)
+
+        improved = True
+        while improved:
+            improved = False
+            for position in positions:
+                bind = binds[position]
+                share = snapshot.pod_by_key[bind.pod].requests[GPU]
+                (current,) = bind.gpus
+                best, best_value = None, packing()
+                for target, taken in used.items():
+                    if target == current or taken <= 0 or taken + share > GPU_MILLI_PER_DEVICE:
+                        continue
+                    if bind.numa_cell is not None and cell_of[target] != bind.numa_cell:
+                        continue
+                    used[current] -= share
+                    used[target] += share
+                    value = packing()
+                    used[target] -= share
+                    used[current] += share
+                    if value < best_value:
+                        best, best_value = target, value
+                if best is not None:
+                    used[current] -= share
+                    used[best] += share
+                    binds[position] = Bind(pod=bind.pod, node=bind.node, gpus=(best,), numa_cell=bind.numa_cell)
+                    improved = True
+    return Placement(binds=tuple(binds), evictions=placement.evictions)
