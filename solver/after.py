@@ -46,7 +46,7 @@ from models.snapshot import (
     gpu_devices,
 )
 
-__all__ = ["BoundPod", "EvictedPod", "After", "build_after", "milli_per_device"]
+__all__ = ["BoundPod", "EvictedPod", "After", "build_after", "device_use", "milli_per_device"]
 
 
 def milli_per_device(gpu_milli: int) -> int:
@@ -143,6 +143,27 @@ class After:
         return self.kept_by_group.get(group, ())
 
 
+def device_use(
+    nodes: Iterable[Node], kept: Iterable[Pod], binds: Iterable[tuple[NodeName, tuple[int, ...], int]]
+) -> dict[NodeName, dict[int, int]]:
+    """Milli in use per device of `nodes` (how GPU devices fill, module docstring): each
+    device's `used_milli`, plus the `kept` running pods and the `binds` (node, devices, the
+    pod's gpu request) that hold it. Pods and binds on other nodes are skipped, so a caller
+    interested in a few nodes pays for those only."""
+    used = {node.name: {gpu.index: gpu.used_milli for gpu in node.gpus} for node in nodes}
+    for pod in kept:
+        devices = used.get(pod.node)  # type: ignore[arg-type]  # running pods have a node
+        if devices is not None:
+            for index in pod.gpu_indices:
+                devices[index] += milli_per_device(pod.requests.get(GPU, 0))
+    for node_name, gpus, gpu_milli in binds:
+        devices = used.get(node_name)
+        if devices is not None:
+            for index in gpus:
+                devices[index] += milli_per_device(gpu_milli)
+    return used
+
+
 def _add(total: dict[str, int], extra: Mapping[str, int]) -> None:
     for name, amount in extra.items():
         total[name] = total.get(name, 0) + amount
@@ -202,14 +223,11 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
 
     node_used: dict[NodeName, dict[str, int]] = {n.name: {} for n in snapshot.nodes}
     node_bound: dict[NodeName, dict[str, int]] = {}
-    gpu_used: dict[NodeName, dict[int, int]] = {n.name: {g.index: g.used_milli for g in n.gpus} for n in snapshot.nodes}
     gpu_bound: dict[NodeName, dict[int, int]] = {}
     for pod in kept:
         node_name = pod.node  # running pods always have one
         assert node_name is not None
         _add(node_used[node_name], _on_node(pod.requests))
-        for index in pod.gpu_indices:
-            gpu_used[node_name][index] += milli_per_device(pod.requests.get(GPU, 0))
     for b in bound:
         taken = _on_node(b.pod.requests)
         _add(node_used[b.node.name], taken)
@@ -218,9 +236,11 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
             continue  # `binding` reports it; counting unknown devices would invent capacity errors
         milli = milli_per_device(b.pod.requests.get(GPU, 0))
         for index in b.gpus:
-            gpu_used[b.node.name][index] += milli
             devices = gpu_bound.setdefault(b.node.name, {})
             devices[index] = devices.get(index, 0) + milli
+    gpu_used = device_use(
+        snapshot.nodes, kept, ((b.node.name, b.gpus, b.pod.requests.get(GPU, 0)) for b in bound if b.gpus_well_formed)
+    )
 
     group_keys = [g.key for g in snapshot.pod_groups]
     group_kept: dict[PodGroupKey, dict[str, int]] = {key: {} for key in group_keys}

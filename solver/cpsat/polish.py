@@ -26,7 +26,7 @@ from collections import defaultdict
 
 from models.placement import Bind, Placement
 from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, Snapshot, is_fractional_gpu
-from solver.after import build_after
+from solver.after import device_use
 from solver.objective import ObjectiveContext
 
 __all__ = ["pack_shares"]
@@ -41,12 +41,17 @@ def pack_shares(snapshot: Snapshot, placement: Placement, context: ObjectiveCont
             shares[bind.node].append(position)
     if not any(len(positions) > 1 for positions in shares.values()):
         return placement
-    after = build_after(snapshot, placement)
+    evicted = {eviction.pod for eviction in placement.evictions}
+    use = device_use(
+        [snapshot.node_by_name[name] for name in shares],
+        (pod for pod in snapshot.pods if pod.phase == "running" and pod.key not in evicted),
+        ((bind.node, bind.gpus, snapshot.pod_by_key[bind.pod].requests.get(GPU, 0)) for bind in placement.binds),
+    )
     binds = list(placement.binds)
     rule = context.fragments
     for node_name, positions in shares.items():
         node = snapshot.node_by_name[node_name]
-        used = dict(after.gpu_used_milli[node_name])
+        used = use[node_name]
         cell_of = {gpu.index: gpu.numa_cell for gpu in node.gpus}
 
         def packing() -> int:
