@@ -47,14 +47,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.placement import Bind, Eviction, Placement
-from models.pod_affinity import LabelSelector, PodAffinityTerm
+from models.pod_affinity import PodAffinityTerm, TopologySpreadConstraint
 from models.snapshot import GPU, PodGroupKey, Snapshot, Task
 from solver.after import build_after, milli_per_device
 from solver.objective import ObjectiveContext, pod_value, score
 from solver.problem import UNLIMITED, Problem
 from solver.rules import pod_affinity, topology_spread
-from solver.rules.pod_affinity import selects, term_selects
+from solver.rules.pod_affinity import term_selects
 from solver.rules.preemption import charged_queues
+from solver.rules.topology_spread import spread_selects
 
 __all__ = ["FixedPart", "fix_inter_pod", "merged"]
 
@@ -95,15 +96,15 @@ class _Selectors:
 
     def __init__(self) -> None:
         self.terms: list[tuple[PodAffinityTerm, str]] = []
-        self.spreads: list[tuple[LabelSelector | None, str]] = []
+        self.spreads: list[tuple[TopologySpreadConstraint, str]] = []
 
     def add(self, task: Task, namespace: str) -> None:
         self.terms.extend((term, namespace) for term in _terms(task))
-        self.spreads.extend((c.label_selector, namespace) for c in task.inter_pod.topology_spread)
+        self.spreads.extend((c, namespace) for c in task.inter_pod.topology_spread)
 
     def select(self, namespace: str, labels: dict[str, str]) -> bool:
         return any(term_selects(term, owner, namespace, labels) for term, owner in self.terms) or any(
-            owner == namespace and selects(selector, labels) for selector, owner in self.spreads
+            spread_selects(constraint, owner, namespace, labels) for constraint, owner in self.spreads
         )
 
 

@@ -59,7 +59,7 @@ from models.pod_affinity import PodAffinityTerm, TopologySpreadConstraint
 from models.snapshot import Snapshot, Task
 from solver.problem import Problem
 from solver.rules import pod_affinity, topology_spread
-from solver.rules.pod_affinity import describe_selector, term_selects
+from solver.rules.pod_affinity import describe_selector, term_selects, terms_select
 from solver.rules.topology_spread import counts_nodes, describe_constraint
 
 __all__ = ["InterPod"]
@@ -193,7 +193,7 @@ class InterPod:
 
     def _selects(self, matcher: int, namespace: str, labels: Mapping[str, str]) -> bool:
         terms, owner = self._matchers[matcher]
-        return all(term_selects(term, owner, namespace, labels) for term in terms)
+        return terms_select(terms, owner, namespace, labels)
 
     def _counter(self, matcher: int, key: str, nodes: np.ndarray | None) -> int:
         ident = (matcher, key, None if nodes is None else np.packbits(nodes).tobytes())

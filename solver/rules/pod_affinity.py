@@ -54,6 +54,7 @@ __all__ = [
     "NAME",
     "selects",
     "term_selects",
+    "terms_select",
     "domain",
     "Member",
     "members_after",
@@ -169,8 +170,15 @@ def describe_selector(selector: LabelSelector | None) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
+def terms_select(terms: Sequence[PodAffinityTerm], owner_namespace: str, namespace: str, labels: Mapping[str, str]) -> bool:
+    """Do all of `terms` select the pod? How kube-scheduler counts a pod for required
+    affinity: only a pod that matches every term. Example: terms {app=db}, {tier=cache}: a
+    pod labelled app=db alone → False; app=db, tier=cache → True."""
+    return all(term_selects(term, owner_namespace, namespace, labels) for term in terms)
+
+
 def _matches_all(terms: Sequence[PodAffinityTerm], owner_namespace: str, member: Member) -> bool:
-    return all(term_selects(term, owner_namespace, member.namespace, member.labels) for term in terms)
+    return terms_select(terms, owner_namespace, member.namespace, member.labels)
 
 
 def _first_of_series(task: Task, member: Member, residents: Residents) -> bool:

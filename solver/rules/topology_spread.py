@@ -34,7 +34,7 @@ tier as kube-scheduler's PodTopologySpread score prefers the emptier domains.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from models.pod_affinity import TopologySpreadConstraint
@@ -42,10 +42,16 @@ from models.snapshot import Node, Snapshot, Task
 from solver.after import After, BoundPod
 from solver.rules import node_affinity
 from solver.rules.eligibility import matches_selector, tolerates
-from solver.rules.pod_affinity import Member, describe_selector, domain, members_after, selects
+from solver.rules.pod_affinity import (
+    Member,
+    describe_selector,
+    domain,
+    members_after,
+    selects,
+)
 from solver.violation import Violation
 
-__all__ = ["NAME", "counts_nodes", "Spread", "spread_of", "check", "skew_excess", "describe_constraint"]
+__all__ = ["NAME", "counts_nodes", "spread_selects", "Spread", "spread_of", "check", "skew_excess", "describe_constraint"]
 
 NAME = "topology_spread"
 
@@ -60,6 +66,12 @@ def counts_nodes(node: Node, task: Task, constraint: TopologySpreadConstraint) -
     ):
         return False
     return constraint.node_taints_policy == "Ignore" or tolerates(node.taints, task.tolerations)
+
+
+def spread_selects(constraint: TopologySpreadConstraint, owner_namespace: str, namespace: str, labels: Mapping[str, str]) -> bool:
+    """Does the constraint, stated by a pod in `owner_namespace`, count a pod in `namespace`
+    with `labels`? Only pods of the stating pod's own namespace count (kube-scheduler)."""
+    return namespace == owner_namespace and selects(constraint.label_selector, labels)
 
 
 @dataclass(frozen=True)
@@ -84,7 +96,7 @@ def spread_of(
     counts = dict.fromkeys(eligible.values(), 0)
     for m in members:
         value = eligible.get(m.node.name)
-        if value is not None and m.namespace == namespace and selects(constraint.label_selector, m.labels):
+        if value is not None and spread_selects(constraint, namespace, m.namespace, m.labels):
             counts[value] += 1
     few = constraint.min_domains is not None and len(counts) < constraint.min_domains
     return Spread(counts=counts, minimum=0 if few or not counts else min(counts.values()))
