@@ -19,9 +19,8 @@ from controller.kube import KubeClient
 from controller.loop import ControllerConfig
 from controller.observe import ClusterView, observe
 from controller.plan import plan
-from solver.checker import check_placement
-from solver.place import SolveConfig, place
 from solver.rules.gang import gang_requirement
+from tests.builders import solve_checked
 from tests.controller._cluster_queries import bound, condition, pg_status, wait_until
 from tests.controller._controller_builders import for_api, node, volcano_job_objects
 from tests.controller.conftest import StartController
@@ -46,8 +45,7 @@ def test_observe_reads_min_task_member_and_the_gang_keeps_min_member_only() -> N
     requirement = gang_requirement(snapshot, pod_group)
     assert not requirement.task_minimums_apply and requirement.min_member == 4
     for engine in ENGINES:
-        decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=10))  # type: ignore[arg-type]
-        assert check_placement(snapshot, decision.placement) == ()
+        decision = solve_checked(snapshot, engine, time_limit_s=10)
         (gang,) = plan(observation, decision).gangs
         assert len(gang.binds) == 8, engine
         assert gang.status is not None and gang.status.status.phase == "Running"

@@ -23,9 +23,13 @@ from models.quantity import (
     resource_ceiling,
 )
 from models.snapshot import Node, Snapshot
-from solver.checker import check_placement
-from solver.place import SolveConfig, place
-from tests.builders import make_gang, make_node, make_queue, make_snapshot
+from tests.builders import (
+    make_gang,
+    make_node,
+    make_queue,
+    make_snapshot,
+    solve_checked,
+)
 from tests.quantity_strategies import EDGES, FIELDS, Field, QuantityCase, quantity_cases
 
 
@@ -59,8 +63,7 @@ def _amount_in(snapshot: Snapshot, field: Field) -> int:
 
 def _solves_and_checks(snapshot: Snapshot) -> None:
     for engine in ("greedy", "cpsat"):
-        decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=5))  # type: ignore[arg-type]
-        assert check_placement(snapshot, decision.placement) == ()
+        solve_checked(snapshot, engine, time_limit_s=5)
 
 
 def _at(field: Field, amount: int) -> str:
@@ -103,8 +106,7 @@ def test_a_cluster_at_every_ceiling_at_once_solves_with_every_engine() -> None:
     snapshot = make_snapshot(nodes=nodes, queues=queues, groups=groups)
     assert max(p.requests["memory"] for p in snapshot.pods) == MEMORY_BYTES_CEILING
     for engine in ("greedy", "cpsat", "auto"):
-        decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=10))  # type: ignore[arg-type]
-        assert check_placement(snapshot, decision.placement) == ()
+        decision = solve_checked(snapshot, engine, time_limit_s=10)
         assert sorted(bind.node for bind in decision.placement.binds) == ["n1", "n2"]
 
 

@@ -24,6 +24,7 @@ from tests.builders import (
     make_snapshot,
     make_term,
     rule_violations,
+    solve_checked,
 )
 from tests.strategies import snapshots
 
@@ -103,8 +104,7 @@ def test_a_pod_bound_where_its_affinity_admits_breaks_no_rule() -> None:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_pod_requiring_h100_is_bound_to_the_h100_node_by_every_engine(engine: str) -> None:
     snapshot = _one_pod(H100_ONLY)
-    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=5))  # type: ignore[arg-type]
-    assert check_placement(snapshot, decision.placement) == ()
+    decision = solve_checked(snapshot, engine, time_limit_s=5)
     assert [(bind.pod, bind.node) for bind in decision.placement.binds] == [("default/job-worker-0", "h100-0")]
 
 
@@ -123,8 +123,7 @@ def test_a_pod_requiring_h100_is_bound_to_the_h100_node_by_every_engine(engine: 
 def test_every_engine_binds_only_where_the_operator_admits(engine: str, term, node: str) -> None:  # noqa: ANN001
     job = make_gang("job", replicas=2, gpus=4, required_node_affinity=[term])
     snapshot = make_snapshot(nodes=NODES, groups=[job])
-    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=5))  # type: ignore[arg-type]
-    assert check_placement(snapshot, decision.placement) == ()
+    decision = solve_checked(snapshot, engine, time_limit_s=5)
     assert sorted(bind.node for bind in decision.placement.binds) == [node, node]
 
 
@@ -133,8 +132,7 @@ def test_a_gang_that_fits_only_over_both_ored_terms_is_placed_across_them(engine
     terms = [make_term("gpu In h100"), make_term(fields=["metadata.name In a100-0"])]
     job = make_gang("job", replicas=2, gpus=8, required_node_affinity=terms)
     snapshot = make_snapshot(nodes=NODES, groups=[job])
-    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=5))  # type: ignore[arg-type]
-    assert check_placement(snapshot, decision.placement) == ()
+    decision = solve_checked(snapshot, engine, time_limit_s=5)
     assert sorted(bind.node for bind in decision.placement.binds) == ["a100-0", "h100-0"]
 
 
@@ -204,8 +202,7 @@ def test_the_locality_tier_counts_the_preference_weight_a_bound_pod_misses() -> 
 def test_every_engine_puts_a_pod_where_it_prefers_when_it_fits_there(engine: str) -> None:
     job = make_gang("job", replicas=2, gpus=4, preferred_node_affinity=_prefer((10, make_term("gpu In h100"))))
     snapshot = make_snapshot(nodes=NODES, groups=[job])
-    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=5))  # type: ignore[arg-type]
-    assert check_placement(snapshot, decision.placement) == ()
+    decision = solve_checked(snapshot, engine, time_limit_s=5)
     assert sorted(bind.node for bind in decision.placement.binds) == ["h100-0", "h100-0"]
 
 
@@ -214,7 +211,6 @@ def test_a_preference_never_costs_a_placement(engine: str) -> None:
     """Three 8-GPU pods preferring h100, one h100 node: all three are placed, one on h100."""
     job = make_gang("job", replicas=3, gpus=8, preferred_node_affinity=_prefer((100, make_term("gpu In h100"))))
     snapshot = make_snapshot(nodes=NODES, groups=[job])
-    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=5))  # type: ignore[arg-type]
-    assert check_placement(snapshot, decision.placement) == ()
+    decision = solve_checked(snapshot, engine, time_limit_s=5)
     assert sorted(bind.node for bind in decision.placement.binds) == ["a100-0", "a100-1", "h100-0"]
     assert score(snapshot, decision.placement).locality == 200  # two pods miss 100 each
