@@ -167,3 +167,10 @@ def test_every_engine_keeps_out_of_a_running_pods_anti_affinity_domain(engine: s
     guard = running("guard", "n1", anti=(term("zone", app="web"),), role="guard")
     snapshot = make_snapshot(nodes=NODES[:3], groups=[web(replicas=2)], running=(guard,))
     assert [b.node for b in solve_checked(snapshot, engine).placement.binds] == ["n3", "n3"]  # zone a is guarded
+
+
+def test_a_selector_mentioning_label_still_lets_the_first_of_a_series_in() -> None:
+    # Whether the node lacks a key is a fact, not a word in the message: a selector on a key
+    # named "label" must not read as a missing key.
+    series = with_pod_rules(make_gang("s", replicas=1, min_member=1), labels={"label": "x"}, required_affinity=(term("zone", label="x"),))
+    assert violations(series, "n3") == []
