@@ -67,6 +67,7 @@ from solver import reasons
 from solver.greedy.plan import GreedyFailure, GroupPlan
 from solver.greedy.state import WHOLE, CycleState, TaskShape, choose_devices
 from solver.problem import Problem
+from solver.rules.capacity import device_fits, fits
 from solver.rules.gang import GangRequirement, victim_may_keep
 from solver.rules.preemption import (
     above_deserved,
@@ -353,16 +354,14 @@ class Preemptor:
             if anywhere is not None:
                 self._evict(anywhere)
                 return True
-        maybe = base & self.has_victims
-        for r in shape.columns:
-            maybe &= state.free[r] + self.extra_free[r] >= shape.requests[r]
+        maybe = base & self.has_victims & fits(state.free + self.extra_free, shape.requests, shape.columns)
         nodes = np.flatnonzero(maybe)
         if shape.whole_devices and nodes.size:
             freed = state.gpu_free[nodes] + self.extra_gpu[nodes]
-            nodes = nodes[(freed == WHOLE).sum(axis=1) >= shape.whole_devices]
+            nodes = nodes[device_fits(freed, WHOLE).sum(axis=1) >= shape.whole_devices]
         elif shape.fractional and nodes.size:
             freed = state.gpu_free[nodes] + self.extra_gpu[nodes]
-            nodes = nodes[(freed >= shape.gpu_milli).any(axis=1)]
+            nodes = nodes[device_fits(freed, shape.gpu_milli).any(axis=1)]
         if not nodes.size:
             return False
         shortfall = np.zeros(nodes.size)
@@ -493,7 +492,7 @@ class Preemptor:
         return None
 
     def _fits(self, shape: TaskShape, node: int, free, gpu_row, cell_cpu, cell_memory) -> bool:  # noqa: ANN001
-        if any(free[r] < shape.requests[r] for r in shape.columns):
+        if not fits(free, shape.requests, shape.columns):
             return False
         state = self.engine.state
         return (

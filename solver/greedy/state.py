@@ -58,6 +58,7 @@ from models.snapshot import GPU_MILLI_PER_DEVICE, Snapshot
 from solver.fragmentation import FragmentationScore
 from solver.greedy.interpod import InterPod
 from solver.problem import Problem
+from solver.rules.capacity import device_fits, fits
 
 __all__ = ["TaskShape", "BindRecord", "CycleState", "choose_devices"]
 
@@ -120,7 +121,7 @@ def choose_devices(
         k = shape.whole_devices
         full_by_cell: list[list[int]] = [[] for _ in range(cells)]
         for slot, free in enumerate(gpu_row):
-            if free == WHOLE:
+            if device_fits(free, WHOLE):
                 full_by_cell[gpu_cell_row[slot]].append(slot)
         fitting = [c for c in range(cells) if cell_ok[c] and len(full_by_cell[c]) >= k]
         if fitting:
@@ -135,7 +136,7 @@ def choose_devices(
     if shape.fractional:
         best_slot, best_free = -1, WHOLE + 1
         for slot, free in enumerate(gpu_row):
-            if shape.gpu_milli <= free < best_free and cell_ok[gpu_cell_row[slot]]:
+            if device_fits(free, shape.gpu_milli) and free < best_free and cell_ok[gpu_cell_row[slot]]:
                 best_slot, best_free = slot, free
         if best_slot < 0:
             return None
@@ -246,9 +247,7 @@ class CycleState:
 
     def fit_mask(self, shape: TaskShape, base: np.ndarray) -> np.ndarray:
         """`[N]` bool: nodes within `base` where one more pod of `shape` fits now."""
-        mask = base.copy()
-        for r in shape.columns:
-            mask &= self.free[r] >= shape.requests[r]
+        mask = base & fits(self.free, shape.requests, shape.columns)
         if shape.single_numa:
             mask &= self.numa_fit(shape).any(axis=1)
         elif shape.whole_devices:
@@ -263,7 +262,7 @@ class CycleState:
         if shape.whole_devices:
             ok &= self.cell_whole_free >= shape.whole_devices
         elif shape.fractional:
-            device_ok = self.gpu_free >= shape.gpu_milli
+            device_ok = device_fits(self.gpu_free, shape.gpu_milli)
             for cell in range(ok.shape[1]):
                 ok[:, cell] &= (device_ok & (self.gpu_cell == cell)).any(axis=1)
         return ok

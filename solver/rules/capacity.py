@@ -21,7 +21,7 @@ Running pods count by the `gpu_indices` they hold (see `solver.after.milli_per_d
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable
 
 from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, Snapshot, gpu_devices, is_fractional_gpu
 from solver.after import After, BoundPod
@@ -32,13 +32,21 @@ __all__ = ["NAME", "fits", "devices_needed", "device_fits", "check"]
 NAME = "capacity"
 
 
-def fits(free: Mapping[str, int], requests: Mapping[str, int]) -> bool:
-    """True when `requests` fit in `free` in every resource; a resource `free` omits is 0.
+def fits(free, requests, asked: Iterable):  # noqa: ANN001, ANN201 — any indexable, see below
+    """Whether one more pod asking `requests` fits in `free`, in every resource of `asked`
+    (those it requests, > 0); one it does not ask for never blocks it, even on a node already
+    over its limit there (the violation is not this pod's, see the module docstring).
 
-    Example: free {cpu: 4000, gpu: 8000}, requests {cpu: 2000, gpu: 8000} → True;
-    requests {nvidia.com/rdma: 1} → False.
+    The engines' one-more-pod form of this rule, written with `>=` and `&` alone so that it
+    holds for one node (mappings or rows by resource) and for every node at once (numpy
+    [R, N] free, [R] requests → [N] bool); greedy's filter and its preemption's trial on a
+    node call it. Example: free [[4000, 4000], [8000, 0]] (cpu, gpu on two nodes), requests
+    [2000, 8000], asked (0, 1) → [True, False].
     """
-    return all(amount <= free.get(name, 0) for name, amount in requests.items() if amount > 0)
+    ok = True
+    for r in asked:
+        ok = ok & (free[r] >= requests[r])
+    return ok
 
 
 def devices_needed(gpu_milli: int) -> int:
@@ -46,15 +54,16 @@ def devices_needed(gpu_milli: int) -> int:
     return 1 if is_fractional_gpu(gpu_milli) else gpu_devices(gpu_milli)
 
 
-def device_fits(used_milli: int, gpu_milli: int) -> bool:
-    """Whether a device holding `used_milli` takes one more pod asking `gpu_milli`.
+def device_fits(free_milli, gpu_milli: int):  # noqa: ANN001, ANN201 — int or numpy array
+    """Whether a device with `free_milli` left takes one more pod asking `gpu_milli`
+    (elementwise over an array of devices).
 
-    A whole-GPU pod needs the device empty; a fractional one needs its share left.
-    Example: used 600 → a 500-milli pod does not fit, a 400-milli pod does, a 1-GPU pod does not.
+    A whole-GPU pod needs the device wholly free; a fractional one needs its share left.
+    Example: free 400 → a 400-milli pod fits, a 500-milli pod does not, a 1-GPU pod does not.
     """
     if gpu_devices(gpu_milli) > 0:
-        return used_milli == 0
-    return used_milli + gpu_milli <= GPU_MILLI_PER_DEVICE
+        return free_milli == GPU_MILLI_PER_DEVICE
+    return free_milli >= gpu_milli
 
 
 def _device_count(bound: BoundPod) -> Violation | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from solver.place import ENGINES
@@ -122,17 +123,22 @@ def test_an_overfull_node_before_the_cycle_is_not_blamed_on_binds_elsewhere() ->
     assert rule_violations(capacity, snapshot, make_placement(binds=[make_bind(job.pods[0], "n2", gpus=[0])])) == []
 
 
-def test_fits_compares_every_requested_resource() -> None:
-    assert capacity.fits({"cpu": 4000, "gpu": 8000}, {"cpu": 2000, "gpu": 8000})
-    assert not capacity.fits({"cpu": 4000}, {"cpu": 4001})
-    assert not capacity.fits({"cpu": 4000}, {"rdma": 1})
-    assert capacity.fits({}, {"rdma": 0})
+def test_fits_compares_every_requested_resource_and_only_those() -> None:
+    free = np.array([[4000, 4000, 4000], [8000, 0, 8000], [0, 0, -2]])  # cpu, gpu, rdma × 3 nodes
+    assert capacity.fits(free, np.array([2000, 8000, 0]), (0, 1)).tolist() == [True, False, True]
+    assert capacity.fits(free, np.array([4001, 0, 0]), (0,)).tolist() == [False, False, False]
+    assert capacity.fits(free, np.array([0, 0, 1]), (2,)).tolist() == [False, False, False]
+    assert bool(capacity.fits(free[:, 0], np.array([4000, 8000, 0]), (0, 1)))  # one node
+    assert capacity.fits({"cpu": 4000}, {"cpu": 4000, "rdma": 0}, ("cpu",))
+    assert capacity.fits(free, np.zeros(3), ())  # asks nothing: fits everywhere
 
 
 def test_device_predicates_follow_the_gpu_shape() -> None:
     assert [capacity.devices_needed(m) for m in (8000, 1000, 500, 0)] == [8, 1, 1, 0]
-    assert capacity.device_fits(600, 400) and not capacity.device_fits(600, 500)
-    assert capacity.device_fits(0, 1000) and not capacity.device_fits(1, 1000)
+    assert capacity.device_fits(400, 400) and not capacity.device_fits(400, 500)
+    assert capacity.device_fits(1000, 1000) and not capacity.device_fits(999, 1000)
+    assert capacity.device_fits(np.array([1000, 600, 0]), 500).tolist() == [True, True, False]
+    assert capacity.device_fits(np.array([1000, 600, 0]), 2000).tolist() == [True, False, False]
 
 
 # ---- every engine, on hand-computed cases ----
