@@ -35,23 +35,58 @@ docs/results.md ("What the solver needs").
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
 
 from experiments.cluster_state import WHOLE, Assignment, ClusterState, PodRequest
 from experiments.fragmentation import FragTracker, TypicalPods
-from models.snapshot import Gpu, Node, NodeName, Snapshot
+from models.placement import Decision
+from models.snapshot import GPU, Gpu, Node, NodeName, Snapshot
 from solver.fragmentation import PackingName, TypicalShape
 from solver.place import EngineName, SolveConfig, place
 
-__all__ = ["BatchplacePolicy", "make_batchplace_policy", "typical_shapes", "SPEC_LABEL_PREFIX", "NAMESPACE"]
+__all__ = [
+    "BatchplacePolicy", "EngineAnswers", "make_batchplace_policy", "typical_shapes", "SPEC_LABEL_PREFIX", "NAMESPACE",
+]  # fmt: skip
 
 SPEC_LABEL_PREFIX = "openb.batchplace.io/spec-"
 BatchOrder = Literal["arrival", "large-first"]
 NAMESPACE = "openb"
 MIB = 1024 * 1024
+
+
+@dataclass
+class EngineAnswers:
+    """Who answered each batch and whether the joint search paid: what issue-level claims
+    about CP-SAT on the trace rest on.
+
+    `answered_by` counts `engine:status` (`cpsat:FEASIBLE`, `greedy:FALLBACK:no_solution`,
+    …). For `cpsat` and `auto`, greedy is also run on each batch's snapshot (outside the
+    measured solve time) and the GPU milli each placed compared: `beat_greedy` counts
+    batches where the engine placed strictly more, `behind_greedy` strictly less."""
+
+    answered_by: Counter[str] = field(default_factory=Counter)
+    beat_greedy: int = 0
+    behind_greedy: int = 0
+
+    def record(self, decision: Decision, placed_milli: int, greedy_milli: int | None) -> None:
+        cause = f":{decision.fallback.cause}" if decision.fallback is not None else ""
+        self.answered_by[f"{decision.engine}:{decision.status}{cause}"] += 1
+        if greedy_milli is not None:
+            self.beat_greedy += placed_milli > greedy_milli
+            self.behind_greedy += placed_milli < greedy_milli
+
+    @property
+    def batches(self) -> int:
+        return sum(self.answered_by.values())
+
+    @property
+    def fallbacks(self) -> int:
+        return sum(n for key, n in self.answered_by.items() if ":FALLBACK" in key)
 
 
 class BatchplacePolicy:
@@ -83,6 +118,7 @@ class BatchplacePolicy:
         self._nodes: dict[int, tuple[int, Node]] = {}  # node → (version, validated Node)
         self.snapshot_nodes: list[int] = []  # size of each solve's snapshot, for the report
         self.solve_seconds: list[float] = []
+        self.answers = EngineAnswers()
 
     def schedule(self, state: ClusterState, pods: Sequence[PodRequest]) -> list[Assignment | None]:
         new_specs = {pod.spec for pod in pods if pod.spec} - set(self.specs)
@@ -102,6 +138,10 @@ class BatchplacePolicy:
         decision = place(snapshot, self.config)
         self.snapshot_nodes.append(int(rows.size))
         self.solve_seconds.append(decision.solve_seconds)
+        greedy = None if self.engine == "greedy" else place(snapshot, replace(self.config, engine="greedy"))
+        self.answers.record(
+            decision, _gpu_milli_placed(snapshot, decision), None if greedy is None else _gpu_milli_placed(snapshot, greedy)
+        )
         row_of = {state.nodes.names[n]: int(n) for n in rows}
         by_pod = {f"{NAMESPACE}/p{pod.index}": pod for pod in pods}
         placed: dict[int, Assignment] = {}
@@ -145,6 +185,11 @@ class BatchplacePolicy:
         )
         self._nodes[n] = (version, node)
         return node
+
+
+def _gpu_milli_placed(snapshot: Snapshot, decision: Decision) -> int:
+    requests = {pod.key: pod.requests.get(GPU, 0) for pod in snapshot.pods}
+    return sum(requests[bind.pod] for bind in decision.placement.binds)
 
 
 def typical_shapes(typical: TypicalPods) -> tuple[TypicalShape, ...]:
@@ -210,23 +255,21 @@ def _pending_pod(pod: PodRequest) -> dict[str, object]:
 def make_batchplace_policy(
     name: str, *, state: ClusterState, tracker: FragTracker, time_limit_s: float = 1.0
 ) -> object:
-    """`greedy` / `cpsat`: the engine through `solver.place`, its fragmentation score fed
+    """`greedy` / `cpsat` / `auto`: the engine through `solver.place`, its fragmentation score fed
     the trace's typical pods (as FGD's is); `greedy-bestfit`: the engine's plain best fit
     (`packing="best-fit"`); `greedy-pending`: the fragmentation score with typical shapes
     taken from each snapshot's pending pods only (what the product does when no shapes
     are configured); `greedy-frag`: the experiments-side prototype the engine score
     replaced (`experiments.frag_aware`)."""
     typical = tracker.typical
-    if name == "greedy":
-        return BatchplacePolicy("greedy", name=name, time_limit_s=time_limit_s, typical=typical)
+    if name in ("greedy", "cpsat", "auto"):
+        return BatchplacePolicy(name, name=name, time_limit_s=time_limit_s, typical=typical)
     if name == "greedy-large-first":
         return BatchplacePolicy("greedy", name=name, time_limit_s=time_limit_s, typical=typical, order="large-first")
     if name == "greedy-bestfit":
         return BatchplacePolicy("greedy", name=name, time_limit_s=time_limit_s, packing="best-fit")
     if name == "greedy-pending":
         return BatchplacePolicy("greedy", name=name, time_limit_s=time_limit_s)
-    if name == "cpsat":
-        return BatchplacePolicy("cpsat", name=name, time_limit_s=time_limit_s, typical=typical)
     if name == "greedy-frag":
         from experiments.frag_aware import FragAwareBatch
 

@@ -37,12 +37,16 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from experiments.cluster_state import ClusterState, requests_of
 from experiments.fragmentation import FragTracker, TypicalPods, typical_pods
 from experiments.trace_openb import DEFAULT_TRACE, OpenbNodes, OpenbPods, load_nodes, load_pods
+
+if TYPE_CHECKING:
+    from experiments.batchplace_policy import EngineAnswers
 
 __all__ = [
     "SEEDS",
@@ -102,6 +106,7 @@ class FgdRun:
     alloc_curve: np.ndarray = field(repr=False)  # [131] % of capacity per arrived-% bin, NaN when empty
     frag_curve: np.ndarray = field(repr=False)  # [131]
     frag_rate_curve: np.ndarray = field(repr=False)  # [131] fragmented / idle, %
+    answers: EngineAnswers | None = None  # batchplace policies: who answered each batch
 
     @property
     def alloc_at_130(self) -> float:
@@ -219,6 +224,7 @@ def run_fgd(
         alloc_curve=bin_curve(arrived_pct, 100.0 * allocated / capacity),
         frag_curve=bin_curve(arrived_pct, 100.0 * fragmented / capacity),
         frag_rate_curve=bin_curve(arrived_pct, 100.0 * fragmented / np.maximum(idle, 1)),
+        answers=getattr(policy, "answers", None),
     )
 
 
@@ -272,7 +278,7 @@ def run_sweep(
 
 
 def _expected_cost(config: FgdConfig) -> float:
-    base = {"cpsat": 40.0, "greedy": 20.0, "fgd": 6.0}.get(config.policy.split("-")[0], 1.0)
+    base = {"cpsat": 40.0, "auto": 40.0, "greedy": 20.0, "fgd": 6.0}.get(config.policy.split("-")[0], 1.0)
     return base / max(1, config.batch_size) ** 0.5
 
 

@@ -15,13 +15,13 @@ from experiments.fragmentation import FragTracker
 
 __all__ = ["POLICIES", "BATCHPLACE_POLICIES", "make_policy", "policy_label"]
 
-BATCHPLACE_POLICIES: tuple[str, ...] = ("greedy", "cpsat", "greedy-large-first", "greedy-bestfit", "greedy-pending", "greedy-frag")
+BATCHPLACE_POLICIES: tuple[str, ...] = ("greedy", "cpsat", "auto", "greedy-large-first", "greedy-bestfit", "greedy-pending", "greedy-frag")
 POLICIES: tuple[str, ...] = (*BASELINES, *BATCHPLACE_POLICIES)
 
 _LABELS = {
     "random": "Random", "dotprod": "DotProd", "gpuclustering": "GpuClustering", "gpupacking": "GpuPacking",
     "bestfit": "BestFit", "fgd": "FGD", "volcano": "Volcano-like", "kube": "kube-like",
-    "greedy": "batchplace greedy", "cpsat": "batchplace cpsat", "greedy-large-first": "batchplace greedy, whole GPUs first in a batch", "greedy-bestfit": "batchplace greedy, best fit only",
+    "greedy": "batchplace greedy", "cpsat": "batchplace cpsat", "auto": "batchplace auto (default)", "greedy-large-first": "batchplace greedy, whole GPUs first in a batch", "greedy-bestfit": "batchplace greedy, best fit only",
     "greedy-pending": "batchplace greedy, shapes from pending pods", "greedy-frag": "greedy + frag score (prototype)",
 }  # fmt: skip
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from models.snapshot import GPU_MILLI_PER_DEVICE
 from solver.objective import FragmentRule
@@ -144,7 +145,10 @@ def initial_state(profile: Profile) -> tuple[State, list[int]]:
     return (tuple(whole), tuple(sorted(partial)), cpu), cell_ids
 
 
+@lru_cache(maxsize=1 << 16)
 def state_fragment(rule: FragmentRule, state: State) -> int:
+    """Tier 5's fragment of a node in `state` — memoized: pattern walks meet the same device
+    states over and over (on openb batches, ~50,000 asks for a few thousand states)."""
     whole, partial, _ = state
     return rule.node_fragment([WHOLE] * sum(whole) + [free for _, free in partial])
 
@@ -249,7 +253,6 @@ class Walk:
     not made (exact, not a restriction). Every shape asks one of the node's `pods`, so a
     node's pod count bounds each pattern too — a BestEffort pod, asking nothing else, fits
     at most that many times."""
-    shapes_by_index: dict[int, Shape] = field(default_factory=dict)
     found: list[Pattern] = field(default_factory=list)
     cut: bool = False
     pruned: bool = False  # best fit was used for fractional pods (not every device choice kept)
@@ -285,8 +288,9 @@ def make_pattern(
 ) -> Pattern:
     # Fewest splits, least fragment, then the densest packing (most whole devices, fewest
     # partly used ones): equal for the objective, and it leaves pools the most room.
-    best = min(levels[-1], key=lambda s: (levels[-1][s][0], state_fragment(rule, s), -sum(s[0]), len(s[1]), s))
-    splits = levels[-1][best][0]
+    last = levels[-1]
+    best = next(iter(last)) if len(last) == 1 else min(last, key=lambda s: (last[s][0], state_fragment(rule, s), -sum(s[0]), len(s[1]), s))
+    splits = last[best][0]
     partial: dict[int, int] = {}
     for _, free in best[1]:
         partial[free] = partial.get(free, 0) + 1
@@ -309,11 +313,12 @@ def walk_patterns(
     used: list[int],
     levels: list[dict[State, tuple[int, State | None, Choice | None]]],
     order: tuple[int, ...],
+    fractions: int = 0,
 ) -> None:
+    """Depth-first over multisets of `walk.shapes` from `start` on (each multiset once, in
+    shape order); `fractions` counts the fractional pods of `order` (EXACT_FRACTIONS)."""
     free = walk.profile.free
     stop = walk.first_limit if not order else len(walk.shapes)
-    if not walk.shapes_by_index:
-        walk.shapes_by_index = {shape.index: shape for shape in walk.shapes}
     for j in range(start, stop):
         if walk.cut:
             return
@@ -323,8 +328,8 @@ def walk_patterns(
         new_used = [u + r for u, r in zip(used, shape.requests)]
         if any(u > f >= 0 for u, f in zip(new_used, free)):
             continue
-        fractions = sum(1 for i in order if walk.shapes_by_index[i].fraction) + (1 if shape.fraction else 0)
-        exact = fractions <= EXACT_FRACTIONS
+        next_fractions = fractions + (1 if shape.fraction else 0)
+        exact = next_fractions <= EXACT_FRACTIONS
         walk.pruned = walk.pruned or not exact
         states = extend(levels, shape, walk.profile, walk.declared, exact=exact)
         if not states:
@@ -336,8 +341,16 @@ def walk_patterns(
         if len(walk.found) >= walk.cap:
             walk.cut = True
         else:
-            walk_patterns(walk, j, counts, new_used, next_levels, next_order)
+            walk_patterns(walk, j, counts, new_used, next_levels, next_order, next_fractions)
         counts[shape.index] -= 1
+
+
+def fits_alone(profile: Profile, shape: Shape, start: State, declared: tuple[int, ...]) -> bool:
+    """Does one pod of `shape` fit an otherwise untouched node of `profile` (in `start`)?
+    The first step of `evaluate` without building its pattern."""
+    if any(r > f >= 0 for r, f in zip(shape.requests, profile.free)):
+        return False
+    return next(successors(start, shape, profile, declared), None) is not None
 
 
 def evaluate(

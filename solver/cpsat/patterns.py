@@ -42,6 +42,7 @@ from solver.cpsat.devices import (
     declared_slots,
     evaluate,
     extend,
+    fits_alone,
     initial_state,
     make_pattern,
     shape_rank,
@@ -231,17 +232,18 @@ def build_pattern_set(
     `shapes` are all eligible shapes; topology-tracked ones are kept for
     `topology_patterns` and left out of these patterns. `most[shape]`: pods of that shape
     there are to place (`Walk.most`)."""
-    fitting = [s for s in shapes if evaluate(profile, {s.index: s}, ((s.index, 1),), rule) is not None]
+    state, _ = initial_state(profile)
+    declared = declared_slots(profile)
+    fitting = [s for s in shapes if fits_alone(profile, s, state, declared)]
     pool = poolable(profile, fitting, gpu_column)
     pooled = tuple(s for s in fitting if pool and poolable_shape(profile, s))
     pooled_ids = {s.index for s in pooled}
     node_shapes = sorted((s for s in fitting if s.index not in pooled_ids and not s.topology), key=shape_rank)
-    state, _ = initial_state(profile)
     walk = Walk(
         profile=profile,
         shapes=node_shapes,
         rule=rule,
-        declared=declared_slots(profile),
+        declared=declared,
         cap=cap,
         first_limit=len(node_shapes),
         most=most,
