@@ -34,8 +34,8 @@ devices, of something that holds on each node or device, so (x, D, z) is feasibl
 its objective is the placement's GPU milli. The integer optimum is therefore ≥ every
 placement of the seed's arrived pods — in particular ≥ what any policy holds at the end,
 and the end is its largest allocation (no pod leaves). The solver is `solver.bound`'s
-`lp_solver` (HiGHS when pulp finds it, else CBC); an optimum HiGHS reports within its
-relative gap is replaced by its dual bound. When the time limit ends the search first,
+`lp_solver` (HiGHS when pulp finds it, else CBC), asked for a zero optimality gap. When
+the time limit ends the search first,
 the LP relaxation's optimum is reported instead (still a bound, weaker) and `method`
 says so.
 
@@ -82,7 +82,7 @@ __all__ = [
 ]
 
 TIME_LIMIT_S = 60.0
-"""Per MIP solve; a default-trace seed takes about a second."""
+"""Per MIP solve; a default-trace seed takes 1–30 s (CBC, 2 cores)."""
 MAX_SHARE_PATTERNS = 50_000
 """Past this many share patterns (many distinct share sizes) the pattern rows are left
 out: the bound stays valid on the milli row alone, only looser."""
@@ -353,14 +353,8 @@ def _solve(model: pulp.LpProblem, *, time_limit_s: float) -> tuple[float, BoundM
     limit hit first — the LP relaxation's optimum."""
     if not model.variables():
         return 0.0, "mip"
-    model.solve(lp_solver(time_limit_s))
+    model.solve(_exact(lp_solver(time_limit_s)))
     if model.sol_status == pulp.LpSolutionOptimal:
-        highs = getattr(model, "solverModel", None)
-        if highs is not None and hasattr(highs, "getInfo"):
-            # HiGHS calls a MIP optimal within a relative gap (1e-4): its dual bound, not its
-            # incumbent, is what no placement exceeds. The objective is integral: floor it.
-            dual = -float(highs.getInfo().mip_dual_bound)  # pulp hands HiGHS the negated objective
-            return float(np.floor(dual + 1e-6)), "mip"
         return float(pulp.value(model.objective)), "mip"
     for variable in model.variables():
         variable.cat = pulp.LpContinuous
@@ -368,6 +362,16 @@ def _solve(model: pulp.LpProblem, *, time_limit_s: float) -> tuple[float, BoundM
     if model.sol_status != pulp.LpSolutionOptimal:
         raise RuntimeError(f"the offline bound's LP relaxation did not solve: {pulp.LpStatus[model.status]}")
     return float(pulp.value(model.objective)), "lp"
+
+
+def _exact(solver: pulp.LpSolver) -> pulp.LpSolver:
+    """`solver` asked for the optimum itself: HiGHS stops within a 1e-4 relative gap by
+    default, and an incumbent that much short is no bound."""
+    if hasattr(solver, "gapRel"):  # HiGHS through highspy keeps it as an attribute
+        solver.gapRel = 0.0
+    else:  # the command-line solvers (CBC, HiGHS) read it from their options
+        solver.optionsDict["gapRel"] = 0.0
+    return solver
 
 
 def seed_bound(
