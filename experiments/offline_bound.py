@@ -35,9 +35,8 @@ its objective is the placement's GPU milli. The integer optimum is therefore ≥
 placement of the seed's arrived pods — in particular ≥ what any policy holds at the end,
 and the end is its largest allocation (no pod leaves). The solver is `solver.bound`'s
 `lp_solver` (HiGHS when pulp finds it, else CBC), asked for a zero optimality gap. When
-the time limit ends the search first,
-the LP relaxation's optimum is reported instead (still a bound, weaker) and `method`
-says so.
+the time limit ends the search first, the LP relaxation's optimum is reported instead
+(still a bound, weaker) and `method` says so.
 
 How tight: what it relaxes is the per-node packing — a class is one big node for CPU
 and memory, and shares are packed per device but not per node. `offline_packing` places
