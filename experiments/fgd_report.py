@@ -1,8 +1,9 @@
 """Tables and CSVs from FGD-protocol runs: per-run rows, per-bin curves, a summary with
 the spread over seeds, and the validity gate against the paper's published numbers.
 
-Input: `FgdRun`s from `experiments.fgd`. Output: CSV files and a Markdown table (strings
-and files only — printing is the CLI's). The gate: on the default trace, each of the six
+Input: `FgdRun`s from `experiments.fgd`, and the offline bound per (pod list, seed) from
+`experiments.offline_bound` when it was computed. Output: CSV files and Markdown tables
+(strings and files only — printing is the CLI's). The gate: on the default trace, each of the six
 paper baselines must be within ±0.5 points of the paper's allocation ratio at 130 %
 (mean over seeds 42–51); until it holds no comparison is quoted. A sweep without all six
 is "not judged", never "not met".
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import csv
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -20,9 +21,16 @@ from pathlib import Path
 import numpy as np
 
 from experiments.fgd import BINS, PAPER_ALLOC_AT_130, PAPER_FRAG_AT_130, FgdRun
+from experiments.offline_bound import OfflineBound
 from experiments.policies import POLICIES, policy_label
 
-__all__ = ["GATE_TOLERANCE", "Summary", "Verdict", "summarize", "summaries_from_csv", "gate", "write_runs_csv", "write_curves_csv", "markdown_table"]
+__all__ = [
+    "GATE_TOLERANCE", "Summary", "Verdict", "summarize", "summaries_from_csv", "gate", "write_runs_csv",
+    "write_curves_csv", "write_bounds_csv", "markdown_table", "bounds_table",
+]  # fmt: skip
+
+Bounds = Mapping[tuple[str, int], OfflineBound]
+"""(pod list, seed) → the offline bound of that seed's arrivals."""
 
 GATE_TOLERANCE = 0.5
 
@@ -45,6 +53,7 @@ class Summary:
     solve_ms_mean: float
     alloc_curve: np.ndarray  # [131] mean over seeds
     frag_curve: np.ndarray
+    bound_mean: float | None = None  # the offline bound at 130 % (% of capacity), mean over the same seeds
 
     @property
     def paper_alloc(self) -> float | None:
@@ -55,8 +64,9 @@ class Summary:
         return PAPER_FRAG_AT_130.get(self.policy) if self.trace == "default" and self.batch_size == 1 else None
 
 
-def summarize(runs: Iterable[FgdRun]) -> list[Summary]:
-    """Group by (trace, policy, batch size); order by trace, then `POLICIES`, then k."""
+def summarize(runs: Iterable[FgdRun], *, bounds: Bounds | None = None) -> list[Summary]:
+    """Group by (trace, policy, batch size); order by trace, then `POLICIES`, then k. With
+    `bounds`, each group gets the mean bound over its seeds."""
     groups: dict[tuple[str, str, int], list[FgdRun]] = defaultdict(list)
     for run in runs:
         groups[(run.config.trace, run.config.policy, run.config.batch_size)].append(run)
@@ -81,9 +91,17 @@ def summarize(runs: Iterable[FgdRun]) -> list[Summary]:
                 solve_ms_mean=1000.0 * float(np.mean([run.solve_seconds.mean() for run in group])),
                 alloc_curve=np.nanmean(np.vstack([run.alloc_curve for run in group]), axis=0),
                 frag_curve=np.nanmean(np.vstack([run.frag_curve for run in group]), axis=0),
+                bound_mean=_bound_mean(bounds, trace, [run.config.seed for run in group]),
             )
         )
     return out
+
+
+def _bound_mean(bounds: Bounds | None, trace: str, seeds: Sequence[int]) -> float | None:
+    """Mean bound over `seeds`, None unless every one of them has a bound."""
+    if not bounds or any((trace, seed) not in bounds for seed in seeds):
+        return None
+    return float(np.mean([bounds[trace, seed].bound_pct for seed in seeds]))
 
 
 class Verdict(StrEnum):
@@ -117,13 +135,14 @@ def gate(summaries: Sequence[Summary], *, tolerance: float = GATE_TOLERANCE) -> 
     return (Verdict.PASS if within_all else Verdict.NOT_MET), lines
 
 
-def write_runs_csv(runs: Iterable[FgdRun], path: Path) -> None:
-    """One row per run: configuration and the numbers at 130 %."""
+def write_runs_csv(runs: Iterable[FgdRun], path: Path, *, bounds: Bounds | None = None) -> None:
+    """One row per run: configuration and the numbers at 130 %, with its seed's offline
+    bound (empty when not computed)."""
     with open(path, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(
             ["trace", "policy", "batch_size", "seed", "pods", "placed", "alloc_at_130_pct", "frag_at_130_pct",
-             "frag_rate_at_130_pct", "final_alloc_pct", "wall_s", "solve_ms_mean", "solve_ms_p99"]
+             "frag_rate_at_130_pct", "final_alloc_pct", "wall_s", "solve_ms_mean", "solve_ms_p99", "bound_pct"]
         )  # fmt: skip
         for run in runs:
             c = run.config
@@ -131,8 +150,32 @@ def write_runs_csv(runs: Iterable[FgdRun], path: Path) -> None:
                 [c.trace, c.policy, c.batch_size, c.seed, run.pods, run.placed, f"{run.alloc_at_130:.3f}",
                  f"{run.frag_at_130:.3f}", f"{run.frag_rate_curve[130]:.3f}", f"{run.final_alloc:.3f}",
                  f"{run.wall_seconds:.2f}", f"{1000 * run.solve_seconds.mean():.3f}",
-                 f"{1000 * np.percentile(run.solve_seconds, 99):.3f}"]
+                 f"{1000 * np.percentile(run.solve_seconds, 99):.3f}", _bound_cell(bounds, c.trace, c.seed)]
             )  # fmt: skip
+
+
+def _bound_cell(bounds: Bounds | None, trace: str, seed: int) -> str:
+    bound = (bounds or {}).get((trace, seed))
+    return f"{bound.bound_pct:.3f}" if bound is not None else ""
+
+
+def write_bounds_csv(bounds: Bounds, path: Path, shapes_path: Path) -> None:
+    """The offline bound per (pod list, seed) to `path`, and per shape to `shapes_path`:
+    how many arrived, how many the bound's optimum places, the most the empty cluster holds
+    of it alone — where the GPU demand the bound leaves out goes."""
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["trace", "seed", "bound_pct", "bound_milli", "capacity_milli", "method", "solve_s"])
+        for (trace, seed), bound in sorted(bounds.items()):
+            writer.writerow([trace, seed, f"{bound.bound_pct:.3f}", f"{bound.bound_milli:.0f}", bound.capacity_milli,
+                             bound.method, f"{bound.solve_seconds:.2f}"])  # fmt: skip
+    with open(shapes_path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["trace", "seed", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "arrived", "in_bound", "at_most"])
+        for (trace, seed), bound in sorted(bounds.items()):
+            for shape in bound.shapes:
+                writer.writerow([trace, seed, shape.cpu_milli, shape.memory_mib, shape.num_gpu, shape.gpu_milli, shape.spec,
+                                 shape.arrived, f"{shape.in_bound:g}", shape.at_most])  # fmt: skip
 
 
 def write_curves_csv(runs: Iterable[FgdRun], path: Path) -> None:
@@ -148,19 +191,35 @@ def write_curves_csv(runs: Iterable[FgdRun], path: Path) -> None:
 
 
 def markdown_table(summaries: Sequence[Summary]) -> str:
-    """The results table: allocation and fragmentation at 130 % with spread over seeds."""
+    """The results table: allocation and fragmentation at 130 % with spread over seeds, and
+    the offline bound (mean over the same seeds) with the policy's distance to it."""
     lines = [
-        "| trace | policy | k | GPU allocated at 130 % (mean ± sd, [min, max]) | paper | fragmented GPU at 130 % | paper | runtime / run |",
-        "|---|---|---:|---|---:|---|---:|---:|",
+        "| trace | policy | k | GPU allocated at 130 % (mean ± sd, [min, max]) | paper | offline bound | below bound "
+        "| fragmented GPU at 130 % | paper | runtime / run |",
+        "|---|---|---:|---|---:|---:|---:|---|---:|---:|",
     ]
     for s in summaries:
         paper = f"{s.paper_alloc:.2f}" if s.paper_alloc is not None else ""
         paper_frag = f"{s.paper_frag:.2f}" if s.paper_frag is not None else ""
+        bound = f"{s.bound_mean:.2f}" if s.bound_mean is not None else ""
+        below = f"{s.bound_mean - s.alloc_mean:.2f}" if s.bound_mean is not None else ""
         lines.append(
             f"| {s.trace} | {policy_label(s.policy)} | {s.batch_size} | {s.alloc_mean:.2f} ± {s.alloc_std:.2f} "
-            f"[{s.alloc_min:.2f}, {s.alloc_max:.2f}] | {paper} | {s.frag_mean:.2f} ± {s.frag_std:.2f} | "
+            f"[{s.alloc_min:.2f}, {s.alloc_max:.2f}] | {paper} | {bound} | {below} | {s.frag_mean:.2f} ± {s.frag_std:.2f} | "
             f"{paper_frag} | {s.wall_seconds_mean:.1f} s |"
         )
+    return "\n".join(lines) + "\n"
+
+
+def bounds_table(bounds: Bounds) -> str:
+    """The offline bound per seed and its mean per pod list (% of GPU capacity at 130 %)."""
+    lines = ["| trace | seed | offline bound at 130 % | method | solve |", "|---|---:|---:|---|---:|"]
+    by_trace: dict[str, list[float]] = defaultdict(list)
+    for (trace, seed), bound in sorted(bounds.items()):
+        by_trace[trace].append(bound.bound_pct)
+        lines.append(f"| {trace} | {seed} | {bound.bound_pct:.2f} | {bound.method} | {bound.solve_seconds:.1f} s |")
+    for trace, values in by_trace.items():
+        lines.append(f"| {trace} | mean of {len(values)} | {np.mean(values):.2f} | | |")
     return "\n".join(lines) + "\n"
 
 
@@ -181,6 +240,7 @@ def summaries_from_csv(runs_csv: Path, curves_csv: Path) -> list[Summary]:
     for (trace, policy, k), group in sorted(rows.items(), key=lambda item: (item[0][0], rank.get(item[0][1], 99), item[0][2])):
         alloc = np.array([float(r["alloc_at_130_pct"]) for r in group])
         frag = np.array([float(r["frag_at_130_pct"]) for r in group])
+        bound = [float(r["bound_pct"]) for r in group if r.get("bound_pct")]
         out.append(
             Summary(
                 trace=trace, policy=policy, batch_size=k, seeds=len(group),
@@ -191,6 +251,7 @@ def summaries_from_csv(runs_csv: Path, curves_csv: Path) -> list[Summary]:
                 solve_ms_mean=float(np.mean([float(r["solve_ms_mean"]) for r in group])),
                 alloc_curve=np.nanmean(np.vstack(curves[("alloc", trace, policy, k)]), axis=0),
                 frag_curve=np.nanmean(np.vstack(curves[("frag_amount", trace, policy, k)]), axis=0),
+                bound_mean=float(np.mean(bound)) if len(bound) == len(group) else None,
             )
         )  # fmt: skip
     return out

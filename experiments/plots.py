@@ -1,7 +1,8 @@
 """PNG plots for the trace experiments (matplotlib, Agg backend, small files).
 
 - `plot_fgd_curves`: GPU allocation ratio vs arrived GPU demand per policy, like the FGD
-  paper's Fig. 7a (with the dashed y = x line of "everything that arrived fits"), and
+  paper's Fig. 7a (with the dashed y = x line of "everything that arrived fits" and, when
+  computed, the dotted offline bound of `experiments.offline_bound`), and
   fragmented GPU (% of capacity) vs arrived demand (Fig. 9a's measure).
 - `plot_timeline`: GPU utilization over time per policy, and queueing-delay CDFs.
 Input: summaries / timeline results; output: the files written. Nothing is shown.
@@ -25,8 +26,11 @@ __all__ = ["plot_fgd_curves", "plot_timeline_utilization", "plot_queueing_cdf"]
 
 
 def plot_fgd_curves(summaries: Sequence, out_dir: Path, *, trace: str = "default", suffix: str = "") -> list[Path]:
-    """Two PNGs for one trace: allocation and fragmentation vs arrived demand."""
+    """Two PNGs for one trace: allocation and fragmentation vs arrived demand; the allocation
+    plot also draws the offline bound when the summaries carry one."""
     chosen = [s for s in summaries if s.trace == trace]
+    bounds = {s.bound_mean for s in chosen if getattr(s, "bound_mean", None) is not None}
+    bound = max(bounds) if bounds else None  # one value unless groups ran on different seeds
     written = []
     for metric, ylabel, name in (
         ("alloc_curve", "GPU allocated (% of capacity)", f"fgd_alloc_{trace}{suffix}.png"),
@@ -44,12 +48,18 @@ def plot_fgd_curves(summaries: Sequence, out_dir: Path, *, trace: str = "default
                 ax.plot(BINS[lo:], curve[lo:], style, color=color, label=label, linewidth=1.2)
             if metric == "alloc_curve":
                 ax.plot(BINS[lo:], np.minimum(BINS[lo:], 100), "k--", linewidth=0.8, label="arrived")
+                if bound is not None:
+                    # Every pod arrived by 130 % arrived by any bin ≥ 100 too, and no pod leaves: the
+                    # bound at 130 % caps those bins (below 100 % "arrived" is the tighter cap).
+                    high = BINS >= max(lo, 100)
+                    ax.plot(BINS[high], np.full(int(high.sum()), bound), ":", color="tab:red", linewidth=1.5,
+                            label=f"offline bound, all pods known ({bound:.2f} %)")
             ax.set_xlabel("arrived GPU demand (% of capacity)")
             ax.set_ylabel(ylabel)
             ax.grid(alpha=0.3)
         axes[1].set_title("zoom: 100–130 %", fontsize=9)
         if metric == "alloc_curve":
-            axes[1].set_ylim(85, 100)
+            axes[1].set_ylim(85, 100.5)
         axes[0].legend(fontsize=7, loc="upper left")
         fig.suptitle(f"openb {trace} trace, FGD protocol, mean of {chosen[0].seeds if chosen else 0} seeds", fontsize=10)
         fig.tight_layout()

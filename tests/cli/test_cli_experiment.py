@@ -70,6 +70,9 @@ def test_fgd_prints_its_header_whole_and_leaves_the_gate_unjudged_without_the_ba
     completed = _batchplace("experiment", "fgd", "--trace-dir", str(tmp_path), *args, cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr
     assert "GPU allocated at 130 % (mean ± sd, [min, max])" in completed.stdout
+    assert "| offline bound | below bound |" in completed.stdout
+    assert "| default | 42 | 100.00 | mip |" in completed.stdout  # the tiny trace's pods fill its GPUs offline
+    assert (tmp_path / "out" / "bounds.csv").is_file() and (tmp_path / "out" / "bound_shapes.csv").is_file()
     assert "validity gate (paper baselines, default trace, k=1, ±0.5 points): not judged" in completed.stdout
     assert "not run on the default trace at k=1: random, dotprod, gpuclustering, gpupacking, bestfit" in completed.stdout
     assert "not judged" in (tmp_path / "out" / "summary.md").read_text()
