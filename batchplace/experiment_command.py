@@ -119,6 +119,7 @@ def fgd(
     from experiments.fgd import FgdConfig, run_sweep
     from experiments.fgd_report import (
         Verdict,
+        answers_table,
         bounds_table,
         gate,
         markdown_table,
@@ -167,9 +168,11 @@ def fgd(
     if bounds:
         write_bounds_csv(bounds, out / "bounds.csv", out / "bound_shapes.csv")
         bound_lines = bounds_table(bounds)
+    answer_lines = answers_table(runs)
     verdict, gate_lines = gate(summaries)
     (out / "summary.md").write_text("## FGD protocol at 130 % arrived GPU demand\n\n" + table
                                     + (f"\n## Offline bound per seed\n\n{bound_lines}" if bound_lines else "")
+                                    + (f"\n## Who answered each batch\n\n{answer_lines}" if answer_lines else "")
                                     + "\n## Validity gate\n\n"
                                     + f"{verdict}\n\n" + "\n".join(f"- {line}" for line in gate_lines) + "\n")  # fmt: skip
     for name in traces:
@@ -178,6 +181,8 @@ def fgd(
     console.print(table, highlight=False, markup=False)
     if bound_lines:
         console.print(bound_lines, highlight=False, markup=False)
+    if answer_lines:
+        console.print(answer_lines, highlight=False, markup=False)
     console.print(f"validity gate (paper baselines, default trace, k=1, ±0.5 points): {verdict}", markup=False)
     for line in gate_lines:
         console.print("  " + line, highlight=False, markup=False)

@@ -26,7 +26,7 @@ from experiments.policies import POLICIES, policy_label
 
 __all__ = [
     "GATE_TOLERANCE", "Summary", "Verdict", "summarize", "summaries_from_csv", "gate", "write_runs_csv",
-    "write_curves_csv", "write_bounds_csv", "markdown_table", "bounds_table",
+    "write_curves_csv", "write_bounds_csv", "markdown_table", "bounds_table", "answers_table",
 ]  # fmt: skip
 
 Bounds = Mapping[tuple[str, int], OfflineBound]
@@ -209,6 +209,31 @@ def markdown_table(summaries: Sequence[Summary]) -> str:
             f"{paper_frag} | {s.wall_seconds_mean:.1f} s |"
         )
     return "\n".join(lines) + "\n"
+
+
+def answers_table(runs: Iterable[FgdRun]) -> str:
+    """Per run of an engine that may answer with CP-SAT (`cpsat`, `auto`): who answered its
+    batches, how often CP-SAT placed more GPU than greedy would have on the same batch, and
+    `place()`'s time per batch. Empty when no such run is in `runs`."""
+    lines = [
+        "| trace | policy | k | seed | batches | CP-SAT answered | FALLBACK (causes) | beat greedy | behind greedy "
+        "| place() p50 | place() p99 |",
+        "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    ordered = sorted(runs, key=lambda r: (r.config.trace, r.config.policy, r.config.batch_size, r.config.seed))
+    for run in ordered:
+        answers, c = run.answers, run.config
+        if answers is None or c.policy not in ("cpsat", "auto") or not answers.batches:
+            continue
+        cpsat = sum(n for key, n in answers.answered_by.items() if key.startswith("cpsat:"))
+        causes = ", ".join(f"{key.rsplit(':', 1)[-1]} {n}" for key, n in sorted(answers.answered_by.items()) if ":FALLBACK" in key)
+        seconds = np.array(answers.place_seconds)
+        lines.append(
+            f"| {c.trace} | {policy_label(c.policy)} | {c.batch_size} | {c.seed} | {answers.batches} | "
+            f"{cpsat} ({100 * cpsat / answers.batches:.0f} %) | {answers.fallbacks}{f' ({causes})' if causes else ''} | "
+            f"{answers.beat_greedy} | {answers.behind_greedy} | {np.percentile(seconds, 50):.3f} s | {np.percentile(seconds, 99):.3f} s |"
+        )
+    return "\n".join(lines) + "\n" if len(lines) > 2 else ""
 
 
 def bounds_table(bounds: Bounds) -> str:
