@@ -99,9 +99,9 @@ class SolveConfig:
     """When CP-SAT has not proven optimality, also bound throughput by the LP relaxation
     (`solver.bound`, in-process HiGHS) and report the tighter bound; its time is reserved.
     None: when the LP's expected cost is at most a fifth of `time_limit_s`."""
-    presolve: bool | None = None
-    """CP-SAT presolve; None: on below `PRESOLVE_VARIABLES` variables (above, its fixpoint
-    loop costs more than the whole budget on 2 cores — measured 1.3 s at 12,000)."""
+    presolve: bool = False
+    """CP-SAT presolve in the search stages: off, since its fixpoint loop ignores the time
+    limit and bought no better answer on the measured snapshots (`solver.cpsat.engine`)."""
     objective_order: tuple[str, ...] = TIERS
     """The soft objective's tiers, most important first (a permutation of `TIERS`): CP-SAT
     solves its stages in this order and `auto` compares CP-SAT with greedy in it."""

@@ -45,8 +45,12 @@ can break their rules). A restriction, reported in `restricted` ("inter-pod cons
 equal `score`, the fixed part entering as constants. Without such PodGroups nothing
 changes.
 
-Presolve is off above `PRESOLVE_VARIABLES` variables: CP-SAT's presolve fixpoint took
-1.3 s on a 12,000-variable model, longer than the whole budget.
+Presolve is off in the search stages unless asked for (`CpsatConfig.presolve`): its
+fixpoint loop does not watch the time limit and paid nothing back on these models —
+0.5 s of a 0.1 s stage on a 3,168-variable openb batch that solves to optimality in 6 ms
+without it, 1.3 s on a 12,000-variable benchmark model, and never a better answer on the
+measured snapshots (docs/results.md, "CP-SAT presolve"). The hint completion keeps it:
+with every decision fixed it is what finishes the completion in milliseconds.
 
 Statuses: OPTIMAL only when every stage proved optimality and nothing was restricted;
 FEASIBLE otherwise; UNKNOWN when no stage produced a solution in time (the caller falls
@@ -77,13 +81,11 @@ from solver.objective import TIERS, ObjectiveContext, ObjectiveVector, score
 from solver.problem import Problem
 
 __all__ = [
-    "CpsatConfig", "CpsatResult", "StageReport", "ModelInvalid", "solve_cpsat", "PRESOLVE_VARIABLES", "TIE_BREAK_MIN_S",
+    "CpsatConfig", "CpsatResult", "StageReport", "ModelInvalid", "solve_cpsat", "TIE_BREAK_MIN_S",
 ]
 
 log = logging.getLogger(__name__)
 
-PRESOLVE_VARIABLES = 5000
-"""Above this many variables presolve is off unless asked for (see `SolveConfig.presolve`)."""
 MIN_SEARCH_S = 0.05
 """Below this much time left for completing the hint and searching, CP-SAT is not started."""
 TIE_BREAK_MIN_S = 0.2
@@ -104,7 +106,7 @@ class CpsatConfig:
     relative_gap_limit: float = 0.0
     merge_tiers: bool = True
     objective_order: tuple[str, ...] = TIERS  # the tiers, most important first
-    presolve: bool | None = None  # None: on below PRESOLVE_VARIABLES variables
+    presolve: bool = False  # in the search stages; see the module docstring
     limits: DataLimits = DataLimits()
     log_search: bool = False
 
@@ -204,7 +206,7 @@ def solve_cpsat(
         share = remaining * _share(stages, position)
         model.minimize(stage.expression.expr())
         _set_hint(model, values, partial)
-        solver = _solver(config, share, presolve=_presolve(config, model))
+        solver = _solver(config, share, presolve=config.presolve)
         incumbents = _Incumbents()
         status = solver.solve(model, incumbents)
         name = solver.status_name(status)
@@ -311,7 +313,7 @@ def _break_ties(model, data, variables, values, config, deadline, reports) -> li
             break
         model.minimize(expression.expr())
         _set_hint(model, values, {})
-        solver = _solver(config, remaining, presolve=_presolve(config, model))
+        solver = _solver(config, remaining, presolve=config.presolve)
         status = solver.solve(model)
         reports.append(StageReport(("first-come",), solver.status_name(status), solver.wall_time, None, None))
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -358,12 +360,6 @@ def _share(stages: list[Stage], position: int) -> float:
     double, since they decide what runs; later tiers only choose among equals."""
     weights = [2.0 if (0 in s.tiers or 1 in s.tiers) else 1.0 for s in stages[position:]]
     return weights[0] / sum(weights)
-
-
-def _presolve(config: CpsatConfig, model: cp_model.CpModel) -> bool:
-    if config.presolve is not None:
-        return config.presolve
-    return len(model.proto.variables) < PRESOLVE_VARIABLES
 
 
 def _solver(config: CpsatConfig, seconds: float, *, presolve: bool = True) -> cp_model.CpSolver:
