@@ -1,9 +1,10 @@
 """`batchplace demo`: solve every seed example and say, per example, expected vs got.
 
 Input: the YAML files in `examples/` (Volcano's quick-start manifests as written, with
-`schedulerName: volcano`). Output: for each, the placement table and a one-line verdict.
-The expectations live here, next to the code that checks them, so the demo is also a
-smoke test: `run_demo()` returns the verdicts and the test suite asserts all hold.
+`schedulerName: volcano`; Volcano's MPI example; Kubeflow PyTorchJobs). Output: for each,
+the placement table and a one-line verdict. The expectations live here, next to the code
+that checks them, so the demo is also a smoke test: `run_demo()` returns the verdicts and
+the test suite asserts all hold.
 """
 
 from __future__ import annotations
@@ -84,13 +85,44 @@ def _topology(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
     return ok, f"{gpus} GPUs bound on {len(decision.placement.binds)} pods in leaf {', '.join(sorted(leaves)) or '-'}"
 
 
-def _gpu_model(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
+def _nodes_by_group(snapshot: Snapshot, decision: Decision) -> dict[str, list[str]]:
+    """PodGroup key → the nodes its pods are bound to this cycle, in bind order."""
     nodes: dict[str, list[str]] = {}
     for bind in decision.placement.binds:
         nodes.setdefault(snapshot.pod_by_key[bind.pod].pod_group or "", []).append(bind.node)
+    return nodes
+
+
+def _leaves(snapshot: Snapshot, nodes: list[str]) -> set[str]:
+    """The tier-1 HyperNodes of `nodes` (a node under none stands for itself)."""
+    return {snapshot.hypernode_chain[node][0] if snapshot.hypernode_chain[node] else node for node in nodes}
+
+
+def _gpu_model(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
+    nodes = _nodes_by_group(snapshot, decision)
     finetune, infer = nodes.get("default/h100-finetune", []), nodes.get("default/batch-infer", [])
     ok = finetune == ["h100-0"] and infer == ["a100-1", "a100-1"]
     return ok, f"h100-finetune on {', '.join(finetune) or '-'}; batch-infer on {', '.join(sorted(infer)) or '-'}"
+
+
+def _mpi(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
+    nodes = _nodes_by_group(snapshot, decision)
+    plain, gpu = nodes.get("default/lm-mpi-job", []), nodes.get("default/lm-mpi-job-gpu", [])
+    leaves = _leaves(snapshot, gpu)
+    ok = len(plain) == 3 and len(gpu) == 3 and leaves == {"leaf-b"}
+    where = ", ".join(sorted(leaves)) or "-"
+    return ok, f"lm-mpi-job {len(plain)} of 3 pods bound; lm-mpi-job-gpu {len(gpu)} of 3 bound, in {where}"
+
+
+def _pytorch(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
+    nodes = _nodes_by_group(snapshot, decision)
+    bert, resnet = nodes.get("default/bert-finetune", []), nodes.get("default/resnet-ddp", [])
+    leaves = _leaves(snapshot, bert)
+    waiting = next(o for o in decision.podgroups if o.name == "default/resnet-ddp")
+    reason = waiting.reasons[0] if waiting.reasons else "no reason"
+    ok = len(bert) == 4 and leaves == {"leaf-b"} and not resnet and reason.startswith("gang:")
+    where = ", ".join(sorted(leaves)) or "-"
+    return ok, f"bert-finetune {len(bert)} of 4 bound, in {where}; resnet-ddp {len(resnet)} of 4 bound: {reason}"
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -102,6 +134,10 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("gpu-topology.yaml", "16-GPU hard-topology gang inside one leaf", _topology),
     Scenario(
         "gpu-model-affinity.yaml", "fine-tune on the H100 it requires, inference on the zone it prefers", _gpu_model
+    ),
+    Scenario("mpi-job.yaml", "both MPI gangs bound whole (3 of 3), the GPU one inside leaf-b", _mpi),
+    Scenario(
+        "pytorch-job.yaml", "bert-finetune's 4 pods inside leaf-b; resnet-ddp waits whole, a gang reason", _pytorch
     ),
 )
 

@@ -3,10 +3,11 @@
 It starts what the controller tests use — etcd and kube-apiserver on 127.0.0.1
 (`controller.testing.ControlPlane`, building kube-apiserver the first time) with Volcano's
 CRDs and batchplace's RBAC — then runs the real controller loop as batchplace's
-ServiceAccount (started once each example is created), and a kubelet stand-in that marks bound pods Running and lets evicted pods
-go. For each example in turn it creates what `kubectl apply` and Volcano's job controller
-would (`schedulerName: batchplace`), waits until the controller has settled, and prints
-the pods, PodGroups and Events as `kubectl get` would, with a verdict: expected vs got.
+ServiceAccount (started once each example is created), and a kubelet stand-in that marks
+bound pods Running and lets evicted pods go. For each example in turn it creates what
+`kubectl apply` and the job controllers (Volcano's, Kubeflow's training operator) would
+(`schedulerName: batchplace`), waits until the controller has settled, and prints the
+pods, PodGroups and Events as `kubectl get` would, with a verdict: expected vs got.
 Everything is torn down at the end.
 """
 
@@ -23,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from controller.errors import ApiError
-from controller.kinds import EVENTS, HYPERNODES, NAMESPACES, NODES, PODS, QUEUES, VOLCANO_PODGROUPS
+from controller.kinds import EVENTS, HYPERNODES, NAMESPACES, NODES, PODS, QUEUES, VOLCANO_PODGROUPS, XK8S_PODGROUPS
 from controller.kube import KubeClient
 from controller.loop import Controller, ControllerConfig
 from controller.testing.control_plane import REPO_ROOT, ControlPlane
@@ -81,6 +82,21 @@ def _topology(pods: dict[str, str], groups: dict[str, JsonObject]) -> tuple[bool
     return sorted(workers.values()) == ["gpu-b-0", "gpu-b-1"], f"workers on {', '.join(sorted(workers.values())) or 'nothing'}"
 
 
+def _mpi(pods: dict[str, str], groups: dict[str, JsonObject]) -> tuple[bool, str]:
+    gpu = {p: n for p, n in pods.items() if p.startswith("lm-mpi-job-gpu-")}
+    plain = {p: n for p, n in pods.items() if p.startswith("lm-mpi-job-") and p not in gpu}
+    ok = len(plain) == 3 and len(gpu) == 3 and set(gpu.values()) <= {"mpi-b-0", "mpi-b-1"}
+    return ok, f"lm-mpi-job {len(plain)} of 3 bound; lm-mpi-job-gpu {len(gpu)} of 3 on {', '.join(sorted(set(gpu.values()))) or 'nothing'}"
+
+
+def _pytorch(pods: dict[str, str], groups: dict[str, JsonObject]) -> tuple[bool, str]:
+    bert = {p: n for p, n in pods.items() if p.startswith("bert-finetune-")}
+    resnet = [p for p in pods if p.startswith("resnet-ddp-")]
+    ok = len(bert) == 4 and set(bert.values()) == {"gpu-1", "gpu-2"} and not resnet
+    where = ", ".join(sorted(set(bert.values()))) or "nothing"
+    return ok, f"bert-finetune {len(bert)} of 4 on {where}; resnet-ddp {len(resnet)} of 4 bound"
+
+
 SCENARIOS = (
     _Scenario("hello-volcano-job.yaml", "the hello job bound, its PodGroup Running", _hello),
     _Scenario("queue-weights.yaml", "queue-b gets twice queue-a: 4 and 2 jobs", _weights),
@@ -88,6 +104,8 @@ SCENARIOS = (
     _Scenario("gang-min-available-4.yaml", "the gang of min 4 started: 8 of 20 bound", _gang4),
     _Scenario("workflow-job.yaml", "task-a bound, task-b bound after task-a runs", _workflow),
     _Scenario("gpu-topology.yaml", "the 16-GPU gang inside leaf-b", _topology),
+    _Scenario("mpi-job.yaml", "both MPI gangs bound whole, the GPU one inside leaf-b", _mpi),
+    _Scenario("pytorch-job.yaml", "bert-finetune's 4 pods inside leaf-b, none of resnet-ddp", _pytorch),
 )
 
 
@@ -131,7 +149,7 @@ def _settle(admin: KubeClient, namespace: str, *, settle_s: float, timeout_s: fl
     last, since = None, time.monotonic()
     while time.monotonic() < deadline:
         pods = admin.list(PODS, namespace=namespace).items
-        groups = admin.list(VOLCANO_PODGROUPS, namespace=namespace).items
+        groups = _pod_groups(admin, namespace)
         state = (
             sorted((p["metadata"]["name"], p["spec"].get("nodeName"), p["status"].get("phase")) for p in pods),
             sorted((g["metadata"]["name"], str(g.get("status"))) for g in groups),
@@ -152,7 +170,7 @@ def _show(console: Console, admin: KubeClient, namespace: str, title: str) -> tu
     for pod in pods:
         table.add_row(pod["metadata"]["name"], pod["status"].get("phase", ""), pod["spec"].get("nodeName") or "<none>")
     console.print(table)
-    groups = admin.list(VOLCANO_PODGROUPS, namespace=namespace).items
+    groups = _pod_groups(admin, namespace)
     table = Table(title=f"kubectl get podgroups -n {namespace}", title_justify="left", box=None)
     for column in ("NAME", "STATUS", "MINMEMBER", "RUNNINGS", "CONDITION", "MESSAGE"):
         table.add_column(column)
@@ -179,6 +197,11 @@ def _show(console: Console, admin: KubeClient, namespace: str, title: str) -> tu
         console.print(f"… and {len(events) - len(shown)} more events")
     bound = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName") and not p["spec"].get("schedulerName") in (None, "default-scheduler")}
     return bound, {g["metadata"]["name"]: g.get("status") or {} for g in groups}
+
+
+def _pod_groups(admin: KubeClient, namespace: str) -> list[JsonObject]:
+    """The namespace's PodGroups of both flavours: Volcano's, and scheduler-plugins' (a PyTorchJob's)."""
+    return [*admin.list(VOLCANO_PODGROUPS, namespace=namespace).items, *admin.list(XK8S_PODGROUPS, namespace=namespace).items]
 
 
 def _clean(admin: KubeClient, namespace: str) -> None:

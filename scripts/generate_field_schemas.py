@@ -11,10 +11,14 @@ the committed table is what it writes.
 The table:
 
     {"kinds": {group: {kind: {"label": "Volcano Job", "versions": [...], "type": name}}},
-     "types": {name: {"fields": {jsonName: type name, or null}, "open": true?}}}
+     "types": {name: {"fields": {jsonName: type name, or null}, "open": true?}
+               | {"values": type name}}}
 
-A field's type is null when its keys are not checked: scalars, free-form objects, maps
-(labels, resources, `additionalProperties`). A list's type is its items' type. `open`
+A field's type is null when its keys are not checked: scalars, free-form objects, maps of
+scalars (labels, resources). A list's type is its items' type. A map whose values are
+objects (`additionalProperties` with properties, such as a PyTorchJob's
+`pytorchReplicaSpecs`, keyed by replica type) is a `values` type: its keys are not
+checked, each value is checked against the values' type. `open`
 marks an object whose schema keeps unknown fields (`x-kubernetes-preserve-unknown-fields`).
 A CRD's top-level `metadata` is the client's `V1ObjectMeta`, as the API server validates it.
 Identical CRD object types are stored once, under the first path that has them.
@@ -50,6 +54,7 @@ CRD_KINDS = (
     ("topology.volcano.sh_hypernodes.yaml", "Volcano HyperNode"),
     ("nodeinfo.volcano.sh_numatopologies.yaml", "Volcano Numatopology"),
     ("scheduling.x-k8s.io_podgroups.yaml", "scheduler-plugins PodGroup"),
+    ("kubeflow.org_pytorchjobs.yaml", "Kubeflow PyTorchJob"),
 )
 # Fields batchplace reads that the upstream schema lacks, added so reading them is no
 # warning: (group, kind, path to the object, field). Each is explained where it is read
@@ -79,16 +84,26 @@ def _client_type(type_text: str, types: dict[str, dict]) -> str | None:
 
 
 def _crd_type(schema: dict, name: str, types: dict[str, dict], seen: dict[str, str]) -> str | None:
-    """An OpenAPI v3 schema → a type name (objects with properties) or None (not checked)."""
+    """An OpenAPI v3 schema → a type name (objects with properties, maps of such objects) or
+    None (not checked)."""
     if schema.get("type") == "array":
         return _crd_type(schema.get("items") or {}, name + "[]", types, seen)
     properties = schema.get("properties")
+    values = schema.get("additionalProperties")
+    if not properties and isinstance(values, dict):
+        value_type = _crd_type(values, name + "{}", types, seen)
+        return None if value_type is None else _stored(name, {"values": value_type}, types, seen)
     if not properties:
         return None
     fields = {key: _crd_type(value, f"{name}.{key}", types, seen) for key, value in sorted(properties.items())}
     entry: dict[str, object] = {"fields": fields}
     if schema.get("x-kubernetes-preserve-unknown-fields"):
         entry["open"] = True
+    return _stored(name, entry, types, seen)
+
+
+def _stored(name: str, entry: dict[str, object], types: dict[str, dict], seen: dict[str, str]) -> str:
+    """The name `entry` is stored under: `name`, or the first name an identical entry took."""
     shape = json.dumps(entry, sort_keys=True)
     if shape not in seen:
         seen[shape] = name

@@ -132,8 +132,9 @@ class Changes(BaseModel):
 
     add_jobs: list[dict[str, Any]] = Field(
         default_factory=list, max_length=MAX_ADDED_OBJECTS,
-        description="Kubernetes objects as JSON: Volcano Jobs (batch.volcano.sh), PodGroups "
-        "(scheduling.volcano.sh or scheduling.x-k8s.io) with their pending Pods, or bare pending Pods",
+        description="Kubernetes objects as JSON: Volcano Jobs (batch.volcano.sh), Kubeflow PyTorchJobs "
+        "(kubeflow.org), PodGroups (scheduling.volcano.sh or scheduling.x-k8s.io) with their pending Pods, "
+        "or bare pending Pods",
     )
     add_jobs_yaml: str | None = Field(None, description="the same, as multi-document YAML (what `kubectl apply -f` takes)")
     add_nodes: list[dict[str, Any]] = Field(

@@ -1,9 +1,9 @@
 """What-if: apply changes to a base snapshot, and report, per added job, what one solve does with it.
 
 Input: a validated base `Snapshot` (posted, or the controller's live one) and `Changes` —
-Kubernetes objects to add as jobs (Volcano Jobs, PodGroups with their pods, bare pending
-Pods) and as nodes, read by the same `models.loaders` as every other input so a vcjob
-expands exactly as `batchplace solve` expands it; and node names to drain. Output of
+Kubernetes objects to add as jobs (Volcano Jobs, Kubeflow PyTorchJobs, PodGroups with their
+pods, bare pending Pods) and as nodes, read by the same `models.loaders` as every other
+input so a job expands exactly as `batchplace solve` expands it; and node names to drain. Output of
 `apply_changes`: a `ChangedSnapshot` (the new validated snapshot and what changed); of
 `job_verdicts`, given the `Decision` solved on it: one `JobVerdict` per added job.
 
@@ -91,6 +91,7 @@ __all__ = [
 ADD_JOB_KINDS = frozenset(
     {
         ("batch.volcano.sh", "Job"),
+        ("kubeflow.org", "PyTorchJob"),
         ("scheduling.volcano.sh", "PodGroup"),
         ("scheduling.x-k8s.io", "PodGroup"),
         ("", "Pod"),
@@ -288,7 +289,7 @@ def _check_job_documents_read(documents: Sequence[Document], added: Snapshot, wa
     the answer; say so instead, with the loader's own warning."""
     keys = {group.key for group in added.pod_groups}
     for source, number, obj in documents:
-        if not isinstance(obj, Mapping) or _kind_of(obj)[1] not in ("Job", "PodGroup"):
+        if not isinstance(obj, Mapping) or _kind_of(obj)[1] not in ("Job", "PyTorchJob", "PodGroup"):
             continue
         metadata = obj.get("metadata")
         if not isinstance(metadata, Mapping):

@@ -1,16 +1,24 @@
-"""The seed examples as live objects: what `kubectl apply` and Volcano's job controller would create.
+"""The seed examples as live objects: what `kubectl apply` and the job controllers would create.
 
-Input: an example file (`examples/*.yaml`: Nodes, Queues, HyperNodes, Pods, vcjobs).
-Output: `SeedObject`s in creation order — cluster-scoped objects first, then per vcjob the
-Job itself, its PodGroup and its pods — for `create_all` to send to an API server.
+Input: an example file (`examples/*.yaml`: Nodes, Queues, HyperNodes, Pods, vcjobs,
+PyTorchJobs). Output: `SeedObject`s in creation order — cluster-scoped objects first, then
+per vcjob the Job itself, its PodGroup and its pods, per PyTorchJob its PodGroup and its
+pods — for `create_all` to send to an API server.
 
 A vcjob is expanded by `models.loaders` itself (the same expansion `batchplace solve`
 uses): the PodGroup takes the loader's name, queue, minMember and per-task minAvailable,
 and one pod is made per pod of the loaded Snapshot, `<job>-<task>-<index>`, from its
 task's template, with the labels and annotations Volcano's job controller puts on them
 (`scheduling.k8s.io/group-name`, `volcano.sh/job-name`, `volcano.sh/task-spec`, …).
-`scheduler_name` replaces the examples' `schedulerName: volcano`, as an operator switching
-to batchplace does. Namespaced objects go to `namespace`.
+A PyTorchJob is expanded the same way, into what Kubeflow's training operator creates with
+gang scheduling through scheduler-plugins: a `scheduling.x-k8s.io` PodGroup named as the
+job (its `minMember`, the job's annotations copied onto it) and pods `<job>-<type>-<index>`
+labelled `training.kubeflow.org/{operator-name,job-name,replica-type,replica-index}` (and
+`job-role: master` on the master) and `scheduling.x-k8s.io/pod-group`. The PyTorchJob
+itself is not created: the API server here serves no Kubeflow CRD, and the controller
+never reads one.
+`scheduler_name` replaces the examples' `schedulerName`, as an operator switching to
+batchplace does. Namespaced objects go to `namespace`.
 
 Not promised: Volcano's job controller's lifecycle (restarts, policies, dependsOn waits):
 every pod is created at once; the controller holds dependents back itself.
@@ -40,7 +48,7 @@ from controller.kinds import (
 )
 from models.loaders import load_snapshot_documents
 
-__all__ = ["SeedObject", "seed_objects", "vcjob_objects", "create_all", "EXAMPLES_DIR"]
+__all__ = ["SeedObject", "seed_objects", "vcjob_objects", "pytorch_job_objects", "create_all", "EXAMPLES_DIR"]
 
 JsonObject = dict[str, Any]
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
@@ -56,6 +64,7 @@ _KINDS: dict[tuple[str, str], ResourceKind] = {
     ("nodeinfo.volcano.sh/v1alpha1", "Numatopology"): NUMATOPOLOGIES,
     ("batch.volcano.sh/v1alpha1", "Job"): VCJOBS,
 }
+_PYTORCH_JOB = ("kubeflow.org/v1", "PyTorchJob")
 _ORDER = (NODES, NUMATOPOLOGIES, PRIORITY_CLASSES, QUEUES, HYPERNODES)
 
 
@@ -75,6 +84,10 @@ def seed_objects(path: Path, *, namespace: str, scheduler_name: str = "batchplac
     cluster: list[SeedObject] = []
     workloads: list[SeedObject] = []
     for document in documents:
+        if (document.get("apiVersion"), document.get("kind")) == _PYTORCH_JOB:
+            objects = pytorch_job_objects(document, namespace=namespace, scheduler_name=scheduler_name, source=str(path))
+            workloads.extend(objects)
+            continue
         kind = _KINDS.get((document.get("apiVersion"), document.get("kind")))
         if kind is None:
             continue
@@ -145,6 +158,60 @@ def vcjob_objects(job: JsonObject, *, namespace: str, scheduler_name: str, sourc
             "kind": "Pod",
             "metadata": {"name": pod.name, "namespace": namespace, "labels": labels, "annotations": annotations},
             "spec": pod_spec,
+        }
+        objects.append(SeedObject(PODS, namespace, body))
+    return objects
+
+
+def pytorch_job_objects(
+    job: JsonObject, *, namespace: str, scheduler_name: str, source: str = "<PyTorchJob>"
+) -> list[SeedObject]:
+    """The PodGroup and pods of a PyTorchJob, expanded by `models.loaders` (module docstring)."""
+    job = _clean(job)
+    job["metadata"]["namespace"] = namespace
+    name = job["metadata"]["name"]
+    annotations = job["metadata"].get("annotations") or {}
+    spec = job.get("spec") or {}
+    templates: dict[str, JsonObject] = {}
+    for replica_type, replica in (spec.get("pytorchReplicaSpecs") or {}).items():
+        template = copy.deepcopy(replica.get("template") or {})
+        _set_scheduler(template.setdefault("spec", {}), scheduler_name)
+        replica["template"] = template
+        templates[str(replica_type).lower()] = template
+    snapshot = load_snapshot_documents([(source, 1, job)], scheduler_names=(scheduler_name,)).snapshot
+    (group,) = snapshot.pod_groups
+    min_resources = ((spec.get("runPolicy") or {}).get("schedulingPolicy") or {}).get("minResources")
+    pod_group: JsonObject = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": group.name, "namespace": namespace, "annotations": dict(annotations)},
+        "spec": {"minMember": group.min_member, **({"minResources": min_resources} if min_resources else {})},
+    }
+    objects = [SeedObject(XK8S_PODGROUPS, namespace, pod_group)]
+    for pod in snapshot.pods:
+        task = pod.task or ""
+        template = copy.deepcopy(templates[task])
+        metadata = template.get("metadata") or {}
+        labels = {
+            **(metadata.get("labels") or {}),
+            "training.kubeflow.org/operator-name": "pytorchjob-controller",
+            "training.kubeflow.org/job-name": name,
+            "training.kubeflow.org/replica-type": task,
+            "training.kubeflow.org/replica-index": pod.name.rsplit("-", 1)[1],
+            "scheduling.x-k8s.io/pod-group": group.name,
+        }
+        if task == "master":
+            labels["training.kubeflow.org/job-role"] = "master"
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": pod.name,
+                "namespace": namespace,
+                "labels": labels,
+                "annotations": dict(metadata.get("annotations") or {}),
+            },
+            "spec": template.get("spec") or {},
         }
         objects.append(SeedObject(PODS, namespace, body))
     return objects

@@ -1,6 +1,6 @@
 """Loaders: every input dialect ends in the same validated `Snapshot`.
 
-    kube_yaml       Kubernetes / Volcano YAML (files, text, parsed documents) → LoadResult
+    kube_yaml       Kubernetes / Volcano / Kubeflow YAML (files, text, parsed documents) → LoadResult
     json_snapshot   the Snapshot's own JSON form (`Snapshot.model_dump(mode="json")`)
 
 Errors are `models.errors.SnapshotError`s (`InputFormatError`, `FieldError`), each naming

@@ -3,7 +3,7 @@
 Input: an `Inventory` (what each document said, in input order) and the `Warnings` so far.
 Output: a `Snapshot`, or a `SnapshotError` naming the document(s) at fault.
 
-Order (each step needs the previous ones): expand vcjobs and add one-pod PodGroups →
+Order (each step needs the previous ones): expand jobs and add one-pod PodGroups →
 put Volcano vGPU asks into `gpu` (the smallest GPU memory a node states, `vgpu`) →
 reject duplicate names, naming both documents → build Nodes (with GPUs and NUMA cells),
 resolve HyperNode selectors → join pods to PodGroups and tasks → give running pods their
@@ -38,15 +38,14 @@ from .gpu_assignment import RunningGpuPod, assign_gpus
 from .grouping import Workload, add_one_pod_groups, expand_jobs, join_pods
 from .raw import Warnings, build_model, pydantic_message
 from .vgpu_workload import apply_vgpu
-from .volcano_job import VcJobRecord
-from .workloads import PodGroupRecord, PodRecord
+from .workloads import JobRecord, PodGroupRecord, PodRecord
 
 __all__ = ["Inventory", "assemble"]
 
 
 @dataclass
 class Inventory:
-    """Every record read, per kind, in input order (PodGroups, pods and vcjobs together, so the
+    """Every record read, per kind, in input order (PodGroups, pods and jobs together, so the
     snapshot lists them in the order the input did)."""
 
     nodes: list[NodeRecord] = field(default_factory=list)
@@ -54,7 +53,7 @@ class Inventory:
     hypernodes: list[HyperNodeRecord] = field(default_factory=list)
     queues: list[QueueRecord] = field(default_factory=list)
     priority_classes: list[PriorityClassRecord] = field(default_factory=list)
-    workloads: list[PodGroupRecord | PodRecord | VcJobRecord] = field(default_factory=list)
+    workloads: list[PodGroupRecord | PodRecord | JobRecord] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     pod_count: int = 0  # pods read or expanded so far, checked against the snapshot's limit
 

@@ -11,7 +11,8 @@ so too, as one warning line per field with the nearest known name:
 Input: a raw object whose (group, kind) the loader reads. Output: warnings only; the object
 is read as before. The schemas come from `field_schemas.json`, written by
 `scripts/generate_field_schemas.py` from the `kubernetes` client's models and the upstream
-Volcano and scheduler-plugins CRDs (models may not import the client itself).
+Volcano, scheduler-plugins and Kubeflow (PyTorchJob) CRDs (models may not import the client
+itself).
 
 An apiVersion the group does not serve for the kind (`batch.volcano.sh/v1beta1` Job) is a
 warning naming the served ones, and the object is still read, by the served version's
@@ -19,8 +20,9 @@ schema. A cluster would refuse it, but the table may lag behind a newer Volcano 
 serve the version, and then dropping the object would change every placement over a stale
 table; the warning alone tells the user what `kubectl apply` will say.
 
-Not checked: keys of maps (labels, resources, annotations), free-form objects, and values
-(the readers check those they use). A repeated note (the same unknown field on thousands
+Not checked: keys of maps (labels, resources, annotations, a PyTorchJob's replica types:
+each map value that is an object is checked), free-form objects, and values (the readers
+check those they use). A repeated note (the same unknown field on thousands
 of generated pods) is listed three times, then counted (`Warnings(like=…)`).
 """
 
@@ -101,6 +103,10 @@ def _unknown(
     if not isinstance(value, Mapping):
         return
     entry = _table()["types"][type_name]
+    if "values" in entry:
+        for key, child in value.items():
+            yield from _unknown(child, entry["values"], (*path, str(key)))
+        return
     fields: dict[str, str | None] = entry["fields"]
     for key, child in value.items():
         name = str(key)

@@ -1,13 +1,15 @@
 """Join pods to their PodGroups and tasks, as Volcano's controllers would see them.
 
-Input: PodGroup, vcjob and Pod records of every document. Output: for every PodGroup its
-tasks, and for every pod its PodGroup and task (or none, for running pods that only take
-capacity).
+Input: PodGroup, job (vcjob, PyTorchJob) and Pod records of every document. Output: for
+every PodGroup its tasks, and for every pod its PodGroup and task (or none, for running
+pods that only take capacity).
 
 Rules, in order:
-1. A vcjob is expanded into its PodGroup and pending pods, unless the input already holds
-   pods the job created (label or annotation `volcano.sh/job-name`): then the job is a
-   live one and its real PodGroup and pods are read instead (warning).
+1. A job is expanded into its PodGroup and pending pods, unless the input already holds
+   pods the job created — for a vcjob, pods whose label or annotation
+   `volcano.sh/job-name` names it; for a PyTorchJob, pods whose label
+   `training.kubeflow.org/job-name` does: then the job is a live one and its real PodGroup
+   and pods are read instead (warning).
 2. A pending pod of batchplace without a PodGroup gets a one-pod PodGroup
    `podgroup-<pod>` (queue from `scheduling.volcano.sh/queue-name`, min_member 1), as
    Volcano's PodGroup controller makes for plain pods. So does a running pod without a
@@ -19,16 +21,17 @@ Rules, in order:
    that is not in the input is skipped (warning).
 4. Tasks of a plain PodGroup come from its pods: the task name is the pod's
    `volcano.sh/task-spec` annotation, else its `batchplace.io/task` label or annotation,
-   else "main". Pods of one task must ask for the same (requests, node selector,
-   node affinity, tolerations, NUMA policy) because the engines treat a task's replicas as
-   interchangeable; when they do not, the task is split into one task per distinct shape,
-   named `<task>-<hash>` with the first 6 hex digits of the shape's SHA-256 (stable whatever
-   the pod order or names), with a warning. Each task's min_available is the PodGroup's
-   `minTaskMember[task]` (0 when absent or when the task was split; a `minTaskMember`
-   entry of a task without pods is ignored, with a warning). Whatever the tasks carry,
-   the sum of `minTaskMember` as declared is kept on the PodGroup
-   (`task_min_available_total`, set by `assemble` when the tasks carry less): Volcano
-   decides on it whether task minimums apply at all (`solver.rules.gang`).
+   else its `training.kubeflow.org/replica-type` label, else "main". Pods of one task must
+   ask for the same (requests, node selector, node affinity, tolerations, NUMA policy)
+   because the engines treat a task's replicas as interchangeable; when they do not, the
+   task is split into one task per distinct shape, named `<task>-<hash>` with the first 6
+   hex digits of the shape's SHA-256 (stable whatever the pod order or names), with a
+   warning. Each task's min_available is the PodGroup's `minTaskMember[task]` (0 when
+   absent or when the task was split; a `minTaskMember` entry of a task without pods is
+   ignored, with a warning). Whatever the tasks carry, the sum of `minTaskMember` as
+   declared is kept on the PodGroup (`task_min_available_total`, set by `assemble` when
+   the tasks carry less): Volcano decides on it whether task minimums apply at all
+   (`solver.rules.gang`).
 """
 
 from __future__ import annotations
@@ -42,8 +45,7 @@ from dataclasses import dataclass, field
 from models.snapshot import DEFAULT_QUEUE, Node, Task
 
 from .raw import Warnings, build_model
-from .volcano_job import VcJobRecord
-from .workloads import PodGroupRecord, PodRecord
+from .workloads import JobRecord, PodGroupRecord, PodRecord
 
 __all__ = ["Workload", "expand_jobs", "add_one_pod_groups", "join_pods"]
 
@@ -57,21 +59,21 @@ class Workload:
 
     groups: list[PodGroupRecord]
     pods: list[PodRecord]
-    job_tasks: dict[str, tuple[Task, ...]] = field(default_factory=dict)  # group key → vcjob tasks
+    jobs: dict[str, JobRecord] = field(default_factory=dict)  # group key → the expanded job
     tasks: dict[str, tuple[Task, ...]] = field(default_factory=dict)  # group key → tasks
     membership: dict[str, tuple[str, str] | None] = field(default_factory=dict)  # pod key → (group, task)
 
 
-def expand_jobs(records: Sequence[PodGroupRecord | PodRecord | VcJobRecord], warnings: Warnings) -> Workload:
-    """Rule 1, keeping input order: a vcjob's PodGroup and pods sit where the job did."""
-    live_jobs = {(r.namespace, r.job_name) for r in records if isinstance(r, PodRecord) and r.job_name}
+def expand_jobs(records: Sequence[PodGroupRecord | PodRecord | JobRecord], warnings: Warnings) -> Workload:
+    """Rule 1, keeping input order: a job's PodGroup and pods sit where the job did."""
+    live_jobs = {(r.namespace, *r.job) for r in records if isinstance(r, PodRecord) and r.job}
     workload = Workload(groups=[], pods=[])
     for record in records:
         if isinstance(record, PodGroupRecord):
             workload.groups.append(record)
         elif isinstance(record, PodRecord):
             workload.pods.append(record)
-        elif (record.group.namespace, record.group.name) in live_jobs:
+        elif (record.group.namespace, record.controller, record.group.name) in live_jobs:
             warnings.add(
                 record.group.location,
                 "the input holds pods this job created; they and their PodGroup are read instead of expanding the job",
@@ -79,7 +81,7 @@ def expand_jobs(records: Sequence[PodGroupRecord | PodRecord | VcJobRecord], war
         else:
             workload.groups.append(record.group)
             workload.pods.extend(record.pods)
-            workload.job_tasks[record.group.key] = record.tasks
+            workload.jobs[record.group.key] = record
     return workload
 
 
@@ -146,7 +148,7 @@ def join_pods(workload: Workload, nodes: Sequence[Node], warnings: Warnings) -> 
             members[group_key].append(pod)
     dropped: set[str] = set()
     for key, group in groups.items():
-        if key in workload.job_tasks:
+        if key in workload.jobs:
             dropped |= _join_job_tasks(workload, group, members[key], warnings)
         else:
             _derive_tasks(workload, group, members[key], warnings)
@@ -154,8 +156,9 @@ def join_pods(workload: Workload, nodes: Sequence[Node], warnings: Warnings) -> 
 
 
 def _join_job_tasks(workload: Workload, group: PodGroupRecord, pods: list[PodRecord], warnings: Warnings) -> set[str]:
-    """Pods joining a vcjob's PodGroup must name one of its tasks; returns pending pods to drop."""
-    tasks = workload.job_tasks[group.key]
+    """Pods joining a job's PodGroup must name one of its tasks; returns pending pods to drop."""
+    job = workload.jobs[group.key]
+    tasks = job.tasks
     names = {task.name for task in tasks}
     workload.tasks[group.key] = tasks
     dropped = set()
@@ -165,7 +168,7 @@ def _join_job_tasks(workload: Workload, group: PodGroupRecord, pods: list[PodRec
             workload.membership[pod.key] = (group.key, task)
             continue
         action = "skipped" if pod.pending else "it only takes capacity"
-        warnings.add(pod.location, f"names task {task!r}, which vcjob {group.key} does not have; {action}")
+        warnings.add(pod.location, f"names task {task!r}, which {job.kind} {group.key} does not have; {action}")
         if pod.pending:
             dropped.add(pod.key)
     return dropped

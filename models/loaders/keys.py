@@ -1,5 +1,5 @@
 """The label and annotation keys the Kubernetes loader reads: batchplace's own contract,
-plus the Volcano / Kubernetes / scheduler-plugins keys it honours.
+plus the Volcano / Kubernetes / scheduler-plugins / Kubeflow keys it honours.
 
 batchplace's own keys (documented for users in the README):
 
@@ -27,6 +27,13 @@ Keys of other projects, read as they define them:
     volcano.sh/vgpu-number                 resource: vGPUs (pod), vGPU slots (node); `vgpu`
     volcano.sh/vgpu-memory                 resource: MiB of device memory per vGPU
     volcano.sh/vgpu-cores                  resource: percent of a device's cores per vGPU
+    volcano.sh/network-topology-mode       scheduler-plugins PodGroup, PyTorchJob (annotation): hard | soft
+    volcano.sh/network-topology-highest-tier   the same: the highest HyperNode tier allowed
+    training.kubeflow.org/job-name         Pod label: the Kubeflow training job that created it
+    training.kubeflow.org/replica-type     Pod label: its replica type (master, worker), read as its task
+
+and, not read but set on the pods a PyTorchJob expands into, as Kubeflow's training operator
+sets them: `training.kubeflow.org/operator-name` and `training.kubeflow.org/job-role`.
 """
 
 from __future__ import annotations
@@ -56,3 +63,11 @@ VGPU_CORES = "volcano.sh/vgpu-cores"
 VGPU_RESOURCES = frozenset({VGPU_NUMBER, VGPU_MEMORY, VGPU_CORES})
 
 NVIDIA_GPU_RESOURCE = "nvidia.com/gpu"
+
+NETWORK_TOPOLOGY_MODE_ANNOTATION = "volcano.sh/network-topology-mode"
+NETWORK_TOPOLOGY_TIER_ANNOTATION = "volcano.sh/network-topology-highest-tier"
+
+KUBEFLOW_JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+KUBEFLOW_REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+KUBEFLOW_OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
+KUBEFLOW_JOB_ROLE_LABEL = "training.kubeflow.org/job-role"

@@ -14,6 +14,7 @@ their schema does not have is a warning with the nearest known name, see `field_
     scheduling.volcano.sh Queue, PodGroup     cluster_objects, workloads
     scheduling.x-k8s.io PodGroup              workloads
     batch.volcano.sh Job (vcjob)              volcano_job
+    kubeflow.org PyTorchJob                   pytorch_job
     topology.volcano.sh HyperNode             cluster_objects
     nodeinfo.volcano.sh Numatopology          cluster_objects
 
@@ -53,8 +54,9 @@ from .raw import (
     describe,
     read_metadata,
 )
+from .pytorch_job import read_pytorch_job
 from .volcano_job import read_volcano_job
-from .workloads import read_pod, read_volcano_pod_group, read_xk8s_pod_group
+from .workloads import JobRecord, read_pod, read_volcano_pod_group, read_xk8s_pod_group
 
 __all__ = [
     "DEFAULT_SCHEDULER_NAMES",
@@ -312,8 +314,17 @@ def _pod(obj: RawObject, meta: Metadata, context: _Context) -> None:
 
 def _volcano_job(obj: RawObject, meta: Metadata, context: _Context) -> None:
     record = read_volcano_job(obj, meta, scheduler_names=context.scheduler_names, warnings=context.warnings)
-    if record is None:
-        return
+    if record is not None:
+        _add_job(obj, record, context)
+
+
+def _pytorch_job(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    record = read_pytorch_job(obj, meta, scheduler_names=context.scheduler_names, warnings=context.warnings)
+    if record is not None:
+        _add_job(obj, record, context)
+
+
+def _add_job(obj: RawObject, record: JobRecord, context: _Context) -> None:
     unread = {field for pod in record.pods for field in pod.template.unread_fields}
     if unread:
         context.warnings.add(obj.location, _not_read(unread), like="scheduling fields not read")
@@ -336,6 +347,7 @@ _READERS: dict[tuple[str, str], Callable[[RawObject, Metadata, _Context], None]]
     ("scheduling.volcano.sh", "PodGroup"): _volcano_pod_group,
     ("scheduling.x-k8s.io", "PodGroup"): _xk8s_pod_group,
     ("batch.volcano.sh", "Job"): _volcano_job,
+    ("kubeflow.org", "PyTorchJob"): _pytorch_job,
     ("topology.volcano.sh", "HyperNode"): _hypernode,
     ("nodeinfo.volcano.sh", "Numatopology"): _numatopology,
 }

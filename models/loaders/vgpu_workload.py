@@ -1,9 +1,9 @@
 """Volcano vGPU asks of a workload's pods turned into `gpu` requests, once the nodes' device
 memory is known (`vgpu` says how one ask becomes a share of a device and why).
 
-Input: the joined `Workload` (pods with the vGPU asks their containers made, vcjob tasks)
+Input: the joined `Workload` (pods with the vGPU asks their containers made, job tasks)
 and each node's device memory. Output: the same workload, in place, with each pod's and
-its vcjob task's vGPUs in `gpu` milli-GPU. Worked example: a pod asking vgpu-memory 8000
+its job task's vGPUs in `gpu` milli-GPU. Worked example: a pod asking vgpu-memory 8000
 on 32000-MiB devices gets `gpu: 250`, and so does its task.
 """
 
@@ -24,7 +24,7 @@ __all__ = ["apply_vgpu"]
 
 
 def apply_vgpu(workload: Workload, memories: Sequence[int | None], warnings: Warnings) -> None:
-    """Put every pod's vGPUs into its `gpu` request, and its vcjob task's, in place.
+    """Put every pod's vGPUs into its `gpu` request, and its job task's, in place.
     `memories`: each node's device memory in MiB, or None (`node_vgpu`)."""
     memory_mib = device_memory_mib(memories)
     resolved: dict[int, PodTemplate] = {}  # id of a template → the same with its vGPUs in `gpu`
@@ -41,11 +41,12 @@ def apply_vgpu(workload: Workload, memories: Sequence[int | None], warnings: War
             by_task[(f"{pod.namespace}/{pod.group_name}", pod.task_name)] = pod.template.requests
         pods.append(pod)
     workload.pods = pods
-    for key, tasks in workload.job_tasks.items():
-        workload.job_tasks[key] = tuple(
+    for key, job in workload.jobs.items():
+        tasks = tuple(
             _with_requests(task, by_task[(key, task.name)]) if (key, task.name) in by_task else task
-            for task in tasks
+            for task in job.tasks
         )
+        workload.jobs[key] = dataclasses.replace(job, tasks=tasks)
 
 
 def _pod_milli(template: PodTemplate, memory_mib: int | None, warnings: Warnings) -> int:
@@ -61,5 +62,5 @@ def _pod_milli(template: PodTemplate, memory_mib: int | None, warnings: Warnings
 
 
 def _with_requests(task: Task, requests: ResourceList) -> Task:
-    """A vcjob's task with its pods' requests (their vGPUs in `gpu`)."""
+    """A job's task with its pods' requests (their vGPUs in `gpu`)."""
     return build_model(Task, Location(), **{**task.model_dump(), "requests": requests})

@@ -1,7 +1,7 @@
 """Expand a Volcano Job (`batch.volcano.sh` vcjob) the way Volcano's admission webhook and
 job controller would: into one PodGroup and its pending pods.
 
-Input: one vcjob `RawObject`. Output: a `VcJobRecord` — a `PodGroupRecord` named as the job,
+Input: one vcjob `RawObject`. Output: a `JobRecord` — a `PodGroupRecord` named as the job,
 its `Task`s, and one pending `PodRecord` per replica, named `<job>-<task>-<index>`.
 
 Defaults, as Volcano's webhook applies them (`pkg/webhooks/admission/jobs/mutate`):
@@ -15,8 +15,14 @@ replicas, `dependsOn.name` naming tasks of the job.
 
 A job is batchplace's when every task's effective scheduler is in `scheduler_names`; a job
 of another scheduler is skipped silently, one whose tasks disagree is skipped with a warning.
-Not read: `policies`, `plugins`, `maxRetry`, `minSuccess`, volumes; `min_resources` is left
-unset (the engines derive a gang's needs from its tasks).
+
+Fields for Volcano's job controller — `plugins` (ssh, svc, env: what the pods are given),
+`policies` of the job and of each task, `maxRetry` of the job and of each task,
+`minSuccess`, `ttlSecondsAfterFinished`, `volumes`, `runningEstimate` — decide what happens
+once pods run or finish, not where they go: accepted, and named in one warning per job,
+`spec.plugins (ssh, svc), spec.tasks[mpimaster].policies are for Volcano's job controller;
+placement does not read them` (a task by its name, an unnamed one by its index).
+`min_resources` is left unset (the engines derive a gang's needs from its tasks).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from models.snapshot import DEFAULT_QUEUE, SnapshotLimits, Task
 from .keys import VOLCANO_JOB_NAME_KEY, VOLCANO_JOB_NAMESPACE_LABEL, VOLCANO_QUEUE_LABEL, VOLCANO_TASK_ANNOTATION
 from .raw import Metadata, RawObject, Warnings, build_model
 from .workloads import (
+    JobRecord,
     NumaPolicy,
     PodGroupRecord,
     PodRecord,
@@ -38,20 +45,25 @@ from .workloads import (
     read_network_topology,
     read_pod_template,
     read_preemptable,
+    warn_job_controller_fields,
 )
 
-__all__ = ["VcJobRecord", "read_volcano_job", "DEFAULT_JOB_SCHEDULER"]
+__all__ = ["read_volcano_job", "DEFAULT_JOB_SCHEDULER"]
 
 DEFAULT_JOB_SCHEDULER = "volcano"
 DEFAULT_TASK_PREFIX = "default"
 MAX_PODS = SnapshotLimits().max_pods
-
-
-@dataclass(frozen=True)
-class VcJobRecord:
-    group: PodGroupRecord
-    tasks: tuple[Task, ...]
-    pods: tuple[PodRecord, ...]
+JOB_CONTROLLER = "Volcano's job controller"
+_JOB_CONTROLLER_FIELDS = (
+    "plugins",
+    "policies",
+    "maxRetry",
+    "minSuccess",
+    "ttlSecondsAfterFinished",
+    "volumes",
+    "runningEstimate",
+)
+_TASK_CONTROLLER_FIELDS = ("policies", "maxRetry")
 
 
 @dataclass(frozen=True)
@@ -66,7 +78,7 @@ class _TaskSpec:
 
 def read_volcano_job(
     obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str], warnings: Warnings
-) -> VcJobRecord | None:
+) -> JobRecord | None:
     spec = obj.child("spec")
     task_objs = spec.children("tasks")
     if not task_objs:
@@ -81,6 +93,8 @@ def read_volcano_job(
         raise spec.error("tasks", message)
     if not _is_ours(tasks, spec.string("schedulerName", DEFAULT_JOB_SCHEDULER), scheduler_names, obj, warnings):
         return None
+    fields = _job_controller_fields(spec, task_objs)
+    warn_job_controller_fields(obj, fields, controller=JOB_CONTROLLER, warnings=warnings)
     group = PodGroupRecord(
         namespace=meta.namespace,
         name=meta.name,
@@ -94,11 +108,28 @@ def read_volcano_job(
         network_topology=read_network_topology(spec),
         location=obj.location,
     )
-    return VcJobRecord(
+    return JobRecord(
+        kind="vcjob",
+        controller="volcano",
         group=group,
         tasks=tuple(_task_model(task) for task in tasks),
         pods=tuple(pod for task in tasks for pod in _task_pods(task, meta)),
     )
+
+
+def _job_controller_fields(spec: RawObject, task_objs: tuple[RawObject, ...]) -> list[str]:
+    """`["spec.plugins (ssh, svc)", "spec.tasks[mpimaster].policies"]`: the fields set that only
+    the job controller reads, the job's first, then each task's."""
+    fields = []
+    for key in _JOB_CONTROLLER_FIELDS:
+        if not spec.has(key):
+            continue
+        plugins = [name for name, _ in spec.entries("plugins")] if key == "plugins" else []
+        fields.append(f"spec.{key}" + (f" ({', '.join(plugins)})" if plugins else ""))
+    for index, task in enumerate(task_objs):
+        name = task.optional_string("name")
+        fields += [f"spec.tasks[{name or index}].{key}" for key in _TASK_CONTROLLER_FIELDS if task.has(key)]
+    return fields
 
 
 def _read_task(
@@ -215,7 +246,7 @@ def _task_pods(task: _TaskSpec, job_meta: Metadata) -> list[PodRecord]:
             node=None,
             group_name=job_meta.name,
             task_name=task.name,
-            job_name=job_meta.name,
+            job=("volcano", job_meta.name),
             queue_name=None,
             gpu_indices=None,
             creation_time=job_meta.creation_time,

@@ -1,13 +1,27 @@
 """Readers for the workload side: v1 Pod, Volcano PodGroup (`scheduling.volcano.sh`) and
-scheduler-plugins PodGroup (`scheduling.x-k8s.io`, as Kubeflow uses it).
+scheduler-plugins PodGroup (`scheduling.x-k8s.io`, as Kubeflow uses it), and the records a
+job reader (`volcano_job`, `pytorch_job`) expands a job into.
 
-Input: one `RawObject` per object. Output: `PodRecord` / `PodGroupRecord`, not yet joined;
-`assemble` groups pods into their PodGroups and tasks.
+Input: one `RawObject` per object. Output: `PodRecord` / `PodGroupRecord` / `JobRecord`,
+not yet joined; `assemble` groups pods into their PodGroups and tasks.
 
 Which pods count (DESIGN.md, "Pod"): a pod with `spec.nodeName` is running and takes
 capacity whatever its scheduler; a pod without one is pending and is batchplace's only when
 its `spec.schedulerName` is one of `scheduler_names` (others are ignored, silently, as
 another scheduler's business). Pods in phase Succeeded or Failed are skipped.
+
+A pod's task is its `volcano.sh/task-spec` annotation, else its `batchplace.io/task` label
+or annotation, else its Kubeflow `training.kubeflow.org/replica-type` label (`master`,
+`worker`): so the pods a training operator created fall into the tasks `pytorch_job` would
+have expanded. A pod's creating job is its `volcano.sh/job-name` (Volcano's job
+controller), else its `training.kubeflow.org/job-name` label (Kubeflow's training
+operator): `grouping` reads such pods instead of expanding the job again.
+
+Network topology of a scheduler-plugins PodGroup (which has no field for it) comes from
+Volcano's annotations `volcano.sh/network-topology-mode` (hard | soft, default hard) and
+`volcano.sh/network-topology-highest-tier`, the form Volcano's own PodGroup controller reads
+from a pod; Kubeflow's training operator copies its job's annotations onto the PodGroup it
+creates, so they are set on the PyTorchJob.
 
 A pod's affinity is read whole: node affinity, required and preferred (`affinity_fields`),
 pod (anti-)affinity and topology spread constraints (`pod_affinity_fields`, which names the
@@ -16,7 +30,7 @@ few parts it cannot read for the loader's warning).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -30,11 +44,16 @@ from models.snapshot import (
     NetworkTopology,
     PreemptionPolicy,
     ResourceList,
+    Task,
     Toleration,
 )
 
 from .keys import (
     GPUS_ANNOTATION,
+    KUBEFLOW_JOB_NAME_LABEL,
+    KUBEFLOW_REPLICA_TYPE_LABEL,
+    NETWORK_TOPOLOGY_MODE_ANNOTATION,
+    NETWORK_TOPOLOGY_TIER_ANNOTATION,
     NUMA_POLICY_ANNOTATION,
     POD_QUEUE_ANNOTATION,
     PREEMPTABLE_ANNOTATION,
@@ -49,19 +68,23 @@ from .keys import (
 from .affinity_fields import read_preferred_node_affinity, read_required_node_affinity
 from .pod_affinity_fields import read_inter_pod
 from .kube_fields import container_requests, pod_requests, read_preemption_policy, read_resources, read_tolerations
-from .raw import Metadata, RawObject
+from .raw import Metadata, RawObject, Warnings
 from .vgpu import VgpuAsk, vgpu_ask
 
 __all__ = [
     "NumaPolicy",
+    "JobController",
     "PodTemplate",
     "PodRecord",
     "PodGroupRecord",
+    "JobRecord",
+    "warn_job_controller_fields",
     "read_pod_template",
     "read_pod",
     "read_volcano_pod_group",
     "read_xk8s_pod_group",
     "read_network_topology",
+    "read_network_topology_annotations",
     "read_numa_policy",
     "parse_numa_policy",
     "read_preemptable",
@@ -75,6 +98,8 @@ _NUMA_POLICIES: dict[str, NumaPolicy] = {
     "restricted": "restricted",
     "single-numa-node": "single-numa-node",
 }
+JobController = Literal["volcano", "kubeflow"]
+"""Whose job created a pod: Volcano's job controller or Kubeflow's training operator."""
 _TRUE = ("1", "t", "T", "true", "TRUE", "True")  # what Go's strconv.ParseBool reads as true
 _FINISHED_PHASES = ("Succeeded", "Failed")
 GPUS_PATH: tuple[PathPart, ...] = ("metadata", "annotations", GPUS_ANNOTATION)
@@ -129,6 +154,30 @@ def read_network_topology(spec: RawObject) -> NetworkTopology | None:
         mode="hard" if mode == "hard" else "soft",
         highest_tier_allowed=topology.optional_integer("highestTierAllowed", minimum=1),
     )
+
+
+def read_network_topology_annotations(obj: RawObject, meta: Metadata) -> NetworkTopology | None:
+    """Volcano's annotation form of `networkTopology` (see the module docstring): None when
+    neither annotation is there. The mode is read ignoring case, as Volcano does; where
+    Volcano logs a value it cannot read and falls back (mode hard, no tier), this is an
+    error naming the annotation. Example: `volcano.sh/network-topology-highest-tier: "1"`
+    alone → hard, tier 1."""
+    mode_text = meta.annotations.get(NETWORK_TOPOLOGY_MODE_ANNOTATION)
+    tier_text = meta.annotations.get(NETWORK_TOPOLOGY_TIER_ANNOTATION)
+    if mode_text is None and tier_text is None:
+        return None
+    mode = (mode_text or "hard").lower()
+    if mode not in ("hard", "soft"):
+        path = _annotation_path(obj, NETWORK_TOPOLOGY_MODE_ANNOTATION)
+        raise FieldError(f"must be hard or soft, got {mode_text!r}", location=obj.location, path=path)
+    tier = None
+    if tier_text is not None:
+        if not tier_text.strip().isdigit() or int(tier_text) < 1:
+            message = f"expected a HyperNode tier, an integer >= 1, got {tier_text!r}"
+            path = _annotation_path(obj, NETWORK_TOPOLOGY_TIER_ANNOTATION)
+            raise FieldError(message, location=obj.location, path=path)
+        tier = int(tier_text)
+    return NetworkTopology(mode="hard" if mode == "hard" else "soft", highest_tier_allowed=tier)
 
 
 # ---- pod templates and pods ----
@@ -199,7 +248,7 @@ class PodRecord:
     node: str | None
     group_name: str | None
     task_name: str | None
-    job_name: str | None
+    job: tuple[JobController, str] | None  # the job that created the pod: (controller, job name)
     queue_name: str | None
     gpu_indices: tuple[int, ...] | None
     creation_time: float | None
@@ -232,8 +281,12 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
         template=template,
         node=node,
         group_name=meta.tag(VOLCANO_GROUP_ANNOTATION) or meta.tag(XK8S_GROUP_LABEL),
-        task_name=meta.annotations.get(VOLCANO_TASK_ANNOTATION) or meta.tag(TASK_KEY),
-        job_name=meta.tag(VOLCANO_JOB_NAME_KEY),
+        task_name=(
+            meta.annotations.get(VOLCANO_TASK_ANNOTATION)
+            or meta.tag(TASK_KEY)
+            or meta.labels.get(KUBEFLOW_REPLICA_TYPE_LABEL)
+        ),
+        job=_creating_job(meta),
         queue_name=meta.annotations.get(POD_QUEUE_ANNOTATION),
         gpu_indices=_gpu_indices(obj, meta),
         creation_time=meta.creation_time,
@@ -241,6 +294,16 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
         location=obj.location,
         path=obj.path,
     )
+
+
+def _creating_job(meta: Metadata) -> tuple[JobController, str] | None:
+    volcano_job = meta.tag(VOLCANO_JOB_NAME_KEY)
+    if volcano_job:
+        return ("volcano", volcano_job)
+    kubeflow_job = meta.labels.get(KUBEFLOW_JOB_NAME_LABEL)
+    if kubeflow_job:
+        return ("kubeflow", kubeflow_job)
+    return None
 
 
 def _gpu_indices(obj: RawObject, meta: Metadata) -> tuple[int, ...] | None:
@@ -304,7 +367,8 @@ def read_volcano_pod_group(obj: RawObject, meta: Metadata) -> PodGroupRecord:
 
 
 def read_xk8s_pod_group(obj: RawObject, meta: Metadata) -> PodGroupRecord:
-    """scheduler-plugins' PodGroup: no queue field, so a label or annotation names one."""
+    """scheduler-plugins' PodGroup: no queue field, so a label or annotation names one; no
+    network topology field, so Volcano's annotations give one (module docstring)."""
     spec = obj.child("spec")
     queue = next((value for key in XK8S_QUEUE_KEYS if (value := meta.tag(key))), DEFAULT_QUEUE)
     return PodGroupRecord(
@@ -317,6 +381,33 @@ def read_xk8s_pod_group(obj: RawObject, meta: Metadata) -> PodGroupRecord:
         priority_class=None,
         creation_time=meta.creation_time or 0.0,
         preemptable=read_preemptable(obj, meta) is not False,
-        network_topology=None,
+        network_topology=read_network_topology_annotations(obj, meta),
         location=obj.location,
     )
+
+
+# ---- jobs ----
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """A job expanded into the PodGroup, tasks and pending pods its controller would create."""
+
+    kind: str  # for messages: "vcjob", "PyTorchJob"
+    controller: JobController  # pods it created say so (`PodRecord.job`): then it is live
+    group: PodGroupRecord
+    tasks: tuple[Task, ...]
+    pods: tuple[PodRecord, ...]
+
+
+def warn_job_controller_fields(obj: RawObject, fields: Sequence[str], *, controller: str, warnings: Warnings) -> None:
+    """One warning naming the fields of a job that only its job controller reads (retries,
+    clean-up, lifecycle policies): accepted, so a job loads as its users submit it, and
+    named, so nobody takes them for scheduling rules. Example: `spec.plugins (ssh, svc),
+    spec.tasks[mpimaster].policies are for Volcano's job controller; placement does not
+    read them`."""
+    if not fields:
+        return
+    verb, pronoun = ("is", "it") if len(fields) == 1 else ("are", "them")
+    message = f"{', '.join(fields)} {verb} for {controller}; placement does not read {pronoun}"
+    warnings.add(obj.location, message, like=f"fields for {controller} not read")

@@ -128,7 +128,7 @@ def test_installed_console_script_runs_the_demo() -> None:
     script = Path(sys.executable).parent / "batchplace"
     completed = subprocess.run([str(script), "demo", "--quiet"], capture_output=True, text=True, timeout=120)
     assert completed.returncode == 0, completed.stderr
-    assert "all 7 scenarios came out as expected" in completed.stdout
+    assert "all 9 scenarios came out as expected" in completed.stdout
 
 
 def test_import_contracts_hold() -> None:

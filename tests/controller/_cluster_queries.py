@@ -41,6 +41,12 @@ def pg_status(custom: k8s.CustomObjectsApi, namespace: str, name: str) -> dict[s
     return volcano_pod_group(custom, namespace, name).get("status") or {}
 
 
+def xk8s_status(custom: k8s.CustomObjectsApi, namespace: str, name: str) -> dict[str, Any]:
+    """The status of a scheduler-plugins PodGroup."""
+    group = custom.get_namespaced_custom_object("scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups", name)
+    return group.get("status") or {}
+
+
 def condition(status: dict[str, Any]) -> dict[str, Any]:
     conditions = status.get("conditions") or [{}]
     return conditions[-1]

@@ -48,12 +48,14 @@ def pod(
     if app:
         labels["app"] = app
     requests: dict[str, str] = {"cpu": cpu}
+    resources: JsonObject = {"requests": requests}
     if gpus:
         requests["nvidia.com/gpu"] = str(gpus)
+        resources["limits"] = {"nvidia.com/gpu": str(gpus)}  # the API server wants a limit for an extended resource
     metadata: JsonObject = {"name": name, "namespace": namespace, "uid": f"uid-{name}", "annotations": annotations, "labels": labels}
     if deleting:
         metadata["deletionTimestamp"] = "2025-01-01T00:00:00Z"
-    spec: JsonObject = {"schedulerName": scheduler, "containers": [{"name": "c", "image": "x", "resources": {"requests": requests}}]}
+    spec: JsonObject = {"schedulerName": scheduler, "containers": [{"name": "c", "image": "x", "resources": resources}]}
     if node_name:
         spec["nodeName"] = node_name
     if priority is not None:
@@ -118,4 +120,46 @@ def volcano_job_objects(
             member["metadata"]["annotations"]["volcano.sh/job-name"] = job
             member["metadata"]["labels"]["volcano.sh/task-spec"] = task
             pods.append(member)
+    return [group, *pods]
+
+
+def hypernode(name: str, tier: int, *members: str, member_type: str = "Node") -> JsonObject:
+    """A HyperNode whose members are named exactly."""
+    selectors = [{"type": member_type, "selector": {"exactMatch": {"name": member}}} for member in members]
+    return {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": name},
+        "spec": {"tier": tier, "members": selectors},
+    }
+
+
+def pytorch_job_objects(
+    job: str, *, namespace: str = "ns", workers: int, gpus: int = 1, annotations: dict[str, str] | None = None
+) -> list[JsonObject]:
+    """The scheduler-plugins PodGroup and pods Kubeflow's training operator creates for a
+    PyTorchJob of 1 master and `workers` workers gang-scheduled through scheduler-plugins:
+    the PodGroup named as the job, `minMember` every replica, the job's `annotations` copied
+    onto it; pods `<job>-master-0`, `<job>-worker-<index>` labelled with the operator, the
+    job, the replica type and index (`job-role: master` on the master) and
+    `scheduling.x-k8s.io/pod-group`."""
+    group: JsonObject = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": job, "namespace": namespace, "uid": f"uid-pg-{job}", "annotations": annotations or {}},
+        "spec": {"minMember": 1 + workers},
+        "status": {},
+    }
+    pods = []
+    for task, index in [("master", 0), *(("worker", index) for index in range(workers))]:
+        member = pod(f"{job}-{task}-{index}", namespace=namespace, cpu="4", gpus=gpus)
+        member["metadata"]["labels"] = {
+            "training.kubeflow.org/operator-name": "pytorchjob-controller",
+            "training.kubeflow.org/job-name": job,
+            "training.kubeflow.org/replica-type": task,
+            "training.kubeflow.org/replica-index": str(index),
+            "scheduling.x-k8s.io/pod-group": job,
+            **({"training.kubeflow.org/job-role": "master"} if task == "master" else {}),
+        }
+        pods.append(member)
     return [group, *pods]

@@ -1,11 +1,12 @@
 """Every seed example end to end against the real kube-apiserver.
 
-Each test creates what `kubectl apply` and Volcano's job controller would create from the
-example (Nodes, Queues, HyperNodes; per vcjob the Job, its PodGroup and its pods, expanded
-by `models.loaders` itself — `controller.testing.seed`), with `schedulerName: batchplace`
-as an operator switching would write it, starts the controller as batchplace's
-ServiceAccount, and reads back what `kubectl` would show: nodes of pods, PodGroup phase and
-conditions, Events. The test marks pods Running where a kubelet would.
+Each test creates what `kubectl apply` and the job controllers would create from the
+example (Nodes, Queues, HyperNodes; per vcjob the Job, its PodGroup and its pods; per
+PyTorchJob its scheduler-plugins PodGroup and its pods, as Kubeflow's training operator
+does — expanded by `models.loaders` itself, `controller.testing.seed`), with
+`schedulerName: batchplace` as an operator switching would write it, starts the controller
+as batchplace's ServiceAccount, and reads back what `kubectl` would show: nodes of pods,
+PodGroup phase and conditions, Events. The test marks pods Running where a kubelet would.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from controller.kube import KubeClient
 from controller.loop import ControllerConfig
 from controller.testing.kubelet import KubeletStandIn
 from controller.testing.seed import EXAMPLES_DIR, create_all, seed_objects
-from tests.controller._cluster_queries import bound, condition, events, pg_status, pod_names, wait_until
+from tests.controller._cluster_queries import bound, condition, events, pg_status, pod_names, wait_until, xk8s_status
 from tests.controller.conftest import StartController
 
 SEEDS = ControllerConfig(period_s=0.3, time_limit_s=1.0)
@@ -135,3 +136,41 @@ def test_gpu_model_affinity_binds_the_fine_tune_to_the_h100_and_inference_to_the
         "batch-infer-worker-0": "a100-1",
         "batch-infer-worker-1": "a100-1",
     }
+
+
+def test_the_mpi_example_binds_each_job_as_one_gang_the_gpu_one_inside_leaf_b(
+    namespace: str, admin: KubeClient, core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, start_controller: StartController
+) -> None:
+    """Volcano's MPI example verbatim and its GPU variant, as Volcano's job controller creates
+    their PodGroups and pods: each gang's master and two workers bound together."""
+    _seed(admin, "mpi-job.yaml", namespace)
+    start_controller(SEEDS)
+    # A gang's binds go out in parallel: wait for all six, not the first ones seen.
+    nodes = wait_until(
+        lambda: len(jobs := {p: n for p, n in bound(core, namespace).items() if p.startswith("lm-mpi-job-")}) == 6 and jobs,
+        what="both MPI gangs' six pods bound",
+    )
+    plain = {p: n for p, n in nodes.items() if not p.startswith("lm-mpi-job-gpu-")}
+    gpu = {p: n for p, n in nodes.items() if p.startswith("lm-mpi-job-gpu-")}
+    assert sorted(plain) == ["lm-mpi-job-mpimaster-0", "lm-mpi-job-mpiworker-0", "lm-mpi-job-mpiworker-1"]
+    assert set(gpu.values()) <= {"mpi-b-0", "mpi-b-1"}
+    assert {gpu["lm-mpi-job-gpu-mpiworker-0"], gpu["lm-mpi-job-gpu-mpiworker-1"]} == {"mpi-b-0", "mpi-b-1"}
+    for job in ("lm-mpi-job", "lm-mpi-job-gpu"):
+        wait_until(lambda: pg_status(custom, namespace, job).get("phase") == "Running", what=f"{job}'s PodGroup Running")
+
+
+def test_the_pytorch_example_binds_one_gang_inside_leaf_b_and_none_of_the_one_that_cannot_fit(
+    namespace: str, admin: KubeClient, core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, start_controller: StartController
+) -> None:
+    """The PyTorchJobs as Kubeflow's training operator creates their scheduler-plugins
+    PodGroups (the job's topology annotations copied on) and pods."""
+    _seed(admin, "pytorch-job.yaml", namespace)
+    controller = start_controller(SEEDS)
+    nodes = wait_until(lambda: len(bound(core, namespace)) == 4 and bound(core, namespace), what="bert-finetune's four pods bound")
+    assert sorted(nodes) == ["bert-finetune-master-0", "bert-finetune-worker-0", "bert-finetune-worker-1", "bert-finetune-worker-2"]
+    assert sorted(nodes.values()) == ["gpu-1", "gpu-1", "gpu-2", "gpu-2"]
+    first = controller.last_report.number if controller.last_report else 0
+    wait_until(lambda: controller.last_report and controller.last_report.number >= first + 3, what="three more cycles")
+    assert len(bound(core, namespace)) == 4, "a pod of resnet-ddp was bound"
+    status = wait_until(lambda: xk8s_status(custom, namespace, "bert-finetune").get("phase"), what="bert-finetune's status")
+    assert status == "Scheduled"

@@ -4,8 +4,9 @@ Imported as `from tests.models._kube_builders import …` (the root conftest put
 repository root on `sys.path`).
 
 `node("n1", gpus=8)`, `pod("p", cpu="500m", node="n1")`, `vcjob("j", task("w", replicas=2))`,
-then `load(...)` / `load_error(...)` run them through `load_snapshot_documents` as documents
-1, 2, … of a file named `test.yaml`.
+`pytorch_job("j", {"Master": replica(1), "Worker": replica(3, gpus=1)})`, then `load(...)` /
+`load_error(...)` run them through `load_snapshot_documents` as documents 1, 2, … of a file
+named `test.yaml`.
 """
 
 from __future__ import annotations
@@ -169,12 +170,58 @@ def pod_group(
     }
 
 
-def xk8s_pod_group(name: str, *, labels: Mapping[str, str] | None = None, **spec: object) -> Obj:
+def xk8s_pod_group(
+    name: str, *, labels: Mapping[str, str] | None = None, annotations: Mapping[str, str] | None = None, **spec: object
+) -> Obj:
     return {
         "apiVersion": "scheduling.x-k8s.io/v1alpha1",
         "kind": "PodGroup",
-        "metadata": _metadata(name, None, labels, None),
+        "metadata": _metadata(name, None, labels, annotations),
         "spec": spec,
+    }
+
+
+def replica(
+    replicas: object = 1,
+    *,
+    cpu: object = "1",
+    gpus: object = None,
+    scheduler: str | None = "batchplace",
+    labels: Mapping[str, str] | None = None,
+    **fields: object,
+) -> Obj:
+    """One entry of a PyTorchJob's `pytorchReplicaSpecs`; `replicas=None` leaves it unset."""
+    spec: Obj = {"containers": [{**container(cpu, gpus=gpus), "name": "pytorch"}]}
+    if scheduler is not None:
+        spec["schedulerName"] = scheduler
+    template: Obj = {"spec": spec}
+    if labels:
+        template["metadata"] = {"labels": dict(labels)}
+    result: Obj = {"template": template, **fields}
+    if replicas is not None:
+        result["replicas"] = replicas
+    return result
+
+
+def pytorch_job(
+    name: str,
+    replica_specs: Mapping[str, Obj] | None = None,
+    *,
+    namespace: str | None = None,
+    annotations: Mapping[str, str] | None = None,
+    run_policy: Obj | None = None,
+    **spec: object,
+) -> Obj:
+    """A Kubeflow PyTorchJob; by default 1 master and 3 workers of 1 CPU, scheduler batchplace."""
+    specs = dict(replica_specs) if replica_specs is not None else {"Master": replica(1), "Worker": replica(3)}
+    body: Obj = {"pytorchReplicaSpecs": specs, **spec}
+    if run_policy is not None:
+        body["runPolicy"] = run_policy
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": _metadata(name, namespace, None, annotations),
+        "spec": body,
     }
 
 

@@ -110,6 +110,66 @@ def test_a_vcjob_whose_tasks_name_different_schedulers_is_skipped_with_a_warning
     assert "a gang cannot be split between schedulers" in result.warnings[0]
 
 
+CONTROLLER = "are for Volcano's job controller; placement does not read them"
+
+
+@pytest.mark.parametrize(
+    ("spec", "tasks", "named"),
+    [
+        ({"plugins": {"ssh": [], "svc": [], "env": []}}, [task("w")], "spec.plugins (ssh, svc, env)"),
+        ({"policies": [{"event": "PodEvicted", "action": "RestartJob"}]}, [task("w")], "spec.policies"),
+        ({"maxRetry": 5}, [task("w")], "spec.maxRetry"),
+        ({"minSuccess": 1}, [task("w")], "spec.minSuccess"),
+        ({"ttlSecondsAfterFinished": 60}, [task("w")], "spec.ttlSecondsAfterFinished"),
+        ({"volumes": [{"mountPath": "/data", "volumeClaimName": "data"}]}, [task("w")], "spec.volumes"),
+        ({"runningEstimate": "1h"}, [task("w")], "spec.runningEstimate"),
+        ({}, [{**task("w"), "policies": [{"event": "TaskCompleted", "action": "CompleteJob"}]}], "spec.tasks[w].policies"),
+        ({}, [{**task("w"), "maxRetry": 2}], "spec.tasks[w].maxRetry"),
+        ({}, [task("a"), {**task(None), "maxRetry": 2}], "spec.tasks[1].maxRetry"),
+    ],
+    ids=[
+        "plugins, each named",
+        "the job's policies",
+        "the job's maxRetry",
+        "minSuccess",
+        "ttlSecondsAfterFinished",
+        "volumes",
+        "runningEstimate",
+        "a task's policies, by the task's name",
+        "a task's maxRetry",
+        "an unnamed task's, by its index",
+    ],
+)
+def test_a_field_for_volcanos_job_controller_is_accepted_and_named(
+    spec: dict[str, object], tasks: list[dict[str, object]], named: str
+) -> None:
+    result = load(vcjob("job", *tasks, **spec))
+    assert result.warnings == (
+        f"test.yaml: document 1 (Job default/job): {named} is for Volcano's job controller; placement does not read it",
+    )
+    assert len(result.snapshot.pods) == len(tasks)
+
+
+def test_the_mpi_jobs_plugins_and_policies_are_named_in_one_warning_job_fields_first() -> None:
+    mpi_master = {**task("mpimaster"), "policies": [{"event": "TaskCompleted", "action": "CompleteJob"}]}
+    raw = vcjob("lm-mpi-job", mpi_master, task("mpiworker", replicas=2), minAvailable=3, plugins={"ssh": [], "svc": []})
+    result = load(raw)
+    assert result.warnings == (
+        f"test.yaml: document 1 (Job default/lm-mpi-job): spec.plugins (ssh, svc), spec.tasks[mpimaster].policies {CONTROLLER}",
+    )
+
+
+def test_a_vcjob_of_another_scheduler_is_skipped_without_naming_its_fields() -> None:
+    result = load(vcjob("job", schedulerName="kube-batch", plugins={"ssh": []}, maxRetry=3))
+    assert (result.snapshot.pod_groups, result.warnings) == ((), ())
+
+
+def test_the_warning_repeated_over_many_vcjobs_is_listed_three_times_then_counted() -> None:
+    result = load(*(vcjob(f"job-{index}", maxRetry=3) for index in range(5)))
+    assert len(result.warnings) == 4
+    assert result.warnings[-1] == "fields for Volcano's job controller not read (and 2 more)"
+
+
 def test_a_live_vcjob_whose_pods_are_in_the_input_is_not_expanded() -> None:
     result = load(
         node("n1"),

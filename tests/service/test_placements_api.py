@@ -25,6 +25,8 @@ EXAMPLES = (
     "gang-min-available-4.yaml",
     "workflow-job.yaml",
     "gpu-topology.yaml",
+    "mpi-job.yaml",
+    "pytorch-job.yaml",
 )
 YAML = {"content-type": "application/yaml"}
 

@@ -62,6 +62,21 @@ def test_gpus_to_start_below_the_task_sum_takes_the_cheapest_min_member_pods() -
     assert verdict.starts is True and verdict.placed == 2 and verdict.gpus_short == 0
 
 
+def test_an_added_pytorch_job_expands_as_the_training_operator_would_and_starts_whole() -> None:
+    base = make_snapshot(nodes=[make_node("n0", gpus=2), make_node("n1", gpus=2)])
+    template = {"spec": {"schedulerName": "batchplace", "containers": [{"name": "pytorch", "resources": {
+        "requests": {"cpu": "1", "nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}}]}}
+    job = {
+        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "bert"},
+        "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": template},
+                                         "Worker": {"replicas": 3, "template": template}}},
+    }
+    changed = apply_changes(base, Changes(add_jobs=_documents([job])), submitted_at_s=100.0)
+    assert changed.added_jobs == ("default/bert",)
+    (verdict,) = job_verdicts(changed, place(changed.snapshot, SolveConfig(engine="greedy")))
+    assert (verdict.gpus_requested, verdict.gpus_to_start, verdict.placed, verdict.starts) == (4.0, 4.0, 4, True)
+
+
 def test_an_added_job_without_a_creation_time_is_submitted_now() -> None:
     base = make_snapshot(nodes=[make_node("n0", gpus=8)])
     objects = _pod_group("late", tasks=[{"name": "worker", "replicas": 1, "gpus": 1}], min_member=1)
