@@ -252,6 +252,16 @@ class Node(_Frozen):
             raise ValueError(f"GPU indices repeat: {sorted(indices)}")
         return self
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _validated_once(cls, data: object, handler: ValidatorFunctionWrapHandler) -> "Node":
+        """A `Node` given to a `Snapshot` as an instance was validated when it was made:
+        pydantic does not validate its fields again, and this (defined last, so it runs
+        first) keeps the checks above from running again on every snapshot it joins — a
+        snapshot built from the nodes of the last one that did not change (the trace
+        replay, what-if variants) pays for its new nodes only."""
+        return data if isinstance(data, Node) else handler(data)
+
     @cached_property
     def gpu_by_index(self) -> dict[int, Gpu]:
         return {gpu.index: gpu for gpu in self.gpus}
