@@ -110,15 +110,25 @@ def prepare_shapes(
 def fragmentation_milli(cpu_free: np.ndarray, gpu_free: np.ndarray, shapes: TypicalShapes, nodes: np.ndarray) -> np.ndarray:
     """`[M]` fragmented milli-GPU of M node states: free CPU `[M]`, free milli per device
     `[M, G]` (negative = padding, counts as nothing), for the node indices `nodes [M]`
-    (their eligibility per shape). See the module docstring for the rule and an example."""
+    (their eligibility per shape). See the module docstring for the rule and an example.
+
+    Per threshold d (a distinct per-device milli some shape asks) it needs the devices with
+    at least d free and the milli on those with less. Each device falls in one bucket between
+    consecutive thresholds, so both come from a per-node histogram over the D + 1 buckets
+    (two `bincount`s) and its running sums — not from an `[M, G, D]` comparison. Example:
+    thresholds (300, 1000), devices (1000, 500, 100) → buckets (2, 1, 0) → at least 300:
+    2 devices, below 300: 100 milli; at least 1000: 1 device, below 1000: 600 milli."""
     left = np.maximum(gpu_free, 0)
     total = left.sum(axis=1).astype(np.float64)
     result = total * shapes.cpu_only_weight
     if shapes.weight.size == 0:
         return result
-    at_least = left[:, :, None] >= shapes.thresholds[None, None, :]  # [M, G, D]
-    count = at_least.sum(axis=1)  # [M, D]
-    below = np.where(at_least, 0, left[:, :, None]).sum(axis=1).astype(np.float64)  # [M, D]
+    states, buckets = left.shape[0], shapes.thresholds.size + 1
+    bucket = np.arange(states)[:, None] * buckets + np.searchsorted(shapes.thresholds, left, side="right")  # [M, G]
+    devices = np.bincount(bucket.ravel(), minlength=states * buckets).reshape(states, buckets)
+    milli = np.bincount(bucket.ravel(), weights=left.ravel(), minlength=states * buckets).reshape(states, buckets)
+    count = np.cumsum(devices[:, :0:-1], axis=1)[:, ::-1]  # [M, D] devices with ≥ threshold d free
+    below = np.cumsum(milli[:, :-1], axis=1)  # [M, D] milli on devices with less
     fits = count[:, shapes.column] >= shapes.devices[None, :]  # [M, T]
     fits &= cpu_free[:, None] >= shapes.cpu_milli[None, :]
     fits &= shapes.eligible[:, nodes].T
@@ -154,14 +164,21 @@ def typical_shapes_of(snapshot: Snapshot, problem: Problem, *, threshold: float 
 
 def _configured(snapshot: Snapshot, shapes: Sequence[TypicalShape]) -> TypicalShapes:
     """Typical shapes given by the caller, eligible where the node selector matches (and
-    the node is schedulable); computed once per distinct selector."""
-    by_selector: dict[tuple[tuple[str, str], ...], np.ndarray] = {}
-    for shape in shapes:
-        if shape.node_selector not in by_selector:
-            selector: Mapping[str, str] = dict(shape.node_selector)
-            by_selector[shape.node_selector] = np.array(
-                [not node.unschedulable and matches_selector(node.labels, selector) for node in snapshot.nodes], dtype=bool
-            )
+    the node is schedulable): judged once per distinct selector and distinct node — the
+    labels the selectors read and whether it is schedulable — then spread to the nodes."""
+    selectors = list(dict.fromkeys(shape.node_selector for shape in shapes))
+    keys = sorted({key for selector in selectors for key, _ in selector})
+    views = [(tuple(map(node.labels.get, keys)), node.unschedulable) for node in snapshot.nodes]
+    kind_of: dict[tuple[tuple[str | None, ...], bool], int] = {}
+    node_kind = [kind_of.setdefault(view, len(kind_of)) for view in views]
+    matches = np.array(
+        [
+            [not unschedulable and matches_selector(dict(zip(keys, values)), dict(selector)) for values, unschedulable in kind_of]
+            for selector in selectors
+        ],
+        dtype=bool,
+    ).reshape(len(selectors), len(kind_of))[:, node_kind]
+    by_selector = dict(zip(selectors, matches))
     return prepare_shapes(
         np.array([s.cpu_milli for s in shapes], dtype=np.int64),
         np.array([s.gpu_milli for s in shapes], dtype=np.int64),
