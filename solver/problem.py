@@ -404,9 +404,19 @@ def _group_facts(
     )
 
 
+_NAME = attrgetter("name")
+_ALLOCATABLE = attrgetter("allocatable")
+_UNSCHEDULABLE = attrgetter("unschedulable")
+_INDEX = attrgetter("index")
+_NUMA_CELL = attrgetter("numa_cell")
+_USED_MILLI = attrgetter("used_milli")
+_GPU_INDEX = attrgetter("gpu_index")
+_CELL_IDS = attrgetter("cell_ids")
+
+
 def _resource_names(snapshot: Snapshot) -> tuple[str, ...]:
     """cpu, memory, gpu, pods first (fixed columns), then every other resource named anywhere, sorted."""
-    others: set[str] = set().union(*(node.allocatable for node in snapshot.nodes))
+    others: set[str] = set().union(*map(_ALLOCATABLE, snapshot.nodes))
     for group in snapshot.pod_groups:
         for task in group.tasks:
             others.update(task.requests)
@@ -416,15 +426,6 @@ def _resource_names(snapshot: Snapshot) -> tuple[str, ...]:
         others.update(queue.capability or ())
     others -= {CPU, MEMORY, GPU, PODS}
     return (CPU, MEMORY, GPU, PODS, *sorted(others))
-
-
-_NAME = attrgetter("name")
-_UNSCHEDULABLE = attrgetter("unschedulable")
-_INDEX = attrgetter("index")
-_NUMA_CELL = attrgetter("numa_cell")
-_USED_MILLI = attrgetter("used_milli")
-_GPU_INDEX = attrgetter("gpu_index")
-_CELL_IDS = attrgetter("cell_ids")
 
 
 _Layout = tuple[tuple[str, ...], int, int]
@@ -655,21 +656,20 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _Elig
     selector_keys = sorted({key for task in tasks for key in task.node_selector} | node_affinity.keys_read(affinity_terms))
     named_nodes = node_affinity.names_read(affinity_terms)
 
-    node_class_of_signature: dict[object, int] = {}
-    representatives: list[int] = []
-    node_class = np.zeros(len(snapshot.nodes), dtype=np.int64)
-    for n, node in enumerate(snapshot.nodes):
-        signature = (
-            tuple(node.labels.get(key) for key in selector_keys),
+    signatures = [
+        (
+            tuple(map(node.labels.get, selector_keys)),
             node.name if node.name in named_nodes else None,
             node.taints,
             node.unschedulable,
         )
-        node_cls = node_class_of_signature.get(signature)
-        if node_cls is None:
-            node_cls = node_class_of_signature[signature] = len(representatives)
-            representatives.append(n)
-        node_class[n] = node_cls
+        for node in snapshot.nodes
+    ]
+    class_of_signature: dict[object, int] = {}
+    node_class = np.array(
+        [class_of_signature.setdefault(signature, len(class_of_signature)) for signature in signatures], dtype=np.int64
+    )  # ids in order of first appearance, so each class's first node is its representative
+    representatives = np.unique(node_class, return_index=True)[1].tolist()
 
     task_class_of_signature: dict[object, int] = {}
     class_tasks: list[Task] = []
@@ -726,7 +726,7 @@ def _topology(snapshot: Snapshot, node_index: Mapping[NodeName, int]) -> _Topolo
         position = tier_position[hypernode.tier]
         domain_id[hypernode.name] = len(names[position])
         names[position].append(hypernode.name)
-    for node_name, chain in snapshot.hypernode_chain.items():
+    for node_name, chain in snapshot.hypernode_chain.items() if snapshot.hypernodes else ():
         n = node_index[node_name]
         for name in chain:
             hypernode = snapshot.hypernode_by_name[name]
