@@ -495,6 +495,8 @@ class Snapshot(_Frozen):
             ("pod", [p.key for p in self.pods]),
             ("priority class", [c.name for c in self.priority_classes]),
         ):
+            if len(set(keys)) == len(keys):
+                continue
             seen: set[str] = set()
             for key in keys:
                 if key in seen:
@@ -519,6 +521,8 @@ class Snapshot(_Frozen):
 
     @model_validator(mode="after")
     def _hypernodes_form_a_forest(self) -> "Snapshot":
+        if not self.hypernodes:
+            return self
         nodes = {n.name for n in self.nodes}
         tiers = {h.name: h.tier for h in self.hypernodes}
         parent_of: dict[str, str] = {}
@@ -601,6 +605,8 @@ class Snapshot(_Frozen):
     @cached_property
     def hypernode_chain(self) -> dict[NodeName, tuple[str, ...]]:
         """Each node's HyperNodes from tier 1 upward: `{"n1": ("leaf-a", "spine")}`."""
+        if not self.hypernodes:
+            return dict.fromkeys((n.name for n in self.nodes), ())
         parent_of: dict[str, str] = {}
         for hypernode in self.hypernodes:
             for member in (*hypernode.node_members, *hypernode.hypernode_members):
