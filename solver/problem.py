@@ -430,6 +430,9 @@ def _resource_names(snapshot: Snapshot) -> tuple[str, ...]:
 
 _Layout = tuple[tuple[str, ...], int, int]
 """How a snapshot lays node rows out: (resource names, GPU slots, NUMA-cell slots)."""
+_LAYOUT_IDS: dict[_Layout, int] = {}
+"""A small id per layout seen, so each row's lookup hashes an int, not the names again.
+Layouts are few: the resource names a cluster uses and its largest device and cell counts."""
 
 
 class _NodeRow(NamedTuple):
@@ -440,8 +443,8 @@ class _NodeRow(NamedTuple):
     declared cells → gpu_index (0, 1), gpu_free_milli (1000, 700), gpu_cell (0, 0),
     cell_ids (0,), both cell capacities (UNLIMITED,), gpu_used_milli 300.
 
-    `packed(layout)` is the row as one snapshot's tables lay it out, as raw int64 bytes, kept
-    per layout: `_nodes` joins the rows' bytes and reads every table of the snapshot with one
+    `packed(layout_id, layout)` is the row as one snapshot's tables lay it out, as raw int64
+    bytes, kept per layout: `_nodes` joins the rows' bytes and reads every table of the snapshot with one
     `np.frombuffer`. Handing numpy the same Python ints to convert one by one costs some 20
     times more, and was most of the node tables' time in a cycle of a few hundred nodes."""
 
@@ -453,10 +456,10 @@ class _NodeRow(NamedTuple):
     cell_cpu_free: tuple[int, ...]  # milli, UNLIMITED when not declared
     cell_memory_free: tuple[int, ...]  # bytes, likewise
     gpu_used_milli: int  # Σ used_milli
-    packed_by_layout: dict[_Layout, bytes]  # what `packed` made so far
+    packed_by_layout: dict[int, bytes]  # what `packed` made so far, by layout id
 
-    def packed(self, layout: _Layout) -> bytes:
-        row = self.packed_by_layout.get(layout)
+    def packed(self, layout_id: int, layout: _Layout) -> bytes:
+        row = self.packed_by_layout.get(layout_id)
         if row is None:
             resources, gpu_slots, cell_slots = layout
             gpu_pad = (-1,) * (gpu_slots - len(self.gpu_index))
@@ -467,7 +470,7 @@ class _NodeRow(NamedTuple):
                 *self.cell_ids, *cell_pad, *self.cell_cpu_free, *cell_pad, *self.cell_memory_free, *cell_pad,
                 self.gpu_used_milli,
             ]  # fmt: skip
-            row = self.packed_by_layout[layout] = struct.pack(f"{len(columns)}q", *columns)
+            row = self.packed_by_layout[layout_id] = struct.pack(f"{len(columns)}q", *columns)
         return row
 
 
@@ -524,8 +527,9 @@ def _nodes(snapshot: Snapshot, resource_names: tuple[str, ...]) -> _NodeTables:
     gpu_slots = max(map(len, map(_GPU_INDEX, rows)), default=0)
     cell_slots = max(map(len, map(_CELL_IDS, rows)), default=1)
     layout = (resource_names, gpu_slots, cell_slots)
+    layout_id = _LAYOUT_IDS.setdefault(layout, len(_LAYOUT_IDS))
     width = len(resource_names) + 3 * gpu_slots + 3 * cell_slots + 1
-    packed = b"".join([row.packed(layout) for row in rows])
+    packed = b"".join([row.packed(layout_id, layout) for row in rows])
     table = np.frombuffer(packed, dtype=np.int64).reshape(len(rows), width).copy()  # writable: `_pods` takes running pods off
     at = np.cumsum([0, len(resource_names), gpu_slots, gpu_slots, gpu_slots, cell_slots, cell_slots, cell_slots])
     allocatable = np.ascontiguousarray(table[:, : at[1]].T)
