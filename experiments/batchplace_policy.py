@@ -145,7 +145,7 @@ class BatchplacePolicy:
             return [None] * len(pods)
         snapshot = Snapshot.model_validate(
             {
-                "nodes": [self._node(state, int(n)) for n in rows],
+                "nodes": self._snapshot_nodes(state, rows),
                 "pod_groups": [_pod_group(pod, at) for pod, at in zip(pods, _service_order(pods, self.order))],
                 "pods": [_pending_pod(pod) for pod in pods],
             }
@@ -178,22 +178,26 @@ class BatchplacePolicy:
             rows = rows[order[position < len(pods)]]
         return rows[np.argsort(state.tie_rank[rows], kind="stable")]
 
+    def _snapshot_nodes(self, state: ClusterState, rows: np.ndarray) -> list[Node]:
+        """The `Node` of each row, built again only when its version moved since it was built."""
+        nodes = []
+        for n, version in zip(rows.tolist(), state.version[rows].tolist()):
+            cached = self._nodes.get(n)
+            if cached is None or cached[0] != version:
+                cached = self._nodes[n] = (version, self._node(state, n))
+            nodes.append(cached[1])
+        return nodes
+
     def _node(self, state: ClusterState, n: int) -> Node:
-        version = int(state.version[n])
-        cached = self._nodes.get(n)
-        if cached is not None and cached[0] == version:
-            return cached[1]
         count = int(state.gpu_count[n])
         bit = int(state.model_bit[n])
-        node = Node(
+        return Node(
             name=NodeName(state.nodes.names[n]),
             allocatable={"cpu": int(state.cpu_free[n]), "memory": int(state.memory_free[n]) * MIB, "gpu": count * WHOLE},
             labels={f"{SPEC_LABEL_PREFIX}{spec}": "true" for spec in self.specs if spec & bit},
             gpu_model=None,
             gpus=tuple(Gpu(index=g, used_milli=WHOLE - int(state.gpu_left[n, g])) for g in range(count)),
         )
-        self._nodes[n] = (version, node)
-        return node
 
 
 class _NodeClasses:
