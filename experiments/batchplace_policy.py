@@ -173,8 +173,10 @@ class BatchplacePolicy:
             cls = self._classes.of(state)[rows]
             order = np.lexsort((state.tie_rank[rows], cls))
             sorted_cls = cls[order]
-            start = np.r_[0, np.flatnonzero(sorted_cls[1:] != sorted_cls[:-1]) + 1]
-            position = np.arange(order.size) - np.repeat(start, np.diff(np.r_[start, order.size]))
+            at = np.arange(order.size)
+            first = np.ones(order.size, dtype=bool)  # where each class starts in `order`
+            first[1:] = sorted_cls[1:] != sorted_cls[:-1]
+            position = at - np.maximum.accumulate(np.where(first, at, 0))  # place within its class
             rows = rows[order[position < len(pods)]]
         return rows[np.argsort(state.tie_rank[rows], kind="stable")]
 

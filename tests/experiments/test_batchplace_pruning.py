@@ -1,5 +1,6 @@
 """The batchplace adapter's exact pruning: the node classes it keeps up to date bind by bind
-are the partition a fresh computation gives, so the snapshot it solves is the same."""
+are the partition a fresh computation gives, and the candidates are those the module
+docstring's rule picks, so the snapshot it solves is the same."""
 
 from __future__ import annotations
 
@@ -19,6 +20,24 @@ def _fresh_partition(state: ClusterState) -> set[tuple[int, ...]]:
     signature = np.column_stack((state.cpu_free, state.memory_free, state.model, state.gpu_left))
     _, classes = np.unique(signature, axis=0, return_inverse=True)
     return _partition(classes.reshape(-1))
+
+
+def _reference_candidates(state: ClusterState, batch: list) -> list[int]:  # noqa: ANN001
+    """The module docstring's rule, plainly: the nodes where a pod fits, at most len(batch) of
+    each state (free CPU, memory, model, devices), the first in tie order; in tie order."""
+    fits = np.zeros(state.node_count, dtype=bool)
+    for request in batch:
+        fits |= state.feasible(request)
+    rows = sorted(np.flatnonzero(fits).tolist(), key=lambda n: state.tie_rank[n])
+    if len(rows) <= len(batch):
+        return rows
+    kept: dict[tuple, list[int]] = {}
+    for n in rows:
+        signature = (int(state.cpu_free[n]), int(state.memory_free[n]), int(state.model[n]), tuple(state.gpu_left[n].tolist()))
+        kept.setdefault(signature, [])
+        if len(kept[signature]) < len(batch):
+            kept[signature].append(n)
+    return sorted((n for group in kept.values() for n in group), key=lambda n: state.tie_rank[n])
 
 
 def _cluster() -> ClusterState:
@@ -56,5 +75,6 @@ def test_pruned_candidates_equal_those_of_a_fresh_policy_at_every_step() -> None
         arrival = pod(arrival.cpu_milli, arrival.num_gpu, arrival.gpu_milli, index=step)
         batch = [arrival, pod(1000, 1, 250, index=100 + step)]
         fresh = BatchplacePolicy("greedy", name="greedy")
-        assert replayed._candidate_nodes(state, batch).tolist() == fresh._candidate_nodes(state, batch).tolist()
+        chosen = replayed._candidate_nodes(state, batch).tolist()
+        assert chosen == fresh._candidate_nodes(state, batch).tolist() == _reference_candidates(state, batch)
         replayed.schedule(state, batch)
