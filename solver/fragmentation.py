@@ -207,7 +207,8 @@ _CONFIGURED: dict[int, tuple[tuple[TypicalShape, ...], _Configured]] = {}
 """Prepared configured shapes by the identity of the tuple given, which the entry holds
 (so its id cannot be reused while the entry lives; a tuple of frozen shapes cannot change):
 `SolveConfig.typical_shapes` is one tuple for every cycle solved with that config, so its
-columns are computed once, not per cycle. The last `_CONFIGURED_KEPT` tuples are kept."""
+columns are computed once, not per cycle. At most `_CONFIGURED_KEPT` tuples are kept (a
+few configs are in use at once; past that the cache starts over)."""
 _CONFIGURED_KEPT = 16
 
 
@@ -218,7 +219,7 @@ def _prepared(shapes: Sequence[TypicalShape]) -> _Configured:
     prepared = _prepare(shapes)
     if isinstance(shapes, tuple):  # a list could change under the same identity
         if len(_CONFIGURED) >= _CONFIGURED_KEPT:
-            _CONFIGURED.pop(next(iter(_CONFIGURED)), None)
+            _CONFIGURED.clear()  # one operation: safe while another thread reads
         _CONFIGURED[id(shapes)] = (shapes, prepared)
     return prepared
 
