@@ -106,14 +106,21 @@ class _Columns:
         gpu = np.asarray(gpu_milli) > 0
         devices, per_device = _per_device(np.asarray(gpu_milli, dtype=np.int64))
         thresholds, column = np.unique(per_device[gpu], return_inverse=True)
+        arrays = (
+            gpu, np.asarray(cpu_milli, dtype=np.int64)[gpu], devices[gpu], weight[gpu] / total,
+            thresholds.astype(np.int64), column.reshape(-1),
+        )  # fmt: skip
+        for array in arrays:  # shared by every cycle of a config (`_prepared`): read-only
+            array.setflags(write=False)
+        gpu, cpu, device_count, share, threshold, position = arrays
         return _Columns(
             gpu=gpu,
             cpu_only_weight=float(weight[~gpu].sum()) / total,
-            cpu_milli=np.asarray(cpu_milli, dtype=np.int64)[gpu],
-            devices=devices[gpu],
-            weight=weight[gpu] / total,
-            thresholds=thresholds.astype(np.int64),
-            column=column.reshape(-1),
+            cpu_milli=cpu,
+            devices=device_count,
+            weight=share,
+            thresholds=threshold,
+            column=position,
         )
 
     def shapes(self, eligible: np.ndarray) -> TypicalShapes:
