@@ -27,7 +27,10 @@ a node where no pod of the batch fits is left out (the engine's own Filter would
 it), and of nodes in the same state (free CPU, memory, model and device table — which
 the engine cannot tell apart) only the first `len(batch)` in node order are kept: a batch
 of k pods uses at most k nodes of a class, and the greedy engine would fill them in that
-order. `Node` objects are cached per node version, so an unchanged node is validated once.
+order. Node classes and `Node` objects are kept per node version (`ClusterState.version`):
+a node's class is recomputed (`_NodeClasses`) and its `Node` built again only after a bind
+or release changed it — and the solver, which memoizes what it derives from a `Node` on the object,
+reads an unchanged node once across all the snapshots it joins.
 
 What the engine would need to skip the snapshot altogether is written up in
 docs/results.md ("What the solver needs").
@@ -127,6 +130,8 @@ class BatchplacePolicy:
             engine=engine, time_limit_s=time_limit_s, workers=1, packing=packing, typical_shapes=shapes
         )
         self._nodes: dict[int, tuple[int, Node]] = {}  # node → (version, validated Node)
+        self._classes = _NodeClasses()
+        self._row_of: tuple[object, dict[str, int]] = (None, {})  # (node list, name → row), for the binds
         self.snapshot_nodes: list[int] = []  # size of each solve's snapshot, for the report
         self.answers = EngineAnswers()
 
@@ -140,7 +145,7 @@ class BatchplacePolicy:
             return [None] * len(pods)
         snapshot = Snapshot.model_validate(
             {
-                "nodes": [self._node(state, int(n)) for n in rows],
+                "nodes": self._snapshot_nodes(state, rows),
                 "pod_groups": [_pod_group(pod, at) for pod, at in zip(pods, _service_order(pods, self.order))],
                 "pods": [_pending_pod(pod) for pod in pods],
             }
@@ -148,7 +153,9 @@ class BatchplacePolicy:
         decision = place(snapshot, self.config)
         self.snapshot_nodes.append(int(rows.size))
         self.answers.record(snapshot, decision, self.config)
-        row_of = {state.nodes.names[n]: int(n) for n in rows}
+        if self._row_of[0] is not state.nodes:
+            self._row_of = (state.nodes, {name: n for n, name in enumerate(state.nodes.names)})
+        row_of = self._row_of[1]
         by_pod = {f"{NAMESPACE}/p{pod.index}": pod for pod in pods}
         placed: dict[int, Assignment] = {}
         for bind in decision.placement.binds:
@@ -163,34 +170,69 @@ class BatchplacePolicy:
             fits |= state.feasible(pod)
         rows = np.flatnonzero(fits) if self.prune else np.arange(state.node_count)
         if self.prune and rows.size > len(pods):
-            signature = np.column_stack(
-                (state.cpu_free[rows], state.memory_free[rows], state.model[rows], state.gpu_left[rows])
-            )
-            _, cls = np.unique(signature, axis=0, return_inverse=True)
-            cls = cls.reshape(-1)
+            cls = self._classes.of(state)[rows]
             order = np.lexsort((state.tie_rank[rows], cls))
             sorted_cls = cls[order]
-            start = np.r_[0, np.flatnonzero(sorted_cls[1:] != sorted_cls[:-1]) + 1]
-            position = np.arange(order.size) - np.repeat(start, np.diff(np.r_[start, order.size]))
+            at = np.arange(order.size)
+            first = np.ones(order.size, dtype=bool)  # where each class starts in `order`
+            first[1:] = sorted_cls[1:] != sorted_cls[:-1]
+            position = at - np.maximum.accumulate(np.where(first, at, 0))  # place within its class
             rows = rows[order[position < len(pods)]]
         return rows[np.argsort(state.tie_rank[rows], kind="stable")]
 
+    def _snapshot_nodes(self, state: ClusterState, rows: np.ndarray) -> list[Node]:
+        """The `Node` of each row, built again only when its version moved since it was built."""
+        nodes = []
+        for n, version in zip(rows.tolist(), state.version[rows].tolist()):
+            cached = self._nodes.get(n)
+            if cached is None or cached[0] != version:
+                cached = self._nodes[n] = (version, self._node(state, n))
+            nodes.append(cached[1])
+        return nodes
+
     def _node(self, state: ClusterState, n: int) -> Node:
-        version = int(state.version[n])
-        cached = self._nodes.get(n)
-        if cached is not None and cached[0] == version:
-            return cached[1]
         count = int(state.gpu_count[n])
         bit = int(state.model_bit[n])
-        node = Node(
+        return Node(
             name=NodeName(state.nodes.names[n]),
             allocatable={"cpu": int(state.cpu_free[n]), "memory": int(state.memory_free[n]) * MIB, "gpu": count * WHOLE},
             labels={f"{SPEC_LABEL_PREFIX}{spec}": "true" for spec in self.specs if spec & bit},
             gpu_model=None,
             gpus=tuple(Gpu(index=g, used_milli=WHOLE - int(state.gpu_left[n, g])) for g in range(count)),
         )
-        self._nodes[n] = (version, node)
-        return node
+
+
+class _NodeClasses:
+    """Which nodes are in the same state, as class ids (`of(state)[n]`), kept up to date
+    incrementally: a node's class is recomputed only when its `ClusterState.version` has
+    moved since it was last computed, so a bind costs one node's signature, not a sort of
+    the cluster's. The state is free CPU, free memory, GPU model and free milli per device
+    (what "Exact pruning" says the engine cannot tell apart); equal states get equal ids,
+    whichever came first, so the partition is the same as one computed afresh."""
+
+    def __init__(self) -> None:
+        self._state: ClusterState | None = None
+        self._class_of = np.zeros(0, dtype=np.int64)
+        self._version = np.zeros(0, dtype=np.int64)  # per node: the version its class is of
+        self._ids: dict[tuple[int, int, int, tuple[int, ...]], int] = {}
+
+    def of(self, state: ClusterState) -> np.ndarray:
+        """`[N]` class id of every node now (read-only: the next call may change it)."""
+        if state is not self._state:  # another cluster: nothing computed so far applies
+            self._state = state
+            self._class_of = np.zeros(state.node_count, dtype=np.int64)
+            self._version = np.full(state.node_count, -1, dtype=np.int64)
+            self._ids = {}
+        stale = np.flatnonzero(state.version != self._version)
+        if stale.size:
+            signatures = zip(
+                state.cpu_free[stale].tolist(), state.memory_free[stale].tolist(), state.model[stale].tolist(),
+                map(tuple, state.gpu_left[stale].tolist()),
+            )  # fmt: skip
+            ids = self._ids
+            self._class_of[stale] = [ids.setdefault(signature, len(ids)) for signature in signatures]
+            self._version[stale] = state.version[stale]
+        return self._class_of
 
 
 def _gpu_milli_placed(snapshot: Snapshot, decision: Decision) -> int:

@@ -252,6 +252,16 @@ class Node(_Frozen):
             raise ValueError(f"GPU indices repeat: {sorted(indices)}")
         return self
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _validated_once(cls, data: object, handler: ValidatorFunctionWrapHandler) -> "Node":
+        """A `Node` given to a `Snapshot` as an instance was validated when it was made:
+        pydantic does not validate its fields again, and this (defined last, so it runs
+        first) keeps the checks above from running again on every snapshot it joins — a
+        snapshot built from the nodes of the last one that did not change (the trace
+        replay, what-if variants) pays for its new nodes only."""
+        return data if isinstance(data, Node) else handler(data)
+
     @cached_property
     def gpu_by_index(self) -> dict[int, Gpu]:
         return {gpu.index: gpu for gpu in self.gpus}
@@ -485,6 +495,8 @@ class Snapshot(_Frozen):
             ("pod", [p.key for p in self.pods]),
             ("priority class", [c.name for c in self.priority_classes]),
         ):
+            if len(set(keys)) == len(keys):
+                continue
             seen: set[str] = set()
             for key in keys:
                 if key in seen:
@@ -509,6 +521,8 @@ class Snapshot(_Frozen):
 
     @model_validator(mode="after")
     def _hypernodes_form_a_forest(self) -> "Snapshot":
+        if not self.hypernodes:
+            return self
         nodes = {n.name for n in self.nodes}
         tiers = {h.name: h.tier for h in self.hypernodes}
         parent_of: dict[str, str] = {}
@@ -591,6 +605,8 @@ class Snapshot(_Frozen):
     @cached_property
     def hypernode_chain(self) -> dict[NodeName, tuple[str, ...]]:
         """Each node's HyperNodes from tier 1 upward: `{"n1": ("leaf-a", "spine")}`."""
+        if not self.hypernodes:
+            return dict.fromkeys((n.name for n in self.nodes), ())
         parent_of: dict[str, str] = {}
         for hypernode in self.hypernodes:
             for member in (*hypernode.node_members, *hypernode.hypernode_members):

@@ -25,7 +25,7 @@ What it does not promise: that the placement is valid. It only adds up.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from models.placement import Eviction, Placement
@@ -98,7 +98,8 @@ class After:
     node_bound: Mapping[NodeName, Mapping[str, int]]
     """Requests of bound pods only, with `pods` their count, per node they landed on."""
     gpu_used_milli: Mapping[NodeName, Mapping[int, int]]
-    """Per device: `used_milli` + kept pods + bound pods (every device is a key)."""
+    """Per device: `used_milli` + kept pods + bound pods (every device is a key; a node's
+    devices are added up when first read)."""
     gpu_bound_milli: Mapping[NodeName, Mapping[int, int]]
     """Per device that received a bind: milli added by binds."""
     queue_allocated_before: Mapping[QueueName, Mapping[str, int]]
@@ -162,6 +163,37 @@ def device_use(
             for index in gpus:
                 devices[index] += milli_per_device(gpu_milli)
     return used
+
+
+class _DeviceUse(Mapping[NodeName, Mapping[int, int]]):
+    """`After.gpu_used_milli`: every node of the snapshot is a key, and a node's devices are
+    added up (`device_use`) the first time it is read. The checker reads the nodes binds
+    touched — a few of thousands — so the others' devices are never walked."""
+
+    def __init__(self, snapshot: Snapshot, kept: Iterable[Pod], binds: Iterable[BoundPod]):
+        self._nodes = snapshot.node_by_name
+        self._kept: dict[NodeName, list[Pod]] = {}
+        for pod in kept:
+            if pod.gpu_indices:
+                self._kept.setdefault(pod.node, []).append(pod)  # type: ignore[arg-type]  # running pods have a node
+        self._binds: dict[NodeName, list[tuple[NodeName, tuple[int, ...], int]]] = {}
+        for b in binds:
+            if b.gpus_well_formed:
+                self._binds.setdefault(b.node.name, []).append((b.node.name, b.gpus, b.pod.requests.get(GPU, 0)))
+        self._used: dict[NodeName, dict[int, int]] = {}
+
+    def __getitem__(self, name: NodeName) -> Mapping[int, int]:
+        used = self._used.get(name)
+        if used is None:
+            node = self._nodes[name]
+            used = self._used[name] = device_use([node], self._kept.get(name, ()), self._binds.get(name, ()))[name]
+        return used
+
+    def __iter__(self) -> Iterator[NodeName]:
+        return iter(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
 
 
 def _add(total: dict[str, int], extra: Mapping[str, int]) -> None:
@@ -238,9 +270,7 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
         for index in b.gpus:
             devices = gpu_bound.setdefault(b.node.name, {})
             devices[index] = devices.get(index, 0) + milli
-    gpu_used = device_use(
-        snapshot.nodes, kept, ((b.node.name, b.gpus, b.pod.requests.get(GPU, 0)) for b in bound if b.gpus_well_formed)
-    )
+    gpu_used = _DeviceUse(snapshot, kept, bound)
 
     group_keys = [g.key for g in snapshot.pod_groups]
     group_kept: dict[PodGroupKey, dict[str, int]] = {key: {} for key in group_keys}

@@ -34,7 +34,7 @@ CPU and GPU only); the score looks one pod ahead, not over a batch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -86,39 +86,87 @@ def _per_device(gpu_milli: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return devices, np.where(whole, WHOLE, gpu_milli)
 
 
+@dataclass(frozen=True, eq=False)
+class _Columns:
+    """What `prepare_shapes` derives from the shapes alone — everything but eligibility.
+    `gpu` marks the shapes that ask for GPUs (the columns, in order)."""
+
+    gpu: np.ndarray  # [T all] bool
+    cpu_only_weight: float
+    cpu_milli: np.ndarray
+    devices: np.ndarray
+    weight: np.ndarray
+    thresholds: np.ndarray
+    column: np.ndarray
+
+    @staticmethod
+    def of(cpu_milli: np.ndarray, gpu_milli: np.ndarray, weight: np.ndarray) -> _Columns:
+        weight = np.asarray(weight, dtype=np.float64)
+        total = float(weight.sum()) or 1.0
+        gpu = np.asarray(gpu_milli) > 0
+        devices, per_device = _per_device(np.asarray(gpu_milli, dtype=np.int64))
+        thresholds, column = np.unique(per_device[gpu], return_inverse=True)
+        arrays = (
+            gpu, np.asarray(cpu_milli, dtype=np.int64)[gpu], devices[gpu], weight[gpu] / total,
+            thresholds.astype(np.int64), column.reshape(-1),
+        )  # fmt: skip
+        for array in arrays:  # shared by every cycle of a config (`_prepared`): read-only
+            array.setflags(write=False)
+        gpu, cpu, device_count, share, threshold, position = arrays
+        return _Columns(
+            gpu=gpu,
+            cpu_only_weight=float(weight[~gpu].sum()) / total,
+            cpu_milli=cpu,
+            devices=device_count,
+            weight=share,
+            thresholds=threshold,
+            column=position,
+        )
+
+    def shapes(self, eligible: np.ndarray) -> TypicalShapes:
+        """The columns with `eligible [T columns, N]`."""
+        return TypicalShapes(
+            cpu_only_weight=self.cpu_only_weight,
+            cpu_milli=self.cpu_milli,
+            devices=self.devices,
+            weight=self.weight,
+            eligible=eligible,
+            thresholds=self.thresholds,
+            column=self.column,
+        )
+
+
 def prepare_shapes(
     cpu_milli: np.ndarray, gpu_milli: np.ndarray, weight: np.ndarray, eligible: np.ndarray
 ) -> TypicalShapes:
     """Columns for `fragmentation_milli` from per-shape `cpu_milli [T]`, `gpu_milli [T]`
     (the `gpu` request), `weight [T]` and `eligible [T, N]`; weights are renormalized."""
-    weight = np.asarray(weight, dtype=np.float64)
-    total = float(weight.sum()) or 1.0
-    gpu = np.asarray(gpu_milli) > 0
-    devices, per_device = _per_device(np.asarray(gpu_milli, dtype=np.int64))
-    thresholds, column = np.unique(per_device[gpu], return_inverse=True)
-    return TypicalShapes(
-        cpu_only_weight=float(weight[~gpu].sum()) / total,
-        cpu_milli=np.asarray(cpu_milli, dtype=np.int64)[gpu],
-        devices=devices[gpu],
-        weight=weight[gpu] / total,
-        eligible=np.asarray(eligible, dtype=bool)[gpu],
-        thresholds=thresholds.astype(np.int64),
-        column=column.reshape(-1),
-    )
+    columns = _Columns.of(cpu_milli, gpu_milli, weight)
+    return columns.shapes(np.asarray(eligible, dtype=bool)[columns.gpu])
 
 
 def fragmentation_milli(cpu_free: np.ndarray, gpu_free: np.ndarray, shapes: TypicalShapes, nodes: np.ndarray) -> np.ndarray:
     """`[M]` fragmented milli-GPU of M node states: free CPU `[M]`, free milli per device
     `[M, G]` (negative = padding, counts as nothing), for the node indices `nodes [M]`
-    (their eligibility per shape). See the module docstring for the rule and an example."""
+    (their eligibility per shape). See the module docstring for the rule and an example.
+
+    Per threshold d (a distinct per-device milli some shape asks) it needs the devices with
+    at least d free and the milli on those with less. Each device falls in one bucket between
+    consecutive thresholds, so both come from a per-node histogram over the D + 1 buckets
+    (two `bincount`s) and its running sums — not from an `[M, G, D]` comparison. Example:
+    thresholds (300, 1000), devices (1000, 500, 100) → buckets (2, 1, 0) → at least 300:
+    2 devices, below 300: 100 milli; at least 1000: 1 device, below 1000: 600 milli."""
     left = np.maximum(gpu_free, 0)
     total = left.sum(axis=1).astype(np.float64)
     result = total * shapes.cpu_only_weight
     if shapes.weight.size == 0:
         return result
-    at_least = left[:, :, None] >= shapes.thresholds[None, None, :]  # [M, G, D]
-    count = at_least.sum(axis=1)  # [M, D]
-    below = np.where(at_least, 0, left[:, :, None]).sum(axis=1).astype(np.float64)  # [M, D]
+    states, buckets = left.shape[0], shapes.thresholds.size + 1
+    bucket = np.arange(states)[:, None] * buckets + np.searchsorted(shapes.thresholds, left, side="right")  # [M, G]
+    devices = np.bincount(bucket.ravel(), minlength=states * buckets).reshape(states, buckets)
+    milli = np.bincount(bucket.ravel(), weights=left.ravel(), minlength=states * buckets).reshape(states, buckets)
+    count = np.cumsum(devices[:, :0:-1], axis=1)[:, ::-1]  # [M, D] devices with ≥ threshold d free
+    below = np.cumsum(milli[:, :-1], axis=1)  # [M, D] milli on devices with less
     fits = count[:, shapes.column] >= shapes.devices[None, :]  # [M, T]
     fits &= cpu_free[:, None] >= shapes.cpu_milli[None, :]
     fits &= shapes.eligible[:, nodes].T
@@ -152,22 +200,66 @@ def typical_shapes_of(snapshot: Snapshot, problem: Problem, *, threshold: float 
     )
 
 
-def _configured(snapshot: Snapshot, shapes: Sequence[TypicalShape]) -> TypicalShapes:
-    """Typical shapes given by the caller, eligible where the node selector matches (and
-    the node is schedulable); computed once per distinct selector."""
-    by_selector: dict[tuple[tuple[str, str], ...], np.ndarray] = {}
-    for shape in shapes:
-        if shape.node_selector not in by_selector:
-            selector: Mapping[str, str] = dict(shape.node_selector)
-            by_selector[shape.node_selector] = np.array(
-                [not node.unschedulable and matches_selector(node.labels, selector) for node in snapshot.nodes], dtype=bool
-            )
-    return prepare_shapes(
+@dataclass(frozen=True, eq=False)
+class _Configured:
+    """Configured typical shapes, prepared once: their columns, their distinct node
+    selectors, and which selector each column's shape has."""
+
+    columns: _Columns
+    selectors: tuple[tuple[tuple[str, str], ...], ...]
+    selector_of_column: np.ndarray  # [T columns] → index in `selectors`
+
+
+_CONFIGURED: dict[int, tuple[tuple[TypicalShape, ...], _Configured]] = {}
+"""Prepared configured shapes by the identity of the tuple given, which the entry holds
+(so its id cannot be reused while the entry lives; a tuple of frozen shapes cannot change):
+`SolveConfig.typical_shapes` is one tuple for every cycle solved with that config, so its
+columns are computed once, not per cycle. At most `_CONFIGURED_KEPT` tuples are kept (a
+few configs are in use at once; past that the cache starts over)."""
+_CONFIGURED_KEPT = 16
+
+
+def _prepared(shapes: Sequence[TypicalShape]) -> _Configured:
+    entry = _CONFIGURED.get(id(shapes))
+    if entry is not None and entry[0] is shapes:
+        return entry[1]
+    prepared = _prepare(shapes)
+    if isinstance(shapes, tuple):  # a list could change under the same identity
+        if len(_CONFIGURED) >= _CONFIGURED_KEPT:
+            _CONFIGURED.clear()  # one operation: safe while another thread reads
+        _CONFIGURED[id(shapes)] = (shapes, prepared)
+    return prepared
+
+
+def _prepare(shapes: Sequence[TypicalShape]) -> _Configured:
+    selectors = tuple(dict.fromkeys(shape.node_selector for shape in shapes))
+    index = {selector: i for i, selector in enumerate(selectors)}
+    columns = _Columns.of(
         np.array([s.cpu_milli for s in shapes], dtype=np.int64),
         np.array([s.gpu_milli for s in shapes], dtype=np.int64),
         np.array([s.weight for s in shapes], dtype=np.float64),
-        np.array([by_selector[s.node_selector] for s in shapes], dtype=bool).reshape(len(shapes), len(snapshot.nodes)),
     )
+    selector_of = np.array([index[s.node_selector] for s in shapes], dtype=np.int64)[columns.gpu]
+    return _Configured(columns=columns, selectors=selectors, selector_of_column=selector_of)
+
+
+def _configured(snapshot: Snapshot, shapes: Sequence[TypicalShape]) -> TypicalShapes:
+    """Typical shapes given by the caller, eligible where the node selector matches (and
+    the node is schedulable): judged once per distinct selector and distinct node — the
+    labels the selectors read and whether it is schedulable — then spread to the nodes."""
+    prepared = _prepared(shapes)
+    keys = sorted({key for selector in prepared.selectors for key, _ in selector})
+    views = [(tuple(map(node.labels.get, keys)), node.unschedulable) for node in snapshot.nodes]
+    kind_of: dict[tuple[tuple[str | None, ...], bool], int] = {}
+    node_kind = [kind_of.setdefault(view, len(kind_of)) for view in views]
+    matches = np.array(
+        [
+            [not unschedulable and matches_selector(dict(zip(keys, values)), dict(selector)) for values, unschedulable in kind_of]
+            for selector in prepared.selectors
+        ],
+        dtype=bool,
+    ).reshape(len(prepared.selectors), len(kind_of))
+    return prepared.columns.shapes(matches[prepared.selector_of_column][:, node_kind])
 
 
 class _ScoredShape(Protocol):

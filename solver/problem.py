@@ -11,6 +11,9 @@ Layout choices, and why:
   `free[problem.resource_index["gpu"]]` the free milli-GPUs of each node.
 - GPU devices are a padded `[N, Gmax]` table (`-1` where a node has fewer devices); a
   device's free milli is 1000 minus `Gpu.used_milli` minus the running pods that list it.
+- The node tables are incremental across snapshots: what a `Node` contributes (`_NodeRow`)
+  is memoized on the node object (`solver.memo`), so a snapshot that reuses the nodes that
+  did not change (the next cycle of a replay, a what-if variant) reads only its new nodes.
 - Eligibility is computed per *class*: tasks with the same (node selector, required and
   preferred node affinity, tolerations) share a row, and nodes with the same (values of
   every label some selector or affinity term reads, name when some `matchFields` names it,
@@ -44,8 +47,11 @@ pods that request GPUs but list no device indices take node-level GPU capacity o
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
+from operator import attrgetter
+from typing import NamedTuple
 
 import numpy as np
 
@@ -56,6 +62,7 @@ from models.snapshot import (
     MEMORY,
     POD_SLOT,
     PODS,
+    Node,
     NodeName,
     PodGroupKey,
     PodKey,
@@ -64,6 +71,7 @@ from models.snapshot import (
     Task,
 )
 from solver.after import milli_per_device
+from solver.memo import memoized_each
 from solver.rules import node_affinity
 from solver.rules.eligibility import eligible
 from solver.rules.gang import GangRequirement, can_be_met, gang_requirement
@@ -291,7 +299,7 @@ def build_problem(snapshot: Snapshot) -> Problem:
     resource_index = {name: i for i, name in enumerate(resource_names)}
     task_keys = tuple((group.key, task.name) for group in snapshot.pod_groups for task in group.tasks)
     task_row = {key: t for t, key in enumerate(task_keys)}
-    nodes = _nodes(snapshot, resource_index)
+    nodes = _nodes(snapshot, resource_names)
     pods = _pods(snapshot, resource_index, nodes, task_row)
     for array in (
         nodes.allocatable, nodes.free, nodes.schedulable, nodes.gpu_index, nodes.gpu_free_milli, nodes.gpu_cell,
@@ -396,11 +404,19 @@ def _group_facts(
     )
 
 
+_NAME = attrgetter("name")
+_ALLOCATABLE = attrgetter("allocatable")
+_UNSCHEDULABLE = attrgetter("unschedulable")
+_INDEX = attrgetter("index")
+_NUMA_CELL = attrgetter("numa_cell")
+_USED_MILLI = attrgetter("used_milli")
+_GPU_INDEX = attrgetter("gpu_index")
+_CELL_IDS = attrgetter("cell_ids")
+
+
 def _resource_names(snapshot: Snapshot) -> tuple[str, ...]:
     """cpu, memory, gpu, pods first (fixed columns), then every other resource named anywhere, sorted."""
-    others: set[str] = set()
-    for node in snapshot.nodes:
-        others.update(node.allocatable)
+    others: set[str] = set().union(*map(_ALLOCATABLE, snapshot.nodes))
     for group in snapshot.pod_groups:
         for task in group.tasks:
             others.update(task.requests)
@@ -412,103 +428,126 @@ def _resource_names(snapshot: Snapshot) -> tuple[str, ...]:
     return (CPU, MEMORY, GPU, PODS, *sorted(others))
 
 
-def _nodes(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _NodeTables:
-    """Node tables, built per *node row*: nodes that share their allocatable, GPU and NUMA
-    objects (a cluster built from one template, as the benchmark's are) get their row once,
-    and every table is one gather over the rows. Nodes of a parsed cluster each have their
-    own objects, so each is its own row — the same work as building per node.
-    Example: 10,000 nodes of one template → 1 row of 8 GPUs, then `gpu_free[n] = row[0]`
-    for all n in one numpy index instead of 80,000 Python writes."""
-    nodes = snapshot.nodes
-    count = len(nodes)
-    gpu_col = resource_index[GPU]
-    row_of: dict[tuple[int, int, int], int] = {}
-    firsts: list[int] = []
-    node_row = np.empty(count, dtype=np.int64)
-    for n, node in enumerate(nodes):
-        key = (id(node.allocatable), id(node.gpus), id(node.numa_cells))
-        row = row_of.get(key)
+_Layout = tuple[tuple[str, ...], int, int]
+"""How a snapshot lays node rows out: (resource names, GPU slots, NUMA-cell slots)."""
+_LAYOUT_IDS: dict[_Layout, int] = {}
+"""A small id per layout seen, so each row's lookup hashes an int, not the names again.
+Layouts are few: the resource names a cluster uses and its largest device and cell counts."""
+
+
+class _NodeRow(NamedTuple):
+    """One node's part of the node tables, in its own terms — so it does not depend on the
+    snapshot around it and is memoized on the `Node` object (`solver.memo`): a node that sits
+    in many snapshots (consecutive cycles built from the nodes that did not change, what-if
+    variants) is read once. Example: 2 devices on cell 0, one with used_milli 300, no
+    declared cells → gpu_index (0, 1), gpu_free_milli (1000, 700), gpu_cell (0, 0),
+    cell_ids (0,), both cell capacities (UNLIMITED,), gpu_used_milli 300.
+
+    `packed(layout_id, layout)` is the row as one snapshot's tables lay it out, as raw int64
+    bytes, kept per layout: `_nodes` joins the rows' bytes and reads every table of the snapshot with one
+    `np.frombuffer`. Handing numpy the same Python ints to convert one by one costs some 20
+    times more, and was most of the node tables' time in a cycle of a few hundred nodes."""
+
+    allocatable: Mapping[str, int]
+    gpu_index: tuple[int, ...]  # device indices, ascending
+    gpu_free_milli: tuple[int, ...]  # 1000 − used_milli, per device
+    gpu_cell: tuple[int, ...]  # slot in `cell_ids` of each device's cell
+    cell_ids: tuple[int, ...]  # declared cells and the cells devices name, ascending; (0,) when neither
+    cell_cpu_free: tuple[int, ...]  # milli, UNLIMITED when not declared
+    cell_memory_free: tuple[int, ...]  # bytes, likewise
+    gpu_used_milli: int  # Σ used_milli
+    packed_by_layout: dict[int, bytes]  # what `packed` made so far, by layout id
+
+    def packed(self, layout_id: int, layout: _Layout) -> bytes:
+        row = self.packed_by_layout.get(layout_id)
         if row is None:
-            row = row_of[key] = len(firsts)
-            firsts.append(n)
-        node_row[n] = row
-    rows = [nodes[n] for n in firsts]
-    alloc_r: list[int] = []
-    alloc_n: list[int] = []
-    alloc_v: list[int] = []
-    gpu_n: list[int] = []
-    gpu_g: list[int] = []
-    gpu_idx: list[int] = []
-    gpu_free_v: list[int] = []
-    gpu_cell_v: list[int] = []
-    cell_n: list[int] = []
-    cell_c: list[int] = []
-    cell_id: list[int] = []
-    cell_cpu_v: list[int] = []
-    cell_memory_v: list[int] = []
-    used_gpu = np.zeros(len(rows), dtype=np.int64)
+            resources, gpu_slots, cell_slots = layout
+            gpu_pad = (-1,) * (gpu_slots - len(self.gpu_index))
+            cell_pad = (-1,) * (cell_slots - len(self.cell_ids))
+            columns = [
+                *map(self.allocatable.get, resources, (0,) * len(resources)),
+                *self.gpu_index, *gpu_pad, *self.gpu_free_milli, *gpu_pad, *self.gpu_cell, *gpu_pad,
+                *self.cell_ids, *cell_pad, *self.cell_cpu_free, *cell_pad, *self.cell_memory_free, *cell_pad,
+                self.gpu_used_milli,
+            ]  # fmt: skip
+            row = self.packed_by_layout[layout_id] = struct.pack(f"{len(columns)}q", *columns)
+        return row
+
+
+def _node_rows(nodes: tuple[Node, ...]) -> list[_NodeRow]:
+    """Each node's `_NodeRow`, memoized on the node; nodes that share their allocatable, GPU
+    and NUMA objects (a cluster built from one template, as the benchmark's are) share one
+    row, computed once. Example: 10,000 nodes of one template → 1 row, whose packed bytes
+    every node's entry points at."""
+    by_parts: dict[tuple[int, int, int], _NodeRow] = {}  # this call's nodes are alive: their ids are theirs
+
+    def compute(node: Node) -> _NodeRow:
+        parts = (id(node.allocatable), id(node.gpus), id(node.numa_cells))
+        row = by_parts.get(parts)
+        if row is None:
+            row = by_parts[parts] = _compute_node_row(node)
+        return row
+
+    return memoized_each(nodes, ("problem_row",), compute)  # type: ignore[arg-type]
+
+
+def _compute_node_row(node: Node) -> _NodeRow:
+    gpus = sorted(node.gpus, key=_INDEX)
+    gpu_cells = tuple(map(_NUMA_CELL, gpus))
     unlimited = int(UNLIMITED)
-    cell_slots = 1
-    for n, node in enumerate(rows):
-        for name, amount in node.allocatable.items():
-            alloc_r.append(resource_index[name])
-            alloc_n.append(n)
-            alloc_v.append(amount)
+    if not node.numa_cells and not any(gpu_cells):  # the common case: one cell, 0, of unknown capacity
+        cells: tuple[int, ...] = (0,)
+        cpu = memory = (unlimited,)
+    else:
         known = {cell.id: cell for cell in node.numa_cells}
-        cells = sorted(known.keys() | {gpu.numa_cell for gpu in node.gpus}) if (known or node.gpus) else [0]
-        slot_of = {cell: slot for slot, cell in enumerate(cells)}
-        cell_slots = max(cell_slots, len(cells))
-        for slot, cell in enumerate(cells):
-            declared = known.get(cell)
-            cell_n.append(n)
-            cell_c.append(slot)
-            cell_id.append(cell)
-            cpu = declared.cpu_milli if declared is not None else None
-            memory = declared.memory_bytes if declared is not None else None
-            cell_cpu_v.append(unlimited if cpu is None else cpu)
-            cell_memory_v.append(unlimited if memory is None else memory)
-        gpus = node.gpus
-        if gpus:
-            used = 0
-            for g, gpu in enumerate(sorted(gpus, key=lambda device: device.index)):
-                gpu_n.append(n)
-                gpu_g.append(g)
-                gpu_idx.append(gpu.index)
-                gpu_free_v.append(GPU_MILLI_PER_DEVICE - gpu.used_milli)
-                gpu_cell_v.append(slot_of[gpu.numa_cell])
-                used += gpu.used_milli
-            used_gpu[n] = used
-    row_count = len(rows)
-    row_allocatable = np.zeros((len(resource_index), row_count), dtype=np.int64)
-    row_allocatable[_ints(alloc_r), _ints(alloc_n)] = alloc_v
-    gpu_slots = max((len(node.gpus) for node in rows), default=0)
-    row_gpu_index = np.full((row_count, gpu_slots), -1, dtype=np.int64)
-    row_gpu_free = np.full((row_count, gpu_slots), -1, dtype=np.int64)
-    row_gpu_cell = np.full((row_count, gpu_slots), -1, dtype=np.int64)
-    row_gpu_index[_ints(gpu_n), _ints(gpu_g)] = gpu_idx
-    row_gpu_free[_ints(gpu_n), _ints(gpu_g)] = gpu_free_v
-    row_gpu_cell[_ints(gpu_n), _ints(gpu_g)] = gpu_cell_v
-    row_cell_ids = np.full((row_count, cell_slots), -1, dtype=np.int64)
-    row_cell_cpu = np.full((row_count, cell_slots), -1, dtype=np.int64)
-    row_cell_memory = np.full((row_count, cell_slots), -1, dtype=np.int64)
-    row_cell_ids[_ints(cell_n), _ints(cell_c)] = cell_id
-    row_cell_cpu[_ints(cell_n), _ints(cell_c)] = cell_cpu_v
-    row_cell_memory[_ints(cell_n), _ints(cell_c)] = cell_memory_v
-    allocatable = np.ascontiguousarray(row_allocatable[:, node_row])
+        cells = tuple(sorted(known.keys() | set(gpu_cells)))
+        declared = [known.get(cell) for cell in cells]
+        cpu = tuple(unlimited if c is None or c.cpu_milli is None else c.cpu_milli for c in declared)
+        memory = tuple(unlimited if c is None or c.memory_bytes is None else c.memory_bytes for c in declared)
+    slot_of = {cell: slot for slot, cell in enumerate(cells)}
+    used = tuple(map(_USED_MILLI, gpus))
+    return _NodeRow(
+        allocatable=node.allocatable,
+        gpu_index=tuple(map(_INDEX, gpus)),
+        gpu_free_milli=tuple(GPU_MILLI_PER_DEVICE - milli for milli in used),
+        gpu_cell=tuple(map(slot_of.__getitem__, gpu_cells)),
+        cell_ids=cells,
+        cell_cpu_free=cpu,
+        cell_memory_free=memory,
+        gpu_used_milli=sum(used),
+        packed_by_layout={},
+    )
+
+
+def _nodes(snapshot: Snapshot, resource_names: tuple[str, ...]) -> _NodeTables:
+    """Node tables: every node's `_NodeRow` packed in this snapshot's layout, all read with
+    one `np.frombuffer`, then sliced into the tables."""
+    nodes = snapshot.nodes
+    rows = _node_rows(nodes)
+    gpu_slots = max(map(len, map(_GPU_INDEX, rows)), default=0)
+    cell_slots = max(map(len, map(_CELL_IDS, rows)), default=1)
+    layout = (resource_names, gpu_slots, cell_slots)
+    layout_id = _LAYOUT_IDS.setdefault(layout, len(_LAYOUT_IDS))
+    width = len(resource_names) + 3 * gpu_slots + 3 * cell_slots + 1
+    packed = b"".join([row.packed(layout_id, layout) for row in rows])
+    table = np.frombuffer(packed, dtype=np.int64).reshape(len(rows), width).copy()  # writable: `_pods` takes running pods off
+    at = np.cumsum([0, len(resource_names), gpu_slots, gpu_slots, gpu_slots, cell_slots, cell_slots, cell_slots])
+    allocatable = np.ascontiguousarray(table[:, : at[1]].T)
     free = allocatable.copy()
-    free[gpu_col] -= used_gpu[node_row]
+    free[resource_names.index(GPU)] -= table[:, -1]
+    names = tuple(map(_NAME, nodes))
     return _NodeTables(
-        node_names=tuple(node.name for node in nodes),
-        node_index={node.name: n for n, node in enumerate(nodes)},
+        node_names=names,
+        node_index=dict(zip(names, range(len(names)))),
         allocatable=allocatable,
         free=free,
-        schedulable=np.array([not node.unschedulable for node in nodes], dtype=bool),
-        gpu_index=row_gpu_index[node_row],
-        gpu_free_milli=row_gpu_free[node_row],
-        gpu_cell=row_gpu_cell[node_row],
-        cell_ids=row_cell_ids[node_row],
-        cell_cpu_free=row_cell_cpu[node_row],
-        cell_memory_free=row_cell_memory[node_row],
+        schedulable=~np.fromiter(map(_UNSCHEDULABLE, nodes), dtype=bool, count=len(nodes)),
+        gpu_index=table[:, at[1] : at[2]],
+        gpu_free_milli=table[:, at[2] : at[3]],
+        gpu_cell=table[:, at[3] : at[4]],
+        cell_ids=table[:, at[4] : at[5]],
+        cell_cpu_free=table[:, at[5] : at[6]],
+        cell_memory_free=table[:, at[6] : at[7]],
     )
 
 
@@ -621,21 +660,20 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _Elig
     selector_keys = sorted({key for task in tasks for key in task.node_selector} | node_affinity.keys_read(affinity_terms))
     named_nodes = node_affinity.names_read(affinity_terms)
 
-    node_class_of_signature: dict[object, int] = {}
-    representatives: list[int] = []
-    node_class = np.zeros(len(snapshot.nodes), dtype=np.int64)
-    for n, node in enumerate(snapshot.nodes):
-        signature = (
-            tuple(node.labels.get(key) for key in selector_keys),
+    signatures = [
+        (
+            tuple(map(node.labels.get, selector_keys)),
             node.name if node.name in named_nodes else None,
             node.taints,
             node.unschedulable,
         )
-        node_cls = node_class_of_signature.get(signature)
-        if node_cls is None:
-            node_cls = node_class_of_signature[signature] = len(representatives)
-            representatives.append(n)
-        node_class[n] = node_cls
+        for node in snapshot.nodes
+    ]
+    class_of_signature: dict[object, int] = {}
+    node_class = np.array(
+        [class_of_signature.setdefault(signature, len(class_of_signature)) for signature in signatures], dtype=np.int64
+    )  # ids in order of first appearance, so each class's first node is its representative
+    representatives = np.unique(node_class, return_index=True)[1].tolist()
 
     task_class_of_signature: dict[object, int] = {}
     class_tasks: list[Task] = []
@@ -692,7 +730,7 @@ def _topology(snapshot: Snapshot, node_index: Mapping[NodeName, int]) -> _Topolo
         position = tier_position[hypernode.tier]
         domain_id[hypernode.name] = len(names[position])
         names[position].append(hypernode.name)
-    for node_name, chain in snapshot.hypernode_chain.items():
+    for node_name, chain in snapshot.hypernode_chain.items() if snapshot.hypernodes else ():
         n = node_index[node_name]
         for name in chain:
             hypernode = snapshot.hypernode_by_name[name]

@@ -67,8 +67,9 @@ a round cannot divide evenly stays undealt.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import chain, repeat
 
-from models.snapshot import ROOT_QUEUE, Queue, QueueName, ResourceList, Snapshot
+from models.snapshot import ROOT_QUEUE, Queue, QueueName, Snapshot
 from solver.memo import memoized
 
 __all__ = [
@@ -119,9 +120,10 @@ def water_fill(
         | {name for share in fixed if share for name in share}
     )
 
+    free_of_guarantees = {name: max(0, total.get(name, 0) - level_guarantee.get(name, 0)) for name in names}
+
     def real_capability(member: int, name: str) -> int:
-        free_of_guarantees = max(0, total.get(name, 0) - level_guarantee.get(name, 0))  # type: ignore[union-attr]
-        limit = free_of_guarantees + guarantees[member].get(name, 0)
+        limit = free_of_guarantees[name] + guarantees[member].get(name, 0)
         capability = capabilities[member]
         if capability is not None and name in capability:
             limit = min(limit, capability[name])
@@ -194,12 +196,11 @@ def _deal(amount: int, *, weights: Sequence[int], caps: Sequence[int]) -> list[i
 
 
 def cluster_allocatable(snapshot: Snapshot) -> dict[str, int]:
-    """What the root queue deals out: allocatable of every schedulable node."""
-    total: dict[str, int] = {}
-    for node in snapshot.nodes:
-        if not node.unschedulable:
-            add_resources(total, node.allocatable)
-    return total
+    """What the root queue deals out: allocatable of every schedulable node (a sum per
+    resource over the nodes, in C, rather than a Python addition per node and resource)."""
+    lists = [node.allocatable for node in snapshot.nodes if not node.unschedulable]
+    names = dict.fromkeys(chain.from_iterable(lists))  # in order of first appearance
+    return {name: sum(map(dict.get, lists, repeat(name, len(lists)), repeat(0, len(lists)))) for name in names}
 
 
 def _copied(per_queue: Mapping[QueueName, Mapping[str, int]]) -> dict[QueueName, dict[str, int]]:
@@ -239,9 +240,12 @@ def queue_allocated(snapshot: Snapshot) -> dict[QueueName, dict[str, int]]:
 
 def queue_requests(snapshot: Snapshot) -> dict[QueueName, dict[str, int]]:
     """Allocated plus pending requests per queue (Volcano's `request`), subtree included."""
-    return _copied(
-        memoized(snapshot, ("queue_requests",), lambda: _with_descendants(snapshot, _own_usage(snapshot, include_pending=True)))
-    )
+    return _copied(_requests(snapshot))
+
+
+def _requests(snapshot: Snapshot) -> Mapping[QueueName, Mapping[str, int]]:
+    """`queue_requests`, memoized per snapshot: read, never mutate."""
+    return memoized(snapshot, ("queue_requests",), lambda: _with_descendants(snapshot, _own_usage(snapshot, include_pending=True)))
 
 
 def deserved_shares(snapshot: Snapshot) -> dict[QueueName, dict[str, int]]:
@@ -251,7 +255,7 @@ def deserved_shares(snapshot: Snapshot) -> dict[QueueName, dict[str, int]]:
 
 
 def _deserved_shares(snapshot: Snapshot) -> dict[QueueName, dict[str, int]]:
-    requests = queue_requests(snapshot)
+    requests = _requests(snapshot)
     own_requests = _own_usage(snapshot, include_pending=True)
     children: dict[QueueName | None, list[Queue]] = {}
     for queue in snapshot.queues:
@@ -273,7 +277,7 @@ def _deserved_shares(snapshot: Snapshot) -> dict[QueueName, dict[str, int]]:
             add_resources(level_guarantee, queue.guarantee)
         members = [queue for queue in siblings if queue.name in busy]
         weights = [q.weight for q in members]
-        member_requests: list[ResourceList] = [requests[q.name] for q in members]
+        member_requests: list[Mapping[str, int]] = [requests[q.name] for q in members]
         capabilities = [q.capability for q in members]
         guarantees = [q.guarantee for q in members]
         fixed = [q.deserved for q in members]

@@ -110,6 +110,8 @@ def run_preemption(engine: AllocatingEngine, *, action: str) -> None:
     """Try every PodGroup still pending for lack of room, with evictions of kind `action`."""
     state = engine.state
     plans = [p for p in engine.plans if not p.minimum_met and p.failure in _RETRYABLE[action]]
+    if not plans:
+        return
     if action == "preempt":
         plans.sort(key=lambda p: p.order)
     else:

@@ -161,8 +161,6 @@ class CycleState:
         self.cell_memory = problem.cell_memory_free.copy()
         self.cell_exists = problem.cell_ids >= 0
         self.gpu_cell = problem.gpu_cell
-        self._gpu_cell_lists = problem.gpu_cell.tolist()
-        self._cell_exists_lists = self.cell_exists.tolist()
         self.whole_free = (self.gpu_free == WHOLE).sum(axis=1)  # [N] wholly free devices
         # [N] the most free milli on a device some fraction (or used_milli) already sits on, −1 if none
         shared = (self.gpu_free >= 0) & (self.gpu_free < WHOLE)
@@ -374,8 +372,8 @@ class CycleState:
         choice = ((), -1) if not (shape.gpu_milli or shape.single_numa) else choose_devices(
             shape,
             gpu_row=self.gpu_free[node].tolist(),
-            gpu_cell_row=self._gpu_cell_lists[node],
-            cell_exists_row=self._cell_exists_lists[node],
+            gpu_cell_row=self.gpu_cell[node].tolist(),
+            cell_exists_row=self.cell_exists[node].tolist(),
             cell_cpu_row=self.cell_cpu[node].tolist(),
             cell_memory_row=self.cell_memory[node].tolist(),
         )
@@ -483,7 +481,7 @@ class CycleState:
     def _recount_whole(self, node: int) -> None:
         """Refresh the per-node device summaries after `node`'s devices changed."""
         row = self.gpu_free[node].tolist()
-        cells = self._gpu_cell_lists[node]
+        cells = self.gpu_cell[node].tolist()
         counts = [0] * self.cell_whole_free.shape[1]
         partial = -1
         for slot, free in enumerate(row):

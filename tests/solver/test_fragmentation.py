@@ -1,6 +1,7 @@
 """The fragmentation measure and the greedy engine's fragmentation-first packing:
 hand-computed values, typical shapes from pending pods, the checker on drawn snapshots,
-and a tiny cluster where best fit strands a device and the fragmentation score does not."""
+a tiny cluster where best fit strands a device and the fragmentation score does not, and
+configured shapes prepared once per tuple, never from a stale entry."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from solver.checker import check_placement
 from solver.fragmentation import (
     FragmentationScore,
     TypicalShape,
+    _configured,
+    _prepared,
     fgd_bucket,
     fragmentation_milli,
     packing_score,
@@ -177,3 +180,24 @@ def test_remembered_growth_always_equals_a_fresh_computation(data):
         shape = data.draw(st.sampled_from(asked))
         fresh = FragmentationScore(problem, shapes).growth(state, shape, subset)
         assert remembering.growth(state, shape, subset).tolist() == fresh.tolist()
+
+
+def _configured_columns(snapshot: Snapshot, shapes) -> tuple:  # noqa: ANN001
+    prepared = _configured(snapshot, shapes)
+    return (prepared.cpu_milli.tolist(), prepared.devices.tolist(), prepared.weight.tolist(), prepared.eligible.tolist())
+
+
+def test_configured_shapes_are_prepared_once_per_tuple_and_never_stale():
+    snapshot = make_snapshot(nodes=[make_node("a", gpus=2, labels={"pool": "x"}), make_node("b", gpus=2)])
+    selected = TypicalShape(cpu_milli=2000, gpu_milli=1000, weight=1.0, node_selector=(("pool", "x"),))
+    shapes = (HALF_GPU, selected)
+    assert _prepared(shapes) is _prepared(shapes)  # one tuple, one preparation
+    assert _configured_columns(snapshot, shapes) == (
+        [1000, 2000], [1, 1], [0.5, 0.5], [[True, True], [True, False]]
+    )
+    other = (selected,)  # other contents: its own columns
+    assert _configured_columns(snapshot, other) == ([2000], [1], [1.0], [[True, False]])
+    changing = [HALF_GPU]  # a list may change under one identity: never taken from the cache
+    assert _configured_columns(snapshot, changing)[0] == [1000]
+    changing[0] = selected
+    assert _configured_columns(snapshot, changing)[0] == [2000]

@@ -4,7 +4,9 @@
 Structural assertions only (no wall-clock thresholds): the per-snapshot memo returns what
 a fresh computation returns, dies with its snapshot, and does not hang when a snapshot is
 freed while it makes another entry; the `Problem` built from nodes
-sharing one template equals the one built from distinct node objects; the deadline CP-SAT
+sharing one template equals the one built from distinct node objects; a node's row is
+computed once per node object, whichever snapshots it joins, and a changed node (a new
+object) gets its own; the deadline CP-SAT
 gets leaves the reserve, every CP-SAT call is limited to the time left, and full garbage
 collections are held off during `place()` and restored after it.
 """
@@ -23,13 +25,14 @@ import pytest
 import solver.cpsat.engine as cpsat_module
 import solver.memo as memo_module
 import solver.place as place_module
+import solver.problem as problem_module
 from experiments.synthetic import synthetic_snapshot
-from models.snapshot import Snapshot
+from models.snapshot import Node, Snapshot
 from solver.checker import check_placement
 from solver.cpsat import solve_cpsat
 from solver.cpsat.data import DataLimits, build_model_data
 from solver.engines import Engines
-from solver.memo import memo_size, memoized
+from solver.memo import memo_size, memoized, memoized_each
 from solver.objective import ObjectiveContext
 from solver.place import (
     AFTER_SECONDS_PER_ITEM,
@@ -158,6 +161,68 @@ def test_a_problem_from_shared_node_templates_equals_one_from_distinct_nodes() -
     ):
         np.testing.assert_array_equal(getattr(fast, name), getattr(plain, name), err_msg=name)
     assert fast.pod_gpu_slots == plain.pod_gpu_slots
+
+
+NODE_TABLES = (
+    "allocatable", "free", "schedulable", "gpu_index", "gpu_free_milli", "gpu_cell", "cell_ids", "cell_cpu_free",
+    "cell_memory_free",
+)  # fmt: skip
+
+
+def _same_node_tables(one: Snapshot, other: Snapshot) -> None:
+    mine, theirs = build_problem(one), build_problem(other)
+    for name in (*NODE_TABLES, "node_names"):
+        np.testing.assert_array_equal(getattr(mine, name), getattr(theirs, name), err_msg=name)
+
+
+def test_memoized_each_gives_what_memoized_gives_one_by_one() -> None:
+    snapshot = _snapshot(nodes=6)
+    first = memoized(snapshot.nodes[0], ("each",), lambda: "known")
+    assert memoized_each(snapshot.nodes, ("each",), lambda node: node.name) == [first, *(n.name for n in snapshot.nodes[1:])]
+    assert memoized_each(snapshot.nodes, ("each",), lambda node: "recomputed") == [first, *(n.name for n in snapshot.nodes[1:])]
+
+
+def test_a_node_row_is_computed_once_per_node_and_shared_by_the_snapshots_it_joins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    first = make_snapshot(
+        nodes=[make_node(f"n{i}", gpus=2 * i, numa_cells=2 if i % 2 else 0, gpu_used_milli={0: 100 * i}) for i in range(5)]
+    )
+    computed: list[str] = []
+    real = problem_module._compute_node_row
+    monkeypatch.setattr(problem_module, "_compute_node_row", lambda node: computed.append(node.name) or real(node))
+    build_problem(first)
+    assert sorted(computed) == [f"n{i}" for i in range(5)]
+    computed.clear()
+    second = Snapshot(nodes=(first.nodes[3], first.nodes[1]))  # the same node objects, another snapshot
+    build_problem(second)
+    assert computed == []
+    _same_node_tables(second, _distinct_copy(second))
+
+
+def test_a_changed_node_gets_its_own_row_and_the_problem_shows_the_change() -> None:
+    before = make_snapshot(nodes=[make_node("n0", gpus=4), make_node("n1", gpus=2, numa_cells=2)])
+    build_problem(before)  # rows memoized on both nodes
+    busier = Node.model_validate(
+        {**before.nodes[0].model_dump(), "gpus": [{"index": g, "used_milli": 500 if g == 2 else 0} for g in range(4)]}
+    )
+    after = Snapshot(nodes=(busier, before.nodes[1]))
+    problem = build_problem(after)
+    assert problem.gpu_free_milli[0].tolist() == [1000, 1000, 500, 1000]
+    assert problem.free[problem.gpu_column, 0] == 3500
+    _same_node_tables(after, _distinct_copy(after))
+    _same_node_tables(before, _distinct_copy(before))  # the old node's row is untouched
+
+
+def test_node_memo_entries_go_with_their_node() -> None:
+    gc.collect()
+    baseline = memo_size()
+    snapshot = make_snapshot(nodes=[make_node(f"n{i}", gpus=1) for i in range(3)])
+    build_problem(snapshot)
+    assert memo_size() == baseline + 4  # each node (its row) and the snapshot (its deserved shares)
+    del snapshot
+    gc.collect()
+    assert memo_size() == baseline
 
 
 def test_greedy_and_the_cpsat_data_come_out_alike_on_shared_and_distinct_nodes() -> None:
