@@ -21,10 +21,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from batchplace.render import print_error
 from experiments.bench import (
     DEFAULT_SIZES,
+    FAMILIES,
     BenchConfig,
     BenchRun,
     BenchSize,
     parse_engines,
+    parse_family,
     parse_sizes,
     run_bench,
 )
@@ -36,7 +38,7 @@ __all__ = ["bench"]
 EXIT_INPUT_ERROR = 2
 T = TypeVar("T")
 # Piped or redirected output gets room for the whole table instead of rich's 80 columns.
-stdout = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 170)
+stdout = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 200)
 
 
 class _ProgressObserver:
@@ -103,18 +105,27 @@ def bench(
         Path, typer.Option(help="Directory for bench.csv, bench_summary.csv, bench.md and bench.png.")
     ] = Path("results/bench"),
     seed: Annotated[int, typer.Option(help="Base seed; the same seed gives the same snapshots.")] = 0,
+    family: Annotated[
+        str,
+        typer.Option(
+            help=f"Synthetic family: {', '.join(FAMILIES)}. standard: 25-75 % of GPUs running, gangs of 1-64 GPUs "
+            "in 4 queues. tight: holes cut for a planted packing, ~95 % of free GPUs asked, in the order that "
+            "makes greedy strand GPUs.",
+        ),
+    ] = "standard",
 ) -> None:
     """Time the placement engines on synthetic GPU clusters and report speed and quality.
 
     Each size x repetition is one seeded snapshot (its build not timed): 8-GPU nodes, leaves of 16, spines of 8.
 
-    25-75 % of GPUs run already; pending gangs of 1-64 GPUs in 4 weighted queues, some with hard topology.
+    standard family: 25-75 % of GPUs run already; pending gangs of 1-64 GPUs in 4 weighted queues, some with hard
+    topology. tight family: 1/2/4/8-GPU pods, shares and leaf-bound gangs asking ~95 % of the free GPUs.
 
     Each engine solves it through place(), checker included, timed by the wall clock.
 
-    Prints p50/p99 seconds, objective, gap, GPUs placed vs greedy and evictions per size and engine.
+    Prints p50/p99 seconds, objective, gap, GPUs placed vs greedy and vs the LP bound, and evictions per size and engine.
 
-    Example: batchplace bench --sizes 1000x1000 --engines greedy,cpsat --repeats 3
+    Example: batchplace bench --family tight --sizes 100x100,1000x1000 --engines greedy,auto --repeats 3
     """
     config = BenchConfig(
         sizes=_parsed("--sizes", parse_sizes, sizes),
@@ -123,6 +134,7 @@ def bench(
         time_limit_s=time_limit,
         seed=seed,
         packing=_parsed("--packing", _parse_packing, packing) if packing is not None else None,
+        family=_parsed("--family", parse_family, family),
     )
     total = len(config.sizes) * config.repeats * len(config.engines)
     with Progress(

@@ -59,7 +59,8 @@ def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[dict[str, obje
 
 TABLE_HEADERS = (
     "size", "engine", "answered by", "runs", "p50 s", "p99 s", "p50 solve s", "p50 CPU s", "pods/s", "pods/CPU s",
-    "objective", "gap p50", "gap max", "GPUs placed", "vs greedy", "worst vs greedy", "evictions", "limit s", "load",
+    "objective", "gap p50", "gap max", "GPUs placed", "vs greedy", "worst vs greedy", "GPU bound", "gap closed",
+    "worst gap closed", "evictions", "limit s", "load",
 )
 
 
@@ -84,6 +85,9 @@ def _table_rows(result: BenchResult) -> list[tuple[str, ...]]:
                 format_number(s.gpus_placed_mean, ",.0f"),
                 format_number(s.gpus_vs_greedy_pct, ".1f") + (" %" if s.gpus_vs_greedy_pct is not None else ""),
                 format_number(s.gpus_vs_greedy_min, "+.0f"),
+                format_number(s.gpu_bound_mean, ",.0f"),
+                _share(s.gap_closed_mean),
+                _share(s.gap_closed_min),
                 format_number(s.evictions_mean, ".1f"),
                 format_number(s.time_limit_s, "g"),
                 format_number(s.load_1m_max, ".2f"),
@@ -92,11 +96,16 @@ def _table_rows(result: BenchResult) -> list[tuple[str, ...]]:
     return rows
 
 
+def _share(fraction: float | None) -> str:
+    """0.754 → "75 %"; None → "-"."""
+    return format_number(None if fraction is None else 100 * fraction, ".0f") + (" %" if fraction is not None else "")
+
+
 CONSOLE_HEADERS = (
     "size", "engine", "answered by", "p50 s", "p99 s", "p50 CPU s", "pods/s", "gap max", "GPUs placed", "vs greedy",
-    "worst vs greedy", "evictions", "load",
+    "worst vs greedy", "GPU bound", "gap closed", "evictions", "load",
 )
-"""The columns the terminal gets (bench.md has them all): what fits in about 120 columns."""
+"""The columns the terminal gets (bench.md has them all): what fits in about 200 columns."""
 
 
 def summary_table(result: BenchResult) -> Table:
@@ -120,12 +129,15 @@ def _limits(config: BenchConfig) -> str:
 
 def _markdown(result: BenchResult) -> str:
     config, env = result.config, result.environment
+    if config.family == "tight":
+        load = "load: what the holes leave, pending pods asking ~95 % of the free GPUs"
+    else:
+        load = f"preload {', '.join(f'{config.preload(i):.0%}' for i in range(config.repeats))}"
     lines = [
         "# batchplace bench",
         "",
-        f"Sizes (nodes x pending pods): {', '.join(s.label for s in config.sizes)}; engines: "
-        f"{', '.join(config.engines)}; {config.repeats} repetitions per size (preload "
-        f"{', '.join(f'{config.preload(i):.0%}' for i in range(config.repeats))}); time limit "
+        f"Family {config.family}; sizes (nodes x pending pods): {', '.join(s.label for s in config.sizes)}; engines: "
+        f"{', '.join(config.engines)}; {config.repeats} repetitions per size ({load}); time limit "
         f"{_limits(config)}; greedy packing {config.packing or 'default'}; seed {config.seed}.",
         f"Machine: {env.get('cpus', '?')} CPUs ({env.get('machine', '?')}), 1-min load average at the end "
         f"{env.get('load_average_1m', '?')}; Python {env.get('python', '?')}, numpy {env.get('numpy', '?')}, "
@@ -134,7 +146,10 @@ def _markdown(result: BenchResult) -> str:
         "",
         "Times are wall seconds of `place()` (problem build, engine, checker); p99 over "
         f"{config.repeats} runs is in effect the slowest run. 'vs greedy' is GPUs placed as a "
-        "percentage of greedy's on the same snapshot; 'worst vs greedy' the worst difference in GPUs.",
+        "percentage of greedy's on the same snapshot; 'worst vs greedy' the worst difference in GPUs. "
+        "'GPU bound' is the LP relaxation's bound on the GPUs placed (mean over snapshots); 'gap closed' the "
+        "share of greedy's distance to it the engine wins back, (GPUs − greedy's) / (bound − greedy's), mean "
+        "and worst snapshot; '-' where greedy is at the bound.",
         "",
         "| " + " | ".join(TABLE_HEADERS) + " |",
         "|" + "|".join("---" if h in ("size", "engine", "answered by") else "---:" for h in TABLE_HEADERS) + "|",
@@ -158,6 +173,17 @@ def _markdown(result: BenchResult) -> str:
 
 def _verdict(met: bool | None) -> str:
     return "not judged" if met is None else "yes" if met else "**no**"
+
+
+def _bound_vs_greedy(result: BenchResult) -> dict[str, float]:
+    """Per size: the GPU bound as a percentage of greedy's GPUs placed, the mean over its
+    snapshots — as the bars average each engine's percentage, so an engine at the bound
+    on every snapshot meets the mark."""
+    ratios: dict[str, dict[int, float]] = {}
+    for run in result.runs:
+        if run.gpu_bound is not None and run.greedy_gpus_placed:
+            ratios.setdefault(run.size, {})[run.repeat] = 100.0 * run.gpu_bound / run.greedy_gpus_placed
+    return {size: float(np.mean(list(by_repeat.values()))) for size, by_repeat in ratios.items()}
 
 
 def _plot(result: BenchResult, path: Path) -> None:
@@ -205,6 +231,12 @@ def _plot(result: BenchResult, path: Path) -> None:
         quality.bar(x, [s.gpus_vs_greedy_pct for s in rows], width=width, label=engine)
     quality.axhline(100.0, color="grey", linestyle=":", linewidth=1)
     ratios = [s.gpus_vs_greedy_pct for s in result.summaries if s.gpus_vs_greedy_pct is not None]
+    bounds = _bound_vs_greedy(result)
+    if bounds:
+        quality.scatter(
+            [position[size] for size in bounds], list(bounds.values()), marker="_", s=600, color="black", label="LP bound"
+        )
+        ratios += list(bounds.values())
     quality.set_ylim(min([*ratios, 100.0]) - 5, max([*ratios, 100.0]) + 5)  # differences of a few % must show
     quality.set_xticks(range(len(labels)), labels, rotation=rotation, ha="right" if rotation else "center")
     quality.set_xlabel("nodes x pending pods")

@@ -60,6 +60,10 @@ __all__ = [
     "SnapshotShape",
     "synthetic_snapshot",
     "shape_of",
+    "cluster_nodes",
+    "cluster_hypernodes",
+    "training_requests",
+    "inference_requests",
 ]
 
 GIB = 2**30
@@ -154,8 +158,8 @@ def synthetic_snapshot(
     )
     return Snapshot.model_validate(
         {
-            "nodes": _nodes(node_names),
-            "hypernodes": _hypernodes(node_names),
+            "nodes": cluster_nodes(node_names),
+            "hypernodes": cluster_hypernodes(node_names),
             "queues": [
                 {"name": q.name, "weight": q.weight, "capability": None if cap is None else {GPU: cap}}
                 for q, cap in zip(QUEUES, queue_caps.values())
@@ -169,7 +173,7 @@ def synthetic_snapshot(
 # ---- the cluster ----
 
 
-def _nodes(node_names: list[str]) -> list[Node]:
+def cluster_nodes(node_names: list[str]) -> list[Node]:
     """Every node is the same but for its name: validate one, copy it (10,000 validations
     cost half a second; copies of a frozen, validated model are as valid and 15× cheaper)."""
     template = Node.model_validate(_node(node_names[0]))
@@ -189,7 +193,7 @@ def _node(name: str) -> dict[str, Any]:
     }
 
 
-def _hypernodes(node_names: list[str]) -> list[dict[str, Any]]:
+def cluster_hypernodes(node_names: list[str]) -> list[dict[str, Any]]:
     """Leaves of 16 nodes (tier 1), spines of 8 leaves (tier 2), a top (tier 3) over ≥ 2 spines."""
     leaves = [
         {"name": f"leaf-{i // LEAF_NODES:04d}", "tier": 1, "node_members": node_names[i : i + LEAF_NODES]}
@@ -207,7 +211,8 @@ def _hypernodes(node_names: list[str]) -> list[dict[str, Any]]:
     return [*leaves, *spines, *top]
 
 
-def _training_requests(gpus_per_pod: int) -> dict[str, int]:
+def training_requests(gpus_per_pod: int) -> dict[str, int]:
+    """A training pod's requests: per GPU 16 cores and 160 GiB (an 8-GPU pod: 128 cores, 1.25 TiB)."""
     return {
         "cpu": gpus_per_pod * CPU_MILLI_PER_GPU,
         "memory": gpus_per_pod * MEMORY_BYTES_PER_GPU,
@@ -215,7 +220,8 @@ def _training_requests(gpus_per_pod: int) -> dict[str, int]:
     }
 
 
-def _inference_requests(gpu_milli: int) -> dict[str, int]:
+def inference_requests(gpu_milli: int) -> dict[str, int]:
+    """An inference pod's requests: a share of one GPU, 4 cores, 32 GiB."""
     return {"cpu": INFERENCE_CPU_MILLI, "memory": INFERENCE_MEMORY_BYTES, GPU: gpu_milli}
 
 
@@ -297,7 +303,7 @@ class _Preload:
         for node, devices in placements:
             self.device_milli[node, devices] = GPU_MILLI_PER_DEVICE
             self.free_devices[node] -= len(devices)
-        self._record(queue, _training_requests(per_pod), placements)
+        self._record(queue, training_requests(per_pod), placements)
         return gpus * GPU_MILLI_PER_DEVICE
 
     def _node_for(self, gpus: int) -> int | None:
@@ -337,7 +343,7 @@ class _Preload:
         self.device_milli[node, device] += milli
         if self.device_milli[node, device] == GPU_MILLI_PER_DEVICE:
             self.shared.remove((node, device))
-        self._record("inference", _inference_requests(milli), [(node, [device])])
+        self._record("inference", inference_requests(milli), [(node, [device])])
         return milli
 
     def _record(self, queue: str, requests: dict[str, int], placements: list[tuple[int, list[int]]]) -> None:
@@ -470,7 +476,7 @@ def _gang_shapes(
     while left > 0:
         if rng.random() < fractional_fraction:
             milli = int(rng.choice(FRACTIONAL_MILLI))
-            shape = _GangShape(int(rng.choice((1, 2, 4))), _inference_requests(milli), True, 0, "server")
+            shape = _GangShape(int(rng.choice((1, 2, 4))), inference_requests(milli), True, 0, "server")
         else:
             gpus = int(rng.choice(sizes, p=weights))
             if gpus > GPUS_PER_NODE:
@@ -479,7 +485,7 @@ def _gang_shapes(
                 replicas, per_pod = gpus, 1
             else:
                 replicas, per_pod = 1, gpus
-            shape = _GangShape(replicas, _training_requests(per_pod), False, per_pod, "worker")
+            shape = _GangShape(replicas, training_requests(per_pod), False, per_pod, "worker")
         shape.replicas = min(shape.replicas, left)
         shapes.append(shape)
         left -= shape.replicas

@@ -4,7 +4,9 @@ Input: a `Snapshot`. Output: `lp_bound(snapshot)`, a number no valid placement's
 throughput exceeds — so it bounds the lexicographic optimum's too — to say how far a
 placement is from the best possible (`batchplace solve --bound`, and the gap `place()`
 reports when CP-SAT's own bound is weaker). `integral=True` solves the same model as a
-MILP (for cross-checks on small cases).
+MILP (for cross-checks on small cases). `objective="gpus"` bounds instead the GPUs that
+this cycle's binds may hold (the benchmark's "GPUs placed"): the same rows, the cost of a
+pending pod its GPUs (milli / 1000), kept running pods worth nothing.
 
 The relaxation is built once as sparse rows (`relaxation`) and solved by one of two
 backends: `pulp` (HiGHS when pulp finds it, else CBC — the default, and what the CLI
@@ -21,7 +23,8 @@ Every valid placement is a feasible point, so the optimum is a valid bound:
     may be a victim, `keep` per aggregate of alike victims); whole-GPU pods take at most
     the devices that are wholly free once every such victim is gone;
   - quota: each capped queue (and ancestor) stays within its capability where it is now;
-  - objective: Σ weight · value of bound pods and kept running pods (`solver.objective`).
+  - objective: Σ weight · value of bound pods and kept running pods (`solver.objective`),
+    or with `objective="gpus"` the GPUs of bound pods.
 Topology, NUMA, per-node packing, fairness and the finer preemption rules are relaxed away.
 """
 
@@ -36,13 +39,15 @@ import pulp
 from scipy import sparse
 from scipy.optimize import linprog
 
-from models.snapshot import GPU_MILLI_PER_DEVICE, Snapshot, gpu_devices
+from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, Snapshot, gpu_devices
 from solver.after import milli_per_device
 from solver.objective import ObjectiveContext, pod_value
 from solver.problem import Problem, build_problem
 from solver.rules.gang import members_missing, task_shortfalls
 
-__all__ = ["Relaxation", "relaxation", "lp_bound", "lp_solver"]
+__all__ = ["BoundObjective", "Relaxation", "relaxation", "lp_bound", "lp_solver"]
+
+BoundObjective = Literal["throughput", "gpus"]
 
 
 @dataclass
@@ -69,10 +74,13 @@ class Relaxation:
             self.rows.append(([i for i, _ in terms], [c for _, c in terms], rhs))
 
 
-def relaxation(snapshot: Snapshot, *, problem: Problem | None = None) -> Relaxation:
+def relaxation(
+    snapshot: Snapshot, *, problem: Problem | None = None, objective: BoundObjective = "throughput"
+) -> Relaxation:
     """The LP of the module docstring, as sparse rows."""
     problem = problem if problem is not None else build_problem(snapshot)
     ctx = ObjectiveContext.of(snapshot)
+    throughput = objective == "throughput"
     lp = Relaxation()
     classes = problem.node_class
     class_ids = sorted(set(classes.tolist()))
@@ -87,7 +95,7 @@ def relaxation(snapshot: Snapshot, *, problem: Problem | None = None) -> Relaxat
     for p in np.flatnonzero(problem.pod_running & (problem.pod_group >= 0)).tolist():
         pod = snapshot.pods[p]
         group = snapshot.pod_groups[int(problem.pod_group[p])]
-        value = ctx.weights[group.key] * pod_value(pod.requests)
+        value = ctx.weights[group.key] * pod_value(pod.requests) if throughput else 0
         if not (group.preemptable and pod.preemptable):
             lp.constant += value
             continue
@@ -132,7 +140,7 @@ def relaxation(snapshot: Snapshot, *, problem: Problem | None = None) -> Relaxat
             if eligibility not in eligible_by_row:
                 eligible_by_row[eligibility] = sorted(set(classes[problem.eligible_nodes(row)].tolist()))
             eligible_classes = eligible_by_row[eligibility]
-            value = weight * pod_value(task.requests)
+            value = weight * pod_value(task.requests) if throughput else task.requests.get(GPU, 0) / GPU_MILLI_PER_DEVICE
             xs = [lp.variable(f"x_{row}_{c}", 0, pending, value) for c in eligible_classes]
             every.extend(xs)
             lp.at_most([(x, 1.0) for x in xs] + [(admitted, -pending)], 0)
@@ -198,9 +206,10 @@ def lp_bound(
     integral: bool = False,
     backend: Literal["pulp", "scipy"] = "pulp",
     time_limit_s: float = 30.0,
+    objective: BoundObjective = "throughput",
 ) -> float:
-    """The relaxation's optimal throughput (see the module docstring)."""
-    lp = relaxation(snapshot, problem=problem)
+    """The relaxation's optimum: throughput, or GPUs bound (see the module docstring)."""
+    lp = relaxation(snapshot, problem=problem, objective=objective)
     if backend == "scipy":
         return _solve_scipy(lp, integral=integral, time_limit_s=time_limit_s)
     return _solve_pulp(lp, integral=integral, time_limit_s=time_limit_s)

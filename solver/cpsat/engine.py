@@ -19,7 +19,9 @@ The model, built in named steps (each its own module):
      quota, topology, preemption and reclaim;
   4. objective (`cpsat.objective`): the five tiers of `solver.objective`, exactly;
   5. parameters: `num_workers`, a time limit per stage, the hint;
-  6. solve: stage by stage (lexicographic, weights inside a stage where provable); then,
+  6. solve: when the hint leaves PodGroups out, first a *repack* (`_repack`): the first
+     stage's objective with every PodGroup the hint admits held admitted; then stage by
+     stage (lexicographic, weights inside a stage where provable); then,
      if every stage was proven and the answer is not the greedy hint's, a first-come
      tie-break among the placements equal on every tier (`_break_ties`);
   7. extract (`cpsat.extract`).
@@ -45,12 +47,11 @@ can break their rules). A restriction, reported in `restricted` ("inter-pod cons
 equal `score`, the fixed part entering as constants. Without such PodGroups nothing
 changes.
 
-Presolve is off in the search stages unless asked for (`CpsatConfig.presolve`): its
-fixpoint loop does not watch the time limit and paid nothing back on these models —
-0.5 s of a 0.1 s stage on a 3,168-variable openb batch that solves to optimality in 6 ms
-without it, 1.3 s on a 12,000-variable benchmark model, and never a better answer on the
-measured snapshots (docs/results.md, "CP-SAT presolve"). The hint completion keeps it:
-with every decision fixed it is what finishes the completion in milliseconds.
+Presolve runs only when the stage has time for it (`PRESOLVE_SECONDS_PER_VARIABLE`):
+CP-SAT presolves the model anew for every stage, and its cost grows with the model, not
+with the stage's time limit — a stage shorter than its presolve ends without searching,
+with at best the hint it was given. Measured on 2 cores: 0.3–0.7 s per stage at
+1,300–3,800 variables, 1.3 s at 12,000.
 
 Statuses: OPTIMAL only when every stage proved optimality and nothing was restricted;
 FEASIBLE otherwise; UNKNOWN when no stage produced a solution in time (the caller falls
@@ -76,18 +77,33 @@ from solver.cpsat.hint import hint_values, representable_hint
 from solver.cpsat.interpod import fix_inter_pod, merged
 from solver.cpsat.objective import Stage, Tiers, build_tiers, first_come, plan_stages
 from solver.cpsat.polish import pack_shares
-from solver.cpsat.variables import create_variables
+from solver.cpsat.variables import Variables, create_variables
 from solver.objective import TIERS, ObjectiveContext, ObjectiveVector, score
 from solver.problem import Problem
 
 __all__ = [
-    "CpsatConfig", "CpsatResult", "StageReport", "ModelInvalid", "solve_cpsat", "TIE_BREAK_MIN_S",
+    "CpsatConfig", "CpsatResult", "StageReport", "ModelInvalid", "solve_cpsat", "PRESOLVE_SECONDS_PER_VARIABLE",
+    "TIE_BREAK_MIN_S",
 ]
 
 log = logging.getLogger(__name__)
 
+PRESOLVE_SECONDS_PER_VARIABLE = 2e-4
+"""What CP-SAT's presolve costs per model variable, per stage (measured 1.1–2.6e-4 on the
+bench's models, 1,300–12,000 variables); with `presolve=None` it runs when this estimate
+is at most `PRESOLVE_SHARE` of the stage's time."""
+PRESOLVE_SHARE = 0.5
 MIN_SEARCH_S = 0.05
 """Below this much time left for completing the hint and searching, CP-SAT is not started."""
+REPACK_WEIGHT = 8.0
+"""The repack's weight in the split of the search time, where a stage that decides what
+runs weighs 2 and one that only chooses among equals 1: most of the time (8 of 13 with
+three stages), because on a large model a short limit finds its improvements there —
+the stages seldom improve on the hint in the little time they get — and a repack that
+proves its optimum early hands the rest back. Measured on the `tight` bench family at
+1,000 nodes and 1 s, the same 10 snapshots each: weight 4 won back 60 % and 66 % of
+greedy's loss on average (0 % on the worst), 8 won 95 % and 91 % (76 %, 50 %); on the
+standard family's 1,000-node sizes the two gave the same answers (docs/results.md)."""
 TIE_BREAK_MIN_S = 0.2
 """The first-come tie-break may take as long as the tiers' search took, or this much."""
 BUILD_SECONDS_PER_VARIABLE = 3e-5
@@ -106,7 +122,7 @@ class CpsatConfig:
     relative_gap_limit: float = 0.0
     merge_tiers: bool = True
     objective_order: tuple[str, ...] = TIERS  # the tiers, most important first
-    presolve: bool = False  # in the search stages; see the module docstring
+    presolve: bool | None = None  # None: when the stage has time for it (`_presolve`)
     limits: DataLimits = DataLimits()
     log_search: bool = False
 
@@ -194,8 +210,11 @@ def solve_cpsat(
     if values is None:
         log.warning("cpsat: the greedy hint did not complete to a model solution (%s); solving without it", completion)
     stats["hint_s"] = time.perf_counter() - started - stats["data_s"] - stats["model_s"]
-    # 6. solve, stage by stage
+    # 6. solve: the repack, then stage by stage
     reports: list[StageReport] = []
+    if values is not None and _leaves_out(variables, values):
+        share = (deadline - time.perf_counter()) * REPACK_WEIGHT / (REPACK_WEIGHT + _weights(stages))
+        values = _repack(model, variables, stages[0], values, config, share, reports)
     proven = True
     throughput_bound: int | None = None
     for position, stage in enumerate(stages):
@@ -206,7 +225,7 @@ def solve_cpsat(
         share = remaining * _share(stages, position)
         model.minimize(stage.expression.expr())
         _set_hint(model, values, partial)
-        solver = _solver(config, share, presolve=config.presolve)
+        solver = _solver(config, share, presolve=_presolve(config, model, share))
         incumbents = _Incumbents()
         status = solver.solve(model, incumbents)
         name = solver.status_name(status)
@@ -313,7 +332,7 @@ def _break_ties(model, data, variables, values, config, deadline, reports) -> li
             break
         model.minimize(expression.expr())
         _set_hint(model, values, {})
-        solver = _solver(config, remaining, presolve=config.presolve)
+        solver = _solver(config, remaining, presolve=_presolve(config, model, remaining))
         status = solver.solve(model)
         reports.append(StageReport(("first-come",), solver.status_name(status), solver.wall_time, None, None))
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -358,8 +377,69 @@ def _one_per_tier(tiers: Tiers, order: list[int]) -> list[Stage]:
 def _share(stages: list[Stage], position: int) -> float:
     """Fraction of the time left for this stage: the fairness and throughput stages weigh
     double, since they decide what runs; later tiers only choose among equals."""
-    weights = [2.0 if (0 in s.tiers or 1 in s.tiers) else 1.0 for s in stages[position:]]
-    return weights[0] / sum(weights)
+    return _weight(stages[position]) / _weights(stages[position:])
+
+
+def _weight(stage: Stage) -> float:
+    return 2.0 if (0 in stage.tiers or 1 in stage.tiers) else 1.0
+
+
+def _weights(stages: list[Stage]) -> float:
+    return sum(_weight(stage) for stage in stages)
+
+
+def _leaves_out(variables: Variables, values: list[int]) -> bool:
+    """Does the solution `values` leave some PodGroup that may bind unadmitted?"""
+    return any(not values[unit.admitted.index] for unit in variables.units)
+
+
+def _repack(
+    model: cp_model.CpModel,
+    variables: Variables,
+    stage: Stage,
+    values: list[int],
+    config: CpsatConfig,
+    seconds: float,
+    reports: list[StageReport],
+) -> list[int]:
+    """The first stage's objective over a copy of the model in which every PodGroup that
+    `values` admits stays admitted with at least as many pods: only where pods go, whom
+    they evict and which of the PodGroups left out join is decided. A solution of the
+    copy is one of the model; the stages after start from it when it is better on the
+    first stage than `values` (the hint to it), else from `values`.
+
+    Why: the greedy hint is mostly right about what runs and wrong about where. A gang it
+    left out typically needs pods it placed moved elsewhere — several counts changed at
+    once, which the full model's search finds slowly while it may also re-decide every
+    admission. Holding the admissions, the same search finds such moves at once
+    (measured in docs/results.md, the `tight` bench family)."""
+    repack = model.clone()  # same variable indices: the model's expressions and values apply to it
+    for unit in variables.units:
+        if values[unit.admitted.index]:
+            repack.add(repack.get_int_var_from_proto_index(unit.admitted.index) == 1)
+            for pods in unit.pods.values():
+                repack.add(repack.get_int_var_from_proto_index(pods.index) >= values[pods.index])
+    repack.minimize(stage.expression.expr())
+    _set_hint(repack, values, {})
+    solver = _solver(config, seconds, presolve=_presolve(config, repack, seconds))
+    incumbents = _Incumbents()
+    status = solver.solve(repack, incumbents)
+    if status == cp_model.MODEL_INVALID:
+        raise ModelInvalid(f"CP-SAT rejected the repack model: {repack.validate()}")
+    found = list(solver.response_proto.solution) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
+    value = None if found is None else stage.expression.value(lambda var: int(found[var.index]))
+    reports.append(StageReport(("repack",), solver.status_name(status), solver.wall_time, value, None, tuple(incumbents.found)))
+    before = stage.expression.value(lambda var: int(values[var.index]))
+    return found if found is not None and value is not None and value < before else values
+
+
+def _presolve(config: CpsatConfig, model: cp_model.CpModel, seconds: float) -> bool:
+    """Presolve a solve of `seconds`? As configured, else when its expected cost is at most
+    `PRESOLVE_SHARE` of them. Example: 3,400 variables → ~0.68 s expected: on for a stage
+    of 1.4 s or more, off for the ~0.12 s stages of a 1 s call at 1,000 nodes."""
+    if config.presolve is not None:
+        return config.presolve
+    return len(model.proto.variables) * PRESOLVE_SECONDS_PER_VARIABLE <= PRESOLVE_SHARE * seconds
 
 
 def _solver(config: CpsatConfig, seconds: float, *, presolve: bool = True) -> cp_model.CpSolver:

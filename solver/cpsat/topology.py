@@ -13,11 +13,22 @@ because HyperNodes nest. A unit is *tracked* when topology can matter: soft, or 
 with more than one pod in all (one pod is always inside one domain).
 
 Candidate pruning that cannot cut off the optimum: a hard domain is dropped when, even
-with every candidate victim gone, its eligible nodes cannot hold the unit's minimum
-(devices and each resource summed — an optimistic test). Restrictions (reported): more
-than `max_domains_per_gang` candidates keep the best fitting (lowest tier, least free
-key resource) plus the hint's; atom patterns beyond `max_topology_patterns` become
-homogeneous (k pods of one tracked shape).
+with every candidate victim gone, its eligible nodes cannot hold the unit's minimum —
+devices and each resource summed, and for each task the pods its nodes could hold one
+node at a time (both optimistic tests). The second matters for whole-node pods: a leaf
+with 24 free GPUs in threes holds no gang of two 8-GPU pods, yet passes the sums, and
+best fit ranks it before a leaf of two empty nodes — so such leaves took every kept slot.
+
+Restrictions (reported): more than `max_domains_per_gang` candidates keep that many —
+best fitting first (lowest tier, least free key resource), but a domain that earlier
+units kept goes behind those fewer units kept — plus the hint's. Why spread: identical
+gangs rank the domains identically, so best fit alone gives forty gangs of two 8-GPU
+pods the same eight leaves, and however the search goes, no more of them can run than
+those leaves hold; spread, each domain that fits is a candidate of some of them.
+Together the two took CP-SAT on the `tight` bench family from proving greedy's
+placement optimal within its candidates to placing every pending GPU (docs/results.md).
+Atom patterns beyond `max_topology_patterns` become homogeneous (k pods of one tracked
+shape).
 """
 
 from __future__ import annotations
@@ -108,6 +119,8 @@ def candidates(build: BuildContext, units, atom_of, domain_atoms, victims_on, ki
     domain_anchor = {name: {atom_id[a] for a in atoms} for name, atoms in domain_atoms.items()}
     single_nodes = np.array([n for n in range(problem.node_count) if atom_of[n].startswith("node:")], dtype=np.int64)
     limit_k = build.limits.max_domains_per_gang
+    kept_by: dict[str, int] = {}  # domain → units that kept it among their cut candidates
+    pods_per_domain = _PodsPerDomain(build, potential, whole, device_free, node_atom, len(atom_names), incidence)
     for unit in units:
         if not unit.tracked:
             continue  # no topology, or one pod in all: always inside one domain
@@ -140,6 +153,9 @@ def candidates(build: BuildContext, units, atom_of, domain_atoms, victims_on, ki
             fits = (domain_tier <= unit.hard_limit) & (incidence @ whole_atom >= devices)
             for r in columns:
                 fits &= incidence @ per_atom[r] >= demand[r]
+            for task in unit.tasks:
+                if shortfalls.get(task.name, 0) > 0:
+                    fits &= pods_per_domain.of(task.row) >= shortfalls[task.name]
             key_sums = incidence @ per_atom[key]
             for d in np.flatnonzero(fits).tolist():
                 name = domain_names[d]
@@ -164,7 +180,9 @@ def candidates(build: BuildContext, units, atom_of, domain_atoms, victims_on, ki
             chosen = [name for _, name in options]
             hint_domain = _hint_domain(build, unit, atom_of, domain_atoms)
             if len(chosen) > limit_k:
-                keep = chosen[:limit_k]
+                keep = sorted(chosen, key=lambda name: kept_by.get(name, 0))[:limit_k]  # stable: best fit within a count
+                for name in keep:
+                    kept_by[name] = kept_by.get(name, 0) + 1
                 if hint_domain is not None and hint_domain not in keep and hint_domain in chosen:
                     keep.append(hint_domain)
                 build.restricted.append(f"{unit.group.key}: {len(chosen)} candidate domains, kept {len(keep)}")
@@ -181,6 +199,59 @@ def candidates(build: BuildContext, units, atom_of, domain_atoms, victims_on, ki
                 build.restricted.append(f"{unit.group.key}: {len(ranked)} candidate atoms, kept {len(keep)}")
                 ranked = keep
             unit.atoms = sorted(set(ranked) | required)
+
+class _PodsPerDomain:
+    """Per task shape: how many of its pods each domain's eligible nodes could hold, one
+    node at a time, with every candidate victim gone — computed once per (eligibility
+    class, requests), since the units of a snapshot share a few shapes."""
+
+    def __init__(
+        self,
+        build: BuildContext,
+        potential: np.ndarray,  # [R, N] free with every candidate victim gone
+        whole: np.ndarray,  # [N] wholly free devices, likewise
+        device_free: np.ndarray,  # [N, G] free milli per device, likewise (−1 padding)
+        node_atom: np.ndarray,  # [N] atom id
+        atom_count: int,
+        incidence: sparse.csr_matrix,  # [D, atoms] domain holds atom
+    ):
+        self.problem = build.problem
+        self.gpu_column = build.gpu_column
+        self.potential = potential
+        self.whole = whole
+        self.device_free = np.maximum(device_free, 0)
+        self.node_atom = node_atom
+        self.atom_count = atom_count
+        self.incidence = incidence
+        self.cache: dict[tuple[int, tuple[int, ...]], np.ndarray] = {}
+
+    def of(self, task_row: int) -> np.ndarray:
+        """[D] pods of the task's shape per domain (rows of the incidence matrix)."""
+        problem = self.problem
+        requests = problem.task_requests[task_row]
+        key = (int(problem.task_eligibility_class[task_row]), tuple(requests.tolist()))
+        found = self.cache.get(key)
+        if found is None:
+            per_node = self._per_node(requests) * problem.eligible_nodes(task_row)
+            found = self.cache[key] = self.incidence @ np.bincount(
+                self.node_atom, weights=per_node, minlength=self.atom_count
+            )
+        return found
+
+    def _per_node(self, requests: np.ndarray) -> np.ndarray:
+        """[N] pods asking `requests` each node holds: the fewest over the resources asked,
+        whole devices for whole GPUs, the shares its devices hold for a fraction.
+        Example: 8 cores free and 3 whole devices, a pod of 2 cores and 2 GPUs → min(4, 1) = 1."""
+        count = np.full(self.potential.shape[1], np.iinfo(np.int64).max, dtype=np.int64)
+        for r in np.flatnonzero(requests).tolist():
+            count = np.minimum(count, np.maximum(self.potential[r], 0) // requests[r])
+        milli = int(requests[self.gpu_column])
+        if milli >= GPU_MILLI_PER_DEVICE:
+            count = np.minimum(count, self.whole // gpu_devices(milli))
+        elif milli > 0:
+            count = np.minimum(count, (self.device_free // milli).sum(axis=1))
+        return count
+
 
 def _hint_domain(build: BuildContext, unit: Unit, atom_of: Mapping[int, str], domain_atoms: Mapping[str, frozenset[str]]) -> str | None:
     nodes = set(unit.anchors) | build.hint_nodes.get(unit.group.key, set())

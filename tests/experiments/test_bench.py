@@ -1,6 +1,7 @@
 """The bench harness on tiny sizes: it writes CSV, Markdown and PNG with the promised
-columns, compares every engine with greedy on the same snapshot, records a failing run
-instead of stopping, judges the README's targets, and the `bench` command drives it."""
+columns, compares every engine with greedy and with the GPU bound on the same snapshot,
+records a failing run instead of stopping, judges the README's targets of each family,
+and the `bench` command drives it."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from experiments.bench import (
     check_targets,
     default_time_limit,
     parse_engines,
+    parse_family,
     parse_sizes,
     run_bench,
 )
@@ -52,6 +54,12 @@ def test_an_unknown_engine_is_refused() -> None:
     assert parse_engines("greedy, auto") == ("greedy", "auto")
     with pytest.raises(ValueError, match="gurobi"):
         parse_engines("greedy,gurobi")
+
+
+def test_an_unknown_family_is_refused() -> None:
+    assert parse_family("tight") == "tight"
+    with pytest.raises(ValueError, match="random"):
+        parse_family("random")
 
 
 def test_repetitions_spread_the_preload_evenly_over_25_to_75_percent() -> None:
@@ -110,6 +118,24 @@ def test_a_run_that_raises_is_recorded_as_an_error_and_the_others_go_on(monkeypa
     assert [s.errors for s in result.summaries] == [0, 1]
 
 
+def test_the_tight_family_reports_the_gpu_bound_and_the_share_of_greedys_gap_closed(tmp_path: Path) -> None:
+    # seed 1 at 32x32: greedy leaves a leaf-bound gang of two 8-GPU pods waiting (16 GPUs)
+    config = BenchConfig(sizes=(BenchSize(32, 32),), engines=("greedy", "auto"), repeats=1, family="tight", seed=1)
+    result = run_bench(config)
+    greedy, auto = result.runs
+    assert greedy.family == auto.family == "tight"
+    assert greedy.gpu_bound == auto.gpu_bound and greedy.gpu_bound is not None
+    assert greedy.gpus_placed is not None and auto.gpus_placed is not None
+    assert greedy.gpus_placed < greedy.gpu_bound
+    assert greedy.gap_closed == 0.0
+    assert auto.gap_closed == (auto.gpus_placed - greedy.gpus_placed) / (auto.gpu_bound - greedy.gpus_placed)
+    assert 0.0 <= auto.gap_closed <= 1.0
+    by_engine = {s.engine: s for s in result.summaries}
+    assert by_engine["auto"].gap_closed_min == by_engine["auto"].gap_closed_mean == auto.gap_closed
+    header, rows = read_csv(write_bench_files(result, tmp_path).runs_csv)
+    assert {"family", "gpu_bound", "gap_closed"} <= set(header) and rows[0]["family"] == "tight"
+
+
 def summary(size: tuple[int, int], engine: str, **fields: object) -> BenchSummary:
     values: dict[str, object] = {name: None for name in BenchSummary.__dataclass_fields__}
     values.update(size=f"{size[0]}x{size[1]}", nodes=size[0], pending_pods=size[1], engine=engine,
@@ -138,6 +164,22 @@ def test_targets_are_judged_on_p99_gap_greedy_comparison_and_throughput() -> Non
     ]
 
 
+def test_tight_targets_ask_every_snapshot_to_close_half_of_greedys_gap_within_a_second() -> None:
+    checks = check_targets(
+        [
+            summary((1000, 1000), "auto", p99_wall_s=0.95, gap_closed_mean=0.9, gap_closed_min=0.7),
+            summary((1000, 1000), "cpsat", p99_wall_s=0.95, gap_closed_mean=0.6, gap_closed_min=0.4),
+            summary((100, 100), "auto", p99_wall_s=0.2, gap_closed_mean=1.0, gap_closed_min=1.0),
+            summary((1000, 1000), "greedy", p99_wall_s=0.3, gap_closed_mean=0.0, gap_closed_min=0.0),
+        ],
+        family="tight",
+    )
+    assert [(c.target.split(":")[0], c.met) for c in checks] == [
+        ("auto tight 1000x1000", True),
+        ("cpsat tight 1000x1000", False),  # one snapshot closed only 40 %
+    ]
+
+
 def test_bench_command_prints_the_table_and_writes_the_files(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = runner.invoke(
@@ -149,7 +191,9 @@ def test_bench_command_prints_the_table_and_writes_the_files(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(
-    ("option", "value"), [("--sizes", "20by10"), ("--engines", "fastest")], ids=["bad size", "bad engine"]
+    ("option", "value"),
+    [("--sizes", "20by10"), ("--engines", "fastest"), ("--family", "random")],
+    ids=["bad size", "bad engine", "bad family"],
 )
 def test_bench_command_refuses_bad_options_with_exit_2_and_one_line(option: str, value: str, tmp_path: Path) -> None:
     result = runner.invoke(app, ["bench", option, value, "--out", str(tmp_path)])

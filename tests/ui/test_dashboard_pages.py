@@ -250,7 +250,7 @@ def test_every_page_at_1000_nodes(page: Page, ui_server: LiveServer, big_snapsho
     page.goto(f"{ui_server.url}/ui/podgroups?s={key}&state=pending")
     pending = page.locator("tr.pg.pending")
     assert pending.count() > 0
-    assert re.match(r"^(gang|quota|topology|capacity|numa|fairness|dependency|queue)", pending.first.locator(".reason").inner_text())
+    assert re.match(r"^(gang|quota|topology|capacity|numa|fairness|dependency|queue|preemption)", pending.first.locator(".reason").inner_text())
     shoot(page, screenshots, "podgroups-1000-nodes", full_page=False)
 
     page.goto(f"{ui_server.url}/ui/what-if?s={key}")

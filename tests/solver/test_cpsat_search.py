@@ -1,0 +1,98 @@
+"""How the CP-SAT engine spends a short time limit: hard-topology candidates that can hold
+the gang node by node and are spread over identical gangs, a repack that holds the hint's
+admissions and moves pods to let a waiting gang in, and presolve only where it has time."""
+
+from __future__ import annotations
+
+import time
+
+from ortools.sat.python import cp_model
+
+from models.snapshot import Snapshot
+from solver.cpsat import solve_cpsat
+from solver.cpsat.data import DataLimits, build_model_data
+from solver.cpsat.engine import PRESOLVE_SECONDS_PER_VARIABLE, CpsatConfig, _presolve
+from solver.greedy import solve_greedy
+from solver.objective import ObjectiveContext
+from solver.problem import build_problem
+from tests.builders import make_gang, make_node, make_snapshot, solve_checked
+
+
+def candidate_domains(snapshot: Snapshot, *, max_domains_per_gang: int = 8) -> dict[str, list[str]]:
+    problem = build_problem(snapshot)
+    data = build_model_data(
+        snapshot, problem, ObjectiveContext.of(snapshot), limits=DataLimits(max_domains_per_gang=max_domains_per_gang)
+    )
+    return {str(unit.group.key): list(unit.domains) for unit in data.units if unit.domains}
+
+
+def test_a_leaf_with_its_free_gpus_in_halves_is_no_candidate_for_a_gang_of_whole_node_pods() -> None:
+    halves = [make_node(f"a{i}", gpus=8, leaf="leaf-a") for i in range(4)]  # 16 GPUs free, in fours
+    empty = [make_node(f"b{i}", gpus=8, leaf="leaf-b") for i in range(2)]  # 16 GPUs free, two whole nodes
+    busy = [make_gang(f"busy-{i}", gpus=4, running_on=[f"a{i}"], preemptable=False) for i in range(4)]
+    gang = make_gang("llm", replicas=2, gpus=8, topology_tier=1)
+    snapshot = make_snapshot(nodes=[*halves, *empty], groups=[*busy, gang])
+    assert candidate_domains(snapshot) == {"default/llm": ["leaf-b"]}
+
+
+def test_identical_gangs_cut_to_one_candidate_each_get_different_leaves_and_all_run() -> None:
+    nodes = [make_node(f"n{i}", gpus=8, leaf=f"leaf-{i // 2}") for i in range(6)]
+    gangs = [make_gang(f"llm-{k}", replicas=2, gpus=8, topology_tier=1) for k in range(3)]
+    snapshot = make_snapshot(nodes=nodes, groups=gangs)
+    domains = candidate_domains(snapshot, max_domains_per_gang=1)
+    assert sorted(d for kept in domains.values() for d in kept[:1]) == ["leaf-0", "leaf-1", "leaf-2"]
+    decision = solve_checked(snapshot, "cpsat")
+    assert len(decision.placement.binds) == 6
+
+
+def single_before_gang() -> Snapshot:
+    """leaf-a has two empty nodes, leaf-b one; the single 8-GPU pod comes first (key order)
+    and greedy gives it a0, so the leaf-bound gang of two finds no leaf with two."""
+    nodes = [make_node("a0", gpus=8, leaf="leaf-a"), make_node("a1", gpus=8, leaf="leaf-a"), make_node("b0", gpus=8, leaf="leaf-b")]
+    return make_snapshot(nodes=nodes, groups=[make_gang("a-single", gpus=8), make_gang("b-gang", replicas=2, gpus=8, topology_tier=1)])
+
+
+def test_the_repack_moves_the_single_pod_and_lets_the_waiting_gang_in() -> None:
+    snapshot = single_before_gang()
+    problem = build_problem(snapshot)
+    greedy = solve_greedy(snapshot, problem=problem)
+    assert len(greedy.placement.binds) == 1
+    result = solve_cpsat(
+        snapshot,
+        problem=problem,
+        context=ObjectiveContext.of(snapshot),
+        config=CpsatConfig(),
+        deadline=time.perf_counter() + 10,
+        hint=greedy.placement,
+    )
+    assert result.stages[0].tiers == ("repack",)
+    assert result.placement is not None
+    placed = {b.pod: b.node for b in result.placement.binds}
+    assert placed["default/a-single-worker-0"] == "b0"
+    assert {placed["default/b-gang-worker-0"], placed["default/b-gang-worker-1"]} == {"a0", "a1"}
+
+
+def test_no_repack_when_the_hint_admits_every_podgroup() -> None:
+    snapshot = make_snapshot(nodes=[make_node("n1", gpus=8, leaf="leaf-a")], groups=[make_gang("one", gpus=8)])
+    problem = build_problem(snapshot)
+    greedy = solve_greedy(snapshot, problem=problem)
+    result = solve_cpsat(
+        snapshot,
+        problem=problem,
+        context=ObjectiveContext.of(snapshot),
+        config=CpsatConfig(),
+        deadline=time.perf_counter() + 10,
+        hint=greedy.placement,
+    )
+    assert result.stages and all(stage.tiers != ("repack",) for stage in result.stages)
+
+
+def test_presolve_runs_only_when_the_stage_has_twice_its_expected_cost() -> None:
+    model = cp_model.CpModel()
+    for i in range(1000):
+        model.new_bool_var(f"x{i}")
+    expected_s = 1000 * PRESOLVE_SECONDS_PER_VARIABLE
+    assert _presolve(CpsatConfig(), model, 2 * expected_s)
+    assert not _presolve(CpsatConfig(), model, 1.5 * expected_s)
+    assert _presolve(CpsatConfig(presolve=True), model, 0.001)
+    assert not _presolve(CpsatConfig(presolve=False), model, 100.0)
