@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 
 from models.snapshot import DEFAULT_QUEUE, Node, Task
 
-from .raw import Warnings, build_model
-from .workloads import JobRecord, PodGroupRecord, PodRecord
+from .raw import Warnings
+from .workloads import JobRecord, PodGroupRecord, PodRecord, task_from_template
 
 __all__ = ["Workload", "expand_jobs", "add_one_pod_groups", "join_pods"]
 
@@ -232,18 +232,6 @@ def _derive_tasks(workload: Workload, group: PodGroupRecord, pods: list[PodRecor
 
 
 def _task_model(group: PodGroupRecord, name: str, pods: Sequence[PodRecord], min_available: int) -> Task:
-    template = pods[0].template
-    return build_model(
-        Task,
-        group.location,
-        name=name,
-        min_available=min_available,
-        requests=template.requests,
-        node_selector=template.node_selector,
-        required_node_affinity=template.required_node_affinity,
-        preferred_node_affinity=template.preferred_node_affinity,
-        tolerations=template.tolerations,
-        numa_policy=template.numa_policy,
-        labels=_common_labels(pods),
-        inter_pod=template.inter_pod,
+    return task_from_template(
+        pods[0].template, group.location, name=name, min_available=min_available, labels=_common_labels(pods)
     )

@@ -60,15 +60,17 @@ from .keys import (
     XK8S_QUEUE_KEYS,
 )
 from .kube_fields import read_resources
-from .raw import Metadata, RawObject, Warnings, build_model
+from .raw import Metadata, RawObject, Warnings
 from .workloads import (
     JobRecord,
     PodGroupRecord,
     PodRecord,
     PodTemplate,
+    expanded_pods,
     read_network_topology_annotations,
     read_pod_template,
     read_preemptable,
+    task_from_template,
     warn_job_controller_fields,
 )
 
@@ -221,39 +223,10 @@ def _job_controller_fields(spec: RawObject, replicas: list[_Replicas]) -> list[s
 
 
 def _task_model(replicas: _Replicas) -> Task:
-    template = replicas.template
-    return build_model(
-        Task,
-        replicas.obj.location,
-        name=replicas.task,
-        min_available=0,
-        requests=template.requests,
-        node_selector=template.node_selector,
-        required_node_affinity=template.required_node_affinity,
-        preferred_node_affinity=template.preferred_node_affinity,
-        tolerations=template.tolerations,
-        numa_policy=template.numa_policy,
-        labels=template.labels,
-        inter_pod=template.inter_pod,
-    )
+    return task_from_template(replicas.template, replicas.obj.location, name=replicas.task, min_available=0)
 
 
 def _replica_pods(replicas: _Replicas, job_meta: Metadata) -> list[PodRecord]:
-    return [
-        PodRecord(
-            namespace=job_meta.namespace,
-            name=f"{job_meta.name}-{replicas.task}-{index}",
-            template=replicas.template,
-            node=None,
-            group_name=job_meta.name,
-            task_name=replicas.task,
-            job=("kubeflow", job_meta.name),
-            queue_name=None,
-            gpu_indices=None,
-            creation_time=job_meta.creation_time,
-            start_time=None,
-            location=replicas.obj.location,
-            path=(*replicas.obj.path, "template"),
-        )
-        for index in range(replicas.replicas)
-    ]
+    return expanded_pods(
+        replicas.obj, job_meta, task=replicas.task, template=replicas.template, replicas=replicas.replicas, job="kubeflow"
+    )

@@ -34,17 +34,19 @@ from dataclasses import dataclass
 from models.snapshot import DEFAULT_QUEUE, SnapshotLimits, Task
 
 from .keys import VOLCANO_JOB_NAME_KEY, VOLCANO_JOB_NAMESPACE_LABEL, VOLCANO_QUEUE_LABEL, VOLCANO_TASK_ANNOTATION
-from .raw import Metadata, RawObject, Warnings, build_model
+from .raw import Metadata, RawObject, Warnings
 from .workloads import (
     JobRecord,
     NumaPolicy,
     PodGroupRecord,
     PodRecord,
     PodTemplate,
+    expanded_pods,
     parse_numa_policy,
     read_network_topology,
     read_pod_template,
     read_preemptable,
+    task_from_template,
     warn_job_controller_fields,
 )
 
@@ -220,39 +222,10 @@ def _job_min_available(spec: RawObject, tasks: list[_TaskSpec]) -> int:
 
 
 def _task_model(task: _TaskSpec) -> Task:
-    return build_model(
-        Task,
-        task.obj.location,
-        name=task.name,
-        min_available=task.min_available,
-        requests=task.template.requests,
-        node_selector=task.template.node_selector,
-        required_node_affinity=task.template.required_node_affinity,
-        preferred_node_affinity=task.template.preferred_node_affinity,
-        tolerations=task.template.tolerations,
-        depends_on=task.depends_on,
-        numa_policy=task.template.numa_policy,
-        labels=task.template.labels,
-        inter_pod=task.template.inter_pod,
+    return task_from_template(
+        task.template, task.obj.location, name=task.name, min_available=task.min_available, depends_on=task.depends_on
     )
 
 
 def _task_pods(task: _TaskSpec, job_meta: Metadata) -> list[PodRecord]:
-    return [
-        PodRecord(
-            namespace=job_meta.namespace,
-            name=f"{job_meta.name}-{task.name}-{index}",
-            template=task.template,
-            node=None,
-            group_name=job_meta.name,
-            task_name=task.name,
-            job=("volcano", job_meta.name),
-            queue_name=None,
-            gpu_indices=None,
-            creation_time=job_meta.creation_time,
-            start_time=None,
-            location=task.obj.location,
-            path=(*task.obj.path, "template"),
-        )
-        for index in range(task.replicas)
-    ]
+    return expanded_pods(task.obj, job_meta, task=task.name, template=task.template, replicas=task.replicas, job="volcano")

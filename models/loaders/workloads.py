@@ -30,7 +30,7 @@ few parts it cannot read for the loader's warning).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -68,10 +68,12 @@ from .keys import (
 from .affinity_fields import read_preferred_node_affinity, read_required_node_affinity
 from .pod_affinity_fields import read_inter_pod
 from .kube_fields import container_requests, pod_requests, read_preemption_policy, read_resources, read_tolerations
-from .raw import Metadata, RawObject, Warnings
+from .raw import Metadata, RawObject, Warnings, build_model
 from .vgpu import VgpuAsk, vgpu_ask
 
 __all__ = [
+    "task_from_template",
+    "expanded_pods",
     "NumaPolicy",
     "JobController",
     "PodTemplate",
@@ -260,6 +262,7 @@ class PodRecord:
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
+
     @property
     def pending(self) -> bool:
         return self.node is None
@@ -411,3 +414,55 @@ def warn_job_controller_fields(obj: RawObject, fields: Sequence[str], *, control
     verb, pronoun = ("is", "it") if len(fields) == 1 else ("are", "them")
     message = f"{', '.join(fields)} {verb} for {controller}; placement does not read {pronoun}"
     warnings.add(obj.location, message, like=f"fields for {controller} not read")
+
+
+def task_from_template(
+    template: PodTemplate,
+    location: Location,
+    *,
+    name: str,
+    min_available: int,
+    labels: Mapping[str, str] | None = None,
+    depends_on: Sequence[str] = (),
+) -> Task:
+    """The `Task` a pod template stands for: what its pods ask of placement. `labels`: the
+    ones the task's pods all share (the template's by default)."""
+    return build_model(
+        Task,
+        location,
+        name=name,
+        min_available=min_available,
+        requests=template.requests,
+        node_selector=template.node_selector,
+        required_node_affinity=template.required_node_affinity,
+        preferred_node_affinity=template.preferred_node_affinity,
+        tolerations=template.tolerations,
+        depends_on=tuple(depends_on),
+        numa_policy=template.numa_policy,
+        labels=template.labels if labels is None else labels,
+        inter_pod=template.inter_pod,
+    )
+
+
+def expanded_pods(
+    obj: RawObject, job_meta: Metadata, *, task: str, template: PodTemplate, replicas: int, job: JobController
+) -> list[PodRecord]:
+    """The pending pods a job controller creates for one task: `<job>-<task>-<index>`."""
+    return [
+        PodRecord(
+            namespace=job_meta.namespace,
+            name=f"{job_meta.name}-{task}-{index}",
+            template=template,
+            node=None,
+            group_name=job_meta.name,
+            task_name=task,
+            job=(job, job_meta.name),
+            queue_name=None,
+            gpu_indices=None,
+            creation_time=job_meta.creation_time,
+            start_time=None,
+            location=obj.location,
+            path=(*obj.path, "template"),
+        )
+        for index in range(replicas)
+    ]
