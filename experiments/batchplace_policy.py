@@ -49,8 +49,9 @@ import numpy as np
 from experiments.cluster_state import WHOLE, Assignment, ClusterState, PodRequest
 from experiments.fragmentation import FragTracker, TypicalPods
 from models.placement import Decision
-from models.snapshot import GPU, Gpu, Node, NodeName, Snapshot
+from models.snapshot import Gpu, Node, NodeName, Snapshot
 from solver.fragmentation import PackingName, TypicalShape
+from solver.outcome import bound_gpu_milli
 from solver.place import EngineName, SolveConfig, place
 
 __all__ = [
@@ -90,7 +91,8 @@ class EngineAnswers:
         started = time.perf_counter()
         greedy = place(snapshot, replace(config, engine="greedy"))
         self.comparison_seconds += time.perf_counter() - started
-        placed, by_greedy = _gpu_milli_placed(snapshot, decision), _gpu_milli_placed(snapshot, greedy)
+        placed = bound_gpu_milli(snapshot, decision.placement)
+        by_greedy = bound_gpu_milli(snapshot, greedy.placement)
         self.beat_greedy += placed > by_greedy
         self.behind_greedy += placed < by_greedy
 
@@ -233,11 +235,6 @@ class _NodeClasses:
             self._class_of[stale] = [ids.setdefault(signature, len(ids)) for signature in signatures]
             self._version[stale] = state.version[stale]
         return self._class_of
-
-
-def _gpu_milli_placed(snapshot: Snapshot, decision: Decision) -> int:
-    requests = {pod.key: pod.requests.get(GPU, 0) for pod in snapshot.pods}
-    return sum(requests[bind.pod] for bind in decision.placement.binds)
 
 
 def typical_shapes(typical: TypicalPods) -> tuple[TypicalShape, ...]:

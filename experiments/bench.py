@@ -73,6 +73,7 @@ from models.placement import Decision
 from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, Snapshot
 from solver.bound import lp_bound
 from solver.fragmentation import PackingName
+from solver.outcome import bound_gpu_milli
 from solver.place import ENGINES, EngineName, SolveConfig, place
 from experiments.synthetic import shape_of, synthetic_snapshot
 from experiments.synthetic_tight import tight_snapshot
@@ -443,8 +444,7 @@ def _timed_run(
 
 
 def _placed_gpus(snapshot: Snapshot, decision: Decision) -> float:
-    pods = snapshot.pod_by_key
-    return sum(pods[b.pod].requests.get(GPU, 0) for b in decision.placement.binds) / GPU_MILLI_PER_DEVICE
+    return bound_gpu_milli(snapshot, decision.placement) / GPU_MILLI_PER_DEVICE
 
 
 # ---- report ----

@@ -35,9 +35,18 @@ from solver import reasons as reason_text
 from solver.rules.gang import gang_requirement, is_met
 from solver.shares import add_resources, deserved_shares
 
-__all__ = ["build_decision", "allocated_after", "placed_counts", "dependency_reasons", "REPORTED_RESOURCES"]
+__all__ = [
+    "build_decision", "allocated_after", "placed_counts", "bound_gpu_milli", "dependency_reasons", "REPORTED_RESOURCES",
+]  # fmt: skip
 
 REPORTED_RESOURCES = (CPU, MEMORY, GPU)
+
+
+def bound_gpu_milli(snapshot: Snapshot, placement: Placement) -> int:
+    """GPU milli the placement binds this cycle (what two engines' answers to one snapshot are
+    compared by in the experiments). Example: binds of an 8-GPU pod and a 500-milli share → 8500."""
+    pods = snapshot.pod_by_key
+    return sum(pods[bind.pod].requests.get(GPU, 0) for bind in placement.binds)
 
 
 def placed_counts(snapshot: Snapshot, placement: Placement) -> dict[PodGroupKey, dict[str, int]]:
