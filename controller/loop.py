@@ -264,9 +264,11 @@ class Controller:
         if decision.fallback is not None:
             self.metrics.engine_fallbacks.labels(cause=decision.fallback.cause).inc()
         the_plan = plan(observation, decision, reported=self.actuator.reported)
+        act_started = self.clock.monotonic()
         acted = self.actuator.act(the_plan, now=self.clock.now(), transition_id=f"{self.config.identity}-{number}")
+        act_seconds = self.clock.monotonic() - act_started
         seconds = self.clock.monotonic() - started
-        self._finish(number, observation, decision, acted, seconds)
+        self._finish(number, observation, decision, acted, seconds, observe_seconds=solve_started - started, act_seconds=act_seconds)
         return CycleReport(
             number=number,
             pending_pods=pending,
@@ -278,7 +280,17 @@ class Controller:
             rejected=tuple(r.message for r in observation.rejected),
         )
 
-    def _finish(self, number: int, observation: Observation, decision: Decision, acted: ActReport, seconds: float) -> None:
+    def _finish(
+        self,
+        number: int,
+        observation: Observation,
+        decision: Decision,
+        acted: ActReport,
+        seconds: float,
+        *,
+        observe_seconds: float,
+        act_seconds: float,
+    ) -> None:
         self.metrics.cycle_seconds.observe(seconds)
         self.metrics.cycles.labels(result="ok").inc()
         pending_by_reason = Counter(condition_reason(o.reasons) for o in decision.podgroups if o.state == "pending")
@@ -308,6 +320,8 @@ class Controller:
                     "evicted": len(acted.evicted),
                     "bind_failures": len(acted.bind_failures),
                     "seconds": round(seconds, 4),
+                    "observe_seconds": round(observe_seconds, 4),  # caches → Snapshot
+                    "act_seconds": round(act_seconds, 4),  # binds, statuses, events sent
                     "engine": decision.engine,
                     "solve_seconds": round(decision.solve_seconds, 4),
                     "pending_pods": sum(1 for pod in observation.snapshot.pods if pod.phase == "pending"),

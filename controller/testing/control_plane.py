@@ -189,6 +189,11 @@ class ControlPlane:
     def is_running(self) -> bool:
         return all(p is not None and p.poll() is None for p in (self._etcd, self._apiserver))
 
+    def pids(self) -> dict[str, int]:
+        """The running processes' ids by name, so a benchmark can read their CPU time."""
+        named = (("etcd", self._etcd), ("kube-apiserver", self._apiserver))
+        return {name: process.pid for name, process in named if process is not None}
+
     # ---- steps ----
 
     def _write_credentials(self) -> None:
@@ -364,7 +369,7 @@ def _run(args: list[str], what: str) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """`python -m controller.testing.control_plane DIR`: start one, write `admin.kubeconfig` and
     `controller.kubeconfig` (batchplace's ServiceAccount, deploy/rbac.yaml applied) into DIR,
-    print `ready <url>`, and run until stdin closes or SIGTERM — for tools that must not import
+    print `ready <url> etcd=<pid> kube-apiserver=<pid>`, and run until stdin closes or SIGTERM — for tools that must not import
     this package (the benchmark in `experiments`)."""
     import argparse
     import signal
@@ -381,7 +386,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         plane.apply_yaml(REPO_ROOT / "deploy" / "rbac.yaml")
         plane.write_kubeconfig(args.directory / "admin.kubeconfig", token=plane.admin_token)
         plane.write_kubeconfig(args.directory / "controller.kubeconfig", token=plane.controller_token)
-        print(f"ready {plane.url}", flush=True)
+        pids = " ".join(f"{name}={pid}" for name, pid in plane.pids().items())
+        print(f"ready {plane.url} {pids}", flush=True)
         threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
         done.wait()
 
