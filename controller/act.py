@@ -7,15 +7,19 @@ eviction; `reported` (the controller's memory of Events and statuses written) is
 Per gang, in this order, asking `is_leader()` before the gang and before each write:
 1. evictions through the Eviction API. A PodDisruptionBudget refusal (429) is final for
    this cycle: the gang's status says which victim was refused, and nothing of it binds.
-2. binds: first every target node must still exist and every GPU annotation must be
-   written (`batchplace.io/gpus`, so the devices the solver chose are on record); if not,
-   nothing of the gang is bound. Then all binds go out together (a thread pool). Each is
-   retried with backoff on retryable errors; a 409 is checked against the pod: already on
-   our node means an earlier try landed (the answer was lost), anything else is a failure.
+2. binds: first every target node must still exist; if not, nothing of the gang is bound.
+   Then all binds go out together (a thread pool), one write per pod: the Binding carries
+   the GPU devices the solver chose as the `batchplace.io/gpus` annotation, which the API
+   server writes onto the pod together with its node, so no pod is ever bound without its
+   devices on record. Each bind is retried with backoff on retryable errors; a 409 is
+   checked against the pod: already on our node means an earlier try landed (the answer
+   was lost), anything else is a failure.
 3. the status: as planned when every bind landed; else `status.bind_failed` says how many
    landed and why the rest did not, and the next cycle completes the gang (its bound pods
    count toward it) or reports it.
-4. Events: Scheduled / Preempted after each accepted call; FailedScheduling as planned.
+4. Events: the gang's one Scheduled Event on its PodGroup when every bind landed (a pod
+   without a PodGroup object: its own, after its bind); Preempted after each eviction;
+   FailedScheduling as planned, or on the PodGroup when a bind was rejected.
 
 Nothing is bound twice: a pod is bound only from the Snapshot's pending pods, the
 assumed-pod cache keeps an accepted bind in every later Snapshot, and the API server
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -39,7 +43,7 @@ from controller.assumed import AssumedPods
 from controller.errors import ApiError, Conflict, NotFound, TooManyRequests
 from controller.kinds import PODS, VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
 from controller.metrics import ControllerMetrics
-from controller.plan import BindPod, EmitEvent, Evict, GangPlan, Plan
+from controller.plan import BindPod, EmitEvent, Evict, GangPlan, Plan, podgroup_event
 from controller.timing import BackoffPolicy, Clock, SystemClock, rfc3339
 from models.loaders.keys import GPUS_ANNOTATION
 from models.snapshot import PodKey
@@ -56,7 +60,7 @@ JsonObject = dict[str, Any]
 
 
 class ActApi(Protocol):
-    def bind(self, namespace: str, name: str, node: str) -> None: ...
+    def bind(self, namespace: str, name: str, node: str, *, annotations: Mapping[str, str] = {}) -> None: ...
 
     def evict(self, namespace: str, name: str) -> None: ...
 
@@ -179,7 +183,8 @@ class Actuator:
                 log.warning("gang %s: %d of %d binds failed: %s", gang.group, len(failures), len(gang.binds), "; ".join(failures[:3]))
                 self._write_status(gang, status, report, now=now, transition_id=transition_id)
                 if gang.ref is not None:  # as kube-scheduler reports a rejected binding
-                    self._event(_group_event(gang, "FailedScheduling", f"binding rejected: {status.message}"), report, now=now)
+                    message = f"binding rejected: {status.message}"
+                    self._event(podgroup_event(gang.ref, type_="Warning", reason="FailedScheduling", message=message), report, now=now)
                 return
         if planned is not None:
             self._write_status(gang, planned.status, report, now=now, transition_id=transition_id)
@@ -237,17 +242,6 @@ class Actuator:
             failures = [f"node {node} is gone" for node in gone]
             report.bind_failures.extend((bind.pod, failures[0]) for bind in binds)
             return failures
-        for bind in binds:
-            if bind.gpus:
-                self._require_leader()
-                namespace, _, name = bind.pod.partition("/")
-                body = {"metadata": {"annotations": {GPUS_ANNOTATION: ",".join(map(str, bind.gpus))}}}
-                try:
-                    self._call("patch", lambda: self._api.patch(PODS, namespace, name, body))
-                except ApiError as error:
-                    self._metrics.bind_failures.labels(reason="annotation").inc(len(binds))
-                    report.bind_failures.extend((b.pod, str(error)) for b in binds)
-                    return [f"recording the GPUs of {bind.pod}: {error}"]
         results = list(self._pool.map(self._bind_one, binds))
         failures = []
         for bind, failure in zip(binds, results):
@@ -256,7 +250,8 @@ class Actuator:
                 report.bind_failures.append((bind.pod, failure))
             else:
                 report.bound.append(bind.pod)
-                self._event(bind.event, report, now=now)
+                if bind.event is not None:
+                    self._event(bind.event, report, now=now)
         if any(failure == _LOST for failure in results):
             raise LeadershipLost()
         return failures
@@ -266,8 +261,9 @@ class Actuator:
         if not self._leader.is_leader():
             return _LOST
         namespace, _, name = bind.pod.partition("/")
+        annotations = {GPUS_ANNOTATION: ",".join(map(str, bind.gpus))} if bind.gpus else {}
         try:
-            self._call("bind", lambda: self._api.bind(namespace, name, bind.node))
+            self._call("bind", lambda: self._api.bind(namespace, name, bind.node, annotations=annotations))
         except Conflict as error:
             try:
                 pod = self._call("get", lambda: self._api.get(PODS, namespace, name))
@@ -366,7 +362,7 @@ class Actuator:
             raise LeadershipLost()
 
     def _call(self, verb: str, fn: Callable[[], T], *, attempts: int | None = None, retry_throttle: bool = True) -> T:
-        backoff = self._backoff.start()
+        backoff = None  # made on the first failure only: seeding a generator for every call is not free
         tries = attempts or self._backoff.attempts
         for attempt in range(tries):
             try:
@@ -376,6 +372,7 @@ class Actuator:
                 final = attempt == tries - 1 or not error.retry or (isinstance(error, TooManyRequests) and not retry_throttle)
                 if final or not self._leader.is_leader():
                     raise
+                backoff = backoff or self._backoff.start()
                 delay = backoff.next_delay_s(at_least_s=getattr(error, "retry_after_s", None))
                 log.info("%s: %s; try %d of %d in %.2f s", verb, error, attempt + 2, tries, delay)
                 self._clock.sleep(delay)
@@ -384,18 +381,3 @@ class Actuator:
 
 _LOST = "lost the lease before sending"
 GANGS_AT_ONCE = 8
-
-
-def _group_event(gang: GangPlan, reason: str, message: str) -> EmitEvent:
-    ref = gang.ref
-    assert ref is not None
-    return EmitEvent(
-        namespace=ref.namespace,
-        kind="PodGroup",
-        api_version="scheduling.volcano.sh/v1beta1" if ref.flavor == "volcano" else "scheduling.x-k8s.io/v1alpha1",
-        name=ref.name,
-        uid=ref.uid,
-        type="Warning",
-        reason=reason,
-        message=message,
-    )

@@ -95,7 +95,7 @@ WATCHED: tuple[ResourceKind, ...] = (
 
 VERBS: dict[tuple[str, str], tuple[str, ...]] = {
     # (API group, resource) → the verbs the controller uses on it, and nothing more.
-    ("", "pods"): ("get", "list", "watch", "patch"),  # patch: the batchplace.io/gpus annotation
+    ("", "pods"): ("get", "list", "watch"),  # get: re-read after a 409 (the GPU annotation rides on the Binding)
     ("", "pods/binding"): ("create",),
     ("", "pods/eviction"): ("create",),
     ("", "nodes"): ("list", "watch"),

@@ -284,12 +284,14 @@ class KubeClient:
             body["gracePeriodSeconds"] = grace_period_s
         _finish(self._request("DELETE", kind.object_path(namespace, name), body=body, verb="delete", what=f"{kind} {_ref(namespace, name)}"))
 
-    def bind(self, namespace: str, name: str, node: str) -> None:
-        """POST pods/binding: assign the pod to `node`. 409 `Conflict` when it is already assigned."""
+    def bind(self, namespace: str, name: str, node: str, *, annotations: Mapping[str, str] = {}) -> None:
+        """POST pods/binding: assign the pod to `node`, and write `annotations` onto it in the
+        same update (the API server copies a Binding's annotations to the pod). 409
+        `Conflict` when it is already assigned."""
         body = k8s.V1Binding(
             api_version="v1",
             kind="Binding",
-            metadata=k8s.V1ObjectMeta(name=name, namespace=namespace),
+            metadata=k8s.V1ObjectMeta(name=name, namespace=namespace, annotations=dict(annotations) or None),
             target=k8s.V1ObjectReference(api_version="v1", kind="Node", name=node),
         )
         what = f"{namespace}/{name} to {node}"

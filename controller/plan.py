@@ -15,7 +15,12 @@ Rules, in the order they apply to a gang:
    Example: node 4 cpu, a 4-cpu victim terminating, the gang's 2-cpu pod placed there →
    waits; a 4-cpu victim terminating on an 8-cpu node → binds.
 3. Otherwise the gang's binds go out together; its status becomes Running when they land
-   (act rewrites it when a bind fails).
+   (act rewrites it when a bind fails), and one Normal Scheduled Event on its PodGroup
+   names every pod's node ("Successfully assigned 10 pods to 2 nodes: node-a (job-0, …)").
+   One Event per gang, not one per pod as kube-scheduler writes: each pod already says
+   where it went (`spec.nodeName`, the PodScheduled condition the API server sets when it
+   binds, the `batchplace.io/gpus` annotation), and 5,000 Event writes would cost the API
+   server as much as the binds. A pod with no PodGroup object gets its own Scheduled Event.
 4. A pending gang gets phase Pending (Inqueue when some of its pods are already bound), the
    condition Unschedulable with the solver's reasons, and a FailedScheduling Event on its
    PodGroup and on each pending pod — when the message changed since last reported.
@@ -33,6 +38,7 @@ from controller import status as status_text
 from controller.observe import Observation, PodGroupRef, TerminatingPod
 from models.placement import Bind, Decision, Eviction, PodGroupOutcome
 from models.snapshot import NodeName, PodGroupKey, PodKey, Snapshot
+from solver.reasons import gang_assigned_message
 
 __all__ = [
     "Evict",
@@ -42,6 +48,7 @@ __all__ = [
     "GangPlan",
     "Plan",
     "plan",
+    "podgroup_event",
     "POD_EVENTS_PER_CYCLE",
 ]
 
@@ -77,7 +84,7 @@ class BindPod:
     pod: PodKey
     node: NodeName
     gpus: tuple[int, ...]
-    event: EmitEvent
+    event: EmitEvent | None = None  # its own Scheduled Event: only a pod without a PodGroup object gets one
 
 
 @dataclass(frozen=True)
@@ -182,10 +189,18 @@ def _gang(
         room.take(binds)
         placed = placed_before + len(binds)
         status = status_text.scheduled(min_member=outcome.min_member, placed=placed, total_pods=total, running=running)
+        if ref is None:  # no PodGroup object to carry the gang's Event: each pod gets its own
+            planned = tuple(_bind(b, _scheduled_event(b, observation)) for b in binds)
+            events: tuple[EmitEvent, ...] = ()
+        else:
+            planned = tuple(_bind(b, None) for b in binds)
+            message = gang_assigned_message([(b.pod, b.node) for b in binds])
+            events = (podgroup_event(ref, type_="Normal", reason="Scheduled", message=message),)
         return GangPlan(
             **base,  # type: ignore[arg-type]
-            binds=tuple(_bind(b, observation) for b in binds),
+            binds=planned,
             status=_set_status(ref, status, outcome.min_member),
+            events=events,
             note=f"binds {len(binds)} pod(s)",
         )
     if outcome.state == "scheduled":
@@ -237,10 +252,31 @@ def _evict(eviction: Eviction, observation: Observation) -> Evict:
     return Evict(pod=eviction.pod, node=eviction.node, for_group=eviction.for_, reason=eviction.reason, event=event)
 
 
-def _bind(bind: Bind, observation: Observation) -> BindPod:
-    message = f"Successfully assigned {bind.pod} to {bind.node}"
-    event = _pod_event(observation, bind.pod, type_="Normal", reason="Scheduled", message=message, dedupe=False)
+def _bind(bind: Bind, event: EmitEvent | None) -> BindPod:
     return BindPod(pod=bind.pod, node=bind.node, gpus=tuple(bind.gpus), event=event)
+
+
+def _scheduled_event(bind: Bind, observation: Observation) -> EmitEvent:
+    """kube-scheduler's own Scheduled Event, for a pod whose gang has no PodGroup object."""
+    message = f"Successfully assigned {bind.pod} to {bind.node}"
+    return _pod_event(observation, bind.pod, type_="Normal", reason="Scheduled", message=message, dedupe=False)
+
+
+def podgroup_event(
+    ref: PodGroupRef, *, type_: str, reason: str, message: str, dedupe_key: str | None = None
+) -> EmitEvent:
+    """An Event on a PodGroup object (`kubectl describe podgroup` lists it)."""
+    return EmitEvent(
+        namespace=ref.namespace,
+        kind="PodGroup",
+        api_version="scheduling.volcano.sh/v1beta1" if ref.flavor == "volcano" else "scheduling.x-k8s.io/v1alpha1",
+        name=ref.name,
+        uid=ref.uid,
+        type=type_,
+        reason=reason,
+        message=message,
+        dedupe_key=dedupe_key,
+    )
 
 
 def _pending_events(
@@ -252,16 +288,8 @@ def _pending_events(
 ) -> list[EmitEvent]:
     events: list[EmitEvent] = []
     if ref is not None:
-        event = EmitEvent(
-            namespace=ref.namespace,
-            kind="PodGroup",
-            api_version="scheduling.volcano.sh/v1beta1" if ref.flavor == "volcano" else "scheduling.x-k8s.io/v1alpha1",
-            name=ref.name,
-            uid=ref.uid,
-            type="Warning",
-            reason="Unschedulable",
-            message=status.message,
-            dedupe_key=f"PodGroup/{ref.key}/Unschedulable",
+        event = podgroup_event(
+            ref, type_="Warning", reason="Unschedulable", message=status.message, dedupe_key=f"PodGroup/{ref.key}/Unschedulable"
         )
         if budget.wants(event):
             events.append(event)

@@ -41,6 +41,8 @@ __all__ = [
     "fits_after",
     "gang_below_minimum",
     "gang_message",
+    "gang_assigned_message",
+    "EVENT_MESSAGE_CHARS",
     "gang_shortfall",
     "gang_too_few_pods",
     "inter_pod_breach",
@@ -225,3 +227,32 @@ def gang_message(*, min_member: int, placed: int, total_pods: int, why: Sequence
     unready = max(min_member - placed, 0) or max(total_pods - placed, 0)
     text = "; ".join(why) if why else "no reason given"
     return f"{unready}/{total_pods} tasks in gang unschedulable: {text}"
+
+
+EVENT_MESSAGE_CHARS = 1024
+"""Where an Event's message is cut (the controller writes no longer one)."""
+
+
+def gang_assigned_message(assignments: Sequence[tuple[str, str]]) -> str:
+    """The gang's one Scheduled Event, kube-scheduler's "Successfully assigned ns/pod to node"
+    said once for all its pods (`(pod key, node)` pairs): "Successfully assigned 10 pods to
+    2 nodes: node-a (job-0, job-1, …), node-b (job-8, job-9)" — nodes and pods sorted, pods
+    by name, the Event being in their namespace. Past EVENT_MESSAGE_CHARS a node gives its count of pods instead
+    ("node-a (8 pods)"), and past that the nodes left over are counted ("… and 12 more
+    nodes"); each pod's own node is on the pod (`kubectl get pods -o wide`)."""
+    by_node: dict[str, list[str]] = {}
+    for pod, node in assignments:
+        by_node.setdefault(node, []).append(pod.rpartition("/")[2])
+    pods, nodes = len(assignments), len(by_node)
+    head = f"Successfully assigned {pods} pod{'s' if pods != 1 else ''} to {nodes} node{'s' if nodes != 1 else ''}: "
+    named = head + ", ".join(f"{node} ({', '.join(sorted(names))})" for node, names in sorted(by_node.items()))
+    if len(named) <= EVENT_MESSAGE_CHARS:
+        return named
+    parts: list[str] = []
+    for index, (node, names) in enumerate(sorted(by_node.items())):
+        part = f"{node} ({len(names)} pod{'s' if len(names) != 1 else ''})"
+        rest = f", … and {nodes - index} more nodes"
+        if len(head) + len(", ".join([*parts, part])) + len(rest) > EVENT_MESSAGE_CHARS:
+            return head + ", ".join(parts) + rest
+        parts.append(part)
+    return head + ", ".join(parts)

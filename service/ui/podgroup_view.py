@@ -33,7 +33,7 @@ from models.placement import PodGroupOutcome
 from models.snapshot import GPU, PodGroup, PodGroupKey, Snapshot, Task
 from service.ui.analysis import Analysis
 from service.ui.units import gpus_text, queue_slots, resources_text
-from solver.reasons import gang_message
+from solver.reasons import gang_assigned_message, gang_message
 from solver.rules import node_affinity
 from solver.rules.eligibility import eligible
 from solver.rules.gang import task_minimums_apply
@@ -192,6 +192,7 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
     nodes: set[str] = set()
     held = reserved = 0
     events: list[EventLine] = []
+    assigned: list[tuple[str, str]] = []
     preempting = any(e.for_ == key for e in placement.evictions)
     for pod in sorted(pods, key=lambda p: p.key):
         bind = bind_of.get(pod.key)
@@ -206,9 +207,7 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
             if preempting:
                 this_cycle = f"placed on {bind.node}, bound once its victims are gone"
             else:
-                events.append(
-                    EventLine("Normal", "Scheduled", f"Pod {pod.key}", f"Successfully assigned {pod.key} to {bind.node}")
-                )
+                assigned.append((pod.key, bind.node))
         elif eviction is not None:
             this_cycle = f"evicted for {eviction.for_} ({eviction.reason})"
             events.append(EventLine("Normal", "Preempted", f"Pod {pod.key}",
@@ -228,6 +227,8 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
                 this_cycle=this_cycle,
             )
         )
+    if assigned:  # the gang's one Scheduled Event, on its PodGroup
+        events.append(EventLine("Normal", "Scheduled", f"PodGroup {key}", gang_assigned_message(assigned)))
     if row.state == "pending":
         outcome = analysis.outcome_by_group.get(key)
         message = gang_message(

@@ -12,6 +12,8 @@ four 8-CPU nodes, room for 8 of the 20 pods.
 
 from __future__ import annotations
 
+import json
+
 from kubernetes import client as k8s
 
 from controller.kinds import NODES, PODS, VOLCANO_PODGROUPS
@@ -21,8 +23,8 @@ from controller.observe import ClusterView, observe
 from controller.plan import plan
 from solver.rules.gang import gang_requirement
 from tests.builders import solve_checked
-from tests.controller._cluster_queries import bound, condition, pg_status, wait_until
-from tests.controller._controller_builders import for_api, node, volcano_job_objects
+from tests.controller._cluster_queries import bound, condition, events, pg_status, wait_until
+from tests.controller._controller_builders import for_api, node, pod, pod_group, volcano_job_objects
 from tests.controller.conftest import StartController
 
 NODE_NAMES = [f"cpu-{i}" for i in range(4)]
@@ -74,3 +76,49 @@ def test_the_quick_start_job_with_min_available_4_binds_8_pods_live(
     # The packing keeps room for what it has seen: the job's 20 pods, each counted once.
     (learnt,) = controller.solve_config().typical_shapes
     assert (learnt.cpu_milli, learnt.gpu_milli) == (4000, 0) and 19.9 < learnt.weight <= 20.0
+
+
+def _podgroup_changes(custom: k8s.CustomObjectsApi, namespace: str, name: str, since: str) -> list[str]:
+    """The type of every change of PodGroup `name` after resourceVersion `since`, as the API
+    server replays them to a watch started from there."""
+    response = custom.list_namespaced_custom_object(
+        "scheduling.volcano.sh", "v1beta1", namespace, "podgroups", watch=True, resource_version=since,
+        field_selector=f"metadata.name={name}", timeout_seconds=1, _preload_content=False,
+    )
+    return [json.loads(line)["type"] for line in response.data.decode().splitlines() if line.strip()]
+
+
+def test_a_bound_gang_gets_one_status_write_and_one_scheduled_event_on_its_podgroup_and_none_per_pod(
+    namespace: str, admin: KubeClient, core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, start_controller: StartController
+) -> None:
+    """Six one-GPU pods on two 4-GPU nodes: each pod's node and devices are on the pod (its
+    Binding wrote both), and the gang's PodGroup says once where all of them went."""
+    for name in ("gpu-0", "gpu-1"):
+        admin.create(NODES, None, for_api(node(name, cpu=16, gpus=4)))
+    admin.create(VOLCANO_PODGROUPS, namespace, for_api(pod_group("six", namespace=namespace, min_member=6)))
+    for i in range(6):
+        admin.create(PODS, namespace, for_api(pod(f"six-{i}", namespace=namespace, group="six", gpus=1)))
+    listed = custom.list_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", namespace, "podgroups")
+    controller = start_controller(ControllerConfig(period_s=0.2, time_limit_s=1.0))
+    nodes = wait_until(lambda: len(bound(core, namespace)) == 6 and bound(core, namespace), what="the gang bound")
+    first = controller.last_report.number if controller.last_report else 0
+    wait_until(lambda: controller.last_report and controller.last_report.number >= first + 3, what="three more cycles")
+    (scheduled,) = wait_until(lambda: events(core, namespace, name="six", reason="Scheduled"), what="the gang's Event")
+
+    assert (scheduled.type, scheduled.involved_object.kind, scheduled.source.component) == ("Normal", "PodGroup", "batchplace")
+    by_node = {n: sorted(p for p, on in nodes.items() if on == n) for n in sorted(set(nodes.values()))}
+    where = ", ".join(f"{n} ({', '.join(pods)})" for n, pods in by_node.items())
+    assert scheduled.message == f"Successfully assigned 6 pods to {len(by_node)} nodes: {where}"
+    assert [e for e in events(core, namespace) if e.involved_object.kind == "Pod"] == []
+    status = pg_status(custom, namespace, "six")
+    assert (status["phase"], condition(status)["type"], condition(status)["status"]) == ("Running", "Scheduled", "True")
+    since = listed["metadata"]["resourceVersion"]
+    assert _podgroup_changes(custom, namespace, "six", since) == ["MODIFIED"], "the PodGroup's status is written once"
+    devices: dict[str, list[str]] = {}
+    for name, on in nodes.items():
+        served = core.read_namespaced_pod(name, namespace)
+        scheduled_condition = next(c for c in served.status.conditions if c.type == "PodScheduled")
+        assert scheduled_condition.status == "True"  # the API server sets it when it binds
+        devices.setdefault(on, []).append(served.metadata.annotations["batchplace.io/gpus"])
+    for on, held in devices.items():
+        assert sorted(held) == sorted({*held}) and all(d in "0123" for d in held), f"{on}: one distinct GPU per pod: {held}"

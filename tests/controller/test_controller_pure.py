@@ -177,7 +177,10 @@ def test_plan_binds_beside_a_terminating_pod_when_the_node_has_room_for_both() -
     )
     (gang,) = plan(observation, place(observation.snapshot, SolveConfig(engine="greedy"))).gangs
     assert [b.pod for b in gang.binds] == ["ns/g-0"]
-    assert gang.binds[0].event.reason == "Scheduled"
+    (scheduled,) = gang.events
+    assert (scheduled.kind, scheduled.name, scheduled.reason) == ("PodGroup", "g", "Scheduled")
+    assert scheduled.message == "Successfully assigned 1 pod to 1 node: n1 (g-0)"
+    assert gang.binds[0].event is None  # the PodGroup's Event says it; no Event per pod
 
 
 def test_plan_reports_a_gang_that_cannot_fit_with_volcanos_message_and_failed_scheduling_events() -> None:

@@ -39,8 +39,9 @@ def test_hello_volcano_job_is_bound_and_its_podgroup_runs(
     status = wait_until(lambda: pg_status(custom, namespace, "hello-volcano-job").get("phase") == "Running"
                         and pg_status(custom, namespace, "hello-volcano-job"), what="PodGroup Running")
     assert (condition(status)["type"], condition(status)["status"]) == ("Scheduled", "True")
-    (scheduled,) = wait_until(lambda: events(core, namespace, name="hello-volcano-job-nginx-0", reason="Scheduled"))
-    assert scheduled.message == f"Successfully assigned {namespace}/hello-volcano-job-nginx-0 to {nodes['hello-volcano-job-nginx-0']}"
+    (scheduled,) = wait_until(lambda: events(core, namespace, name="hello-volcano-job", reason="Scheduled"))
+    assert scheduled.involved_object.kind == "PodGroup"
+    assert scheduled.message == f"Successfully assigned 1 pod to 1 node: {nodes['hello-volcano-job-nginx-0']} (hello-volcano-job-nginx-0)"
 
 
 def test_queue_weights_one_to_two_give_queue_b_twice_queue_a(

@@ -170,7 +170,7 @@ def test_the_dashboard_lists_exactly_the_events_the_controller_writes() -> None:
     controller_plan = plan(Observation(snapshot=snapshot, pod_groups=refs), analysis.decision)
     written = set()
     for gang in controller_plan.gangs:
-        for event in [*(e.event for e in gang.evictions), *(b.event for b in gang.binds), *gang.events]:
+        for event in [*(e.event for e in gang.evictions), *(b.event for b in gang.binds if b.event is not None), *gang.events]:
             written.add((event.type, event.reason, f"{event.kind} {event.namespace}/{event.name}", event.message))
     shown = set()
     for group in snapshot.pod_groups:
