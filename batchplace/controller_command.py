@@ -144,11 +144,6 @@ def controller(
     except ValueError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
-    try:
-        client = KubeClient.from_kubeconfig(kubeconfig)
-    except Exception as error:  # the client library raises several kinds for a bad config
-        typer.echo(f"error: cannot load {'kubeconfig ' + str(kubeconfig) if kubeconfig else 'the in-cluster config'}: {error}", err=True)
-        raise typer.Exit(EXIT_USAGE) from None
     config = ControllerConfig(
         scheduler_names=tuple(scheduler_name) if scheduler_name else ("batchplace",),
         period_s=period,
@@ -161,6 +156,11 @@ def controller(
         typical_shapes=shapes,
         shape_half_life_s=shape_half_life,
     )
+    try:
+        client = KubeClient.from_kubeconfig(kubeconfig, pool_size=config.api_connections())
+    except Exception as error:  # the client library raises several kinds for a bad config
+        typer.echo(f"error: cannot load {'kubeconfig ' + str(kubeconfig) if kubeconfig else 'the in-cluster config'}: {error}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
     ctrl = Controller(client, config)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -126,7 +126,8 @@ def run_live_demo(console: Console, *, settle_s: float = 1.5, timeout_s: float =
                 create_all(admin, seed_objects(EXAMPLES_DIR / scenario.file, namespace=namespace))
                 # A controller per example, started once everything is created, as if it had
                 # been down while `kubectl apply` ran: the first cycle sees the whole example.
-                controller = Controller(KubeClient.from_kubeconfig(kubeconfig), ControllerConfig(period_s=0.3, time_limit_s=1.0))
+                config = ControllerConfig(period_s=0.3, time_limit_s=1.0)
+                controller = Controller(KubeClient.from_kubeconfig(kubeconfig, pool_size=config.api_connections()), config)
                 stop = threading.Event()
                 controller.start(stop)
                 try:

@@ -48,7 +48,7 @@ from controller.timing import BackoffPolicy, Clock, SystemClock, rfc3339
 from models.loaders.keys import GPUS_ANNOTATION
 from models.snapshot import PodKey
 
-__all__ = ["ActApi", "LeaderCheck", "ActReport", "Actuator"]
+__all__ = ["ActApi", "LeaderCheck", "ActReport", "Actuator", "GANGS_AT_ONCE", "EVENT_SENDERS"]
 
 log = logging.getLogger(__name__)
 CLUSTER_EVENTS_NAMESPACE = "default"
@@ -124,7 +124,7 @@ class Actuator:
         self._dry_run = dry_run
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind")
         self._gang_pool = ThreadPoolExecutor(max_workers=GANGS_AT_ONCE, thread_name_prefix="gang")
-        self._event_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="event")
+        self._event_pool = ThreadPoolExecutor(max_workers=EVENT_SENDERS, thread_name_prefix="event")
         self._count_lock = threading.Lock()
         self.reported: MutableMapping[str, str] = {}
 
@@ -381,3 +381,4 @@ class Actuator:
 
 _LOST = "lost the lease before sending"
 GANGS_AT_ONCE = 8
+EVENT_SENDERS = 4

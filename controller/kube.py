@@ -7,9 +7,10 @@ every failure, an error of `controller.errors` chained `from` the client's excep
 (`ApiException` by HTTP status; urllib3 and socket failures → `Unavailable`).
 
 Every call goes through the official client's `ApiClient` (its configuration, bearer
-token refresh and TLS), and the response is read raw (`_preload_content=False`): no
-generated model is built for a list of 5,000 pods, and a binding's response — whose
-`V1Binding.target` the client cannot deserialize — is judged by its HTTP status alone.
+token refresh and TLS) with plain JSON bodies, and the response is read raw: no generated
+model is built or validated for a list of 5,000 pods nor for each of 5,000 binds, and a
+binding's response — whose `V1Binding.target` the client cannot deserialize — is judged
+by its HTTP status alone.
 
 Eviction: `policy/v1` where the server serves it (Kubernetes ≥ 1.22), else `policy/v1beta1`
 (1.20, what the test control plane runs); found by discovery once, on first use.
@@ -68,7 +69,6 @@ class KubeClient:
         configuration.retries = urllib3.Retry(total=2, connect=2, read=0, redirect=0, status=0)
         self.configuration = configuration
         self._api = k8s.ApiClient(configuration)
-        self._core = k8s.CoreV1Api(self._api)
         self._eviction_version: str | None = None
         self._lock = threading.Lock()
         self._streams: set[Any] = set()
@@ -288,26 +288,13 @@ class KubeClient:
         """POST pods/binding: assign the pod to `node`, and write `annotations` onto it in the
         same update (the API server copies a Binding's annotations to the pod). 409
         `Conflict` when it is already assigned."""
-        body = k8s.V1Binding(
-            api_version="v1",
-            kind="Binding",
-            metadata=k8s.V1ObjectMeta(name=name, namespace=namespace, annotations=dict(annotations) or None),
-            target=k8s.V1ObjectReference(api_version="v1", kind="Node", name=node),
-        )
-        what = f"{namespace}/{name} to {node}"
-        try:
-            response = self._core.create_namespaced_pod_binding(
-                name, namespace, body, _preload_content=False, _request_timeout=DEFAULT_TIMEOUT_S
-            )
-        except ApiException as error:
-            raise _mapped(error, "bind", what) from error
-        except _TRANSPORT_ERRORS as error:
-            raise Unavailable(f"{type(error).__name__}: {error}", verb="bind", what=what) from error
-        try:
-            if not 200 <= response.status <= 299:
-                raise error_for_status(response.status, str(response.reason), verb="bind", what=what)
-        finally:
-            _finish(response)
+        metadata: JsonObject = {"name": name, "namespace": namespace}
+        if annotations:
+            metadata["annotations"] = dict(annotations)
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": metadata, "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        _finish(self._request(
+            "POST", PODS.object_path(namespace, name, "binding"), body=body, verb="bind", what=f"{namespace}/{name} to {node}"
+        ))
 
     def evict(self, namespace: str, name: str) -> None:
         """The Eviction API (respects PodDisruptionBudgets: a refusal is `TooManyRequests`)."""

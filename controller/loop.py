@@ -29,10 +29,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.act import ActReport, Actuator
+from controller.act import EVENT_SENDERS, GANGS_AT_ONCE, ActReport, Actuator
 from controller.assumed import AssumedPods
 from controller.caches import ClusterCaches
-from controller.kinds import NODES, PODS, VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
+from controller.kinds import NODES, PODS, VOLCANO_PODGROUPS, WATCHED, XK8S_PODGROUPS, ResourceKind
 from controller.kube import KubeClient
 from controller.leader import LeaderElector, LeaderStatus, LeaseConfig
 from controller.metrics import ControllerMetrics
@@ -69,6 +69,14 @@ class ControllerConfig:
     solver_memory_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES  # what one CP-SAT search may allocate
     typical_shapes: tuple[TypicalShape, ...] = ()  # fixed typical shapes; () = learn them (`ShapeHistory`)
     shape_half_life_s: float = DEFAULT_HALF_LIFE_S
+
+    def api_connections(self) -> int:
+        """Connections to the API server the controller may use at once: a watch per watched
+        kind, each bind worker, each gang's thread (its status), each Event sender, the Lease
+        and the cycle's own reads. Make the client's pool this size (`KubeClient(pool_size=…)`):
+        past it, urllib3 opens a connection for one request and throws it away — a TLS
+        handshake per bind."""
+        return len(WATCHED) + self.bind_workers + GANGS_AT_ONCE + EVENT_SENDERS + 2
 
 
 @dataclass(frozen=True)
@@ -149,6 +157,13 @@ class Controller:
         self.last_report: CycleReport | None = None
         if self.elector is None:
             self.metrics.leader.set(1)
+        pool = client.configuration.connection_pool_maxsize
+        if pool < config.api_connections():
+            log.warning(
+                "the API client's pool holds %d connections, the controller may use %d at once: "
+                "past the pool each request opens its own", pool, config.api_connections(),
+                extra={"pool_size": pool, "api_connections": config.api_connections()},
+            )
 
     # ---- lifecycle ----
 

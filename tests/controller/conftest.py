@@ -99,8 +99,9 @@ def start_controller(controller_kubeconfig: Path) -> Iterator[StartController]:
     started: list[tuple[Controller, threading.Event]] = []
 
     def start(config: ControllerConfig | None = None, *, kubeconfig: Path | None = None) -> Controller:
-        client = KubeClient.from_kubeconfig(kubeconfig or controller_kubeconfig)
-        controller = Controller(client, config or ControllerConfig(period_s=0.3, engine="greedy"))
+        config = config or ControllerConfig(period_s=0.3, engine="greedy")
+        client = KubeClient.from_kubeconfig(kubeconfig or controller_kubeconfig, pool_size=config.api_connections())
+        controller = Controller(client, config)
         stop = threading.Event()
         controller.start(stop)
         started.append((controller, stop))

@@ -4,11 +4,13 @@ HTTP side (`/healthz`, `/readyz`, `/metrics`, and `/v1/what-if` on the live snap
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
 import yaml
 from kubernetes import client as k8s
 
@@ -110,3 +112,20 @@ def test_in_cluster_the_lease_goes_to_the_deployments_namespace_where_rbac_grant
                 ),
             )))
             assert review.status.allowed is allowed, (lease_namespace, verb)
+
+
+def test_the_controller_says_when_its_client_pool_is_smaller_than_the_connections_it_uses(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Past the pool, urllib3 opens a connection per request and throws it away: a TLS
+    handshake per bind. The command sizes the pool from the config; anyone else is told."""
+    from controller.loop import Controller
+
+    config = ControllerConfig(bind_workers=16)
+    assert config.api_connections() > 16 + 9  # every bind worker and every watch, at least
+    with caplog.at_level(logging.WARNING, logger="controller.loop"):
+        Controller(KubeClient(k8s.Configuration(host="https://127.0.0.1:1"), pool_size=config.api_connections()), config)
+        assert not [r for r in caplog.records if "pool" in r.getMessage()]
+        Controller(KubeClient(k8s.Configuration(host="https://127.0.0.1:1"), pool_size=8), config)
+    (warning,) = [r for r in caplog.records if "pool" in r.getMessage()]
+    assert warning.levelno == logging.WARNING and warning.pool_size == 8  # type: ignore[attr-defined]
