@@ -47,6 +47,7 @@ from controller.plan import BindPod, EmitEvent, Evict, GangPlan, Plan, podgroup_
 from controller.timing import BackoffPolicy, Clock, SystemClock, rfc3339
 from models.loaders.keys import GPUS_ANNOTATION
 from models.snapshot import PodKey
+from solver.reasons import EVENT_MESSAGE_CHARS
 
 __all__ = ["ActApi", "LeaderCheck", "ActReport", "Actuator", "GANGS_AT_ONCE", "EVENT_SENDERS"]
 
@@ -337,7 +338,7 @@ class Actuator:
             },
             "type": event.type,
             "reason": event.reason,
-            "message": event.message[:1024],
+            "message": event.message[:EVENT_MESSAGE_CHARS],
             "source": {"component": "batchplace"},
             "reportingComponent": "batchplace",
             "reportingInstance": self._identity,

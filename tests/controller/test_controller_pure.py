@@ -30,7 +30,7 @@ from controller.plan import plan
 from controller.timing import BackoffPolicy
 from models.snapshot import NodeName, PodGroupKey, PodKey
 from solver.place import SolveConfig, place
-
+from solver.reasons import EVENT_MESSAGE_CHARS, gang_assigned_message
 from tests.controller._controller_builders import node, pod, pod_group, priority_class, vcjob
 
 
@@ -181,6 +181,18 @@ def test_plan_binds_beside_a_terminating_pod_when_the_node_has_room_for_both() -
     assert (scheduled.kind, scheduled.name, scheduled.reason) == ("PodGroup", "g", "Scheduled")
     assert scheduled.message == "Successfully assigned 1 pod to 1 node: n1 (g-0)"
     assert gang.binds[0].event is None  # the PodGroup's Event says it; no Event per pod
+
+
+def test_a_large_gangs_scheduled_event_counts_pods_per_node_within_an_events_length() -> None:
+    small = gang_assigned_message([("ns/w-1", "n2"), ("ns/w-0", "n1"), ("ns/w-2", "n1")])
+    assert small == "Successfully assigned 3 pods to 2 nodes: n1 (w-0, w-2), n2 (w-1)"
+    by_eight = gang_assigned_message([(f"ns/worker-{i}", f"node-{i // 8:03d}") for i in range(256)])
+    assert by_eight.startswith("Successfully assigned 256 pods to 32 nodes: node-000 (8 pods), node-001 (8 pods)")
+    assert by_eight.endswith("node-031 (8 pods)") and len(by_eight) <= EVENT_MESSAGE_CHARS
+    one_each = gang_assigned_message([(f"ns/worker-{i}", f"node-{i:04d}") for i in range(500)])
+    assert one_each.endswith("more nodes") and len(one_each) <= EVENT_MESSAGE_CHARS
+    shown = one_each.count(" (1 pod)")
+    assert one_each.endswith(f"… and {500 - shown} more nodes")
 
 
 def test_plan_reports_a_gang_that_cannot_fit_with_volcanos_message_and_failed_scheduling_events() -> None:
