@@ -35,14 +35,15 @@ CPU and GPU only); the score looks one pod ahead, not over a batch.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 import numpy as np
 
 from models.snapshot import GPU_MILLI_PER_DEVICE, Snapshot
 from models.typical_shapes import TypicalShape
-from solver.problem import Problem
+from solver.memo import memoized
+from solver.problem import Problem, build_problem
 from solver.rules.eligibility import matches_selector
 
 __all__ = [
@@ -52,6 +53,9 @@ __all__ = [
     "TypicalShape",
     "TypicalShapes",
     "fragmentation_milli",
+    "PackingMeasure",
+    "packing_measure",
+    "WEIGHT_SCALE",
     "typical_shapes_of",
     "prepare_shapes",
     "FragmentationScore",
@@ -70,13 +74,19 @@ class TypicalShapes:
     """Typical shapes prepared for one cycle's nodes. GPU shapes are columns; each one's
     per-device threshold is a column of `thresholds` (`column`)."""
 
-    cpu_only_weight: float
+    cpu_only_weight: int  # parts per million of the weight (`WEIGHT_SCALE`)
     cpu_milli: np.ndarray  # [T] per GPU shape
     devices: np.ndarray  # [T] devices it needs
-    weight: np.ndarray  # [T] (with cpu_only_weight, sums to 1)
+    weight: np.ndarray  # [T] int64 parts per million (with cpu_only_weight, ~WEIGHT_SCALE)
     eligible: np.ndarray  # [T, N] bool
     thresholds: np.ndarray  # [D] distinct per-device milli asked
     column: np.ndarray  # [T] → column of thresholds
+
+
+WEIGHT_SCALE = 1_000_000
+"""Weights are integers in parts per million, so a node's fragmentation is an exact integer
+(floor of the weighted sum): the same for the objective, the greedy score and every CP-SAT
+pattern, whatever order numpy sums in."""
 
 
 def _per_device(gpu_milli: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -92,7 +102,7 @@ class _Columns:
     `gpu` marks the shapes that ask for GPUs (the columns, in order)."""
 
     gpu: np.ndarray  # [T all] bool
-    cpu_only_weight: float
+    cpu_only_weight: int
     cpu_milli: np.ndarray
     devices: np.ndarray
     weight: np.ndarray
@@ -103,11 +113,12 @@ class _Columns:
     def of(cpu_milli: np.ndarray, gpu_milli: np.ndarray, weight: np.ndarray) -> _Columns:
         weight = np.asarray(weight, dtype=np.float64)
         total = float(weight.sum()) or 1.0
+        ppm = np.rint(weight / total * WEIGHT_SCALE).astype(np.int64)
         gpu = np.asarray(gpu_milli) > 0
         devices, per_device = _per_device(np.asarray(gpu_milli, dtype=np.int64))
         thresholds, column = np.unique(per_device[gpu], return_inverse=True)
         arrays = (
-            gpu, np.asarray(cpu_milli, dtype=np.int64)[gpu], devices[gpu], weight[gpu] / total,
+            gpu, np.asarray(cpu_milli, dtype=np.int64)[gpu], devices[gpu], ppm[gpu],
             thresholds.astype(np.int64), column.reshape(-1),
         )  # fmt: skip
         for array in arrays:  # shared by every cycle of a config (`_prepared`): read-only
@@ -115,7 +126,7 @@ class _Columns:
         gpu, cpu, device_count, share, threshold, position = arrays
         return _Columns(
             gpu=gpu,
-            cpu_only_weight=float(weight[~gpu].sum()) / total,
+            cpu_only_weight=int(ppm[~gpu].sum()),
             cpu_milli=cpu,
             devices=device_count,
             weight=share,
@@ -148,7 +159,8 @@ def prepare_shapes(
 def fragmentation_milli(cpu_free: np.ndarray, gpu_free: np.ndarray, shapes: TypicalShapes, nodes: np.ndarray) -> np.ndarray:
     """`[M]` fragmented milli-GPU of M node states: free CPU `[M]`, free milli per device
     `[M, G]` (negative = padding, counts as nothing), for the node indices `nodes [M]`
-    (their eligibility per shape). See the module docstring for the rule and an example.
+    (their eligibility per shape), as int64 milli: the weighted sum is floored (`WEIGHT_SCALE`).
+    See the module docstring for the rule and an example.
 
     Per threshold d (a distinct per-device milli some shape asks) it needs the devices with
     at least d free and the milli on those with less. Each device falls in one bucket between
@@ -156,22 +168,23 @@ def fragmentation_milli(cpu_free: np.ndarray, gpu_free: np.ndarray, shapes: Typi
     (two `bincount`s) and its running sums — not from an `[M, G, D]` comparison. Example:
     thresholds (300, 1000), devices (1000, 500, 100) → buckets (2, 1, 0) → at least 300:
     2 devices, below 300: 100 milli; at least 1000: 1 device, below 1000: 600 milli."""
-    left = np.maximum(gpu_free, 0)
-    total = left.sum(axis=1).astype(np.float64)
-    result = total * shapes.cpu_only_weight
+    left = np.maximum(np.asarray(gpu_free, dtype=np.int64), 0)
+    total = left.sum(axis=1)
+    weighted = total * shapes.cpu_only_weight
     if shapes.weight.size == 0:
-        return result
+        return weighted // WEIGHT_SCALE
     states, buckets = left.shape[0], shapes.thresholds.size + 1
     bucket = np.arange(states)[:, None] * buckets + np.searchsorted(shapes.thresholds, left, side="right")  # [M, G]
     devices = np.bincount(bucket.ravel(), minlength=states * buckets).reshape(states, buckets)
-    milli = np.bincount(bucket.ravel(), weights=left.ravel(), minlength=states * buckets).reshape(states, buckets)
+    milli = np.bincount(bucket.ravel(), weights=left.ravel(), minlength=states * buckets)
+    milli = milli.astype(np.int64).reshape(states, buckets)  # sums of integers below 2**53: exact
     count = np.cumsum(devices[:, :0:-1], axis=1)[:, ::-1]  # [M, D] devices with ≥ threshold d free
     below = np.cumsum(milli[:, :-1], axis=1)  # [M, D] milli on devices with less
     fits = count[:, shapes.column] >= shapes.devices[None, :]  # [M, T]
-    fits &= cpu_free[:, None] >= shapes.cpu_milli[None, :]
+    fits &= np.asarray(cpu_free)[:, None] >= shapes.cpu_milli[None, :]
     fits &= shapes.eligible[:, nodes].T
     value = np.where(fits, below[:, shapes.column], total[:, None])
-    return result + value @ shapes.weight
+    return (weighted + value @ shapes.weight) // WEIGHT_SCALE
 
 
 def typical_shapes_of(snapshot: Snapshot, problem: Problem, *, threshold: float = POPULARITY_THRESHOLD) -> TypicalShapes:
@@ -354,9 +367,71 @@ class FragmentationScore:
 def packing_score(
     snapshot: Snapshot, problem: Problem, *, packing: PackingName, typical: Sequence[TypicalShape] = ()
 ) -> FragmentationScore | None:
-    """The packing rank the greedy engine uses this cycle: None for plain best fit;
-    typical shapes from `typical` when given, else from the pending pods."""
+    """The packing rank the greedy engine uses this cycle: None for plain best fit; else
+    the objective's own measure (`packing_measure`) over the cycle's typical shapes."""
     if packing == "best-fit" or problem.node_count == 0:
         return None
-    shapes = _configured(snapshot, typical) if typical else typical_shapes_of(snapshot, problem)
-    return FragmentationScore(problem, shapes)
+    return FragmentationScore(problem, packing_measure(snapshot, typical, problem=problem).shapes)
+
+
+@dataclass(eq=False)
+class PackingMeasure:
+    """The objective's packing tier for one snapshot: FGD's fragmentation of a node state
+    over the cycle's typical shapes, as exact integers (`fragmentation_milli`).
+
+    `nodes` measures node states by index (the objective, greedy); `state` one node state
+    given by its free CPU, device frees and `node_class` — nodes of a class are alike for
+    every typical shape's eligibility — remembered per (class, CPU band, device frees):
+    CP-SAT's pattern walks ask for the same end states over and over. The CPU band is how
+    many typical shapes' CPU fit, all the measure reads of the CPU."""
+
+    shapes: TypicalShapes
+    node_class: np.ndarray  # [N] class of each node by typical-shape eligibility
+    representative: np.ndarray  # [K] one node of each class
+    cpu_thresholds: np.ndarray  # sorted distinct CPU of the GPU shapes
+    _memo: dict[tuple[int, int, tuple[int, ...]], int] = field(default_factory=dict, repr=False)
+
+    @staticmethod
+    def of(shapes: TypicalShapes) -> PackingMeasure:
+        node_count = shapes.eligible.shape[1]
+        if shapes.weight.size and node_count:
+            _, first, node_class = np.unique(shapes.eligible.T, axis=0, return_index=True, return_inverse=True)
+        else:
+            first, node_class = np.zeros(min(1, node_count), dtype=np.int64), np.zeros(node_count, dtype=np.int64)
+        return PackingMeasure(
+            shapes=shapes,
+            node_class=np.asarray(node_class, dtype=np.int64).reshape(-1),
+            representative=np.asarray(first, dtype=np.int64),
+            cpu_thresholds=np.unique(shapes.cpu_milli),
+        )
+
+    def nodes(self, cpu_free: np.ndarray, gpu_free: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        """`[M]` fragmented milli of M node states of the nodes `nodes`."""
+        return fragmentation_milli(cpu_free, gpu_free, self.shapes, nodes)
+
+    def state(self, cpu_free: int, device_free: Sequence[int], node_class: int) -> int:
+        """Fragmented milli of one node of `node_class` with `cpu_free` and `device_free`
+        (free milli per device; devices with none may be left out)."""
+        band = int(np.searchsorted(self.cpu_thresholds, cpu_free, side="right"))
+        key = (node_class, band, tuple(sorted(device_free)))
+        value = self._memo.get(key)
+        if value is None:
+            row = np.array([key[2] or (0,)], dtype=np.int64)
+            node = self.representative[node_class : node_class + 1]
+            value = self._memo[key] = int(self.nodes(np.array([cpu_free]), row, node)[0])
+        return value
+
+
+def packing_measure(
+    snapshot: Snapshot, typical: Sequence[TypicalShape] = (), *, problem: Problem | None = None
+) -> PackingMeasure:
+    """The snapshot's packing measure (once per snapshot and `typical`, `solver.memo`):
+    over `typical` when given (the operator's, `--typical-shapes`, the API's), else over the
+    pending pods' shapes (`typical_shapes_of`)."""
+
+    def build() -> PackingMeasure:
+        if typical:
+            return PackingMeasure.of(_configured(snapshot, typical))
+        return PackingMeasure.of(typical_shapes_of(snapshot, problem if problem is not None else build_problem(snapshot)))
+
+    return memoized(snapshot, ("packing_measure", tuple(typical)), build)

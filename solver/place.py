@@ -262,7 +262,7 @@ def _place(snapshot: Snapshot, config: SolveConfig, engines: Engines) -> Decisio
     budget_end = deadline - budget.reserve_s - (budget.lp_s if budget.lp_reserved else 0.0)
     if budget_end - time.perf_counter() <= 0.01:
         return fallback("no_time", "no time left after greedy")
-    context = ObjectiveContext.of(snapshot)
+    context = ObjectiveContext.of(snapshot, config.typical_shapes)
     try:
         result = run_isolated(
             lambda: engines.cpsat(

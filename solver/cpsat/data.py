@@ -271,7 +271,7 @@ def _pattern_sets(
         pattern_set = build_pattern_set(
             profile,
             build.eligible_shapes[profile.eligibility],
-            rule=build.ctx.fragments,
+            measure=build.ctx.packing,
             gpu_column=build.gpu_column,
             cap=build.limits.max_patterns_per_profile,
             most=pending_by_shape,

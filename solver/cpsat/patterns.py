@@ -49,7 +49,7 @@ from solver.cpsat.devices import (
     state_fragment,
     walk_patterns,
 )
-from solver.objective import FragmentRule
+from solver.fragmentation import PackingMeasure
 
 __all__ = [
     "WHOLE",
@@ -96,7 +96,7 @@ class PatternSet:
     partial_free: tuple[int, ...]  # free milli of each partly used device (pooled mode: device types)
     device_patterns: dict[int, list[DevicePattern]]  # device free milli → non-empty device patterns
     restricted: bool
-    rule: FragmentRule = field(repr=False)
+    measure: PackingMeasure = field(repr=False)
     _index: dict[tuple[tuple[int, int], ...], Pattern] = field(default_factory=dict, repr=False)
 
     def find(self, counts: tuple[tuple[int, int], ...]) -> Pattern | None:
@@ -107,9 +107,6 @@ class PatternSet:
             self._index[pattern.counts] = pattern
             self.patterns.append(pattern)
 
-    def piece(self, free: int) -> int:
-        """Fragmented milli of one partly used device with `free` milli left."""
-        return self.rule.node_fragment((free,)) if 0 < free < WHOLE else 0
 
 
 def dominated(
@@ -165,6 +162,8 @@ def dominated(
         declared_cells=profile.declared_cells,
         eligibility=profile.eligibility,
         unindexed_gpu=profile.unindexed_gpu,
+        packing_cpu=profile.packing_cpu,
+        packing_class=profile.packing_class,
     )
 
 
@@ -195,13 +194,20 @@ def _with_free(profile: Profile, free: Sequence[int]) -> Profile:
         declared_cells=profile.declared_cells,
         eligibility=profile.eligibility,
         unindexed_gpu=profile.unindexed_gpu,
+        packing_cpu=profile.packing_cpu,
+        packing_class=profile.packing_class,
     )
 
 
 def poolable(profile: Profile, shapes: Sequence[Shape], gpu_column: int) -> bool:
     """May fractional shapes be pooled on this profile? (the dominance test of the docstring)
 
-    `shapes` are all shapes that may come to the node (node patterns and pools alike)."""
+    `shapes` are all shapes that may come to the node (node patterns and pools alike).
+
+    Never, while the packing tier is FGD's measure: a node's fragmentation depends on all
+    its devices at once (whether a typical shape fits anywhere on it), so per-device pools
+    cannot carry it exactly."""
+    return False
     if profile.unindexed_gpu or not any(poolable_shape(profile, shape) for shape in shapes):
         return False
     if any(shape.gpu_milli == 0 for shape in shapes):
@@ -221,7 +227,7 @@ def build_pattern_set(
     profile: Profile,
     shapes: Sequence[Shape],
     *,
-    rule: FragmentRule,
+    measure: PackingMeasure,
     gpu_column: int,
     cap: int,
     most: Mapping[int, int],
@@ -242,7 +248,7 @@ def build_pattern_set(
     walk = Walk(
         profile=profile,
         shapes=node_shapes,
-        rule=rule,
+        measure=measure,
         declared=declared,
         cap=cap,
         first_limit=len(node_shapes),
@@ -254,22 +260,22 @@ def build_pattern_set(
         shapes=tuple(fitting),
         pooled=pooled,
         patterns=[],
-        empty_fragment=state_fragment(rule, state),
+        empty_fragment=state_fragment(measure, profile, state, 0),
         empty_whole=sum(state[0]),
         partial_free=tuple(free for _, free in state[1]),
         device_patterns={},
         restricted=walk.cut or walk.pruned,
-        rule=rule,
+        measure=measure,
     )
     for pattern in walk.found:
         result.add(pattern)
     if walk.cut:
-        _add_homogeneous(result, node_shapes, rule, most=most)
+        _add_homogeneous(result, node_shapes, measure, most=most)
     return result
 
 
 def _add_homogeneous(
-    result: PatternSet, shapes: Sequence[Shape], rule: FragmentRule, *, most: Mapping[int, int]
+    result: PatternSet, shapes: Sequence[Shape], measure: PackingMeasure, *, most: Mapping[int, int]
 ) -> None:
     """Every homogeneous pattern (k pods of one shape, k ≤ `most[shape]`), so each shape can
     still fill a node. Fractional pods are placed best fit (a restriction)."""
@@ -289,12 +295,16 @@ def _add_homogeneous(
             if not states:
                 break
             if len(states) > 1 and shape.fraction:
-                best = min(states, key=lambda st: (states[st][0], state_fragment(rule, st), -sum(st[0]), len(st[1]), st))
+                cpu = (pods + 1) * shape.cpu_milli
+                best = min(
+                    states,
+                    key=lambda st: (states[st][0], state_fragment(measure, profile, st, cpu), -sum(st[0]), len(st[1]), st),
+                )
                 states = {best: states[best]}
             levels = [*levels, states]
             pods += 1
             if result.find(((shape.index, pods),)) is None:
-                result.add(make_pattern(rule, {shape.index: pods}, levels, (shape.index,) * pods))
+                result.add(make_pattern(measure, profile, {shape.index: pods}, levels, (shape.index,) * pods, pods * shape.cpu_milli))
 
 
 def topology_patterns(
@@ -302,7 +312,7 @@ def topology_patterns(
     tracked: Sequence[Shape],
     *,
     mode: str,
-    rule: FragmentRule,
+    measure: PackingMeasure,
     cap: int,
     most: Mapping[int, int],
 ) -> tuple[list[Pattern], bool]:
@@ -316,10 +326,10 @@ def topology_patterns(
         return [], False
     holder = PatternSet(
         profile=profile, shapes=(), pooled=(), patterns=[], empty_fragment=0, empty_whole=0, partial_free=(),
-        device_patterns={}, restricted=True, rule=rule,
+        device_patterns={}, restricted=True, measure=measure,
     )
     if mode == "homogeneous":
-        _add_homogeneous(holder, tracked, rule, most=most)
+        _add_homogeneous(holder, tracked, measure, most=most)
         return holder.patterns, True
     pooled_ids = {s.index for s in pattern_set.pooled}
     others = sorted((s for s in pattern_set.shapes if not s.topology and s.index not in pooled_ids), key=shape_rank)
@@ -327,7 +337,7 @@ def topology_patterns(
     walk = Walk(
         profile=profile,
         shapes=[*tracked, *others],
-        rule=rule,
+        measure=measure,
         declared=declared_slots(profile),
         cap=cap,
         first_limit=len(tracked),
@@ -337,7 +347,7 @@ def topology_patterns(
     for pattern in walk.found:
         holder.add(pattern)
     if walk.cut:
-        _add_homogeneous(holder, tracked, rule, most=most)
+        _add_homogeneous(holder, tracked, measure, most=most)
     return holder.patterns, walk.cut or walk.pruned
 
 

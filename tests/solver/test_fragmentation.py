@@ -82,7 +82,7 @@ def test_typical_shapes_from_pending_pods_keep_the_most_frequent_until_the_thres
     )
     shapes = typical_shapes_of(snapshot, build_problem(snapshot), threshold=0.8)
     assert shapes.cpu_only_weight == 0.0
-    assert sorted(zip(shapes.devices.tolist(), shapes.weight.round(3).tolist())) == [(1, 0.333), (1, 0.667)]
+    assert sorted(zip(shapes.devices.tolist(), shapes.weight.tolist())) == [(1, 333_333), (1, 666_667)]  # ppm
     assert sorted(shapes.thresholds.tolist()) == [500, 1000]
 
 
