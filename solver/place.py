@@ -95,6 +95,10 @@ class SolveConfig:
     """Pattern variables over topology atoms before atoms hold tracked pods only."""
     max_victim_options: int = 3000
     """Eviction options in all before only the most useful node groups keep their victims."""
+    candidate_nodes_per_pod: int = 4
+    """When the cluster has more nodes than this per pending pod, CP-SAT places pending pods
+    only on greedy's nodes and the best-fitting this-many per pod of each shape (a
+    restriction around the hint); 0: every node."""
     lp_gap: bool | None = None
     """When CP-SAT has not proven optimality, also bound throughput by the LP relaxation
     (`solver.bound`, in-process HiGHS) and report the tighter bound; its time is reserved.
@@ -137,6 +141,7 @@ class SolveConfig:
                 max_options_per_node=self.max_options_per_node,
                 max_topology_patterns=self.max_topology_patterns,
                 max_victim_options=self.max_victim_options,
+                candidate_nodes_per_pod=self.candidate_nodes_per_pod,
             ),
             log_search=self.log_search,
         )

@@ -62,6 +62,7 @@ class BuildContext:
     eligible_shapes: dict[int, list[Shape]] = field(default_factory=dict)  # node class → shapes eligible there
     pending_by_shape: dict[int, int] = field(default_factory=dict)  # shape → pending pods
     hypernode_domains: dict[int, list[tuple[str, int, frozenset[str]]]] = field(default_factory=dict)
+    left_out: set[int] = field(default_factory=set)  # nodes no pending pod may go to (`cpsat.neighbourhood`)
 
 
 def new_build_context(
@@ -109,7 +110,8 @@ def profile_of(
     # A node already past its allocatable (lowered under running pods) has none left;
     # a negative amount would read as DOMINATED, never binding.
     left = tuple(max(0, amount) for amount in free)
-    raw = (left, devices, tuple(sorted(cell_cpu)), build.declared[node], int(build.problem.node_class[node]))
+    considered = node not in build.left_out
+    raw = (left, devices, tuple(sorted(cell_cpu)), build.declared[node], int(build.problem.node_class[node]), considered)
     known = build.raw_profile.get(raw)
     if known is not None:
         return known
@@ -121,8 +123,9 @@ def profile_of(
         declared_cells=build.declared[node],
         eligibility=raw[4],
         unindexed_gpu=free[build.gpu_column] < device_total,
+        considered=considered,
     )
-    eligible = build.eligible_shapes[profile.eligibility]
+    eligible = build.eligible_shapes[profile.eligibility] if considered else []
     pending = sum(build.pending_by_shape.get(shape.index, 0) for shape in eligible)
     profile = dominated(profile, eligible, build.gpu_column, pods_column=build.problem.pods_column, pending=pending)
     profile = dataclasses.replace(

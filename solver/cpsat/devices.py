@@ -94,6 +94,7 @@ class Profile:
     unindexed_gpu: bool  # some GPU use has no device index (node total < device sum)
     packing_cpu: int = 0  # free CPU as the packing tier reads it (`cpsat.build_context.profile_of`)
     packing_class: int = 0  # the node's class by typical-shape eligibility (`PackingMeasure.node_class`)
+    considered: bool = True  # False: left out of the model's candidate nodes (`cpsat.neighbourhood`)
 
 
 @dataclass(frozen=True)

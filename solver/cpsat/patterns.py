@@ -164,6 +164,7 @@ def dominated(
         unindexed_gpu=profile.unindexed_gpu,
         packing_cpu=profile.packing_cpu,
         packing_class=profile.packing_class,
+        considered=profile.considered,
     )
 
 
@@ -196,6 +197,7 @@ def _with_free(profile: Profile, free: Sequence[int]) -> Profile:
         unindexed_gpu=profile.unindexed_gpu,
         packing_cpu=profile.packing_cpu,
         packing_class=profile.packing_class,
+        considered=profile.considered,
     )
 
 
