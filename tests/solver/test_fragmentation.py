@@ -193,10 +193,10 @@ def test_configured_shapes_are_prepared_once_per_tuple_and_never_stale():
     shapes = (HALF_GPU, selected)
     assert _prepared(shapes) is _prepared(shapes)  # one tuple, one preparation
     assert _configured_columns(snapshot, shapes) == (
-        [1000, 2000], [1, 1], [0.5, 0.5], [[True, True], [True, False]]
+        [1000, 2000], [1, 1], [500_000, 500_000], [[True, True], [True, False]]
     )
     other = (selected,)  # other contents: its own columns
-    assert _configured_columns(snapshot, other) == ([2000], [1], [1.0], [[True, False]])
+    assert _configured_columns(snapshot, other) == ([2000], [1], [1_000_000], [[True, False]])
     changing = [HALF_GPU]  # a list may change under one identity: never taken from the cache
     assert _configured_columns(snapshot, changing)[0] == [1000]
     changing[0] = selected
