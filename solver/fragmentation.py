@@ -34,6 +34,7 @@ CPU and GPU only); the score looks one pod ahead, not over a batch.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -389,7 +390,11 @@ class PackingMeasure:
     node_class: np.ndarray  # [N] class of each node by typical-shape eligibility
     representative: np.ndarray  # [K] one node of each class
     cpu_thresholds: np.ndarray  # sorted distinct CPU of the GPU shapes
-    _memo: dict[tuple[int, int, tuple[int, ...]], int] = field(default_factory=dict, repr=False)
+    _memo: dict[tuple[int, int, int, tuple[int, ...]], int] = field(default_factory=dict, repr=False)
+    _cpu_thresholds: list[int] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        self._cpu_thresholds = [int(cpu) for cpu in self.cpu_thresholds]
 
     @staticmethod
     def of(shapes: TypicalShapes) -> PackingMeasure:
@@ -412,11 +417,17 @@ class PackingMeasure:
     def state(self, cpu_free: int, device_free: Sequence[int], node_class: int) -> int:
         """Fragmented milli of one node of `node_class` with `cpu_free` and `device_free`
         (free milli per device; devices with none may be left out)."""
-        band = int(np.searchsorted(self.cpu_thresholds, cpu_free, side="right"))
-        key = (node_class, band, tuple(sorted(device_free)))
+        partial = tuple(sorted(free for free in device_free if free < WHOLE))
+        return self.split_state(cpu_free, len(device_free) - len(partial), partial, node_class)
+
+    def split_state(self, cpu_free: int, whole_devices: int, partial_free: tuple[int, ...], node_class: int) -> int:
+        """`state` of a node with `whole_devices` wholly free devices and the partly used
+        ones' free milli `partial_free` (sorted): the form CP-SAT's device states come in,
+        looked up without building a device list."""
+        key = (node_class, bisect_right(self._cpu_thresholds, cpu_free), whole_devices, partial_free)
         value = self._memo.get(key)
         if value is None:
-            row = np.array([key[2] or (0,)], dtype=np.int64)
+            row = np.array([(WHOLE,) * whole_devices + partial_free or (0,)], dtype=np.int64)
             node = self.representative[node_class : node_class + 1]
             value = self._memo[key] = int(self.nodes(np.array([cpu_free]), row, node)[0])
         return value

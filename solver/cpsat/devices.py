@@ -151,8 +151,8 @@ def state_fragment(measure: PackingMeasure, profile: Profile, state: State, cpu_
     """Tier 5's value of a node of `profile` left in `state` by pods taking `cpu_used`
     (`PackingMeasure.state`, which remembers it per end state)."""
     whole, partial, _ = state
-    frees = [WHOLE] * sum(whole) + [free for _, free in partial]
-    return measure.state(profile.packing_cpu - cpu_used, frees, profile.packing_class)
+    frees = tuple(sorted(free for _, free in partial)) if len(partial) > 1 else tuple(free for _, free in partial)
+    return measure.split_state(profile.packing_cpu - cpu_used, sum(whole), frees, profile.packing_class)
 
 
 def take_cpu(cpu: tuple[int, ...], slot: int, amount: int) -> tuple[int, ...] | None:
