@@ -95,7 +95,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from models.placement import Placement
-from models.typical_shapes import TypicalShape
 from models.snapshot import (
     CPU,
     GPU,
@@ -107,6 +106,7 @@ from models.snapshot import (
     QueueName,
     Snapshot,
 )
+from models.typical_shapes import TypicalShape
 from solver.after import After, build_after
 from solver.fragmentation import PackingMeasure, packing_measure
 from solver.memo import memoized
