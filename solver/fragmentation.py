@@ -392,6 +392,7 @@ class PackingMeasure:
     cpu_thresholds: np.ndarray  # sorted distinct CPU of the GPU shapes
     _memo: dict[tuple[int, int, int, tuple[int, ...]], int] = field(default_factory=dict, repr=False)
     _cpu_thresholds: list[int] = field(default_factory=list, repr=False)
+    _classes: dict[int, tuple[int, list[tuple[int, list[tuple[int, int, int]]]]]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self._cpu_thresholds = [int(cpu) for cpu in self.cpu_thresholds]
@@ -427,10 +428,40 @@ class PackingMeasure:
         key = (node_class, bisect_right(self._cpu_thresholds, cpu_free), whole_devices, partial_free)
         value = self._memo.get(key)
         if value is None:
-            row = np.array([(WHOLE,) * whole_devices + partial_free or (0,)], dtype=np.int64)
-            node = self.representative[node_class : node_class + 1]
-            value = self._memo[key] = int(self.nodes(np.array([cpu_free]), row, node)[0])
+            value = self._memo[key] = self._one_state(cpu_free, whole_devices, partial_free, node_class)
         return value
+
+    def _one_state(self, cpu_free: int, whole_devices: int, partial_free: tuple[int, ...], node_class: int) -> int:
+        """`fragmentation_milli` of one node state in plain Python: the same integers, at a
+        tenth of the cost of a one-row numpy call (thresholds are at most one device's
+        milli, so wholly free devices always meet them)."""
+        total = whole_devices * WHOLE + sum(partial_free)
+        ineligible, columns = self._by_class(node_class)
+        weighted = total * (self.shapes.cpu_only_weight + ineligible)
+        for threshold, shapes in columns:
+            count = whole_devices + sum(1 for free in partial_free if free >= threshold)
+            below = sum(free for free in partial_free if free < threshold)
+            for devices, cpu_milli, weight in shapes:
+                weighted += weight * (below if count >= devices and cpu_free >= cpu_milli else total)
+        return weighted // WEIGHT_SCALE
+
+    def _by_class(self, node_class: int) -> tuple[int, list[tuple[int, list[tuple[int, int, int]]]]]:
+        """(weight of the GPU shapes a node of `node_class` may not take, and per threshold
+        the (devices, CPU, weight) of those it may), built once per class."""
+        known = self._classes.get(node_class)
+        if known is None:
+            shapes = self.shapes
+            eligible = shapes.eligible[:, int(self.representative[node_class])] if shapes.weight.size else ()
+            ineligible = 0
+            columns: dict[int, list[tuple[int, int, int]]] = {}
+            for t, may in enumerate(eligible):
+                if not may:
+                    ineligible += int(shapes.weight[t])
+                    continue
+                threshold = int(shapes.thresholds[shapes.column[t]])
+                columns.setdefault(threshold, []).append((int(shapes.devices[t]), int(shapes.cpu_milli[t]), int(shapes.weight[t])))
+            known = self._classes[node_class] = (ineligible, sorted(columns.items()))
+        return known
 
 
 def packing_measure(
