@@ -51,7 +51,10 @@ Presolve runs only when the stage has time for it (`PRESOLVE_SECONDS_PER_VARIABL
 CP-SAT presolves the model anew for every stage, and its cost grows with the model, not
 with the stage's time limit — a stage shorter than its presolve ends without searching,
 with at best the hint it was given. Measured on 2 cores: 0.3–0.7 s per stage at
-1,300–3,800 variables, 1.3 s at 12,000.
+1,300–3,800 variables, 1.3 s at 12,000. And presolve is not interruptible: on openb
+batches (1,300 variables, the packing tier's many distinct fragment constants) its
+domain reasoning alone took 1.7 s in a stage given 0.5 s, which then ended UNKNOWN and
+the call overran its limit. So it also needs a stage of `PRESOLVE_MIN_STAGE_S`.
 
 Statuses: OPTIMAL only when every stage proved optimality and nothing was restricted;
 FEASIBLE otherwise; UNKNOWN when no stage produced a solution in time (the caller falls
@@ -83,6 +86,7 @@ from solver.problem import Problem
 
 __all__ = [
     "CpsatConfig", "CpsatResult", "StageReport", "ModelInvalid", "solve_cpsat", "PRESOLVE_SECONDS_PER_VARIABLE",
+    "PRESOLVE_MIN_STAGE_S",
     "TIE_BREAK_MIN_S",
 ]
 
@@ -93,6 +97,9 @@ PRESOLVE_SECONDS_PER_VARIABLE = 2e-4
 bench's models, 1,300–12,000 variables); with `presolve=None` it runs when this estimate
 is at most `PRESOLVE_SHARE` of the stage's time."""
 PRESOLVE_SHARE = 0.5
+PRESOLVE_MIN_STAGE_S = 1.0
+"""Shorter stages never presolve (with `presolve=None`): presolve ignores the time limit,
+and its cost on a small model can exceed a short stage whatever the variable count."""
 MIN_SEARCH_S = 0.05
 """Below this much time left for completing the hint and searching, CP-SAT is not started."""
 REPACK_WEIGHT = 8.0
@@ -434,11 +441,14 @@ def _repack(
 
 
 def _presolve(config: CpsatConfig, model: cp_model.CpModel, seconds: float) -> bool:
-    """Presolve a solve of `seconds`? As configured, else when its expected cost is at most
-    `PRESOLVE_SHARE` of them. Example: 3,400 variables → ~0.68 s expected: on for a stage
-    of 1.4 s or more, off for the ~0.12 s stages of a 1 s call at 1,000 nodes."""
+    """Presolve a solve of `seconds`? As configured, else when the stage lasts at least
+    `PRESOLVE_MIN_STAGE_S` and presolve's expected cost is at most `PRESOLVE_SHARE` of it.
+    Example: 3,400 variables → ~0.68 s expected: on for a stage of 1.4 s or more, off for
+    the ~0.12 s stages of a 1 s call at 1,000 nodes; 300 variables: on from 1 s."""
     if config.presolve is not None:
         return config.presolve
+    if seconds < PRESOLVE_MIN_STAGE_S:
+        return False
     return len(model.proto.variables) * PRESOLVE_SECONDS_PER_VARIABLE <= PRESOLVE_SHARE * seconds
 
 
