@@ -82,7 +82,7 @@ class ModelData:
     tasks: list[UnitTask]
     shapes: list[Shape]
     profiles: list[Profile]
-    pattern_sets: dict[int, PatternSet]  # profile id → untracked node patterns and pools
+    pattern_sets: dict[int, PatternSet]  # profile id → untracked node patterns
     topology_sets: dict[tuple[int, str], list[Pattern]]  # (profile id, atom) → patterns with a tracked pod
     node_groups: list[NodeGroup]
     kinds: list[VictimKind]
@@ -295,7 +295,6 @@ def _pattern_sets(
             profile,
             build.eligible_shapes[profile.eligibility] if profile.considered else [],
             measure=build.ctx.packing,
-            gpu_column=build.gpu_column,
             cap=build.limits.max_patterns_per_profile,
             most=pending_by_shape,
         )

@@ -25,7 +25,7 @@ pods are placed best fit (a restriction the caller reports). Example: a node wit
 
 The best assignment of a multiset: fewest splits, then least fragment (tiers 4 and 5 are
 per node, so that is optimal for it), then the densest packing (most whole devices,
-fewest partly used ones), which leaves device pools the most room.
+fewest partly used ones) to break ties.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class Shape:
     fraction: int  # milli of a fractional pod, else 0
     single_numa: bool
     cpu_milli: int
-    topology: bool = False  # pods of topology-tracked tasks (their own shapes, never pooled)
+    topology: bool = False  # pods of topology-tracked tasks (their own shapes)
 
 
 @dataclass(frozen=True)
@@ -113,8 +113,6 @@ class Pattern:
     counts: tuple[tuple[int, int], ...]  # (shape index, pods), by shape index
     splits: int
     fragment: int
-    whole_left: int  # wholly free devices after the best assignment
-    partial_left: tuple[tuple[int, int], ...]  # (free milli, devices) of partly used devices after it
     _levels: list[dict[State, tuple[int, State | None, Choice | None]]] = field(repr=False)
     _order: tuple[int, ...] = field(repr=False)  # shape of each pod, in the order placed
     _best: State = field(repr=False)
@@ -294,7 +292,7 @@ def make_pattern(
     cpu_used: int,
 ) -> Pattern:
     # Fewest splits, least fragment, then the densest packing (most whole devices, fewest
-    # partly used ones): equal for the objective, and it leaves pools the most room.
+    # partly used ones) to break ties: equal for the objective.
     last = levels[-1]
     if len(last) == 1:
         best = next(iter(last))
@@ -303,15 +301,10 @@ def make_pattern(
             last, key=lambda s: (last[s][0], state_fragment(measure, profile, s, cpu_used), -sum(s[0]), len(s[1]), s)
         )
     splits = last[best][0]
-    partial: dict[int, int] = {}
-    for _, free in best[1]:
-        partial[free] = partial.get(free, 0) + 1
     return Pattern(
         counts=tuple(sorted((i, n) for i, n in counts.items() if n)),
         splits=splits,
         fragment=state_fragment(measure, profile, best, cpu_used),
-        whole_left=sum(best[0]),
-        partial_left=tuple(sorted(partial.items())),
         _levels=levels,
         _order=order,
         _best=best,

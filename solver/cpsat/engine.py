@@ -13,8 +13,8 @@ The model, built in named steps (each its own module):
      options, victim kinds, topology atoms and candidate domains;
      patterns per profile (`cpsat.patterns`);
   2. variables (`cpsat.variables`): counts, never one boolean per (pod, node): pods per task
-     (per atom when topology matters), nodes per (profile, pattern), devices per device
-     pattern, nodes per eviction option, victims per kind and reason, admissions, domains;
+     (per atom when topology matters), nodes per (profile, pattern), nodes per eviction
+     option, victims per kind and reason, admissions, domains;
   3. constraints (`cpsat.constraints`): capacity/eligibility/NUMA through patterns, gang,
      quota, topology, preemption and reclaim;
   4. objective (`cpsat.objective`): the five tiers of `solver.objective`, exactly;
@@ -32,7 +32,6 @@ of them at 1,000 nodes / 1,000 pods):
   - counts per task, never per pod; shapes shared across tasks;
   - node profiles, with resources the GPUs bound canonicalised away (`dominated`);
   - per-node patterns checked device by device, so the aggregation stays exact;
-    fractions pooled over devices where allowed;
   - victims by kind and nodes by (profile, victims);
   - topology atoms only where candidate domains need them.
 
@@ -76,7 +75,7 @@ from models.snapshot import Snapshot
 from solver.cpsat.constraints import add_constraints
 from solver.cpsat.data import DataLimits, ModelData, build_model_data
 from solver.cpsat.extract import extract_placement
-from solver.cpsat.hint import hint_values, representable_hint
+from solver.cpsat.hint import augment, hint_values, node_uses
 from solver.cpsat.interpod import fix_inter_pod, merged
 from solver.cpsat.objective import Stage, Tiers, build_tiers, first_come, plan_stages
 from solver.cpsat.polish import pack_shares
@@ -186,10 +185,9 @@ def solve_cpsat(
     if fixed is not None:
         problem, hint = fixed.problem, fixed.residual_hint
     data = build_model_data(snapshot, problem, context, limits=config.limits, hint=hint, fixed=fixed)
-    hint, trimmed, uses, pods_per_task, evictions = representable_hint(data, hint or Placement())
-    # With a fixed part the model's value of the residual hint is no score of greedy's own
-    # placement: `place()` then scores both.
-    trimmed = trimmed or fixed is not None
+    hint = hint or Placement()
+    uses, pods_per_task, evictions = node_uses(data, hint)
+    augment(data, uses)
     stats["data_s"] = time.perf_counter() - started
     expected = _build_seconds(data)
     if deadline - time.perf_counter() < expected + MIN_SEARCH_S:
@@ -213,7 +211,9 @@ def solve_cpsat(
     # 5. hint, completed by the solver from the decision variables
     partial = hint_values(data, variables, uses, pods_per_task, evictions, hint)
     values, completion = _complete(model, partial, config, deadline)
-    hint_objective = None if values is None or trimmed else _objective(tiers, values)
+    # With a fixed part the model's value of the residual hint is no score of greedy's own
+    # placement: `place()` then scores both.
+    hint_objective = None if values is None or fixed is not None else _objective(tiers, values)
     if values is None:
         log.warning("cpsat: the greedy hint did not complete to a model solution (%s); solving without it", completion)
     stats["hint_s"] = time.perf_counter() - started - stats["data_s"] - stats["model_s"]

@@ -41,7 +41,6 @@ from ortools.sat.python import cp_model
 
 from solver.cpsat.constraints import Allocation
 from solver.cpsat.data import ModelData
-from solver.cpsat.patterns import device_patterns
 from solver.cpsat.variables import Lin, Variables
 from solver.objective import FAIRNESS_SCALE, TIERS, pod_value
 
@@ -234,9 +233,6 @@ def _locality(data: ModelData, variables: Variables) -> Lin:
         for (atom, i), var in profile_vars.atom_pattern_nodes.items():
             pattern = data.topology_sets[(profile, atom)][i]
             lin.add(var, pattern.splits + _missed_in(pattern.counts, missed))
-        if missed:
-            for (value, i), var in profile_vars.device_pattern_devices.items():
-                lin.add(var, _missed_in(device_patterns(pattern_set, value, cap=10_000)[i].counts, missed))
     return lin
 
 
