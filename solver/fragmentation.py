@@ -34,15 +34,17 @@ CPU and GPU only); the score looks one pod ahead, not over a batch.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 import numpy as np
 
 from models.snapshot import GPU_MILLI_PER_DEVICE, Snapshot
 from models.typical_shapes import TypicalShape
-from solver.problem import Problem
+from solver.memo import memoized
+from solver.problem import Problem, build_problem
 from solver.rules.eligibility import matches_selector
 
 __all__ = [
@@ -52,6 +54,9 @@ __all__ = [
     "TypicalShape",
     "TypicalShapes",
     "fragmentation_milli",
+    "PackingMeasure",
+    "packing_measure",
+    "WEIGHT_SCALE",
     "typical_shapes_of",
     "prepare_shapes",
     "FragmentationScore",
@@ -70,13 +75,19 @@ class TypicalShapes:
     """Typical shapes prepared for one cycle's nodes. GPU shapes are columns; each one's
     per-device threshold is a column of `thresholds` (`column`)."""
 
-    cpu_only_weight: float
+    cpu_only_weight: int  # parts per million of the weight (`WEIGHT_SCALE`)
     cpu_milli: np.ndarray  # [T] per GPU shape
     devices: np.ndarray  # [T] devices it needs
-    weight: np.ndarray  # [T] (with cpu_only_weight, sums to 1)
+    weight: np.ndarray  # [T] int64 parts per million (with cpu_only_weight, ~WEIGHT_SCALE)
     eligible: np.ndarray  # [T, N] bool
     thresholds: np.ndarray  # [D] distinct per-device milli asked
     column: np.ndarray  # [T] → column of thresholds
+
+
+WEIGHT_SCALE = 1_000_000
+"""Weights are integers in parts per million, so a node's fragmentation is an exact integer
+(floor of the weighted sum): the same for the objective, the greedy score and every CP-SAT
+pattern, whatever order numpy sums in."""
 
 
 def _per_device(gpu_milli: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -92,7 +103,7 @@ class _Columns:
     `gpu` marks the shapes that ask for GPUs (the columns, in order)."""
 
     gpu: np.ndarray  # [T all] bool
-    cpu_only_weight: float
+    cpu_only_weight: int
     cpu_milli: np.ndarray
     devices: np.ndarray
     weight: np.ndarray
@@ -103,11 +114,12 @@ class _Columns:
     def of(cpu_milli: np.ndarray, gpu_milli: np.ndarray, weight: np.ndarray) -> _Columns:
         weight = np.asarray(weight, dtype=np.float64)
         total = float(weight.sum()) or 1.0
+        ppm = np.rint(weight / total * WEIGHT_SCALE).astype(np.int64)
         gpu = np.asarray(gpu_milli) > 0
         devices, per_device = _per_device(np.asarray(gpu_milli, dtype=np.int64))
         thresholds, column = np.unique(per_device[gpu], return_inverse=True)
         arrays = (
-            gpu, np.asarray(cpu_milli, dtype=np.int64)[gpu], devices[gpu], weight[gpu] / total,
+            gpu, np.asarray(cpu_milli, dtype=np.int64)[gpu], devices[gpu], ppm[gpu],
             thresholds.astype(np.int64), column.reshape(-1),
         )  # fmt: skip
         for array in arrays:  # shared by every cycle of a config (`_prepared`): read-only
@@ -115,7 +127,7 @@ class _Columns:
         gpu, cpu, device_count, share, threshold, position = arrays
         return _Columns(
             gpu=gpu,
-            cpu_only_weight=float(weight[~gpu].sum()) / total,
+            cpu_only_weight=int(ppm[~gpu].sum()),
             cpu_milli=cpu,
             devices=device_count,
             weight=share,
@@ -148,7 +160,8 @@ def prepare_shapes(
 def fragmentation_milli(cpu_free: np.ndarray, gpu_free: np.ndarray, shapes: TypicalShapes, nodes: np.ndarray) -> np.ndarray:
     """`[M]` fragmented milli-GPU of M node states: free CPU `[M]`, free milli per device
     `[M, G]` (negative = padding, counts as nothing), for the node indices `nodes [M]`
-    (their eligibility per shape). See the module docstring for the rule and an example.
+    (their eligibility per shape), as int64 milli: the weighted sum is floored (`WEIGHT_SCALE`).
+    See the module docstring for the rule and an example.
 
     Per threshold d (a distinct per-device milli some shape asks) it needs the devices with
     at least d free and the milli on those with less. Each device falls in one bucket between
@@ -156,22 +169,23 @@ def fragmentation_milli(cpu_free: np.ndarray, gpu_free: np.ndarray, shapes: Typi
     (two `bincount`s) and its running sums — not from an `[M, G, D]` comparison. Example:
     thresholds (300, 1000), devices (1000, 500, 100) → buckets (2, 1, 0) → at least 300:
     2 devices, below 300: 100 milli; at least 1000: 1 device, below 1000: 600 milli."""
-    left = np.maximum(gpu_free, 0)
-    total = left.sum(axis=1).astype(np.float64)
-    result = total * shapes.cpu_only_weight
+    left = np.maximum(np.asarray(gpu_free, dtype=np.int64), 0)
+    total = left.sum(axis=1)
+    weighted = total * shapes.cpu_only_weight
     if shapes.weight.size == 0:
-        return result
+        return weighted // WEIGHT_SCALE
     states, buckets = left.shape[0], shapes.thresholds.size + 1
     bucket = np.arange(states)[:, None] * buckets + np.searchsorted(shapes.thresholds, left, side="right")  # [M, G]
     devices = np.bincount(bucket.ravel(), minlength=states * buckets).reshape(states, buckets)
-    milli = np.bincount(bucket.ravel(), weights=left.ravel(), minlength=states * buckets).reshape(states, buckets)
+    milli = np.bincount(bucket.ravel(), weights=left.ravel(), minlength=states * buckets)
+    milli = milli.astype(np.int64).reshape(states, buckets)  # sums of integers below 2**53: exact
     count = np.cumsum(devices[:, :0:-1], axis=1)[:, ::-1]  # [M, D] devices with ≥ threshold d free
     below = np.cumsum(milli[:, :-1], axis=1)  # [M, D] milli on devices with less
     fits = count[:, shapes.column] >= shapes.devices[None, :]  # [M, T]
-    fits &= cpu_free[:, None] >= shapes.cpu_milli[None, :]
+    fits &= np.asarray(cpu_free)[:, None] >= shapes.cpu_milli[None, :]
     fits &= shapes.eligible[:, nodes].T
     value = np.where(fits, below[:, shapes.column], total[:, None])
-    return result + value @ shapes.weight
+    return (weighted + value @ shapes.weight) // WEIGHT_SCALE
 
 
 def typical_shapes_of(snapshot: Snapshot, problem: Problem, *, threshold: float = POPULARITY_THRESHOLD) -> TypicalShapes:
@@ -354,9 +368,112 @@ class FragmentationScore:
 def packing_score(
     snapshot: Snapshot, problem: Problem, *, packing: PackingName, typical: Sequence[TypicalShape] = ()
 ) -> FragmentationScore | None:
-    """The packing rank the greedy engine uses this cycle: None for plain best fit;
-    typical shapes from `typical` when given, else from the pending pods."""
+    """The packing rank the greedy engine uses this cycle: None for plain best fit; else
+    the objective's own measure (`packing_measure`) over the cycle's typical shapes."""
     if packing == "best-fit" or problem.node_count == 0:
         return None
-    shapes = _configured(snapshot, typical) if typical else typical_shapes_of(snapshot, problem)
-    return FragmentationScore(problem, shapes)
+    return FragmentationScore(problem, packing_measure(snapshot, typical, problem=problem).shapes)
+
+
+@dataclass(eq=False)
+class PackingMeasure:
+    """The objective's packing tier for one snapshot: FGD's fragmentation of a node state
+    over the cycle's typical shapes, as exact integers (`fragmentation_milli`).
+
+    `nodes` measures node states by index (the objective, greedy); `state` one node state
+    given by its free CPU, device frees and `node_class` — nodes of a class are alike for
+    every typical shape's eligibility — remembered per (class, CPU band, device frees):
+    CP-SAT's pattern walks ask for the same end states over and over. The CPU band is how
+    many typical shapes' CPU fit, all the measure reads of the CPU."""
+
+    shapes: TypicalShapes
+    node_class: np.ndarray  # [N] class of each node by typical-shape eligibility
+    representative: np.ndarray  # [K] one node of each class
+    cpu_thresholds: np.ndarray  # sorted distinct CPU of the GPU shapes
+    _memo: dict[tuple[int, int, int, tuple[int, ...]], int] = field(default_factory=dict, repr=False)
+    _cpu_thresholds: list[int] = field(default_factory=list, repr=False)
+    _classes: dict[int, tuple[int, list[tuple[int, list[tuple[int, int, int]]]]]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._cpu_thresholds = [int(cpu) for cpu in self.cpu_thresholds]
+
+    @staticmethod
+    def of(shapes: TypicalShapes) -> PackingMeasure:
+        node_count = shapes.eligible.shape[1]
+        if shapes.weight.size and node_count:
+            _, first, node_class = np.unique(shapes.eligible.T, axis=0, return_index=True, return_inverse=True)
+        else:
+            first, node_class = np.zeros(min(1, node_count), dtype=np.int64), np.zeros(node_count, dtype=np.int64)
+        return PackingMeasure(
+            shapes=shapes,
+            node_class=np.asarray(node_class, dtype=np.int64).reshape(-1),
+            representative=np.asarray(first, dtype=np.int64),
+            cpu_thresholds=np.unique(shapes.cpu_milli),
+        )
+
+    def nodes(self, cpu_free: np.ndarray, gpu_free: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        """`[M]` fragmented milli of M node states of the nodes `nodes`."""
+        return fragmentation_milli(cpu_free, gpu_free, self.shapes, nodes)
+
+    def state(self, cpu_free: int, device_free: Sequence[int], node_class: int) -> int:
+        """Fragmented milli of one node of `node_class` with `cpu_free` and `device_free`
+        (free milli per device; devices with none may be left out)."""
+        partial = tuple(sorted(free for free in device_free if free < WHOLE))
+        return self.split_state(cpu_free, len(device_free) - len(partial), partial, node_class)
+
+    def split_state(self, cpu_free: int, whole_devices: int, partial_free: tuple[int, ...], node_class: int) -> int:
+        """`state` of a node with `whole_devices` wholly free devices and the partly used
+        ones' free milli `partial_free` (sorted): the form CP-SAT's device states come in,
+        looked up without building a device list."""
+        key = (node_class, bisect_right(self._cpu_thresholds, cpu_free), whole_devices, partial_free)
+        value = self._memo.get(key)
+        if value is None:
+            value = self._memo[key] = self._one_state(cpu_free, whole_devices, partial_free, node_class)
+        return value
+
+    def _one_state(self, cpu_free: int, whole_devices: int, partial_free: tuple[int, ...], node_class: int) -> int:
+        """`fragmentation_milli` of one node state in plain Python: the same integers, at a
+        tenth of the cost of a one-row numpy call (thresholds are at most one device's
+        milli, so wholly free devices always meet them)."""
+        total = whole_devices * WHOLE + sum(partial_free)
+        ineligible, columns = self._by_class(node_class)
+        weighted = total * (self.shapes.cpu_only_weight + ineligible)
+        for threshold, shapes in columns:
+            count = whole_devices + sum(1 for free in partial_free if free >= threshold)
+            below = sum(free for free in partial_free if free < threshold)
+            for devices, cpu_milli, weight in shapes:
+                weighted += weight * (below if count >= devices and cpu_free >= cpu_milli else total)
+        return weighted // WEIGHT_SCALE
+
+    def _by_class(self, node_class: int) -> tuple[int, list[tuple[int, list[tuple[int, int, int]]]]]:
+        """(weight of the GPU shapes a node of `node_class` may not take, and per threshold
+        the (devices, CPU, weight) of those it may), built once per class."""
+        known = self._classes.get(node_class)
+        if known is None:
+            shapes = self.shapes
+            eligible = shapes.eligible[:, int(self.representative[node_class])] if shapes.weight.size else ()
+            ineligible = 0
+            columns: dict[int, list[tuple[int, int, int]]] = {}
+            for t, may in enumerate(eligible):
+                if not may:
+                    ineligible += int(shapes.weight[t])
+                    continue
+                threshold = int(shapes.thresholds[shapes.column[t]])
+                columns.setdefault(threshold, []).append((int(shapes.devices[t]), int(shapes.cpu_milli[t]), int(shapes.weight[t])))
+            known = self._classes[node_class] = (ineligible, sorted(columns.items()))
+        return known
+
+
+def packing_measure(
+    snapshot: Snapshot, typical: Sequence[TypicalShape] = (), *, problem: Problem | None = None
+) -> PackingMeasure:
+    """The snapshot's packing measure (once per snapshot and `typical`, `solver.memo`):
+    over `typical` when given (the operator's, `--typical-shapes`, the API's), else over the
+    pending pods' shapes (`typical_shapes_of`)."""
+
+    def build() -> PackingMeasure:
+        if typical:
+            return PackingMeasure.of(_configured(snapshot, typical))
+        return PackingMeasure.of(typical_shapes_of(snapshot, problem if problem is not None else build_problem(snapshot)))
+
+    return memoized(snapshot, ("packing_measure", tuple(typical)), build)

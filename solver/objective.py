@@ -72,20 +72,16 @@ The tiers (each an exact integer; "after" means kept running pods plus this cycl
    and the NUMA split do, and it outranks packing because the user stated it. Its unit, one
    weight point, equals one HyperNode or one NUMA split: a pod preferring a node with
    weight 1 gives way to keeping a gang in one leaf; weight 100 does not.
-5. **packing** — smaller is better: milli-GPU left free in pieces no pending shape can use,
-   and devices opened without need. The pending shapes are the GPU requests of the
-   snapshot's pending pods; u = the smallest fractional request, k = the fewest whole
-   devices asked. Per node after the placement: a partly used device's free milli counts
-   when it is < u (no fraction fits), else the device counts 1 — a piece a fraction can
-   still use is no fragment, but it is a device no whole-GPU pod can have, so a fraction
-   that fits a device already in use never opens a fresh one for nothing (a fresh device
-   costs 1, the used one costs nothing more), while FGD's measure still decides against
-   leaving an unusable piece of 2 milli or more; the wholly free devices count 1000 each
-   when there is no fractional request and there are fewer than k of them. NUMA, CPU and
-   eligibility are ignored. Example: pending shapes 2 GPUs and 500 milli; a node left with
-   devices free (1000, 300, 750, 0) → the 300 is a fragment (< 500), the 750 is an open
-   device (1), the lone whole device is not (a 500-milli pod fits it) → 301. Three
-   250-milli pods on one empty device → 1; on three → 3.
+5. **packing** — smaller is better: FGD's expected fragmentation (Weng et al., ATC '23),
+   the milli-GPU the cycle's typical pod shapes could not use, summed over nodes after the
+   placement (`solver.fragmentation`): per node and typical shape t (weight w_t), all its
+   free GPU when t asks none, may not go there or does not fit (CPU, devices), else only
+   the devices with less free milli than t needs per device; floored to whole milli. The
+   typical shapes are the operator's (`--typical-shapes`, the API's, the controller's
+   learned ones) or the pending pods'. Greedy ranks nodes by its growth and CP-SAT carries
+   it exactly, one constant per (node profile, pattern). Example: shapes 1 GPU (weight
+   0.5) and 500 milli (0.5); a node left with devices free (1000, 300) and CPU for both →
+   0.5 · 300 + 0.5 · 300 = 300.
 
 Not promised: that the placement is valid (the checker says that); a placement that
 breaks hard rules still gets a score.
@@ -93,8 +89,10 @@ breaks hard rules still gets a score.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from models.placement import Placement
 from models.snapshot import (
@@ -107,10 +105,10 @@ from models.snapshot import (
     PodGroupKey,
     QueueName,
     Snapshot,
-    gpu_devices,
-    is_fractional_gpu,
 )
+from models.typical_shapes import TypicalShape
 from solver.after import After, build_after
+from solver.fragmentation import PackingMeasure, packing_measure
 from solver.memo import memoized
 from solver.rules import node_affinity, pod_affinity, topology_spread
 from solver.rules.topology import hard_tier_limit
@@ -122,7 +120,6 @@ __all__ = [
     "TIERS",
     "ObjectiveVector",
     "ObjectiveContext",
-    "FragmentRule",
     "score",
     "objective_order",
     "pod_value",
@@ -233,34 +230,6 @@ def soft_topology(group: PodGroup) -> bool:
     return group.network_topology is not None and hard_tier_limit(group) is None
 
 
-OPEN_DEVICE_COST = 1
-"""Tier 5's cost of a partly used device whose free piece a pending fraction can use."""
-
-
-@dataclass(frozen=True)
-class FragmentRule:
-    """Which free pieces count as fragments (tier 5); see the module docstring."""
-
-    smallest_fraction: int  # milli; GPU_MILLI_PER_DEVICE + 1 when no pending pod asks a fraction
-    fewest_devices: int  # whole devices; a huge number when no pending pod asks whole GPUs
-
-    def node_fragment(self, device_free: Iterable[int]) -> int:
-        """Fragmented milli of one node whose devices have `device_free` milli free each, plus
-        1 per partly used device whose piece a fraction can still use (tier 5 above)."""
-        fragment = 0
-        whole = 0
-        for free in device_free:
-            if free >= GPU_MILLI_PER_DEVICE:
-                whole += 1
-            elif 0 < free < self.smallest_fraction:
-                fragment += free
-            elif free > 0:
-                fragment += OPEN_DEVICE_COST
-        if self.smallest_fraction > GPU_MILLI_PER_DEVICE and whole < self.fewest_devices:
-            fragment += whole * GPU_MILLI_PER_DEVICE
-        return fragment
-
-
 @dataclass(frozen=True)
 class ObjectiveContext:
     """What `score` derives from the snapshot alone; build once per cycle with `of`."""
@@ -269,17 +238,19 @@ class ObjectiveContext:
     now: float | None
     targets: Mapping[QueueName, Mapping[str, int]]  # in `units`
     units: Mapping[str, int]  # per resource, the unit fairness counts it in (`fairness_unit`)
-    fragments: FragmentRule
+    packing: PackingMeasure
     span_tier: int | None  # the lowest HyperNode tier, where soft spans are counted
     span_domain: Mapping[NodeName, str] = field(repr=False)  # node → its HyperNode of that tier
 
     @staticmethod
-    def of(snapshot: Snapshot) -> ObjectiveContext:
-        """The context of `snapshot`, built once per snapshot (`solver.memo`)."""
-        return memoized(snapshot, ("objective_context",), lambda: ObjectiveContext._build(snapshot))
+    def of(snapshot: Snapshot, typical: Sequence[TypicalShape] = ()) -> ObjectiveContext:
+        """The context of `snapshot`, built once per snapshot and typical shapes
+        (`solver.memo`); `typical`: the packing tier's workload (pending pods' shapes when
+        empty, `solver.fragmentation.packing_measure`)."""
+        return memoized(snapshot, ("objective_context", tuple(typical)), lambda: ObjectiveContext._build(snapshot, typical))
 
     @staticmethod
-    def _build(snapshot: Snapshot) -> ObjectiveContext:
+    def _build(snapshot: Snapshot, typical: Sequence[TypicalShape]) -> ObjectiveContext:
         priorities = sorted({group.priority for group in snapshot.pod_groups})
         rank = {priority: i for i, priority in enumerate(priorities)}
         starts = [pod.start_time for pod in snapshot.pods if pod.phase == "running" and pod.start_time is not None]
@@ -303,11 +274,6 @@ class ObjectiveContext:
             if coarse:
                 scaled[queue_name] = coarse
         targets = scaled
-        fractions = [
-            pod.requests.get(GPU, 0) for pod in snapshot.pods if pod.phase == "pending"
-        ]
-        smallest = min((m for m in fractions if is_fractional_gpu(m)), default=GPU_MILLI_PER_DEVICE + 1)
-        fewest = min((gpu_devices(m) for m in fractions if gpu_devices(m) > 0), default=1 << 30)
         tiers = sorted({h.tier for h in snapshot.hypernodes})
         span_tier = tiers[0] if tiers else None
         span_domain: dict[NodeName, str] = {}
@@ -322,7 +288,7 @@ class ObjectiveContext:
             now=max(starts) if starts else None,
             targets=targets,
             units=units,
-            fragments=FragmentRule(smallest_fraction=smallest, fewest_devices=fewest),
+            packing=packing_measure(snapshot, typical),
             span_tier=span_tier,
             span_domain=span_domain,
         )
@@ -416,11 +382,16 @@ def _locality(snapshot: Snapshot, ctx: ObjectiveContext, after: After) -> int:
 
 
 def _packing(snapshot: Snapshot, ctx: ObjectiveContext, after: After) -> int:
-    rule = ctx.fragments
-    total = 0
-    for node in snapshot.nodes:
-        if not node.gpus:
-            continue
+    """Σ over nodes with GPUs of FGD's fragmentation of the node after the placement."""
+    rows = [n for n, node in enumerate(snapshot.nodes) if node.gpus]
+    if not rows:
+        return 0
+    width = max(len(snapshot.nodes[n].gpus) for n in rows)
+    cpu_free = np.zeros(len(rows), dtype=np.int64)
+    gpu_free = np.full((len(rows), width), -1, dtype=np.int64)
+    for i, n in enumerate(rows):
+        node = snapshot.nodes[n]
+        cpu_free[i] = node.allocatable.get(CPU, 0) - after.node_used[node.name].get(CPU, 0)
         used = after.gpu_used_milli[node.name]
-        total += rule.node_fragment(max(0, GPU_MILLI_PER_DEVICE - used[gpu.index]) for gpu in node.gpus)
-    return total
+        gpu_free[i, : len(node.gpus)] = [max(0, GPU_MILLI_PER_DEVICE - used[gpu.index]) for gpu in node.gpus]
+    return int(ctx.packing.nodes(cpu_free, gpu_free, np.array(rows)).sum())

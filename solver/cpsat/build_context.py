@@ -17,6 +17,7 @@ after evictions (`after_profile`) with the same interning as the data step's.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,7 +26,7 @@ from models.placement import Placement
 from models.snapshot import Snapshot
 from solver.after import milli_per_device
 from solver.cpsat.interpod import FixedPart
-from solver.cpsat.patterns import UNKNOWN, Profile, Shape, dominated
+from solver.cpsat.patterns import DOMINATED, UNKNOWN, Profile, Shape, dominated
 from solver.cpsat.units import DataLimits
 from solver.objective import ObjectiveContext
 from solver.problem import UNLIMITED, Problem
@@ -61,6 +62,7 @@ class BuildContext:
     eligible_shapes: dict[int, list[Shape]] = field(default_factory=dict)  # node class → shapes eligible there
     pending_by_shape: dict[int, int] = field(default_factory=dict)  # shape → pending pods
     hypernode_domains: dict[int, list[tuple[str, int, frozenset[str]]]] = field(default_factory=dict)
+    left_out: set[int] = field(default_factory=set)  # nodes no pending pod may go to (`cpsat.neighbourhood`)
 
 
 def new_build_context(
@@ -108,7 +110,8 @@ def profile_of(
     # A node already past its allocatable (lowered under running pods) has none left;
     # a negative amount would read as DOMINATED, never binding.
     left = tuple(max(0, amount) for amount in free)
-    raw = (left, devices, tuple(sorted(cell_cpu)), build.declared[node], int(build.problem.node_class[node]))
+    considered = node not in build.left_out
+    raw = (left, devices, tuple(sorted(cell_cpu)), build.declared[node], int(build.problem.node_class[node]), considered)
     known = build.raw_profile.get(raw)
     if known is not None:
         return known
@@ -120,15 +123,37 @@ def profile_of(
         declared_cells=build.declared[node],
         eligibility=raw[4],
         unindexed_gpu=free[build.gpu_column] < device_total,
+        considered=considered,
     )
-    eligible = build.eligible_shapes[profile.eligibility]
+    eligible = build.eligible_shapes[profile.eligibility] if considered else []
     pending = sum(build.pending_by_shape.get(shape.index, 0) for shape in eligible)
     profile = dominated(profile, eligible, build.gpu_column, pods_column=build.problem.pods_column, pending=pending)
+    profile = dataclasses.replace(
+        profile,
+        packing_cpu=_packing_cpu(build, profile, eligible, left[build.problem.cpu_column], device_total),
+        packing_class=int(build.ctx.packing.node_class[node]),
+    )
     if profile not in build.profile_id:
         build.profile_id[profile] = len(build.profiles)
         build.profiles.append(profile)
     build.raw_profile[raw] = build.profile_id[profile]
     return build.profile_id[profile]
+
+def _packing_cpu(build: BuildContext, profile: Profile, eligible: list[Shape], cpu_free: int, device_total: int) -> int:
+    """The node's free CPU as the packing tier needs it, exact and as coarse as that allows.
+
+    The tier compares the CPU left after a pattern with each typical shape's CPU. When the
+    profile's CPU is DOMINATED (its devices bind first), a pattern takes at most the most
+    CPU-hungry shape's CPU per milli-GPU times the free device milli; a node with at least
+    that plus the largest typical CPU free leaves every typical shape its CPU after any
+    pattern, so all such nodes read alike at that cap and share a profile."""
+    if profile.free[build.problem.cpu_column] != DOMINATED or not eligible:
+        return cpu_free
+    worst = max(eligible, key=lambda shape: shape.cpu_milli / shape.gpu_milli)
+    taken = -(-worst.cpu_milli * device_total // worst.gpu_milli)
+    thresholds = build.ctx.packing.cpu_thresholds
+    return min(cpu_free, taken + (int(thresholds[-1]) if thresholds.size else 0))
+
 
 def node_state(build: BuildContext, n: int) -> tuple[list[int], list[tuple[int, int, int]], list[tuple[int, int]]]:
     """Node n's free resources, devices (cell, free milli, index) and cells (id, cpu or UNKNOWN): fresh lists."""

@@ -26,11 +26,10 @@ from collections.abc import Iterable
 from ortools.sat.python import cp_model
 
 from solver.cpsat.data import ModelData
-from solver.cpsat.patterns import WHOLE, device_patterns
 from solver.cpsat.variables import Lin, Variables
 from solver.rules.gang import least_kept, members_missing, task_shortfalls
 
-__all__ = ["Allocation", "add_constraints", "pool_supply"]
+__all__ = ["Allocation", "add_constraints"]
 
 
 class Allocation:
@@ -109,28 +108,6 @@ def _node_groups(model: cp_model.CpModel, data: ModelData, variables: Variables)
 # ---- rules 1, 2, 6: capacity, eligibility, NUMA (inside the patterns) ----
 
 
-def pool_supply(data: ModelData, variables: Variables, profile: int, value: int) -> Lin:
-    """Devices of `value` free milli on nodes of `profile` once their node patterns are placed."""
-    pattern_set = data.pattern_sets[profile]
-    profile_vars = variables.profiles[profile]
-    if value == WHOLE:
-        empty = pattern_set.empty_whole
-    else:
-        empty = sum(1 for v in pattern_set.partial_free if v == value)
-    lin = profile_vars.supply.scaled(empty)
-
-    def left(pattern_whole: int, partial: tuple[tuple[int, int], ...]) -> int:
-        return pattern_whole if value == WHOLE else dict(partial).get(value, 0)
-
-    for i, var in profile_vars.pattern_nodes.items():
-        pattern = pattern_set.patterns[i]
-        lin.add(var, left(pattern.whole_left, pattern.partial_left) - empty)
-    for (atom, i), var in profile_vars.atom_pattern_nodes.items():
-        pattern = data.topology_sets[(profile, atom)][i]
-        lin.add(var, left(pattern.whole_left, pattern.partial_left) - empty)
-    return lin
-
-
 def _capacity(model: cp_model.CpModel, data: ModelData, variables: Variables) -> None:
     """Each node gets one pattern (a multiset of pods that fits it device by device); the
     pods of each shape placed equal the pattern slots used, atom by atom for tracked tasks."""
@@ -155,15 +132,6 @@ def _capacity(model: cp_model.CpModel, data: ModelData, variables: Variables) ->
                 if data.shapes[shape].topology:
                     atom_slots.setdefault((atom, shape), Lin()).add(var, pods)
                 else:
-                    shape_slots[shape].add(var, pods)
-        by_value: dict[int, list[tuple[int, cp_model.IntVar]]] = {}
-        for (value, i), var in profile_vars.device_pattern_devices.items():
-            by_value.setdefault(value, []).append((i, var))
-        for value, entries in by_value.items():
-            model.add(_sum(var for _, var in entries) <= pool_supply(data, variables, profile, value).expr())
-            patterns = device_patterns(pattern_set, value, cap=10_000)
-            for i, var in entries:
-                for shape, pods in patterns[i].counts:
                     shape_slots[shape].add(var, pods)
     placed: dict[int, Lin] = {s.index: Lin() for s in data.shapes}
     for position, task in enumerate(data.tasks):

@@ -44,6 +44,7 @@ from models.snapshot import (
 from solver.after import milli_per_device
 from solver.cpsat.build_context import BuildContext, new_build_context, node_profile
 from solver.cpsat.interpod import FixedPart
+from solver.cpsat.neighbourhood import left_out_nodes
 from solver.cpsat.patterns import (
     Pattern,
     PatternSet,
@@ -81,7 +82,7 @@ class ModelData:
     tasks: list[UnitTask]
     shapes: list[Shape]
     profiles: list[Profile]
-    pattern_sets: dict[int, PatternSet]  # profile id → untracked node patterns and pools
+    pattern_sets: dict[int, PatternSet]  # profile id → untracked node patterns
     topology_sets: dict[tuple[int, str], list[Pattern]]  # (profile id, atom) → patterns with a tracked pod
     node_groups: list[NodeGroup]
     kinds: list[VictimKind]
@@ -136,6 +137,7 @@ def _build(build: BuildContext) -> ModelData:
     for task in tasks:
         build.pending_by_shape[task.shape] = build.pending_by_shape.get(task.shape, 0) + len(task.pending)
     kinds, victims_on, victim_groups, victim_minimum, victim_fixed = victims(build, units, classes)
+    _neighbourhood(build, units, tasks, shapes, victims_on)
     node_profiles = [node_profile(build, n) for n in range(build.problem.node_count)]
     atom_of, soft_domain, domain_atoms = atoms(build, units)
     candidates(build, units, atom_of, domain_atoms, victims_on, kinds, tasks)
@@ -261,6 +263,27 @@ def _units(build: BuildContext) -> tuple[list[Unit], list[UnitTask], list[Shape]
     return units, tasks, shapes, sorted(classes, key=classes.__getitem__)
 
 
+def _neighbourhood(
+    build: BuildContext, units: list[Unit], tasks: list[UnitTask], shapes: list[Shape], victims_on: dict[int, object]
+) -> None:
+    left_out = left_out_nodes(
+        build.problem,
+        units,
+        tasks,
+        shapes,
+        per_pod=build.limits.candidate_nodes_per_pod,
+        hint_nodes=build.hint_nodes,
+        victim_nodes=sorted(victims_on),
+    )
+    if left_out:
+        build.left_out.update(left_out)
+        kept = build.problem.node_count - len(left_out)
+        build.restricted.append(
+            f"candidate nodes: {kept} of {build.problem.node_count} (the hint's, those with victims, and "
+            f"the {build.limits.candidate_nodes_per_pod} best fitting per pending pod of each shape)"
+        )
+
+
 def _pattern_sets(
     build: BuildContext, node_groups: list[NodeGroup], shapes: list[Shape], pending_by_shape: dict[int, int]
 ) -> dict[int, PatternSet]:
@@ -270,9 +293,8 @@ def _pattern_sets(
         profile = build.profiles[profile_id]
         pattern_set = build_pattern_set(
             profile,
-            build.eligible_shapes[profile.eligibility],
-            rule=build.ctx.fragments,
-            gpu_column=build.gpu_column,
+            build.eligible_shapes[profile.eligibility] if profile.considered else [],
+            measure=build.ctx.packing,
             cap=build.limits.max_patterns_per_profile,
             most=pending_by_shape,
         )

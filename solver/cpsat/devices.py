@@ -25,17 +25,16 @@ pods are placed best fit (a restriction the caller reports). Example: a node wit
 
 The best assignment of a multiset: fewest splits, then least fragment (tiers 4 and 5 are
 per node, so that is optimal for it), then the densest packing (most whole devices,
-fewest partly used ones), which leaves device pools the most room.
+fewest partly used ones) to break ties.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from models.snapshot import GPU_MILLI_PER_DEVICE
-from solver.objective import FragmentRule
+from solver.fragmentation import PackingMeasure
 
 __all__ = [
     "WHOLE",
@@ -80,7 +79,7 @@ class Shape:
     fraction: int  # milli of a fractional pod, else 0
     single_numa: bool
     cpu_milli: int
-    topology: bool = False  # pods of topology-tracked tasks (their own shapes, never pooled)
+    topology: bool = False  # pods of topology-tracked tasks (their own shapes)
 
 
 @dataclass(frozen=True)
@@ -93,6 +92,9 @@ class Profile:
     declared_cells: tuple[int, ...]  # NUMA cell ids the node declares
     eligibility: int  # the Problem's eligibility node class
     unindexed_gpu: bool  # some GPU use has no device index (node total < device sum)
+    packing_cpu: int = 0  # free CPU as the packing tier reads it (`cpsat.build_context.profile_of`)
+    packing_class: int = 0  # the node's class by typical-shape eligibility (`PackingMeasure.node_class`)
+    considered: bool = True  # False: left out of the model's candidate nodes (`cpsat.neighbourhood`)
 
 
 @dataclass(frozen=True)
@@ -111,8 +113,6 @@ class Pattern:
     counts: tuple[tuple[int, int], ...]  # (shape index, pods), by shape index
     splits: int
     fragment: int
-    whole_left: int  # wholly free devices after the best assignment
-    partial_left: tuple[tuple[int, int], ...]  # (free milli, devices) of partly used devices after it
     _levels: list[dict[State, tuple[int, State | None, Choice | None]]] = field(repr=False)
     _order: tuple[int, ...] = field(repr=False)  # shape of each pod, in the order placed
     _best: State = field(repr=False)
@@ -145,12 +145,12 @@ def initial_state(profile: Profile) -> tuple[State, list[int]]:
     return (tuple(whole), tuple(sorted(partial)), cpu), cell_ids
 
 
-@lru_cache(maxsize=1 << 16)
-def state_fragment(rule: FragmentRule, state: State) -> int:
-    """Tier 5's fragment of a node in `state` — memoized: pattern walks meet the same device
-    states over and over (on openb batches, ~50,000 asks for a few thousand states)."""
+def state_fragment(measure: PackingMeasure, profile: Profile, state: State, cpu_used: int) -> int:
+    """Tier 5's value of a node of `profile` left in `state` by pods taking `cpu_used`
+    (`PackingMeasure.state`, which remembers it per end state)."""
     whole, partial, _ = state
-    return rule.node_fragment([WHOLE] * sum(whole) + [free for _, free in partial])
+    frees = tuple(sorted(free for _, free in partial)) if len(partial) > 1 else tuple(free for _, free in partial)
+    return measure.split_state(profile.packing_cpu - cpu_used, sum(whole), frees, profile.packing_class)
 
 
 def take_cpu(cpu: tuple[int, ...], slot: int, amount: int) -> tuple[int, ...] | None:
@@ -244,7 +244,7 @@ def successors(
 class Walk:
     profile: Profile
     shapes: Sequence[Shape]
-    rule: FragmentRule
+    measure: PackingMeasure
     declared: tuple[int, ...]
     cap: int
     first_limit: int  # the first pod must be of shapes[:first_limit] (topology patterns: a topology shape)
@@ -284,22 +284,27 @@ def extend(
 
 
 def make_pattern(
-    rule: FragmentRule, counts: dict[int, int], levels: list[dict[State, tuple[int, State | None, Choice | None]]], order: tuple[int, ...]
+    measure: PackingMeasure,
+    profile: Profile,
+    counts: dict[int, int],
+    levels: list[dict[State, tuple[int, State | None, Choice | None]]],
+    order: tuple[int, ...],
+    cpu_used: int,
 ) -> Pattern:
     # Fewest splits, least fragment, then the densest packing (most whole devices, fewest
-    # partly used ones): equal for the objective, and it leaves pools the most room.
+    # partly used ones) to break ties: equal for the objective.
     last = levels[-1]
-    best = next(iter(last)) if len(last) == 1 else min(last, key=lambda s: (last[s][0], state_fragment(rule, s), -sum(s[0]), len(s[1]), s))
+    if len(last) == 1:
+        best = next(iter(last))
+    else:
+        best = min(
+            last, key=lambda s: (last[s][0], state_fragment(measure, profile, s, cpu_used), -sum(s[0]), len(s[1]), s)
+        )
     splits = last[best][0]
-    partial: dict[int, int] = {}
-    for _, free in best[1]:
-        partial[free] = partial.get(free, 0) + 1
     return Pattern(
         counts=tuple(sorted((i, n) for i, n in counts.items() if n)),
         splits=splits,
-        fragment=state_fragment(rule, best),
-        whole_left=sum(best[0]),
-        partial_left=tuple(sorted(partial.items())),
+        fragment=state_fragment(measure, profile, best, cpu_used),
         _levels=levels,
         _order=order,
         _best=best,
@@ -314,9 +319,11 @@ def walk_patterns(
     levels: list[dict[State, tuple[int, State | None, Choice | None]]],
     order: tuple[int, ...],
     fractions: int = 0,
+    cpu_used: int = 0,
 ) -> None:
     """Depth-first over multisets of `walk.shapes` from `start` on (each multiset once, in
-    shape order); `fractions` counts the fractional pods of `order` (EXACT_FRACTIONS)."""
+    shape order); `fractions` counts the fractional pods of `order` (EXACT_FRACTIONS),
+    `cpu_used` the CPU they ask."""
     free = walk.profile.free
     stop = walk.first_limit if not order else len(walk.shapes)
     for j in range(start, stop):
@@ -337,11 +344,12 @@ def walk_patterns(
         counts[shape.index] = counts.get(shape.index, 0) + 1
         next_levels = [*levels, states]
         next_order = (*order, shape.index)
-        walk.found.append(make_pattern(walk.rule, counts, next_levels, next_order))
+        next_cpu = cpu_used + shape.cpu_milli
+        walk.found.append(make_pattern(walk.measure, walk.profile, counts, next_levels, next_order, next_cpu))
         if len(walk.found) >= walk.cap:
             walk.cut = True
         else:
-            walk_patterns(walk, j, counts, new_used, next_levels, next_order, next_fractions)
+            walk_patterns(walk, j, counts, new_used, next_levels, next_order, next_fractions, next_cpu)
         counts[shape.index] -= 1
 
 
@@ -354,7 +362,7 @@ def fits_alone(profile: Profile, shape: Shape, start: State, declared: tuple[int
 
 
 def evaluate(
-    profile: Profile, shapes: dict[int, Shape], counts: tuple[tuple[int, int], ...], rule: FragmentRule
+    profile: Profile, shapes: dict[int, Shape], counts: tuple[tuple[int, int], ...], measure: PackingMeasure
 ) -> Pattern | None:
     """The pattern of one multiset (e.g. the greedy hint's node), or None if it does not fit."""
     state, _ = initial_state(profile)
@@ -375,7 +383,8 @@ def evaluate(
             order.append(index)
     if any(u > f >= 0 for u, f in zip(used, profile.free)):
         return None
-    return make_pattern(rule, dict(counts), levels, tuple(order))
+    cpu_used = sum(shapes[index].cpu_milli * pods for index, pods in counts)
+    return make_pattern(measure, profile, dict(counts), levels, tuple(order), cpu_used)
 
 
 def shape_rank(shape: Shape) -> tuple[int, int, int, int]:

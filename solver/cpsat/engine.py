@@ -13,8 +13,8 @@ The model, built in named steps (each its own module):
      options, victim kinds, topology atoms and candidate domains;
      patterns per profile (`cpsat.patterns`);
   2. variables (`cpsat.variables`): counts, never one boolean per (pod, node): pods per task
-     (per atom when topology matters), nodes per (profile, pattern), devices per device
-     pattern, nodes per eviction option, victims per kind and reason, admissions, domains;
+     (per atom when topology matters), nodes per (profile, pattern), nodes per eviction
+     option, victims per kind and reason, admissions, domains;
   3. constraints (`cpsat.constraints`): capacity/eligibility/NUMA through patterns, gang,
      quota, topology, preemption and reclaim;
   4. objective (`cpsat.objective`): the five tiers of `solver.objective`, exactly;
@@ -32,7 +32,6 @@ of them at 1,000 nodes / 1,000 pods):
   - counts per task, never per pod; shapes shared across tasks;
   - node profiles, with resources the GPUs bound canonicalised away (`dominated`);
   - per-node patterns checked device by device, so the aggregation stays exact;
-    fractions pooled over devices where allowed;
   - victims by kind and nodes by (profile, victims);
   - topology atoms only where candidate domains need them.
 
@@ -51,7 +50,10 @@ Presolve runs only when the stage has time for it (`PRESOLVE_SECONDS_PER_VARIABL
 CP-SAT presolves the model anew for every stage, and its cost grows with the model, not
 with the stage's time limit — a stage shorter than its presolve ends without searching,
 with at best the hint it was given. Measured on 2 cores: 0.3–0.7 s per stage at
-1,300–3,800 variables, 1.3 s at 12,000.
+1,300–3,800 variables, 1.3 s at 12,000. And presolve is not interruptible: on openb
+batches (1,300 variables, the packing tier's many distinct fragment constants) its
+domain reasoning alone took 1.7 s in a stage given 0.5 s, which then ended UNKNOWN and
+the call overran its limit. So it also needs a stage of `PRESOLVE_MIN_STAGE_S`.
 
 Statuses: OPTIMAL only when every stage proved optimality and nothing was restricted;
 FEASIBLE otherwise; UNKNOWN when no stage produced a solution in time (the caller falls
@@ -73,7 +75,7 @@ from models.snapshot import Snapshot
 from solver.cpsat.constraints import add_constraints
 from solver.cpsat.data import DataLimits, ModelData, build_model_data
 from solver.cpsat.extract import extract_placement
-from solver.cpsat.hint import hint_values, representable_hint
+from solver.cpsat.hint import augment, hint_values, node_uses
 from solver.cpsat.interpod import fix_inter_pod, merged
 from solver.cpsat.objective import Stage, Tiers, build_tiers, first_come, plan_stages
 from solver.cpsat.polish import pack_shares
@@ -83,6 +85,7 @@ from solver.problem import Problem
 
 __all__ = [
     "CpsatConfig", "CpsatResult", "StageReport", "ModelInvalid", "solve_cpsat", "PRESOLVE_SECONDS_PER_VARIABLE",
+    "PRESOLVE_MIN_STAGE_S",
     "TIE_BREAK_MIN_S",
 ]
 
@@ -93,6 +96,9 @@ PRESOLVE_SECONDS_PER_VARIABLE = 2e-4
 bench's models, 1,300–12,000 variables); with `presolve=None` it runs when this estimate
 is at most `PRESOLVE_SHARE` of the stage's time."""
 PRESOLVE_SHARE = 0.5
+PRESOLVE_MIN_STAGE_S = 1.0
+"""Shorter stages never presolve (with `presolve=None`): presolve ignores the time limit,
+and its cost on a small model can exceed a short stage whatever the variable count."""
 MIN_SEARCH_S = 0.05
 """Below this much time left for completing the hint and searching, CP-SAT is not started."""
 REPACK_WEIGHT = 8.0
@@ -179,10 +185,9 @@ def solve_cpsat(
     if fixed is not None:
         problem, hint = fixed.problem, fixed.residual_hint
     data = build_model_data(snapshot, problem, context, limits=config.limits, hint=hint, fixed=fixed)
-    hint, trimmed, uses, pods_per_task, evictions = representable_hint(data, hint or Placement())
-    # With a fixed part the model's value of the residual hint is no score of greedy's own
-    # placement: `place()` then scores both.
-    trimmed = trimmed or fixed is not None
+    hint = hint or Placement()
+    uses, pods_per_task, evictions = node_uses(data, hint)
+    augment(data, uses)
     stats["data_s"] = time.perf_counter() - started
     expected = _build_seconds(data)
     if deadline - time.perf_counter() < expected + MIN_SEARCH_S:
@@ -206,7 +211,9 @@ def solve_cpsat(
     # 5. hint, completed by the solver from the decision variables
     partial = hint_values(data, variables, uses, pods_per_task, evictions, hint)
     values, completion = _complete(model, partial, config, deadline)
-    hint_objective = None if values is None or trimmed else _objective(tiers, values)
+    # With a fixed part the model's value of the residual hint is no score of greedy's own
+    # placement: `place()` then scores both.
+    hint_objective = None if values is None or fixed is not None else _objective(tiers, values)
     if values is None:
         log.warning("cpsat: the greedy hint did not complete to a model solution (%s); solving without it", completion)
     stats["hint_s"] = time.perf_counter() - started - stats["data_s"] - stats["model_s"]
@@ -434,11 +441,14 @@ def _repack(
 
 
 def _presolve(config: CpsatConfig, model: cp_model.CpModel, seconds: float) -> bool:
-    """Presolve a solve of `seconds`? As configured, else when its expected cost is at most
-    `PRESOLVE_SHARE` of them. Example: 3,400 variables → ~0.68 s expected: on for a stage
-    of 1.4 s or more, off for the ~0.12 s stages of a 1 s call at 1,000 nodes."""
+    """Presolve a solve of `seconds`? As configured, else when the stage lasts at least
+    `PRESOLVE_MIN_STAGE_S` and presolve's expected cost is at most `PRESOLVE_SHARE` of it.
+    Example: 3,400 variables → ~0.68 s expected: on for a stage of 1.4 s or more, off for
+    the ~0.12 s stages of a 1 s call at 1,000 nodes; 300 variables: on from 1 s."""
     if config.presolve is not None:
         return config.presolve
+    if seconds < PRESOLVE_MIN_STAGE_S:
+        return False
     return len(model.proto.variables) * PRESOLVE_SECONDS_PER_VARIABLE <= PRESOLVE_SHARE * seconds
 
 

@@ -11,11 +11,9 @@ Deterministic, in this order:
      node's pattern becomes device positions by `cpsat.patterns.assign`, and positions
      become the node's own device indices (its devices in the profile's canonical order,
      after its evictions);
-  3. pooled mode: the devices each node pattern leaves (wholly free, or partly used with
-     a given free milli) take the device patterns, device by device;
-  4. pods: tracked tasks fill their shape's slots in their atom, then every other task
+  3. pods: tracked tasks fill their shape's slots in their atom, then every other task
      fills its shape's slots, pods in snapshot order;
-  5. evictions: per kind, the first `preempted` of its evicted pods are preempts, the rest
+  4. evictions: per kind, the first `preempted` of its evicted pods are preempts, the rest
      reclaims; each is for the first admitted PodGroup (highest priority, then key) of an
      allowed preemptor class other than the victim's own.
 
@@ -29,14 +27,11 @@ from collections.abc import Callable
 from ortools.sat.python import cp_model
 
 from models.placement import Bind, Eviction, Placement
-from models.snapshot import GPU_MILLI_PER_DEVICE
 from solver.cpsat.data import ModelData, device_order
-from solver.cpsat.patterns import Pattern, assign, device_patterns
+from solver.cpsat.patterns import Pattern, assign
 from solver.cpsat.variables import Variables
 
 __all__ = ["extract_placement"]
-
-WHOLE = GPU_MILLI_PER_DEVICE
 
 ValueOf = Callable[[cp_model.IntVar], int]
 SlotRecord = tuple[int, tuple[int, ...], int | None]  # node, device indices, cell id
@@ -69,7 +64,7 @@ def extract_placement(data: ModelData, variables: Variables, value: ValueOf) -> 
         profile_vars = variables.profiles[profile]
         nodes = sorted(nodes)
         taken: set[int] = set()
-        assigned: list[tuple[int, Pattern | None, bool]] = []
+        assigned: list[tuple[int, Pattern]] = []
         by_atom: dict[str, list[int]] = {}  # the profile's nodes per atom, in order; taken from the front
         if profile_vars.atom_pattern_nodes:
             for n in nodes:
@@ -84,44 +79,23 @@ def extract_placement(data: ModelData, variables: Variables, value: ValueOf) -> 
             here = by_atom.get(atom, [])[start : start + count]
             next_of_atom[atom] = start + len(here)
             taken.update(here)
-            assigned.extend((n, pattern, True) for n in here)
+            assigned.extend((n, pattern) for n in here)
         rest = [n for n in nodes if n not in taken] if taken else nodes
         for i, var in sorted(profile_vars.pattern_nodes.items()):
             count = value(var)
             if not count:
                 continue
             here, rest = rest[:count], rest[count:]
-            assigned.extend((n, pattern_set.patterns[i], False) for n in here)
-        assigned.extend((n, None, False) for n in rest)
-        pool: dict[int, list[tuple[int, int]]] = {}  # free milli → (node, device index)
-        for n, pattern, tracked in sorted(assigned, key=lambda item: item[0]):
+            assigned.extend((n, pattern_set.patterns[i]) for n in here)
+        for n, pattern in sorted(assigned, key=lambda item: item[0]):
             order = device_order(data, n, [p for _, p in evicted_on.get(n, [])])
-            remaining = [free for _, free in pattern_set.profile.devices]
-            if pattern is not None:
-                for slot in assign(pattern, pattern_set.profile, shapes):
-                    devices = tuple(sorted(order[p] for p in slot.positions))
-                    for p in slot.positions:
-                        shape = shapes[slot.shape]
-                        remaining[p] -= shape.fraction if shape.fraction else WHOLE
-                    record = (n, devices, slot.cell)
-                    if shapes[slot.shape].topology:
-                        atom_slots.setdefault((atom_of[n], slot.shape), []).append(record)
-                    else:
-                        free_slots.setdefault(slot.shape, []).append(record)
-            if pattern_set.pooled:
-                for position, free in enumerate(remaining):
-                    if free > 0:
-                        pool.setdefault(free, []).append((n, order[position]))
-        for (free, i), var in sorted(profile_vars.device_pattern_devices.items()):
-            count = value(var)
-            if not count:
-                continue
-            dp = device_patterns(pattern_set, free, cap=10_000)[i]
-            devices, pool[free] = pool[free][:count], pool[free][count:]
-            for n, index in devices:
-                cell = data.snapshot.nodes[n].gpu_by_index[index].numa_cell
-                for shape, pods in dp.counts:
-                    free_slots.setdefault(shape, []).extend([(n, (index,), cell)] * pods)
+            for slot in assign(pattern, pattern_set.profile, shapes):
+                devices = tuple(sorted(order[p] for p in slot.positions))
+                record = (n, devices, slot.cell)
+                if shapes[slot.shape].topology:
+                    atom_slots.setdefault((atom_of[n], slot.shape), []).append(record)
+                else:
+                    free_slots.setdefault(slot.shape, []).append(record)
     binds = _binds(data, variables, value, free_slots, atom_slots)
     evictions = _evictions(data, variables, value, evicted_on)
     return Placement.model_construct(binds=tuple(binds), evictions=tuple(evictions))

@@ -41,7 +41,6 @@ from ortools.sat.python import cp_model
 
 from solver.cpsat.constraints import Allocation
 from solver.cpsat.data import ModelData
-from solver.cpsat.patterns import WHOLE, device_patterns
 from solver.cpsat.variables import Lin, Variables
 from solver.objective import FAIRNESS_SCALE, TIERS, pod_value
 
@@ -234,9 +233,6 @@ def _locality(data: ModelData, variables: Variables) -> Lin:
         for (atom, i), var in profile_vars.atom_pattern_nodes.items():
             pattern = data.topology_sets[(profile, atom)][i]
             lin.add(var, pattern.splits + _missed_in(pattern.counts, missed))
-        if missed:
-            for (value, i), var in profile_vars.device_pattern_devices.items():
-                lin.add(var, _missed_in(device_patterns(pattern_set, value, cap=10_000)[i].counts, missed))
     return lin
 
 
@@ -269,10 +265,6 @@ def _packing(data: ModelData, variables: Variables) -> Lin:
             lin.add(var, pattern_set.patterns[i].fragment - empty)
         for (atom, i), var in profile_vars.atom_pattern_nodes.items():
             lin.add(var, data.topology_sets[(profile, atom)][i].fragment - empty)
-        for (value, i), var in profile_vars.device_pattern_devices.items():
-            used = device_patterns(pattern_set, value, cap=10_000)[i].used
-            before = pattern_set.piece(value) if value < WHOLE else 0
-            lin.add(var, pattern_set.piece(value - used) - before)
         in_groups.add(profile)
     missing = {p for g in data.node_groups for p in g.after} - in_groups
     assert not missing, f"profiles without a pattern set: {missing}"

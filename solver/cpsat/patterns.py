@@ -1,21 +1,16 @@
 """Per-node packing patterns for the CP-SAT engine: which multisets of pod shapes fit one
-node of a profile (Gilmore–Gomory configurations), pooled device patterns, dominance.
+node of a profile (Gilmore–Gomory configurations), dominance.
 
 Input: a node `Profile` and the pod `Shape`s eligible there. Output: a `PatternSet` —
 the patterns of untracked shapes (down-closed: every sub-multiset of a pattern is one
-too, so each node takes exactly one), device patterns for pooled fractions, and on
-request the patterns with topology-tracked pods (`topology_patterns`). The device-level
-check and each pattern's best device assignment are `cpsat.devices`'.
+too, so each node takes exactly one), and on request the patterns with topology-tracked
+pods (`topology_patterns`). Every pod, fractional ones included, is placed by a node
+pattern, checked device by device. The device-level check and each pattern's best device
+assignment are `cpsat.devices`'.
 
-Two reductions, each exact where it is used:
-  - *dominated* resources: a node resource that no placement its devices allow can exceed
-    is marked DOMINATED, so nodes differing only there share a profile (and a cell's CPU
-    likewise for single-numa-node shapes);
-  - *pooled fractions*: on a profile whose other resources are all dominated (and no
-    fractional shape needs a cell's CPU), node patterns leave untracked fractional shapes
-    out and those pods go to per-device patterns over the devices the node patterns
-    leave — any device packing is then a valid node packing. This turns 6,615 patterns of
-    an empty 8-GPU node of the benchmark into 238 node patterns plus 8 device patterns.
+One reduction, exact: *dominated* resources — a node resource that no placement its
+devices allow can exceed is marked DOMINATED, so nodes differing only there share a
+profile (and a cell's CPU likewise for single-numa-node shapes).
 
 Not promised: all patterns when there are more than `cap` — the set is then cut (the
 largest shapes first, plus every homogeneous pattern) and `restricted` says so.
@@ -49,7 +44,7 @@ from solver.cpsat.devices import (
     state_fragment,
     walk_patterns,
 )
-from solver.objective import FragmentRule
+from solver.fragmentation import PackingMeasure
 
 __all__ = [
     "WHOLE",
@@ -59,44 +54,23 @@ __all__ = [
     "Profile",
     "Slot",
     "Pattern",
-    "DevicePattern",
     "PatternSet",
     "build_pattern_set",
     "topology_patterns",
-    "device_patterns",
     "dominated",
-    "poolable",
-    "poolable_shape",
     "evaluate",
     "assign",
 ]
-
-@dataclass(frozen=True)
-class DevicePattern:
-    """Fractional pods sharing one device of `free` milli (pooled mode)."""
-
-    counts: tuple[tuple[int, int], ...]
-    used: int  # milli taken
-
-    def count(self, shape: int) -> int:
-        for index, pods in self.counts:
-            if index == shape:
-                return pods
-        return 0
 
 
 @dataclass(eq=False)
 class PatternSet:
     profile: Profile
-    shapes: tuple[Shape, ...]  # eligible shapes that fit alone, in node patterns or pooled
-    pooled: tuple[Shape, ...]  # fractional shapes handled by device patterns (empty unless pooled mode)
+    shapes: tuple[Shape, ...]  # eligible shapes that fit alone
     patterns: list[Pattern]  # non-empty node patterns
     empty_fragment: int  # fragmented milli of a node of this profile that gets nothing
-    empty_whole: int  # wholly free devices of such a node
-    partial_free: tuple[int, ...]  # free milli of each partly used device (pooled mode: device types)
-    device_patterns: dict[int, list[DevicePattern]]  # device free milli → non-empty device patterns
     restricted: bool
-    rule: FragmentRule = field(repr=False)
+    measure: PackingMeasure = field(repr=False)
     _index: dict[tuple[tuple[int, int], ...], Pattern] = field(default_factory=dict, repr=False)
 
     def find(self, counts: tuple[tuple[int, int], ...]) -> Pattern | None:
@@ -107,9 +81,6 @@ class PatternSet:
             self._index[pattern.counts] = pattern
             self.patterns.append(pattern)
 
-    def piece(self, free: int) -> int:
-        """Fragmented milli of one partly used device with `free` milli left."""
-        return self.rule.node_fragment((free,)) if 0 < free < WHOLE else 0
 
 
 def dominated(
@@ -165,6 +136,9 @@ def dominated(
         declared_cells=profile.declared_cells,
         eligibility=profile.eligibility,
         unindexed_gpu=profile.unindexed_gpu,
+        packing_cpu=profile.packing_cpu,
+        packing_class=profile.packing_class,
+        considered=profile.considered,
     )
 
 
@@ -195,39 +169,21 @@ def _with_free(profile: Profile, free: Sequence[int]) -> Profile:
         declared_cells=profile.declared_cells,
         eligibility=profile.eligibility,
         unindexed_gpu=profile.unindexed_gpu,
+        packing_cpu=profile.packing_cpu,
+        packing_class=profile.packing_class,
+        considered=profile.considered,
     )
-
-
-def poolable(profile: Profile, shapes: Sequence[Shape], gpu_column: int) -> bool:
-    """May fractional shapes be pooled on this profile? (the dominance test of the docstring)
-
-    `shapes` are all shapes that may come to the node (node patterns and pools alike)."""
-    if profile.unindexed_gpu or not any(poolable_shape(profile, shape) for shape in shapes):
-        return False
-    if any(shape.gpu_milli == 0 for shape in shapes):
-        return False
-    return all(amount == DOMINATED for r, amount in enumerate(profile.free) if r != gpu_column)
-
-
-def poolable_shape(profile: Profile, shape: Shape) -> bool:
-    """A fractional, untracked shape whose device's cell needs nothing (not single-numa-node,
-    or no cell states its CPU) can go to a device pool."""
-    if not shape.fraction or shape.topology:
-        return False
-    return not shape.single_numa or all(cpu == UNKNOWN for _, cpu in profile.cells)
 
 
 def build_pattern_set(
     profile: Profile,
     shapes: Sequence[Shape],
     *,
-    rule: FragmentRule,
-    gpu_column: int,
+    measure: PackingMeasure,
     cap: int,
     most: Mapping[int, int],
 ) -> PatternSet:
-    """The node patterns of `profile` over the untracked `shapes` that fit it alone, and
-    pools for their fractions when the profile allows (see the module docstring).
+    """The node patterns of `profile` over the untracked `shapes` that fit it alone.
 
     `shapes` are all eligible shapes; topology-tracked ones are kept for
     `topology_patterns` and left out of these patterns. `most[shape]`: pods of that shape
@@ -235,14 +191,11 @@ def build_pattern_set(
     state, _ = initial_state(profile)
     declared = declared_slots(profile)
     fitting = [s for s in shapes if fits_alone(profile, s, state, declared)]
-    pool = poolable(profile, fitting, gpu_column)
-    pooled = tuple(s for s in fitting if pool and poolable_shape(profile, s))
-    pooled_ids = {s.index for s in pooled}
-    node_shapes = sorted((s for s in fitting if s.index not in pooled_ids and not s.topology), key=shape_rank)
+    node_shapes = sorted((s for s in fitting if not s.topology), key=shape_rank)
     walk = Walk(
         profile=profile,
         shapes=node_shapes,
-        rule=rule,
+        measure=measure,
         declared=declared,
         cap=cap,
         first_limit=len(node_shapes),
@@ -252,24 +205,20 @@ def build_pattern_set(
     result = PatternSet(
         profile=profile,
         shapes=tuple(fitting),
-        pooled=pooled,
         patterns=[],
-        empty_fragment=state_fragment(rule, state),
-        empty_whole=sum(state[0]),
-        partial_free=tuple(free for _, free in state[1]),
-        device_patterns={},
+        empty_fragment=state_fragment(measure, profile, state, 0),
         restricted=walk.cut or walk.pruned,
-        rule=rule,
+        measure=measure,
     )
     for pattern in walk.found:
         result.add(pattern)
     if walk.cut:
-        _add_homogeneous(result, node_shapes, rule, most=most)
+        _add_homogeneous(result, node_shapes, measure, most=most)
     return result
 
 
 def _add_homogeneous(
-    result: PatternSet, shapes: Sequence[Shape], rule: FragmentRule, *, most: Mapping[int, int]
+    result: PatternSet, shapes: Sequence[Shape], measure: PackingMeasure, *, most: Mapping[int, int]
 ) -> None:
     """Every homogeneous pattern (k pods of one shape, k ≤ `most[shape]`), so each shape can
     still fill a node. Fractional pods are placed best fit (a restriction)."""
@@ -289,12 +238,16 @@ def _add_homogeneous(
             if not states:
                 break
             if len(states) > 1 and shape.fraction:
-                best = min(states, key=lambda st: (states[st][0], state_fragment(rule, st), -sum(st[0]), len(st[1]), st))
+                cpu = (pods + 1) * shape.cpu_milli
+                best = min(
+                    states,
+                    key=lambda st: (states[st][0], state_fragment(measure, profile, st, cpu), -sum(st[0]), len(st[1]), st),
+                )
                 states = {best: states[best]}
             levels = [*levels, states]
             pods += 1
             if result.find(((shape.index, pods),)) is None:
-                result.add(make_pattern(rule, {shape.index: pods}, levels, (shape.index,) * pods))
+                result.add(make_pattern(measure, profile, {shape.index: pods}, levels, (shape.index,) * pods, pods * shape.cpu_milli))
 
 
 def topology_patterns(
@@ -302,7 +255,7 @@ def topology_patterns(
     tracked: Sequence[Shape],
     *,
     mode: str,
-    rule: FragmentRule,
+    measure: PackingMeasure,
     cap: int,
     most: Mapping[int, int],
 ) -> tuple[list[Pattern], bool]:
@@ -315,19 +268,17 @@ def topology_patterns(
     if not tracked:
         return [], False
     holder = PatternSet(
-        profile=profile, shapes=(), pooled=(), patterns=[], empty_fragment=0, empty_whole=0, partial_free=(),
-        device_patterns={}, restricted=True, rule=rule,
+        profile=profile, shapes=(), patterns=[], empty_fragment=0, restricted=True, measure=measure,
     )
     if mode == "homogeneous":
-        _add_homogeneous(holder, tracked, rule, most=most)
+        _add_homogeneous(holder, tracked, measure, most=most)
         return holder.patterns, True
-    pooled_ids = {s.index for s in pattern_set.pooled}
-    others = sorted((s for s in pattern_set.shapes if not s.topology and s.index not in pooled_ids), key=shape_rank)
+    others = sorted((s for s in pattern_set.shapes if not s.topology), key=shape_rank)
     state, _ = initial_state(profile)
     walk = Walk(
         profile=profile,
         shapes=[*tracked, *others],
-        rule=rule,
+        measure=measure,
         declared=declared_slots(profile),
         cap=cap,
         first_limit=len(tracked),
@@ -337,33 +288,5 @@ def topology_patterns(
     for pattern in walk.found:
         holder.add(pattern)
     if walk.cut:
-        _add_homogeneous(holder, tracked, rule, most=most)
+        _add_homogeneous(holder, tracked, measure, most=most)
     return holder.patterns, walk.cut or walk.pruned
-
-
-def device_patterns(pattern_set: PatternSet, free: int, cap: int) -> list[DevicePattern]:
-    """The non-empty device patterns of the pooled shapes on a device with `free` milli (cached)."""
-    if free not in pattern_set.device_patterns:
-        pattern_set.device_patterns[free] = _device_patterns(free, pattern_set.pooled, cap)
-    return pattern_set.device_patterns[free]
-
-
-def _device_patterns(free: int, shapes: Sequence[Shape], cap: int) -> list[DevicePattern]:
-    """Every non-empty multiset of fractional `shapes` within `free` milli of one device."""
-    ordered = sorted(shapes, key=lambda s: (-s.fraction, s.index))
-    found: list[DevicePattern] = []
-
-    def walk(start: int, counts: dict[int, int], used: int) -> None:
-        for j in range(start, len(ordered)):
-            shape = ordered[j]
-            if used + shape.fraction > free or len(found) >= cap:
-                continue
-            counts[shape.index] = counts.get(shape.index, 0) + 1
-            found.append(
-                DevicePattern(counts=tuple(sorted((i, n) for i, n in counts.items() if n)), used=used + shape.fraction)
-            )
-            walk(j, counts, used + shape.fraction)
-            counts[shape.index] -= 1
-
-    walk(0, {}, 0)
-    return found

@@ -9,15 +9,17 @@ placement is worse than it needs to be; this pass takes the moves it asks for.
 
 What it does, node by node: a fractional bind (1–999 milli) moves to another device of its
 node that is already in use and has room, when the node's packing value
-(`FragmentRule.node_fragment`, the tier's own per-node term) strictly falls. A pod that
+(`PackingMeasure.state`, the tier's own per-node term) strictly falls. A pod that
 holds a NUMA cell stays on a device of that cell. Nothing else changes — node, CPU, memory,
 the pods' count, NUMA splits (one device) — so no hard rule can break and no other tier
 moves; `place()` still runs the checker. Moves repeat until none improves (each one lowers
 a non-negative integer, so it ends).
 
-Worked example: three devices, used 850 / 700 / 100 by shares (the 100 alone on device 2);
-moving it onto device 1 (800) leaves device 2 wholly free: the node's packing falls from 3
-to 2, so it moves.
+Worked example: three devices, used 850 / 700 / 100 by shares (the 100 alone on device 2),
+typical shapes one whole GPU and 300 milli, weight 0.5 each, CPU to spare. Free 150 / 300 /
+900: the 1-GPU shape fits nowhere (all 1,350 milli count), the 300 fits (the 150 counts)
+→ 750. Moving the 100 onto device 1 leaves 150 / 200 / 1000: both shapes fit, the 150
+and the 200 count for each → 350, so it moves.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from models.placement import Bind, Placement
-from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, Snapshot, is_fractional_gpu
-from solver.after import device_use
+from models.snapshot import CPU, GPU, GPU_MILLI_PER_DEVICE, Snapshot, is_fractional_gpu
+from solver.after import build_after, device_use
 from solver.objective import ObjectiveContext
 
 __all__ = ["pack_shares"]
@@ -48,14 +50,19 @@ def pack_shares(snapshot: Snapshot, placement: Placement, context: ObjectiveCont
         ((bind.node, bind.gpus, snapshot.pod_by_key[bind.pod].requests.get(GPU, 0)) for bind in placement.binds),
     )
     binds = list(placement.binds)
-    rule = context.fragments
+    measure = context.packing
+    after = build_after(snapshot, placement)
+    node_row = {node.name: n for n, node in enumerate(snapshot.nodes)}
     for node_name, positions in shares.items():
         node = snapshot.node_by_name[node_name]
         used = use[node_name]
         cell_of = {gpu.index: gpu.numa_cell for gpu in node.gpus}
+        cpu_free = node.allocatable.get(CPU, 0) - after.node_used[node_name].get(CPU, 0)  # moves keep it
+        node_class = int(measure.node_class[node_row[node_name]])
 
         def packing() -> int:
-            return rule.node_fragment(max(0, GPU_MILLI_PER_DEVICE - used[index]) for index in used)
+            frees = [max(0, GPU_MILLI_PER_DEVICE - used[index]) for index in used]
+            return measure.state(cpu_free, frees, node_class)  # noqa: B023 — read at once, in this loop
 
         improved = True
         while improved:

@@ -29,6 +29,9 @@ class DataLimits:
     topology-tracked pods (a restriction)."""
     max_victim_options: int = 3000
     """Eviction options in all; beyond it only the most useful node groups keep victims."""
+    candidate_nodes_per_pod: int = 4
+    """With more nodes than this per pending pod, pending pods go only to the hint's nodes
+    and the best-fitting this-many per pod of each shape (`cpsat.neighbourhood`); 0: all."""
 
 
 @dataclass

@@ -9,8 +9,7 @@ in a dumped model (`pods[team-a/llm:worker]`, `pattern_nodes[p3#17]`):
     soft HyperNode;
   - `ProfileVars` (one node profile): `supply` (a linear expression: static nodes plus the
     node-group options that end in this profile), `pattern_nodes` per untracked pattern,
-    `atom_pattern_nodes` per (atom, tracked pattern), `device_pattern_devices` per
-    (device free milli, device pattern) in pooled mode;
+    `atom_pattern_nodes` per (atom, tracked pattern);
   - `NodeGroupVars`: `option_nodes` per eviction option;
   - `KindVars` (interchangeable victims): `evicted` (an expression), `preempted`,
     `reclaimed`;
@@ -31,7 +30,6 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from solver.cpsat.data import ModelData
-from solver.cpsat.patterns import WHOLE, device_patterns
 
 __all__ = [
     "Lin",
@@ -109,7 +107,6 @@ class ProfileVars:
     atom_supply: dict[str, Lin]
     pattern_nodes: dict[int, IntVar]  # position in PatternSet.patterns → nodes
     atom_pattern_nodes: dict[tuple[str, int], IntVar]  # (atom, position in topology_sets[(p, atom)]) → nodes
-    device_pattern_devices: dict[tuple[int, int], IntVar]  # (device free milli, position) → devices
 
 
 @dataclass
@@ -230,26 +227,11 @@ def _profile_vars(model: cp_model.CpModel, data: ModelData, node_groups: list[No
             atom_bound = most_atom[(profile, atom)]
             for i, _ in enumerate(data.topology_sets.get((profile, atom), ())):
                 atom_nodes[(atom, i)] = model.new_int_var(0, atom_bound, f"pattern_nodes[p{profile}@{atom}#{i}]")
-        device_nodes: dict[tuple[int, int], IntVar] = {}
-        if pattern_set.pooled and bound:
-            devices_per_node = len(pattern_set.profile.devices)
-            values = {WHOLE, *pattern_set.partial_free}
-            for pattern in pattern_set.patterns:
-                values.update(v for v, _ in pattern.partial_left)
-            for atom in atom_supply.get(profile, {}):
-                for pattern in data.topology_sets.get((profile, atom), ()):
-                    values.update(v for v, _ in pattern.partial_left)
-            for value in sorted(values):
-                for i, _ in enumerate(device_patterns(pattern_set, value, cap=10_000)):
-                    device_nodes[(value, i)] = model.new_int_var(
-                        0, bound * devices_per_node, f"device_pattern_devices[p{profile},{value}#{i}]"
-                    )
         result[profile] = ProfileVars(
             supply=supply.get(profile, Lin()),
             atom_supply=atom_supply.get(profile, {}),
             pattern_nodes=pattern_nodes,
             atom_pattern_nodes=atom_nodes,
-            device_pattern_devices=device_nodes,
         )
     return result
 

@@ -230,10 +230,11 @@ def test_fractional_pods_leave_no_sliver_no_pending_shape_can_use() -> None:
     elsewhere = make_gang("elsewhere", gpu_milli=750, node_selector={"pool": "train"})  # pending: sets the shapes
     snapshot = make_snapshot(nodes=[node], groups=[half, elsewhere])
     decision = solve(snapshot)
-    # On device 0 the pod would leave 100 milli, less than any pending fraction (500): a
-    # fragment of 100. On device 1 it leaves two open devices a fraction can still use: 2.
+    # Typical shapes 500 and 750 milli, 1/2 each; the 750 may not use this node (all its free
+    # GPU counts: 1,100 · 1/2 = 550 either way). On device 0 the pod leaves (100, 1000): the
+    # 100 is below 500, + 50. On device 1 it leaves (600, 500): nothing below 500, + 0.
     assert [b.gpus for b in decision.placement.binds] == [(1,)]
-    assert score(snapshot, decision.placement).packing == 2
+    assert score(snapshot, decision.placement).packing == 550
 
 
 # ---- dependencies ----

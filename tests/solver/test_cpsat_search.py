@@ -11,7 +11,7 @@ from ortools.sat.python import cp_model
 from models.snapshot import Snapshot
 from solver.cpsat import solve_cpsat
 from solver.cpsat.data import DataLimits, build_model_data
-from solver.cpsat.engine import PRESOLVE_SECONDS_PER_VARIABLE, CpsatConfig, _presolve
+from solver.cpsat.engine import PRESOLVE_MIN_STAGE_S, PRESOLVE_SECONDS_PER_VARIABLE, CpsatConfig, _presolve
 from solver.greedy import solve_greedy
 from solver.objective import ObjectiveContext
 from solver.problem import build_problem
@@ -87,12 +87,18 @@ def test_no_repack_when_the_hint_admits_every_podgroup() -> None:
     assert result.stages and all(stage.tiers != ("repack",) for stage in result.stages)
 
 
-def test_presolve_runs_only_when_the_stage_has_twice_its_expected_cost() -> None:
+def test_presolve_runs_only_when_the_stage_is_long_and_has_twice_its_expected_cost() -> None:
     model = cp_model.CpModel()
-    for i in range(1000):
+    for i in range(10_000):
         model.new_bool_var(f"x{i}")
-    expected_s = 1000 * PRESOLVE_SECONDS_PER_VARIABLE
+    expected_s = 10_000 * PRESOLVE_SECONDS_PER_VARIABLE
+    assert expected_s * 2 > PRESOLVE_MIN_STAGE_S  # the variable count decides below
     assert _presolve(CpsatConfig(), model, 2 * expected_s)
     assert not _presolve(CpsatConfig(), model, 1.5 * expected_s)
+    small = cp_model.CpModel()
+    for i in range(100):
+        small.new_bool_var(f"y{i}")
+    assert not _presolve(CpsatConfig(), small, 0.9 * PRESOLVE_MIN_STAGE_S)  # cheap by count, yet a short stage
+    assert _presolve(CpsatConfig(), small, PRESOLVE_MIN_STAGE_S)
     assert _presolve(CpsatConfig(presolve=True), model, 0.001)
     assert not _presolve(CpsatConfig(presolve=False), model, 100.0)

@@ -169,8 +169,9 @@ def test_shares_past_the_exact_model_still_go_on_devices_in_use(engine: str) -> 
 
 def test_pack_shares_moves_a_lone_share_onto_a_used_device_and_keeps_numa_cells() -> None:
     job = make_gang("job", replicas=3, gpu_milli=100, min_member=1)
+    waiting = make_gang("waiting", gpus=1)  # pending too: a whole device is worth keeping
     node = make_node("n1", gpus=4, numa_cells=2, gpu_used_milli={0: 500, 2: 500})  # cells: {0, 1}, {2, 3}
-    snapshot = make_snapshot(nodes=[node], groups=[job])
+    snapshot = make_snapshot(nodes=[node], groups=[job, waiting])
     a, b, c = job.pending
     lonely = Placement(binds=(Bind(pod=a.key, node="n1", gpus=(0,)), Bind(pod=b.key, node="n1", gpus=(1,)),
                               Bind(pod=c.key, node="n1", gpus=(3,), numa_cell=1)))

@@ -15,6 +15,7 @@ from models.snapshot import Snapshot
 from solver.checker import check_placement
 from solver.fragmentation import (
     FragmentationScore,
+    PackingMeasure,
     TypicalShape,
     _configured,
     _prepared,
@@ -82,7 +83,7 @@ def test_typical_shapes_from_pending_pods_keep_the_most_frequent_until_the_thres
     )
     shapes = typical_shapes_of(snapshot, build_problem(snapshot), threshold=0.8)
     assert shapes.cpu_only_weight == 0.0
-    assert sorted(zip(shapes.devices.tolist(), shapes.weight.round(3).tolist())) == [(1, 0.333), (1, 0.667)]
+    assert sorted(zip(shapes.devices.tolist(), shapes.weight.tolist())) == [(1, 333_333), (1, 666_667)]  # ppm
     assert sorted(shapes.thresholds.tolist()) == [500, 1000]
 
 
@@ -182,6 +183,29 @@ def test_remembered_growth_always_equals_a_fresh_computation(data):
         assert remembering.growth(state, shape, subset).tolist() == fresh.tolist()
 
 
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_one_node_state_in_python_equals_the_numpy_measure(data):
+    """CP-SAT's pattern walks read node states one at a time (`PackingMeasure.split_state`,
+    plain Python); the objective and greedy read them in arrays (`fragmentation_milli`).
+    The packing tier is one measure only if both give the same integer for every state."""
+    count = data.draw(st.integers(0, 5))
+    nodes = data.draw(st.integers(1, 3))
+    cpu = data.draw(st.lists(st.sampled_from([0, 1000, 4000, 16000]), min_size=count, max_size=count))
+    gpu = data.draw(st.lists(st.sampled_from([0, 250, 500, 1000, 2000, 8000]), min_size=count, max_size=count))
+    weight = data.draw(st.lists(st.floats(0.01, 1.0), min_size=count, max_size=count))
+    eligible = np.array(data.draw(st.lists(st.booleans(), min_size=count * nodes, max_size=count * nodes)), dtype=bool)
+    measure = PackingMeasure.of(prepare_shapes(np.array(cpu), np.array(gpu), np.array(weight), eligible.reshape(count, nodes)))
+    node = data.draw(st.integers(0, nodes - 1))
+    whole = data.draw(st.integers(0, 8))
+    partial = tuple(sorted(data.draw(st.lists(st.integers(0, 999), max_size=4))))
+    cpu_free = data.draw(st.sampled_from([0, 500, 1000, 4000, 20000]))
+    row = np.array([(1000,) * whole + partial or (0,)])
+    expected = int(measure.nodes(np.array([cpu_free]), row, np.array([node]))[0])
+    assert measure.split_state(cpu_free, whole, partial, int(measure.node_class[node])) == expected
+    assert measure.state(cpu_free, (1000,) * whole + partial, int(measure.node_class[node])) == expected
+
+
 def _configured_columns(snapshot: Snapshot, shapes) -> tuple:  # noqa: ANN001
     prepared = _configured(snapshot, shapes)
     return (prepared.cpu_milli.tolist(), prepared.devices.tolist(), prepared.weight.tolist(), prepared.eligible.tolist())
@@ -193,10 +217,10 @@ def test_configured_shapes_are_prepared_once_per_tuple_and_never_stale():
     shapes = (HALF_GPU, selected)
     assert _prepared(shapes) is _prepared(shapes)  # one tuple, one preparation
     assert _configured_columns(snapshot, shapes) == (
-        [1000, 2000], [1, 1], [0.5, 0.5], [[True, True], [True, False]]
+        [1000, 2000], [1, 1], [500_000, 500_000], [[True, True], [True, False]]
     )
     other = (selected,)  # other contents: its own columns
-    assert _configured_columns(snapshot, other) == ([2000], [1], [1.0], [[True, False]])
+    assert _configured_columns(snapshot, other) == ([2000], [1], [1_000_000], [[True, False]])
     changing = [HALF_GPU]  # a list may change under one identity: never taken from the cache
     assert _configured_columns(snapshot, changing)[0] == [1000]
     changing[0] = selected

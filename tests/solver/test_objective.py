@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from models.snapshot import NetworkTopology
+from models.typical_shapes import TypicalShape
 from solver.after import build_after
 from solver.objective import (
     ObjectiveContext,
@@ -97,18 +98,27 @@ def test_locality_counts_soft_spans_and_numa_splits() -> None:
     assert score(snapshot, placement).locality == 2 + 1
 
 
-def test_packing_counts_free_pieces_no_pending_shape_can_use() -> None:
+def test_packing_is_fgd_fragmentation_over_the_pending_shapes() -> None:
     node = make_node("n1", gpus=4, gpu_used_milli={1: 700})
     shapes = [make_gang("two", gpus=2), make_gang("half", gpu_milli=500)]
     snapshot = make_snapshot(nodes=[node], groups=shapes)
-    # Device 1 has 300 free: < 500, a fragment. Binding "two" on devices 2–3 leaves device 0 whole: usable.
-    assert score(snapshot, make_placement(binds=bind_gang(shapes[0], ["n1"], first_gpu={"n1": 2}))).packing == 300
-    two = make_gang("two", gpus=2)
-    three = make_gang("three", gpus=3)
-    whole_only = make_snapshot(nodes=[make_node("n1", gpus=4)], groups=[two, three])
-    # No fractional request; the fewest devices asked is 2: two whole devices left are usable, one is not.
-    assert score(whole_only, make_placement(binds=bind_gang(two, ["n1"]))).packing == 0
-    assert score(whole_only, make_placement(binds=bind_gang(three, ["n1"]))).packing == 1000
+    # Typical shapes: the pending pods', 2 GPUs and 500 milli, weight 1/2 each.
+    # Nothing bound, free (1000, 300, 1000, 1000): both fit; each leaves the 300 → 300.
+    assert score(snapshot, make_placement()).packing == 300
+    # "two" on devices 2–3, free (1000, 300, 0, 0): 2 GPUs fit nowhere, all 1,300 count;
+    # 500 milli fits device 0, the 300 counts → 650 + 150.
+    assert score(snapshot, make_placement(binds=bind_gang(shapes[0], ["n1"], first_gpu={"n1": 2}))).packing == 800
+
+
+def test_packing_counts_a_node_whose_cpu_no_typical_shape_fits_and_reads_configured_shapes() -> None:
+    gang = make_gang("g", gpus=1, cpu=3)
+    snapshot = make_snapshot(nodes=[make_node("n1", gpus=2, cpu=4)], groups=[gang])
+    bound = make_placement(binds=bind_gang(gang, ["n1"]))
+    assert score(snapshot, make_placement()).packing == 0  # the 1-GPU, 3-core shape fits: nothing is fragment
+    # Bound: one device free but 1 core left; the shape no longer fits → the whole free device.
+    assert score(snapshot, bound).packing == 1000
+    gpu_only = ObjectiveContext.of(snapshot, (TypicalShape(cpu_milli=0, gpu_milli=1000, weight=1.0),))
+    assert score(snapshot, bound, context=gpu_only).packing == 0
 
 
 def test_context_is_reusable_and_changes_nothing() -> None:

@@ -75,7 +75,7 @@ def test_memoized_values_equal_a_fresh_computation_and_are_computed_once() -> No
     for group in snapshot.pod_groups:
         assert gang_requirement(snapshot, group) == _requirement(snapshot, group)
     assert ObjectiveContext.of(snapshot) is ObjectiveContext.of(snapshot)
-    assert ObjectiveContext.of(snapshot) == ObjectiveContext._build(snapshot)
+    assert ObjectiveContext.of(snapshot) == ObjectiveContext._build(snapshot, ())
 
 
 def test_a_caller_mutating_what_it_got_does_not_change_the_memo() -> None:
