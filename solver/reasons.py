@@ -32,6 +32,7 @@ __all__ = [
     "TOPOLOGY",
     "TOPOLOGY_SPREAD",
     "UNPLACED",
+    "USAGE",
     "format_quantity",
     "format_resources",
     "capacity_fit_error",
@@ -54,6 +55,7 @@ __all__ = [
     "quota_exceeded",
     "topology_no_domain",
     "unplaced",
+    "usage_not_judged",
 ]
 
 CAPACITY = "capacity: "
@@ -68,6 +70,7 @@ QUOTA = "quota: "
 TOPOLOGY = "topology: "
 TOPOLOGY_SPREAD = "topology_spread: "
 UNPLACED = "unplaced: "
+USAGE = "usage: "
 
 
 def format_quantity(resource: str, amount: int) -> str:
@@ -225,3 +228,16 @@ def gang_message(*, min_member: int, placed: int, total_pods: int, why: Sequence
     unready = max(min_member - placed, 0) or max(total_pods - placed, 0)
     text = "; ".join(why) if why else "no reason given"
     return f"{unready}/{total_pods} tasks in gang unschedulable: {text}"
+
+
+def usage_not_judged(*, stale: int, missing: int, max_age_s: float) -> str:
+    """Beside a reason that counts nodes too loaded to take a pod: the nodes whose load was
+    not judged, which were candidates like any other. Example: "usage: 3 nodes not judged
+    for load (never held back): 1 with a reading older than 300 s, 2 without one"."""
+    parts = []
+    if stale:
+        parts.append(f"{stale} with a reading older than {max_age_s:g} s")
+    if missing:
+        parts.append(f"{missing} without one")
+    total = stale + missing
+    return f"{USAGE}{total} node{'s' if total != 1 else ''} not judged for load (never held back): {', '.join(parts)}"
