@@ -132,3 +132,13 @@ def test_every_engine_is_valid_cpsat_exact_in_the_usage_tier_and_never_below_gre
 def test_place_answers_a_checked_decision_on_any_usage(snapshot: Snapshot) -> None:
     decision = place(snapshot, SolveConfig(engine="auto", time_limit_s=5.0))
     assert check_placement(snapshot, decision.placement) == ()
+
+
+def test_a_what_if_keeps_the_base_snapshots_usage_policy() -> None:
+    from solver.whatif import Changes, apply_changes
+
+    policy = UsagePolicy(cpu_threshold_percent=50, judged_at_s=USAGE_OBSERVED_S)
+    base = make_snapshot(nodes=[make_node("n1", usage={"cpu_percent": 60}), make_node("n2")], usage_policy=policy)
+    changed = apply_changes(base, Changes(drain_nodes=("n2",)), submitted_at_s=USAGE_OBSERVED_S)
+    assert changed.snapshot.usage_policy == policy
+    assert usage.judgements(changed.snapshot)["n1"].state == "hot"
