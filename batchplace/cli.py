@@ -20,7 +20,16 @@ from batchplace.bench_command import bench
 from batchplace.controller_command import controller
 from batchplace.demo import run_demo
 from batchplace.experiment_command import experiment_app
-from batchplace.options import SolverMemoryOption, TypicalShapesOption, solver_memory_bytes, typical_shapes_of_file
+from batchplace.options import (
+    SolverMemoryOption,
+    TypicalShapesOption,
+    UsageMaxAgeOption,
+    UsageThresholdOption,
+    UsageWeightOption,
+    solver_memory_bytes,
+    typical_shapes_of_file,
+    usage_policy_of,
+)
 from batchplace.render import decision_tables, print_error, print_warning
 from batchplace.serve_command import serve
 from models.errors import SnapshotError
@@ -96,6 +105,9 @@ def solve(
     ] = False,
     solver_memory: SolverMemoryOption = None,
     typical_shapes: TypicalShapesOption = None,
+    usage_threshold: UsageThresholdOption = None,
+    usage_weight: UsageWeightOption = None,
+    usage_max_age: UsageMaxAgeOption = None,
 ) -> None:
     """Place the pending pods of FILES and print binds, evictions and the reason for each pending PodGroup."""
     if engine not in ENGINES:
@@ -106,12 +118,14 @@ def solve(
         raise typer.Exit(EXIT_INPUT_ERROR)
     memory_limit_bytes = solver_memory_bytes(solver_memory)
     shapes = typical_shapes_of_file(typical_shapes)
+    usage_policy = usage_policy_of(usage_threshold, usage_weight, usage_max_age)
     loaded = _load(files, scheduler_name)
+    snapshot = loaded.snapshot.with_usage_policy(usage_policy)
     config = SolveConfig(
         engine=engine, time_limit_s=time_limit, memory_limit_bytes=memory_limit_bytes, typical_shapes=shapes  # type: ignore[arg-type]
     )
-    decision = place(loaded.snapshot, config)
-    relaxation = lp_bound(loaded.snapshot) if bound else None
+    decision = place(snapshot, config)
+    relaxation = lp_bound(snapshot) if bound else None
     if output == "json":
         contract = decision.to_contract()
         if relaxation is not None:

@@ -29,7 +29,16 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from batchplace.options import SolverMemoryOption, TypicalShapesOption, solver_memory_bytes, typical_shapes_of_file
+from batchplace.options import (
+    SolverMemoryOption,
+    TypicalShapesOption,
+    UsageMaxAgeOption,
+    UsageThresholdOption,
+    UsageWeightOption,
+    solver_memory_bytes,
+    typical_shapes_of_file,
+    usage_policy_of,
+)
 from solver.place import ENGINES
 
 if TYPE_CHECKING:
@@ -38,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["controller", "build_http_app", "JsonLogFormatter"]
 
 EXIT_USAGE = 2
+USAGE_SOURCES = ("none", "metrics-server", "prometheus")  # `controller.usage_sources.SOURCES`, without importing it
 _STANDARD_LOG_FIELDS = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
 
 
@@ -88,6 +98,34 @@ def controller(
             "(without --typical-shapes the controller keeps room for the shapes it has seen).",
         ),
     ] = 3600.0,
+    usage_source: Annotated[
+        str,
+        typer.Option(
+            "--usage-source",
+            help="Where node usage comes from: none (the batchplace.io/usage annotation only), metrics-server "
+            "(metrics.k8s.io NodeMetrics: cpu, memory) or prometheus (--prometheus-url: cpu, memory, gpu).",
+        ),
+    ] = "none",
+    prometheus_url: Annotated[
+        Optional[str], typer.Option("--prometheus-url", help="Prometheus server for --usage-source prometheus.")
+    ] = None,
+    usage_query: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--usage-query",
+            help="RESOURCE=PROMQL replacing the default query for cpu, memory or gpu: percents, one series per "
+            "node with label `node` (repeatable).",
+        ),
+    ] = None,
+    usage_window: Annotated[
+        float, typer.Option("--usage-window", min=1, help="Seconds node usage is averaged over.")
+    ] = 300.0,
+    usage_poll: Annotated[
+        float, typer.Option("--usage-poll", min=1, help="Seconds between reads of the usage source.")
+    ] = 15.0,
+    usage_threshold: UsageThresholdOption = None,
+    usage_weight: UsageWeightOption = None,
+    usage_max_age: UsageMaxAgeOption = None,
     port: Annotated[
         Optional[int], typer.Option("--port", min=0, max=65535, help="Serve /metrics, /healthz, /readyz and the HTTP API here.")
     ] = None,
@@ -118,6 +156,14 @@ def controller(
         typer.echo(f"error: --log-format: must be json or text, got {log_format!r}", err=True)
         raise typer.Exit(EXIT_USAGE)
     shapes = typical_shapes_of_file(typical_shapes)
+    usage_policy = usage_policy_of(usage_threshold, usage_weight, usage_max_age)
+    queries = _usage_queries(usage_query)
+    if usage_source not in USAGE_SOURCES:
+        typer.echo(f"error: --usage-source: one of {', '.join(USAGE_SOURCES)}, got {usage_source!r}", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    if usage_source == "prometheus" and not prometheus_url:
+        typer.echo("error: --usage-source prometheus needs --prometheus-url", err=True)
+        raise typer.Exit(EXIT_USAGE)
     from controller.kube import KubeClient  # here, so other commands start without the Kubernetes client
     from controller.leader import LeaseConfig, default_lease_namespace, read_service_account_namespace
     from controller.loop import Controller, ControllerConfig
@@ -155,6 +201,12 @@ def controller(
         solver_memory_bytes=solver_memory_bytes(solver_memory),
         typical_shapes=shapes,
         shape_half_life_s=shape_half_life,
+        usage_policy=usage_policy,
+        usage_source=usage_source,
+        prometheus_url=prometheus_url,
+        usage_queries=queries,
+        usage_window_s=usage_window,
+        usage_poll_s=usage_poll,
     )
     try:
         client = KubeClient.from_kubeconfig(kubeconfig, pool_size=config.api_connections())
@@ -177,6 +229,16 @@ def controller(
         if server is not None:
             server.should_exit = True
         log.info("controller %s stopped", name)
+
+
+def _usage_queries(texts: list[str] | None) -> tuple[tuple[str, str], ...]:
+    queries = []
+    for text in texts or ():
+        resource, equals, query = text.partition("=")
+        if not equals or resource.strip() not in ("cpu", "memory", "gpu") or not query.strip():
+            raise typer.BadParameter(f"expected cpu=PROMQL, memory=PROMQL or gpu=PROMQL, got {text!r}", param_hint="--usage-query")
+        queries.append((resource.strip(), query.strip()))
+    return tuple(queries)
 
 
 # ---- the HTTP side ----

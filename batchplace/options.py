@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-
-from pathlib import Path
+from pydantic import ValidationError
 
 from models.errors import SnapshotError
 from models.quantity import QuantityError, to_base_units
+from models.snapshot import UsagePolicy
 from models.typical_shapes import TypicalShape, load_typical_shapes
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES
 from solver.place import MIN_MEMORY_LIMIT_BYTES
 
-__all__ = ["SolverMemoryOption", "solver_memory_bytes", "TypicalShapesOption", "typical_shapes_of_file"]
+__all__ = [
+    "SolverMemoryOption",
+    "solver_memory_bytes",
+    "TypicalShapesOption",
+    "typical_shapes_of_file",
+    "UsageThresholdOption",
+    "UsageWeightOption",
+    "UsageMaxAgeOption",
+    "usage_policy_of",
+]
 
 SolverMemoryOption = Annotated[
     Optional[str],
@@ -63,3 +73,62 @@ def typical_shapes_of_file(path: Path | None) -> tuple[TypicalShape, ...]:
     except SnapshotError as error:
         typer.echo(f"error: --typical-shapes: {error}", err=True)
         raise typer.Exit(2) from None
+
+
+UsageThresholdOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--usage-threshold",
+        help="A node whose measured usage of RESOURCE is above PERCENT takes no new pod: RESOURCE=PERCENT "
+        "(cpu, memory, gpu; `off` judges nothing for it), repeatable. Default cpu=80, memory=80, gpu=off. "
+        "Usage comes from the batchplace.io/usage node annotation (the controller: also --usage-source).",
+    ),
+]
+UsageWeightOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--usage-weight",
+        help="How much RESOURCE counts in the usage tier of the objective (nodes with low load preferred): "
+        "RESOURCE=WEIGHT, 0-100, repeatable. Default 1 each.",
+    ),
+]
+UsageMaxAgeOption = Annotated[
+    Optional[float],
+    typer.Option(
+        "--usage-max-age",
+        min=1,
+        help="Seconds after which a usage reading is stale: never judged, never blocks a node. Default 300.",
+    ),
+]
+
+
+def usage_policy_of(
+    thresholds: list[str] | None, weights: list[str] | None, max_age_s: float | None
+) -> UsagePolicy:
+    """The `UsagePolicy` of `--usage-threshold`, `--usage-weight` and `--usage-max-age`; a bad
+    value is a `typer.BadParameter` naming the flag and the part."""
+    fields: dict[str, object] = {}
+    for text in thresholds or ():
+        resource, value = _resource_pair(text, "--usage-threshold")
+        fields[f"{resource}_threshold_percent"] = None if value.lower() == "off" else value
+    for text in weights or ():
+        resource, value = _resource_pair(text, "--usage-weight")
+        fields[f"{resource}_weight"] = value
+    if max_age_s is not None:
+        fields["max_age_s"] = max_age_s
+    try:
+        return UsagePolicy.model_validate(fields)
+    except ValidationError as error:
+        first = error.errors()[0]
+        name = str(first["loc"][0]) if first["loc"] else ""
+        flag = "--usage-threshold" if name.endswith("_percent") else "--usage-weight" if name.endswith("_weight") else "--usage-max-age"
+        resource = name.split("_", 1)[0]
+        raise typer.BadParameter(f"{resource}: {first['msg']}", param_hint=flag) from None
+
+
+def _resource_pair(text: str, flag: str) -> tuple[str, str]:
+    resource, equals, value = text.partition("=")
+    resource = resource.strip().lower()
+    if not equals or resource not in ("cpu", "memory", "gpu") or not value.strip():
+        raise typer.BadParameter(f"expected cpu=…, memory=… or gpu=…, got {text!r}", param_hint=flag)
+    return resource, value.strip()

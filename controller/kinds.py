@@ -109,5 +109,6 @@ VERBS: dict[tuple[str, str], tuple[str, ...]] = {
     ("topology.volcano.sh", "hypernodes"): ("list", "watch"),
     ("nodeinfo.volcano.sh", "numatopologies"): ("list", "watch"),
     ("batch.volcano.sh", "jobs"): ("list", "watch"),
+    ("metrics.k8s.io", "nodes"): ("list",),  # --usage-source metrics-server: NodeMetrics
 }
 """The least privilege the controller needs; `deploy/rbac.yaml` grants exactly this."""

@@ -1,7 +1,8 @@
 """The edge: the only module of `controller` that imports the `kubernetes` client.
 
 Input: calls from the informers (list, watch), the actuator (bind, evict, patch, events),
-the leader elector (leases) and the test/demo helpers (create, delete). Output: plain JSON
+the leader elector (leases), the metrics.k8s.io usage source (NodeMetrics) and the
+test/demo helpers (create, delete). Output: plain JSON
 dicts exactly as the API server sends them — the form `models.loaders` reads — and, for
 every failure, an error of `controller.errors` chained `from` the client's exception
 (`ApiException` by HTTP status; urllib3 and socket failures → `Unavailable`).
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 JsonObject = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 DEFAULT_TIMEOUT_S = (5.0, 30.0)  # (connect, read)
+METRICS_GROUP, METRICS_VERSION = "metrics.k8s.io", "v1beta1"
 _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError, socket.timeout)
 
 
@@ -185,6 +187,21 @@ class KubeClient:
             continue_token = metadata.get("continue")
             if not continue_token:
                 return ListResult(items=items, resource_version=str(metadata.get("resourceVersion", "")))
+
+    def list_node_metrics(self) -> list[JsonObject]:
+        """Every NodeMetrics of `metrics.k8s.io/v1beta1` (metrics-server's aggregated API),
+        through the client's `CustomObjectsApi`: `NotFound` when nobody serves that API."""
+        what = f"{METRICS_GROUP}/{METRICS_VERSION} nodes"
+        try:
+            answer = k8s.CustomObjectsApi(self._api).list_cluster_custom_object(
+                METRICS_GROUP, METRICS_VERSION, "nodes", _request_timeout=DEFAULT_TIMEOUT_S
+            )
+        except ApiException as error:
+            raise _mapped(error, "list", what) from error
+        except _TRANSPORT_ERRORS as error:
+            raise Unavailable(f"{type(error).__name__}: {error}", verb="list", what=what) from error
+        items = answer.get("items") if isinstance(answer, dict) else None
+        return [item for item in items or [] if isinstance(item, dict)]
 
     def watch(self, kind: ResourceKind, *, resource_version: str, timeout_s: int = 300) -> Iterator[WatchEvent]:
         """Events after `resource_version`, with bookmarks, until the server ends the stream.

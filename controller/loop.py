@@ -9,6 +9,7 @@ snapshot (for `/v1/what-if`) warm and takes over when the Lease says so (`contro
 RBAC or a missing namespace keeps from the Lease can never take over, so it is not ready.
 
     observe  caches → Observation (Snapshot + what acting needs)     pure, controller.observe
+             + node usage from the usage source, judged by the clock  controller.usage
     decide   Snapshot → checked Decision                              solver.place
     plan     Observation + Decision → ordered actions per gang        pure, controller.plan
     act      actions → API calls                                      controller.act
@@ -41,11 +42,13 @@ from controller.plan import Plan, plan
 from controller.shape_history import DEFAULT_HALF_LIFE_S, ShapeHistory
 from controller.status import condition_reason
 from controller.timing import Clock, SystemClock
+from controller.usage import UsageSource, UsageTracker
 from models.placement import Decision
-from models.snapshot import Snapshot
+from models.snapshot import Snapshot, UsagePolicy
 from models.typical_shapes import TypicalShape
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES
 from solver.place import EngineName, SolveConfig, place
+from solver.rules import usage as usage_rule
 
 __all__ = ["ControllerConfig", "CycleReport", "Controller", "decide"]
 
@@ -69,6 +72,12 @@ class ControllerConfig:
     solver_memory_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES  # what one CP-SAT search may allocate
     typical_shapes: tuple[TypicalShape, ...] = ()  # fixed typical shapes; () = learn them (`ShapeHistory`)
     shape_half_life_s: float = DEFAULT_HALF_LIFE_S
+    usage_policy: UsagePolicy = UsagePolicy()  # thresholds, weights, max age (`solver.rules.usage`)
+    usage_source: str = "none"  # `controller.usage_sources.SOURCES`: none, metrics-server, prometheus
+    prometheus_url: str | None = None  # for usage_source "prometheus"
+    usage_queries: tuple[tuple[str, str], ...] = ()  # (resource, PromQL) replacing the default queries
+    usage_window_s: float = 300.0  # readings averaged over this
+    usage_poll_s: float = 15.0  # the source read at most this often
 
     def api_connections(self) -> int:
         """Connections to the API server the controller may use at once: a watch per watched
@@ -90,6 +99,22 @@ class CycleReport:
     seconds: float = 0.0
     solve_seconds: float = 0.0
     rejected: tuple[str, ...] = field(default=())
+
+
+def usage_source(config: ControllerConfig, client: KubeClient) -> UsageSource | None:
+    """The source `config.usage_source` names; None for "none" (annotations only)."""
+    from controller.usage_sources import DEFAULT_QUERIES, SOURCES, MetricsApiSource, PrometheusSource
+
+    if config.usage_source not in SOURCES:
+        raise ValueError(f"usage source {config.usage_source!r}: one of {', '.join(SOURCES)}")
+    if config.usage_source == "metrics-server":
+        return MetricsApiSource(client)
+    if config.usage_source == "prometheus":
+        if not config.prometheus_url:
+            raise ValueError("usage source prometheus needs a Prometheus URL")
+        queries = {**DEFAULT_QUERIES, **dict(config.usage_queries)}
+        return PrometheusSource(config.prometheus_url, queries=queries, step_s=config.usage_poll_s)
+    return None
 
 
 def decide(snapshot: Snapshot, config: SolveConfig) -> Decision:
@@ -148,6 +173,9 @@ class Controller:
             typical_shapes=config.typical_shapes,
         )
         self.shapes = ShapeHistory(half_life_s=config.shape_half_life_s)
+        self.usage = UsageTracker(
+            usage_source(config, client), policy=config.usage_policy, window_s=config.usage_window_s, poll_s=config.usage_poll_s
+        )
         self._wake = threading.Event()
         self._numbers = itertools.count(1)
         self._latest: Snapshot | None = None
@@ -262,6 +290,7 @@ class Controller:
             self.metrics.cycles.labels(result="failed").inc()
             log.error("cycle %d: %s", number, error)
             return CycleReport(number=number, skipped=str(error))
+        observation = self._with_usage(observation)
         self._latest, self._latest_at = observation.snapshot, started
         self._count(observation)
         self.shapes.observe(observation.snapshot, started)
@@ -344,6 +373,17 @@ class Controller:
                     "dry_run": acted.dry_run,
                 },
             )
+
+    def _with_usage(self, observation: Observation) -> Observation:
+        """The observation with node usage and its policy, judged by this clock (`controller.usage`)."""
+        failures = self.usage.failures
+        snapshot = self.usage.apply(observation.snapshot, self.clock.now().timestamp())
+        if self.usage.failures > failures and self.usage.source is not None:
+            self.metrics.usage_source_errors.labels(source=self.usage.source.name).inc()
+        states = Counter(judgement.state for judgement in usage_rule.judgements(snapshot).values())
+        for state in ("hot", "cool", "stale", "missing"):
+            self.metrics.usage_nodes.labels(state=state).set(states.get(state, 0))
+        return observation if snapshot is observation.snapshot else dataclasses.replace(observation, snapshot=snapshot)
 
     def _count(self, observation: Observation) -> None:
         snapshot = observation.snapshot

@@ -13,6 +13,8 @@ test process do not collide). `batchplace controller --port` serves them at `/me
     batchplace_watch_relists_total{resource}     counter    informer relists (start, 410 Gone, errors)
     batchplace_leader                            gauge      1 while this replica holds the Lease
     batchplace_snapshot_objects{kind}            gauge      nodes, pods, podgroups in the last snapshot
+    batchplace_usage_nodes{state}                gauge      nodes by usage judgement: hot, cool, stale, missing
+    batchplace_usage_source_errors_total{source} counter    usage source polls that failed
 """
 
 from __future__ import annotations
@@ -43,6 +45,15 @@ class ControllerMetrics:
         self.relists = Counter("batchplace_watch_relists", "Informer relists by resource.", ["resource"], registry=r)
         self.leader = Gauge("batchplace_leader", "1 while this replica holds the Lease.", registry=r)
         self.snapshot_objects = Gauge("batchplace_snapshot_objects", "Objects in the last snapshot.", ["kind"], registry=r)
+        self.usage_nodes = Gauge(
+            "batchplace_usage_nodes",
+            "Nodes of the last snapshot by usage judgement: hot (takes no new pod), cool, stale, missing.",
+            ["state"],
+            registry=r,
+        )
+        self.usage_source_errors = Counter(
+            "batchplace_usage_source_errors", "Usage source polls that failed, by source.", ["source"], registry=r
+        )
 
     def api_error(self, verb: str, error: Exception) -> None:
         self.api_errors.labels(verb=verb or "unknown", error=type(error).__name__).inc()

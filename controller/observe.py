@@ -372,6 +372,7 @@ def _with_dependencies(snapshot: Snapshot, pods: Sequence[JsonObject], vcjobs: S
         pod_groups=tuple(groups),
         pods=snapshot.pods,
         priority_classes=snapshot.priority_classes,
+        usage_policy=snapshot.usage_policy,
     )
 
 

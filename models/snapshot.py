@@ -28,6 +28,12 @@ that task, so the replicas of a task are interchangeable (what the CP-SAT engine
 aggregates on). A running pod holds a node, and GPU indices when it uses GPUs; running
 pods of other schedulers have no PodGroup and only take capacity.
 
+A node may carry its measured load (`NodeUsage`: percents averaged over a window, and when
+they were taken), and the snapshot says how load counts (`UsagePolicy`: thresholds past
+which a node takes no new pod, the usage tier's weights, when a reading is too old to
+judge). Both are data like any other: the controller fills them from its metrics source, a
+file from the `batchplace.io/usage` annotation (`models.loaders.node_usage`).
+
 What it does not promise: that the cluster it describes is schedulable, or that a
 PodGroup's queue exists (a PodGroup naming an unknown queue is valid input; it stays
 pending with that reason, as Volcano leaves it).
@@ -78,6 +84,9 @@ __all__ = [
     "Toleration",
     "Gpu",
     "NumaCell",
+    "NodeUsage",
+    "UsagePolicy",
+    "USAGE_PERCENT_CEILING",
     "Node",
     "HyperNode",
     "Queue",
@@ -207,6 +216,51 @@ class NumaCell(_Frozen):
     memory_bytes: int | None = Field(None, ge=0, le=resource_ceiling(MEMORY))
 
 
+USAGE_PERCENT_CEILING = 1000.0
+"""Usage is a percent of the node's allocatable; a node's system daemons, outside its
+allocatable, can take it past 100, but not tenfold: a larger number is a unit mistake."""
+UsagePercent = Annotated[float, Field(ge=0, le=USAGE_PERCENT_CEILING, allow_inf_nan=False)]
+
+
+class NodeUsage(_Frozen):
+    """A node's measured load, averaged over `window_s` seconds ending at `observed_at_s`:
+    what `solver.rules.usage` holds against thresholds and the objective's usage tier
+    prefers low. None for a resource nobody measures (GPU utilisation without an exporter).
+
+    Example: `{cpu_percent: 91.5, memory_percent: 40, observed_at_s: 1714564800, window_s: 300}`
+    — the node's CPUs were 91.5 % busy on average over the five minutes up to that time."""
+
+    cpu_percent: UsagePercent | None = Field(None, description="CPU in use, percent of allocatable cpu")
+    memory_percent: UsagePercent | None = Field(None, description="memory in use, percent of allocatable memory")
+    gpu_percent: UsagePercent | None = Field(None, description="mean utilisation of the node's GPUs, percent")
+    observed_at_s: TimeS = Field(description="unix seconds: the end of the averaging window (the newest sample)")
+    window_s: float = Field(0.0, ge=0, le=LATEST_TIME_S, description="seconds the readings are averaged over")
+
+
+class UsagePolicy(_Frozen):
+    """How node usage counts in a cycle (`solver.rules.usage`, the objective's usage tier).
+
+    Defaults are Volcano's `usage` plugin's: CPU and memory above 80 % take no new pods, and
+    readings older than 5 minutes are not judged. A threshold of None judges nothing for
+    that resource. Weights say how much each resource counts in the usage tier (0: not at all).
+    """
+
+    cpu_threshold_percent: UsagePercent | None = 80.0
+    memory_threshold_percent: UsagePercent | None = 80.0
+    gpu_threshold_percent: UsagePercent | None = Field(
+        None, description="None by default: a training job keeps its GPUs near 100 %, which is no overload"
+    )
+    cpu_weight: int = Field(1, ge=0, le=100)
+    memory_weight: int = Field(1, ge=0, le=100)
+    gpu_weight: int = Field(1, ge=0, le=100)
+    max_age_s: float = Field(300.0, gt=0, le=LATEST_TIME_S, description="older readings are stale: never judged")
+    judged_at_s: TimeS | None = Field(
+        None,
+        description="unix seconds the readings' age is counted at (the controller's clock); None: the newest "
+        "reading of the snapshot, so a file or a posted snapshot judges its nodes against each other",
+    )
+
+
 class Node(_Frozen):
     name: NodeName
     allocatable: ResourceList
@@ -218,6 +272,7 @@ class Node(_Frozen):
         (), description="one entry per device; filled as indices 0..n-1 on cell 0 when omitted"
     )
     numa_cells: tuple[NumaCell, ...] = ()
+    usage: NodeUsage | None = Field(None, description="measured load; None: not measured (never blocks the node)")
 
     @model_validator(mode="before")
     @classmethod
@@ -461,6 +516,7 @@ class Snapshot(_Frozen):
     pod_groups: tuple[PodGroup, ...] = ()
     pods: tuple[Pod, ...] = ()
     priority_classes: tuple[PriorityClass, ...] = ()
+    usage_policy: UsagePolicy = Field(default_factory=UsagePolicy, description="how node usage counts")
 
     @model_validator(mode="before")
     @classmethod
@@ -571,6 +627,10 @@ class Snapshot(_Frozen):
                 if unknown:
                     raise ValueError(f"running pod {pod.key} holds GPUs {unknown} that node {node.name} lacks")
         return self
+
+    def with_usage_policy(self, policy: UsagePolicy) -> "Snapshot":
+        """The same snapshot judged under `policy` (a new Snapshot; its objects are shared)."""
+        return Snapshot(**{name: getattr(self, name) for name in Snapshot.model_fields if name != "usage_policy"}, usage_policy=policy)
 
     # ---- read-only indices (derived once, never stored twice) ----
 

@@ -21,9 +21,9 @@ from models.errors import SnapshotError, format_path
 from models.placement import Bind, Eviction, Fallback, PodGroupOutcome, QueueShare, SolveStatus
 from models.snapshot import Snapshot
 from models.typical_shapes import MAX_TYPICAL_SHAPES, TypicalShape, read_typical_shapes
-from solver.whatif import DrainedNode, JobVerdict
 from solver.objective import TIERS, objective_order
 from solver.place import EngineName
+from solver.whatif import DrainedNode, JobVerdict
 
 __all__ = [
     "ObjectiveTier",
@@ -40,7 +40,7 @@ __all__ = [
     "WHAT_IF_EXAMPLE",
 ]
 
-ObjectiveTier = Literal["fairness", "throughput", "disruption", "locality", "packing"]
+ObjectiveTier = Literal["fairness", "throughput", "disruption", "locality", "usage", "packing"]
 """DESIGN.md's soft rules, most important first."""
 
 MAX_ADDED_OBJECTS = 10_000
@@ -60,7 +60,7 @@ class SolveOptions(BaseModel):
     objective_order: list[ObjectiveTier] | None = Field(
         None, max_length=len(TIERS),
         description="objective tiers, most important first; unlisted tiers follow in the default order "
-        "(fairness, throughput, disruption, locality, packing)",
+        "(fairness, throughput, disruption, locality, usage, packing)",
     )
 
     @field_validator("objective_order")
@@ -71,7 +71,7 @@ class SolveOptions(BaseModel):
         return order
 
     def full_objective_order(self) -> tuple[ObjectiveTier, ...]:
-        """`["throughput"]` → `("throughput", "fairness", "disruption", "locality", "packing")`."""
+        """`["throughput"]` → `("throughput", "fairness", "disruption", "locality", "usage", "packing")`."""
         return objective_order(self.objective_order or ())  # type: ignore[return-value]
 
 

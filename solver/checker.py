@@ -9,7 +9,7 @@ everything.
 It is written plainly over the pydantic models — `solver.after.build_after` adds the
 placement up once, each rule module's `check` reads that — and imports no engine and no
 numpy, so an engine bug cannot hide in shared code. It judges only hard rules; the
-objective (fairness, disruption, locality, packing) is not its business.
+objective (fairness, disruption, locality, usage, packing) is not its business.
 
 The error tree of the checker:
 

@@ -1,7 +1,8 @@
 """The soft objective of DESIGN.md, evaluated once for every engine: `score(snapshot, placement)`.
 
 Input: a validated `Snapshot` and a `Placement` (from any engine). Output: an
-`ObjectiveVector` of five integer tiers in DESIGN.md's order. Vectors compare
+`ObjectiveVector` of six integer tiers in DESIGN.md's order (usage, measured load, added
+before packing). Vectors compare
 lexicographically and *greater is better*: `score(a) > score(b)` means placement `a` wins
 on the first tier where the two differ. The CP-SAT engine builds exactly these tiers as
 model expressions (`solver.cpsat.objective`), `place()` uses `score` to return the better of
@@ -72,7 +73,11 @@ The tiers (each an exact integer; "after" means kept running pods plus this cycl
    and the NUMA split do, and it outranks packing because the user stated it. Its unit, one
    weight point, equals one HyperNode or one NUMA split: a pod preferring a node with
    weight 1 gives way to keeping a gang in one leaf; weight 100 does not.
-5. **packing** — smaller is better: FGD's expected fragmentation (Weng et al., ATC '23),
+5. **usage** — smaller is better: Σ over pods bound this cycle of their node's usage band,
+   0 (idle) to 10 (loaded, or load unknown), from the nodes' measured usage
+   (`solver.usage_tier`, which says why bands and why here); 0 when no node reports fresh
+   usage. Example: two pods bound to a node at 47.5 % weighted load → 2 · 4 = 8.
+6. **packing** — smaller is better: FGD's expected fragmentation (Weng et al., ATC '23),
    the milli-GPU the cycle's typical pod shapes could not use, summed over nodes after the
    placement (`solver.fragmentation`): per node and typical shape t (weight w_t), all its
    free GPU when t asks none, may not go there or does not fit (CPU, devices), else only
@@ -113,6 +118,7 @@ from solver.memo import memoized
 from solver.rules import node_affinity, pod_affinity, topology_spread
 from solver.rules.topology import hard_tier_limit
 from solver.shares import deserved_shares, queue_requests
+from solver.usage_tier import usage_tier
 
 __all__ = [
     "FAIRNESS_SCALE",
@@ -134,7 +140,7 @@ FAIRNESS_SCALE = 1000
 """Fairness is counted in per-mille of a queue's target."""
 VICTIM_BASE_COST = 1000
 """What any eviction costs before its GPU-time: one victim ≈ one GPU for an hour."""
-TIERS = ("fairness", "throughput", "disruption", "locality", "packing")
+TIERS = ("fairness", "throughput", "disruption", "locality", "usage", "packing")
 """The tiers in DESIGN.md's order (most important first)."""
 
 _SECONDS_PER_HOUR = 3600.0
@@ -142,17 +148,18 @@ _SECONDS_PER_HOUR = 3600.0
 
 @dataclass(frozen=True)
 class ObjectiveVector:
-    """The five tiers; compare with `<`, `>=`, …: greater is better, first tier first."""
+    """The six tiers; compare with `<`, `>=`, …: greater is better, first tier first."""
 
     fairness: int
     throughput: int
     disruption: int
     locality: int
+    usage: int
     packing: int
 
-    def key(self) -> tuple[int, int, int, int, int]:
+    def key(self) -> tuple[int, int, int, int, int, int]:
         """A tuple where larger is better in every position (the minimised tiers negated)."""
-        return (-self.fairness, self.throughput, -self.disruption, -self.locality, -self.packing)
+        return (-self.fairness, self.throughput, -self.disruption, -self.locality, -self.usage, -self.packing)
 
     def __lt__(self, other: ObjectiveVector) -> bool:
         return self.key() < other.key()
@@ -175,7 +182,7 @@ class ObjectiveVector:
 
 def objective_order(listed: Sequence[str]) -> tuple[str, ...]:
     """The full tier order from the tiers a caller lists first: the rest follow in `TIERS`'s
-    order. `["throughput"]` → throughput, fairness, disruption, locality, packing."""
+    order. `["throughput"]` → throughput, fairness, disruption, locality, usage, packing."""
     unknown = [name for name in listed if name not in TIERS]
     if unknown or len(set(listed)) != len(listed):
         raise ValueError(f"objective order {list(listed)}: each tier at most once, from {', '.join(TIERS)}")
@@ -308,6 +315,7 @@ def score(snapshot: Snapshot, placement: Placement, *, context: ObjectiveContext
         throughput=_throughput(ctx, after),
         disruption=sum(ctx.eviction_cost(e.pod) for e in after.evicted),
         locality=_locality(snapshot, ctx, after),
+        usage=usage_tier(snapshot, after),
         packing=_packing(snapshot, ctx, after),
     )
 

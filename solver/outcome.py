@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from models.placement import Decision, Eviction, Placement, PodGroupOutcome, QueueShare, SolveStatus
 from models.snapshot import CPU, GPU, MEMORY, PodGroup, PodGroupKey, QueueName, Snapshot
 from solver import reasons as reason_text
+from solver.rules import usage
 from solver.rules.gang import gang_requirement, is_met
 from solver.shares import add_resources, deserved_shares
 
@@ -112,6 +113,22 @@ def dependency_reasons(snapshot: Snapshot, group: PodGroup) -> list[str]:
     return sentences
 
 
+def _with_usage_note(snapshot: Snapshot, group_reasons: tuple[str, ...]) -> tuple[str, ...]:
+    """A reason that counts nodes too loaded (`solver.rules.usage`) gets the count of nodes
+    whose load was not judged beside it: stale or missing usage never blocks a node, and
+    the reason says so."""
+    if not any(constant in reason for reason in group_reasons for constant in _USAGE_REASONS):
+        return group_reasons
+    stale, missing = usage.not_judged(snapshot)
+    if not stale and not missing:
+        return group_reasons
+    note = reason_text.usage_not_judged(stale=stale, missing=missing, max_age_s=snapshot.usage_policy.max_age_s)
+    return (*group_reasons, note) if note not in group_reasons else group_reasons
+
+
+_USAGE_REASONS = (usage.REASON_CPU, usage.REASON_MEMORY, usage.REASON_GPU)
+
+
 def _generic_reasons(
     snapshot: Snapshot,
     key: PodGroupKey,
@@ -168,6 +185,7 @@ def build_decision(
                 snapshot, group.key, evicted=evicted_by_group.get(group.key, []), bound_pods=bound_pods, placed=placed,
                 minimum=requirement.min_member,
             )
+            group_reasons = _with_usage_note(snapshot, group_reasons)
         outcomes.append(
             PodGroupOutcome(
                 name=group.key,

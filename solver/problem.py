@@ -24,7 +24,9 @@ Layout choices, and why:
   `eligible_nodes(task_row)` gives one task's `[N]` mask; `eligible_by_class[S, N]` holds
   them all (rather than a `[T, N]` table, which would not fit at 100,000 PodGroups);
   `preference_missed_by_class[S, node class]` is the preferred node affinity weight
-  missed (`solver.rules.node_affinity.preference_missed`), per pair likewise.
+  missed (`solver.rules.node_affinity.preference_missed`), per pair likewise. Node usage
+  joins the node signature twice: whether `solver.rules.usage` finds the node hot (then
+  no task is eligible there) and its usage band (`usage_band_by_class`, `solver.usage_tier`).
 - `pods` is a fixed column every pod requests `POD_SLOT` (1) of, running or pending
   (`models.snapshot`: the kubelet's count), so node capacity — `free`, every engine's fit
   test, CP-SAT's patterns, what an eviction frees — counts pods like any resource. Example:
@@ -72,10 +74,11 @@ from models.snapshot import (
 )
 from solver.after import milli_per_device
 from solver.memo import memoized_each
-from solver.rules import node_affinity
+from solver.rules import node_affinity, usage
 from solver.rules.eligibility import eligible
 from solver.rules.gang import GangRequirement, can_be_met, gang_requirement
 from solver.shares import deserved_shares
+from solver.usage_tier import usage_bands
 
 __all__ = ["Problem", "GroupFacts", "build_problem", "UNLIMITED", "NO_CAP"]
 
@@ -139,6 +142,7 @@ class Problem:
     node_class_representative: tuple[int, ...]  # a node index per node class
     eligible_by_class: np.ndarray  # [S, N] bool
     preference_missed_by_class: np.ndarray  # [S, node class] int64: preferred node affinity weight missed
+    usage_band_by_class: np.ndarray  # [node class] int64: the usage tier's band (`solver.usage_tier`)
     # ---- tasks (one row per task of every PodGroup) ----
     task_keys: tuple[TaskKey, ...]
     task_row: Mapping[TaskKey, int]
@@ -213,6 +217,10 @@ class Problem:
         """`[N]` int: the preferred node affinity weight the task's pods miss on each node."""
         return self.preference_missed_by_class[self.task_eligibility_class[task_row]][self.node_class]
 
+    def usage_band(self) -> np.ndarray:
+        """`[N]` int: each node's usage band (`solver.usage_tier`); all 0 when no usage is fresh."""
+        return self.usage_band_by_class[self.node_class]
+
     def resources_dict(self, row: np.ndarray) -> dict[str, int]:
         """An `[R]` row as the snapshot writes a resource list: without zeros and without
         `pods`, which no request or share names — `{"cpu": 2000, "gpu": 8000}`. So queue rows
@@ -261,6 +269,7 @@ class _EligibilityTables:
     node_class_representative: tuple[int, ...]
     eligible_by_class: np.ndarray
     preference_missed_by_class: np.ndarray
+    usage_band_by_class: np.ndarray
     task_requests: np.ndarray
     task_eligibility_class: np.ndarray
     task_single_numa: np.ndarray
@@ -338,6 +347,7 @@ def build_problem(snapshot: Snapshot) -> Problem:
         node_class_representative=eligibility.node_class_representative,
         eligible_by_class=eligibility.eligible_by_class,
         preference_missed_by_class=eligibility.preference_missed_by_class,
+        usage_band_by_class=eligibility.usage_band_by_class,
         task_requests=eligibility.task_requests,
         task_eligibility_class=eligibility.task_eligibility_class,
         task_single_numa=eligibility.task_single_numa,
@@ -660,12 +670,16 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _Elig
     selector_keys = sorted({key for task in tasks for key in task.node_selector} | node_affinity.keys_read(affinity_terms))
     named_nodes = node_affinity.names_read(affinity_terms)
 
+    hot = usage.judgements(snapshot) if any(node.usage is not None for node in snapshot.nodes) else {}
+    bands = usage_bands(snapshot)
     signatures = [
         (
             tuple(map(node.labels.get, selector_keys)),
             node.name if node.name in named_nodes else None,
             node.taints,
             node.unschedulable,
+            node.name in hot and hot[node.name].state == "hot",
+            bands[node.name],
         )
         for node in snapshot.nodes
     ]
@@ -699,6 +713,9 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _Elig
         [[eligible(snapshot.nodes[rep], task) for rep in representatives] for task in class_tasks],
         dtype=bool,
     ).reshape(len(class_tasks), len(representatives))
+    class_hot = np.array([signatures[rep][4] for rep in representatives], dtype=bool)
+    pair_ok[:, class_hot] = False  # rule `usage`: a hot node takes no new pod, whatever the task
+    class_band = np.array([signatures[rep][5] for rep in representatives], dtype=np.int64)
     eligible_by_class = pair_ok[:, node_class] if len(snapshot.nodes) else np.zeros((len(class_tasks), 0), bool)
     pair_missed = np.array(
         [
@@ -714,6 +731,7 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _Elig
         node_class_representative=tuple(representatives),
         eligible_by_class=_readonly(np.ascontiguousarray(eligible_by_class)),
         preference_missed_by_class=_readonly(pair_missed),
+        usage_band_by_class=_readonly(class_band),
         task_requests=_readonly(task_requests),
         task_eligibility_class=_readonly(task_class),
         task_single_numa=_readonly(np.array([task.numa_policy == "single-numa-node" for task in tasks], dtype=bool)),

@@ -32,6 +32,7 @@ __all__ = [
     "TOPOLOGY",
     "TOPOLOGY_SPREAD",
     "UNPLACED",
+    "USAGE",
     "format_quantity",
     "format_resources",
     "capacity_fit_error",
@@ -56,6 +57,7 @@ __all__ = [
     "quota_exceeded",
     "topology_no_domain",
     "unplaced",
+    "usage_not_judged",
 ]
 
 CAPACITY = "capacity: "
@@ -70,6 +72,7 @@ QUOTA = "quota: "
 TOPOLOGY = "topology: "
 TOPOLOGY_SPREAD = "topology_spread: "
 UNPLACED = "unplaced: "
+USAGE = "usage: "
 
 
 def format_quantity(resource: str, amount: int) -> str:
@@ -256,3 +259,16 @@ def gang_assigned_message(assignments: Sequence[tuple[str, str]]) -> str:
             return head + ", ".join(parts) + rest
         parts.append(part)
     return head + ", ".join(parts)
+
+
+def usage_not_judged(*, stale: int, missing: int, max_age_s: float) -> str:
+    """Beside a reason that counts nodes too loaded to take a pod: the nodes whose load was
+    not judged, which were candidates like any other. Example: "usage: 3 nodes not judged
+    for load (never held back): 1 with a reading older than 300 s, 2 without one"."""
+    parts = []
+    if stale:
+        parts.append(f"{stale} with a reading older than {max_age_s:g} s")
+    if missing:
+        parts.append(f"{missing} without one")
+    total = stale + missing
+    return f"{USAGE}{total} node{'s' if total != 1 else ''} not judged for load (never held back): {', '.join(parts)}"

@@ -63,13 +63,13 @@ from models.placement import Bind, Decision, Eviction
 from models.snapshot import (
     GPU,
     GPU_MILLI_PER_DEVICE,
+    PODS,
     Node,
     NodeName,
     Pod,
     PodGroup,
     PodGroupKey,
     PodKey,
-    PODS,
     Snapshot,
     is_fractional_gpu,
 )
@@ -183,6 +183,7 @@ def apply_changes(base: Snapshot, changes: Changes, *, submitted_at_s: float) ->
                 "pod_groups": [*base.pod_groups, *new_groups],
                 "pods": [*pods, *added.pods],
                 "priority_classes": base.priority_classes,
+                "usage_policy": base.usage_policy,
             }
         )
     except ValidationError as error:

@@ -30,6 +30,7 @@ from models.snapshot import (
     GPU,
     HyperNode,
     Node,
+    NodeUsage,
     NumaCell,
     Pod,
     PodGroup,
@@ -39,6 +40,7 @@ from models.snapshot import (
     Taint,
     Task,
     Toleration,
+    UsagePolicy,
 )
 from solver.after import build_after
 from solver.checker import check_placement
@@ -47,6 +49,7 @@ from solver.violation import Violation
 
 __all__ = [
     "GIB",
+    "USAGE_OBSERVED_S",
     "NodeSpec",
     "TaskSpec",
     "Gang",
@@ -70,6 +73,8 @@ __all__ = [
 ]
 
 GIB = 2**30
+USAGE_OBSERVED_S = 1_714_564_800.0
+"""When `make_node(usage=...)` readings were taken: 2024-05-01T12:00:00Z."""
 
 
 def resources(*, cpu: float = 0, memory: float = 0, gpus: int = 0, gpu_milli: int = 0, **extra: int) -> ResourceList:
@@ -107,6 +112,7 @@ def make_node(
     gpu_used_milli: Mapping[int, int] | None = None,
     pods: int | None = None,
     extra: Mapping[str, int] | None = None,
+    usage: NodeUsage | Mapping[str, float] | None = None,
 ) -> NodeSpec:
     """A node; `taints` may be strings `"key=value:Effect"`.
 
@@ -115,6 +121,9 @@ def make_node(
     `numa_cells=2` splits the GPUs evenly over cells 0 and 1 (GPUs 0–3 on cell 0 of 8) and,
     with `cell_cpu=16`, gives each cell 16 cores. `gpu_used_milli={4: 100}` marks 100
     milli of device 4 used by work the snapshot lists no pod for.
+
+    `usage={"cpu_percent": 91.5}` is a reading observed at `USAGE_OBSERVED_S` (the
+    snapshot's newest, so fresh unless `observed_at_s` says otherwise).
     """
     used = gpu_used_milli or {}
     per_cell = max(1, gpus // numa_cells) if numa_cells else 1
@@ -136,6 +145,7 @@ def make_node(
             "unschedulable": unschedulable,
             "gpus": devices,
             "numa_cells": cells,
+            "usage": None if usage is None else usage if isinstance(usage, NodeUsage) else {"observed_at_s": USAGE_OBSERVED_S, **usage},
         }
     )
     return NodeSpec(node=node, leaf=leaf, spine=spine)
@@ -414,6 +424,7 @@ def make_snapshot(
     running: Iterable[Pod] = (),
     queues: Iterable[Queue] = (),
     hypernodes: Iterable[HyperNode] = (),
+    usage_policy: UsagePolicy | None = None,
 ) -> Snapshot:
     """A validated Snapshot; HyperNodes come from the nodes' `leaf`/`spine` hints plus `hypernodes`.
 
@@ -449,6 +460,8 @@ def make_snapshot(
         "pod_groups": [gang.group for gang in gangs],
         "pods": [*(pod for gang in gangs for pod in gang.pods), *running],
     }
+    if usage_policy is not None:
+        data["usage_policy"] = usage_policy
     return Snapshot.model_validate(data)
 
 

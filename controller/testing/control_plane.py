@@ -201,12 +201,27 @@ class ControlPlane:
         key = self.workdir / "sa.key"
         _run(["openssl", "genrsa", "-out", str(key), "2048"], "generating the service-account key")
         _run(["openssl", "rsa", "-in", str(key), "-pubout", "-out", str(self.workdir / "sa.pub")], "deriving its public key")
+        self._write_front_proxy_credentials()
         groups = f"system:serviceaccounts,system:serviceaccounts:{CONTROLLER_NAMESPACE}"
         (self.workdir / "tokens.csv").write_text(
             f'{self.admin_token},admin,admin,"system:masters"\n'
             f'{self.controller_token},{CONTROLLER_USER},batchplace-uid,"{groups}"\n',
             encoding="utf-8",
         )
+
+    def _write_front_proxy_credentials(self) -> None:
+        """A front-proxy CA and the client certificate it signs: the API server presents it
+        when it proxies to an aggregated API (`controller.testing.metrics_api`), and trusts
+        the user it names in request headers — kubeadm's front-proxy pair, for one machine."""
+        certs = self.workdir / "certs"
+        ca_key, ca_crt = certs / "front-proxy-ca.key", certs / "front-proxy-ca.crt"
+        key, csr, crt = certs / "front-proxy-client.key", certs / "front-proxy-client.csr", certs / "front-proxy-client.crt"
+        _run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(ca_key), "-out", str(ca_crt),
+              "-days", "2", "-subj", "/CN=front-proxy-ca"], "generating the front-proxy CA")
+        _run(["openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(csr),
+              "-subj", "/CN=front-proxy-client"], "generating the front-proxy client key")
+        _run(["openssl", "x509", "-req", "-in", str(csr), "-CA", str(ca_crt), "-CAkey", str(ca_key), "-CAcreateserial",
+              "-out", str(crt), "-days", "2"], "signing the front-proxy client certificate")
 
     def _start_etcd(self) -> str:
         client_port, peer_port = free_port(), free_port()
@@ -250,6 +265,15 @@ class ControlPlane:
             "--max-mutating-requests-inflight=1000",
             "--enable-priority-and-fairness=false",
             "--watch-cache=true",
+            # The aggregation layer (APIService objects, e.g. metrics.k8s.io): proxied requests carry
+            # this client certificate and the user in these headers.
+            f"--requestheader-client-ca-file={self.workdir / 'certs' / 'front-proxy-ca.crt'}",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={self.workdir / 'certs' / 'front-proxy-client.crt'}",
+            f"--proxy-client-key-file={self.workdir / 'certs' / 'front-proxy-client.key'}",
             "--v=0",
             *self._extra_args,
         ]

@@ -60,6 +60,7 @@ def _build_node(record: NodeRecord, topology: NumaTopologyRecord | None) -> Node
         gpu_model=record.gpu_model,
         gpus=gpus,
         numa_cells=_numa_cells(record, topology),
+        usage=record.usage,
     )
 
 

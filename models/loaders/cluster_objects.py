@@ -9,7 +9,8 @@ What is read:
 - Node: `status.allocatable` (`status.capacity` when allocatable is absent; Volcano vGPU
   slots read as GPUs and the memory of a GPU, `models.loaders.vgpu`), labels,
   `spec.taints`, `spec.unschedulable`, GPU model from label `nvidia.com/gpu.product`, GPU
-  NUMA cells from annotation `batchplace.io/gpu-numa`. At most 1024 GPUs per node.
+  NUMA cells from annotation `batchplace.io/gpu-numa`, measured load from annotation
+  `batchplace.io/usage` (`models.loaders.node_usage`). At most 1024 GPUs per node.
 - Numatopology (`nodeinfo.volcano.sh`, named after its node): per NUMA cell, CPUs =
   the `spec.cpuDetail` entries (`{cpu id: {numa, socket, core}}`) of that cell, kept to the
   `spec.numares.cpu.allocatable` cpuset when one is given; memory =
@@ -38,6 +39,7 @@ from models.errors import FieldError, Location, PathPart
 from models.snapshot import (
     GPU,
     GPU_MILLI_PER_DEVICE,
+    NodeUsage,
     NumaCell,
     PriorityClass,
     Queue,
@@ -47,6 +49,7 @@ from models.snapshot import (
 
 from .keys import GPU_NUMA_ANNOTATION, GPU_PRODUCT_LABEL
 from .kube_fields import read_preemption_policy, read_resources, read_taints
+from .node_usage import read_node_usage
 from .raw import Metadata, RawObject, build_model
 from .vgpu import node_vgpu
 
@@ -86,6 +89,7 @@ class NodeRecord:
     location: Location
     path: tuple[PathPart, ...] = ()
     gpu_memory_mib: int | None = None  # per device, for vGPU shares (`models.loaders.vgpu`)
+    usage: NodeUsage | None = None
 
 
 def read_node(obj: RawObject, meta: Metadata) -> NodeRecord:
@@ -107,6 +111,7 @@ def read_node(obj: RawObject, meta: Metadata) -> NodeRecord:
         location=obj.location,
         path=obj.path,
         gpu_memory_mib=gpu_memory_mib,
+        usage=read_node_usage(obj, meta),
     )
 
 

@@ -8,6 +8,8 @@ batchplace's own keys (documented for users in the README):
     batchplace.io/gpu-numa       Node      "0,0,0,0,1,1,1,1": NUMA cell of each GPU index
     batchplace.io/numa-policy    Pod       none | best-effort | restricted | single-numa-node
     batchplace.io/task           Pod       task name inside a plain PodGroup (label or annotation)
+    batchplace.io/usage          Node      "cpu=91.5,memory=40,gpu=70,observed=<RFC 3339>,window=300":
+                                           measured load (`models.loaders.node_usage`)
 
 Keys of other projects, read as they define them:
 
@@ -43,6 +45,7 @@ GPUS_ANNOTATION = "batchplace.io/gpus"
 GPU_NUMA_ANNOTATION = "batchplace.io/gpu-numa"
 NUMA_POLICY_ANNOTATION = "batchplace.io/numa-policy"
 TASK_KEY = "batchplace.io/task"
+USAGE_ANNOTATION = "batchplace.io/usage"
 
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
 VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"

@@ -17,7 +17,7 @@ The model, built in named steps (each its own module):
      option, victims per kind and reason, admissions, domains;
   3. constraints (`cpsat.constraints`): capacity/eligibility/NUMA through patterns, gang,
      quota, topology, preemption and reclaim;
-  4. objective (`cpsat.objective`): the five tiers of `solver.objective`, exactly;
+  4. objective (`cpsat.objective`): the six tiers of `solver.objective`, exactly;
   5. parameters: `num_workers`, a time limit per stage, the hint;
   6. solve: when the hint leaves PodGroups out, first a *repack* (`_repack`): the first
      stage's objective with every PodGroup the hint admits held admitted; then stage by

@@ -25,7 +25,7 @@ step), else a `FixedPart`:
     held and fixed-victim PodGroups;
   - the fixed binds and evictions as the model sees them: the nodes' free resources,
     devices and NUMA cells after them (`problem`), each queue's allocation change, and
-    the throughput, disruption and locality they add — constants of the tiers, so the
+    the throughput, disruption, locality and usage they add — constants of the tiers, so the
     model's tier values still equal `score` of the whole placement.
 Why the rest cannot break an involved pod's rule: a pod the model places is selected by
 no involved task's term or spread selector and by no running pod's anti-affinity (else
@@ -77,6 +77,7 @@ class FixedPart:
     throughput: int
     disruption: int
     locality: int
+    usage: int
     residual_hint: Placement  # the hint without the fixed part and without held PodGroups
     notes: tuple[str, ...]  # for `restricted`
 
@@ -294,6 +295,7 @@ def _constants(
     model_problem = dataclasses.replace(
         problem, free=free, gpu_free_milli=gpu_free, cell_cpu_free=cell_cpu, cell_memory_free=cell_memory
     )
+    fixed_score = score(snapshot, placement, context=ctx) if placement.binds else None
     return FixedPart(
         placement=placement,
         groups=fixed,
@@ -307,7 +309,8 @@ def _constants(
         guarantee_floors=tuple(sorted(f for f in floors if f[2] > 0)),
         throughput=throughput,
         disruption=disruption,
-        locality=score(snapshot, placement, context=ctx).locality if placement.binds else 0,
+        locality=fixed_score.locality if fixed_score is not None else 0,
+        usage=fixed_score.usage if fixed_score is not None else 0,
         residual_hint=residual,
         notes=notes,
     )

@@ -1,4 +1,4 @@
-"""The CP-SAT engine's objective: the five tiers of `solver.objective` as model expressions,
+"""The CP-SAT engine's objective: the six tiers of `solver.objective` as model expressions,
 and how they are optimised — lexicographic stages, with provably order-keeping weights
 inside a stage.
 
@@ -11,14 +11,14 @@ per queue and resource, the least per queue) on the allocation `fairness_allocat
 (the in-queue preemption credit — what a queue's preempted kinds hold beyond its own
 binds, up to those binds — is a max equality with 0 then a min equality, added to the
 queue and its ancestors), spans are reified both ways, and everything else is linear in
-counts (pattern constants carry the NUMA splits, the preferred node affinity weight missed
-and fragments). The part fixed for inter-pod constraints (`cpsat.interpod`) enters as
-constants: its throughput, disruption and locality, its queue allocation; its packing is in
+counts (pattern constants carry the NUMA splits, the preferred node affinity weight missed,
+the usage band of the profile's nodes times the pods placed, and fragments). The part fixed for inter-pod constraints (`cpsat.interpod`) enters as
+constants: its throughput, disruption, locality and usage, its queue allocation; its packing is in
 the node profiles, which it has already filled.
 
 Stages, and why: DESIGN.md orders the tiers strictly. One weighted sum keeps that order
 only with weights W_k > (range of all lower tiers), and the ranges multiply: at 10,000
-nodes throughput alone spans ~10^9, so five tiers do not fit CP-SAT's integer objective,
+nodes throughput alone spans ~10^9, so six tiers do not fit CP-SAT's integer objective,
 let alone its LP relaxation. So consecutive tiers are merged into one stage only while
 the product of their ranges (+1 each) stays ≤ 2^31 (and the stage's value stays exact
 in a double, `MERGE_MAGNITUDE`) — then weights W_k = Π_{j>k}(range_j + 1)
@@ -82,6 +82,7 @@ def build_tiers(model: cp_model.CpModel, data: ModelData, variables: Variables, 
             _throughput(data, variables).scaled(-1),
             _disruption(data, variables),
             _locality(data, variables),
+            _usage(data, variables),
             _packing(data, variables),
         ]
     )
@@ -252,6 +253,29 @@ def _missed_in(counts: Sequence[tuple[int, int]], missed: dict[int, int]) -> int
     """The preference weight a pattern's pods miss: Σ pods × weight per shape. Slots equal
     pods placed (`cpsat.constraints._capacity`), so the constant is exact."""
     return sum(pods * missed.get(shape, 0) for shape, pods in counts) if missed else 0
+
+
+def _usage(data: ModelData, variables: Variables) -> Lin:
+    """Σ over pods placed of their node's usage band (`solver.usage_tier`): every node of a
+    profile shares its eligibility class, and the band is part of the class."""
+    lin = Lin(constant=data.fixed.usage if data.fixed is not None else 0)
+    bands = data.problem.usage_band_by_class
+    if not bands.any():
+        return lin
+    for profile, profile_vars in variables.profiles.items():
+        pattern_set = data.pattern_sets[profile]
+        band = int(bands[pattern_set.profile.eligibility])
+        if not band:
+            continue
+        for i, var in profile_vars.pattern_nodes.items():
+            lin.add(var, band * _pods_in(pattern_set.patterns[i].counts))
+        for (atom, i), var in profile_vars.atom_pattern_nodes.items():
+            lin.add(var, band * _pods_in(data.topology_sets[(profile, atom)][i].counts))
+    return lin
+
+
+def _pods_in(counts: Sequence[tuple[int, int]]) -> int:
+    return sum(pods for _, pods in counts)
 
 
 def _packing(data: ModelData, variables: Variables) -> Lin:

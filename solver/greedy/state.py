@@ -267,7 +267,8 @@ class CycleState:
 
     def score(self, shape: TaskShape, nodes: np.ndarray) -> np.ndarray:
         """Best-fit score of each node in `nodes` (smaller first), after the preferred node
-        affinity weight missed when the task has one; see the module docstring.
+        affinity weight missed when the task has one, then the node's usage band
+        (`solver.usage_tier`) when some node reports usage; see the module docstring.
 
         Computed over all N rows (contiguous, cheap) when `nodes` is most of the cluster,
         over the subset (fancy-indexed) when it is a small part of it."""
@@ -288,12 +289,16 @@ class CycleState:
         ranked = score if self.packing is None else self.packing.rank(self, shape, nodes, score)
         missed_by_class = self.problem.preference_missed_by_class[self.problem.task_eligibility_class[shape.row]]
         soft = self.inter_pod is not None and self.inter_pod.has_soft(shape.row)
-        if not soft and not missed_by_class.any():
+        bands = self.problem.usage_band_by_class
+        banded = bool(bands.any())
+        if not soft and not banded and not missed_by_class.any():
             return ranked
-        missed = missed_by_class[self.problem.node_class[nodes]]
+        classes = self.problem.node_class[nodes]
+        missed = missed_by_class[classes]
         if soft:
             missed = missed + self.inter_pod.preference_missed(shape.row, nodes)  # type: ignore[union-attr]
-        order = np.lexsort((ranked, missed))
+        # The objective's order: locality (preferences missed), then usage band, then packing.
+        order = np.lexsort((ranked, bands[classes], missed) if banded else (ranked, missed))
         rank = np.empty(nodes.size, dtype=np.float64)
         rank[order] = np.arange(nodes.size, dtype=np.float64)
         return rank

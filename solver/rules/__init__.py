@@ -31,6 +31,7 @@ from solver.rules import (
     quota,
     topology,
     topology_spread,
+    usage,
 )
 from solver.violation import Violation
 
@@ -49,6 +50,7 @@ RULES: tuple[Rule, ...] = (
     binding,
     capacity,
     eligibility,
+    usage,
     node_affinity,
     pod_affinity,
     topology_spread,

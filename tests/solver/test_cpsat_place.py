@@ -26,7 +26,7 @@ def knapsack() -> Snapshot:
 
 def fake_result(placement: Placement | None, *, better: bool = True) -> CpsatResult:
     """A CP-SAT answer whose model claims to beat (or lose to) the greedy hint."""
-    high, low = ObjectiveVector(0, 10**9, 0, 0, 0), ObjectiveVector(0, 0, 0, 0, 0)
+    high, low = ObjectiveVector(0, 10**9, 0, 0, 0, 0), ObjectiveVector(0, 0, 0, 0, 0, 0)
     return CpsatResult(
         placement=placement,
         status="FEASIBLE",

@@ -31,7 +31,7 @@ from tests.builders import (
 
 
 def vector(**tiers: int) -> ObjectiveVector:
-    return ObjectiveVector(**{"fairness": 0, "throughput": 0, "disruption": 0, "locality": 0, "packing": 0, **tiers})
+    return ObjectiveVector(**{"fairness": 0, "throughput": 0, "disruption": 0, "locality": 0, "usage": 0, "packing": 0, **tiers})
 
 
 def test_vectors_compare_tier_by_tier_greater_is_better() -> None:

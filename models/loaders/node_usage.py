@@ -1,0 +1,113 @@
+"""The node usage annotation, `batchplace.io/usage`: a node's measured load in a file.
+
+Offline (snapshot files, `batchplace solve`, the HTTP API's YAML) nothing measures a node,
+so whoever writes the file states its load in this annotation, in the form the controller
+would read from metrics:
+
+    batchplace.io/usage: "cpu=91.5,memory=40,gpu=70,observed=2024-05-01T12:00:00Z,window=300"
+
+- `cpu`, `memory`, `gpu`: percent of the node's allocatable in use (GPU: mean utilisation of
+  its devices), 0 to `USAGE_PERCENT_CEILING`, an optional `%` after the number; each may be
+  left out (not measured).
+- `observed` (required): when the readings were taken (the end of their averaging window),
+  an RFC 3339 time or unix seconds. Their age decides whether they are judged at all
+  (`solver.rules.usage`).
+- `window`: the seconds they are averaged over, an optional `s` after the number (0).
+
+Output: a `NodeUsage`, or None when the annotation is absent. A bad part is a `FieldError`
+at `metadata.annotations.batchplace.io/usage` whose message names the part:
+"cpu: expected a percent from 0 to 1000 such as 73.5, got 'hot'".
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+from models.errors import FieldError, PathPart
+from models.snapshot import EARLIEST_TIME_S, LATEST_TIME_S, USAGE_PERCENT_CEILING, NodeUsage
+
+from .keys import USAGE_ANNOTATION
+from .raw import Metadata, RawObject
+
+__all__ = ["USAGE_PATH", "read_node_usage", "parse_usage"]
+
+USAGE_PATH: tuple[PathPart, ...] = ("metadata", "annotations", USAGE_ANNOTATION)
+_PERCENTS = {"cpu": "cpu_percent", "memory": "memory_percent", "gpu": "gpu_percent"}
+_PARTS = (*_PERCENTS, "observed", "window")
+
+
+class _PartError(ValueError):
+    pass
+
+
+def read_node_usage(obj: RawObject, meta: Metadata) -> NodeUsage | None:
+    """The node's annotation as a `NodeUsage`; None when it has none."""
+    text = meta.annotations.get(USAGE_ANNOTATION)
+    if text is None:
+        return None
+    try:
+        return parse_usage(text)
+    except _PartError as error:
+        raise FieldError(str(error), location=obj.location, path=(*obj.path, *USAGE_PATH)) from None
+
+
+def parse_usage(text: str) -> NodeUsage:
+    """`"cpu=91.5,observed=1714564800"` → `NodeUsage(cpu_percent=91.5, observed_at_s=1714564800.0)`;
+    a `ValueError` whose message names the part otherwise."""
+    fields: dict[str, float] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        name, equals, value = item.partition("=")
+        name, value = name.strip(), value.strip()
+        if not equals or name not in _PARTS:
+            raise _PartError(f"expected name=value parts named {', '.join(_PARTS)}, got {item!r}")
+        if name in fields or (name in _PERCENTS and _PERCENTS[name] in fields):
+            raise _PartError(f"{name}: given twice")
+        if name in _PERCENTS:
+            fields[_PERCENTS[name]] = _percent(name, value)
+        elif name == "observed":
+            fields["observed_at_s"] = _time(value)
+        else:
+            fields["window_s"] = _seconds(value)
+    if "observed_at_s" not in fields:
+        raise _PartError("observed: required, the time the readings were taken (e.g. observed=2024-05-01T12:00:00Z)")
+    return NodeUsage.model_validate(fields)
+
+
+def _number(text: str) -> float | None:
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _percent(name: str, text: str) -> float:
+    number = _number(text.removesuffix("%").strip())
+    if number is None or not 0 <= number <= USAGE_PERCENT_CEILING:
+        raise _PartError(f"{name}: expected a percent from 0 to {USAGE_PERCENT_CEILING:g} such as 73.5, got {text!r}")
+    return number
+
+
+def _seconds(text: str) -> float:
+    number = _number(text.removesuffix("s").strip())
+    if number is None or not 0 <= number <= LATEST_TIME_S:
+        raise _PartError(f"window: expected seconds such as 300, got {text!r}")
+    return number
+
+
+def _time(text: str) -> float:
+    number = _number(text)
+    if number is None:
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise _PartError(
+                f"observed: expected an RFC 3339 time such as 2024-05-01T12:00:00Z or unix seconds, got {text!r}"
+            ) from None
+        number = (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)).timestamp()
+    if not EARLIEST_TIME_S <= number <= LATEST_TIME_S:
+        raise _PartError(f"observed: {text!r} is outside the years 1-9999")
+    return number

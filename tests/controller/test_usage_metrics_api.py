@@ -1,0 +1,98 @@
+"""The metrics.k8s.io usage source against a real kube-apiserver's aggregation layer.
+
+`controller.testing.metrics_api` serves NodeMetrics over HTTPS and registers it with an
+APIService; the controller reads it through the API server with the official client, as
+batchplace's ServiceAccount user (so deploy/rbac.yaml's grant is exercised too)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from kubernetes import client as k8s
+
+from controller.errors import NotFound
+from controller.kinds import NODES, PODS
+from controller.kube import KubeClient
+from controller.loop import ControllerConfig
+from controller.testing.control_plane import ControlPlane
+from controller.testing.metrics_api import NodeMetricsServer, register, unregister
+from controller.usage import UsageTracker
+from controller.usage_sources import MetricsApiSource
+from models.snapshot import UsagePolicy
+from solver.rules import usage
+from tests.builders import make_node, make_snapshot
+from tests.controller._cluster_queries import wait_until
+from tests.controller.conftest import StartController
+
+
+@pytest.fixture(scope="module")
+def node_metrics(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeMetricsServer]:
+    with NodeMetricsServer(Path(tmp_path_factory.mktemp("metrics"))) as server:
+        register(control_plane, server)
+        yield server
+        unregister(control_plane)
+
+
+def test_node_metrics_are_served_through_the_aggregation_layer(node_metrics: NodeMetricsServer, api_client: k8s.ApiClient) -> None:
+    node_metrics.set_usage("metrics-a", cpu="6", memory="4Gi")
+    custom = k8s.CustomObjectsApi(api_client)
+    one = custom.get_cluster_custom_object("metrics.k8s.io", "v1beta1", "nodes", "metrics-a")
+    assert one["usage"] == {"cpu": "6", "memory": "4Gi"}
+    listed = custom.list_cluster_custom_object("metrics.k8s.io", "v1beta1", "nodes")
+    assert "metrics-a" in {item["metadata"]["name"] for item in listed["items"]}
+
+
+def test_the_source_reads_percents_as_the_controllers_user(node_metrics: NodeMetricsServer, controller_kubeconfig: Path) -> None:
+    node_metrics.set_usage("metrics-hot", cpu="7500m", memory="4Gi")
+    node_metrics.set_usage("metrics-cool", cpu="1", memory="2Gi")
+    node_metrics.set_usage("metrics-old", cpu="8", memory="16Gi", at=datetime.now(timezone.utc) - timedelta(minutes=20))
+    nodes = [make_node(name, cpu=8, memory=16) for name in ("metrics-hot", "metrics-cool", "metrics-old", "metrics-none")]
+    snapshot = make_snapshot(nodes=nodes)
+    source = MetricsApiSource(KubeClient.from_kubeconfig(controller_kubeconfig))
+    samples = {s.node: s for s in source.read(since_s=0, now_s=0, nodes=snapshot.node_by_name)}
+    assert samples["metrics-hot"].cpu_percent == pytest.approx(93.75) and samples["metrics-hot"].memory_percent == 25
+    assert samples["metrics-cool"].cpu_percent == 12.5 and samples["metrics-cool"].gpu_percent is None
+    tracker = UsageTracker(source, policy=UsagePolicy(), window_s=300)
+    judged = tracker.apply(snapshot, datetime.now(timezone.utc).timestamp())
+    states = {name: judgement.state for name, judgement in usage.judgements(judged).items()}
+    assert states == {"metrics-hot": "hot", "metrics-cool": "cool", "metrics-old": "stale", "metrics-none": "missing"}
+
+
+def test_without_the_api_the_source_raises_not_found(
+    node_metrics: NodeMetricsServer, control_plane: ControlPlane, admin: KubeClient
+) -> None:
+    unregister(control_plane)
+    try:
+        deadline = time.monotonic() + 10
+        with pytest.raises(NotFound):
+            while time.monotonic() < deadline:  # the aggregator drops the route a moment after the APIService
+                admin.list_node_metrics()
+                time.sleep(0.2)
+    finally:
+        register(control_plane, node_metrics)
+
+
+def test_the_controller_keeps_new_pods_off_the_node_metrics_server_reports_hot(
+    node_metrics: NodeMetricsServer, control_plane: ControlPlane, admin: KubeClient, namespace: str,
+    start_controller: StartController, core: k8s.CoreV1Api,
+) -> None:
+    for name, cpu in (("usage-hot", "7900m"), ("usage-cool", "500m")):
+        admin.create(NODES, None, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                                   "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}})
+        node_metrics.set_usage(name, cpu=cpu, memory="1Gi")
+    controller = start_controller(ControllerConfig(period_s=0.2, engine="greedy", usage_source="metrics-server", usage_poll_s=1))
+    for i in range(3):
+        admin.create(PODS, namespace, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"web-{i}"},
+                                                 "spec": {"schedulerName": "batchplace", "containers": [
+                                                     {"name": "c", "image": "x", "resources": {"requests": {"cpu": "500m"}}}]}})
+    pods = wait_until(
+        lambda: (lambda items: items if all(p.spec.node_name for p in items) and len(items) == 3 else None)(
+            core.list_namespaced_pod(namespace).items),
+        what="three pods bound",
+    )
+    assert {pod.spec.node_name for pod in pods} == {"usage-cool"}
+    assert controller.metrics.usage_nodes.labels(state="hot")._value.get() >= 1
