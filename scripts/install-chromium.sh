@@ -7,7 +7,7 @@
 # Playwright drives this binary (`executable_path`), it does not fetch its own.
 #
 # Output: the browser's path, alone on the last line of stdout. Progress goes to stderr.
-# A lock makes concurrent runs (parallel test sessions) wait for one install.
+# A lock makes concurrent runs (parallel pytest processes) wait for one install.
 set -euo pipefail
 
 CHROMIUM="${BATCHPLACE_CHROMIUM:-/usr/bin/chromium}"

@@ -8,7 +8,7 @@
 # package enables (if systemd runs at all) is not used by them.
 #
 # Output: the prometheus binary's path, alone on the last line of stdout. Progress goes to
-# stderr. A lock makes concurrent runs (parallel test sessions) wait for one install.
+# stderr. A lock makes concurrent runs (parallel pytest processes) wait for one install.
 set -euo pipefail
 
 PROMETHEUS="${BATCHPLACE_PROMETHEUS:-/usr/bin/prometheus}"
