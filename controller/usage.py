@@ -125,15 +125,7 @@ def with_usage(snapshot: Snapshot, usages: Mapping[NodeName, NodeUsage], policy:
         node.model_copy(update={"usage": usages[node.name]}) if node.name in usages and node.usage != usages[node.name] else node
         for node in snapshot.nodes
     )
-    return Snapshot(
-        nodes=nodes,
-        hypernodes=snapshot.hypernodes,
-        queues=snapshot.queues,
-        pod_groups=snapshot.pod_groups,
-        pods=snapshot.pods,
-        priority_classes=snapshot.priority_classes,
-        usage_policy=policy,
-    )
+    return snapshot.with_usage_policy(policy, nodes=nodes)
 
 
 class UsageTracker:

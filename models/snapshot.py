@@ -41,7 +41,7 @@ pending with that reason, as Volcano leaves it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Annotated, Literal, NewType
 
@@ -628,9 +628,11 @@ class Snapshot(_Frozen):
                     raise ValueError(f"running pod {pod.key} holds GPUs {unknown} that node {node.name} lacks")
         return self
 
-    def with_usage_policy(self, policy: UsagePolicy) -> "Snapshot":
-        """The same snapshot judged under `policy` (a new Snapshot; its objects are shared)."""
-        return Snapshot(**{name: getattr(self, name) for name in Snapshot.model_fields if name != "usage_policy"}, usage_policy=policy)
+    def with_usage_policy(self, policy: UsagePolicy, *, nodes: Sequence[Node] | None = None) -> "Snapshot":
+        """The same snapshot judged under `policy`, with `nodes` in place of its own when given
+        (a new, validated Snapshot; every other object is shared)."""
+        changed = {"usage_policy": policy, "nodes": self.nodes if nodes is None else tuple(nodes)}
+        return Snapshot(**{name: changed.get(name, getattr(self, name)) for name in Snapshot.model_fields})
 
     # ---- read-only indices (derived once, never stored twice) ----
 
