@@ -1,6 +1,7 @@
 """The rebalancing model in CP-SAT: cool the most hot nodes, then with the fewest moves.
 
-Input: an `Instance`, banned (mover, node) pairs, the greedy moves as a hint, a time limit.
+Input: an `Instance`, banned (mover, node) pairs and no-goods (sets of moves the checker
+rejected together), the greedy moves as a hint, a time limit.
 Output: `CpsatMoves` — the moves and CP-SAT's status. Runs in whatever process calls it:
 `solver.rebalance.plan` calls it through `solver.isolation.run_isolated`, so a native
 failure costs this answer (greedy's is given) and never the caller.
@@ -8,8 +9,8 @@ failure costs this answer (greedy's is given) and never the caller.
 One boolean per (mover, candidate destination) — movers are few (the preemptable pods on
 hot nodes), candidates already filtered per pod (`solver.rebalance.movable`), so the model
 is small; what a pod does with its neighbours on a node (devices, NUMA cells, pod
-affinity between movers) is left to the checker (`solver.rebalance.verify`), and a move it
-rejects is banned for the next round.
+affinity between movers) is left to the checker (`solver.rebalance.verify`), and the moves
+it rejects together are a no-good for the next round (at most all but one of them again).
 
 Not promised: that an OPTIMAL answer is the fewest moves among *all* valid advice when
 rounds banned moves (each ban is a restriction; `plan` reports FEASIBLE then).
@@ -159,6 +160,14 @@ def _objective(model: cp_model.CpModel, instance: Instance, v: _Vars) -> None:
     model.maximize(weight * sum(v.cooled.values()) - sum(v.go.values()))
 
 
+def _no_goods(model: cp_model.CpModel, v: _Vars, no_goods: Collection[frozenset[tuple[int, int]]]) -> None:
+    """Moves the checker rejected together are not all made again."""
+    for no_good in no_goods:
+        present = [v.go[move] for move in no_good if move in v.go]
+        if len(present) == len(no_good):
+            model.add(sum(present) <= len(present) - 1)
+
+
 def _hint(model: cp_model.CpModel, v: _Vars, hint: Sequence[tuple[int, int]]) -> None:
     chosen = set(hint)
     for key, var in v.go.items():
@@ -169,6 +178,7 @@ def cpsat_plan(
     instance: Instance,
     *,
     banned: Collection[tuple[int, int]],
+    no_goods: Collection[frozenset[tuple[int, int]]] = (),
     hint: Sequence[tuple[int, int]],
     time_limit_s: float,
     workers: int,
@@ -181,6 +191,7 @@ def cpsat_plan(
     _headroom(model, instance, v)
     _cooling(model, instance, v)
     _gangs(model, instance, v)
+    _no_goods(model, v, no_goods)
     _objective(model, instance, v)
     _hint(model, v, hint)
     solver = cp_model.CpSolver()

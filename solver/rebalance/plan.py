@@ -19,9 +19,10 @@ Steps:
      is given, FALLBACK); the better answer by (nodes cooled, fewer moves) wins, ties to
      CP-SAT's, which says whether it is proven;
   4. `verify.realize`: devices chosen, the moves judged by the checker as binds of
-     requeued pods on the projected usage; moves it rejects are banned and step 3 runs
-     again (at most `max_rounds`); after the last round the rejected moves, and the moves
-     that then cool nothing, are dropped — so advice given always passes the checker;
+     requeued pods on the projected usage; the moves it rejects together become a no-good
+     (not all of them again; one move alone, a ban) and step 3 runs again (at most
+     `max_rounds`); after the last round the rejected moves, and the moves that then cool
+     nothing, are dropped — so advice given always passes the checker;
   5. `reasons.uncooled_reason` for every hot node left hot.
 
 Time: `time_limit_s` bounds CP-SAT's searches (the rounds share what is left); greedy,
@@ -97,24 +98,26 @@ def plan_rebalance(snapshot: Snapshot, config: RebalanceConfig = RebalanceConfig
     if not table.hot:
         return _advice(snapshot, None, table, None, engine="none", status="OPTIMAL", started=started)
     instance = build_instance(snapshot, table)
-    banned: set[tuple[int, int]] = set()
+    no_goods: set[frozenset[tuple[int, int]]] = set()
     notes: list[str] = []
     answer = realized = None
     for round_number in range(1, config.max_rounds + 1):
-        answer = _solve(instance, config, banned, deadline)
+        answer = _solve(instance, config, no_goods, deadline)
         realized = realize(instance, answer.moves)
         if realized.valid:
             break
-        bad = culprits(instance, realized)
+        rejected = culprits(instance, realized)
         first = realized.violations[0].message if realized.violations else "no GPU device or NUMA cell choice fits"
-        notes.append(f"round {round_number}: {len(bad)} move(s) rejected and tried elsewhere ({first})")
-        banned |= bad
+        count = len(set().union(*rejected))
+        notes.append(f"round {round_number}: {count} move(s) rejected and planned again ({first})")
+        no_goods |= rejected
+    banned = _banned(no_goods)
     assert answer is not None and realized is not None
     if not realized.valid:
         realized = _pruned(instance, realized)
         notes.append(f"moves the checker still rejected after {config.max_rounds} rounds were dropped")
     status = answer.status
-    if banned and status == "OPTIMAL":
+    if no_goods and status == "OPTIMAL":
         status = "FEASIBLE"  # optimal among the moves the checker left, not proven among all
     return _advice(
         snapshot, instance, table, realized, engine=answer.engine, status=status, started=started,
@@ -122,7 +125,15 @@ def plan_rebalance(snapshot: Snapshot, config: RebalanceConfig = RebalanceConfig
     )
 
 
-def _solve(instance: Instance, config: RebalanceConfig, banned: Collection[tuple[int, int]], deadline: float) -> _Answer:
+def _banned(no_goods: Collection[frozenset[tuple[int, int]]]) -> set[tuple[int, int]]:
+    """The no-goods of one move: moves never to make."""
+    return {move for no_good in no_goods if len(no_good) == 1 for move in no_good}
+
+
+def _solve(
+    instance: Instance, config: RebalanceConfig, no_goods: Collection[frozenset[tuple[int, int]]], deadline: float
+) -> _Answer:
+    banned = _banned(no_goods)
     greedy = greedy_plan(instance, banned=banned)
     if config.engine == "greedy":
         return _Answer(moves=greedy, engine="greedy", status="GREEDY")
@@ -136,7 +147,9 @@ def _solve(instance: Instance, config: RebalanceConfig, banned: Collection[tuple
         return fallback("no_time", "no time left for CP-SAT")
     try:
         result = run_isolated(
-            lambda: cpsat_plan(instance, banned=banned, hint=greedy, time_limit_s=left, workers=config.workers),
+            lambda: cpsat_plan(
+                instance, banned=banned, no_goods=no_goods, hint=greedy, time_limit_s=left, workers=config.workers
+            ),
             deadline=time.perf_counter() + left,
             memory_limit_bytes=config.memory_limit_bytes,
         )
@@ -152,7 +165,7 @@ def _solve(instance: Instance, config: RebalanceConfig, banned: Collection[tuple
         return fallback("no_solution", "CP-SAT found no solution in time")
     mine = _rank(instance, project(instance, result.moves), result.moves)
     theirs = _rank(instance, project(instance, greedy), greedy)
-    if mine < theirs:
+    if mine < theirs and not any(no_good <= set(greedy) for no_good in no_goods):  # a rejected plan again ranks last
         return fallback("greedy_better", f"greedy cools {theirs[0]} nodes with {-theirs[1]} moves, CP-SAT {mine[0]} with {-mine[1]}")
     return _Answer(moves=result.moves, engine="cpsat", status=result.status)
 
@@ -162,7 +175,8 @@ def _pruned(instance: Instance, realized: Realized) -> Realized:
     whole, until the checker accepts what is left (at worst, nothing)."""
     moves = set(realized.moves)
     while True:
-        moves -= culprits(instance, realized) if not realized.valid else set()
+        if not realized.valid:
+            moves -= set().union(*culprits(instance, realized))
         moves = _coherent(instance, moves)
         realized = realize(instance, tuple(sorted(moves)))
         if realized.valid:

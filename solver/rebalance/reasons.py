@@ -53,7 +53,8 @@ def uncooled_reason(
     plural = "s" if len(movers) > 1 else ""
     if still:
         r = sorted(still)[0]
-        held_note = f" ({sum(held.values())} pods held: {_held(held)})" if held else ""
+        count = sum(held.values())
+        held_note = f" ({count} pod{'s' if count != 1 else ''} held: {_held(held)})" if held else ""
         return UncooledNode(
             node=hot,
             cause="not_enough_movable",

@@ -154,23 +154,30 @@ def _requeued(snapshot: Snapshot, pod: Pod) -> Pod:
     )
 
 
-def culprits(instance: Instance, realized: Realized) -> set[tuple[int, int]]:
-    """The moves a rejection is about: a violation about a pod → its move; about a node →
-    every move onto it; about a PodGroup → every move of its pods; anything else → all."""
+def culprits(instance: Instance, realized: Realized) -> set[frozenset[tuple[int, int]]]:
+    """No-goods: sets of moves that may not all be made together, one per rejection. A move
+    whose pod no device choice fits, alone on its node, is a no-good by itself (a ban); so
+    is a move a violation names when nothing else moves onto its node. Otherwise a
+    violation about a pod → its move with every other move onto the same node (two pods
+    that repel each other on one node: either may go there, not both); about a node →
+    the moves onto it; about a PodGroup → its pods' moves; anything else → all the moves."""
+    moves = realized.moves
+    onto: dict[int, set[tuple[int, int]]] = {}
+    for mover, node in moves:
+        onto.setdefault(node, set()).add((mover, node))
     if realized.unplaced:
-        return set(realized.unplaced)
-    by_pod = {instance.movers[mover].pod.key: (mover, node) for mover, node in realized.moves}
-    found: set[tuple[int, int]] = set()
+        return {frozenset(onto[node]) for _, node in realized.unplaced}
+    by_pod = {instance.movers[mover].pod.key: (mover, node) for mover, node in moves}
+    found: set[frozenset[tuple[int, int]]] = set()
     for violation in realized.violations:
         subject = violation.subject
         if subject in by_pod:
-            found.add(by_pod[subject])
+            found.add(frozenset(onto[by_pod[subject][1]]))
             continue
         hits = {
             (mover, node)
-            for mover, node in realized.moves
+            for mover, node in moves
             if instance.problem.node_names[node] == subject or instance.movers[mover].group == subject
         }
-        found |= hits or set(realized.moves)
+        found.add(frozenset(hits or moves))
     return found
-
