@@ -64,9 +64,11 @@ def uncooled_reason(
             ),
         )
     banned_set = set(banned)
-    if not any(
-        (i, n) not in banned_set for i in movers for n in instance.movers[i].candidates
-    ):
+    if not table.cool:
+        return UncooledNode(
+            node=hot, cause="no_destination", reason=f"no node is judged cool to take its {len(movers)} movable pod{plural}"
+        )
+    if not any((i, n) not in banned_set for i in movers for n in instance.movers[i].candidates):
         return UncooledNode(
             node=hot,
             cause="no_destination",
