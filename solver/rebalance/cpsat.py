@@ -12,12 +12,17 @@ is small; what a pod does with its neighbours on a node (devices, NUMA cells, po
 affinity between movers) is left to the checker (`solver.rebalance.verify`), and the moves
 it rejects together are a no-good for the next round (at most all but one of them again).
 
+Size: one variable per (mover, candidate). Past `max_pairs` of them (`restrict`) each mover
+keeps only its coolest candidates, so the model stays one CP-SAT can search in a second or
+two; the answer is then optimal among those kept only (`plan` reports FEASIBLE).
+
 Not promised: that an OPTIMAL answer is the fewest moves among *all* valid advice when
 rounds banned moves (each ban is a restriction; `plan` reports FEASIBLE then).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -25,9 +30,10 @@ from typing import Literal
 from ortools.sat.python import cp_model
 
 from solver.greedy.state import CycleState
-from solver.rebalance.movable import Instance
+from solver.rebalance.movable import Instance, Mover
+from solver.rebalance.verify import project
 
-__all__ = ["CpsatMoves", "ModelInvalid", "cpsat_plan"]
+__all__ = ["CpsatMoves", "ModelInvalid", "cpsat_plan", "restrict"]
 
 CpsatStatus = Literal["OPTIMAL", "FEASIBLE", "UNKNOWN"]
 
@@ -40,6 +46,34 @@ class ModelInvalid(Exception):
 class CpsatMoves:
     moves: tuple[tuple[int, int], ...]
     status: CpsatStatus
+    restricted: bool = False  # candidates were cut (`restrict`): OPTIMAL only among those kept
+
+
+def restrict(instance: Instance, hint: Sequence[tuple[int, int]], max_pairs: int) -> dict[int, tuple[int, ...]] | None:
+    """Each mover's candidates cut to its `max_pairs // movers` (at least 4) coolest ones — the
+    lowest usage relative to the thresholds after it arrives — plus the hint's, when all
+    movers together have more than `max_pairs` (None: nothing cut). Example: 120 movers × 180
+    cool nodes = 21,600 pairs, max 6,000 → 50 per mover."""
+    total = sum(len(m.candidates) for m in instance.movers)
+    if max_pairs <= 0 or total <= max_pairs:
+        return None
+    table, problem = instance.table, instance.problem
+    per_mover = max(4, max_pairs // max(1, len(instance.movers)))
+    hinted = set(hint)
+    kept: dict[int, tuple[int, ...]] = {}
+    for i, mover in enumerate(instance.movers):
+
+        def peak(n: int, mover: Mover = mover) -> tuple[float, int]:
+            name = problem.node_names[n]
+            node = instance.snapshot.node_by_name[name]
+            return max(
+                ((table.levels[name][r] + mover.load.arriving(node, r)) / max(1, table.thresholds[r]) for r in table.judged(name)),
+                default=0.0,
+            ), n
+
+        best = sorted(mover.candidates, key=peak)[:per_mover]
+        kept[i] = tuple(sorted({*best, *(n for m, n in hinted if m == i)}))
+    return kept
 
 
 @dataclass
@@ -50,12 +84,17 @@ class _Vars:
     whole: dict[str, cp_model.IntVar]  # per PodGroup that may move whole: it does
 
 
-def _variables(model: cp_model.CpModel, instance: Instance, banned: Collection[tuple[int, int]]) -> _Vars:
+def _variables(
+    model: cp_model.CpModel,
+    instance: Instance,
+    banned: Collection[tuple[int, int]],
+    kept: dict[int, tuple[int, ...]] | None,
+) -> _Vars:
     banned_set = set(banned)
     go = {
         (i, n): model.new_bool_var(f"go[{mover.pod.key},{instance.problem.node_names[n]}]")
         for i, mover in enumerate(instance.movers)
-        for n in mover.candidates
+        for n in (mover.candidates if kept is None else kept[i])
         if (i, n) not in banned_set
     }
     by_mover: dict[int, list[cp_model.IntVar]] = {i: [] for i in range(len(instance.movers))}
@@ -168,10 +207,18 @@ def _no_goods(model: cp_model.CpModel, v: _Vars, no_goods: Collection[frozenset[
             model.add(sum(present) <= len(present) - 1)
 
 
-def _hint(model: cp_model.CpModel, v: _Vars, hint: Sequence[tuple[int, int]]) -> None:
-    chosen = set(hint)
+def _hint(model: cp_model.CpModel, instance: Instance, v: _Vars, hint: Sequence[tuple[int, int]]) -> None:
+    """The greedy plan, every variable of it: which moves, which nodes it cools, which gangs move whole."""
+    chosen = set(hint) & set(v.go)
     for key, var in v.go.items():
         model.add_hint(var, key in chosen)
+    levels = project(instance, tuple(chosen))
+    for hot, var in v.cooled.items():
+        model.add_hint(var, not instance.table.over(levels[hot]))
+    moved = {mover for mover, _ in chosen}
+    for gang in instance.gangs:
+        if gang.key in v.whole:
+            model.add_hint(v.whole[gang.key], all(i in moved for i in gang.movers))
 
 
 def cpsat_plan(
@@ -180,12 +227,15 @@ def cpsat_plan(
     banned: Collection[tuple[int, int]],
     no_goods: Collection[frozenset[tuple[int, int]]] = (),
     hint: Sequence[tuple[int, int]],
-    time_limit_s: float,
+    deadline: float,
     workers: int,
+    max_pairs: int = 0,
 ) -> CpsatMoves:
-    """The model of the module docstring, solved within `time_limit_s`."""
+    """The model of the module docstring, built and solved by `deadline` (a `time.perf_counter()`
+    instant); `restricted` when `max_pairs` cut candidates (`restrict`)."""
     model = cp_model.CpModel()
-    v = _variables(model, instance, banned)
+    kept = restrict(instance, hint, max_pairs)
+    v = _variables(model, instance, banned, kept)
     _one_destination(model, v)
     _room(model, instance, v)
     _headroom(model, instance, v)
@@ -193,15 +243,16 @@ def cpsat_plan(
     _gangs(model, instance, v)
     _no_goods(model, v, no_goods)
     _objective(model, instance, v)
-    _hint(model, v, hint)
+    _hint(model, instance, v, hint)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(0.01, time_limit_s)
+    solver.parameters.max_time_in_seconds = max(0.01, deadline - time.perf_counter())
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = 0
     status = solver.solve(model)
     if status in (cp_model.MODEL_INVALID, cp_model.INFEASIBLE):  # moving nothing is always feasible
         raise ModelInvalid(model.validate() or "the model is infeasible")
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return CpsatMoves(moves=(), status="UNKNOWN")
+        return CpsatMoves(moves=(), status="UNKNOWN", restricted=kept is not None)
     moves = tuple(sorted(key for key, var in v.go.items() if solver.value(var)))
-    return CpsatMoves(moves=moves, status="OPTIMAL" if status == cp_model.OPTIMAL else "FEASIBLE")
+    proven = status == cp_model.OPTIMAL
+    return CpsatMoves(moves=moves, status="OPTIMAL" if proven else "FEASIBLE", restricted=kept is not None)

@@ -39,7 +39,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from models.placement import Fallback, FallbackCause
-from models.rebalance import MovedUsage, Move, NodeProjection, RebalanceAdvice, RebalanceStatus, UncooledNode
+from models.rebalance import (
+    Move,
+    MovedUsage,
+    NodeProjection,
+    RebalanceAdvice,
+    RebalanceStatus,
+    UncooledNode,
+)
 from models.snapshot import NodeName, Snapshot
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SolverDied, run_isolated
 from solver.rebalance.cpsat import cpsat_plan
@@ -71,6 +78,9 @@ class RebalanceConfig:
     """What the CP-SAT child process may allocate (`solver.isolation`)."""
     max_rounds: int = 4
     """Solve → check → ban rounds before rejected moves are dropped."""
+    max_pairs: int = 6000
+    """(mover, destination) variables CP-SAT gets before each mover keeps only its coolest
+    candidates (`solver.rebalance.cpsat.restrict`); 0: never cut."""
 
 
 @dataclass(frozen=True)
@@ -145,12 +155,14 @@ def _solve(
     left = deadline - time.perf_counter()
     if left <= 0.01:
         return fallback("no_time", "no time left for CP-SAT")
+    search_deadline = time.perf_counter() + left
     try:
         result = run_isolated(
             lambda: cpsat_plan(
-                instance, banned=banned, no_goods=no_goods, hint=greedy, time_limit_s=left, workers=config.workers
+                instance, banned=banned, no_goods=no_goods, hint=greedy, deadline=search_deadline,
+                workers=config.workers, max_pairs=config.max_pairs,
             ),
-            deadline=time.perf_counter() + left,
+            deadline=search_deadline,
             memory_limit_bytes=config.memory_limit_bytes,
         )
     except SolverDied as died:
@@ -167,7 +179,8 @@ def _solve(
     theirs = _rank(instance, project(instance, greedy), greedy)
     if mine < theirs and not any(no_good <= set(greedy) for no_good in no_goods):  # a rejected plan again ranks last
         return fallback("greedy_better", f"greedy cools {theirs[0]} nodes with {-theirs[1]} moves, CP-SAT {mine[0]} with {-mine[1]}")
-    return _Answer(moves=result.moves, engine="cpsat", status=result.status)
+    status: RebalanceStatus = "FEASIBLE" if result.restricted else result.status  # type: ignore[assignment]
+    return _Answer(moves=result.moves, engine="cpsat", status=status)
 
 
 def _pruned(instance: Instance, realized: Realized) -> Realized:

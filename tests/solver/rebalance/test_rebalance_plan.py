@@ -10,8 +10,16 @@ from models.rebalance import RebalanceAdvice
 from models.snapshot import Snapshot, UsagePolicy
 from solver.checker import check_placement
 from solver.rebalance import RebalanceConfig, cycle_snapshot, plan_rebalance
-from solver.rebalance.load import milli_percent_reading, milli_percent_threshold, usage_table
-from solver.rebalance.movable import HELD_GANG, HELD_NOT_PREEMPTABLE, HELD_OTHER_SCHEDULER
+from solver.rebalance.load import (
+    milli_percent_reading,
+    milli_percent_threshold,
+    usage_table,
+)
+from solver.rebalance.movable import (
+    HELD_GANG,
+    HELD_NOT_PREEMPTABLE,
+    HELD_OTHER_SCHEDULER,
+)
 from solver.rebalance.verify import NOT_ASKED
 from tests.builders import (
     USAGE_OBSERVED_S,
@@ -23,9 +31,8 @@ from tests.builders import (
     make_node,
     make_running,
     make_snapshot,
-    make_task,
-    with_pod_rules,
     pod_term,
+    with_pod_rules,
 )
 
 ENGINES = ("greedy", "auto")
