@@ -37,10 +37,11 @@ RebalanceStatus = Literal["OPTIMAL", "FEASIBLE", "GREEDY", "FALLBACK"]
 moves; FEASIBLE: CP-SAT's best within the time limit; GREEDY: the greedy planner's, asked
 for; FALLBACK: the greedy planner's because CP-SAT gave nothing better (`fallback` says why)."""
 
-NodeVerdict = Literal["cooled", "still_hot", "cool", "not_judged"]
-"""A node after the advice: a hot node the moves bring to its thresholds or under
-(`cooled`; a hot node needing no move cannot happen), one they cannot (`still_hot`), a node
-that was and stays at or under them (`cool`, destinations included)."""
+NodeVerdict = Literal["cooled", "still_hot", "cool"]
+"""A judged node after the advice: a hot node the moves bring to its thresholds or under
+(`cooled`), one they cannot (`still_hot`), a node that was and stays at or under them
+(`cool`, destinations included). Nodes without a fresh reading are not listed, only counted
+(`RebalanceAdvice.not_judged`)."""
 
 UncooledCause = Literal["no_movable_pod", "not_enough_movable", "no_destination", "no_joint_plan"]
 """Why a hot node stays hot (`solver.rebalance.reasons` writes the sentence):
