@@ -100,7 +100,7 @@ class RebalanceAdvice(_Frozen):
     """The answer to "which pods to move so that every node ends at or under its thresholds,
     with the fewest moves". Empty `moves` and `uncooled` when nothing is hot."""
 
-    engine: str = Field(description="cpsat, greedy, or none when no node was hot")
+    engine: str = Field(description="cpsat, greedy, or none when there was nothing to plan: no node hot, or no pod that may move")
     status: RebalanceStatus
     solve_seconds: float
     moves: tuple[Move, ...] = ()

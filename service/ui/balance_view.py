@@ -66,6 +66,8 @@ class BalanceView:
     @property
     def answered_by(self) -> str:
         advice = self.advice
+        if advice.engine == "none":
+            return "nothing to plan (no pod on a hot node may move)"
         engine = "CP-SAT" if advice.engine == "cpsat" else advice.engine
         detail = advice.status + (f": {advice.fallback.cause}" if advice.fallback is not None else "")
         return f"{engine} ({detail})"

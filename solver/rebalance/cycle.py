@@ -42,8 +42,7 @@ def cycle_snapshot(snapshot: Snapshot, placement: Placement) -> Snapshot:
             )
         pods.append(pod)
     nodes = [_relieved(node, relief.get(node.name)) for node in snapshot.nodes]
-    fields = {name: getattr(snapshot, name) for name in Snapshot.model_fields}
-    return Snapshot(**{**fields, "nodes": nodes, "pods": pods})
+    return snapshot.replaced(nodes=nodes, pods=pods)
 
 
 def _relieved(node: Node, relief: dict[str, int] | None) -> Node:

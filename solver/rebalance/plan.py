@@ -108,6 +108,8 @@ def plan_rebalance(snapshot: Snapshot, config: RebalanceConfig = RebalanceConfig
     if not table.hot:
         return _advice(snapshot, None, table, None, engine="none", status="OPTIMAL", started=started)
     instance = build_instance(snapshot, table)
+    if not instance.movers:  # nothing may move: the empty advice is the only one, and proven so
+        return _advice(snapshot, instance, table, realize(instance, ()), engine="none", status="OPTIMAL", started=started)
     no_goods: set[frozenset[tuple[int, int]]] = set()
     notes: list[str] = []
     answer = realized = None

@@ -136,7 +136,7 @@ def checked_snapshot(instance: Instance, moves: MovePairs, levels: Mapping[NodeN
             node = node.model_copy(update={"usage": node.usage.model_copy(update=update)})
         nodes.append(node)
     pods = [_requeued(snapshot, pod) if pod.key in moved else pod for pod in snapshot.pods]
-    return Snapshot(**{**{name: getattr(snapshot, name) for name in Snapshot.model_fields}, "nodes": nodes, "pods": pods})
+    return snapshot.replaced(nodes=nodes, pods=pods)
 
 
 def _requeued(snapshot: Snapshot, pod: Pod) -> Pod:

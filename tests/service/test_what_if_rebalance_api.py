@@ -74,7 +74,7 @@ def test_the_advice_passes_the_checker_on_the_posted_snapshot(client: TestClient
     assert advice.hot_after == 0 and advice.moves
     moved = {move.pod for move in advice.moves}
     pods = [pod.model_copy(update={"phase": "pending", "node": None}) if pod.key in moved else pod for pod in snapshot.pods]
-    checked = Snapshot(**{**{f: getattr(snapshot, f) for f in Snapshot.model_fields}, "pods": pods})
+    checked = snapshot.replaced(pods=pods)
     binds = tuple(make_bind(move.pod, move.to_node) for move in advice.moves)
     assert [v for v in check_placement(checked, Placement(binds=binds)) if v.rule not in NOT_ASKED] == []
 

@@ -271,7 +271,7 @@ def test_advice_passes_the_checker_as_binds_of_requeued_pods() -> None:
         pod.model_copy(update={"phase": "pending", "node": None, "gpu_indices": ()}) if pod.key in moved else pod
         for pod in snapshot.pods
     ]
-    checked = Snapshot(**{**{f: getattr(snapshot, f) for f in Snapshot.model_fields}, "pods": pods})
+    checked = snapshot.replaced(pods=pods)
     binds = [make_bind(move.pod, move.to_node, gpus=move.gpus) for move in advice.moves]
     assert [v for v in check_placement(checked, Placement(binds=tuple(binds))) if v.rule not in NOT_ASKED] == []
 

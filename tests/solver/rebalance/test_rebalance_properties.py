@@ -112,7 +112,7 @@ def _violations(snapshot: Snapshot, moves: dict[str, str], after: dict[str, dict
         for node in snapshot.nodes
     ]
     pods = [_requeued(snapshot, pod) if pod.key in moves else pod for pod in snapshot.pods]
-    checked = Snapshot(**{**{f: getattr(snapshot, f) for f in Snapshot.model_fields}, "nodes": nodes, "pods": pods})
+    checked = snapshot.replaced(nodes=nodes, pods=pods)
     binds = tuple(Bind(pod=pod, node=node) for pod, node in moves.items())  # type: ignore[arg-type]
     return [str(v) for v in check_placement(checked, Placement(binds=binds)) if v.rule not in NOT_ASKED]
 
