@@ -292,3 +292,18 @@ def test_the_cycle_snapshot_runs_binds_and_drops_evictions_with_their_usage() ->
     assert "default/victim-worker-0" not in cycle.pod_by_key
     assert cycle.node_by_name["n1"].usage.cpu_percent == 45.0, "the victim's half of 90 % left with it"  # type: ignore[union-attr]
     assert cycle.node_by_name["n2"].usage.cpu_percent == 10.0, "a pod bound now brings no measured usage"  # type: ignore[union-attr]
+
+
+def test_the_greedy_planners_worked_example() -> None:
+    """`solver.rebalance.greedy`'s: a (47.5 %) fits nowhere, b goes to n2 rather than n3."""
+    snapshot = make_snapshot(
+        nodes=[
+            make_node("n1", cpu=16, usage={"cpu_percent": 95}),
+            make_node("n2", cpu=16, usage={"cpu_percent": 50}),
+            make_node("n3", cpu=16, usage={"cpu_percent": 70}),
+        ],
+        groups=[make_gang(name, cpu=cpu, running_on=["n1"]) for name, cpu in (("a", 8), ("b", 4), ("c", 4))],
+    )
+    advice = _plan(snapshot, "greedy")
+    assert [(move.pod, move.to_node) for move in advice.moves] == [("default/b-worker-0", "n2")]
+    assert (_node_after(advice, "n1"), _node_after(advice, "n2")) == ({"cpu": 71.25}, {"cpu": 73.75})
