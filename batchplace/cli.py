@@ -1,4 +1,4 @@
-"""The `batchplace` command: solve, snapshot, demo, bench, serve, controller, experiment.
+"""The `batchplace` command: solve, rebalance, snapshot, demo, bench, serve, controller, experiment.
 
 Every command reads input through `models.loaders`, solves through `solver.place`, and
 prints. Input errors (`SnapshotError`, unreadable files) print one line naming file,
@@ -30,12 +30,13 @@ from batchplace.options import (
     typical_shapes_of_file,
     usage_policy_of,
 )
-from batchplace.render import decision_tables, print_error, print_warning
+from batchplace.render import advice_tables, decision_tables, print_error, print_warning
 from batchplace.serve_command import serve
 from models.errors import SnapshotError
 from models.loaders import LoadResult, load_snapshot_files, snapshot_to_json
 from solver.bound import lp_bound
 from solver.place import ENGINES, SolveConfig, place
+from solver.rebalance import RebalanceConfig, cycle_snapshot, plan_rebalance
 
 __all__ = ["app", "main"]
 
@@ -136,6 +137,46 @@ def solve(
         if relaxation is not None:
             share = f" ({decision.objective / relaxation:.1%} of it)" if decision.objective and relaxation else ""
             stdout.print(f"LP bound on throughput: {relaxation:.0f}; this placement: {decision.objective or 0:.0f}{share}")
+
+
+@app.command()
+def rebalance(
+    files: FilesArgument,
+    engine: Annotated[
+        str,
+        typer.Option(help=f"Engine of the solve and of the advice: {', '.join(ENGINES)}. auto = CP-SAT with greedy fallback."),
+    ] = "auto",
+    output: Annotated[str, typer.Option(help="table (for people) or json (what /v1/what-if returns as `rebalance`).")] = "table",
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", min=0.01, max=3600, help="Time limit in seconds, of the solve and of the advice each.")
+    ] = 5.0,
+    scheduler_name: SchedulerNameOption = None,
+    solver_memory: SolverMemoryOption = None,
+    usage_threshold: UsageThresholdOption = None,
+    usage_max_age: UsageMaxAgeOption = None,
+) -> None:
+    """Advise which running pods to move off the hot nodes of FILES, and where (batchplace evicts nothing).
+
+    As `POST /v1/what-if` with `rebalance: true`: FILES' pending pods are solved first, and the
+    advice is on the cluster as that cycle leaves it. Node usage comes from the
+    `batchplace.io/usage` annotation."""
+    if engine not in ENGINES:
+        print_error(f"--engine: unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    if output not in ("table", "json"):
+        print_error(f"--output: must be table or json, got {output!r}")
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    memory_limit_bytes = solver_memory_bytes(solver_memory)
+    usage_policy = usage_policy_of(usage_threshold, None, usage_max_age)
+    loaded = _load(files, scheduler_name)
+    snapshot = loaded.snapshot.with_usage_policy(usage_policy)
+    decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=time_limit, memory_limit_bytes=memory_limit_bytes))  # type: ignore[arg-type]
+    config = RebalanceConfig(engine=engine, time_limit_s=time_limit, memory_limit_bytes=memory_limit_bytes)  # type: ignore[arg-type]
+    advice = plan_rebalance(cycle_snapshot(snapshot, decision.placement), config)
+    if output == "json":
+        sys.stdout.write(advice.model_dump_json(indent=2) + "\n")
+    else:
+        stdout.print(advice_tables(advice))
 
 
 @app.command()

@@ -1,7 +1,9 @@
-"""What the CLI shows people: tables of a `Decision`, and error and warning lines.
+"""What the CLI shows people: tables of a `Decision` and of a `RebalanceAdvice`, and error
+and warning lines.
 
-Input: a `Decision`. Output: rich renderables; the caller prints them. JSON output does
-not go through here — it is `Decision.to_contract()` as it is.
+Input: a `Decision` or a `RebalanceAdvice`. Output: rich renderables; the caller prints
+them. JSON output does not go through here — it is `Decision.to_contract()` or the
+advice's `model_dump` as it is.
 
 Errors and warnings go to stderr through `print_error` / `print_warning`, one line each
 whatever the width: rich wraps at 80 columns when stderr is not a terminal (a pipe, a CI
@@ -17,10 +19,11 @@ from rich.table import Table
 from rich.text import Text
 
 from models.placement import Decision
+from models.rebalance import RebalanceAdvice
 from models.quantity import format_bytes, format_milli
 from models.snapshot import CPU, GPU, MEMORY
 
-__all__ = ["decision_tables", "format_resources", "print_error", "print_warning"]
+__all__ = ["decision_tables", "advice_tables", "format_resources", "print_error", "print_warning"]
 
 _stderr = Console(stderr=True, soft_wrap=True, highlight=False)
 
@@ -99,4 +102,57 @@ def decision_tables(decision: Decision) -> Group:
     for share in decision.queues:
         queues.add_row(share.name, format_resources(share.allocated), format_resources(share.deserved))
     parts.append(queues)
+    return Group(*parts)
+
+
+def _percents(values: dict[str, float]) -> str:
+    return ", ".join(f"{resource} {percent:.1f}%" for resource, percent in values.items()) or "-"
+
+
+def advice_tables(advice: RebalanceAdvice) -> Group:
+    """Summary line, then the moves, the hot nodes left hot, and every judged node before → after."""
+    line = (
+        f"engine {advice.engine} · status {advice.status} · {advice.solve_seconds * 1000:.1f} ms · "
+        f"{advice.hot_before} hot → {advice.hot_after} after {len(advice.moves)} moves"
+    )
+    if advice.not_judged.get("stale") or advice.not_judged.get("missing"):
+        line += f" · not judged: {advice.not_judged.get('stale', 0)} stale, {advice.not_judged.get('missing', 0)} missing"
+    summary = Text(line, style="bold")
+    if advice.fallback is not None:
+        summary.append(f"\nfallback ({advice.fallback.cause}): {advice.fallback.reason}", style="yellow")
+    summary.append("\nadvice only: batchplace evicts nothing for balance; usage after a move is an estimate", style="dim")
+    parts: list[Table | Text] = [summary]
+
+    moves = Table(title="Moves", title_justify="left")
+    for column in ("pod", "from", "to", "estimated usage moved"):
+        moves.add_column(column, overflow="fold")
+    for move in advice.moves:
+        pod = move.pod + (" (whole gang)" if move.whole_gang else "")
+        moved = ", ".join(f"{u.resource} -{u.from_percent:.2f}% → +{u.to_percent:.2f}%" for u in move.usage)
+        to = move.to_node + (f" gpus {','.join(map(str, move.gpus))}" if move.gpus else "")
+        moves.add_row(pod, move.from_node, to, moved or "-")
+    parts.append(moves)
+
+    if advice.uncooled:
+        uncooled = Table(title="Hot nodes that stay hot", title_justify="left")
+        for column in ("node", "cause", "reason"):
+            uncooled.add_column(column, overflow="fold")
+        for node in advice.uncooled:
+            uncooled.add_row(node.node, node.cause, Text(node.reason))
+        parts.append(uncooled)
+
+    nodes = Table(title="Nodes judged", title_justify="left")
+    for column in ("node", "verdict", "before", "after", "thresholds", "out/in"):
+        nodes.add_column(column, overflow="fold")
+    styles = {"cooled": "green", "still_hot": "red", "cool": ""}
+    for row in advice.nodes:
+        nodes.add_row(
+            row.node,
+            Text(row.verdict, style=styles.get(row.verdict, "")),
+            _percents(row.before),
+            _percents(row.after),
+            _percents(row.thresholds),
+            f"{row.moves_out}/{row.moves_in}",
+        )
+    parts.append(nodes)
     return Group(*parts)

@@ -631,7 +631,25 @@ class Snapshot(_Frozen):
     def with_usage_policy(self, policy: UsagePolicy, *, nodes: Sequence[Node] | None = None) -> "Snapshot":
         """The same snapshot judged under `policy`, with `nodes` in place of its own when given
         (a new, validated Snapshot; every other object is shared)."""
-        changed = {"usage_policy": policy, "nodes": self.nodes if nodes is None else tuple(nodes)}
+        return self.replaced(usage_policy=policy, nodes=nodes)
+
+    def replaced(
+        self,
+        *,
+        nodes: Sequence[Node] | None = None,
+        pods: Sequence[Pod] | None = None,
+        usage_policy: UsagePolicy | None = None,
+    ) -> "Snapshot":
+        """The same snapshot with the parts given in place of its own: a new, validated
+        Snapshot, every other object shared — the one way to rebuild one, so no field is
+        dropped when a field is added (what-if's cycle, rebalancing's checked snapshot)."""
+        changed: dict[str, object] = {}
+        if nodes is not None:
+            changed["nodes"] = tuple(nodes)
+        if pods is not None:
+            changed["pods"] = tuple(pods)
+        if usage_policy is not None:
+            changed["usage_policy"] = usage_policy
         return Snapshot(**{name: changed.get(name, getattr(self, name)) for name in Snapshot.model_fields})
 
     # ---- read-only indices (derived once, never stored twice) ----

@@ -31,6 +31,7 @@ from service.schemas import WhatIfRequest
 from solver.whatif import Changes, apply_changes, job_verdicts
 from solver.checker import check_placement
 from solver.place import SolveConfig, place
+from solver.rebalance import RebalanceConfig, cycle_snapshot, plan_rebalance
 
 __all__ = ["solve_posted", "solve_what_if", "read_yaml_snapshot", "check_alias_expansion"]
 
@@ -71,20 +72,36 @@ def solve_what_if(
     metrics: ServiceMetrics,
     submitted_at_s: float,
 ) -> dict[str, Any]:
-    """`POST /v1/what-if`: base snapshot + changes → one solve → a verdict per added job."""
+    """`POST /v1/what-if`: base snapshot + changes → one solve → a verdict per added job;
+    with `rebalance`, advice on the cluster as that solve leaves it (`solver.rebalance.cycle`)."""
     base, base_kind, warnings = _read_base(request, live)
     try:
         changed = apply_changes(base, _changes(request), submitted_at_s=submitted_at_s)
     except SnapshotError as error:
         raise InvalidRequest([_change_problem(error)]) from None
     decision, placement = _decide(changed.snapshot, config, metrics, warnings=(*warnings, *changed.warnings))
+    advice = None
+    if request.rebalance:
+        cycle = cycle_snapshot(changed.snapshot, decision.placement)
+        advice = plan_rebalance(cycle, rebalance_config(config)).model_dump()
     return {
         "base": base_kind,
         "jobs": [verdict.model_dump(by_alias=True) for verdict in job_verdicts(changed, decision)],
         "drained": [drained.model_dump() for drained in changed.drained],
         "added_nodes": list(changed.added_nodes),
         "placement": placement,
+        "rebalance": advice,
     }
+
+
+def rebalance_config(config: SolveConfig) -> RebalanceConfig:
+    """The request's engine, time limit (its own, on top of the solve's) and memory ceiling."""
+    return RebalanceConfig(
+        engine=config.engine,
+        time_limit_s=config.time_limit_s,
+        workers=config.workers,
+        memory_limit_bytes=config.memory_limit_bytes,
+    )
 
 
 def read_yaml_snapshot(text: str, *, source: str) -> tuple[Snapshot, tuple[str, ...]]:

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SkipValidation, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation, StrictBool, field_validator, model_validator
 
 from models.errors import SnapshotError, format_path
 from models.placement import Bind, Eviction, Fallback, PodGroupOutcome, QueueShare, SolveStatus
+from models.rebalance import RebalanceAdvice
 from models.snapshot import Snapshot
 from models.typical_shapes import MAX_TYPICAL_SHAPES, TypicalShape, read_typical_shapes
 from solver.objective import TIERS, objective_order
@@ -157,6 +158,12 @@ class WhatIfRequest(BaseModel):
     )
     snapshot_yaml: str | None = Field(None, description="the base as Kubernetes / Volcano YAML")
     changes: Changes = Field(default_factory=Changes)
+    rebalance: StrictBool = Field(
+        False,
+        description="also advise which running pods to move off hot nodes, and where (README, Load-aware "
+        "placement): on the cluster as this what-if's solve leaves it — changes applied, its binds running, "
+        "its evictions gone; alone, on the base after its pending pods' solve. Advice only: nothing is evicted",
+    )
     options: WhatIfOptions = Field(default_factory=WhatIfOptions)
 
     @model_validator(mode="after")
@@ -172,6 +179,10 @@ class WhatIfResponse(BaseModel):
     drained: list[DrainedNode]
     added_nodes: list[str]
     placement: PlacementResponse = Field(description="the whole placement of the changed snapshot")
+    rebalance: RebalanceAdvice | None = Field(
+        None, description="with `rebalance: true`: the moves advised, each judged node before and after, the hot "
+        "nodes that cannot be cooled with the reason"
+    )
 
 
 class Health(BaseModel):

@@ -2,7 +2,9 @@
 
 The base is the posted snapshot or, when none is posted, the live one a controller in the
 same process lends (`service.live.LiveSnapshotSource`); `solver.whatif` applies the
-changes and reads the answer per added job.
+changes and reads the answer per added job. With `rebalance: true`, `solver.rebalance`
+advises which running pods to move off hot nodes on the cluster as that solve leaves it
+(alone: the base after its own pending pods' solve). Advice only: nothing is evicted.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ async def what_if(
     live_source: LiveDep,
 ) -> dict[str, Any]:
     """For each added job: does it start this cycle, on which nodes, whom it preempts — and if
-    not, the blocking rules with their numbers and how many GPUs it is short."""
+    not, the blocking rules with their numbers and how many GPUs it is short. With
+    `rebalance: true`: which running pods to move off hot nodes, and where."""
     live = live_base(body, live_source, retry_after_s=settings.retry_after_s)
     config = solve_config(body.options, settings, typical_shapes=body.options.shapes())
     response.headers["X-Batchplace-Time-Limit-S"] = f"{config.time_limit_s:g}"

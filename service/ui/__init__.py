@@ -34,6 +34,7 @@ def install_ui(app: FastAPI) -> None:
     app.state.ui_uploads = UploadStore()
     app.state.ui_live = None
     app.state.ui_views = OrderedDict()
+    app.state.ui_balance = OrderedDict()
     app.mount("/ui/static", StaticFiles(directory=STATIC_DIR), name="ui-static")
     app.include_router(router)
     app.add_exception_handler(LoginRequired, login_redirect)

@@ -1,4 +1,4 @@
-"""The dashboard's routes under `/ui`: Cluster, Queues, PodGroups (and one PodGroup), What-if,
+"""The dashboard's routes under `/ui`: Cluster, Queues, PodGroups (and one PodGroup), Balance, What-if,
 the upload form, and login. Read-only: nothing here changes the cluster.
 
 Each page resolves its snapshot through one dependency (`Resolved`, `resolve_page`): `?s=<key>` names an upload this process
@@ -32,6 +32,7 @@ from models.errors import SnapshotError
 from models.snapshot import pod_group_key
 from service.errors import NoSolverSlot
 from service.ui.analysis import Analysis, analyze
+from service.ui.balance_view import BalanceView, build_balance_view
 from service.ui.auth import COOKIE_NAME, safe_next, session_ok, session_value, token_ok
 from service.ui.cluster_view import ClusterView, build_cluster_view
 from service.ui.pages import Source, render
@@ -210,6 +211,30 @@ async def podgroup(request: Request, namespace: str, name: str, resolved: Resolv
         return render("missing.html", status_code=404, page="podgroups", source=source,
                       message=f"There is no PodGroup {key} in this snapshot.", **_common(request))
     return render("podgroup.html", page="podgroups", source=source, detail=detail, analysis=analysis, **_common(request))
+
+
+async def _balance_view(request: Request, analysis: Analysis) -> BalanceView:
+    """The advice on `analysis`, planned once: the last few are kept next to their analysis."""
+    views: OrderedDict[int, tuple[Analysis, BalanceView]] = request.app.state.ui_balance
+    cached = views.get(id(analysis))
+    if cached is not None and cached[0] is analysis:
+        return cached[1]
+    view = await request.app.state.pool.run(lambda: build_balance_view(analysis))
+    views[id(analysis)] = (analysis, view)
+    while len(views) > _VIEWS_KEPT:
+        views.popitem(last=False)
+    return view
+
+
+@router.get("/balance", summary="Balance page")
+async def balance(request: Request, resolved: Resolved) -> Response:
+    analysis, source = resolved
+    try:
+        view = await _balance_view(request, analysis)
+    except NoSolverSlot as busy:
+        return _busy(request, busy)
+    return render("balance.html", page="balance", source=source, balance=view, rows=view.rows, analysis=analysis,
+                  **_common(request))
 
 
 @router.get("/what-if", summary="What-if page")

@@ -7,25 +7,33 @@ batchplace's ServiceAccount user (so deploy/rbac.yaml's grant is exercised too).
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+
+warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient` is deprecated")
+from fastapi.testclient import TestClient  # noqa: E402
 from kubernetes import client as k8s
 
 from controller.errors import NotFound
-from controller.kinds import NODES, PODS
+from controller.kinds import NODES, PODS, VOLCANO_PODGROUPS
 from controller.kube import KubeClient
 from controller.loop import ControllerConfig
 from controller.testing.control_plane import ControlPlane
 from controller.testing.metrics_api import NodeMetricsServer, register, unregister
 from controller.usage import UsageTracker
 from controller.usage_sources import MetricsApiSource
-from models.snapshot import UsagePolicy
+from models.rebalance import RebalanceAdvice
+from models.snapshot import NodeName, Snapshot, UsagePolicy
+from service.app import create_app
+from service.settings import ServiceSettings
 from solver.rules import usage
 from tests.builders import make_node, make_snapshot
 from tests.controller._cluster_queries import wait_until
+from tests.controller._controller_builders import for_api, node, pod, pod_group
 from tests.controller.conftest import StartController
 
 
@@ -96,3 +104,42 @@ def test_the_controller_keeps_new_pods_off_the_node_metrics_server_reports_hot(
     )
     assert {pod.spec.node_name for pod in pods} == {"usage-cool"}
     assert controller.metrics.usage_nodes.labels(state="hot")._value.get() >= 1
+
+
+def test_what_if_rebalance_on_the_live_snapshot_moves_a_pod_off_the_node_metrics_server_reports_hot(
+    node_metrics: NodeMetricsServer, admin: KubeClient, namespace: str, start_controller: StartController,
+) -> None:
+    """The service in the controller's process, as `batchplace controller --port` runs it: its
+    what-if with `rebalance: true` and no snapshot posted advises on the live one, whose usage
+    came from NodeMetrics through the aggregation layer. rebal-hot runs two pods of the PodGroup
+    web (minMember 1) at 95 % cpu, 47.5 % each; moving one leaves it at 47.5 %."""
+    for name, cpu in (("rebal-hot", "7600m"), ("rebal-cool", "2")):
+        admin.create(NODES, None, for_api(node(name, cpu=8)))
+        node_metrics.set_usage(name, cpu=cpu, memory="1Gi")
+    admin.create(VOLCANO_PODGROUPS, namespace, for_api(pod_group("web", namespace=namespace, min_member=1)))
+    for i in range(2):
+        admin.create(PODS, namespace, for_api(pod(f"web-{i}", namespace=namespace, group="web", cpu="2", node_name="rebal-hot")))
+    controller = start_controller(ControllerConfig(period_s=0.2, engine="greedy", usage_source="metrics-server", usage_poll_s=1))
+
+    def hot_with_both_pods() -> Snapshot | None:
+        snapshot = controller.current()
+        if snapshot is None or usage.judgements(snapshot).get(NodeName("rebal-hot"), None) is None:
+            return None
+        running = [p for p in snapshot.pods if p.node == "rebal-hot" and p.pod_group is not None]
+        hot = usage.judgements(snapshot)[NodeName("rebal-hot")].state == "hot"
+        return snapshot if hot and len(running) == 2 else None
+
+    wait_until(hot_with_both_pods, what="rebal-hot judged hot with both web pods running")
+    app = create_app(ServiceSettings(), live_snapshot=controller)
+    with TestClient(app) as client:
+        response = client.post("/v1/what-if", json={"rebalance": True, "options": {"engine": "auto", "time_limit_s": 5}})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["base"] == "live"
+    advice = RebalanceAdvice.model_validate(answer["rebalance"])
+    (move,) = [move for move in advice.moves if move.from_node == "rebal-hot"]
+    assert move.pod in (f"{namespace}/web-0", f"{namespace}/web-1") and move.usage[0].from_percent == 47.5
+    rows = {row.node: row for row in advice.nodes}
+    assert rows["rebal-hot"].verdict == "cooled" and rows["rebal-hot"].after["cpu"] == 47.5
+    assert rows[move.to_node].verdict == "cool" and rows[move.to_node].after["cpu"] <= 80
+    assert "rebal-hot" not in {row.node for row in advice.uncooled}
