@@ -60,6 +60,7 @@ __all__ = [
     "FleetWhatIf",
     "JobDispatch",
     "explain_dispatch",
+    "fleet_decision",
     "fleet_what_if",
     "place_fleet",
 ]
@@ -112,7 +113,11 @@ class FleetDecision:
 
 def place_fleet(fleet: Fleet, config: SolveConfig = SolveConfig(), *, solve: Solve = place) -> FleetDecision:
     """Solve the merged snapshot once and split the answer back per cluster."""
-    decision = solve(fleet.snapshot, config)
+    return fleet_decision(fleet, solve(fleet.snapshot, config))
+
+
+def fleet_decision(fleet: Fleet, decision: Decision) -> FleetDecision:
+    """A decision over the merged snapshot, split back per cluster and explained per job."""
     return FleetDecision(
         decision=decision,
         placements=split_placement(fleet, decision.placement),
