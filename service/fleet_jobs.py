@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from models.clusters import Fleet, merge_clusters
+from models.clusters import Fleet
 from models.errors import SnapshotError
-from models.loaders import load_snapshot_json
+from models.loaders.fleet_json import load_fleet_json
 from service.errors import InvalidRequest, LocPart, problem_from_snapshot_error
 from service.fleet_schemas import FleetPlacementRequest, FleetWhatIfRequest
 from service.jobs import change_problem, placement_response, request_changes
@@ -48,21 +48,10 @@ def solve_fleet_what_if(
 
 
 def _fleet(request: FleetPlacementRequest | FleetWhatIfRequest) -> Fleet:
-    snapshots = {}
-    for name, raw in request.clusters.items():
-        snapshots[name] = _read(raw, at=("body", "clusters", name))
-    jobs = None if request.jobs is None else _read(request.jobs, at=("body", "jobs"))
     try:
-        return merge_clusters(snapshots, jobs=jobs)
+        return load_fleet_json({"clusters": dict(request.clusters), "jobs": request.jobs})  # type: ignore[dict-item]
     except SnapshotError as error:
         raise InvalidRequest([problem_from_snapshot_error(error, at=_merge_at(error))]) from None
-
-
-def _read(raw: object, *, at: tuple[LocPart, ...]) -> Any:
-    try:
-        return load_snapshot_json(raw, source=".".join(map(str, at[1:])))  # type: ignore[arg-type]
-    except SnapshotError as error:
-        raise InvalidRequest([problem_from_snapshot_error(error, at=at)]) from None
 
 
 def _merge_at(error: SnapshotError) -> tuple[LocPart, ...]:
