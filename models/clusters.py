@@ -76,6 +76,7 @@ __all__ = [
     "CLUSTER_LABEL",
     "ClusterName",
     "Dispatch",
+    "check_cluster_name",
     "Fleet",
     "cluster_of_node",
     "confine_to_one_cluster",
@@ -118,7 +119,7 @@ def merge_clusters(clusters: Mapping[str, Snapshot], *, jobs: Snapshot | None = 
     if not clusters:
         raise FieldError("at least one cluster is needed", location=Location("clusters"))
     for name in clusters:
-        _check_cluster_name(name)
+        check_cluster_name(name)
     if jobs is not None:
         _check_jobs_hold_no_cluster_objects(jobs)
     cluster_tier = 1 + max((h.tier for s in clusters.values() for h in s.hypernodes), default=0)
@@ -222,7 +223,8 @@ def dispatches(fleet: Fleet, placement: Placement) -> tuple[Dispatch, ...]:
 # ---- merge steps ----
 
 
-def _check_cluster_name(name: object) -> None:
+def check_cluster_name(name: object) -> None:
+    """A cluster name is a DNS label (it names a HyperNode and prefixes node names); FieldError otherwise."""
     if not isinstance(name, str) or len(name) > _MAX_CLUSTER_NAME or not _CLUSTER_NAME.match(name):
         raise FieldError(
             f"cluster name {name!r} must be a DNS label: lower-case letters, digits and '-', at most "

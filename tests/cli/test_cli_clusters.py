@@ -84,3 +84,23 @@ def test_a_queue_declared_differently_in_a_cluster_names_the_cluster_and_field(t
     assert result.exit_code == 2, result.output
     line = result.output.replace("\n", "")
     assert "clusters.gpu-east" in line and "queues.ml.capability" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["--cluster", "gpu-west=w.kubeconfig"], "needs --manager-kubeconfig"),
+        (["--manager-kubeconfig", "m.kubeconfig"], "at least one --cluster"),
+        (["--manager-kubeconfig", "m.kubeconfig", "--cluster", "gpu-west"], "NAME=KUBECONFIG"),
+        (["--manager-kubeconfig", "m.kubeconfig", "--cluster", "a=x", "--cluster", "a=y"], "given twice"),
+        (["--manager-kubeconfig", "m.kubeconfig", "--cluster", "Gpu_West=x"], "DNS label"),
+        (["--manager-kubeconfig", "no-such.kubeconfig", "--cluster", "gpu-west=no-such.kubeconfig"], "cannot load"),
+    ],
+    ids=["a worker without a manager", "a manager without workers", "no kubeconfig", "a worker named twice",
+         "a name that is no DNS label", "a missing kubeconfig"],
+)
+def test_bad_manager_options_are_one_line_and_exit_2(args: list[str], names: str) -> None:
+    result = runner.invoke(app, ["controller", "--no-leader-elect", "--log-format", "text", *args])
+    assert result.exit_code == 2, result.output
+    assert names in result.output
+    assert "Traceback" not in result.output
