@@ -211,9 +211,22 @@ def demo(
     live: Annotated[
         bool, typer.Option("--live", help="Run the examples on a local kube-apiserver with the real controller loop.")
     ] = False,
+    clusters: Annotated[
+        Optional[int],
+        typer.Option("--clusters", min=2, max=3, help="With --live: the multi-cluster example on a manager and this "
+                     "many worker clusters (each a local kube-apiserver), through the manager controller."),
+    ] = None,
 ) -> None:
     """Solve every seed example in examples/ (no cluster needed) and print expected vs got."""
-    if live:
+    if clusters is not None and not live:
+        print_error("--clusters: only with --live (the multi-cluster demo runs real clusters)")
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    if clusters is not None:
+        from batchplace.live_demo_fleet import run_live_fleet_demo  # imported here: it needs the Kubernetes client
+
+        results = [(None, verdict) for verdict in run_live_fleet_demo(stdout, clusters=clusters)]
+        quiet = True
+    elif live:
         from batchplace.live_demo import run_live_demo  # imported here: it needs the Kubernetes client
 
         results = [(None, verdict) for verdict in run_live_demo(stdout)]

@@ -25,7 +25,8 @@ Binding is left to a batchplace controller running in each worker (as MultiKueue
 to the worker's Kueue and kube-scheduler): the worker's controller holds that cluster's
 Lease, sees its pods and nodes first-hand, evicts and binds there with its own RBAC, and
 keeps working when the manager is away. The manager decides the cluster; the worker's solve,
-over the same objects, decides the nodes. The copy is the vcjob itself; the worker's Volcano
+over the same objects, decides the nodes. The job's Queue is copied to the worker when the
+worker has none (MultiKueue likewise wants the job's queue in every worker). The copy is the vcjob itself; the worker's Volcano
 job controller makes its PodGroup and pods (`controller.testing.job_controller` stands in
 for it in tests).
 
@@ -435,12 +436,33 @@ class FleetManager:
             worker.client.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": job.namespace}})
         except Conflict:
             pass
+        self._ensure_queue(worker, str((job.body.get("spec") or {}).get("queue") or ""))
         try:
             worker.client.create(VCJOBS, job.namespace, _copy_body(job))
         except Conflict:
             pass  # made by an earlier leader, or an earlier call whose answer was lost
         except ApiError as error:
             log.warning("copy of %s to %s not made: %s", job.key, job.cluster, error)
+
+    def _ensure_queue(self, worker: WorkerCluster, name: str) -> None:
+        """The job's Queue in the worker, copied from the manager when the worker has none: its
+        batchplace controller admits the copy against it (a job naming a queue it lacks waits
+        with `queue:`). A worker's own Queue of that name is left as it is. The copy's
+        capability is the fleet-wide one, which the worker's share can never pass."""
+        if not name:
+            return
+        try:
+            queue = self.manager.get(QUEUES, None, name)
+        except ApiError:
+            return  # the manager has no such queue (`default` is implicit): nothing to copy
+        body = {"apiVersion": QUEUES.api_version, "kind": QUEUES.kind, "metadata": {"name": name,
+                "labels": {MANAGER_UID_LABEL: str(queue["metadata"].get("uid", ""))}}, "spec": queue.get("spec") or {}}
+        try:
+            worker.client.create(QUEUES, None, body)
+        except Conflict:
+            pass
+        except ApiError as error:
+            log.warning("queue %s not copied to %s: %s", name, worker.name, error)
 
     # ---- mirror ----
 

@@ -17,8 +17,8 @@ from controller.fleet_manager import ATTEMPT_ANNOTATION, CLUSTER_ANNOTATION, MAN
 from controller.kinds import VCJOBS
 from controller.kube import KubeClient
 from controller.leader import LeaseConfig
+from controller.testing.fleet import Member, finish_pods, gpu_vcjob, start_manager
 from tests.controller._cluster_queries import wait_until
-from tests.controller._fleet import Member, finish_pods, gpu_vcjob, start_manager
 from tests.controller.fault_proxy import FaultProxy
 
 WAIT_S = 40.0

@@ -1,6 +1,7 @@
-"""A fleet of real clusters on the loopback for the manager controller's tests and the live demo's
-multi-cluster part: each cluster its own etcd + kube-apiserver (`ControlPlane`), each worker
-with a batchplace controller, a Volcano job controller stand-in and a kubelet stand-in."""
+"""A fleet of real clusters on the loopback, for the manager controller's tests and
+`batchplace demo --live --clusters N`: each cluster its own etcd + kube-apiserver
+(`ControlPlane`); each worker with a batchplace controller, a Volcano job controller stand-in
+(`job_controller`) and a kubelet stand-in (`kubelet`), all in this process's threads."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from controller.errors import ApiError
 from controller.fleet_manager import FleetManager, ManagerConfig, WorkerCluster
 from controller.kinds import NAMESPACES, NODES, PODS, VCJOBS, VOLCANO_PODGROUPS
 from controller.kube import KubeClient
@@ -45,11 +47,15 @@ class Member:
         api = k8s.ApiClient(configuration)
         return cls(name, plane, KubeClient.from_kubeconfig(plane.admin_kubeconfig), k8s.CoreV1Api(api), k8s.CustomObjectsApi(api))
 
-    def run_worker(self, *, job_controller: bool = True) -> None:
-        """A batchplace controller, a kubelet stand-in and (unless told not to) a job controller stand-in."""
+    def run_worker(self, *, job_controller: bool = True, engine: str = "greedy", kubeconfig_token: str | None = None) -> None:
+        """A batchplace controller (as the user of `kubeconfig_token`, else admin), a kubelet
+        stand-in and (unless told not to) a job controller stand-in."""
         stop = threading.Event()
-        config = ControllerConfig(period_s=0.3, engine="greedy")
-        controller = Controller(KubeClient.from_kubeconfig(self.plane.admin_kubeconfig, pool_size=config.api_connections()), config)
+        config = ControllerConfig(period_s=0.3, engine=engine)  # type: ignore[arg-type]
+        kubeconfig = self.plane.admin_kubeconfig
+        if kubeconfig_token is not None:
+            kubeconfig = self.plane.write_kubeconfig(self.plane.workdir / "controller.kubeconfig", token=kubeconfig_token)
+        controller = Controller(KubeClient.from_kubeconfig(kubeconfig, pool_size=config.api_connections()), config)
         controller.start(stop)
         assert controller.caches.wait_synced(30), f"{self.name}: the controller's caches did not sync"
         threading.Thread(target=KubeletStandIn(self.admin).run, args=(stop,), kwargs={"interval_s": 0.2}, daemon=True).start()
@@ -73,7 +79,7 @@ class Member:
     def namespace(self, name: str) -> None:
         try:
             self.admin.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        except Exception:
+        except ApiError:
             pass
 
     def gpu_node(self, name: str, *, gpus: int = 8) -> None:
@@ -91,12 +97,12 @@ class Member:
                     continue
                 try:
                     self.admin.delete(kind, metadata.get("namespace"), metadata["name"], grace_period_s=0)
-                except Exception:
+                except ApiError:
                     pass
         for obj in self.admin.list(NODES).items:
             try:
                 self.admin.delete(NODES, None, obj["metadata"]["name"])
-            except Exception:
+            except ApiError:
                 pass
 
     def pods_of(self, namespace: str, job: str) -> list[k8s.V1Pod]:
