@@ -547,7 +547,7 @@ class FleetManager:
             log.warning("event on %s not written: %s", job.key, error)
 
 
-# ---- pure helpers ----
+# ---- pure functions over the raw objects ----
 
 
 def _int(text: object) -> int:
