@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -17,6 +18,7 @@ import typer
 from rich.console import Console
 
 from batchplace.bench_command import bench
+from batchplace.clusters_option import ClusterOptionError, fleet_of_options, fleet_table
 from batchplace.controller_command import controller
 from batchplace.demo import run_demo
 from batchplace.experiment_command import experiment_app
@@ -34,7 +36,9 @@ from batchplace.render import advice_tables, decision_tables, print_error, print
 from batchplace.serve_command import serve
 from models.errors import SnapshotError
 from models.loaders import LoadResult, load_snapshot_files, snapshot_to_json
+from models.snapshot import UsagePolicy
 from solver.bound import lp_bound
+from solver.fleet import place_fleet
 from solver.place import ENGINES, SolveConfig, place
 from solver.rebalance import RebalanceConfig, cycle_snapshot, plan_rebalance
 
@@ -89,9 +93,26 @@ def _load(files: list[Path], scheduler_names: list[str] | None) -> LoadResult:
     return result
 
 
+ClusterOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--cluster",
+        help="NAME=FILE[,FILE...]: one cluster's YAML (repeat per cluster). With it, FILES are the jobs "
+        "submitted to the fleet (and queues, priority classes); each job is placed inside one cluster.",
+    ),
+]
+
+
 @app.command()
 def solve(
-    files: FilesArgument,
+    files: Annotated[
+        Optional[list[Path]],
+        typer.Argument(
+            help="Kubernetes YAML files (multi-document or `kind: List`): Nodes, Pods, Volcano Jobs, PodGroups, "
+            "Queues, HyperNodes, PriorityClasses. Use `-` for standard input. With --cluster: the submitted jobs.",
+            show_default=False,
+        ),
+    ] = None,
     engine: Annotated[
         str,
         typer.Option(help=f"Placement engine: {', '.join(ENGINES)}. auto = CP-SAT with greedy fallback."),
@@ -109,8 +130,11 @@ def solve(
     usage_threshold: UsageThresholdOption = None,
     usage_weight: UsageWeightOption = None,
     usage_max_age: UsageMaxAgeOption = None,
+    cluster: ClusterOption = None,
 ) -> None:
-    """Place the pending pods of FILES and print binds, evictions and the reason for each pending PodGroup."""
+    """Place the pending pods of FILES and print binds, evictions and the reason for each pending PodGroup.
+
+    With --cluster, over several clusters at once: each job lands in one cluster (README, Multi-cluster)."""
     if engine not in ENGINES:
         print_error(f"--engine: unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         raise typer.Exit(EXIT_INPUT_ERROR)
@@ -120,11 +144,17 @@ def solve(
     memory_limit_bytes = solver_memory_bytes(solver_memory)
     shapes = typical_shapes_of_file(typical_shapes)
     usage_policy = usage_policy_of(usage_threshold, usage_weight, usage_max_age)
-    loaded = _load(files, scheduler_name)
-    snapshot = loaded.snapshot.with_usage_policy(usage_policy)
     config = SolveConfig(
         engine=engine, time_limit_s=time_limit, memory_limit_bytes=memory_limit_bytes, typical_shapes=shapes  # type: ignore[arg-type]
     )
+    if cluster:
+        _solve_fleet(cluster, files or [], scheduler_name, config=config, usage_policy=usage_policy, output=output)
+        return
+    if not files:
+        print_error("FILES: give the YAML files to solve (or --cluster NAME=FILE for several clusters)")
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    loaded = _load(files, scheduler_name)
+    snapshot = loaded.snapshot.with_usage_policy(usage_policy)
     decision = place(snapshot, config)
     relaxation = lp_bound(snapshot) if bound else None
     if output == "json":
@@ -137,6 +167,36 @@ def solve(
         if relaxation is not None:
             share = f" ({decision.objective / relaxation:.1%} of it)" if decision.objective and relaxation else ""
             stdout.print(f"LP bound on throughput: {relaxation:.0f}; this placement: {decision.objective or 0:.0f}{share}")
+
+
+def _solve_fleet(
+    cluster_options: list[str],
+    jobs_files: list[Path],
+    scheduler_names: list[str] | None,
+    *,
+    config: SolveConfig,
+    usage_policy: UsagePolicy,
+    output: str,
+) -> None:
+    """`solve --cluster …`: merge, solve once, print the merged decision and where each job went."""
+    names = tuple(scheduler_names) if scheduler_names else DEFAULT_SCHEDULER_NAMES
+    try:
+        fleet, warnings = fleet_of_options(cluster_options, jobs_files, scheduler_names=names)
+    except (SnapshotError, ClusterOptionError) as error:
+        print_error(str(error))
+        raise typer.Exit(EXIT_INPUT_ERROR) from None
+    except OSError as error:
+        print_error(f"{error.filename or ''}: {error.strerror}")
+        raise typer.Exit(EXIT_INPUT_ERROR) from None
+    for warning in warnings:
+        print_warning(warning)
+    fleet = replace(fleet, snapshot=fleet.snapshot.with_usage_policy(usage_policy))
+    decided = place_fleet(fleet, config)
+    if output == "json":
+        sys.stdout.write(json.dumps(decided.to_contract(), indent=2) + "\n")
+    else:
+        stdout.print(decision_tables(decided.decision))
+        stdout.print(fleet_table(fleet, decided))
 
 
 @app.command()
@@ -192,9 +252,22 @@ def demo(
     live: Annotated[
         bool, typer.Option("--live", help="Run the examples on a local kube-apiserver with the real controller loop.")
     ] = False,
+    clusters: Annotated[
+        Optional[int],
+        typer.Option("--clusters", min=2, max=3, help="With --live: the multi-cluster example on a manager and this "
+                     "many worker clusters (each a local kube-apiserver), through the manager controller."),
+    ] = None,
 ) -> None:
     """Solve every seed example in examples/ (no cluster needed) and print expected vs got."""
-    if live:
+    if clusters is not None and not live:
+        print_error("--clusters: only with --live (the multi-cluster demo runs real clusters)")
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    if clusters is not None:
+        from batchplace.live_demo_fleet import run_live_fleet_demo  # imported here: it needs the Kubernetes client
+
+        results = [(None, verdict) for verdict in run_live_fleet_demo(stdout, clusters=clusters)]
+        quiet = True
+    elif live:
         from batchplace.live_demo import run_live_demo  # imported here: it needs the Kubernetes client
 
         results = [(None, verdict) for verdict in run_live_demo(stdout)]

@@ -147,6 +147,23 @@ def controller(
     identity: Annotated[Optional[str], typer.Option("--identity", help="This replica's name in the Lease. Default: hostname_pid.")] = None,
     log_format: Annotated[str, typer.Option("--log-format", help="json or text.")] = "json",
     log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning, error.")] = "info",
+    manager_kubeconfig: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--manager-kubeconfig",
+            help="Run as the multi-cluster manager: place the vcjobs submitted to this cluster over the --cluster "
+            "workers (README, Multi-cluster).",
+        ),
+    ] = None,
+    cluster: Annotated[
+        Optional[list[str]],
+        typer.Option("--cluster", help="With --manager-kubeconfig: NAME=KUBECONFIG of a worker cluster (repeatable)."),
+    ] = None,
+    worker_lost: Annotated[
+        float,
+        typer.Option("--worker-lost", min=1, help="With --manager-kubeconfig: seconds a worker may not answer before "
+                     "its jobs are placed elsewhere."),
+    ] = 300.0,
 ) -> None:
     """Run the controller: place pods whose schedulerName is batchplace, each cycle as one optimization problem."""
     if engine not in ENGINES:
@@ -190,6 +207,18 @@ def controller(
     except ValueError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
+    if manager_kubeconfig is not None or cluster:
+        if manager_kubeconfig is None:
+            typer.echo("error: --cluster needs --manager-kubeconfig (the manager controller)", err=True)
+            raise typer.Exit(EXIT_USAGE)
+        from batchplace.manager_command import run_manager
+
+        run_manager(
+            manager_kubeconfig=manager_kubeconfig, clusters=cluster or [],
+            scheduler_names=tuple(scheduler_name) if scheduler_name else ("batchplace",), period_s=period,
+            time_limit_s=time_limit, engine=engine, worker_lost_s=worker_lost, lease=lease, identity=name,
+        )
+        return
     config = ControllerConfig(
         scheduler_names=tuple(scheduler_name) if scheduler_name else ("batchplace",),
         period_s=period,

@@ -22,7 +22,7 @@ from service.errors import install_error_handlers
 from service.live import LiveSnapshotSource
 from service.metrics import ServiceMetrics
 from service.middleware import RequestMiddleware
-from service.routers import health, placements, what_if
+from service.routers import fleet, health, placements, what_if
 from service.settings import ServiceSettings
 from service.ui import install_ui
 from service.ui import router as ui_router
@@ -56,11 +56,12 @@ def create_app(settings: ServiceSettings, live_snapshot: LiveSnapshotSource | No
     app.state.live_snapshot = live_snapshot
     app.include_router(placements.router)
     app.include_router(what_if.router)
+    app.include_router(fleet.router)
     app.include_router(health.router)
     install_docs(app)
     install_ui(app)
     install_error_handlers(app)
-    routes = (placements.router, what_if.router, health.router, ui_router)
+    routes = (placements.router, what_if.router, fleet.router, health.router, ui_router)
     paths = {route.path for router in routes for route in router.routes}  # type: ignore[attr-defined]
     app.add_middleware(RequestMiddleware, max_body_bytes=settings.max_body_bytes, metrics=metrics, route_paths=paths)
     return app

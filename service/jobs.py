@@ -27,13 +27,15 @@ from models.snapshot import Snapshot
 from service.dependencies import Media
 from service.errors import FieldProblem, InputForm, InvalidRequest, LocPart, problem_from_snapshot_error
 from service.metrics import ServiceMetrics
+from service.schemas import Changes as RequestChanges
 from service.schemas import WhatIfRequest
-from solver.whatif import Changes, apply_changes, job_verdicts
 from solver.checker import check_placement
 from solver.place import SolveConfig, place
 from solver.rebalance import RebalanceConfig, cycle_snapshot, plan_rebalance
+from solver.whatif import Changes, apply_changes, job_verdicts
 
-__all__ = ["solve_posted", "solve_what_if", "read_yaml_snapshot", "check_alias_expansion"]
+__all__ = ["solve_posted", "solve_what_if", "read_yaml_snapshot", "check_alias_expansion", "placement_response",
+           "request_changes", "change_problem"]
 
 log = logging.getLogger("batchplace.service")
 
@@ -78,7 +80,7 @@ def solve_what_if(
     try:
         changed = apply_changes(base, _changes(request), submitted_at_s=submitted_at_s)
     except SnapshotError as error:
-        raise InvalidRequest([_change_problem(error)]) from None
+        raise InvalidRequest([change_problem(error)]) from None
     decision, placement = _decide(changed.snapshot, config, metrics, warnings=(*warnings, *changed.warnings))
     advice = None
     if request.rebalance:
@@ -134,19 +136,26 @@ def _decide(
     snapshot: Snapshot, config: SolveConfig, metrics: ServiceMetrics, *, warnings: Sequence[str]
 ) -> tuple[Decision, dict[str, Any]]:
     decision = place(snapshot, config)
+    return decision, placement_response(snapshot, decision, metrics, warnings=warnings)
+
+
+def placement_response(
+    snapshot: Snapshot, decision: Decision, metrics: ServiceMetrics, *, warnings: Sequence[str]
+) -> dict[str, Any]:
+    """The placement response of a solve of `snapshot`: the contract, the checker's verdict,
+    the warnings; the solve counted in the metrics."""
     violations = check_placement(snapshot, decision.placement)
     metrics.solve_time.labels(engine=decision.engine, status=decision.status).observe(decision.solve_seconds)
     if decision.fallback is not None:
         metrics.fallbacks.labels(cause=decision.fallback.cause).inc()
     if violations:  # place() promises a checked placement: this is a bug below, shown, never hidden
         log.error("placement breaks %d hard rules", len(violations), extra={"engine": decision.engine})
-    response = {
+    return {
         **decision.to_contract(),
         "valid": not violations,
         "violations": [{"rule": v.rule, "subject": v.subject, "message": v.message} for v in violations],
         "warnings": list(warnings),
     }
-    return decision, response
 
 
 def _read_base(request: WhatIfRequest, live: Snapshot | None) -> tuple[Snapshot, str, tuple[str, ...]]:
@@ -165,7 +174,11 @@ def _read_base(request: WhatIfRequest, live: Snapshot | None) -> tuple[Snapshot,
 
 
 def _changes(request: WhatIfRequest) -> Changes:
-    changes = request.changes
+    return request_changes(request.changes)
+
+
+def request_changes(changes: RequestChanges) -> Changes:
+    """A request's `changes` as `solver.whatif.Changes`, each document named by where it sat."""
     return Changes(
         add_jobs=(*_items(changes.add_jobs, "changes.add_jobs"), *_yaml(changes.add_jobs_yaml, "changes.add_jobs_yaml")),
         add_nodes=(
@@ -233,7 +246,7 @@ def _expanded_nodes(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
     return total
 
 
-def _change_problem(error: SnapshotError) -> FieldProblem:
+def change_problem(error: SnapshotError) -> FieldProblem:
     source = error.location.source or ""
     if source in _LIST_SOURCES:
         return problem_from_snapshot_error(error, at=_LIST_SOURCES[source], form="items")

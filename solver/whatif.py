@@ -85,6 +85,8 @@ __all__ = [
     "DrainedNode",
     "JobVerdict",
     "apply_changes",
+    "gpu_milli_free_eligible",
+    "gpu_milli_to_start",
     "job_verdicts",
 ]
 
@@ -365,8 +367,8 @@ def job_verdicts(changed: ChangedSnapshot, decision: Decision) -> tuple[JobVerdi
         binds = tuple(bind for bind in decision.placement.binds if bind.pod in pod_keys)
         outcome = outcomes[key]
         starts = outcome.state == "scheduled"
-        to_start = _gpu_milli_to_start(snapshot, group, pods)
-        free = _gpu_milli_free_eligible(snapshot, after, group)
+        to_start = gpu_milli_to_start(snapshot, group, pods)
+        free = gpu_milli_free_eligible(snapshot, after, group)
         gpu_of = {pod.key: pod.requests.get(GPU, 0) for pod in pods}
         verdicts.append(
             JobVerdict(
@@ -405,7 +407,7 @@ def _rule_names(reasons: Iterable[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _gpu_milli_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod]) -> int:
+def gpu_milli_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod]) -> int:
     """Each task's minimum pods, then the cheapest pods up to min_member (module docstring).
 
     Example: tasks ps (1 pod, 0 GPU, min 1) and worker (4 pods × 8000, min 2), min_member 4:
@@ -430,13 +432,17 @@ def _gpu_milli_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod]
     return total
 
 
-def _gpu_milli_free_eligible(snapshot: Snapshot, after: After, group: PodGroup) -> int:
+def gpu_milli_free_eligible(
+    snapshot: Snapshot, after: After, group: PodGroup, *, nodes: Iterable[Node] | None = None
+) -> int:
+    """GPUs free after a solve on the nodes (all, or `nodes`) where some GPU task of `group`
+    may run (module docstring, `gpus_free_eligible`)."""
     gpu_tasks = [task for task in group.tasks if task.requests.get(GPU, 0) > 0]
     if not gpu_tasks:
         return 0
     fractional = any(is_fractional_gpu(task.requests[GPU]) for task in gpu_tasks)
     free = 0
-    for node in snapshot.nodes:
+    for node in snapshot.nodes if nodes is None else nodes:
         if not any(eligible(node, task) for task in gpu_tasks):
             continue
         if after.node_used[node.name].get(PODS, 0) >= node.allocatable[PODS]:

@@ -34,10 +34,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from markupsafe import Markup
 
+from models.clusters import CLUSTER_LABEL
 from models.snapshot import CPU, GPU, GPU_MILLI_PER_DEVICE, MEMORY, HyperNode, Node, NodeName, Pod, PodKey, Snapshot
 from service.ui.analysis import Analysis
 from service.ui.units import gpus_text, queue_slots
@@ -77,6 +78,8 @@ class Domain:
     gpus_total: int
     gpus_free: int
     node_count: int
+    cluster: bool = False
+    """A cluster of a fleet (`models.clusters`): the top of the tree, named after the cluster."""
 
 
 @dataclass(frozen=True)
@@ -235,6 +238,7 @@ def _domains(snapshot: Snapshot, rows: Mapping[NodeName, NodeRow]) -> tuple[Doma
     nodes in no HyperNode as one domain without a tier."""
     by_name = snapshot.hypernode_by_name
     members = {member for hypernode in snapshot.hypernodes for member in hypernode.hypernode_members}
+    clusters = {node.labels[CLUSTER_LABEL] for node in snapshot.nodes if CLUSTER_LABEL in node.labels}
     placed: set[str] = set()
 
     def build(hypernode: HyperNode, seen: frozenset[str]) -> Domain:
@@ -243,7 +247,8 @@ def _domains(snapshot: Snapshot, rows: Mapping[NodeName, NodeRow]) -> tuple[Doma
         )
         nodes = tuple(rows[name] for name in sorted(hypernode.node_members) if name in rows and name not in placed)
         placed.update(row.name for row in nodes)
-        return _domain(hypernode.name, hypernode.tier, children, nodes)
+        domain = _domain(hypernode.name, hypernode.tier, children, nodes)
+        return replace(domain, cluster=hypernode.name in clusters and not seen - {hypernode.name})
 
     roots = [build(hypernode, frozenset({hypernode.name})) for hypernode in sorted(snapshot.hypernodes, key=lambda h: h.name)
              if hypernode.name not in members]

@@ -2,7 +2,8 @@
 
 Input: the bytes of a file a person picked (or pasted) — Kubernetes / Volcano YAML as
 `batchplace solve` reads it, the snapshot's JSON form as `batchplace snapshot` prints
-it, or that form as YAML — and its file name. `read_upload` returns the validated
+it, or that form as YAML, or a fleet's JSON (`{"clusters": {NAME: snapshot, …}, "jobs": …}`,
+merged by `models.clusters`, each cluster the top of the HyperNode tree) — and its file name. `read_upload` returns the validated
 `Snapshot` and the loader's warnings, or raises `models.errors.SnapshotError` whose
 `str()` names the file, the document, the object and the field: the page shows that
 sentence. JSON is told from YAML by the name (`.json`) or by a leading `{`.
@@ -20,12 +21,14 @@ naming an upload this process does not hold says so and offers the upload form.
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from models.errors import InputFormatError, Location
 from models.loaders import load_snapshot_json
+from models.loaders.fleet_json import load_fleet_json, looks_like_fleet
 from models.snapshot import Snapshot
 from service.jobs import read_yaml_snapshot
 from service.ui.analysis import Analysis
@@ -59,8 +62,19 @@ def read_upload(content: bytes, *, name: str) -> tuple[Snapshot, tuple[str, ...]
         raise InputFormatError(f"not UTF-8 text ({error.reason} at byte {error.start}): pick a YAML or JSON file",
                                location=Location(source)) from None
     if name.lower().endswith(".json") or text.lstrip().startswith("{"):
+        parsed = _json_object(text)
+        if looks_like_fleet(parsed):  # several clusters: each the top of the tree (models.clusters)
+            return load_fleet_json(parsed, source=source).snapshot, ()  # type: ignore[arg-type]
         return load_snapshot_json(content, source=source), ()
     return read_yaml_snapshot(text, source=source)
+
+
+def _json_object(text: str) -> object:
+    """The parsed JSON, or None when it is not JSON (the snapshot loader then says why)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 class UploadStore:
