@@ -63,7 +63,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from models.snapshot import CPU, MEMORY, Node, NodeName, Pod, PodKey, Snapshot
+from models.snapshot import CPU, MEMORY, Node, NodeName, Pod, PodGroup, PodKey, Snapshot, Task
 from solver.after import After
 from solver.memo import memoized
 from solver.rules import usage
@@ -247,6 +247,13 @@ def _moved(requests: Mapping[str, int]) -> dict[str, int]:
     return result
 
 
+def _with_tasks(group: PodGroup, tasks: tuple[Task, ...]) -> PodGroup:
+    """`group` with `tasks`; a copy must not keep the original's cached `task_by_name`."""
+    copy = group.model_copy(update={"tasks": tasks})
+    copy.__dict__.pop("task_by_name", None)
+    return copy
+
+
 def oversubscribed(snapshot: Snapshot) -> Snapshot:
     """The snapshot engines and the checker see (module docstring); `snapshot` itself when
     colocation changes nothing. Idempotent: a result maps to itself."""
@@ -277,13 +284,12 @@ def _oversubscribed(snapshot: Snapshot) -> Snapshot:
         for pod in snapshot.pods
     )
     groups = tuple(
-        group.model_copy(
-            update={
-                "tasks": tuple(
-                    task.model_copy(update={"requests": _moved(task.requests)}) if task.offline else task
-                    for task in group.tasks
-                )
-            }
+        _with_tasks(
+            group,
+            tuple(
+                task.model_copy(update={"requests": _moved(task.requests)}) if task.offline else task
+                for task in group.tasks
+            ),
         )
         if any(task.offline for task in group.tasks)
         else group
