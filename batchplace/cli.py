@@ -29,6 +29,9 @@ from batchplace.options import (
     solver_memory_bytes,
     typical_shapes_of_file,
     usage_policy_of,
+    colocation_policy_of,
+    ColocationMarginOption,
+    ColocationOption,
 )
 from batchplace.render import decision_tables, print_error, print_warning
 from batchplace.serve_command import serve
@@ -108,6 +111,8 @@ def solve(
     usage_threshold: UsageThresholdOption = None,
     usage_weight: UsageWeightOption = None,
     usage_max_age: UsageMaxAgeOption = None,
+    colocation_margin: ColocationMarginOption = None,
+    colocation: ColocationOption = True,
 ) -> None:
     """Place the pending pods of FILES and print binds, evictions and the reason for each pending PodGroup."""
     if engine not in ENGINES:
@@ -119,8 +124,9 @@ def solve(
     memory_limit_bytes = solver_memory_bytes(solver_memory)
     shapes = typical_shapes_of_file(typical_shapes)
     usage_policy = usage_policy_of(usage_threshold, usage_weight, usage_max_age)
+    colocation_policy = colocation_policy_of(colocation_margin, colocation)
     loaded = _load(files, scheduler_name)
-    snapshot = loaded.snapshot.with_usage_policy(usage_policy)
+    snapshot = loaded.snapshot.with_usage_policy(usage_policy).model_copy(update={"colocation_policy": colocation_policy})
     config = SolveConfig(
         engine=engine, time_limit_s=time_limit, memory_limit_bytes=memory_limit_bytes, typical_shapes=shapes  # type: ignore[arg-type]
     )

@@ -111,6 +111,7 @@ class Room:
     room: int
     offline: int
     usage_based: bool = True
+    online_requested: int = 0
 
     @property
     def excess(self) -> int:
@@ -230,7 +231,10 @@ def _rooms(snapshot: Snapshot) -> dict[NodeName, NodeRoom]:
                 online = online_requested.get(node.name, {}).get(resource, 0)
                 margin = 0
             room = min(max(0, allocatable - online - margin), allocatable)
-            resources.append(Room(resource, allocatable, online, margin, room, offline, usage_based=state == "fresh"))
+            requested = online_requested.get(node.name, {}).get(resource, 0)
+            resources.append(
+                Room(resource, allocatable, online, margin, room, offline, usage_based=state == "fresh", online_requested=requested)
+            )
         result[node.name] = NodeRoom(node.name, state, tuple(resources))
     return result
 
