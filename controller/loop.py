@@ -406,11 +406,7 @@ class Controller:
             self.metrics.colocation_nodes.labels(state=state).set(states.get(state, 0))
         for resource in colocation.BATCH_OF:
             of = [r for node_room in rooms.values() for r in node_room.resources if r.resource == resource]
-            over = sum(
-                max(0, r.room - max(0, r.allocatable - r.online_requested))
-                for node_room in rooms.values() if node_room.oversubscribed
-                for r in node_room.resources if r.resource == resource
-            )
+            over = sum(max(0, r.room - max(0, r.allocatable - r.online_requested)) for r in of if r.usage_based)
             self.metrics.colocation_oversubscribed.labels(resource=resource).set(over)
             self.metrics.colocation_room.labels(resource=resource).set(sum(r.room for r in of))
             self.metrics.colocation_offline_requested.labels(resource=resource).set(sum(r.offline for r in of))

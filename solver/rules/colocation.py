@@ -42,8 +42,11 @@ fits, one asking 8 does not ("insufficient kubernetes.io/batch-cpu"); an online 
 4 cpu fits (16 − 12), whatever the offline pods hold. With usage 5 minutes old the node
 offers offline pods 16 − 12 = 4 cpu, 1 free.
 
+Each resource stands alone: a node whose cpu is measured apart and memory not offers
+oversubscribed cpu and requests-based memory (its state is then "unmeasured").
+
 Evictions (`offline_evictions`): when online usage rises on a colocation node with fresh,
-measured usage so that the offline pods there ask more than `batch-r` allows, the offline
+measured usage (per resource) so that the offline pods there ask more than `batch-r` allows, the offline
 pods to evict are the fewest whose leaving makes every resource fit, then among as few
 those of the lowest priority, then the newest (the least work lost). Volcano's agent
 evicts offline pods largest request first, one at a time, while usage stays above a
@@ -216,7 +219,7 @@ def _rooms(snapshot: Snapshot) -> dict[NodeName, NodeRoom]:
         if not fresh:
             state = "stale" if judged[node.name].state == "stale" else "missing"
         elif any(percent is None for percent in percents.values()):
-            state = "unmeasured"
+            state = "unmeasured"  # some resource's online usage is not known: that one is requests-based
         else:
             state = "fresh"
         resources = []
@@ -224,7 +227,8 @@ def _rooms(snapshot: Snapshot) -> dict[NodeName, NodeRoom]:
             allocatable = node.allocatable.get(resource, 0)
             offline = offline_requested.get(node.name, {}).get(resource, 0)
             percent = percents[resource]
-            if state == "fresh" and percent is not None:
+            usage_based = fresh and percent is not None
+            if usage_based and percent is not None:
                 online = _percent_of(percent, allocatable)
                 margin = _percent_of(margins[resource], allocatable)
             else:
@@ -233,7 +237,7 @@ def _rooms(snapshot: Snapshot) -> dict[NodeName, NodeRoom]:
             room = min(max(0, allocatable - online - margin), allocatable)
             requested = online_requested.get(node.name, {}).get(resource, 0)
             resources.append(
-                Room(resource, allocatable, online, margin, room, offline, usage_based=state == "fresh", online_requested=requested)
+                Room(resource, allocatable, online, margin, room, offline, usage_based=usage_based, online_requested=requested)
             )
         result[node.name] = NodeRoom(node.name, state, tuple(resources))
     return result
@@ -322,8 +326,8 @@ def offline_evictions(snapshot: Snapshot) -> list[OfflineEviction]:
         if pod.offline and pod.phase == "running" and pod.node in room_of:
             by_node.setdefault(pod.node, []).append(pod)
     for name, node_room in room_of.items():
-        short = {room.resource: room.excess for room in node_room.resources if room.excess > 0}
-        if not node_room.oversubscribed or not short:
+        short = {room.resource: room.excess for room in node_room.resources if room.usage_based and room.excess > 0}
+        if not short:
             continue
         victims = _fewest(by_node.get(name, []), short)
         if not victims:
@@ -399,7 +403,7 @@ def check(snapshot: Snapshot, after: After) -> list[Violation]:
                 why = "not a colocation node: offline pods asking cpu or memory go to colocation nodes only"
             else:
                 room = next(r for r in node_room.resources if r.resource == resource)
-                why = room.describe() + ("" if node_room.oversubscribed else f" ({REASON_NO_OVERSUBSCRIPTION})")
+                why = room.describe() + ("" if room.usage_based else f" ({REASON_NO_OVERSUBSCRIPTION})")
             violations.append(
                 Violation(
                     rule=NAME,
