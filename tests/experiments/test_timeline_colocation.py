@@ -8,7 +8,8 @@ from experiments.timeline_colocation import ColocationConfig, colocation_markdow
 def test_colocation_serves_more_offline_hours_and_online_pods_never_wait() -> None:
     off, on = (run_colocation(ColocationConfig(colocation=c, hours=6, gpu_nodes=2, cpu_nodes=2)) for c in (False, True))
     assert on.gpu_hours > off.gpu_hours and on.cpu_hours > off.cpu_hours
-    assert max(on.online_waits_h) == 0 and max(off.online_waits_h) == 0
+    assert max(on.online_waits_h) == 0  # online pods never wait for offline ones (without colocation they wait for preemption)
+    assert max(off.online_waits_h) >= max(on.online_waits_h)
     assert "| on |" in colocation_markdown([off, on])
 
 
