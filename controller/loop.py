@@ -38,7 +38,7 @@ from controller.kube import KubeClient
 from controller.leader import LeaderElector, LeaderStatus, LeaseConfig
 from controller.metrics import ControllerMetrics
 from controller.observe import Observation, ObserveError, observe
-from controller.plan import Plan, plan
+from controller.plan import Plan, offline_plan, plan
 from controller.shape_history import DEFAULT_HALF_LIFE_S, ShapeHistory
 from controller.status import condition_reason
 from controller.timing import Clock, SystemClock
@@ -300,16 +300,19 @@ class Controller:
             self.metrics.cycles.labels(result="not_leader").inc()
             return CycleReport(number=number, skipped="not leader")
         pending = sum(1 for pod in observation.snapshot.pods if pod.phase == "pending")
+        offline = self._offline_evictions(observation)
         if not observation.snapshot.pod_groups:
+            acted = None
+            if offline:  # nothing to place, but online usage rose under offline pods
+                acted = self.actuator.act(offline_plan(observation, offline), now=self.clock.now(), transition_id=f"{self.config.identity}-{number}")
             self.metrics.cycles.labels(result="ok").inc()
-            return CycleReport(number=number, seconds=self.clock.monotonic() - started)
+            return CycleReport(number=number, seconds=self.clock.monotonic() - started, act=acted)
         solve_started = self.clock.monotonic()
         decision = decide(observation.snapshot, self.solve_config())
         solve_seconds = self.clock.monotonic() - solve_started
         self.metrics.solve_seconds.observe(solve_seconds)
         if decision.fallback is not None:
             self.metrics.engine_fallbacks.labels(cause=decision.fallback.cause).inc()
-        offline = self._offline_evictions(observation)
         the_plan = plan(observation, decision, reported=self.actuator.reported, offline=offline)
         act_started = self.clock.monotonic()
         acted = self.actuator.act(the_plan, now=self.clock.now(), transition_id=f"{self.config.identity}-{number}")

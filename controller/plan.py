@@ -150,6 +150,11 @@ def plan(
     )
 
 
+def offline_plan(observation: Observation, offline: Sequence[OfflineEviction]) -> Plan:
+    """A cycle with nothing to place: the offline evictions alone."""
+    return Plan(gangs=tuple(gang for eviction in offline if (gang := _offline_gang(eviction, observation, set())) is not None))
+
+
 OFFLINE_EVICTED = "OfflineEvicted"
 """The reason of the Events on an offline pod evicted for online load, and on its node."""
 
