@@ -1,8 +1,8 @@
 """Colocation live: the controller against the real API server, usage from a real Prometheus.
 
 A colocation node (16 cpu, `volcano.sh/oversubscription: "true"`) runs an online pod
-requesting 12 cpu. Prometheus' series (written with promtool) say its online pods use 25 %
-of its cpu until T0 + 40 s, then 60 %. Two offline pods (`volcano.sh/qos-level: BE`, 3 and
+requesting 12 cpu. Prometheus' series (written with promtool when the test starts, at t0) say its online pods
+use 25 % of its cpu until t0 + 40 s, then 60 %. Two offline pods (`volcano.sh/qos-level: BE`, 3 and
 5 cpu) wait: with online usage at 25 % the node offers them 16 − 4 − 1.6 = 10.4 cpu, so
 both are bound although only 4 cpu are unrequested. As the usage (averaged over 6 s)
 climbs to 60 % the room falls toward 16 − 9.6 − 1.6 = 4.8 cpu; the first cycle it is below
@@ -27,17 +27,17 @@ from models.snapshot import UsagePolicy
 from tests.controller._cluster_queries import events, wait_until
 from tests.controller.conftest import StartController
 
-T0 = float(int(time.time()))
 RISE_S = 40.0
 QUERIES = (("cpu", "test_coloc_cpu_percent"), ("memory", "test_coloc_memory_percent"), ("online-cpu", "test_coloc_online_cpu_percent"),
            ("online-memory", "test_coloc_online_memory_percent"))
 NODE = "coloc-live-1"
 
 
-def _samples() -> list[tuple[str, dict[str, str], float, float]]:
+def _samples(t0: float) -> list[tuple[str, dict[str, str], float, float]]:
+    """Usage around `t0`, the time the Prometheus starts: online cpu 25 %, then 60 % from t0 + RISE_S."""
     samples = []
-    for at in range(int(T0 - 300), int(T0 + 900), 5):
-        online = 25.0 if at < T0 + RISE_S else 60.0
+    for at in range(int(t0 - 300), int(t0 + 900), 5):
+        online = 25.0 if at < t0 + RISE_S else 60.0
         samples += [
             ("test_coloc_online_cpu_percent", {"node": NODE}, online, float(at)),
             ("test_coloc_cpu_percent", {"node": NODE}, 50.0, float(at)),
@@ -47,10 +47,11 @@ def _samples() -> list[tuple[str, dict[str, str], float, float]]:
     return samples
 
 
-@pytest.fixture(scope="module")
-def prometheus() -> Iterator[PrometheusServer]:
-    with PrometheusServer(_samples()) as server:
-        yield server
+@pytest.fixture
+def prometheus() -> Iterator[tuple[PrometheusServer, float]]:
+    t0 = float(int(time.time()))
+    with PrometheusServer(_samples(t0)) as server:
+        yield server, t0
 
 
 def _pod(name: str, cpu: str, *, offline: bool, node: str | None = None) -> dict:
@@ -64,15 +65,16 @@ def _pod(name: str, cpu: str, *, offline: bool, node: str | None = None) -> dict
 
 
 def test_offline_pods_use_the_online_pods_unused_cpu_and_the_fewest_leave_when_it_rises(
-    prometheus: PrometheusServer, admin: KubeClient, namespace: str, start_controller: StartController, core: k8s.CoreV1Api
+    prometheus: tuple[PrometheusServer, float], admin: KubeClient, namespace: str, start_controller: StartController, core: k8s.CoreV1Api
 ) -> None:
+    server, t0 = prometheus
     admin.create(NODES, None, {"apiVersion": "v1", "kind": "Node",
                                "metadata": {"name": NODE, "labels": {"volcano.sh/oversubscription": "true"}},
                                "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}}})
     admin.create(PODS, namespace, _pod("web", "12", offline=False, node=NODE))
     controller = start_controller(
         ControllerConfig(
-            period_s=0.2, engine="greedy", usage_source="prometheus", prometheus_url=prometheus.url, usage_queries=QUERIES,
+            period_s=0.2, engine="greedy", usage_source="prometheus", prometheus_url=server.url, usage_queries=QUERIES,
             usage_poll_s=1, usage_window_s=6, usage_policy=UsagePolicy(cpu_threshold_percent=None, memory_threshold_percent=None),
         )
     )
@@ -84,7 +86,7 @@ def test_offline_pods_use_the_online_pods_unused_cpu_and_the_fewest_leave_when_i
         ),
         what="both offline pods bound next to the online one: 8 cpu where 4 are unrequested",
     )
-    assert time.time() < T0 + RISE_S, "the binds came before the rise"
+    assert time.time() < t0 + RISE_S, "the binds came before the rise"
     assert controller.metrics.colocation_nodes.labels(state="fresh")._value.get() >= 1
     assert {p.metadata.name for p in bound} == {"web", "batch-small", "batch-big"}
 
