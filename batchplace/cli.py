@@ -31,12 +31,15 @@ from batchplace.options import (
     solver_memory_bytes,
     typical_shapes_of_file,
     usage_policy_of,
+    colocation_policy_of,
+    ColocationMarginOption,
+    ColocationOption,
 )
 from batchplace.render import advice_tables, decision_tables, print_error, print_warning
 from batchplace.serve_command import serve
 from models.errors import SnapshotError
 from models.loaders import LoadResult, load_snapshot_files, snapshot_to_json
-from models.snapshot import UsagePolicy
+from models.snapshot import ColocationPolicy, UsagePolicy
 from solver.bound import lp_bound
 from solver.fleet import place_fleet
 from solver.place import ENGINES, SolveConfig, place
@@ -130,6 +133,8 @@ def solve(
     usage_threshold: UsageThresholdOption = None,
     usage_weight: UsageWeightOption = None,
     usage_max_age: UsageMaxAgeOption = None,
+    colocation_margin: ColocationMarginOption = None,
+    colocation: ColocationOption = True,
     cluster: ClusterOption = None,
 ) -> None:
     """Place the pending pods of FILES and print binds, evictions and the reason for each pending PodGroup.
@@ -144,17 +149,26 @@ def solve(
     memory_limit_bytes = solver_memory_bytes(solver_memory)
     shapes = typical_shapes_of_file(typical_shapes)
     usage_policy = usage_policy_of(usage_threshold, usage_weight, usage_max_age)
+    colocation_policy = colocation_policy_of(colocation_margin, colocation)
     config = SolveConfig(
         engine=engine, time_limit_s=time_limit, memory_limit_bytes=memory_limit_bytes, typical_shapes=shapes  # type: ignore[arg-type]
     )
     if cluster:
-        _solve_fleet(cluster, files or [], scheduler_name, config=config, usage_policy=usage_policy, output=output)
+        _solve_fleet(
+            cluster,
+            files or [],
+            scheduler_name,
+            config=config,
+            usage_policy=usage_policy,
+            colocation_policy=colocation_policy,
+            output=output,
+        )
         return
     if not files:
         print_error("FILES: give the YAML files to solve (or --cluster NAME=FILE for several clusters)")
         raise typer.Exit(EXIT_INPUT_ERROR)
     loaded = _load(files, scheduler_name)
-    snapshot = loaded.snapshot.with_usage_policy(usage_policy)
+    snapshot = loaded.snapshot.with_usage_policy(usage_policy).model_copy(update={"colocation_policy": colocation_policy})
     decision = place(snapshot, config)
     relaxation = lp_bound(snapshot) if bound else None
     if output == "json":
@@ -176,6 +190,7 @@ def _solve_fleet(
     *,
     config: SolveConfig,
     usage_policy: UsagePolicy,
+    colocation_policy: ColocationPolicy,
     output: str,
 ) -> None:
     """`solve --cluster …`: merge, solve once, print the merged decision and where each job went."""
@@ -190,7 +205,8 @@ def _solve_fleet(
         raise typer.Exit(EXIT_INPUT_ERROR) from None
     for warning in warnings:
         print_warning(warning)
-    fleet = replace(fleet, snapshot=fleet.snapshot.with_usage_policy(usage_policy))
+    snapshot = fleet.snapshot.with_usage_policy(usage_policy).model_copy(update={"colocation_policy": colocation_policy})
+    fleet = replace(fleet, snapshot=snapshot)
     decided = place_fleet(fleet, config)
     if output == "json":
         sys.stdout.write(json.dumps(decided.to_contract(), indent=2) + "\n")

@@ -38,6 +38,9 @@ from batchplace.options import (
     solver_memory_bytes,
     typical_shapes_of_file,
     usage_policy_of,
+    colocation_policy_of,
+    ColocationMarginOption,
+    ColocationOption,
 )
 from solver.place import ENGINES
 
@@ -126,6 +129,8 @@ def controller(
     usage_threshold: UsageThresholdOption = None,
     usage_weight: UsageWeightOption = None,
     usage_max_age: UsageMaxAgeOption = None,
+    colocation_margin: ColocationMarginOption = None,
+    colocation: ColocationOption = True,
     port: Annotated[
         Optional[int], typer.Option("--port", min=0, max=65535, help="Serve /metrics, /healthz, /readyz and the HTTP API here.")
     ] = None,
@@ -231,6 +236,7 @@ def controller(
         typical_shapes=shapes,
         shape_half_life_s=shape_half_life,
         usage_policy=usage_policy,
+        colocation_policy=colocation_policy_of(colocation_margin, colocation),
         usage_source=usage_source,
         prometheus_url=prometheus_url,
         usage_queries=queries,
@@ -261,11 +267,15 @@ def controller(
 
 
 def _usage_queries(texts: list[str] | None) -> tuple[tuple[str, str], ...]:
+    from controller.usage_sources import QUERY_RESOURCES
+
     queries = []
     for text in texts or ():
         resource, equals, query = text.partition("=")
-        if not equals or resource.strip() not in ("cpu", "memory", "gpu") or not query.strip():
-            raise typer.BadParameter(f"expected cpu=PROMQL, memory=PROMQL or gpu=PROMQL, got {text!r}", param_hint="--usage-query")
+        if not equals or resource.strip() not in QUERY_RESOURCES or not query.strip():
+            raise typer.BadParameter(
+                f"expected RESOURCE=PROMQL, RESOURCE one of {', '.join(QUERY_RESOURCES)}, got {text!r}", param_hint="--usage-query"
+            )
         queries.append((resource.strip(), query.strip()))
     return tuple(queries)
 

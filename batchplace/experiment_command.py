@@ -193,7 +193,7 @@ def fgd(
 
 @experiment_app.command()
 def timeline(
-    scenario: Annotated[str, typer.Option(help="llm (synthetic gangs/queues on a leaf-spine cluster), openb (the trace's own times), or all.")] = "all",
+    scenario: Annotated[str, typer.Option(help="llm (synthetic gangs/queues on a leaf-spine cluster), openb (the trace's own times), colocation (offline GPU/CPU hours with and without online/offline colocation), or all (llm and openb).")] = "all",
     policies: Annotated[str, typer.Option(help="Comma-separated policies, or all.")] = "all",
     seeds: Annotated[str, typer.Option(help="Seeds of the synthetic workload.")] = "42",
     hours: Annotated[float, typer.Option(min=0.1, help="Simulated horizon of the llm scenario (h).")] = 12.0,
@@ -217,6 +217,9 @@ def timeline(
         write_timeline_csv,
     )
 
+    if scenario == "colocation":
+        _colocation_timeline(hours if hours != 12.0 else 24.0, out)
+        return
     scenarios = ["llm", "openb"] if scenario == "all" else [scenario]
     if any(s not in ("llm", "openb") for s in scenarios):
         print_error(f"--scenario: choose llm, openb or all, got {scenario!r}")
@@ -249,3 +252,22 @@ def timeline(
                               out / f"timeline_queueing_{name}.png", title=f"queueing delay — {name}")  # fmt: skip
     console.print(table, highlight=False, markup=False)
     console.print(f"wrote {out}/timeline_*.csv, summary.md and plots", markup=False)
+
+
+def _colocation_timeline(hours: float, out: Path) -> None:
+    """`timeline --scenario colocation`: the same cluster and workload without and with colocation."""
+    from experiments.plots import plot_timeline_utilization
+    from experiments.timeline_colocation import ColocationConfig, colocation_markdown, run_colocation, write_colocation_csv
+
+    out.mkdir(parents=True, exist_ok=True)
+    results = [run_colocation(ColocationConfig(colocation=on, hours=hours)) for on in (False, True)]
+    write_colocation_csv(results, out)
+    table = colocation_markdown(results)
+    (out / "summary_colocation.md").write_text(table)
+    plot_timeline_utilization(
+        {("colocation" if r.config.colocation else "no colocation"): (r.times_h, r.gpu_busy) for r in results},
+        out / "timeline_util_colocation.png",
+        title="GPUs allocated over time — colocation",
+    )
+    console.print(table, highlight=False, markup=False)
+    console.print(f"wrote {out}/timeline_colocation.csv, summary_colocation.md and timeline_util_colocation.png", markup=False)

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from models.errors import SnapshotError
 from models.quantity import QuantityError, to_base_units
-from models.snapshot import UsagePolicy
+from models.snapshot import ColocationPolicy, UsagePolicy
 from models.typical_shapes import TypicalShape, load_typical_shapes
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES
 from solver.place import MIN_MEMORY_LIMIT_BYTES
@@ -24,6 +24,9 @@ __all__ = [
     "UsageWeightOption",
     "UsageMaxAgeOption",
     "usage_policy_of",
+    "colocation_policy_of",
+    "ColocationMarginOption",
+    "ColocationOption",
 ]
 
 SolverMemoryOption = Annotated[
@@ -100,6 +103,41 @@ UsageMaxAgeOption = Annotated[
         help="Seconds after which a usage reading is stale: never judged, never blocks a node. Default 300.",
     ),
 ]
+
+
+ColocationMarginOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--colocation-margin",
+        help="Percent of a colocation node's allocatable RESOURCE kept from offline pods above the online pods' "
+        "measured usage: RESOURCE=PERCENT (cpu, memory), repeatable. Default cpu=10, memory=10. Offline pods "
+        "(volcano.sh/qos-level: BE) use allocatable − online usage − margin on nodes labelled "
+        "volcano.sh/oversubscription=true (or volcano.sh/colocation=true).",
+    ),
+]
+ColocationOption = Annotated[
+    bool,
+    typer.Option(
+        "--colocation/--no-colocation",
+        help="Online/offline colocation on nodes labelled for it; --no-colocation treats offline pods as any pod.",
+    ),
+]
+
+
+def colocation_policy_of(margins: list[str] | None, enabled: bool = True) -> ColocationPolicy:
+    """The `ColocationPolicy` of `--colocation-margin` and `--colocation/--no-colocation`."""
+    fields: dict[str, object] = {"enabled": enabled}
+    for text in margins or ():
+        resource, value = _resource_pair(text, "--colocation-margin")
+        if resource == "gpu":
+            raise typer.BadParameter("gpu: GPUs are not oversubscribed (cpu and memory only)", param_hint="--colocation-margin")
+        fields[f"{resource}_margin_percent"] = value
+    try:
+        return ColocationPolicy.model_validate(fields)
+    except ValidationError as error:
+        first = error.errors()[0]
+        resource = str(first["loc"][0]).split("_", 1)[0] if first["loc"] else ""
+        raise typer.BadParameter(f"{resource}: {first['msg']}", param_hint="--colocation-margin") from None
 
 
 def usage_policy_of(

@@ -38,16 +38,17 @@ from controller.kube import KubeClient
 from controller.leader import LeaderElector, LeaderStatus, LeaseConfig
 from controller.metrics import ControllerMetrics
 from controller.observe import Observation, ObserveError, observe
-from controller.plan import Plan, plan
+from controller.plan import Plan, offline_plan, plan
 from controller.shape_history import DEFAULT_HALF_LIFE_S, ShapeHistory
 from controller.status import condition_reason
 from controller.timing import Clock, SystemClock
 from controller.usage import UsageSource, UsageTracker
 from models.placement import Decision
-from models.snapshot import Snapshot, UsagePolicy
+from models.snapshot import ColocationPolicy, Snapshot, UsagePolicy
 from models.typical_shapes import TypicalShape
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES
 from solver.place import EngineName, SolveConfig, place
+from solver.rules import colocation
 from solver.rules import usage as usage_rule
 
 __all__ = ["ControllerConfig", "CycleReport", "Controller", "decide"]
@@ -73,6 +74,7 @@ class ControllerConfig:
     typical_shapes: tuple[TypicalShape, ...] = ()  # fixed typical shapes; () = learn them (`ShapeHistory`)
     shape_half_life_s: float = DEFAULT_HALF_LIFE_S
     usage_policy: UsagePolicy = UsagePolicy()  # thresholds, weights, max age (`solver.rules.usage`)
+    colocation_policy: ColocationPolicy = ColocationPolicy()  # offline pods' margin (`solver.rules.colocation`)
     usage_source: str = "none"  # `controller.usage_sources.SOURCES`: none, metrics-server, prometheus
     prometheus_url: str | None = None  # for usage_source "prometheus"
     usage_queries: tuple[tuple[str, str], ...] = ()  # (resource, PromQL) replacing the default queries
@@ -298,16 +300,20 @@ class Controller:
             self.metrics.cycles.labels(result="not_leader").inc()
             return CycleReport(number=number, skipped="not leader")
         pending = sum(1 for pod in observation.snapshot.pods if pod.phase == "pending")
+        offline = self._offline_evictions(observation)
         if not observation.snapshot.pod_groups:
+            acted = None
+            if offline:  # nothing to place, but online usage rose under offline pods
+                acted = self.actuator.act(offline_plan(observation, offline), now=self.clock.now(), transition_id=f"{self.config.identity}-{number}")
             self.metrics.cycles.labels(result="ok").inc()
-            return CycleReport(number=number, seconds=self.clock.monotonic() - started)
+            return CycleReport(number=number, seconds=self.clock.monotonic() - started, act=acted)
         solve_started = self.clock.monotonic()
         decision = decide(observation.snapshot, self.solve_config())
         solve_seconds = self.clock.monotonic() - solve_started
         self.metrics.solve_seconds.observe(solve_seconds)
         if decision.fallback is not None:
             self.metrics.engine_fallbacks.labels(cause=decision.fallback.cause).inc()
-        the_plan = plan(observation, decision, reported=self.actuator.reported)
+        the_plan = plan(observation, decision, reported=self.actuator.reported, offline=offline)
         act_started = self.clock.monotonic()
         acted = self.actuator.act(the_plan, now=self.clock.now(), transition_id=f"{self.config.identity}-{number}")
         act_seconds = self.clock.monotonic() - act_started
@@ -378,12 +384,35 @@ class Controller:
         """The observation with node usage and its policy, judged by this clock (`controller.usage`)."""
         failures = self.usage.failures
         snapshot = self.usage.apply(observation.snapshot, self.clock.now().timestamp())
+        if snapshot.colocation_policy != self.config.colocation_policy:
+            snapshot = snapshot.model_copy(update={"colocation_policy": self.config.colocation_policy})
         if self.usage.failures > failures and self.usage.source is not None:
             self.metrics.usage_source_errors.labels(source=self.usage.source.name).inc()
         states = Counter(judgement.state for judgement in usage_rule.judgements(snapshot).values())
         for state in ("hot", "cool", "stale", "missing"):
             self.metrics.usage_nodes.labels(state=state).set(states.get(state, 0))
+        self._colocation_metrics(snapshot)
         return observation if snapshot is observation.snapshot else dataclasses.replace(observation, snapshot=snapshot)
+
+    def _offline_evictions(self, observation: Observation) -> list[colocation.OfflineEviction]:
+        """Offline pods to evict from colocation nodes whose online usage rose (`solver.rules.colocation`)."""
+        evictions = colocation.offline_evictions(observation.snapshot)
+        for eviction in evictions:
+            self.metrics.offline_evictions.labels(resource=next(iter(eviction.short_by))).inc(len(eviction.pods))
+            log.info("colocation: %s", eviction.message, extra={"node": eviction.node, "offline_evictions": len(eviction.pods)})
+        return evictions
+
+    def _colocation_metrics(self, snapshot: Snapshot) -> None:
+        rooms = colocation.rooms(snapshot)
+        states = Counter(room.state for room in rooms.values())
+        for state in ("fresh", "stale", "missing", "unmeasured"):
+            self.metrics.colocation_nodes.labels(state=state).set(states.get(state, 0))
+        for resource in colocation.BATCH_OF:
+            of = [r for node_room in rooms.values() for r in node_room.resources if r.resource == resource]
+            over = sum(max(0, r.room - max(0, r.allocatable - r.online_requested)) for r in of if r.usage_based)
+            self.metrics.colocation_oversubscribed.labels(resource=resource).set(over)
+            self.metrics.colocation_room.labels(resource=resource).set(sum(r.room for r in of))
+            self.metrics.colocation_offline_requested.labels(resource=resource).set(sum(r.offline for r in of))
 
     def _count(self, observation: Observation) -> None:
         snapshot = observation.snapshot

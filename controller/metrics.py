@@ -15,6 +15,15 @@ test process do not collide). `batchplace controller --port` serves them at `/me
     batchplace_snapshot_objects{kind}            gauge      nodes, pods, podgroups in the last snapshot
     batchplace_usage_nodes{state}                gauge      nodes by usage judgement: hot, cool, stale, missing
     batchplace_usage_source_errors_total{source} counter    usage source polls that failed
+    batchplace_colocation_nodes{state}           gauge      colocation nodes: fresh (oversubscribed), stale, missing,
+                                                            unmeasured (offline pods' usage not measured apart)
+    batchplace_colocation_oversubscribed{resource}  gauge   offline pods' room over what online pods requested,
+                                                            summed over fresh colocation nodes (milli-CPU, bytes)
+    batchplace_colocation_offline_room{resource} gauge      kubernetes.io/batch-* offered to offline pods, all
+                                                            colocation nodes (milli-CPU, bytes)
+    batchplace_colocation_offline_requested{resource} gauge what running offline pods there ask of it
+    batchplace_offline_evictions_total{resource} counter    offline pods evicted because online usage rose, by
+                                                            the resource that ran short (first one)
 """
 
 from __future__ import annotations
@@ -53,6 +62,38 @@ class ControllerMetrics:
         )
         self.usage_source_errors = Counter(
             "batchplace_usage_source_errors", "Usage source polls that failed, by source.", ["source"], registry=r
+        )
+
+        self.colocation_nodes = Gauge(
+            "batchplace_colocation_nodes",
+            "Colocation nodes of the last snapshot: fresh (offline pods get oversubscribed room), stale, missing, unmeasured.",
+            ["state"],
+            registry=r,
+        )
+        self.colocation_oversubscribed = Gauge(
+            "batchplace_colocation_oversubscribed",
+            "Room offered to offline pods beyond what online pods have not requested, summed over fresh colocation nodes "
+            "(cpu in milli-CPU, memory in bytes).",
+            ["resource"],
+            registry=r,
+        )
+        self.colocation_room = Gauge(
+            "batchplace_colocation_offline_room",
+            "kubernetes.io/batch-cpu / batch-memory offered to offline pods over all colocation nodes (milli-CPU, bytes).",
+            ["resource"],
+            registry=r,
+        )
+        self.colocation_offline_requested = Gauge(
+            "batchplace_colocation_offline_requested",
+            "What running offline pods on colocation nodes request of that room (milli-CPU, bytes).",
+            ["resource"],
+            registry=r,
+        )
+        self.offline_evictions = Counter(
+            "batchplace_offline_evictions",
+            "Offline pods evicted because online usage rose on their colocation node, by the resource short first.",
+            ["resource"],
+            registry=r,
         )
 
     def api_error(self, verb: str, error: Exception) -> None:

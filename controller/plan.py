@@ -39,6 +39,7 @@ from controller.observe import Observation, PodGroupRef, TerminatingPod
 from models.placement import Bind, Decision, Eviction, PodGroupOutcome
 from models.snapshot import NodeName, PodGroupKey, PodKey, Snapshot
 from solver.reasons import gang_assigned_message
+from solver.rules.colocation import OfflineEviction
 
 __all__ = [
     "Evict",
@@ -121,7 +122,11 @@ def plan(
     *,
     reported: Mapping[str, str] = {},
     max_pod_events: int = POD_EVENTS_PER_CYCLE,
+    offline: Sequence[OfflineEviction] = (),
 ) -> Plan:
+    """What to write this cycle. `offline`: offline pods to evict because online usage rose
+    on their colocation node (`solver.rules.colocation.offline_evictions`), one gang each node
+    ahead of the rest, each pod with an `Evicted` Event saying why and the node with one too."""
     snapshot = observation.snapshot
     binds_by_group: dict[PodGroupKey, list[Bind]] = {}
     for bind in decision.placement.binds:
@@ -137,7 +142,57 @@ def plan(
         _gang(outcome, observation, binds_by_group.get(outcome.name, []), evictions_by_group.get(outcome.name, []), room, budget)
         for outcome in _ordered(decision.podgroups, binds_by_group, evictions_by_group)
     ]
-    return Plan(gangs=tuple(gang for gang in gangs if gang is not None), events=tuple(_rejected_events(observation, budget)))
+    evicting = {eviction.pod for eviction in decision.placement.evictions}
+    offline_gangs = [gang for eviction in offline if (gang := _offline_gang(eviction, observation, evicting)) is not None]
+    return Plan(
+        gangs=(*offline_gangs, *(gang for gang in gangs if gang is not None)),
+        events=tuple(_rejected_events(observation, budget)),
+    )
+
+
+def offline_plan(observation: Observation, offline: Sequence[OfflineEviction]) -> Plan:
+    """A cycle with nothing to place: the offline evictions alone."""
+    return Plan(gangs=tuple(gang for eviction in offline if (gang := _offline_gang(eviction, observation, set())) is not None))
+
+
+OFFLINE_EVICTED = "OfflineEvicted"
+"""The reason of the Events on an offline pod evicted for online load, and on its node."""
+
+
+def _offline_gang(eviction: OfflineEviction, observation: Observation, evicting: set[PodKey]) -> GangPlan | None:
+    """One node's offline evictions as a gang of evictions alone (no binds, no status)."""
+    pods = [pod for pod in eviction.pods if pod not in evicting and pod in observation.snapshot.pod_by_key]
+    if not pods:
+        return None
+    snapshot = observation.snapshot
+    first = snapshot.pod_by_key[pods[0]]
+    group = first.pod_group or PodGroupKey(first.key)
+    evicts = tuple(
+        Evict(
+            pod=pod,
+            node=eviction.node,
+            for_group=group,
+            reason="colocation",
+            event=_pod_event(
+                observation, pod, type_="Warning", reason=OFFLINE_EVICTED, message=f"Evicted offline pod: {eviction.message}", dedupe=False
+            ),
+        )
+        for pod in pods
+    )
+    node_event = EmitEvent(
+        namespace="",
+        kind="Node",
+        api_version="v1",
+        name=eviction.node,
+        uid="",
+        type="Warning",
+        reason=OFFLINE_EVICTED,
+        message=f"{eviction.message}: {', '.join(pods)}",
+    )
+    return GangPlan(
+        group=group, min_member=0, total_pods=len(pods), placed_before=len(pods), running=len(pods),
+        evictions=evicts, events=(node_event,), note=f"evicts {len(pods)} offline pod(s) from {eviction.node}",
+    )
 
 
 def _ordered(

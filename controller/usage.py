@@ -42,7 +42,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-RESOURCES = ("cpu", "memory", "gpu")
+RESOURCES = ("cpu", "memory", "gpu", "online_cpu", "online_memory")
+"""What a sample may carry; `online_*`: the part not used by offline pods (`solver.rules.colocation`)."""
 
 
 class UsageSourceError(Exception):
@@ -59,6 +60,8 @@ class UsageSample:
     cpu_percent: float | None = None
     memory_percent: float | None = None
     gpu_percent: float | None = None
+    online_cpu_percent: float | None = None
+    online_memory_percent: float | None = None
 
     def percent(self, resource: str) -> float | None:
         return getattr(self, f"{resource}_percent")  # type: ignore[no-any-return]

@@ -36,9 +36,17 @@ from controller.usage import UsageSample, UsageSourceError
 from models.quantity import QuantityError, to_base_units
 from models.snapshot import CPU, MEMORY, USAGE_PERCENT_CEILING, Node, NodeName
 
-__all__ = ["MetricsApiSource", "PrometheusSource", "DEFAULT_QUERIES", "SOURCES"]
+__all__ = ["MetricsApiSource", "PrometheusSource", "DEFAULT_QUERIES", "SOURCES", "QUERY_RESOURCES"]
 
 SOURCES = ("none", "metrics-server", "prometheus")
+QUERY_RESOURCES = ("cpu", "memory", "gpu", "online-cpu", "online-memory")
+"""What `--usage-query` may name. `online-cpu` / `online-memory` (no default): percent of the
+node's allocatable used by everything but offline pods, for colocation; e.g. with cAdvisor and
+kube-state-metrics' pod annotations (`--metric-annotations-allowlist=pods=[volcano.sh/qos-level]`):
+`100 * sum by (node) (rate(container_cpu_usage_seconds_total{container!=""}[2m]) * on (namespace, pod)
+group_left () (kube_pod_annotations{annotation_volcano_sh_qos_level!="BE"})) / sum by (node)
+(kube_node_status_allocatable{resource="cpu"})`. Without them a node running offline pods has its
+offline room measured by nobody: it offers no oversubscribed room and evicts nothing."""
 """The values of `--usage-source`."""
 
 DEFAULT_QUERIES: Mapping[str, str] = {
@@ -125,9 +133,9 @@ class PrometheusSource:
         timeout_s: float = 5.0,
         client: httpx.Client | None = None,
     ) -> None:
-        unknown = set(queries) - {"cpu", "memory", "gpu"}
+        unknown = set(queries) - set(QUERY_RESOURCES)
         if unknown:
-            raise ValueError(f"usage queries for cpu, memory and gpu only, got {sorted(unknown)}")
+            raise ValueError(f"usage queries for {', '.join(QUERY_RESOURCES)} only, got {sorted(unknown)}")
         self.url = url.rstrip("/")
         self.queries = dict(queries)
         self.node_label = node_label
@@ -138,7 +146,7 @@ class PrometheusSource:
         merged: dict[tuple[NodeName, float], dict[str, float | None]] = {}
         for resource, query in self.queries.items():
             for node, at_s, value in self._range(query, start_s=since_s, end_s=now_s):
-                merged.setdefault((node, at_s), {})[f"{resource}_percent"] = _percent(value)
+                merged.setdefault((node, at_s), {})[f"{resource.replace('-', '_')}_percent"] = _percent(value)
         return [UsageSample(node=node, at_s=at_s, **percents) for (node, at_s), percents in sorted(merged.items())]
 
     def _range(self, query: str, *, start_s: float, end_s: float) -> list[tuple[NodeName, float, float]]:

@@ -34,6 +34,13 @@ which a node takes no new pod, the usage tier's weights, when a reading is too o
 judge). Both are data like any other: the controller fills them from its metrics source, a
 file from the `batchplace.io/usage` annotation (`models.loaders.node_usage`).
 
+Online/offline colocation (`solver.rules.colocation`): a pod or task may be `offline`
+(Volcano's `volcano.sh/qos-level: BE`, or a PriorityClass flagged offline), a node is a
+colocation node by Volcano's labels (`Node.colocation`), and the snapshot says how much of
+a colocation node's allocatable is kept back from offline pods (`ColocationPolicy`). A
+node's usage may say how much of it online pods use apart from offline ones
+(`NodeUsage.online_cpu_percent`, `online_memory_percent`).
+
 What it does not promise: that the cluster it describes is schedulable, or that a
 PodGroup's queue exists (a PodGroup naming an unknown queue is valid input; it stays
 pending with that reason, as Volcano leaves it).
@@ -86,6 +93,9 @@ __all__ = [
     "NumaCell",
     "NodeUsage",
     "UsagePolicy",
+    "ColocationPolicy",
+    "COLOCATION_LABEL",
+    "OVERSUBSCRIPTION_LABEL",
     "USAGE_PERCENT_CEILING",
     "Node",
     "HyperNode",
@@ -119,6 +129,14 @@ GPU_MILLI_PER_DEVICE = 1000
 MAX_GPUS_PER_NODE = GPU_MILLI_CEILING // GPU_MILLI_PER_DEVICE
 ROOT_QUEUE = QueueName("root")
 DEFAULT_QUEUE = QueueName("default")
+
+COLOCATION_LABEL = "volcano.sh/colocation"
+"""Volcano's node label: colocation enabled on the node ("true"/"false")."""
+OVERSUBSCRIPTION_LABEL = "volcano.sh/oversubscription"
+"""Volcano's node label: the node offers oversubscribed resources to offline pods."""
+_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+"""What Go's `strconv.ParseBool` reads as true / false (Volcano parses its labels with it)."""
 
 INT32_MAX = 2**31 - 1
 EARLIEST_TIME_S = -62_135_596_800.0
@@ -233,6 +251,14 @@ class NodeUsage(_Frozen):
     cpu_percent: UsagePercent | None = Field(None, description="CPU in use, percent of allocatable cpu")
     memory_percent: UsagePercent | None = Field(None, description="memory in use, percent of allocatable memory")
     gpu_percent: UsagePercent | None = Field(None, description="mean utilisation of the node's GPUs, percent")
+    online_cpu_percent: UsagePercent | None = Field(
+        None,
+        description="CPU in use by everything but offline pods (online pods, system daemons), percent of allocatable "
+        "cpu; None: not measured apart (then `cpu_percent` stands for it on a node no offline pod runs on)",
+    )
+    online_memory_percent: UsagePercent | None = Field(
+        None, description="memory in use by everything but offline pods, percent of allocatable memory; None as above"
+    )
     observed_at_s: TimeS = Field(description="unix seconds: the end of the averaging window (the newest sample)")
     window_s: float = Field(0.0, ge=0, le=LATEST_TIME_S, description="seconds the readings are averaged over")
 
@@ -259,6 +285,23 @@ class UsagePolicy(_Frozen):
         description="unix seconds the readings' age is counted at (the controller's clock); None: the newest "
         "reading of the snapshot, so a file or a posted snapshot judges its nodes against each other",
     )
+
+
+class ColocationPolicy(_Frozen):
+    """How much of a colocation node offline pods may use (`solver.rules.colocation`).
+
+    On a colocation node with fresh usage, offline pods share `allocatable − online usage −
+    margin` of cpu and of memory, the margin being a percent of allocatable (Volcano's agent
+    offers a ratio of `allocatable − usage` instead; a margin keeps a fixed headroom however
+    low the online load). `enabled` False ignores every offline flag and colocation label."""
+
+    enabled: bool = True
+    cpu_margin_percent: float = Field(10.0, ge=0, le=100, allow_inf_nan=False)
+    memory_margin_percent: float = Field(10.0, ge=0, le=100, allow_inf_nan=False)
+
+
+def _go_bool(text: str | None) -> bool | None:
+    return True if text in _GO_TRUE else False if text in _GO_FALSE else None
 
 
 class Node(_Frozen):
@@ -321,6 +364,16 @@ class Node(_Frozen):
     def gpu_by_index(self) -> dict[int, Gpu]:
         return {gpu.index: gpu for gpu in self.gpus}
 
+    @property
+    def colocation(self) -> bool:
+        """A colocation node, where offline pods use what online pods requested but do not use:
+        label `volcano.sh/oversubscription` true, or `volcano.sh/colocation` true with
+        `volcano.sh/oversubscription` not set to false (values as Go's `strconv.ParseBool`)."""
+        oversubscription = _go_bool(self.labels.get(OVERSUBSCRIPTION_LABEL))
+        if oversubscription is not None:
+            return oversubscription
+        return _go_bool(self.labels.get(COLOCATION_LABEL)) is True
+
 
 class HyperNode(_Frozen):
     """A network domain (Volcano `topology.volcano.sh`): tier 1 = closest (leaf switch)."""
@@ -377,6 +430,11 @@ class Task(_Frozen):
     )
     depends_on: tuple[str, ...] = ()
     numa_policy: NumaPolicy = "none"
+    offline: bool = Field(
+        False,
+        description="offline (best-effort) pods: Volcano's volcano.sh/qos-level BE, or an offline PriorityClass; "
+        "on colocation nodes they use what online pods requested but do not use (solver.rules.colocation)",
+    )
 
     @field_validator("requests")
     @classmethod
@@ -466,6 +524,7 @@ class Pod(_Frozen):
     required_anti_affinity: tuple[PodAffinityTerm, ...] = Field(
         (), description="a running pod's required pod anti-affinity, which keeps pods it selects off its domain"
     )
+    offline: bool = Field(False, description="an offline pod (`Task.offline`); a pending pod's is its task's")
 
     @property
     def key(self) -> PodKey:
@@ -497,6 +556,9 @@ class PriorityClass(_Frozen):
     value: Int32
     global_default: bool = False
     preemption_policy: PreemptionPolicy = "PreemptLowerPriority"
+    offline: bool = Field(
+        False, description="pods of this class are offline (annotation volcano.sh/qos-level: BE on the PriorityClass)"
+    )
 
 
 class SnapshotLimits(_Frozen):
@@ -517,6 +579,9 @@ class Snapshot(_Frozen):
     pods: tuple[Pod, ...] = ()
     priority_classes: tuple[PriorityClass, ...] = ()
     usage_policy: UsagePolicy = Field(default_factory=UsagePolicy, description="how node usage counts")
+    colocation_policy: ColocationPolicy = Field(
+        default_factory=ColocationPolicy, description="how much of a colocation node offline pods may use"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -618,6 +683,11 @@ class Snapshot(_Frozen):
                     raise ValueError(
                         f"pending pod {pod.key} requests {pod.requests} but its task {task.name!r} "
                         f"requests {task.requests}"
+                    )
+                if pod.phase == "pending" and pod.offline != task.offline:
+                    raise ValueError(
+                        f"pending pod {pod.key} is {'offline' if pod.offline else 'online'} but its task "
+                        f"{task.name!r} is {'offline' if task.offline else 'online'}"
                     )
             if pod.phase == "running":
                 node = nodes.get(NodeName(pod.node or ""))

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 from models.placement import Placement
 from models.snapshot import Snapshot
+from solver.rules.colocation import oversubscribed
 from solver.after import build_after
 from solver.rules import RULES
 from solver.violation import Violation
@@ -49,7 +50,10 @@ class PlacementRejected(Exception):
 
 
 def check_placement(snapshot: Snapshot, placement: Placement) -> tuple[Violation, ...]:
-    """Every hard-rule violation of `placement` on `snapshot`, rule by rule; () when valid."""
+    """Every hard-rule violation of `placement` on `snapshot`, rule by rule; () when valid.
+    Judged on the snapshot as colocation makes it (`solver.rules.colocation.oversubscribed`),
+    as every engine sees it."""
+    snapshot = oversubscribed(snapshot)
     after = build_after(snapshot, placement)
     violations: list[Violation] = []
     for rule in RULES:

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from models.placement import Decision, Eviction, Placement, PodGroupOutcome, QueueShare, SolveStatus
 from models.snapshot import CPU, GPU, MEMORY, PodGroup, PodGroupKey, QueueName, Snapshot
 from solver import reasons as reason_text
-from solver.rules import usage
+from solver.rules import colocation, usage
 from solver.rules.gang import gang_requirement, is_met
 from solver.shares import add_resources, deserved_shares
 
@@ -129,6 +129,20 @@ def _with_usage_note(snapshot: Snapshot, group_reasons: tuple[str, ...]) -> tupl
 _USAGE_REASONS = (usage.REASON_CPU, usage.REASON_MEMORY, usage.REASON_GPU)
 
 
+def _with_colocation_note(snapshot: Snapshot, group_reasons: tuple[str, ...]) -> tuple[str, ...]:
+    """A reason that counts nodes short of `kubernetes.io/batch-*` (offline pods' room,
+    `solver.rules.colocation`) gets the count of colocation nodes that offered no
+    oversubscribed room because their usage was stale, missing or not measured apart."""
+    if not any(batch in reason for reason in group_reasons for batch in colocation.BATCH_RESOURCES):
+        return group_reasons
+    states = [room.state for room in colocation.rooms(snapshot).values()]
+    note = reason_text.colocation_not_oversubscribed(
+        stale=states.count("stale"), missing=states.count("missing"), unmeasured=states.count("unmeasured"),
+        colocation_nodes=len(states),
+    )
+    return (*group_reasons, note) if note not in group_reasons else group_reasons
+
+
 def _generic_reasons(
     snapshot: Snapshot,
     key: PodGroupKey,
@@ -185,7 +199,7 @@ def build_decision(
                 snapshot, group.key, evicted=evicted_by_group.get(group.key, []), bound_pods=bound_pods, placed=placed,
                 minimum=requirement.min_member,
             )
-            group_reasons = _with_usage_note(snapshot, group_reasons)
+            group_reasons = _with_colocation_note(snapshot, _with_usage_note(snapshot, group_reasons))
         outcomes.append(
             PodGroupOutcome(
                 name=group.key,

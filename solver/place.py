@@ -62,6 +62,7 @@ from solver.objective import TIERS, ObjectiveContext, score
 from solver.outcome import build_decision
 from solver.pending_reasons import pending_reasons
 from solver.problem import Problem, build_problem
+from solver.rules.colocation import oversubscribed
 
 __all__ = ["EngineName", "SolveConfig", "place", "ENGINES", "ModelInvalid"]
 
@@ -246,6 +247,7 @@ def place(snapshot: Snapshot, config: SolveConfig = SolveConfig(), *, engines: E
 def _place(snapshot: Snapshot, config: SolveConfig, engines: Engines) -> Decision:
     started, cpu_started = time.perf_counter(), time.thread_time()
     deadline = started + config.time_limit_s
+    snapshot = oversubscribed(snapshot)  # colocation: offline pods ask batch-cpu/-memory (solver.rules.colocation)
     problem = build_problem(snapshot)
     greedy = engines.greedy(
         snapshot, problem=problem, config=GreedyConfig(packing=config.packing, typical_shapes=config.typical_shapes)

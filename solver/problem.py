@@ -74,7 +74,7 @@ from models.snapshot import (
 )
 from solver.after import milli_per_device
 from solver.memo import memoized_each
-from solver.rules import node_affinity, usage
+from solver.rules import colocation, node_affinity, usage
 from solver.rules.eligibility import eligible
 from solver.rules.gang import GangRequirement, can_be_met, gang_requirement
 from solver.shares import deserved_shares
@@ -303,7 +303,11 @@ class _QueueTables:
 
 
 def build_problem(snapshot: Snapshot) -> Problem:
-    """Turn `snapshot` into arrays; see the module docstring for the layout."""
+    """Turn `snapshot` into arrays; see the module docstring for the layout. Built from the
+    snapshot as colocation makes it (`solver.rules.colocation.oversubscribed`: offline pods ask
+    `kubernetes.io/batch-cpu` and `-memory`, colocation nodes offer them), so every engine
+    reads the rule in its capacity arithmetic; engines read that snapshot too."""
+    snapshot = colocation.oversubscribed(snapshot)
     resource_names = _resource_names(snapshot)
     resource_index = {name: i for i, name in enumerate(resource_names)}
     task_keys = tuple((group.key, task.name) for group in snapshot.pod_groups for task in group.tasks)

@@ -58,6 +58,7 @@ __all__ = [
     "topology_no_domain",
     "unplaced",
     "usage_not_judged",
+    "colocation_not_oversubscribed",
 ]
 
 CAPACITY = "capacity: "
@@ -73,6 +74,7 @@ TOPOLOGY = "topology: "
 TOPOLOGY_SPREAD = "topology_spread: "
 UNPLACED = "unplaced: "
 USAGE = "usage: "
+COLOCATION = "colocation: "
 
 
 def format_quantity(resource: str, amount: int) -> str:
@@ -259,6 +261,27 @@ def gang_assigned_message(assignments: Sequence[tuple[str, str]]) -> str:
             return head + ", ".join(parts) + rest
         parts.append(part)
     return head + ", ".join(parts)
+
+
+def colocation_not_oversubscribed(*, stale: int, missing: int, unmeasured: int, colocation_nodes: int) -> str:
+    """Beside a reason that counts nodes short of `kubernetes.io/batch-*`: how many colocation
+    nodes offered offline pods only what online pods have not requested, and why. Example:
+    "colocation: 2 of 3 colocation nodes offer offline pods no oversubscribed room (fail
+    safe): 1 with stale usage, 1 without usage"; with none: "colocation: offline pods go to
+    the 3 colocation nodes only"."""
+    parts = []
+    if stale:
+        parts.append(f"{stale} with stale usage")
+    if missing:
+        parts.append(f"{missing} without usage")
+    if unmeasured:
+        parts.append(f"{unmeasured} whose offline pods' usage is not measured apart")
+    total = stale + missing + unmeasured
+    nodes = f"{colocation_nodes} colocation node{'s' if colocation_nodes != 1 else ''}"
+    if not total:
+        return f"{COLOCATION}offline pods go to the {nodes} only"
+    verb = "offers" if total == 1 else "offer"
+    return f"{COLOCATION}{total} of {nodes} {verb} offline pods no oversubscribed room (fail safe): {', '.join(parts)}"
 
 
 def usage_not_judged(*, stale: int, missing: int, max_age_s: float) -> str:

@@ -14,6 +14,12 @@ Priorities, as Kubernetes and Volcano resolve them: a pod's `spec.priority` when
 value of the PriorityClass with `globalDefault: true`, else 0. A PodGroup's comes from its
 `priorityClassName` the same way. A class that is not in the input counts as 0, with a
 warning.
+
+Offline (`solver.rules.colocation`): a pod is offline when its annotation
+`volcano.sh/qos-level` is `BE`, or its PriorityClass — its own `priorityClassName`, else
+its PodGroup's, else the global default — carries that annotation. A task is offline when
+one of its pods is, and a pending pod is as offline as its task (a task's pods are
+interchangeable).
 """
 
 from __future__ import annotations
@@ -75,6 +81,7 @@ def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
         priorities=priorities,
     )
     never_preempting = _never_preempting(workload, priorities)
+    _mark_offline(workload, priorities)
     snapshot_fields = {
         "nodes": nodes,
         "hypernodes": hypernodes,
@@ -121,6 +128,7 @@ class _Priorities:
     def __init__(self, classes: Sequence[PriorityClassRecord], warnings: Warnings) -> None:
         self._values = {record.priority_class.name: record.priority_class.value for record in classes}
         self._policies = {record.priority_class.name: record.priority_class.preemption_policy for record in classes}
+        self._offline = {record.priority_class.name for record in classes if record.priority_class.offline}
         self._warnings = warnings
         defaults = [record for record in classes if record.priority_class.global_default]
         if len(defaults) > 1:
@@ -131,6 +139,7 @@ class _Priorities:
                 path=("globalDefault",),
             )
         self._default = defaults[0].priority_class.value if defaults else 0
+        self._default_offline = bool(defaults) and defaults[0].priority_class.offline
         self._default_policy: PreemptionPolicy = defaults[0].priority_class.preemption_policy if defaults else "PreemptLowerPriority"
 
     def preemption_policy(self, class_name: str | None) -> PreemptionPolicy:
@@ -139,6 +148,10 @@ class _Priorities:
         if class_name is None:
             return self._default_policy
         return self._policies.get(class_name, "PreemptLowerPriority")
+
+    def offline(self, class_name: str | None) -> bool:
+        """Whether the class (the global default when none is named) marks its pods offline."""
+        return self._default_offline if class_name is None else class_name in self._offline
 
     def value(self, class_name: str | None, *, explicit: int | None, location: Location) -> int:
         if explicit is not None:
@@ -190,6 +203,28 @@ def _never_preempting(workload: Workload, priorities: _Priorities) -> frozenset[
     return frozenset(never)
 
 
+def _pod_offline(pod: PodRecord, group: PodGroupRecord | None, priorities: _Priorities) -> bool:
+    if pod.template.offline:
+        return True
+    class_name = pod.template.priority_class or (group.priority_class if group is not None else None)
+    return priorities.offline(class_name)
+
+
+def _mark_offline(workload: Workload, priorities: _Priorities) -> None:
+    """Tasks with an offline pod become offline (module docstring)."""
+    groups = {group.key: group for group in workload.groups}
+    offline_tasks: set[tuple[str, str]] = set()
+    for pod in workload.pods:
+        member = workload.membership.get(pod.key)
+        if member is not None and _pod_offline(pod, groups.get(member[0]), priorities):
+            offline_tasks.add(member)
+    for key, tasks in list(workload.tasks.items()):
+        if any((key, task.name) in offline_tasks for task in tasks):
+            workload.tasks[key] = tuple(
+                task.model_copy(update={"offline": True}) if (key, task.name) in offline_tasks else task for task in tasks
+            )
+
+
 def _pod_group(
     group: PodGroupRecord, workload: Workload, priorities: _Priorities, never_preempting: frozenset[str]
 ) -> PodGroup:
@@ -229,6 +264,11 @@ def _pod(pod: PodRecord, context: _PodContext) -> Pod:
     if preemptable is None:
         preemptable = group.preemptable if group is not None else True
     indices = context.gpus.get(pod.key, ())
+    if pod.pending and membership is not None:
+        task = next(t for t in context.workload.tasks[membership[0]] if t.name == membership[1])
+        offline = task.offline
+    else:
+        offline = _pod_offline(pod, group, context.priorities)
     priority = context.priorities.value(
         pod.template.priority_class, explicit=pod.template.priority, location=pod.location
     )
@@ -249,6 +289,7 @@ def _pod(pod: PodRecord, context: _PodContext) -> Pod:
         start_time=pod.start_time,
         labels=pod.template.labels if not pod.pending else {},
         required_anti_affinity=pod.template.inter_pod.required_anti_affinity if not pod.pending else (),
+        offline=offline,
     )
 
 

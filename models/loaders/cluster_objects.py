@@ -47,7 +47,7 @@ from models.snapshot import (
     Taint,
 )
 
-from .keys import GPU_NUMA_ANNOTATION, GPU_PRODUCT_LABEL
+from .keys import GPU_NUMA_ANNOTATION, GPU_PRODUCT_LABEL, OFFLINE_QOS_LEVELS, QOS_LEVEL_ANNOTATION
 from .kube_fields import read_preemption_policy, read_resources, read_taints
 from .node_usage import read_node_usage
 from .raw import Metadata, RawObject, build_model
@@ -356,5 +356,6 @@ def read_priority_class(obj: RawObject, meta: Metadata) -> PriorityClassRecord:
         value=value,
         global_default=obj.boolean("globalDefault", False),
         preemption_policy=read_preemption_policy(obj) or "PreemptLowerPriority",
+        offline=meta.annotations.get(QOS_LEVEL_ANNOTATION) in OFFLINE_QOS_LEVELS,
     )
     return PriorityClassRecord(priority_class, obj.location)

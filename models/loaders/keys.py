@@ -13,6 +13,13 @@ batchplace's own keys (documented for users in the README):
 
 Keys of other projects, read as they define them:
 
+    volcano.sh/qos-level                   Pod (annotation): BE = offline (best effort); LC, HLS, LS or
+                                           none = online. On a PriorityClass (batchplace's addition):
+                                           BE makes every pod of the class offline (`solver.rules.colocation`)
+    volcano.sh/oversubscription            Node label: "true" = a colocation node (offline pods use
+                                           what online pods requested but do not use)
+    volcano.sh/colocation                  Node label: "true" = a colocation node too, unless
+                                           volcano.sh/oversubscription says "false"
     volcano.sh/preemptable                 Pod, PodGroup, vcjob (annotation, else label): "false" or
                                            anything not a boolean = not preemptable
     volcano.sh/task-spec                   Pod: the vcjob task it belongs to
@@ -48,6 +55,9 @@ TASK_KEY = "batchplace.io/task"
 USAGE_ANNOTATION = "batchplace.io/usage"
 
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
+QOS_LEVEL_ANNOTATION = "volcano.sh/qos-level"
+OFFLINE_QOS_LEVELS = frozenset({"BE"})
+"""Volcano's `qosLevelMap` gives BE -1 and `IsPreemptablePod` is "level < 0": BE alone is offline."""
 VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
 VOLCANO_JOB_NAME_KEY = "volcano.sh/job-name"
 VOLCANO_JOB_NAMESPACE_LABEL = "volcano.sh/job-namespace"

@@ -9,6 +9,9 @@ would read from metrics:
 - `cpu`, `memory`, `gpu`: percent of the node's allocatable in use (GPU: mean utilisation of
   its devices), 0 to `USAGE_PERCENT_CEILING`, an optional `%` after the number; each may be
   left out (not measured).
+- `online-cpu`, `online-memory`: the part of `cpu` / `memory` that is not offline pods'
+  (online pods, system daemons), for colocation (`solver.rules.colocation`); left out, the
+  whole usage stands for it on a node no offline pod runs on.
 - `observed` (required): when the readings were taken (the end of their averaging window),
   an RFC 3339 time or unix seconds. Their age decides whether they are judged at all
   (`solver.rules.usage`).
@@ -33,7 +36,13 @@ from .raw import Metadata, RawObject
 __all__ = ["USAGE_PATH", "read_node_usage", "parse_usage"]
 
 USAGE_PATH: tuple[PathPart, ...] = ("metadata", "annotations", USAGE_ANNOTATION)
-_PERCENTS = {"cpu": "cpu_percent", "memory": "memory_percent", "gpu": "gpu_percent"}
+_PERCENTS = {
+    "cpu": "cpu_percent",
+    "memory": "memory_percent",
+    "gpu": "gpu_percent",
+    "online-cpu": "online_cpu_percent",
+    "online-memory": "online_memory_percent",
+}
 _PARTS = (*_PERCENTS, "observed", "window")
 
 

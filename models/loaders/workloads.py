@@ -55,8 +55,10 @@ from .keys import (
     NETWORK_TOPOLOGY_MODE_ANNOTATION,
     NETWORK_TOPOLOGY_TIER_ANNOTATION,
     NUMA_POLICY_ANNOTATION,
+    OFFLINE_QOS_LEVELS,
     POD_QUEUE_ANNOTATION,
     PREEMPTABLE_ANNOTATION,
+    QOS_LEVEL_ANNOTATION,
     TASK_KEY,
     VOLCANO_GROUP_ANNOTATION,
     VOLCANO_JOB_NAME_KEY,
@@ -203,7 +205,8 @@ class PodTemplate:
     unread_fields: tuple[str, ...]  # scheduling fields set but not read, for the loader's warning
     labels: dict[str, str]
     inter_pod: InterPodConstraints
-    vgpu: tuple[VgpuAsk, ...] = ()  # Volcano vGPU asks of the containers, not yet in `requests`
+    vgpu: tuple[VgpuAsk, ...] = ()
+    offline: bool = False  # annotation volcano.sh/qos-level: BE  # Volcano vGPU asks of the containers, not yet in `requests`
 
 
 def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPolicy = "none") -> PodTemplate:
@@ -237,6 +240,7 @@ def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPoli
         labels=meta.labels,
         inter_pod=inter_pod,
         vgpu=tuple(ask for c in spec.children("containers") if (ask := vgpu_ask(c, container_requests(c)))),
+        offline=meta.annotations.get(QOS_LEVEL_ANNOTATION) in OFFLINE_QOS_LEVELS,
     )
 
 
@@ -439,6 +443,7 @@ def task_from_template(
         tolerations=template.tolerations,
         depends_on=tuple(depends_on),
         numa_policy=template.numa_policy,
+        offline=template.offline,
         labels=template.labels if labels is None else labels,
         inter_pod=template.inter_pod,
     )

@@ -72,6 +72,7 @@ from ortools.sat.python import cp_model
 
 from models.placement import Placement
 from models.snapshot import Snapshot
+from solver.rules.colocation import oversubscribed
 from solver.cpsat.constraints import add_constraints
 from solver.cpsat.data import DataLimits, ModelData, build_model_data
 from solver.cpsat.extract import extract_placement
@@ -179,6 +180,7 @@ def solve_cpsat(
     hint: Placement | None = None,
 ) -> CpsatResult:
     started = time.perf_counter()
+    snapshot = oversubscribed(snapshot)  # what `build_problem` reads (solver.rules.colocation)
     stats: dict[str, float] = {}
     # 1. data (the PodGroups inter-pod constraints touch: as the hint places them)
     fixed = fix_inter_pod(snapshot, problem, context, hint or Placement())

@@ -21,6 +21,7 @@ from solver.after import After
 from solver.rules import (
     binding,
     capacity,
+    colocation,
     dependency,
     eligibility,
     gang,
@@ -51,6 +52,7 @@ RULES: tuple[Rule, ...] = (
     capacity,
     eligibility,
     usage,
+    colocation,
     node_affinity,
     pod_affinity,
     topology_spread,

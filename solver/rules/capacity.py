@@ -25,6 +25,7 @@ from collections.abc import Iterable
 
 from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, Snapshot, gpu_devices, is_fractional_gpu
 from solver.after import After, BoundPod
+from solver.rules.colocation import BATCH_RESOURCES
 from solver.violation import Violation, describe_amount
 
 __all__ = ["NAME", "fits", "devices_needed", "device_fits", "check"]
@@ -88,6 +89,8 @@ def check(snapshot: Snapshot, after: After) -> list[Violation]:
         node = snapshot.node_by_name[node_name]
         used = after.node_used[node_name]
         for resource in sorted(added):
+            if resource in BATCH_RESOURCES:
+                continue  # offline pods' room on colocation nodes: rule colocation says it with its numbers
             if added[resource] > 0 and used.get(resource, 0) > node.allocatable.get(resource, 0):
                 violations.append(
                     Violation(

@@ -42,7 +42,7 @@ def test_a_node_without_the_annotation_has_no_usage_and_json_round_trips() -> No
         ("cpu=50", "observed: required"),
         ("cpu=50,observed=yesterday", "observed: expected an RFC 3339 time"),
         (f"cpu=50,observed={AT},window=long", "window: expected seconds"),
-        (f"cpu=50,load=3,observed={AT}", "expected name=value parts named cpu, memory, gpu, observed, window, got 'load=3'"),
+        (f"cpu=50,load=3,observed={AT}", "expected name=value parts named cpu, memory, gpu, online-cpu, online-memory, observed, window, got 'load=3'"),
         (f"cpu=50,cpu=60,observed={AT}", "cpu: given twice"),
     ],
     ids=[

@@ -1,0 +1,418 @@
+"""Online/offline colocation: offline pods use, on colocation nodes, what online pods
+requested but do not use; online pods never see them there.
+
+Names are Volcano's (volcano-sh/volcano, `pkg/agent/apis`): a pod is *offline* when its
+annotation `volcano.sh/qos-level` is `BE` (best effort; `LC`, `HLS`, `LS` and no
+annotation are online, as in Volcano's `IsPreemptablePod`), or its PriorityClass carries
+that annotation (batchplace's addition: one place to mark a whole class of work). A node
+is a *colocation node* by the labels `volcano.sh/oversubscription` / `volcano.sh/colocation`
+(`models.snapshot.Node.colocation`). Offline capacity is counted as Volcano's agent
+publishes it, in the extended resources `kubernetes.io/batch-cpu` (milli-CPU) and
+`kubernetes.io/batch-memory` (bytes): `oversubscribed(snapshot)` is the snapshot every
+engine and the checker see, in which
+
+- each offline pod's (and offline task's) `cpu` and `memory` requests are asked as
+  `kubernetes.io/batch-cpu` and `kubernetes.io/batch-memory` instead — a running offline
+  pod only when it runs on a colocation node (elsewhere it keeps counting as any pod);
+- each colocation node offers, per resource r of cpu and memory, `batch-r` allocatable
+  `allocatable − online usage − margin` when its usage is fresh (`solver.rules.usage`:
+  observed within `max_age_s`), where online usage is `NodeUsage.online_r_percent`, or the
+  node's whole usage when no offline pod runs there, and the margin is
+  `ColocationPolicy.r_margin_percent` of allocatable. When the usage is stale or missing,
+  or offline pods run there and nobody measured them apart, the node offers no
+  oversubscribed room (fail safe): `batch-r` is what online pods have not requested,
+  `allocatable − online requests`;
+- other nodes offer no `batch-*` (unless the node itself lists it), so an offline pod that
+  asks for cpu or memory goes to colocation nodes only — as in Volcano, where an offline
+  pod asks for `kubernetes.io/batch-cpu`, which only oversubscription nodes offer.
+
+So on a colocation node online pods are admitted against `allocatable − online requests`
+(offline pods are not in their columns: they never wait for one) and offline pods against
+`allocatable − online usage − margin − other offline requests`, by the ordinary capacity
+arithmetic of every engine (`solver.problem`), the LP bound and the checker alike. The
+`pods` count, GPUs and every other resource stay as for any pod: GPUs are not
+oversubscribed. A device is shared only by fractional requests that fit its free milli,
+whoever asks: the usage sources give a node's mean GPU utilisation, not each device's, so
+no device's unused part can be known, and a whole device is never shared.
+
+Worked example (margin 10 %): n1, a colocation node, allocatable cpu 16, online pods
+requesting 12 cpu and using 25 % (4 cpu), offline pods running there requesting 3 cpu.
+`batch-cpu` allocatable = 16 − 4 − 1.6 = 10.4 cpu, 7.4 free: an offline pod asking 6 cpu
+fits, one asking 8 does not ("insufficient kubernetes.io/batch-cpu"); an online pod asking
+4 cpu fits (16 − 12), whatever the offline pods hold. With usage 5 minutes old the node
+offers offline pods 16 − 12 = 4 cpu, 1 free.
+
+Each resource stands alone: a node whose cpu is measured apart and memory not offers
+oversubscribed cpu and requests-based memory (its state is then "unmeasured").
+
+Evictions (`offline_evictions`): when online usage rises on a colocation node with fresh,
+measured usage (per resource) so that the offline pods there ask more than `batch-r` allows, the offline
+pods to evict are the fewest whose leaving makes every resource fit, then among as few
+those of the lowest priority, then the newest (the least work lost). Volcano's agent
+evicts offline pods largest request first, one at a time, while usage stays above a
+watermark; here the room is computed, so the whole set is known at once. Stale or
+unmeasured usage evicts nothing (no reading says the online pods need the room).
+
+`check`: every offline pod bound this cycle to a node whose offline requests then exceed
+its `batch-*` allocatable, with the numbers (the capacity rule leaves those resources to
+this one). Offline pods already over it are not the placement's fault.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from models.snapshot import CPU, MEMORY, Node, NodeName, Pod, PodGroup, PodKey, Snapshot, Task
+from solver.after import After
+from solver.memo import memoized
+from solver.rules import usage
+from solver.violation import Violation, describe_amount
+
+__all__ = [
+    "NAME",
+    "BATCH_CPU",
+    "BATCH_MEMORY",
+    "BATCH_OF",
+    "BATCH_RESOURCES",
+    "REASON_NO_OVERSUBSCRIPTION",
+    "Room",
+    "NodeRoom",
+    "OfflineEviction",
+    "active",
+    "rooms",
+    "oversubscribed",
+    "offline_evictions",
+    "check",
+]
+
+NAME = "colocation"
+
+BATCH_CPU = "kubernetes.io/batch-cpu"
+BATCH_MEMORY = "kubernetes.io/batch-memory"
+BATCH_OF: Mapping[str, str] = {CPU: BATCH_CPU, MEMORY: BATCH_MEMORY}
+"""The resource an offline pod's request is asked as on a colocation node."""
+BATCH_RESOURCES = frozenset(BATCH_OF.values())
+REASON_NO_OVERSUBSCRIPTION = "no oversubscribed room: usage stale, missing or not measured apart from offline pods"
+
+State = Literal["fresh", "stale", "missing", "unmeasured"]
+
+
+@dataclass(frozen=True)
+class Room:
+    """One resource of one colocation node: `room` is its `batch-*` allocatable. `online` is
+    the online usage (fresh) or the online requests (otherwise), `margin` 0 unless fresh;
+    `offline` what the offline pods running there request."""
+
+    resource: str
+    allocatable: int
+    online: int
+    margin: int
+    room: int
+    offline: int
+    usage_based: bool = True
+    online_requested: int = 0
+
+    @property
+    def excess(self) -> int:
+        return max(0, self.offline - self.room)
+
+    def describe(self) -> str:
+        """`"cpu room 10400m = allocatable 16 − online usage 4 − margin 1600m"`."""
+        amount = lambda value: describe_amount(self.resource, value)  # noqa: E731
+        if self.usage_based:
+            return (
+                f"{self.resource} room {amount(self.room)} = allocatable {amount(self.allocatable)} − online usage "
+                f"{amount(self.online)} − margin {amount(self.margin)}"
+            )
+        return f"{self.resource} room {amount(self.room)} = allocatable {amount(self.allocatable)} − online requests {amount(self.online)}"
+
+
+@dataclass(frozen=True)
+class NodeRoom:
+    """What offline pods may use on one colocation node, per resource (cpu, memory)."""
+
+    node: NodeName
+    state: State
+    resources: tuple[Room, ...]
+
+    @property
+    def oversubscribed(self) -> bool:
+        return self.state == "fresh"
+
+
+@dataclass(frozen=True)
+class OfflineEviction:
+    """Offline pods to evict from one node, and why (`message`, with the numbers)."""
+
+    node: NodeName
+    pods: tuple[PodKey, ...]
+    message: str
+    short_by: Mapping[str, int]
+
+
+def active(snapshot: Snapshot) -> bool:
+    """Whether colocation changes anything: enabled, some colocation node, some offline pod or task."""
+    return memoized(snapshot, ("colocation_active",), lambda: _active(snapshot))
+
+
+def _active(snapshot: Snapshot) -> bool:
+    if not snapshot.colocation_policy.enabled or not any(node.colocation for node in snapshot.nodes):
+        return False
+    return any(pod.offline for pod in snapshot.pods) or any(
+        task.offline for group in snapshot.pod_groups for task in group.tasks
+    )
+
+
+def _percent_of(percent: float, allocatable: int) -> int:
+    return math.ceil(percent * allocatable / 100)
+
+
+def _offline_amount(pod: Pod, resource: str) -> int:
+    """What an offline pod asks of `resource`, before or after `oversubscribed` moved it."""
+    return pod.requests.get(resource, 0) + pod.requests.get(BATCH_OF[resource], 0)
+
+
+def _online_percent(node: Node, resource: str, offline_here: bool) -> float | None:
+    reading = node.usage
+    if reading is None:
+        return None
+    online = reading.online_cpu_percent if resource == CPU else reading.online_memory_percent
+    if online is not None:
+        return online
+    if offline_here:
+        return None  # offline pods' use is in the node's total and nobody took it out
+    return reading.cpu_percent if resource == CPU else reading.memory_percent
+
+
+def rooms(snapshot: Snapshot) -> Mapping[NodeName, NodeRoom]:
+    """Every colocation node's `NodeRoom` (computed once per snapshot; do not mutate)."""
+    return memoized(snapshot, ("colocation_rooms",), lambda: _rooms(snapshot))
+
+
+def _rooms(snapshot: Snapshot) -> dict[NodeName, NodeRoom]:
+    policy = snapshot.colocation_policy
+    if not policy.enabled:
+        return {}
+    online_requested: dict[NodeName, dict[str, int]] = {}
+    offline_requested: dict[NodeName, dict[str, int]] = {}
+    for pod in snapshot.pods:
+        if pod.phase != "running" or pod.node is None:
+            continue
+        into = offline_requested if pod.offline else online_requested
+        totals = into.setdefault(pod.node, {})
+        for resource in BATCH_OF:
+            totals[resource] = totals.get(resource, 0) + (_offline_amount(pod, resource) if pod.offline else pod.requests.get(resource, 0))
+    judged = usage.judgements(snapshot)
+    margins = {CPU: policy.cpu_margin_percent, MEMORY: policy.memory_margin_percent}
+    result: dict[NodeName, NodeRoom] = {}
+    for node in snapshot.nodes:
+        if not node.colocation:
+            continue
+        offline_here = node.name in offline_requested
+        fresh = judged[node.name].state in ("hot", "cool")
+        percents = {r: _online_percent(node, r, offline_here) for r in BATCH_OF}
+        state: State
+        if not fresh:
+            state = "stale" if judged[node.name].state == "stale" else "missing"
+        elif any(percent is None for percent in percents.values()):
+            state = "unmeasured"  # some resource's online usage is not known: that one is requests-based
+        else:
+            state = "fresh"
+        resources = []
+        for resource in BATCH_OF:
+            allocatable = node.allocatable.get(resource, 0)
+            offline = offline_requested.get(node.name, {}).get(resource, 0)
+            percent = percents[resource]
+            usage_based = fresh and percent is not None
+            if usage_based and percent is not None:
+                online = _percent_of(percent, allocatable)
+                margin = _percent_of(margins[resource], allocatable)
+            else:
+                online = online_requested.get(node.name, {}).get(resource, 0)
+                margin = 0
+            room = min(max(0, allocatable - online - margin), allocatable)
+            requested = online_requested.get(node.name, {}).get(resource, 0)
+            resources.append(
+                Room(resource, allocatable, online, margin, room, offline, usage_based=usage_based, online_requested=requested)
+            )
+        result[node.name] = NodeRoom(node.name, state, tuple(resources))
+    return result
+
+
+def _moved(requests: Mapping[str, int]) -> dict[str, int]:
+    """`{"cpu": 2000, "gpu": 500}` → `{"kubernetes.io/batch-cpu": 2000, "gpu": 500}`."""
+    result = {name: amount for name, amount in requests.items() if name not in BATCH_OF}
+    for resource, batch in BATCH_OF.items():
+        amount = requests.get(resource, 0) + requests.get(batch, 0)
+        if amount:
+            result[batch] = amount
+        else:
+            result.pop(batch, None)
+    return result
+
+
+def _with_tasks(group: PodGroup, tasks: tuple[Task, ...]) -> PodGroup:
+    """`group` with `tasks`; a copy must not keep the original's cached `task_by_name`."""
+    copy = group.model_copy(update={"tasks": tasks})
+    copy.__dict__.pop("task_by_name", None)
+    return copy
+
+
+def oversubscribed(snapshot: Snapshot) -> Snapshot:
+    """The snapshot engines and the checker see (module docstring); `snapshot` itself when
+    colocation changes nothing. Idempotent: a result maps to itself."""
+    if not active(snapshot) or memoized(snapshot, ("colocation_effective",), lambda: False):
+        return snapshot
+    return memoized(snapshot, ("oversubscribed",), lambda: _oversubscribed(snapshot))
+
+
+def _oversubscribed(snapshot: Snapshot) -> Snapshot:
+    room_of = rooms(snapshot)
+    nodes = tuple(
+        node.model_copy(
+            update={
+                "allocatable": {
+                    **{name: amount for name, amount in node.allocatable.items() if name not in BATCH_RESOURCES},
+                    **{BATCH_OF[room.resource]: room.room for room in room_of[node.name].resources},
+                }
+            }
+        )
+        if node.name in room_of
+        else node
+        for node in snapshot.nodes
+    )
+    pods = tuple(
+        pod.model_copy(update={"requests": _moved(pod.requests)})
+        if pod.offline and (pod.phase == "pending" or pod.node in room_of)
+        else pod
+        for pod in snapshot.pods
+    )
+    groups = tuple(
+        _with_tasks(
+            group,
+            tuple(
+                task.model_copy(update={"requests": _moved(task.requests)}) if task.offline else task
+                for task in group.tasks
+            ),
+        )
+        if any(task.offline for task in group.tasks)
+        else group
+        for group in snapshot.pod_groups
+    )
+    changed = {"nodes": nodes, "pods": pods, "pod_groups": groups}
+    result = Snapshot(**{name: changed.get(name, getattr(snapshot, name)) for name in Snapshot.model_fields})
+    memoized(result, ("colocation_effective",), lambda: True)  # a marker: the result must not hold itself
+    memoized(result, ("colocation_rooms",), lambda: room_of)  # the same numbers, not computed again
+    return result
+
+
+# ---- evictions ----
+
+_SUBSETS_TRIED = 20_000
+"""Subsets of one node's offline pods tried for the fewest that cover the excess; past it, greedy."""
+
+
+def offline_evictions(snapshot: Snapshot) -> list[OfflineEviction]:
+    """Per colocation node with fresh, measured usage whose offline pods ask more than its
+    room: the fewest offline pods to evict (module docstring), in node order."""
+    evictions = []
+    room_of = rooms(snapshot)
+    by_node: dict[NodeName, list[Pod]] = {}
+    for pod in snapshot.pods:
+        if pod.offline and pod.phase == "running" and pod.node in room_of:
+            by_node.setdefault(pod.node, []).append(pod)
+    for name, node_room in room_of.items():
+        short = {room.resource: room.excess for room in node_room.resources if room.usage_based and room.excess > 0}
+        if not short:
+            continue
+        victims = _fewest(by_node.get(name, []), short)
+        if not victims:
+            continue
+        evictions.append(OfflineEviction(name, tuple(pod.key for pod in victims), _message(node_room, short, victims, len(by_node[name])), short))
+    return evictions
+
+
+def _order(pod: Pod) -> tuple[int, float, str]:
+    """Lowest priority first, then newest (latest start) first."""
+    return (pod.priority, -(pod.start_time or 0.0), pod.key)
+
+
+def _fewest(pods: Sequence[Pod], short: Mapping[str, int]) -> list[Pod]:
+    candidates = sorted(pods, key=_order)
+
+    def covers(chosen: Sequence[Pod]) -> bool:
+        return all(sum(_offline_amount(pod, resource) for pod in chosen) >= need for resource, need in short.items())
+
+    tried = 0
+    for size in range(1, len(candidates) + 1):
+        for chosen in itertools.combinations(candidates, size):  # in `_order`'s order: the first found is the best
+            tried += 1
+            if covers(chosen):
+                return list(chosen)
+            if tried >= _SUBSETS_TRIED:
+                return _greedy(candidates, short)
+    return list(candidates) if covers(candidates) else list(candidates)
+
+
+def _greedy(candidates: Sequence[Pod], short: Mapping[str, int]) -> list[Pod]:
+    """Largest share of what is still short first, until it is covered."""
+    left, chosen, rest = dict(short), [], list(candidates)
+    while any(value > 0 for value in left.values()) and rest:
+        best = max(rest, key=lambda pod: (sum(min(_offline_amount(pod, r), v) / max(v, 1) for r, v in left.items() if v > 0), -_order(pod)[0]))
+        rest.remove(best)
+        chosen.append(best)
+        left = {r: v - _offline_amount(best, r) for r, v in left.items()}
+    return sorted(chosen, key=_order)
+
+
+def _message(node_room: NodeRoom, short: Mapping[str, int], victims: Sequence[Pod], running: int) -> str:
+    parts = [
+        f"{room.describe()} < offline requests {describe_amount(room.resource, room.offline)}"
+        for room in node_room.resources
+        if room.resource in short
+    ]
+    return (
+        f"online usage rose on colocation node {node_room.node}: {'; '.join(parts)}; evicting "
+        f"{len(victims)} of {running} offline pod(s) there, the fewest that make room"
+    )
+
+
+# ---- the checker ----
+
+
+def check(snapshot: Snapshot, after: After) -> list[Violation]:
+    """Offline binds that take a node's offline requests past its `batch-*` allocatable
+    (`snapshot` is as `oversubscribed` made it: the checker's)."""
+    violations: list[Violation] = []
+    if not active(snapshot) and not any(r in node.allocatable for node in snapshot.nodes for r in BATCH_RESOURCES):
+        return violations
+    room_of = rooms(snapshot)
+    for node_name, added in sorted(after.node_bound.items()):
+        node = snapshot.node_by_name[node_name]
+        used = after.node_used[node_name]
+        for resource, batch in BATCH_OF.items():
+            if added.get(batch, 0) <= 0 or used.get(batch, 0) <= node.allocatable.get(batch, 0):
+                continue
+            bound = sorted(b.pod.key for b in after.bound if b.node.name == node_name and b.pod.requests.get(batch, 0))
+            node_room = room_of.get(node_name)
+            if node_room is None:
+                why = "not a colocation node: offline pods asking cpu or memory go to colocation nodes only"
+            else:
+                room = next(r for r in node_room.resources if r.resource == resource)
+                why = room.describe() + ("" if room.usage_based else f" ({REASON_NO_OVERSUBSCRIPTION})")
+            violations.append(
+                Violation(
+                    rule=NAME,
+                    subject=node_name,
+                    message=(
+                        f"node {node_name}: offline pods ask {describe_amount(resource, used[batch])} {resource} > "
+                        f"{describe_amount(resource, node.allocatable.get(batch, 0))} they may use after placement "
+                        f"({why}; bound {', '.join(bound)})"
+                    ),
+                )
+            )
+    return violations
