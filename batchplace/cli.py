@@ -23,17 +23,17 @@ from batchplace.controller_command import controller
 from batchplace.demo import run_demo
 from batchplace.experiment_command import experiment_app
 from batchplace.options import (
+    ColocationMarginOption,
+    ColocationOption,
     SolverMemoryOption,
     TypicalShapesOption,
     UsageMaxAgeOption,
     UsageThresholdOption,
     UsageWeightOption,
+    colocation_policy_of,
     solver_memory_bytes,
     typical_shapes_of_file,
     usage_policy_of,
-    colocation_policy_of,
-    ColocationMarginOption,
-    ColocationOption,
 )
 from batchplace.render import advice_tables, decision_tables, print_error, print_warning
 from batchplace.serve_command import serve
