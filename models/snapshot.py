@@ -57,6 +57,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from models.duration import MAX_DURATION_S
 from models.node_affinity import NodeSelectorTerm, PreferredSchedulingTerm
 from models.pod_affinity import InterPodConstraints, PodAffinityTerm
 from models.quantity import GPU_MILLI_CEILING, ceiling_problem, resource_ceiling
@@ -86,6 +87,7 @@ __all__ = [
     "NumaCell",
     "NodeUsage",
     "UsagePolicy",
+    "ReservationPolicy",
     "USAGE_PERCENT_CEILING",
     "Node",
     "HyperNode",
@@ -261,6 +263,30 @@ class UsagePolicy(_Frozen):
     )
 
 
+WaitingS = Annotated[float, Field(gt=0, le=MAX_DURATION_S, allow_inf_nan=False)]
+
+
+class ReservationPolicy(_Frozen):
+    """When a PodGroup waits too long (`solver.reservation`, rule `reservation`).
+
+    A PodGroup pending longer than its waiting time gets nodes held for it. Its waiting
+    time is its own (`PodGroup.sla_waiting_s`, the `sla-waiting-time` annotation Volcano's
+    `sla` plugin reads), else its queue's (`Queue.sla_waiting_s`), else `sla_waiting_s`
+    here (the controller's default, as the `sla` plugin's argument), else none: it never
+    gets a reservation. Waiting is counted from `creation_time` to `judged_at_s`.
+
+    Example: `{sla_waiting_s: 1800, judged_at_s: 1714564800}` — every PodGroup without a
+    waiting time of its own gets one of 30 minutes, counted at that instant."""
+
+    sla_waiting_s: WaitingS | None = Field(None, description="default waiting time (s); None: no default")
+    judged_at_s: TimeS | None = Field(
+        None,
+        description="unix seconds waiting is counted at (the controller's clock); None: the newest PodGroup "
+        "creation time of the snapshot, so a file or a posted snapshot without a clock still decides the same "
+        "way every time",
+    )
+
+
 class Node(_Frozen):
     name: NodeName
     allocatable: ResourceList
@@ -341,6 +367,9 @@ class Queue(_Frozen):
     reclaimable: bool = True
     priority: Int32 = 0
     state: Literal["open", "closed"] = "open"
+    sla_waiting_s: WaitingS | None = Field(
+        None, description="waiting time of its PodGroups that state none (`ReservationPolicy`); None: the default"
+    )
 
 
 class NetworkTopology(_Frozen):
@@ -407,6 +436,11 @@ class PodGroup(_Frozen):
         "of the tasks' min_available",
     )
     network_topology: NetworkTopology | None = None
+    sla_waiting_s: WaitingS | None = Field(
+        None,
+        description="`sla-waiting-time`: seconds it may wait pending before nodes are held for it "
+        "(`ReservationPolicy`); None: its queue's, else the snapshot's default",
+    )
 
     @property
     def key(self) -> PodGroupKey:
@@ -517,6 +551,9 @@ class Snapshot(_Frozen):
     pods: tuple[Pod, ...] = ()
     priority_classes: tuple[PriorityClass, ...] = ()
     usage_policy: UsagePolicy = Field(default_factory=UsagePolicy, description="how node usage counts")
+    reservation_policy: ReservationPolicy = Field(
+        default_factory=ReservationPolicy, description="when a PodGroup that waits too long gets nodes held for it"
+    )
 
     @model_validator(mode="before")
     @classmethod

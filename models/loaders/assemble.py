@@ -210,6 +210,7 @@ def _pod_group(
         tasks=tasks,
         task_min_available_total=declared_total if declared_total != sum(t.min_available for t in tasks) else None,
         network_topology=group.network_topology,
+        sla_waiting_s=group.sla_waiting_s,
     )
 
 

@@ -29,6 +29,8 @@ Keys of other projects, read as they define them:
     volcano.sh/vgpu-number                 resource: vGPUs (pod), vGPU slots (node); `vgpu`
     volcano.sh/vgpu-memory                 resource: MiB of device memory per vGPU
     volcano.sh/vgpu-cores                  resource: percent of a device's cores per vGPU
+    sla-waiting-time                       vcjob / PodGroup / Queue annotation: a Go duration ("30m"); past it, nodes
+                                           are held for the pending PodGroup (Volcano's `sla` plugin reads it on jobs)
     volcano.sh/network-topology-mode       scheduler-plugins PodGroup, PyTorchJob (annotation): hard | soft
     volcano.sh/network-topology-highest-tier   the same: the highest HyperNode tier allowed
     training.kubeflow.org/job-name         Pod label: the Kubeflow training job that created it
@@ -48,6 +50,7 @@ TASK_KEY = "batchplace.io/task"
 USAGE_ANNOTATION = "batchplace.io/usage"
 
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
+SLA_WAITING_TIME_ANNOTATION = "sla-waiting-time"
 VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
 VOLCANO_JOB_NAME_KEY = "volcano.sh/job-name"
 VOLCANO_JOB_NAMESPACE_LABEL = "volcano.sh/job-namespace"
