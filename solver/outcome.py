@@ -14,7 +14,8 @@ pods were not placed (`unplaced:`), or too few pods run for its gang (`gang:`). 
 1 bound → placed 4, scheduled; min_member 4, 2 running, nothing bound → pending.
 
 A pending PodGroup that holds nodes (`solver.rules.reservation`) says so first:
-"reservation: waiting 47 min > 30 min; holding leaf-3 (3 nodes), 24 of 64 GPUs free".
+"reservation: waiting 47 min > 30 min; holding leaf-3 (2 nodes held, 8 GPUs to drain), 24 of
+64 GPUs free".
 
 Every PodGroup, scheduled or pending, also says which of its tasks wait on a dependency
 and for what (`dependency_reasons`): a scheduled workflow whose task-b waits for task-a

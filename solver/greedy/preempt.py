@@ -74,6 +74,7 @@ from solver.rules.preemption import (
     queue_overused,
     reclaim_share_refusal,
     victim_refusal,
+    waits_instead,
 )
 
 __all__ = ["AllocatingEngine", "Preemptor", "VictimPool", "VictimSet", "run_preemption", "CANDIDATE_NODES"]
@@ -187,7 +188,7 @@ class VictimPool:
 
     def __init__(self, engine: AllocatingEngine):
         self.engine = engine
-        self._sets: dict[tuple[str, int, int, bool], VictimSet] = {}
+        self._sets: dict[tuple[str, int, int, bool, bool], VictimSet] = {}
         self._shares: tuple[dict, dict] | None = None  # type: ignore[type-arg]
 
     def snapshot_shares(self) -> tuple[dict, dict]:  # type: ignore[type-arg]
@@ -203,7 +204,8 @@ class VictimPool:
         return self._shares  # type: ignore[return-value]
 
     def victim_set(self, plan: GroupPlan, action: str) -> VictimSet:
-        key = (action, plan.queue, plan.group.priority, plan.group.may_preempt)
+        key = (action, plan.queue, plan.group.priority, plan.group.may_preempt,
+               waits_instead(self.engine.snapshot, plan.group))  # fmt: skip
         if key not in self._sets:
             self._sets[key] = self._build(self._allowed_victims(plan, action))
         return self._sets[key]

@@ -36,7 +36,7 @@ def _waits(gang: Gang, limit_s: float | None, *, created_s: float = 0.0) -> Gang
     return replace(gang, group=gang.group.model_copy(update={"sla_waiting_s": limit_s}))
 
 
-def _two_leaves(*, big_limit_s: float | None = 1800.0, now_s: float = HOUR, small: int = 4) -> Snapshot:
+def _two_leaves(*, big_limit_s: float | None = 1800.0, now_s: float = HOUR, small: int = 5) -> Snapshot:
     """Leaves a (n0, n1) and b (n2, n3) of 8 GPUs; a 4-GPU job runs on n0 and another on n2;
     a 16-GPU hard-tier-1 gang created at 0, and `small` 4-GPU jobs created at 50 min."""
     nodes = [make_node(f"n{i}", gpus=8, leaf="a" if i < 2 else "b") for i in range(4)]
@@ -48,12 +48,15 @@ def _two_leaves(*, big_limit_s: float | None = 1800.0, now_s: float = HOUR, smal
     )
 
 
-def test_a_group_past_its_waiting_time_holds_the_domain_with_least_to_drain() -> None:
-    held = reservation.reservations(_two_leaves())
+def test_a_group_past_its_waiting_time_holds_the_free_nodes_of_the_domain_with_least_to_drain() -> None:
+    snapshot = _two_leaves()
+    held = reservation.reservations(snapshot)
     assert [r.group for r in held] == ["default/big"]
     (only,) = held
-    assert only.domain in ("a", "b") and len(only.nodes) == 2
+    assert only.domain in ("a", "b")
     assert only.drain_gpu_milli == 8000  # one pod of 8 GPUs cannot fit before a 4-GPU job leaves
+    free_node = "n1" if only.domain == "a" else "n3"
+    assert only.nodes == (free_node,)  # the node still to drain keeps taking pods
     assert (only.waited_s, only.limit_s) == (HOUR, 1800.0)
 
 
@@ -91,13 +94,13 @@ def test_no_other_pod_lands_on_held_nodes_and_the_holder_says_why(engine: str) -
     assert outcome.reasons[0].startswith(reasons.RESERVATION)
     assert "waiting 60 min > 30 min" in outcome.reasons[0]
     placed_small = sum(1 for g in decision.podgroups if g.name.startswith("default/small") and g.state == "scheduled")
-    assert placed_small == 3  # the unheld leaf's 12 free GPUs take three, the fourth waits
+    assert placed_small == 4  # 16 GPUs free outside the held node take four, the fifth waits
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_without_the_guard_the_small_jobs_take_the_freed_room(engine: str) -> None:
     decision = solve_checked(_two_leaves(big_limit_s=None), engine)
-    assert sum(1 for g in decision.podgroups if g.name.startswith("default/small") and g.state == "scheduled") == 4
+    assert sum(1 for g in decision.podgroups if g.name.startswith("default/small") and g.state == "scheduled") == 5
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -124,15 +127,24 @@ def test_a_bind_of_another_group_on_a_held_node_is_a_violation() -> None:
 
 def test_overdue_groups_are_served_earliest_deadline_first_on_disjoint_nodes() -> None:
     nodes = [make_node(f"n{i}", gpus=8) for i in range(4)]
-    late = _waits(make_gang("late", replicas=2, gpus=8), 1800.0, created_s=600.0)
-    early = _waits(make_gang("early", replicas=2, gpus=8), 600.0, created_s=900.0)
+    late = _waits(make_gang("late", replicas=2, gpus=8, queue="a"), 1800.0, created_s=600.0)
+    early = _waits(make_gang("early", replicas=2, gpus=8, queue="b"), 600.0, created_s=900.0)
     blocker = make_running("blocker", node="n0", gpus=8)
-    snapshot = make_snapshot(nodes=nodes, groups=[late, early], running=[blocker],
+    snapshot = make_snapshot(nodes=nodes, groups=[late, early], running=[blocker], queues=[make_queue("a"), make_queue("b")],
                              reservation_policy=ReservationPolicy(judged_at_s=HOUR))  # fmt: skip
     held = reservation.reservations(snapshot)
     assert [r.group for r in held] == ["default/early", "default/late"]  # deadlines 1500 < 2400
     assert not set(held[0].nodes) & set(held[1].nodes)
     assert held[0].drain_gpu_milli == 0 and held[1].drain_gpu_milli == 8000
+    assert len(held[0].nodes) == 2 and len(held[1].nodes) == 1  # n0 is still to drain: not held
+
+
+def test_one_group_per_queue_holds_nodes_its_earliest_deadline() -> None:
+    nodes = [make_node(f"n{i}", gpus=8) for i in range(4)]
+    late = _waits(make_gang("late", replicas=2, gpus=8), 1800.0, created_s=600.0)
+    early = _waits(make_gang("early", replicas=2, gpus=8), 600.0, created_s=900.0)
+    snapshot = make_snapshot(nodes=nodes, groups=[late, early], reservation_policy=ReservationPolicy(judged_at_s=HOUR))
+    assert [r.group for r in reservation.reservations(snapshot)] == ["default/early"]
 
 
 def test_a_group_over_its_queue_capability_holds_nothing() -> None:
@@ -178,4 +190,4 @@ def test_every_engine_keeps_held_nodes_for_their_holders(engine: str, snapshot: 
         assert holder is None or pods[bind.pod].pod_group == holder
     assert check_placement(snapshot, decision.placement) == ()
     for r in reservation.reservations(snapshot):
-        assert r.waited_s > r.limit_s and r.nodes
+        assert r.waited_s > r.limit_s and (r.nodes or r.drain_gpu_milli > 0)
