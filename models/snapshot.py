@@ -494,6 +494,11 @@ class Pod(_Frozen):
     priority: Int32 = 0
     preemptable: bool = True
     start_time: TimeS | None = None
+    checkpoint_time: TimeS | None = Field(
+        None,
+        description="unix seconds of its last checkpoint (`batchplace.io/last-checkpoint`): an eviction loses "
+        "only the GPU-time run since, not since its start (solver.objective, disruption)",
+    )
     labels: dict[str, str] = Field(
         default_factory=dict, description="a running pod's labels; a pending pod is seen with its task's"
     )

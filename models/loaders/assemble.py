@@ -248,6 +248,7 @@ def _pod(pod: PodRecord, context: _PodContext) -> Pod:
         priority=priority,
         preemptable=preemptable,
         start_time=pod.start_time,
+        checkpoint_time=pod.checkpoint_time,
         labels=pod.template.labels if not pod.pending else {},
         required_anti_affinity=pod.template.inter_pod.required_anti_affinity if not pod.pending else (),
     )

@@ -48,6 +48,7 @@ GPU_NUMA_ANNOTATION = "batchplace.io/gpu-numa"
 NUMA_POLICY_ANNOTATION = "batchplace.io/numa-policy"
 TASK_KEY = "batchplace.io/task"
 USAGE_ANNOTATION = "batchplace.io/usage"
+CHECKPOINT_ANNOTATION = "batchplace.io/last-checkpoint"
 
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
 SLA_WAITING_TIME_ANNOTATION = "sla-waiting-time"

@@ -50,6 +50,7 @@ from models.snapshot import (
 
 from .affinity_fields import read_preferred_node_affinity, read_required_node_affinity
 from .keys import (
+    CHECKPOINT_ANNOTATION,
     GPUS_ANNOTATION,
     KUBEFLOW_JOB_NAME_LABEL,
     KUBEFLOW_REPLICA_TYPE_LABEL,
@@ -264,6 +265,7 @@ class PodRecord:
     start_time: float | None
     location: Location
     path: tuple[PathPart, ...] = ()
+    checkpoint_time: float | None = None  # `batchplace.io/last-checkpoint`
 
     @property
     def key(self) -> str:
@@ -303,6 +305,7 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
         start_time=status.timestamp("startTime"),
         location=obj.location,
         path=obj.path,
+        checkpoint_time=obj.child("metadata").child("annotations").timestamp(CHECKPOINT_ANNOTATION),
     )
 
 

@@ -66,6 +66,7 @@ from models.snapshot import Snapshot
 from solver import reasons
 from solver.greedy.plan import GreedyFailure, GroupPlan
 from solver.greedy.state import WHOLE, CycleState, TaskShape, choose_devices
+from solver.objective import disruption_clock, gpu_time_lost
 from solver.problem import Problem
 from solver.rules.capacity import device_fits, fits
 from solver.rules.gang import GangRequirement, victim_may_keep
@@ -224,10 +225,12 @@ class VictimPool:
     def _build(self, allowed: list[int]) -> VictimSet:
         engine = self.engine
         snapshot, problem, state = engine.snapshot, engine.problem, engine.state
+        now = disruption_clock(snapshot)
         order = sorted(
             allowed,
             key=lambda p: (
                 snapshot.pod_groups[problem.pod_group[p]].priority,
+                gpu_time_lost(snapshot.pods[p], now),  # the least GPU-time lost first
                 -(snapshot.pods[p].start_time or 0.0),
                 problem.pod_keys[p],
             ),
@@ -372,13 +375,16 @@ class Preemptor:
         for r in shape.columns:
             shortfall += np.maximum(0, shape.requests[r] - state.free[r][nodes]) / (problem.allocatable[r].max() + 1.0)
         order = nodes[np.lexsort((nodes, shortfall))][:CANDIDATE_NODES]
-        best: tuple[tuple[int, int, int], list[int]] | None = None
+        best: tuple[tuple[int, int, int, int], list[int]] | None = None
+        snapshot = self.engine.snapshot
+        now = disruption_clock(snapshot)
         for node in order:
             victims = self._select(int(node), shape, quota)
             if victims is None:
                 continue
-            top_priority = max(self.engine.snapshot.pod_groups[problem.pod_group[v]].priority for v in victims)
-            cost = (len(victims), top_priority, int(node))
+            top_priority = max(snapshot.pod_groups[problem.pod_group[v]].priority for v in victims)
+            lost = sum(gpu_time_lost(snapshot.pods[v], now) for v in victims)
+            cost = (len(victims), top_priority, lost, int(node))
             if best is None or cost < best[0]:
                 best = (cost, victims)
         if best is None:

@@ -189,5 +189,7 @@ def test_every_engine_keeps_held_nodes_for_their_holders(engine: str, snapshot: 
         holder = held.get(bind.node)
         assert holder is None or pods[bind.pod].pod_group == holder
     assert check_placement(snapshot, decision.placement) == ()
+    groups = snapshot.pod_group_by_key
+    assert all(groups[e.for_].sla_waiting_s is None for e in decision.placement.evictions), "a waiting preemptor evicted"
     for r in reservation.reservations(snapshot):
         assert r.waited_s > r.limit_s and (r.nodes or r.drain_gpu_milli > 0)
