@@ -20,7 +20,7 @@
   guard (`solver.rules.reservation`), so an eviction would only buy a shorter wait with
   the GPU-time the victim has run since its start. Measured on the `llm` timeline
   (`docs/results.md`): evictions come from priority-1 training preempting priority-0
-  training; refusing only equal-priority reclaim of gangs changes nothing there (0.108
+  training; refusing only equal-priority reclaim of gangs would refuse nothing there (0.108
   evicted GPU per admitted GPU), refusing gang victims (min_member > 1) leaves single-pod
   8-GPU jobs evicted (0.027), refusing every victim gives 0.000 and a lower training p99.
   Without a waiting time the rules above hold as in Volcano, and the objective's

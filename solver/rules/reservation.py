@@ -122,12 +122,12 @@ class Reservation:
     waited_s: float
     limit_s: float
     domain: str  # a HyperNode name, or CLUSTER
-    nodes: tuple[NodeName, ...]  # held, in the order taken
+    nodes: tuple[NodeName, ...]  # held (free now), in the order taken
     pods_needed: int
     free_gpu_milli: int  # free in the domain at the snapshot (eligible nodes not held by others)
     domain_gpu_milli: int  # GPU capacity of those nodes
-    drain_gpu_milli: int  # GPUs of the pods that do not fit on the held nodes now
-    running_gpu_s: float  # GPU-seconds already run by the pods on held nodes that must drain
+    drain_gpu_milli: int  # GPUs of the pods that do not fit on the chosen nodes now
+    running_gpu_s: float  # GPU-seconds already run by the pods on the chosen nodes that must drain
 
 
 def now_s(snapshot: Snapshot) -> float:
