@@ -42,6 +42,7 @@ from batchplace.options import (
     ColocationMarginOption,
     ColocationOption,
 )
+from models.duration import DurationError, parse_go_duration
 from solver.place import ENGINES
 
 if TYPE_CHECKING:
@@ -126,6 +127,15 @@ def controller(
     usage_poll: Annotated[
         float, typer.Option("--usage-poll", min=1, help="Seconds between reads of the usage source.")
     ] = 15.0,
+    sla_waiting_time: Annotated[
+        Optional[str],
+        typer.Option(
+            "--sla-waiting-time",
+            help="Default waiting time (a Go duration, e.g. 30m) after which a pending PodGroup gets nodes held "
+            "for it, for PodGroups whose job, PodGroup or Queue sets no sla-waiting-time annotation "
+            "(as Volcano's sla plugin argument). Unset: only annotated PodGroups are guarded.",
+        ),
+    ] = None,
     usage_threshold: UsageThresholdOption = None,
     usage_weight: UsageWeightOption = None,
     usage_max_age: UsageMaxAgeOption = None,
@@ -178,6 +188,11 @@ def controller(
         typer.echo(f"error: --log-format: must be json or text, got {log_format!r}", err=True)
         raise typer.Exit(EXIT_USAGE)
     shapes = typical_shapes_of_file(typical_shapes)
+    try:
+        sla_waiting_s = parse_go_duration(sla_waiting_time) if sla_waiting_time is not None else None
+    except DurationError as error:
+        typer.echo(f"error: --sla-waiting-time: {error}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
     usage_policy = usage_policy_of(usage_threshold, usage_weight, usage_max_age)
     queries = _usage_queries(usage_query)
     if usage_source not in USAGE_SOURCES:
@@ -242,6 +257,7 @@ def controller(
         usage_queries=queries,
         usage_window_s=usage_window,
         usage_poll_s=usage_poll,
+        sla_waiting_s=sla_waiting_s,
     )
     try:
         client = KubeClient.from_kubeconfig(kubeconfig, pool_size=config.api_connections())

@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from batchplace.render import print_error
+from models.duration import DurationError, parse_go_duration
 
 __all__ = ["experiment_app"]
 
@@ -200,6 +201,7 @@ def timeline(
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes.")] = 2,
     trace: Annotated[str, typer.Option(help="openb pod list for the openb scenario.")] = "default",
     compress: Annotated[float, typer.Option(min=1.0, help="openb: divide arrival times by this (lifetimes kept); the trace as recorded keeps < 1 % of GPUs busy.")] = 1.0,
+    sla_waiting_time: Annotated[str, typer.Option("--sla-waiting-time", help="llm: every job's sla-waiting-time (a Go duration, e.g. 2h) for batchplace and Volcano-like, or none.")] = "none",
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("results/timeline"),
     trace_dir: Annotated[Path | None, typer.Option("--trace-dir", help=_TRACE_DIR_HELP + " Read by --scenario openb.")] = None,
 ) -> None:
@@ -207,19 +209,27 @@ def timeline(
 
     The openb scenario replays Alibaba's cluster-trace-gpu-v2023 (pass --trace-dir); the llm scenario needs no trace.
     """
-    from experiments.plots import plot_queueing_cdf, plot_timeline_utilization
+    import numpy as np
+
+    from experiments.plots import plot_delay_by_size, plot_queueing_cdf, plot_reserved, plot_timeline_utilization
     from experiments.timeline import (
         LLM_POLICIES,
         OPENB_POLICIES,
         TimelineConfig,
         run_timelines,
         timeline_markdown,
+        timeline_policy_summary,
         write_timeline_csv,
     )
 
     if scenario == "colocation":
         _colocation_timeline(hours if hours != 12.0 else 24.0, out)
         return
+    try:
+        sla_waiting_s = None if sla_waiting_time == "none" else parse_go_duration(sla_waiting_time)
+    except DurationError as error:
+        print_error(f"--sla-waiting-time: {error}")
+        raise typer.Exit(EXIT_INPUT_ERROR) from None
     scenarios = ["llm", "openb"] if scenario == "all" else [scenario]
     if any(s not in ("llm", "openb") for s in scenarios):
         print_error(f"--scenario: choose llm, openb or all, got {scenario!r}")
@@ -232,7 +242,8 @@ def timeline(
         allowed = LLM_POLICIES if name == "llm" else OPENB_POLICIES
         for policy in _names(policies, allowed=allowed, what="--policies") if policies != "all" else allowed:
             for seed in _ints(seeds, what="--seeds"):
-                configs.append(TimelineConfig(scenario=name, policy=policy, seed=seed, hours=hours, trace=trace, compress=compress))
+                configs.append(TimelineConfig(scenario=name, policy=policy, seed=seed, hours=hours, trace=trace,
+                                              compress=compress, sla_waiting_s=sla_waiting_s))  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     results = []
     with _progress() as progress:
@@ -241,7 +252,7 @@ def timeline(
             results.append(result)
             progress.update(task, advance=1, last=f"{result.config.scenario}/{result.config.policy}")
     write_timeline_csv(results, out)
-    table = timeline_markdown(results)
+    table = timeline_markdown(results) + "\n" + timeline_policy_summary(results)
     (out / "summary.md").write_text(table)
     for name in scenarios:
         chosen = [r for r in results if r.config.scenario == name and r.config.seed == results[0].config.seed]
@@ -250,6 +261,16 @@ def timeline(
                                       out / f"timeline_util_{name}.png", title=f"GPU allocated over time — {name}")  # fmt: skip
             plot_queueing_cdf({r.config.policy: r.delays_by_queue for r in chosen},
                               out / f"timeline_queueing_{name}.png", title=f"queueing delay — {name}")  # fmt: skip
+        if name == "llm":
+            runs = [r for r in results if r.config.scenario == name]
+            pooled: dict[str, dict[int, list]] = {}
+            for r in runs:
+                for size, values in r.delays_by_gpus.items():
+                    pooled.setdefault(r.config.policy, {}).setdefault(size, []).extend(values.tolist())
+            plot_delay_by_size({p: {s: np.array(v) for s, v in by.items()} for p, by in pooled.items()},
+                               out / "timeline_delay_by_size_llm.png", title="training delay by job size — llm, seeds pooled")  # fmt: skip
+            plot_reserved({r.config.policy: (r.times_h, r.reserved_pct) for r in chosen if r.config.scenario == name},
+                          out / "timeline_reserved_llm.png", title=f"GPUs reserved for overdue jobs — llm, seed {results[0].config.seed}")  # fmt: skip
     console.print(table, highlight=False, markup=False)
     console.print(f"wrote {out}/timeline_*.csv, summary.md and plots", markup=False)
 

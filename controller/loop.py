@@ -44,7 +44,7 @@ from controller.status import condition_reason
 from controller.timing import Clock, SystemClock
 from controller.usage import UsageSource, UsageTracker
 from models.placement import Decision
-from models.snapshot import ColocationPolicy, Snapshot, UsagePolicy
+from models.snapshot import ColocationPolicy, ReservationPolicy, Snapshot, UsagePolicy
 from models.typical_shapes import TypicalShape
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES
 from solver.place import EngineName, SolveConfig, place
@@ -80,6 +80,7 @@ class ControllerConfig:
     usage_queries: tuple[tuple[str, str], ...] = ()  # (resource, PromQL) replacing the default queries
     usage_window_s: float = 300.0  # readings averaged over this
     usage_poll_s: float = 15.0  # the source read at most this often
+    sla_waiting_s: float | None = None  # default `sla-waiting-time` (`solver.rules.reservation`); None: none
 
     def api_connections(self) -> int:
         """Connections to the API server the controller may use at once: a watch per watched
@@ -381,18 +382,23 @@ class Controller:
             )
 
     def _with_usage(self, observation: Observation) -> Observation:
-        """The observation with node usage and its policy, judged by this clock (`controller.usage`)."""
+        """The observation with node usage and its policy, judged by this clock (`controller.usage`),
+        and the reservation policy's clock and default waiting time."""
         failures = self.usage.failures
-        snapshot = self.usage.apply(observation.snapshot, self.clock.now().timestamp())
-        if snapshot.colocation_policy != self.config.colocation_policy:
-            snapshot = snapshot.model_copy(update={"colocation_policy": self.config.colocation_policy})
+        now_s = self.clock.now().timestamp()
+        snapshot = self.usage.apply(observation.snapshot, now_s)
+        # Waiting times are counted by this clock, and PodGroups without one get the default.
+        reservation = ReservationPolicy(sla_waiting_s=self.config.sla_waiting_s, judged_at_s=now_s)
+        snapshot = snapshot.model_copy(
+            update={"reservation_policy": reservation, "colocation_policy": self.config.colocation_policy}
+        )
         if self.usage.failures > failures and self.usage.source is not None:
             self.metrics.usage_source_errors.labels(source=self.usage.source.name).inc()
         states = Counter(judgement.state for judgement in usage_rule.judgements(snapshot).values())
         for state in ("hot", "cool", "stale", "missing"):
             self.metrics.usage_nodes.labels(state=state).set(states.get(state, 0))
         self._colocation_metrics(snapshot)
-        return observation if snapshot is observation.snapshot else dataclasses.replace(observation, snapshot=snapshot)
+        return dataclasses.replace(observation, snapshot=snapshot)
 
     def _offline_evictions(self, observation: Observation) -> list[colocation.OfflineEviction]:
         """Offline pods to evict from colocation nodes whose online usage rose (`solver.rules.colocation`)."""

@@ -67,6 +67,7 @@ CONDITION_REASONS: dict[str, str] = {
     "preemption": "Preempted",
     "eviction": "EvictionRefused",
     "unplaced": "NotEnoughResources",
+    "reservation": "Reserved",  # waiting past its sla-waiting-time: nodes are held for it (rule reservation)
 }
 READY_REASON = "tasks in gang are ready to be scheduled"  # Volcano's Scheduled condition says this
 PIPELINED_REASON = "Pipelined"

@@ -107,3 +107,37 @@ def plot_queueing_cdf(delays: Mapping[str, Mapping[str, np.ndarray]], path: Path
     fig.savefig(path, dpi=80)
     plt.close(fig)
     return path
+
+
+def plot_delay_by_size(delays: Mapping[str, Mapping[int, np.ndarray]], path: Path, *, title: str) -> Path:
+    """`delays`: policy → training job GPUs → queueing delays (s), seeds pooled; p99 per size."""
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for policy, by_size in delays.items():
+        sizes = [size for size, values in sorted(by_size.items()) if len(values)]
+        ax.plot(sizes, [np.percentile(by_size[size], 99) / 60.0 for size in sizes], marker="o", label=policy_label(policy))
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("training job size (GPUs)")
+    ax.set_ylabel("queueing delay p99 (min)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
+def plot_reserved(series: Mapping[str, tuple[np.ndarray, np.ndarray]], path: Path, *, title: str) -> Path:
+    """`series`: policy → (times in hours, GPUs held for overdue jobs, % of the cluster)."""
+    fig, ax = plt.subplots(figsize=(8, 3))
+    for policy, (hours, reserved) in series.items():
+        ax.plot(hours, reserved, label=policy_label(policy), linewidth=1.0)
+    ax.set_xlabel("time (h)")
+    ax.set_ylabel("GPUs reserved (%)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path

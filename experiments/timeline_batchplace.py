@@ -7,6 +7,9 @@ HyperNodes, the three weighted queues, and one PodGroup per job that runs or wai
 topology); running pods carry their node and GPU indices. Output: a `CycleOutcome` —
 evicted jobs are released whole here (a training gang cannot run short of its
 `min_member`) before the binds are applied, so the binds see the capacity the solver saw.
+The snapshot's clock is the simulator's, and every job's waiting time is the scenario's
+`sla_waiting_s` (the controller's `--sla-waiting-time`): past it, a pending job holds
+nodes (`solver.rules.reservation`), whose GPUs the outcome reports as reserved.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from experiments.cluster_state import WHOLE, ClusterState
 from experiments.timeline_llm import QUEUE_WEIGHTS, CycleOutcome, Job, World
 from models.snapshot import Node, NodeName, Snapshot
 from solver.place import SolveConfig, place
+from solver.rules.reservation import reservations
 
 __all__ = ["BatchplaceCycle"]
 
@@ -27,9 +31,10 @@ MIB = 1024 * 1024
 class BatchplaceCycle:
     """One `solver.place` per cycle; see the module docstring."""
 
-    def __init__(self, engine: str, *, time_limit_s: float = 2.0):
+    def __init__(self, engine: str, *, time_limit_s: float = 2.0, sla_waiting_s: float | None = None):
         self.name = engine
         self.config = SolveConfig(engine=engine, time_limit_s=time_limit_s, workers=1)  # type: ignore[arg-type]
+        self.sla_waiting_s = sla_waiting_s
         self._nodes: list[Node] | None = None
         self._hypernodes: list[dict[str, Any]] | None = None
 
@@ -52,7 +57,10 @@ class BatchplaceCycle:
             job = jobs[key]
             assignment = state.bind(job.request(int(replica)), row_of[bind.node], bind.gpus)
             binds.append((job, int(replica), assignment))
-        return CycleOutcome(binds=tuple(binds), evicted=tuple(evicted.values()), solve_seconds=decision.solve_seconds)
+        held = {node for reservation in reservations(snapshot) for node in reservation.nodes}
+        reserved = sum(int(state.gpu_count[row_of[node]]) * WHOLE for node in held)
+        return CycleOutcome(binds=tuple(binds), evicted=tuple(evicted.values()), solve_seconds=decision.solve_seconds,
+                            reserved_gpu_milli=reserved)  # fmt: skip
 
     def snapshot(self, world: World) -> Snapshot:
         state = world.state
@@ -71,6 +79,7 @@ class BatchplaceCycle:
                 "queues": [{"name": q, "weight": w} for q, w in QUEUE_WEIGHTS.items()],
                 "pod_groups": groups,
                 "pods": pods,
+                "reservation_policy": {"sla_waiting_s": self.sla_waiting_s, "judged_at_s": world.now_s},
             }
         )
 

@@ -19,7 +19,9 @@ Policies (`TimelinePolicy.cycle(world) -> CycleOutcome`):
   HyperNodes, queues, every running and pending pod with its PodGroup) through
   `solver.place`; evictions are honoured (the victim's job restarts from the queue);
 - `volcano`: Volcano-like — queues by proportion (lowest GPU share of deserved first),
-  jobs by priority then age, each gang one Statement (all pods or none, binpack score,
+  jobs by priority then age; with the `sla` plugin (a waiting time set), a job past it goes
+  first in its queue and, when it cannot start, holds what it can take for the rest of the
+  cycle (Volcano's pipelined allocation) so later jobs cannot take it; each gang one Statement (all pods or none, binpack score,
   hard topology tried leaf by leaf then spine by spine, fullest domain first); no
   preemption, no backtracking across jobs;
 - `kube`: kube-scheduler-like — pods first come first served, each on its own,
@@ -113,6 +115,7 @@ class CycleOutcome:
     binds: tuple[tuple[Job, int, Assignment], ...] = ()
     evicted: tuple[Job, ...] = ()
     solve_seconds: float = 0.0
+    reserved_gpu_milli: int = 0  # GPUs held this cycle for jobs past their waiting time
 
 
 def llm_cluster(nodes: int = 128) -> tuple[OpenbNodes, np.ndarray, np.ndarray]:
@@ -194,14 +197,21 @@ def deserved_gpus(demand: dict[str, float], capacity: float) -> dict[str, float]
 
 
 class VolcanoLikeGangs:
-    """Gang + proportion + binpack, job by job; see the module docstring."""
+    """Gang + proportion + binpack (+ `sla`), job by job; see the module docstring."""
 
     name = "volcano"
+
+    def __init__(self, *, sla_waiting_s: float | None = None) -> None:
+        self.sla_waiting_s = sla_waiting_s
+
+    def _overdue(self, world: World, job: Job) -> bool:
+        return self.sla_waiting_s is not None and world.now_s - job.arrival_s > self.sla_waiting_s
 
     def cycle(self, world: World) -> CycleOutcome:
         started = time.perf_counter()
         state = world.state
         binds: list[tuple[Job, int, Assignment]] = []
+        held: list[tuple[Job, int, Assignment]] = []
         used: dict[str, float] = {q: 0.0 for q in QUEUE_WEIGHTS}
         for job in world.running:
             used[job.queue] += job.gpus_milli
@@ -209,8 +219,12 @@ class VolcanoLikeGangs:
         for job in world.pending:
             demand[job.queue] += job.gpus_milli
         deserved = deserved_gpus(demand, float(state.gpu_capacity_milli))
-        waiting = {q: sorted((j for j in world.pending if j.queue == q), key=lambda j: (-j.priority, j.arrival_s))
-                   for q in QUEUE_WEIGHTS}  # fmt: skip
+
+        def order(job: Job) -> tuple[int, int, float, float]:  # priority, then sla's deadline order, then age
+            late = self._overdue(world, job)
+            return (-job.priority, 0 if late else 1, job.arrival_s + (self.sla_waiting_s or 0.0) if late else 0.0, job.arrival_s)
+
+        waiting = {q: sorted((j for j in world.pending if j.queue == q), key=order) for q in QUEUE_WEIGHTS}
         while any(waiting.values()):
             queue = min((q for q in waiting if waiting[q]), key=lambda q: (used[q] / max(deserved[q], 1.0), q))
             job = waiting[queue].pop(0)
@@ -218,7 +232,32 @@ class VolcanoLikeGangs:
             if placed is not None:
                 binds.extend((job, replica, a) for replica, a in placed)
                 used[queue] += job.gpus_milli
-        return CycleOutcome(binds=tuple(binds), solve_seconds=time.perf_counter() - started)
+            elif self._overdue(world, job):
+                held.extend((job, replica, a) for replica, a in self._pipeline(world, job))
+        for job, replica, assignment in held:  # the session ends: what an unready job held is let go
+            state.release(job.request(replica), assignment)
+        reserved = sum(job.num_gpu * job.gpu_milli for job, _, _ in held)
+        return CycleOutcome(binds=tuple(binds), solve_seconds=time.perf_counter() - started, reserved_gpu_milli=reserved)
+
+    def _pipeline(self, world: World, job: Job) -> list[tuple[int, Assignment]]:
+        """Volcano's `sla` permit: an overdue job that cannot start keeps what it can take
+        this session (in its fullest allowed domain), so later jobs cannot take it."""
+        state = world.state
+        domain: np.ndarray | None = None
+        if job.topology == "hard" and job.pods > 1:
+            ids = world.leaf if job.tier <= 1 else world.spine
+            free = np.bincount(ids, weights=state.left_total, minlength=int(ids.max()) + 1)
+            domain = ids == int(np.argmax(free))
+        placed: list[tuple[int, Assignment]] = []
+        for replica in range(job.pods):
+            pod = job.request(replica)
+            mask = state.feasible(pod) if domain is None else state.feasible(pod) & domain
+            nodes = np.flatnonzero(mask)
+            if not nodes.size:
+                break
+            node = int(nodes[int(np.argmax(binpack_score(state, pod, nodes)))])
+            placed.append((replica, state.bind(pod, node, best_fit_devices(state.gpu_left[node].tolist(), pod))))
+        return placed
 
     def _gang(self, world: World, job: Job) -> list[tuple[int, Assignment]] | None:
         state = world.state

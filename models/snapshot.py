@@ -64,6 +64,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from models.duration import MAX_DURATION_S
 from models.node_affinity import NodeSelectorTerm, PreferredSchedulingTerm
 from models.pod_affinity import InterPodConstraints, PodAffinityTerm
 from models.quantity import GPU_MILLI_CEILING, ceiling_problem, resource_ceiling
@@ -96,6 +97,7 @@ __all__ = [
     "ColocationPolicy",
     "COLOCATION_LABEL",
     "OVERSUBSCRIPTION_LABEL",
+    "ReservationPolicy",
     "USAGE_PERCENT_CEILING",
     "Node",
     "HyperNode",
@@ -304,6 +306,30 @@ def _go_bool(text: str | None) -> bool | None:
     return True if text in _GO_TRUE else False if text in _GO_FALSE else None
 
 
+WaitingS = Annotated[float, Field(gt=0, le=MAX_DURATION_S, allow_inf_nan=False)]
+
+
+class ReservationPolicy(_Frozen):
+    """When a PodGroup waits too long (`solver.reservation`, rule `reservation`).
+
+    A PodGroup pending longer than its waiting time gets nodes held for it. Its waiting
+    time is its own (`PodGroup.sla_waiting_s`, the `sla-waiting-time` annotation Volcano's
+    `sla` plugin reads), else its queue's (`Queue.sla_waiting_s`), else `sla_waiting_s`
+    here (the controller's default, as the `sla` plugin's argument), else none: it never
+    gets a reservation. Waiting is counted from `creation_time` to `judged_at_s`.
+
+    Example: `{sla_waiting_s: 1800, judged_at_s: 1714564800}` — every PodGroup without a
+    waiting time of its own gets one of 30 minutes, counted at that instant."""
+
+    sla_waiting_s: WaitingS | None = Field(None, description="default waiting time (s); None: no default")
+    judged_at_s: TimeS | None = Field(
+        None,
+        description="unix seconds waiting is counted at (the controller's clock); None: the newest PodGroup "
+        "creation time of the snapshot, so a file or a posted snapshot without a clock still decides the same "
+        "way every time",
+    )
+
+
 class Node(_Frozen):
     name: NodeName
     allocatable: ResourceList
@@ -394,6 +420,9 @@ class Queue(_Frozen):
     reclaimable: bool = True
     priority: Int32 = 0
     state: Literal["open", "closed"] = "open"
+    sla_waiting_s: WaitingS | None = Field(
+        None, description="waiting time of its PodGroups that state none (`ReservationPolicy`); None: the default"
+    )
 
 
 class NetworkTopology(_Frozen):
@@ -465,6 +494,11 @@ class PodGroup(_Frozen):
         "of the tasks' min_available",
     )
     network_topology: NetworkTopology | None = None
+    sla_waiting_s: WaitingS | None = Field(
+        None,
+        description="`sla-waiting-time`: seconds it may wait pending before nodes are held for it "
+        "(`ReservationPolicy`); None: its queue's, else the snapshot's default",
+    )
 
     @property
     def key(self) -> PodGroupKey:
@@ -518,6 +552,11 @@ class Pod(_Frozen):
     priority: Int32 = 0
     preemptable: bool = True
     start_time: TimeS | None = None
+    checkpoint_time: TimeS | None = Field(
+        None,
+        description="unix seconds of its last checkpoint (`batchplace.io/last-checkpoint`): an eviction loses "
+        "only the GPU-time run since, not since its start (solver.objective, disruption)",
+    )
     labels: dict[str, str] = Field(
         default_factory=dict, description="a running pod's labels; a pending pod is seen with its task's"
     )
@@ -581,6 +620,9 @@ class Snapshot(_Frozen):
     usage_policy: UsagePolicy = Field(default_factory=UsagePolicy, description="how node usage counts")
     colocation_policy: ColocationPolicy = Field(
         default_factory=ColocationPolicy, description="how much of a colocation node offline pods may use"
+    )
+    reservation_policy: ReservationPolicy = Field(
+        default_factory=ReservationPolicy, description="when a PodGroup that waits too long gets nodes held for it"
     )
 
     @model_validator(mode="before")

@@ -51,8 +51,10 @@ The tiers (each an exact integer; "after" means kept running pods plus this cycl
 3. **disruption** — smaller is better. Σ over evicted pods of
    weight(priority) · (1000 + gpu_milli · age_class), where age_class = 1 + ⌊log2(1 +
    hours run)⌋ is the GPU-time lost on a log scale (1 under an hour, 2 for 1–2 h, 3 for 3–6 h,
-   …), hours counted back from the latest pod start in the snapshot (the snapshot has no
-   clock). The 1000 makes every victim count, GPU or not. Example: a weight-1 victim
+   …), hours run since the pod's start or, when later, its last checkpoint
+   (`batchplace.io/last-checkpoint`: what came before is saved, not lost), counted to the
+   snapshot's clock (`reservation_policy.judged_at_s`, the controller's) or, without one, to
+   the latest pod start in the snapshot. The 1000 makes every victim count, GPU or not. Example: a weight-1 victim
    with 1 GPU that ran 5 h → 1 · (1000 + 1000 · 3) = 4000.
 4. **locality** — smaller is better. For each soft-topology PodGroup (network topology set
    without a hard tier limit) that gets a bind: the number of lowest-tier HyperNodes its
@@ -202,6 +204,22 @@ def age_class(start_time: float | None, now: float | None) -> int:
     return (1 + hours).bit_length()
 
 
+def disruption_clock(snapshot: Snapshot) -> float | None:
+    """The time GPU-time lost is counted to: the snapshot's clock, else its latest pod start."""
+    if snapshot.reservation_policy.judged_at_s is not None:
+        return snapshot.reservation_policy.judged_at_s
+    starts = [pod.start_time for pod in snapshot.pods if pod.phase == "running" and pod.start_time is not None]
+    return max(starts) if starts else None
+
+
+def gpu_time_lost(pod: Pod, now: float | None) -> int:
+    """gpu_milli · age_class of the time run since the pod's start or, when later, its last
+    checkpoint (what came before is saved). Example: 8 GPUs, started 5 h ago, checkpointed
+    30 min ago → 8000 · 1 = 8000; without the checkpoint 8000 · 3 = 24000."""
+    marks = [time for time in (pod.start_time, pod.checkpoint_time) if time is not None]
+    return pod.requests.get(GPU, 0) * age_class(max(marks) if marks else None, now)
+
+
 FAIRNESS_MAGNITUDE = 1 << 40
 """1000 · target stays below this; larger resources are counted in coarser units."""
 
@@ -260,7 +278,6 @@ class ObjectiveContext:
     def _build(snapshot: Snapshot, typical: Sequence[TypicalShape]) -> ObjectiveContext:
         priorities = sorted({group.priority for group in snapshot.pod_groups})
         rank = {priority: i for i, priority in enumerate(priorities)}
-        starts = [pod.start_time for pod in snapshot.pods if pod.phase == "running" and pod.start_time is not None]
         deserved, requests = deserved_shares(snapshot), queue_requests(snapshot)
         targets: dict[QueueName, dict[str, int]] = {}
         for queue in snapshot.queues:
@@ -292,7 +309,7 @@ class ObjectiveContext:
                         break
         return ObjectiveContext(
             weights={group.key: 1 + rank[group.priority] for group in snapshot.pod_groups},
-            now=max(starts) if starts else None,
+            now=disruption_clock(snapshot),
             targets=targets,
             units=units,
             packing=packing_measure(snapshot, typical),
@@ -303,7 +320,7 @@ class ObjectiveContext:
     def eviction_cost(self, pod: Pod) -> int:
         """Tier-3 cost of evicting `pod` (a running pod of a PodGroup)."""
         weight = self.weights.get(pod.pod_group, 1) if pod.pod_group is not None else 1
-        return weight * (VICTIM_BASE_COST + pod.requests.get(GPU, 0) * age_class(pod.start_time, self.now))
+        return weight * (VICTIM_BASE_COST + gpu_time_lost(pod, self.now))
 
 
 def score(snapshot: Snapshot, placement: Placement, *, context: ObjectiveContext | None = None) -> ObjectiveVector:

@@ -13,6 +13,10 @@ when the engine gave none, a generic one — its pods were evicted (`preemption:
 pods were not placed (`unplaced:`), or too few pods run for its gang (`gang:`). Example: min_member 4, 3 running,
 1 bound → placed 4, scheduled; min_member 4, 2 running, nothing bound → pending.
 
+A pending PodGroup that holds nodes (`solver.rules.reservation`) says so first:
+"reservation: waiting 47 min > 30 min; holding leaf-3 (2 nodes held, 8 GPUs to drain), 24 of
+64 GPUs free".
+
 Every PodGroup, scheduled or pending, also says which of its tasks wait on a dependency
 and for what (`dependency_reasons`): a scheduled workflow whose task-b waits for task-a
 reports "dependency: task-b waits for task-a (0 of 1 running)", so the waiting pods are
@@ -32,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from models.placement import Decision, Eviction, Placement, PodGroupOutcome, QueueShare, SolveStatus
 from models.snapshot import CPU, GPU, MEMORY, PodGroup, PodGroupKey, QueueName, Snapshot
 from solver import reasons as reason_text
-from solver.rules import colocation, usage
+from solver.rules import colocation, reservation, usage
 from solver.rules.gang import gang_requirement, is_met
 from solver.shares import add_resources, deserved_shares
 
@@ -200,6 +204,9 @@ def build_decision(
                 minimum=requirement.min_member,
             )
             group_reasons = _with_colocation_note(snapshot, _with_usage_note(snapshot, group_reasons))
+            held = reservation.reservation_of(snapshot, group.key)
+            if held is not None:
+                group_reasons = (reservation.reserved_reason(held), *group_reasons)
         outcomes.append(
             PodGroupOutcome(
                 name=group.key,

@@ -27,6 +27,9 @@ Layout choices, and why:
   missed (`solver.rules.node_affinity.preference_missed`), per pair likewise. Node usage
   joins the node signature twice: whether `solver.rules.usage` finds the node hot (then
   no task is eligible there) and its usage band (`usage_band_by_class`, `solver.usage_tier`).
+  A node held for an overdue PodGroup (`solver.rules.reservation`) joins it by its holder, and a
+  task by its PodGroup when that PodGroup holds nodes: a held node is eligible for its
+  holder's tasks only (rule `reservation`).
 - `pods` is a fixed column every pod requests `POD_SLOT` (1) of, running or pending
   (`models.snapshot`: the kubelet's count), so node capacity — `free`, every engine's fit
   test, CP-SAT's patterns, what an eviction frees — counts pods like any resource. Example:
@@ -77,6 +80,7 @@ from solver.memo import memoized_each
 from solver.rules import colocation, node_affinity, usage
 from solver.rules.eligibility import eligible
 from solver.rules.gang import GangRequirement, can_be_met, gang_requirement
+from solver.rules.reservation import reserved_for
 from solver.shares import deserved_shares
 from solver.usage_tier import usage_bands
 
@@ -670,6 +674,9 @@ def _pods(
 def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _EligibilityTables:
     """Per (task class, node class) predicate calls; see the module docstring."""
     tasks: list[Task] = [task for group in snapshot.pod_groups for task in group.tasks]
+    held = reserved_for(snapshot)
+    holders = set(held.values())
+    task_holder = [group.key if group.key in holders else None for group in snapshot.pod_groups for _ in group.tasks]
     affinity_terms = [term for task in tasks for term in node_affinity.terms_of(task)]
     selector_keys = sorted({key for task in tasks for key in task.node_selector} | node_affinity.keys_read(affinity_terms))
     named_nodes = node_affinity.names_read(affinity_terms)
@@ -684,6 +691,7 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _Elig
             node.unschedulable,
             node.name in hot and hot[node.name].state == "hot",
             bands[node.name],
+            held.get(node.name),
         )
         for node in snapshot.nodes
     ]
@@ -697,18 +705,21 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _Elig
     class_tasks: list[Task] = []
     task_class = np.zeros(len(tasks), dtype=np.int64)
     task_requests = np.zeros((len(tasks), len(resource_index)), dtype=np.int64)
+    class_holder: dict[int, object] = {}
     for t, task in enumerate(tasks):
         signature = (
             tuple(sorted(task.node_selector.items())),
             task.required_node_affinity,
             task.preferred_node_affinity,
             task.tolerations,
+            task_holder[t],
         )
         task_cls = task_class_of_signature.get(signature)
         if task_cls is None:
             task_cls = task_class_of_signature[signature] = len(class_tasks)
             class_tasks.append(task)
         task_class[t] = task_cls
+        class_holder[task_cls] = task_holder[t]
         for name, amount in task.requests.items():
             task_requests[t, resource_index[name]] = amount
     task_requests[:, resource_index[PODS]] = POD_SLOT
@@ -719,6 +730,11 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _Elig
     ).reshape(len(class_tasks), len(representatives))
     class_hot = np.array([signatures[rep][4] for rep in representatives], dtype=bool)
     pair_ok[:, class_hot] = False  # rule `usage`: a hot node takes no new pod, whatever the task
+    if held:  # rule `reservation`: a held node takes its holder's pods only
+        for node_cls, rep in enumerate(representatives):
+            holder = signatures[rep][6]
+            if holder is not None:
+                pair_ok[[c for c in range(len(class_tasks)) if class_holder[c] != holder], node_cls] = False
     class_band = np.array([signatures[rep][5] for rep in representatives], dtype=np.int64)
     eligible_by_class = pair_ok[:, node_class] if len(snapshot.nodes) else np.zeros((len(class_tasks), 0), bool)
     pair_missed = np.array(

@@ -33,6 +33,7 @@ __all__ = [
     "TOPOLOGY_SPREAD",
     "UNPLACED",
     "USAGE",
+    "RESERVATION",
     "format_quantity",
     "format_resources",
     "capacity_fit_error",
@@ -70,6 +71,7 @@ POD_AFFINITY = "pod_affinity: "
 PREEMPTION = "preemption: "
 QUEUE = "queue: "
 QUOTA = "quota: "
+RESERVATION = "reservation: "
 TOPOLOGY = "topology: "
 TOPOLOGY_SPREAD = "topology_spread: "
 UNPLACED = "unplaced: "

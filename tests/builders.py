@@ -35,6 +35,7 @@ from models.snapshot import (
     Pod,
     PodGroup,
     Queue,
+    ReservationPolicy,
     ResourceList,
     Snapshot,
     Taint,
@@ -425,6 +426,7 @@ def make_snapshot(
     queues: Iterable[Queue] = (),
     hypernodes: Iterable[HyperNode] = (),
     usage_policy: UsagePolicy | None = None,
+    reservation_policy: ReservationPolicy | None = None,
 ) -> Snapshot:
     """A validated Snapshot; HyperNodes come from the nodes' `leaf`/`spine` hints plus `hypernodes`.
 
@@ -462,6 +464,8 @@ def make_snapshot(
     }
     if usage_policy is not None:
         data["usage_policy"] = usage_policy
+    if reservation_policy is not None:
+        data["reservation_policy"] = reservation_policy
     return Snapshot.model_validate(data)
 
 

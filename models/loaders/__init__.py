@@ -16,7 +16,9 @@ it honours, in `models.loaders.keys`):
     batchplace.io/gpu-numa      Node: "0,0,0,0,1,1,1,1", NUMA cell of each GPU index
     batchplace.io/numa-policy   Pod: none | best-effort | restricted | single-numa-node
     batchplace.io/task          Pod: its task inside a plain PodGroup
+    batchplace.io/last-checkpoint   Pod: RFC 3339 time of its last checkpoint (what an eviction loses runs from it)
     volcano.sh/preemptable      Pod / PodGroup / vcjob: "false" = never a victim
+    sla-waiting-time            vcjob / PodGroup / Queue: a Go duration; past it, nodes are held for the PodGroup
     scheduling.k8s.io/group-name        Pod: its Volcano PodGroup
     scheduling.x-k8s.io/pod-group       Pod label: its scheduler-plugins PodGroup
 """

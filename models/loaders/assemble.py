@@ -245,6 +245,7 @@ def _pod_group(
         tasks=tasks,
         task_min_available_total=declared_total if declared_total != sum(t.min_available for t in tasks) else None,
         network_topology=group.network_topology,
+        sla_waiting_s=group.sla_waiting_s,
     )
 
 
@@ -287,6 +288,7 @@ def _pod(pod: PodRecord, context: _PodContext) -> Pod:
         priority=priority,
         preemptable=preemptable,
         start_time=pod.start_time,
+        checkpoint_time=pod.checkpoint_time,
         labels=pod.template.labels if not pod.pending else {},
         required_anti_affinity=pod.template.inter_pod.required_anti_affinity if not pod.pending else (),
         offline=offline,

@@ -48,9 +48,9 @@ from models.snapshot import (
 )
 
 from .keys import GPU_NUMA_ANNOTATION, GPU_PRODUCT_LABEL, OFFLINE_QOS_LEVELS, QOS_LEVEL_ANNOTATION
-from .kube_fields import read_preemption_policy, read_resources, read_taints
+from .kube_fields import read_preemption_policy, read_resources, read_sla_waiting, read_taints
 from .node_usage import read_node_usage
-from .raw import Metadata, RawObject, build_model
+from .raw import Metadata, RawObject, Warnings, build_model
 from .vgpu import node_vgpu
 
 __all__ = [
@@ -316,7 +316,7 @@ class QueueRecord:
     location: Location
 
 
-def read_queue(obj: RawObject, meta: Metadata) -> QueueRecord | None:
+def read_queue(obj: RawObject, meta: Metadata, *, warnings: Warnings) -> QueueRecord | None:
     """None for the `root` queue, which the snapshot keeps implicit."""
     if meta.name == ROOT_QUEUE_NAME:
         return None
@@ -335,6 +335,7 @@ def read_queue(obj: RawObject, meta: Metadata) -> QueueRecord | None:
         reclaimable=spec.boolean("reclaimable", True),
         priority=spec.integer("priority", 0),
         state="closed" if state in ("Closed", "Closing") else "open",
+        sla_waiting_s=read_sla_waiting(obj, meta, warnings),
     )
     return QueueRecord(queue, obj.location)
 

@@ -36,6 +36,8 @@ Keys of other projects, read as they define them:
     volcano.sh/vgpu-number                 resource: vGPUs (pod), vGPU slots (node); `vgpu`
     volcano.sh/vgpu-memory                 resource: MiB of device memory per vGPU
     volcano.sh/vgpu-cores                  resource: percent of a device's cores per vGPU
+    sla-waiting-time                       vcjob / PodGroup / Queue annotation: a Go duration ("30m"); past it, nodes
+                                           are held for the pending PodGroup (Volcano's `sla` plugin reads it on jobs)
     volcano.sh/network-topology-mode       scheduler-plugins PodGroup, PyTorchJob (annotation): hard | soft
     volcano.sh/network-topology-highest-tier   the same: the highest HyperNode tier allowed
     training.kubeflow.org/job-name         Pod label: the Kubeflow training job that created it
@@ -53,11 +55,13 @@ GPU_NUMA_ANNOTATION = "batchplace.io/gpu-numa"
 NUMA_POLICY_ANNOTATION = "batchplace.io/numa-policy"
 TASK_KEY = "batchplace.io/task"
 USAGE_ANNOTATION = "batchplace.io/usage"
+CHECKPOINT_ANNOTATION = "batchplace.io/last-checkpoint"
 
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
 QOS_LEVEL_ANNOTATION = "volcano.sh/qos-level"
 OFFLINE_QOS_LEVELS = frozenset({"BE"})
 """Volcano's `qosLevelMap` gives BE -1 and `IsPreemptablePod` is "level < 0": BE alone is offline."""
+SLA_WAITING_TIME_ANNOTATION = "sla-waiting-time"
 VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
 VOLCANO_JOB_NAME_KEY = "volcano.sh/job-name"
 VOLCANO_JOB_NAMESPACE_LABEL = "volcano.sh/job-namespace"

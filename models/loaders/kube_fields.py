@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
+from models.duration import DurationError, parse_go_duration
+from models.errors import format_path
 from models.quantity import QuantityError, ceiling_problem, to_base_units
 from models.snapshot import (
     CPU,
@@ -36,10 +38,11 @@ from models.snapshot import (
     Toleration,
 )
 
-from .keys import GPU_MILLI_RESOURCE, NVIDIA_GPU_RESOURCE, VGPU_RESOURCES
-from .raw import RawObject, describe
+from .keys import GPU_MILLI_RESOURCE, NVIDIA_GPU_RESOURCE, SLA_WAITING_TIME_ANNOTATION, VGPU_RESOURCES
+from .raw import Metadata, RawObject, Warnings, describe
 
 __all__ = [
+    "read_sla_waiting",
     "ResourceRole",
     "read_resources",
     "container_requests",
@@ -221,3 +224,20 @@ def read_tolerations(spec: RawObject) -> tuple[Toleration, ...]:
             )
         )
     return tuple(tolerations)
+
+
+def read_sla_waiting(obj: RawObject, meta: Metadata, warnings: Warnings) -> float | None:
+    """`sla-waiting-time` (a Go duration) in seconds, None when absent. A value that is not a
+    positive duration is ignored with a warning naming the annotation — Volcano's `sla`
+    plugin logs and ignores it too, and one bad annotation must not stop a cycle. Example:
+    `"30m"` → 1800.0; `"banana"` → None and "…metadata.annotations.sla-waiting-time: not a
+    duration: 'banana' … (ignored)"."""
+    text = meta.annotations.get(SLA_WAITING_TIME_ANNOTATION)
+    if text is None:
+        return None
+    try:
+        return parse_go_duration(text)
+    except DurationError as error:
+        path = format_path((*obj.path, "metadata", "annotations", SLA_WAITING_TIME_ANNOTATION))
+        warnings.add(obj.location, f"{path}: {error} (ignored)", like=f"{SLA_WAITING_TIME_ANNOTATION}: ignored")
+        return None

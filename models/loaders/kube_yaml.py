@@ -46,6 +46,7 @@ from .cluster_objects import (
     read_queue,
 )
 from .field_schemas import KindSchema, kind_schema, warn_unknown_fields
+from .pytorch_job import read_pytorch_job
 from .raw import (
     DEFAULT_NAMESPACE,
     Metadata,
@@ -54,7 +55,6 @@ from .raw import (
     describe,
     read_metadata,
 )
-from .pytorch_job import read_pytorch_job
 from .volcano_job import read_volcano_job
 from .workloads import JobRecord, read_pod, read_volcano_pod_group, read_xk8s_pod_group
 
@@ -285,7 +285,7 @@ def _hypernode(obj: RawObject, meta: Metadata, context: _Context) -> None:
 
 
 def _queue(obj: RawObject, meta: Metadata, context: _Context) -> None:
-    record = read_queue(obj, meta)
+    record = read_queue(obj, meta, warnings=context.warnings)
     if record is not None:
         context.inventory.queues.append(record)
 
@@ -295,11 +295,11 @@ def _priority_class(obj: RawObject, meta: Metadata, context: _Context) -> None:
 
 
 def _volcano_pod_group(obj: RawObject, meta: Metadata, context: _Context) -> None:
-    context.inventory.workloads.append(read_volcano_pod_group(obj, meta))
+    context.inventory.workloads.append(read_volcano_pod_group(obj, meta, warnings=context.warnings))
 
 
 def _xk8s_pod_group(obj: RawObject, meta: Metadata, context: _Context) -> None:
-    context.inventory.workloads.append(read_xk8s_pod_group(obj, meta))
+    context.inventory.workloads.append(read_xk8s_pod_group(obj, meta, warnings=context.warnings))
 
 
 def _pod(obj: RawObject, meta: Metadata, context: _Context) -> None:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from models.snapshot import DEFAULT_QUEUE, SnapshotLimits, Task
 
 from .keys import VOLCANO_JOB_NAME_KEY, VOLCANO_JOB_NAMESPACE_LABEL, VOLCANO_QUEUE_LABEL, VOLCANO_TASK_ANNOTATION
+from .kube_fields import read_sla_waiting
 from .raw import Metadata, RawObject, Warnings
 from .workloads import (
     JobRecord,
@@ -109,6 +110,7 @@ def read_volcano_job(
         preemptable=read_preemptable(obj, meta) is not False,
         network_topology=read_network_topology(spec),
         location=obj.location,
+        sla_waiting_s=read_sla_waiting(obj, meta, warnings),
     )
     return JobRecord(
         kind="vcjob",

@@ -48,7 +48,9 @@ from models.snapshot import (
     Toleration,
 )
 
+from .affinity_fields import read_preferred_node_affinity, read_required_node_affinity
 from .keys import (
+    CHECKPOINT_ANNOTATION,
     GPUS_ANNOTATION,
     KUBEFLOW_JOB_NAME_LABEL,
     KUBEFLOW_REPLICA_TYPE_LABEL,
@@ -67,9 +69,15 @@ from .keys import (
     XK8S_GROUP_LABEL,
     XK8S_QUEUE_KEYS,
 )
-from .affinity_fields import read_preferred_node_affinity, read_required_node_affinity
+from .kube_fields import (
+    container_requests,
+    pod_requests,
+    read_preemption_policy,
+    read_resources,
+    read_sla_waiting,
+    read_tolerations,
+)
 from .pod_affinity_fields import read_inter_pod
-from .kube_fields import container_requests, pod_requests, read_preemption_policy, read_resources, read_tolerations
 from .raw import Metadata, RawObject, Warnings, build_model
 from .vgpu import VgpuAsk, vgpu_ask
 
@@ -261,6 +269,7 @@ class PodRecord:
     start_time: float | None
     location: Location
     path: tuple[PathPart, ...] = ()
+    checkpoint_time: float | None = None  # `batchplace.io/last-checkpoint`
 
     @property
     def key(self) -> str:
@@ -300,6 +309,7 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
         start_time=status.timestamp("startTime"),
         location=obj.location,
         path=obj.path,
+        checkpoint_time=obj.child("metadata").child("annotations").timestamp(CHECKPOINT_ANNOTATION),
     )
 
 
@@ -347,13 +357,14 @@ class PodGroupRecord:
     network_topology: NetworkTopology | None
     location: Location
     priority: int | None = None  # set for a one-pod PodGroup whose pod states `spec.priority`
+    sla_waiting_s: float | None = None  # `sla-waiting-time`
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
 
-def read_volcano_pod_group(obj: RawObject, meta: Metadata) -> PodGroupRecord:
+def read_volcano_pod_group(obj: RawObject, meta: Metadata, *, warnings: Warnings) -> PodGroupRecord:
     spec = obj.child("spec")
     min_task_member = spec.child("minTaskMember")
     return PodGroupRecord(
@@ -370,10 +381,11 @@ def read_volcano_pod_group(obj: RawObject, meta: Metadata) -> PodGroupRecord:
         preemptable=read_preemptable(obj, meta) is not False,
         network_topology=read_network_topology(spec),
         location=obj.location,
+        sla_waiting_s=read_sla_waiting(obj, meta, warnings),
     )
 
 
-def read_xk8s_pod_group(obj: RawObject, meta: Metadata) -> PodGroupRecord:
+def read_xk8s_pod_group(obj: RawObject, meta: Metadata, *, warnings: Warnings) -> PodGroupRecord:
     """scheduler-plugins' PodGroup: no queue field, so a label or annotation names one; no
     network topology field, so Volcano's annotations give one (module docstring)."""
     spec = obj.child("spec")
@@ -390,6 +402,7 @@ def read_xk8s_pod_group(obj: RawObject, meta: Metadata) -> PodGroupRecord:
         preemptable=read_preemptable(obj, meta) is not False,
         network_topology=read_network_topology_annotations(obj, meta),
         location=obj.location,
+        sla_waiting_s=read_sla_waiting(obj, meta, warnings),
     )
 
 

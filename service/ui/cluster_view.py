@@ -42,6 +42,7 @@ from models.clusters import CLUSTER_LABEL
 from models.snapshot import CPU, GPU, GPU_MILLI_PER_DEVICE, MEMORY, HyperNode, Node, NodeName, Pod, PodKey, Snapshot
 from service.ui.analysis import Analysis
 from service.ui.units import gpus_text, queue_slots
+from solver.rules.reservation import reserved_for
 
 __all__ = ["CellPod", "NodeRow", "Domain", "Ratio", "ClusterView", "build_cluster_view", "fragmentation"]
 
@@ -67,6 +68,7 @@ class NodeRow:
     cpu_used_fraction: float
     cells: Markup
     gpu_indices: tuple[int, ...]
+    held_for: str | None = None  # the overdue PodGroup this node is held for (solver.rules.reservation)
 
 
 @dataclass(frozen=True)
@@ -154,8 +156,10 @@ def build_cluster_view(analysis: Analysis) -> ClusterView:
             if device is not None:
                 device.reserved.append(pod_id)
     counts: Counter[str] = Counter()
+    held = reserved_for(snapshot)
     rows = {
-        node.name: _node_row(node, devices[node.name], pods, slots, cpu_used[node.name], counts) for node in snapshot.nodes
+        node.name: _node_row(node, devices[node.name], pods, slots, cpu_used[node.name], counts, held.get(node.name))
+        for node in snapshot.nodes
     }
     fragment, free = fragmentation(snapshot)
     return ClusterView(
@@ -182,7 +186,8 @@ def _add_pod(pods: list[CellPod], pod: Pod, queue_of_group: Mapping[str, str], s
 
 
 def _node_row(
-    node: Node, devices: Mapping[int, _Device], pods: Sequence[CellPod], slots: Mapping[str, int], cpu_used: int, counts: Counter[str]
+    node: Node, devices: Mapping[int, _Device], pods: Sequence[CellPod], slots: Mapping[str, int], cpu_used: int, counts: Counter[str],
+    held_for: str | None = None,
 ) -> NodeRow:
     cells = []
     free = 0
@@ -210,6 +215,9 @@ def _node_row(
         else:
             free += 1
             counts["free"] += 1
+            if held_for is not None:  # a free GPU no pod but its holder's may take
+                classes.append("h")
+                counts["h"] += 1
         if ids:
             queue = pods[ids[0]].queue
             classes.append(f"q{slots[queue]}" if queue in slots else "o")
@@ -230,6 +238,7 @@ def _node_row(
         cpu_used_fraction=min(1.0, cpu_used / cpu_total) if cpu_total else 0.0,
         cells=Markup("".join(cells)),
         gpu_indices=tuple(sorted(devices)),
+        held_for=held_for,
     )
 
 

@@ -316,7 +316,7 @@ def _reclaim(model: cp_model.CpModel, data: ModelData, variables: Variables, all
     charged whenever a kind below it may be reclaimed for a class outside it.
     Guarantee: a queue on the path of a reclaimed queue keeps min(guarantee, before)."""
     problem = data.problem
-    class_queue = [problem.queue_index[queue] for queue, _, _ in data.preemptor_classes]
+    class_queue = [problem.queue_index[queue] for queue, *_ in data.preemptor_classes]
     in_subtree: dict[int, list[int]] = {}  # queue → reclaimable kinds in its subtree
     charging: dict[int, list[int]] = {}  # queue → kinds whose reclaim may be charged to it
     for kind in data.kinds:

@@ -57,6 +57,7 @@ from solver.cpsat.units import DataLimits, Unit, UnitTask
 from solver.cpsat.victims import NO_ATOM, NodeGroup, VictimKind, node_groups, victims
 from solver.objective import ObjectiveContext, pod_value, soft_topology
 from solver.problem import UNLIMITED, Problem
+from solver.rules.preemption import waits_instead
 from solver.rules.topology import hard_tier_limit
 
 __all__ = [
@@ -86,7 +87,7 @@ class ModelData:
     topology_sets: dict[tuple[int, str], list[Pattern]]  # (profile id, atom) → patterns with a tracked pod
     node_groups: list[NodeGroup]
     kinds: list[VictimKind]
-    preemptor_classes: list[tuple[QueueName, int, bool]]  # (queue, priority, may preempt)
+    preemptor_classes: list[tuple[QueueName, int, bool, bool]]  # (queue, priority, may preempt, waits instead)
     atoms: list[str]  # tracked atoms
     soft_domain: dict[str, str | None]  # atom → HyperNode where soft spans count
     domain_atoms: dict[str, frozenset[str]]  # hard domain → its atoms
@@ -177,7 +178,7 @@ def _units(build: BuildContext) -> tuple[list[Unit], list[UnitTask], list[Shape]
     tasks: list[UnitTask] = []
     shape_index: dict[tuple[object, ...], int] = {}
     shapes: list[Shape] = []
-    classes: dict[tuple[QueueName, int, bool], int] = {}
+    classes: dict[tuple[QueueName, int, bool, bool], int] = {}
     known_cell_cpu = bool((problem.cell_cpu_free[problem.cell_ids >= 0] != UNLIMITED).any())
     for k, group in enumerate(snapshot.pod_groups):
         queue = snapshot.queue_by_name.get(group.queue)
@@ -237,7 +238,8 @@ def _units(build: BuildContext) -> tuple[list[Unit], list[UnitTask], list[Shape]
             tasks.append(unit_task)
         # Tasks with nothing pending still count toward the per-task minimum through their running pods.
         # Preemptor class: what `victim_refusal` reads of the preemptor besides its own PodGroup.
-        pclass = classes.setdefault((group.queue, group.priority, group.may_preempt), len(classes))
+        waits = waits_instead(snapshot, group)
+        pclass = classes.setdefault((group.queue, group.priority, group.may_preempt, waits), len(classes))
         units.append(
             Unit(
                 index=unit_index,

@@ -154,7 +154,9 @@ def create_variables(model: cp_model.CpModel, data: ModelData) -> Variables:
             continue  # none of its pods may go: it keeps them all
         name = data.snapshot.pod_groups[h].key
         victim_groups[h] = VictimGroupVars(keeps=model.new_bool_var(f"keeps[{name}]"), evicted=evicted_of.get(h, Lin()))
-    any_admitted = [model.new_bool_var(f"any_admitted[{q}/priority {p}]") for q, p, _ in data.preemptor_classes]
+    any_admitted = [
+        model.new_bool_var(f"any_admitted[{q}/priority {p}{'/waits' if waits else ''}]") for q, p, _, waits in data.preemptor_classes
+    ]
     return Variables(
         units=units,
         profiles=profiles,

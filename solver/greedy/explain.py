@@ -7,7 +7,8 @@ confined to. Output: the reason sentences of `solver.reasons`, e.g.
 mismatch", or "eligibility: task worker: 0/3 nodes: 2 node selector mismatch, 1 untolerated
 taint" when no node is eligible at all. Nodes a required node affinity excludes say which:
 "2 node affinity mismatch (requires gpu In [h100])"; nodes too loaded to take a pod
-(`solver.rules.usage`) say which resource and threshold: "1 cpu usage above threshold (80%)".
+(`solver.rules.usage`) say which resource and threshold: "1 cpu usage above threshold (80%)";
+nodes held for an overdue PodGroup (`solver.rules.reservation`) say for whom.
 
 Each node is counted once, under the first filter it fails, in this order: eligibility
 (the predicate's own reason, asked once per node class), outside the topology domain,
@@ -29,7 +30,7 @@ from models.snapshot import GPU, PodGroupKey, Snapshot, Task
 from solver import reasons
 from solver.greedy.state import CycleState, TaskShape
 from solver.problem import Problem
-from solver.rules import node_affinity, usage
+from solver.rules import node_affinity, reservation, usage
 from solver.rules.eligibility import ineligibility_reason
 
 __all__ = ["fit_error", "eligibility_error", "unplaceable_tasks"]
@@ -49,7 +50,12 @@ def _ineligible_counts(snapshot: Snapshot, problem: Problem, task: Task, eligibl
                 reason = f"{reason} (requires {node_affinity.describe_terms(task.required_node_affinity)})"
             elif reason is None:
                 judgement = usage.judgements(snapshot)[node.name]
-                reason = f"{judgement.reason} ({judgement.threshold_percent:g}%)" if judgement.reason else "ineligible"
+                if judgement.reason:
+                    reason = f"{judgement.reason} ({judgement.threshold_percent:g}%)"
+                elif node.name in reservation.reserved_for(snapshot):
+                    reason = f"{reservation.REASON} ({reservation.reserved_for(snapshot)[node.name]})"
+                else:
+                    reason = "ineligible"
             counts[reason] = counts.get(reason, 0) + int(sizes[node_class])
     return counts
 

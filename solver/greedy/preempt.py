@@ -66,6 +66,7 @@ from models.snapshot import Snapshot
 from solver import reasons
 from solver.greedy.plan import GreedyFailure, GroupPlan
 from solver.greedy.state import WHOLE, CycleState, TaskShape, choose_devices
+from solver.objective import disruption_clock, gpu_time_lost
 from solver.problem import Problem
 from solver.rules.capacity import device_fits, fits
 from solver.rules.gang import GangRequirement, victim_may_keep
@@ -74,6 +75,7 @@ from solver.rules.preemption import (
     queue_overused,
     reclaim_share_refusal,
     victim_refusal,
+    waits_instead,
 )
 
 __all__ = ["AllocatingEngine", "Preemptor", "VictimPool", "VictimSet", "run_preemption", "CANDIDATE_NODES"]
@@ -187,7 +189,7 @@ class VictimPool:
 
     def __init__(self, engine: AllocatingEngine):
         self.engine = engine
-        self._sets: dict[tuple[str, int, int, bool], VictimSet] = {}
+        self._sets: dict[tuple[str, int, int, bool, bool], VictimSet] = {}
         self._shares: tuple[dict, dict] | None = None  # type: ignore[type-arg]
 
     def snapshot_shares(self) -> tuple[dict, dict]:  # type: ignore[type-arg]
@@ -203,7 +205,8 @@ class VictimPool:
         return self._shares  # type: ignore[return-value]
 
     def victim_set(self, plan: GroupPlan, action: str) -> VictimSet:
-        key = (action, plan.queue, plan.group.priority, plan.group.may_preempt)
+        key = (action, plan.queue, plan.group.priority, plan.group.may_preempt,
+               waits_instead(self.engine.snapshot, plan.group))  # fmt: skip
         if key not in self._sets:
             self._sets[key] = self._build(self._allowed_victims(plan, action))
         return self._sets[key]
@@ -222,10 +225,12 @@ class VictimPool:
     def _build(self, allowed: list[int]) -> VictimSet:
         engine = self.engine
         snapshot, problem, state = engine.snapshot, engine.problem, engine.state
+        now = disruption_clock(snapshot)
         order = sorted(
             allowed,
             key=lambda p: (
                 snapshot.pod_groups[problem.pod_group[p]].priority,
+                gpu_time_lost(snapshot.pods[p], now),  # the least GPU-time lost first
                 -(snapshot.pods[p].start_time or 0.0),
                 problem.pod_keys[p],
             ),
@@ -370,13 +375,16 @@ class Preemptor:
         for r in shape.columns:
             shortfall += np.maximum(0, shape.requests[r] - state.free[r][nodes]) / (problem.allocatable[r].max() + 1.0)
         order = nodes[np.lexsort((nodes, shortfall))][:CANDIDATE_NODES]
-        best: tuple[tuple[int, int, int], list[int]] | None = None
+        best: tuple[tuple[int, int, int, int], list[int]] | None = None
+        snapshot = self.engine.snapshot
+        now = disruption_clock(snapshot)
         for node in order:
             victims = self._select(int(node), shape, quota)
             if victims is None:
                 continue
-            top_priority = max(self.engine.snapshot.pod_groups[problem.pod_group[v]].priority for v in victims)
-            cost = (len(victims), top_priority, int(node))
+            top_priority = max(snapshot.pod_groups[problem.pod_group[v]].priority for v in victims)
+            lost = sum(gpu_time_lost(snapshot.pods[v], now) for v in victims)
+            cost = (len(victims), top_priority, lost, int(node))
             if best is None or cost < best[0]:
                 best = (cost, victims)
         if best is None:

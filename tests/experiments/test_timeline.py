@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -52,3 +54,24 @@ def test_batchplace_keeps_a_hard_topology_gang_inside_one_leaf():
     assert result.leaves_spanned.tolist() == [1]
     assert len({a.node // 8 for a in jobs[1].assignments.values()}) == 1
     assert np.all(result.utilization_pct <= 100.0)
+
+
+def _starving() -> list[Job]:
+    """A 64-GPU gang on 8 nodes, behind a stream of 8-GPU jobs that free one node at a time."""
+    smalls = [_gang(i, 0.0, 600.0 * (i + 1), 8) for i in range(8)]
+    smalls += [_gang(8 + i, 120.0 * (i + 1), 1800.0, 8) for i in range(60)]
+    return [*smalls, _gang(100, 60.0, 600.0, 64)]
+
+
+@pytest.mark.parametrize("policy", ["greedy", "volcano"])
+def test_a_waiting_time_lets_a_starved_gang_start(policy):
+    config = TimelineConfig(scenario="llm", policy=policy, hours=3.0, cycle_s=60.0, nodes=8)
+    unguarded = _starving()
+    run_llm_timeline(config, jobs=unguarded)
+    guarded = _starving()
+    result = run_llm_timeline(replace(config, sla_waiting_s=1200.0), jobs=guarded)
+    big_before, big_after = unguarded[-1], guarded[-1]
+    assert big_after.start_s is not None
+    assert big_before.start_s is None or big_after.start_s < big_before.start_s
+    assert result.reserved_pct.max() > 0.0  # it was held for while it waited
+    assert result.evictions_per_admitted_gpu == 0.0  # with a waiting time nothing is evicted for it

@@ -189,3 +189,17 @@ def test_a_started_workflow_row_names_its_waiting_task() -> None:
     (row,) = build_podgroup_rows(analysis)
     assert row.state == "starting"
     assert row.reasons == ("dependency: task-b waits for task-a (0 of 1 running)",)
+
+
+def test_free_cells_of_a_node_held_for_an_overdue_gang_are_drawn_held_and_name_the_holder() -> None:
+    # a 2 × 4-GPU gang past its 30 min waits; n0 runs a 2-GPU job, n1 is free: n1 is held, n0 still drains
+    snapshot = Snapshot.model_validate({
+        "nodes": [_node("n0", 4), _node("n1", 4)],
+        "queues": [{"name": "team"}],
+        "pod_groups": [_group("run", gpu_milli=2000), {**_group("big", gpu_milli=4000, min_member=2), "sla_waiting_s": 1800}],
+        "pods": [_running("r-0", "n0", (0, 1), 2000), _pending("b-0", "big", 4000), _pending("b-1", "big", 4000)],
+        "reservation_policy": {"judged_at_s": 3600},
+    })
+    rows = {row.name: row for row in build_cluster_view(analyze(snapshot, now_s=3600.0)).domains[0].nodes}
+    assert rows["n1"].held_for == "team/big" and str(rows["n1"].cells).count('class="g h"') == 4
+    assert rows["n0"].held_for is None and 'class="g h"' not in str(rows["n0"].cells)
