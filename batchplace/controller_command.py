@@ -30,17 +30,17 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from batchplace.options import (
+    ColocationMarginOption,
+    ColocationOption,
     SolverMemoryOption,
     TypicalShapesOption,
     UsageMaxAgeOption,
     UsageThresholdOption,
     UsageWeightOption,
+    colocation_policy_of,
     solver_memory_bytes,
     typical_shapes_of_file,
     usage_policy_of,
-    colocation_policy_of,
-    ColocationMarginOption,
-    ColocationOption,
 )
 from models.duration import DurationError, parse_go_duration
 from solver.place import ENGINES

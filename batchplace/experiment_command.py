@@ -278,7 +278,12 @@ def timeline(
 def _colocation_timeline(hours: float, out: Path) -> None:
     """`timeline --scenario colocation`: the same cluster and workload without and with colocation."""
     from experiments.plots import plot_timeline_utilization
-    from experiments.timeline_colocation import ColocationConfig, colocation_markdown, run_colocation, write_colocation_csv
+    from experiments.timeline_colocation import (
+        ColocationConfig,
+        colocation_markdown,
+        run_colocation,
+        write_colocation_csv,
+    )
 
     out.mkdir(parents=True, exist_ok=True)
     results = [run_colocation(ColocationConfig(colocation=on, hours=hours)) for on in (False, True)]
