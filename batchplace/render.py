@@ -19,8 +19,8 @@ from rich.table import Table
 from rich.text import Text
 
 from models.placement import Decision
-from models.rebalance import RebalanceAdvice
 from models.quantity import format_bytes, format_milli
+from models.rebalance import RebalanceAdvice
 from models.snapshot import CPU, GPU, MEMORY
 
 __all__ = ["decision_tables", "advice_tables", "format_resources", "print_error", "print_warning"]

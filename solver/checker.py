@@ -28,9 +28,9 @@ from collections.abc import Sequence
 
 from models.placement import Placement
 from models.snapshot import Snapshot
-from solver.rules.colocation import oversubscribed
 from solver.after import build_after
 from solver.rules import RULES
+from solver.rules.colocation import oversubscribed
 from solver.violation import Violation
 
 __all__ = ["Violation", "PlacementRejected", "check_placement", "require_valid"]

@@ -32,11 +32,18 @@ from models.errors import SnapshotError
 from models.snapshot import pod_group_key
 from service.errors import NoSolverSlot
 from service.ui.analysis import Analysis, analyze
-from service.ui.balance_view import BalanceView, build_balance_view
 from service.ui.auth import COOKIE_NAME, safe_next, session_ok, session_value, token_ok
+from service.ui.balance_view import BalanceView, build_balance_view
 from service.ui.cluster_view import ClusterView, build_cluster_view
 from service.ui.pages import Source, render
-from service.ui.podgroup_view import SORT_KEYS, STATES, build_podgroup_detail, build_podgroup_rows, filter_rows, sort_rows
+from service.ui.podgroup_view import (
+    SORT_KEYS,
+    STATES,
+    build_podgroup_detail,
+    build_podgroup_rows,
+    filter_rows,
+    sort_rows,
+)
 from service.ui.queue_view import build_queue_rows
 from service.ui.uploads import Upload, UploadStore, read_upload, upload_key
 

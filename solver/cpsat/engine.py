@@ -72,7 +72,6 @@ from ortools.sat.python import cp_model
 
 from models.placement import Placement
 from models.snapshot import Snapshot
-from solver.rules.colocation import oversubscribed
 from solver.cpsat.constraints import add_constraints
 from solver.cpsat.data import DataLimits, ModelData, build_model_data
 from solver.cpsat.extract import extract_placement
@@ -83,6 +82,7 @@ from solver.cpsat.polish import pack_shares
 from solver.cpsat.variables import Variables, create_variables
 from solver.objective import TIERS, ObjectiveContext, ObjectiveVector, score
 from solver.problem import Problem
+from solver.rules.colocation import oversubscribed
 
 __all__ = [
     "CpsatConfig", "CpsatResult", "StageReport", "ModelInvalid", "solve_cpsat", "PRESOLVE_SECONDS_PER_VARIABLE",

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from models.snapshot import ColocationPolicy, PodGroup, Snapshot, UsagePolicy
+from solver.checker import check_placement
 from solver.place import ENGINES
 from solver.rules import colocation
 from tests.builders import (
@@ -21,10 +22,8 @@ from tests.builders import (
     make_placement,
     make_running,
     make_snapshot,
-    rule_violations,
     solve_checked,
 )
-from solver.checker import check_placement
 
 COLOCATION = {"volcano.sh/oversubscription": "true"}
 
