@@ -211,7 +211,7 @@ def timeline(
     """
     import numpy as np
 
-    from experiments.plots import plot_delay_by_size, plot_queueing_cdf, plot_reserved, plot_timeline_utilization
+    from experiments.plots import plot_delay_by_size, plot_queueing_cdf, plot_timeline_series
     from experiments.timeline import (
         LLM_POLICIES,
         OPENB_POLICIES,
@@ -257,8 +257,8 @@ def timeline(
     for name in scenarios:
         chosen = [r for r in results if r.config.scenario == name and r.config.seed == results[0].config.seed]
         if chosen:
-            plot_timeline_utilization({r.config.policy: (r.times_h, r.utilization_pct) for r in chosen},
-                                      out / f"timeline_util_{name}.png", title=f"GPU allocated over time — {name}")  # fmt: skip
+            plot_timeline_series({r.config.policy: (r.times_h, r.utilization_pct) for r in chosen},
+                                 out / f"timeline_util_{name}.png", title=f"GPU allocated over time — {name}")  # fmt: skip
             plot_queueing_cdf({r.config.policy: r.delays_by_queue for r in chosen},
                               out / f"timeline_queueing_{name}.png", title=f"queueing delay — {name}")  # fmt: skip
         if name == "llm":
@@ -269,15 +269,16 @@ def timeline(
                     pooled.setdefault(r.config.policy, {}).setdefault(size, []).extend(values.tolist())
             plot_delay_by_size({p: {s: np.array(v) for s, v in by.items()} for p, by in pooled.items()},
                                out / "timeline_delay_by_size_llm.png", title="training delay by job size — llm, seeds pooled")  # fmt: skip
-            plot_reserved({r.config.policy: (r.times_h, r.reserved_pct) for r in chosen if r.config.scenario == name},
-                          out / "timeline_reserved_llm.png", title=f"GPUs reserved for overdue jobs — llm, seed {results[0].config.seed}")  # fmt: skip
+            plot_timeline_series({r.config.policy: (r.times_h, r.reserved_pct) for r in chosen},
+                                 out / "timeline_reserved_llm.png", ylabel="GPUs reserved (%)", ylim=None,
+                                 title=f"GPUs reserved for overdue jobs — llm, seed {results[0].config.seed}")  # fmt: skip
     console.print(table, highlight=False, markup=False)
     console.print(f"wrote {out}/timeline_*.csv, summary.md and plots", markup=False)
 
 
 def _colocation_timeline(hours: float, out: Path) -> None:
     """`timeline --scenario colocation`: the same cluster and workload without and with colocation."""
-    from experiments.plots import plot_timeline_utilization
+    from experiments.plots import plot_timeline_series
     from experiments.timeline_colocation import (
         ColocationConfig,
         colocation_markdown,
@@ -290,7 +291,7 @@ def _colocation_timeline(hours: float, out: Path) -> None:
     write_colocation_csv(results, out)
     table = colocation_markdown(results)
     (out / "summary_colocation.md").write_text(table)
-    plot_timeline_utilization(
+    plot_timeline_series(
         {("colocation" if r.config.colocation else "no colocation"): (r.times_h, r.gpu_busy) for r in results},
         out / "timeline_util_colocation.png",
         title="GPUs allocated over time — colocation",

@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 from experiments.fgd import BINS  # noqa: E402
 from experiments.policies import policy_label  # noqa: E402
 
-__all__ = ["plot_fgd_curves", "plot_timeline_utilization", "plot_queueing_cdf"]
+__all__ = ["plot_fgd_curves", "plot_timeline_series", "plot_queueing_cdf", "plot_delay_by_size"]
 
 
 def plot_fgd_curves(summaries: Sequence, out_dir: Path, *, trace: str = "default", suffix: str = "") -> list[Path]:
@@ -70,14 +70,22 @@ def plot_fgd_curves(summaries: Sequence, out_dir: Path, *, trace: str = "default
     return written
 
 
-def plot_timeline_utilization(series: Mapping[str, tuple[np.ndarray, np.ndarray]], path: Path, *, title: str) -> Path:
-    """`series`: policy → (times in hours, GPU utilization %)."""
+def plot_timeline_series(
+    series: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    path: Path,
+    *,
+    title: str,
+    ylabel: str = "GPU allocated (%)",
+    ylim: tuple[float, float] | None = (0, 105),
+) -> Path:
+    """`series`: policy → (times in hours, a percent over time: GPUs allocated, GPUs reserved, …)."""
     fig, ax = plt.subplots(figsize=(8, 3.5))
-    for policy, (hours, util) in series.items():
-        ax.plot(hours, util, label=policy_label(policy), linewidth=1.0)
+    for policy, (hours, percent) in series.items():
+        ax.plot(hours, percent, label=policy_label(policy), linewidth=1.0)
     ax.set_xlabel("time (h)")
-    ax.set_ylabel("GPU allocated (%)")
-    ax.set_ylim(0, 105)
+    ax.set_ylabel(ylabel)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     ax.set_title(title, fontsize=10)
@@ -127,17 +135,3 @@ def plot_delay_by_size(delays: Mapping[str, Mapping[int, np.ndarray]], path: Pat
     return path
 
 
-def plot_reserved(series: Mapping[str, tuple[np.ndarray, np.ndarray]], path: Path, *, title: str) -> Path:
-    """`series`: policy → (times in hours, GPUs held for overdue jobs, % of the cluster)."""
-    fig, ax = plt.subplots(figsize=(8, 3))
-    for policy, (hours, reserved) in series.items():
-        ax.plot(hours, reserved, label=policy_label(policy), linewidth=1.0)
-    ax.set_xlabel("time (h)")
-    ax.set_ylabel("GPUs reserved (%)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
