@@ -20,7 +20,8 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -141,17 +142,27 @@ async def resolve_page(request: Request, s: SourceKey = None) -> tuple[Analysis,
 Resolved = Annotated[tuple[Analysis, Source], Depends(resolve_page)]
 
 
-async def _cluster_view(request: Request, analysis: Analysis) -> ClusterView:
-    """The picture of `analysis`, built once: the last few are kept next to their analysis."""
-    views: OrderedDict[int, tuple[Analysis, ClusterView]] = request.app.state.ui_views
+V = TypeVar("V")
+
+
+async def _view(
+    request: Request, analysis: Analysis, views: OrderedDict[int, tuple[Analysis, V]], build: Callable[[Analysis], V]
+) -> V:
+    """`build(analysis)` once, off the event loop: the last few views are kept next to their
+    analysis (keyed by its identity, checked against it, so a recycled id never answers)."""
     cached = views.get(id(analysis))
     if cached is not None and cached[0] is analysis:
         return cached[1]
-    view = await request.app.state.pool.run(lambda: build_cluster_view(analysis))
+    view = await request.app.state.pool.run(lambda: build(analysis))
     views[id(analysis)] = (analysis, view)
     while len(views) > _VIEWS_KEPT:
         views.popitem(last=False)
     return view
+
+
+async def _cluster_view(request: Request, analysis: Analysis) -> ClusterView:
+    """The picture of `analysis`, built once."""
+    return await _view(request, analysis, request.app.state.ui_views, build_cluster_view)
 
 
 def _busy(request: Request, busy: NoSolverSlot) -> Response:
@@ -221,16 +232,8 @@ async def podgroup(request: Request, namespace: str, name: str, resolved: Resolv
 
 
 async def _balance_view(request: Request, analysis: Analysis) -> BalanceView:
-    """The advice on `analysis`, planned once: the last few are kept next to their analysis."""
-    views: OrderedDict[int, tuple[Analysis, BalanceView]] = request.app.state.ui_balance
-    cached = views.get(id(analysis))
-    if cached is not None and cached[0] is analysis:
-        return cached[1]
-    view = await request.app.state.pool.run(lambda: build_balance_view(analysis))
-    views[id(analysis)] = (analysis, view)
-    while len(views) > _VIEWS_KEPT:
-        views.popitem(last=False)
-    return view
+    """The advice on `analysis`, planned once."""
+    return await _view(request, analysis, request.app.state.ui_balance, build_balance_view)
 
 
 @router.get("/balance", summary="Balance page")
