@@ -16,7 +16,11 @@ under `${BATCHPLACE_CACHE:-~/.cache/batchplace}`, and takes some minutes the fir
 Tokens (`--token-auth-file`): `admin_token` is in group `system:masters`;
 `controller_token` is the user `system:serviceaccount:batchplace-system:batchplace`, which
 has no rights until `deploy/rbac.yaml` (or a test) grants them — so a test can prove the
-ClusterRole holds exactly the verbs the controller uses. Authorization is RBAC.
+ClusterRole holds exactly the verbs the controller uses; `manager_token` is the user
+`system:serviceaccount:batchplace-system:batchplace-manager` (same groups), the multi-cluster
+manager's identity, with no rights until `deploy/multicluster/manager-rbac.yaml` (in a
+manager) or `worker-rbac.yaml` (in a worker) grants them. `write_kubeconfig(path,
+token=...)` writes a kubeconfig for any of the three. Authorization is RBAC.
 
 Not promised: anything a kubelet, the scheduler or the controller-manager would do. Pods
 stay Pending, no garbage collection, no namespace deletion finalization, evicted pods stay
@@ -49,6 +53,7 @@ __all__ = [
     "CRDS_DIR",
     "BUILD_SCRIPT",
     "CONTROLLER_USER",
+    "MANAGER_USER",
     "find_kube_apiserver",
     "free_port",
 ]
@@ -60,6 +65,7 @@ CRDS_DIR = REPO_ROOT / "deploy" / "crds"
 BUILD_SCRIPT = REPO_ROOT / "scripts" / "build-kube-apiserver.sh"
 CONTROLLER_NAMESPACE = "batchplace-system"
 CONTROLLER_USER = f"system:serviceaccount:{CONTROLLER_NAMESPACE}:batchplace"
+MANAGER_USER = f"system:serviceaccount:{CONTROLLER_NAMESPACE}:batchplace-manager"
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 
 
@@ -114,6 +120,7 @@ class ControlPlane:
         self.port = 0
         self.admin_token = os.urandom(16).hex()
         self.controller_token = os.urandom(16).hex()
+        self.manager_token = os.urandom(16).hex()
 
     # ---- addresses and credentials ----
 
@@ -205,7 +212,8 @@ class ControlPlane:
         groups = f"system:serviceaccounts,system:serviceaccounts:{CONTROLLER_NAMESPACE}"
         (self.workdir / "tokens.csv").write_text(
             f'{self.admin_token},admin,admin,"system:masters"\n'
-            f'{self.controller_token},{CONTROLLER_USER},batchplace-uid,"{groups}"\n',
+            f'{self.controller_token},{CONTROLLER_USER},batchplace-uid,"{groups}"\n'
+            f'{self.manager_token},{MANAGER_USER},batchplace-manager-uid,"{groups}"\n',
             encoding="utf-8",
         )
 

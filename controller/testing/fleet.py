@@ -114,8 +114,9 @@ class Member:
     def vcjobs(self, namespace: str) -> list[JsonObject]:
         return list(self.custom.list_namespaced_custom_object("batch.volcano.sh", "v1alpha1", namespace, "jobs")["items"])
 
-    def kubeconfig(self, path: Path, *, server: str | None = None) -> Path:
-        return self.plane.write_kubeconfig(path, token=self.plane.admin_token, server=server)
+    def kubeconfig(self, path: Path, *, server: str | None = None, token: str | None = None) -> Path:
+        """A kubeconfig for `token` (admin's by default), at `server` (the API server by default)."""
+        return self.plane.write_kubeconfig(path, token=token or self.plane.admin_token, server=server)
 
 
 def gpu_vcjob(name: str, *, namespace: str, replicas: int, gpus: int, queue: str = "default") -> JsonObject:
@@ -137,11 +138,12 @@ def gpu_vcjob(name: str, *, namespace: str, replicas: int, gpus: int, queue: str
 
 
 def start_manager(
-    manager: Member, workers: dict[str, KubeClient], *, stop: threading.Event, **config: Any
+    manager: Member, workers: dict[str, KubeClient], *, stop: threading.Event, client: KubeClient | None = None, **config: Any
 ) -> FleetManager:
-    """A manager controller over `workers` (name → client), running until `stop`."""
+    """A manager controller over `workers` (name → client), running until `stop`; it reaches
+    the manager cluster with `client` (admin's by default)."""
     fleet = FleetManager(
-        manager.admin,
+        client or manager.admin,
         [WorkerCluster(name=ClusterName(name), client=client) for name, client in workers.items()],
         ManagerConfig(**{"period_s": 0.3, "engine": "greedy", **config}),
     )

@@ -12,11 +12,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.rest import ApiException
 
 from controller.fleet_manager import ATTEMPT_ANNOTATION, CLUSTER_ANNOTATION, MANAGER_UID_LABEL
 from controller.kinds import VCJOBS
 from controller.kube import KubeClient
 from controller.leader import LeaseConfig
+from controller.testing.control_plane import REPO_ROOT
 from controller.testing.fleet import Member, finish_pods, gpu_vcjob, start_manager
 from tests.controller._cluster_queries import wait_until
 from tests.controller.fault_proxy import FaultProxy
@@ -71,15 +75,21 @@ def _events(member: Member, namespace: str, job: str) -> list[tuple[str, str]]:
     return [(e.reason, e.message) for e in items]
 
 
-def test_a_job_is_dispatched_where_it_fits_bound_there_completed_and_mirrored(
-    fleet: dict[str, Member], namespace: str, stop: threading.Event
+def _dispatched_bound_completed_and_mirrored(
+    fleet: dict[str, Member], namespace: str, stop: threading.Event, *, client: KubeClient, workers: dict[str, KubeClient]
 ) -> None:
+    """A 2×8-GPU job submitted to the manager, which reaches its cluster with `client` and the
+    workers with `workers`: dispatched to gpu-east (gpu-west is 8 GPUs short), bound and run
+    there, completed, its status and a worker Event mirrored back."""
     manager, west, east = fleet["manager"], fleet["gpu-west"], fleet["gpu-east"]
     west.gpu_node("west-0")
     east.gpu_node("east-0")
     east.gpu_node("east-1")
     manager.admin.create(VCJOBS, namespace, gpu_vcjob("llm", namespace=namespace, replicas=2, gpus=8))
-    start_manager(manager, {"gpu-west": west.admin, "gpu-east": east.admin}, stop=stop)
+    lease = LeaseConfig(identity="rbac", namespace="batchplace-system", name="batchplace-manager",
+                        lease_duration_s=3.0, renew_deadline_s=2.0, retry_period_s=0.5)
+    fleet_manager = start_manager(manager, workers, stop=stop, client=client, lease=lease)
+    wait_until(fleet_manager.is_leader, timeout_s=WAIT_S, what="the manager leads")
 
     wait_until(lambda: _annotations(manager, namespace, "llm").get(CLUSTER_ANNOTATION) == "gpu-east", timeout_s=WAIT_S, what="dispatch")
     assert _annotations(manager, namespace, "llm")[ATTEMPT_ANNOTATION] == "1"
@@ -100,6 +110,45 @@ def test_a_job_is_dispatched_where_it_fits_bound_there_completed_and_mirrored(
     assert len(dispatched) == 1 and "gpu-west: 8 gpu short" in dispatched[0]
     wait_until(lambda: any(message.startswith("gpu-east: ") for _, message in _events(manager, namespace, "llm")),
                timeout_s=WAIT_S, what="a worker Event mirrored")
+
+
+def test_a_job_is_dispatched_where_it_fits_bound_there_completed_and_mirrored(
+    fleet: dict[str, Member], namespace: str, stop: threading.Event
+) -> None:
+    fleet["manager"].namespace("batchplace-system")
+    workers = {"gpu-west": fleet["gpu-west"].admin, "gpu-east": fleet["gpu-east"].admin}
+    _dispatched_bound_completed_and_mirrored(fleet, namespace, stop, client=fleet["manager"].admin, workers=workers)
+
+
+def test_the_manager_needs_no_more_than_its_manifests_grant(
+    fleet: dict[str, Member], namespace: str, stop: threading.Event, tmp_path: Path
+) -> None:
+    """The same outcome with the manager running as its ServiceAccount everywhere, with only
+    deploy/multicluster/manager-rbac.yaml in the manager and worker-rbac.yaml in each worker."""
+    fleet["manager"].plane.apply_yaml(REPO_ROOT / "deploy" / "multicluster" / "manager-rbac.yaml")
+    for name in ("gpu-west", "gpu-east"):
+        fleet[name].plane.apply_yaml(REPO_ROOT / "deploy" / "multicluster" / "worker-rbac.yaml")
+    kubeconfigs = {name: member.kubeconfig(tmp_path / f"{name}.kubeconfig", token=member.plane.manager_token)
+                   for name, member in fleet.items()}
+    workers = {name: KubeClient.from_kubeconfig(kubeconfigs[name]) for name in ("gpu-west", "gpu-east")}
+    _dispatched_bound_completed_and_mirrored(fleet, namespace, stop, client=KubeClient.from_kubeconfig(kubeconfigs["manager"]),
+                                             workers=workers)
+
+    # And no more: in a worker it may not make pods nor bind them (its batchplace controller
+    # does), in the manager it may not delete what users submit.
+    east = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(kubeconfigs["gpu-east"])))
+    manager = k8s.CustomObjectsApi(k8s_config.new_client_from_config(config_file=str(kubeconfigs["manager"])))
+    pod = k8s.V1Pod(metadata=k8s.V1ObjectMeta(name="intruder"), spec=k8s.V1PodSpec(containers=[k8s.V1Container(name="c", image="x")]))
+    binding = k8s.V1Binding(metadata=k8s.V1ObjectMeta(name="intruder"), target=k8s.V1ObjectReference(kind="Node", name="east-0"))
+    for forbidden in (
+        lambda: east.create_namespaced_pod(namespace, pod),
+        lambda: east.create_namespaced_pod_binding("intruder", namespace, binding),
+        lambda: manager.delete_namespaced_custom_object("batch.volcano.sh", "v1alpha1", namespace, "jobs", "llm"),
+    ):
+        with pytest.raises(ApiException) as raised:
+            forbidden()
+        assert raised.value.status == 403
+    assert fleet["manager"].vcjob(namespace, "llm")["metadata"]["name"] == "llm"
 
 
 def test_a_job_that_fits_nowhere_waits_with_a_reason_per_cluster(
