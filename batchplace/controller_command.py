@@ -155,7 +155,14 @@ def controller(
             "account's), kube-system out of cluster.",
         ),
     ] = None,
-    lease_name: Annotated[str, typer.Option("--lease-name", help="Name of the Lease.")] = "batchplace",
+    lease_name: Annotated[
+        Optional[str],
+        typer.Option(
+            "--lease-name",
+            help="Name of the Lease. Default: batchplace, or batchplace-manager for the manager controller, so a "
+            "cluster can run both.",
+        ),
+    ] = None,
     lease_duration: Annotated[float, typer.Option("--lease-duration", min=1, help="Seconds a standby waits on a silent leader.")] = 15.0,
     renew_deadline: Annotated[float, typer.Option("--renew-deadline", min=0.5, help="Seconds the leader may fail to renew before it stops acting.")] = 10.0,
     retry_period: Annotated[float, typer.Option("--retry-period", min=0.1, help="Seconds between Lease tries.")] = 2.0,
@@ -216,7 +223,7 @@ def controller(
                 or default_lease_namespace(
                     pod_namespace=os.environ.get("POD_NAMESPACE"), service_account_namespace=read_service_account_namespace()
                 ),
-                name=lease_name,
+                name=lease_name or ("batchplace-manager" if manager_kubeconfig is not None else "batchplace"),
                 lease_duration_s=lease_duration,
                 renew_deadline_s=renew_deadline,
                 retry_period_s=retry_period,

@@ -129,3 +129,40 @@ def test_the_controller_says_when_its_client_pool_is_smaller_than_the_connection
         Controller(KubeClient(k8s.Configuration(host="https://127.0.0.1:1"), pool_size=8), config)
     (warning,) = [r for r in caplog.records if "pool" in r.getMessage()]
     assert warning.levelno == logging.WARNING and warning.pool_size == 8  # type: ignore[attr-defined]
+
+
+def test_a_manager_and_a_worker_controller_on_one_cluster_each_lead_through_their_own_lease(
+    namespace: str, control_plane: ControlPlane, api_client: k8s.ApiClient, tmp_path: Path
+) -> None:
+    """The manager's default Lease is `batchplace-manager`, the worker controller's `batchplace`:
+    one cluster may be the fleet's manager and one of its workers, and both must lead."""
+    kubeconfig = str(control_plane.admin_kubeconfig)
+    common = ["--lease-namespace", namespace, "--period", "0.3", "--engine", "greedy"]
+    commands = {
+        "worker": ["controller", "--kubeconfig", kubeconfig, *common],
+        "manager": ["controller", "--manager-kubeconfig", kubeconfig, "--cluster", f"here={kubeconfig}", *common],
+    }
+    processes = []
+    try:
+        for role, command in commands.items():
+            with (tmp_path / f"{role}.log").open("wb") as out:
+                processes.append(subprocess.Popen([sys.executable, "-c", "from batchplace.cli import main; main()", *command],
+                                                  stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
+        leases = k8s.CoordinationV1Api(api_client)
+
+        def holders() -> dict[str, str] | None:
+            held = {lease.metadata.name: lease.spec.holder_identity for lease in leases.list_namespaced_lease(namespace).items}
+            return held if len(held) == 2 and all(held.values()) else None
+
+        def logs() -> dict[str, str]:
+            return {path.name: path.read_text()[-2000:] for path in tmp_path.glob("*.log")}
+
+        held = wait_until(lambda: holders() or any(process.poll() is not None for process in processes),
+                          timeout_s=30, what="two Leases held")
+        assert held is not True and all(process.poll() is None for process in processes), logs()
+        assert sorted(held) == ["batchplace", "batchplace-manager"]
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(20)
