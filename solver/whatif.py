@@ -88,6 +88,7 @@ __all__ = [
     "gpu_milli_free_eligible",
     "gpu_milli_to_start",
     "job_verdicts",
+    "requeued_pod",
 ]
 
 ADD_JOB_KINDS = frozenset(
@@ -318,6 +319,22 @@ def _drain_names(base: Snapshot, changes: Changes) -> set[NodeName]:
     return names
 
 
+def requeued_pod(snapshot: Snapshot, pod: Pod) -> Pod:
+    """The pod its controller recreates when this running pod of a PodGroup goes (drained,
+    or moved by rebalancing advice): pending, on no node, asking what its task asks."""
+    task = snapshot.task_of(pod)
+    pending = {
+        **pod.model_dump(),
+        "phase": "pending",
+        "node": None,
+        "gpu_indices": (),
+        "numa_cell": None,
+        "start_time": None,
+        "requests": task.requests if task is not None else pod.requests,
+    }
+    return Pod.model_validate(pending)
+
+
 def _drain(base: Snapshot, names: set[NodeName]) -> tuple[list[Node], list[Pod], tuple[DrainedNode, ...]]:
     if not names:
         return list(base.nodes), list(base.pods), ()
@@ -332,17 +349,7 @@ def _drain(base: Snapshot, names: set[NodeName]) -> tuple[list[Node], list[Pod],
         elif pod.pod_group is None:
             removed[node].append(pod.key)
         else:
-            task = base.task_of(pod)
-            pending = {
-                **pod.model_dump(),
-                "phase": "pending",
-                "node": None,
-                "gpu_indices": (),
-                "numa_cell": None,
-                "start_time": None,
-                "requests": task.requests if task is not None else pod.requests,
-            }
-            pods.append(Pod.model_validate(pending))
+            pods.append(requeued_pod(base, pod))
             requeued[node].append(pod.key)
     drained = tuple(
         DrainedNode(node=name, requeued_pods=tuple(requeued[name]), removed_pods=tuple(removed[name]))

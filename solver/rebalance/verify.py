@@ -28,13 +28,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from models.placement import Bind, Placement
-from models.snapshot import NodeName, Pod, Snapshot
+from models.snapshot import NodeName, Snapshot
 from solver.checker import check_placement
 from solver.greedy.state import CycleState
 from solver.rebalance.load import USAGE_PERCENT_CEILING_MILLI, percent_of
 from solver.rebalance.movable import Instance
 from solver.rules import dependency, quota
 from solver.violation import Violation
+from solver.whatif import requeued_pod
 
 __all__ = ["NOT_ASKED", "Realized", "project", "realize", "checked_snapshot", "culprits"]
 
@@ -135,23 +136,8 @@ def checked_snapshot(instance: Instance, moves: MovePairs, levels: Mapping[NodeN
             }
             node = node.model_copy(update={"usage": node.usage.model_copy(update=update)})
         nodes.append(node)
-    pods = [_requeued(snapshot, pod) if pod.key in moved else pod for pod in snapshot.pods]
+    pods = [requeued_pod(snapshot, pod) if pod.key in moved else pod for pod in snapshot.pods]
     return snapshot.replaced(nodes=nodes, pods=pods)
-
-
-def _requeued(snapshot: Snapshot, pod: Pod) -> Pod:
-    """The pod its controller recreates: pending, asking what its task asks."""
-    task = snapshot.task_of(pod)
-    return pod.model_copy(
-        update={
-            "phase": "pending",
-            "node": None,
-            "gpu_indices": (),
-            "numa_cell": None,
-            "start_time": None,
-            "requests": task.requests if task is not None else pod.requests,
-        }
-    )
 
 
 def culprits(instance: Instance, realized: Realized) -> set[frozenset[tuple[int, int]]]:
