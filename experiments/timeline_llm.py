@@ -248,16 +248,7 @@ class VolcanoLikeGangs:
             ids = world.leaf if job.tier <= 1 else world.spine
             free = np.bincount(ids, weights=state.left_total, minlength=int(ids.max()) + 1)
             domain = ids == int(np.argmax(free))
-        placed: list[tuple[int, Assignment]] = []
-        for replica in range(job.pods):
-            pod = job.request(replica)
-            mask = state.feasible(pod) if domain is None else state.feasible(pod) & domain
-            nodes = np.flatnonzero(mask)
-            if not nodes.size:
-                break
-            node = int(nodes[int(np.argmax(binpack_score(state, pod, nodes)))])
-            placed.append((replica, state.bind(pod, node, best_fit_devices(state.gpu_left[node].tolist(), pod))))
-        return placed
+        return _bind_in_order(state, job, domain)
 
     def _gang(self, world: World, job: Job) -> list[tuple[int, Assignment]] | None:
         state = world.state
@@ -272,21 +263,27 @@ class VolcanoLikeGangs:
         if job.topology != "hard" or job.pods == 1:
             domains.append(None)
         for domain in domains:
-            placed: list[tuple[int, Assignment]] = []
-            for replica in range(job.pods):
-                pod = job.request(replica)
-                mask = state.feasible(pod) if domain is None else state.feasible(pod) & domain
-                nodes = np.flatnonzero(mask)
-                if not nodes.size:
-                    break
-                scores = binpack_score(state, pod, nodes)
-                node = int(nodes[int(np.argmax(scores))])
-                placed.append((replica, state.bind(pod, node, best_fit_devices(state.gpu_left[node].tolist(), pod))))
+            placed = _bind_in_order(state, job, domain)
             if len(placed) == job.pods:
                 return placed
             for replica, assignment in placed:  # roll the Statement back
                 state.release(job.request(replica), assignment)
         return None
+
+
+def _bind_in_order(state: ClusterState, job: Job, domain: np.ndarray | None) -> list[tuple[int, Assignment]]:
+    """Bind the job's replicas in order, each on the best binpack node (inside `domain` when
+    given), until one finds none; what was bound, the caller keeps or releases."""
+    placed: list[tuple[int, Assignment]] = []
+    for replica in range(job.pods):
+        pod = job.request(replica)
+        mask = state.feasible(pod) if domain is None else state.feasible(pod) & domain
+        nodes = np.flatnonzero(mask)
+        if not nodes.size:
+            break
+        node = int(nodes[int(np.argmax(binpack_score(state, pod, nodes)))])
+        placed.append((replica, state.bind(pod, node, best_fit_devices(state.gpu_left[node].tolist(), pod))))
+    return placed
 
 
 class KubeLikePods:
