@@ -158,8 +158,9 @@ LP_SECONDS_PER_ITEM = 2e-5
 """The LP bound, per node + pod (0.04 s at 1,000 nodes / 2,376 items, 0.2–0.4 s at 10,000 /
 18,749–23,849, measured at load 3.5; the objective context it reads is memoized)."""
 SAFETY_SHARE = 0.05
-"""Kept back on top of the measured estimates: CP-SAT overshoots its own limit by a few
-hundredths of a second, and the estimates are means (at 1 s: 50 ms)."""
+"""Kept back on top of the measured estimates, which are means (at 1 s: 50 ms). CP-SAT's
+own overshoot past its limit is kept inside each search's share by the engine
+(`solver.cpsat.engine.SEARCH_OVERSHOOT`)."""
 LP_SHARE = 0.15
 """With `lp_gap=None`, the LP bound's time is kept back from CP-SAT only when it is at most
 this share of the time limit; past it the bound is computed only if CP-SAT leaves time."""

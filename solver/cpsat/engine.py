@@ -113,6 +113,15 @@ greedy's loss on average (0 % on the worst), 8 won 95 % and 91 % (76 %, 50 %); o
 standard family's 1,000-node sizes the two gave the same answers (docs/results.md)."""
 TIE_BREAK_MIN_S = 0.2
 """The first-come tie-break may take as long as the tiers' search took, or this much."""
+SEARCH_OVERSHOOT = 0.2
+"""How far past its `max_time_in_seconds` a search may run, as a share of it: a search
+given `s` seconds gets `s / (1 + SEARCH_OVERSHOOT)` as its limit, so it ends within `s`.
+Why: CP-SAT checks its limit between steps, and on the packing models some steps run long
+(one worker, no presolve, 2,300–4,100 variables of openb batches at k = 64: limits of
+0.2 / 0.5 / 0.7 s ran 0.014–0.029 / 0.003–0.098 / 0.061–0.123 s over, 7–20 %, by its own
+`wall_time`; stopping it from a timer with `StopSearch` ends it no sooner). Without this,
+a call's last stage took its whole share and then the overshoot: `place()` at 1 s
+returned in 1.01–1.04 s at p99 on the FGD protocol."""
 BUILD_SECONDS_PER_VARIABLE = 3e-5
 """Building the model in Python and completing the hint, per variable counted by
 `_build_seconds`, measured on this machine: 0.59 s for ~21,500 (10,000 nodes / 5,000
@@ -457,7 +466,7 @@ def _presolve(config: CpsatConfig, model: cp_model.CpModel, seconds: float) -> b
 def _solver(config: CpsatConfig, seconds: float, *, presolve: bool = True) -> cp_model.CpSolver:
     solver = cp_model.CpSolver()
     solver.parameters.cp_model_presolve = presolve
-    solver.parameters.max_time_in_seconds = max(0.001, seconds)
+    solver.parameters.max_time_in_seconds = max(0.001, seconds / (1 + SEARCH_OVERSHOOT))
     solver.parameters.num_workers = config.workers
     solver.parameters.relative_gap_limit = config.relative_gap_limit
     solver.parameters.log_search_progress = config.log_search
