@@ -35,6 +35,7 @@ written through to the parent's standard error; its last lines go into the reaso
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import resource
@@ -46,7 +47,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
-__all__ = ["SolverDied", "DeathCause", "run_isolated", "DEFAULT_MEMORY_LIMIT_BYTES", "KILL_GRACE_S"]
+from models.placement import FallbackCause
+
+__all__ = [
+    "SolverDied", "DeathCause", "run_isolated", "SearchFailed", "search_or_failure", "DEFAULT_MEMORY_LIMIT_BYTES",
+    "KILL_GRACE_S",
+]
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -60,8 +68,7 @@ still lets five searches run side by side on a 24 GB machine."""
 
 KILL_GRACE_S = 2.0
 """How long past its deadline the child may take (it extracts the placement after the
-search, and CP-SAT overshoots its own limit by a few hundredths of a second) before it is
-killed as hung."""
+search, and CP-SAT may overshoot its own limit) before it is killed as hung."""
 
 MEMORY_POLL_S = 0.05
 """How often the parent reads the child's private memory (a read costs well under a ms)."""
@@ -129,6 +136,35 @@ def run_isolated(work: Callable[[], T], *, deadline: float, memory_limit_bytes: 
             raise value
         return value  # type: ignore[no-any-return]
     raise _death(status, tail, memory_limit_bytes)
+
+
+@dataclass(frozen=True)
+class SearchFailed:
+    """A search that gave no answer, as its caller's FALLBACK states it: `cause` and `reason`."""
+
+    cause: FallbackCause
+    reason: str
+
+
+def search_or_failure(
+    work: Callable[[], T], *, deadline: float, memory_limit_bytes: int | None, raise_errors: bool, what: str
+) -> T | SearchFailed:
+    """`work()` through `run_isolated`, or why it gave no answer — the one policy for every
+    CP-SAT search (a placement, a rebalance plan): a dead child is a `SearchFailed` whatever
+    the caller asked for (there is nothing to raise: the process around it lives on); an
+    exception the search raised is re-raised when `raise_errors` (engine `cpsat`: a bug must
+    not hide behind greedy's answer), else a `SearchFailed` "engine_error" with its text.
+    `what` names the search in the log (`"cpsat"`, `"rebalance"`)."""
+    try:
+        return run_isolated(work, deadline=deadline, memory_limit_bytes=memory_limit_bytes)
+    except SolverDied as died:
+        log.error("%s: the search process died (%s): %s", what, died.cause, died, extra={"fallback_cause": died.cause})
+        return SearchFailed(died.cause, f"CP-SAT {died}")
+    except Exception as error:
+        if raise_errors:
+            raise
+        log.exception("%s: CP-SAT failed; greedy's answer instead", what)
+        return SearchFailed("engine_error", f"CP-SAT failed: {type(error).__name__}: {error}")
 
 
 def _child(

@@ -57,7 +57,7 @@ from solver.cpsat.data import DataLimits
 from solver.engines import DEFAULT_ENGINES, Engines
 from solver.fragmentation import PackingName, TypicalShape
 from solver.greedy import GreedyConfig
-from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SolverDied, run_isolated
+from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SearchFailed, search_or_failure
 from solver.objective import TIERS, ObjectiveContext, score
 from solver.outcome import build_decision
 from solver.pending_reasons import pending_reasons
@@ -272,23 +272,17 @@ def _place(snapshot: Snapshot, config: SolveConfig, engines: Engines) -> Decisio
     if budget_end - time.perf_counter() <= 0.01:
         return fallback("no_time", "no time left after greedy")
     context = ObjectiveContext.of(snapshot, config.typical_shapes)
-    try:
-        result = run_isolated(
-            lambda: engines.cpsat(
-                snapshot, problem=problem, context=context, config=config.cpsat(), deadline=budget_end, hint=greedy.placement
-            ),
-            deadline=budget_end,
-            memory_limit_bytes=config.memory_limit_bytes,
-        )
-    except SolverDied as died:
-        # Native: nothing to raise even for engine "cpsat" — the process around it lives on.
-        log.error("cpsat: the search process died (%s): %s", died.cause, died, extra={"fallback_cause": died.cause})
-        return fallback(died.cause, f"CP-SAT {died}")
-    except Exception as error:
-        if config.engine == "cpsat":
-            raise
-        log.exception("cpsat: the engine failed; falling back to greedy")
-        return fallback("engine_error", f"CP-SAT failed: {type(error).__name__}: {error}")
+    result = search_or_failure(
+        lambda: engines.cpsat(
+            snapshot, problem=problem, context=context, config=config.cpsat(), deadline=budget_end, hint=greedy.placement
+        ),
+        deadline=budget_end,
+        memory_limit_bytes=config.memory_limit_bytes,
+        raise_errors=config.engine == "cpsat",
+        what="cpsat",
+    )
+    if isinstance(result, SearchFailed):
+        return fallback(result.cause, result.reason)
     if result.placement is None or result.objective is None:
         return fallback("no_solution", "CP-SAT found no solution in time")
     # Never worse than greedy; as good → CP-SAT's (it comes with a bound). The model's tiers

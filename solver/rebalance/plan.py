@@ -48,7 +48,7 @@ from models.rebalance import (
     UncooledNode,
 )
 from models.snapshot import NodeName, Snapshot
-from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SolverDied, run_isolated
+from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SearchFailed, search_or_failure
 from solver.rebalance.cpsat import cpsat_plan
 from solver.rebalance.greedy import Moves, greedy_plan
 from solver.rebalance.load import RESOURCES, UsageTable, percent_of, usage_table
@@ -158,23 +158,18 @@ def _solve(
     if left <= 0.01:
         return fallback("no_time", "no time left for CP-SAT")
     search_deadline = time.perf_counter() + left
-    try:
-        result = run_isolated(
-            lambda: cpsat_plan(
-                instance, banned=banned, no_goods=no_goods, hint=greedy, deadline=search_deadline,
-                workers=config.workers, max_pairs=config.max_pairs,
-            ),
-            deadline=search_deadline,
-            memory_limit_bytes=config.memory_limit_bytes,
-        )
-    except SolverDied as died:
-        log.error("rebalance: the CP-SAT process died (%s): %s", died.cause, died)
-        return fallback(died.cause, f"CP-SAT {died}")
-    except Exception as error:
-        if config.engine == "cpsat":
-            raise
-        log.exception("rebalance: CP-SAT failed; the greedy plan instead")
-        return fallback("engine_error", f"CP-SAT failed: {type(error).__name__}: {error}")
+    result = search_or_failure(
+        lambda: cpsat_plan(
+            instance, banned=banned, no_goods=no_goods, hint=greedy, deadline=search_deadline,
+            workers=config.workers, max_pairs=config.max_pairs,
+        ),
+        deadline=search_deadline,
+        memory_limit_bytes=config.memory_limit_bytes,
+        raise_errors=config.engine == "cpsat",
+        what="rebalance",
+    )
+    if isinstance(result, SearchFailed):
+        return fallback(result.cause, result.reason)
     if result.status == "UNKNOWN":
         return fallback("no_solution", "CP-SAT found no solution in time")
     mine = _rank(instance, project(instance, result.moves), result.moves)
