@@ -9,7 +9,9 @@ evicted jobs are released whole here (a training gang cannot run short of its
 `min_member`) before the binds are applied, so the binds see the capacity the solver saw.
 The snapshot's clock is the simulator's, and every job's waiting time is the scenario's
 `sla_waiting_s` (the controller's `--sla-waiting-time`): past it, a pending job holds
-nodes (`solver.rules.reservation`), whose GPUs the outcome reports as reserved.
+nodes (`solver.rules.reservation`), whose GPUs the outcome reports as reserved. Each job's
+time limit (`Job.active_deadline_s`) is its pods' `active_deadline_s`, which lets a job
+that will be gone in time backfill nodes held for another.
 """
 
 from __future__ import annotations
@@ -124,7 +126,7 @@ def _pod_group(job: Job) -> dict[str, Any]:
         "priority": job.priority,
         "min_member": job.pods,
         "creation_time": job.arrival_s,
-        "tasks": [{"name": "main", "requests": _requests(job)}],
+        "tasks": [{"name": "main", "requests": _requests(job), "active_deadline_s": job.active_deadline_s}],
     }
     if job.topology != "none" and job.pods > 1:
         group["network_topology"] = {"mode": job.topology, "highest_tier_allowed": job.tier}
@@ -139,6 +141,7 @@ def _pod(state: ClusterState, job: Job, replica: int, now_s: float) -> dict[str,
         "task": "main",
         "requests": _requests(job),
         "priority": job.priority,
+        "active_deadline_s": job.active_deadline_s,
     }
     assignment = job.assignments.get(replica)
     if assignment is None:

@@ -13,6 +13,15 @@ capacity over the horizon):
 - fine-tuning jobs of 1, 2, 4 or 8 GPUs (one pod), queue `finetune` (weight 2), mean 30 min;
 - inference pods of 250 or 500 milli-GPU (one pod each), queue `inference` (weight 2),
   priority 1, mean 4 h.
+Every job states a time limit, its pods' `activeDeadlineSeconds` (`Job.active_deadline_s`),
+as users pick one from a few standard limits: the smallest of 15 min × 2^k (15, 30 min, 1,
+2, 4, 8, 16 h, ...) that covers its duration. Example: a 50-min fine-tuning job asks 1 h, a
+2.2-h training job 4 h. Why classes, not the duration itself: users do not know it, and
+round up to a limit they will not hit (the kubelet kills a pod at its deadline); the limit
+is 1–2 × the run, 1.4 × on average, which leaves batchplace's backfill
+(`solver.rules.reservation`) the slack a real cluster's limits leave. No job runs past
+its limit, so the simulator never kills one. All policies see the same jobs; only
+batchplace reads the limits (Volcano's `sla` has no backfill, kube-scheduler none either).
 
 Policies (`TimelinePolicy.cycle(world) -> CycleOutcome`):
 - `greedy`, `cpsat`: batchplace — the whole cycle as one validated `Snapshot` (nodes,
@@ -52,6 +61,7 @@ __all__ = [
     "llm_cluster",
     "llm_workload",
     "deserved_gpus",
+    "limit_class_s",
 ]
 
 LEAF_NODES = 8
@@ -81,6 +91,11 @@ class Job:
     end_s: float | None = None
     assignments: dict[int, Assignment] = field(default_factory=dict)  # replica → where
     evictions: int = 0
+
+    @property
+    def active_deadline_s(self) -> float:
+        """The time limit its user states (module docstring): 15 min × 2^k ≥ its duration."""
+        return limit_class_s(self.duration_s)
 
     @property
     def gpus_milli(self) -> int:
@@ -116,6 +131,17 @@ class CycleOutcome:
     evicted: tuple[Job, ...] = ()
     solve_seconds: float = 0.0
     reserved_gpu_milli: int = 0  # GPUs held this cycle for jobs past their waiting time
+
+
+LIMIT_CLASS_S = 900.0
+
+
+def limit_class_s(duration_s: float) -> float:
+    """The smallest 15 min × 2^k at least `duration_s`: 3000 s → 3600 s, 7920 s → 14400 s."""
+    limit = LIMIT_CLASS_S
+    while limit < duration_s:
+        limit *= 2.0
+    return limit
 
 
 def llm_cluster(nodes: int = 128) -> tuple[OpenbNodes, np.ndarray, np.ndarray]:

@@ -307,6 +307,9 @@ def _go_bool(text: str | None) -> bool | None:
 
 
 WaitingS = Annotated[float, Field(gt=0, le=MAX_DURATION_S, allow_inf_nan=False)]
+DeadlineS = Annotated[float, Field(gt=0, le=MAX_DURATION_S, allow_inf_nan=False)]
+"""A pod's `spec.activeDeadlineSeconds`: the kubelet ends the pod that long after it started,
+so its run is bounded by it (rule `reservation` lets such a pod backfill a held node)."""
 
 
 class ReservationPolicy(_Frozen):
@@ -464,6 +467,12 @@ class Task(_Frozen):
         description="offline (best-effort) pods: Volcano's volcano.sh/qos-level BE, or an offline PriorityClass; "
         "on colocation nodes they use what online pods requested but do not use (solver.rules.colocation)",
     )
+    active_deadline_s: DeadlineS | None = Field(
+        None,
+        description="`activeDeadlineSeconds` of its pods: each runs at most this long once started (the kubelet "
+        "ends it), so it may backfill a node held for a PodGroup that cannot start there sooner "
+        "(solver.rules.reservation); None: no bound",
+    )
 
     @field_validator("requests")
     @classmethod
@@ -564,6 +573,11 @@ class Pod(_Frozen):
         (), description="a running pod's required pod anti-affinity, which keeps pods it selects off its domain"
     )
     offline: bool = Field(False, description="an offline pod (`Task.offline`); a pending pod's is its task's")
+    active_deadline_s: DeadlineS | None = Field(
+        None,
+        description="`activeDeadlineSeconds`: a running pod ends by `start_time` + this (the kubelet ends it); "
+        "a pending pod's is its task's (`Task.active_deadline_s`); None: no bound",
+    )
 
     @property
     def key(self) -> PodKey:

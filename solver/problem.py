@@ -28,8 +28,11 @@ Layout choices, and why:
   joins the node signature twice: whether `solver.rules.usage` finds the node hot (then
   no task is eligible there) and its usage band (`usage_band_by_class`, `solver.usage_tier`).
   A node held for an overdue PodGroup (`solver.rules.reservation`) joins it by its holder, and a
-  task by its PodGroup when that PodGroup holds nodes: a held node is eligible for its
-  holder's tasks only (rule `reservation`).
+  task by its PodGroup when that PodGroup holds nodes and by its activeDeadlineSeconds: a
+  held node is eligible for its holder's tasks and for tasks that backfill it — their pods
+  are gone before the holder can start there (rule `reservation`). Example: j7 holds n24
+  with 2,280 s until its domain drains → n24 is eligible for j7's tasks and for a task of
+  deadline 1,800 s, not for one of 3,600 s nor one without a deadline.
 - `pods` is a fixed column every pod requests `POD_SLOT` (1) of, running or pending
   (`models.snapshot`: the kubelet's count), so node capacity — `free`, every engine's fit
   test, CP-SAT's patterns, what an eviction frees — counts pods like any resource. Example:
@@ -80,7 +83,7 @@ from solver.memo import memoized_each
 from solver.rules import colocation, node_affinity, usage
 from solver.rules.eligibility import eligible
 from solver.rules.gang import GangRequirement, can_be_met, gang_requirement
-from solver.rules.reservation import reserved_for
+from solver.rules.reservation import reservations, reserved_for
 from solver.shares import deserved_shares
 from solver.usage_tier import usage_bands
 
@@ -713,6 +716,7 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _Elig
             task.preferred_node_affinity,
             task.tolerations,
             task_holder[t],
+            task.active_deadline_s if held else None,  # whether it backfills a held node (rule `reservation`)
         )
         task_cls = task_class_of_signature.get(signature)
         if task_cls is None:
@@ -730,11 +734,17 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _Elig
     ).reshape(len(class_tasks), len(representatives))
     class_hot = np.array([signatures[rep][4] for rep in representatives], dtype=bool)
     pair_ok[:, class_hot] = False  # rule `usage`: a hot node takes no new pod, whatever the task
-    if held:  # rule `reservation`: a held node takes its holder's pods only
+    if held:  # rule `reservation`: a held node takes its holder's pods, and pods that backfill it, only
+        held_by = {held_for.group: held_for for held_for in reservations(snapshot)}
         for node_cls, rep in enumerate(representatives):
             holder = signatures[rep][6]
             if holder is not None:
-                pair_ok[[c for c in range(len(class_tasks)) if class_holder[c] != holder], node_cls] = False
+                kept_off = [
+                    c
+                    for c in range(len(class_tasks))
+                    if class_holder[c] != holder and not held_by[holder].backfills(class_tasks[c])
+                ]
+                pair_ok[kept_off, node_cls] = False
     class_band = np.array([signatures[rep][5] for rep in representatives], dtype=np.int64)
     eligible_by_class = pair_ok[:, node_class] if len(snapshot.nodes) else np.zeros((len(class_tasks), 0), bool)
     pair_missed = np.array(

@@ -289,6 +289,7 @@ def _pod(pod: PodRecord, context: _PodContext) -> Pod:
         preemptable=preemptable,
         start_time=pod.start_time,
         checkpoint_time=pod.checkpoint_time,
+        active_deadline_s=pod.template.active_deadline_s,
         labels=pod.template.labels if not pod.pending else {},
         required_anti_affinity=pod.template.inter_pod.required_anti_affinity if not pod.pending else (),
         offline=offline,

@@ -190,6 +190,8 @@ def _shape(pod: PodRecord) -> str:
         shape["preferred_node_affinity"] = [term.model_dump() for term in template.preferred_node_affinity]
     if not template.inter_pod.empty:
         shape["inter_pod"] = template.inter_pod.model_dump()
+    if template.active_deadline_s is not None:
+        shape["active_deadline_s"] = template.active_deadline_s
     return json.dumps(shape, sort_keys=True)
 
 
@@ -219,7 +221,8 @@ def _derive_tasks(workload: Workload, group: PodGroupRecord, pods: list[PodRecor
             warnings.add(
                 group.location,
                 f"pods of task {name!r} differ in requests, node selector, node affinity, "
-                f"pod affinity, spread constraints, tolerations or NUMA policy; split into tasks {', '.join(task_of_shape[(name, shape)] for shape in shapes)}"
+                "pod affinity, spread constraints, tolerations, NUMA policy or activeDeadlineSeconds; "
+                f"split into tasks {', '.join(task_of_shape[(name, shape)] for shape in shapes)}"
                 + (" (its minTaskMember is not applied)" if name in group.min_task_member else ""),
             )
     for name in group.min_task_member:

@@ -35,8 +35,15 @@ which the job does not say. A job of another scheduler is skipped silently, one 
 replicas disagree with a warning. A suspended job (`runPolicy.suspend: true`) has no pods
 until it is resumed: skipped with a warning.
 
+`runPolicy.activeDeadlineSeconds`: the operator ends the job that long after it started, and
+no pod starts before its job, so it bounds each pod's run as a pod's own
+`activeDeadlineSeconds` does; a replica's pods get the smaller of the two (rule
+`reservation` backfills held nodes by it). Example: runPolicy 7200 and a template of 3600 →
+3600; runPolicy 7200 alone → 7200. The pods the operator creates do not carry the job's:
+once they exist they are read as they are.
+
 Fields for the operator alone — `runPolicy.cleanPodPolicy`, `ttlSecondsAfterFinished`,
-`activeDeadlineSeconds`, `backoffLimit`, `managedBy`, `elasticPolicy`, `nprocPerNode`, a
+`backoffLimit`, `managedBy`, `elasticPolicy`, `nprocPerNode`, a
 replica's `restartPolicy` — decide what happens once pods run or fail: accepted, and named
 in one warning per job. Not modelled: the init container the operator adds to workers to
 wait for the master's address (50m CPU, 10Mi by default, set in the operator's
@@ -47,7 +54,7 @@ configuration), which changes a worker's requests only when it asks for less; an
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from models.snapshot import DEFAULT_QUEUE, SnapshotLimits, Task
 
@@ -81,7 +88,7 @@ OPERATOR_NAME = "pytorchjob-controller"
 KUBERNETES_DEFAULT_SCHEDULER = "default-scheduler"
 JOB_CONTROLLER = "Kubeflow's training operator"
 MAX_PODS = SnapshotLimits().max_pods
-_RUN_POLICY_FIELDS = ("cleanPodPolicy", "ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit", "managedBy")
+_RUN_POLICY_FIELDS = ("cleanPodPolicy", "ttlSecondsAfterFinished", "backoffLimit", "managedBy")
 _SPEC_FIELDS = ("elasticPolicy", "nprocPerNode")
 
 
@@ -105,7 +112,11 @@ def read_pytorch_job(
     run_policy = spec.child("runPolicy")
     policy = run_policy.child("schedulingPolicy")
     replica_specs = _replica_specs(spec)
-    replicas = [_read_replicas(replica_type, spec_obj, meta) for replica_type, spec_obj in replica_specs.items()]
+    job_deadline_s = run_policy.optional_integer("activeDeadlineSeconds", minimum=1)
+    replicas = [
+        _read_replicas(replica_type, spec_obj, meta, job_deadline_s=job_deadline_s)
+        for replica_type, spec_obj in replica_specs.items()
+    ]
     total_replicas = sum(r.replicas for r in replicas)
     if total_replicas > MAX_PODS:
         message = f"the replicas total {total_replicas}, more than a snapshot's {MAX_PODS} pods"
@@ -160,7 +171,7 @@ def _replica_specs(spec: RawObject) -> dict[str, RawObject]:
     return {replica_type: found[replica_type] for replica_type in REPLICA_TYPES if replica_type in found}
 
 
-def _read_replicas(replica_type: str, obj: RawObject, job_meta: Metadata) -> _Replicas:
+def _read_replicas(replica_type: str, obj: RawObject, job_meta: Metadata, *, job_deadline_s: int | None) -> _Replicas:
     if replica_type == "Master":
         replicas = obj.integer("replicas", 1)
         if replicas != 1:
@@ -177,7 +188,11 @@ def _read_replicas(replica_type: str, obj: RawObject, job_meta: Metadata) -> _Re
         annotations=template_meta.string_map("annotations"),
         creation_time=job_meta.creation_time,
     )
-    return _Replicas(replica_type, replicas, read_pod_template(template_obj, pod_meta), obj)
+    template = read_pod_template(template_obj, pod_meta)
+    if job_deadline_s is not None:  # the job's deadline bounds each pod's run too (module docstring)
+        own = template.active_deadline_s
+        template = replace(template, active_deadline_s=job_deadline_s if own is None else min(own, job_deadline_s))
+    return _Replicas(replica_type, replicas, template, obj)
 
 
 def _operator_labels(job_meta: Metadata, task: str, *, master: bool) -> dict[str, str]:

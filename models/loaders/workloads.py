@@ -215,6 +215,7 @@ class PodTemplate:
     inter_pod: InterPodConstraints
     vgpu: tuple[VgpuAsk, ...] = ()
     offline: bool = False  # annotation volcano.sh/qos-level: BE  # Volcano vGPU asks of the containers, not yet in `requests`
+    active_deadline_s: float | None = None  # spec.activeDeadlineSeconds: the kubelet ends the pod this long after start
 
 
 def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPolicy = "none") -> PodTemplate:
@@ -249,6 +250,7 @@ def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPoli
         inter_pod=inter_pod,
         vgpu=tuple(ask for c in spec.children("containers") if (ask := vgpu_ask(c, container_requests(c)))),
         offline=meta.annotations.get(QOS_LEVEL_ANNOTATION) in OFFLINE_QOS_LEVELS,
+        active_deadline_s=spec.optional_integer("activeDeadlineSeconds", minimum=1),
     )
 
 
@@ -457,6 +459,7 @@ def task_from_template(
         depends_on=tuple(depends_on),
         numa_policy=template.numa_policy,
         offline=template.offline,
+        active_deadline_s=template.active_deadline_s,
         labels=template.labels if labels is None else labels,
         inter_pod=template.inter_pod,
     )

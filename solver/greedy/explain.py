@@ -53,7 +53,7 @@ def _ineligible_counts(snapshot: Snapshot, problem: Problem, task: Task, eligibl
                 if judgement.reason:
                     reason = f"{judgement.reason} ({judgement.threshold_percent:g}%)"
                 elif node.name in reservation.reserved_for(snapshot):
-                    reason = f"{reservation.REASON} ({reservation.reserved_for(snapshot)[node.name]})"
+                    reason = reservation.held_reason(snapshot, node.name)
                 else:
                     reason = "ineligible"
             counts[reason] = counts.get(reason, 0) + int(sizes[node_class])

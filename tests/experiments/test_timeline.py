@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from experiments.timeline import TimelineConfig, run_llm_timeline
-from experiments.timeline_llm import Job, deserved_gpus
+from experiments.timeline_llm import Job, deserved_gpus, limit_class_s, llm_workload
 
 
 def _gang(ident: int, arrival_s: float, duration_s: float, gpus: int, *, queue: str = "training", topology: str = "none", tier: int = 0) -> Job:
@@ -75,3 +75,25 @@ def test_a_waiting_time_lets_a_starved_gang_start(policy):
     assert big_before.start_s is None or big_after.start_s < big_before.start_s
     assert result.reserved_pct.max() > 0.0  # it was held for while it waited
     assert result.evictions_per_admitted_gpu == 0.0  # with a waiting time nothing is evicted for it
+
+
+def test_a_job_s_time_limit_is_the_smallest_limit_class_covering_its_duration():
+    assert [limit_class_s(s) for s in (60.0, 900.0, 901.0, 3000.0, 7920.0)] == [900.0, 900.0, 1800.0, 3600.0, 14400.0]
+    jobs = llm_workload(42, hours=2.0, capacity_gpus=128)
+    assert all(job.duration_s <= job.active_deadline_s < 2 * max(job.duration_s, 900.0) for job in jobs)
+
+
+def _held_and_short() -> list[Job]:
+    """Two nodes: an 8-GPU job runs 1 h (its limit 1 h) on one; a 16-GPU gang arrives at
+    1 min and waits; a 20-min 8-GPU job of its queue (limit 30 min) arrives at 5 min."""
+    return [_gang(0, 0.0, 3600.0, 8), _gang(1, 60.0, 600.0, 16), _gang(2, 300.0, 1200.0, 8)]
+
+
+@pytest.mark.parametrize(("policy", "short_start_s"), [("greedy", 300.0), ("auto", 300.0), ("volcano", 4200.0)])
+def test_batchplace_backfills_the_held_node_with_a_job_gone_before_the_gang_can_start(policy, short_start_s):
+    jobs = _held_and_short()
+    config = TimelineConfig(scenario="llm", policy=policy, hours=2.0, cycle_s=60.0, nodes=2, sla_waiting_s=120.0)
+    run_llm_timeline(config, jobs=jobs)
+    running, gang, short = jobs
+    assert gang.start_s == 3600.0  # when the running job ends, backfill or not: the gang is not delayed
+    assert short.start_s == short_start_s  # Volcano's sla has no backfill: the short job waits behind the gang

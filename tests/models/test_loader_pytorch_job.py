@@ -191,7 +191,7 @@ def test_the_operators_own_fields_are_accepted_and_named_in_one_warning() -> Non
     run_policy = {
         "cleanPodPolicy": "None",
         "ttlSecondsAfterFinished": 600,
-        "activeDeadlineSeconds": 3600,
+        "activeDeadlineSeconds": 3600,  # read: it bounds each pod's run (test_loader_active_deadline)
         "backoffLimit": 3,
         "schedulingPolicy": {"minAvailable": 4},
     }
@@ -202,7 +202,7 @@ def test_the_operators_own_fields_are_accepted_and_named_in_one_warning() -> Non
     result = load(raw)
     assert result.warnings == (
         "test.yaml: document 1 (PyTorchJob default/bert): spec.runPolicy.cleanPodPolicy, "
-        "spec.runPolicy.ttlSecondsAfterFinished, spec.runPolicy.activeDeadlineSeconds, spec.runPolicy.backoffLimit, "
+        "spec.runPolicy.ttlSecondsAfterFinished, spec.runPolicy.backoffLimit, "
         "spec.elasticPolicy, spec.nprocPerNode, spec.pytorchReplicaSpecs.Master.restartPolicy, "
         f"spec.pytorchReplicaSpecs.Worker.restartPolicy {OPERATOR}",
     )
