@@ -37,6 +37,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal, Protocol
 
 import numpy as np
@@ -384,32 +385,43 @@ class PackingMeasure:
     given by its free CPU, device frees and `node_class` — nodes of a class are alike for
     every typical shape's eligibility — remembered per (class, CPU band, device frees):
     CP-SAT's pattern walks ask for the same end states over and over. The CPU band is how
-    many typical shapes' CPU fit, all the measure reads of the CPU."""
+    many typical shapes' CPU fit, all the measure reads of the CPU. The classes are found
+    when first read: the greedy engine measures by index only and never pays for them (a
+    row-wise `np.unique` of the eligibility table, the dearest step of a one-pod cycle)."""
 
     shapes: TypicalShapes
-    node_class: np.ndarray  # [N] class of each node by typical-shape eligibility
-    representative: np.ndarray  # [K] one node of each class
-    cpu_thresholds: np.ndarray  # sorted distinct CPU of the GPU shapes
     _memo: dict[tuple[int, int, int, tuple[int, ...]], int] = field(default_factory=dict, repr=False)
-    _cpu_thresholds: list[int] = field(default_factory=list, repr=False)
     _classes: dict[int, tuple[int, list[tuple[int, list[tuple[int, int, int]]]]]] = field(default_factory=dict, repr=False)
 
-    def __post_init__(self) -> None:
-        self._cpu_thresholds = [int(cpu) for cpu in self.cpu_thresholds]
-
-    @staticmethod
-    def of(shapes: TypicalShapes) -> PackingMeasure:
+    @cached_property
+    def _node_classes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(`node_class [N]`, `representative [K]`)."""
+        shapes = self.shapes
         node_count = shapes.eligible.shape[1]
         if shapes.weight.size and node_count:
             _, first, node_class = np.unique(shapes.eligible.T, axis=0, return_index=True, return_inverse=True)
         else:
             first, node_class = np.zeros(min(1, node_count), dtype=np.int64), np.zeros(node_count, dtype=np.int64)
-        return PackingMeasure(
-            shapes=shapes,
-            node_class=np.asarray(node_class, dtype=np.int64).reshape(-1),
-            representative=np.asarray(first, dtype=np.int64),
-            cpu_thresholds=np.unique(shapes.cpu_milli),
-        )
+        return np.asarray(node_class, dtype=np.int64).reshape(-1), np.asarray(first, dtype=np.int64)
+
+    @property
+    def node_class(self) -> np.ndarray:
+        """`[N]` class of each node by typical-shape eligibility."""
+        return self._node_classes[0]
+
+    @property
+    def representative(self) -> np.ndarray:
+        """`[K]` one node of each class."""
+        return self._node_classes[1]
+
+    @cached_property
+    def cpu_thresholds(self) -> np.ndarray:
+        """Sorted distinct CPU of the GPU shapes."""
+        return np.unique(self.shapes.cpu_milli)
+
+    @cached_property
+    def _cpu_thresholds(self) -> list[int]:
+        return self.cpu_thresholds.tolist()
 
     def nodes(self, cpu_free: np.ndarray, gpu_free: np.ndarray, nodes: np.ndarray) -> np.ndarray:
         """`[M]` fragmented milli of M node states of the nodes `nodes`."""
@@ -469,11 +481,13 @@ def packing_measure(
 ) -> PackingMeasure:
     """The snapshot's packing measure (once per snapshot and `typical`, `solver.memo`):
     over `typical` when given (the operator's, `--typical-shapes`, the API's), else over the
-    pending pods' shapes (`typical_shapes_of`)."""
+    pending pods' shapes (`typical_shapes_of`). Keyed by the prepared shapes, which stand for
+    the `typical` tuple by identity (`_prepared`): hashing the tuple's shapes on every cycle
+    cost as much as the lookup saved."""
 
     def build() -> PackingMeasure:
         if typical:
-            return PackingMeasure.of(_configured(snapshot, typical))
-        return PackingMeasure.of(typical_shapes_of(snapshot, problem if problem is not None else build_problem(snapshot)))
+            return PackingMeasure(_configured(snapshot, typical))
+        return PackingMeasure(typical_shapes_of(snapshot, problem if problem is not None else build_problem(snapshot)))
 
-    return memoized(snapshot, ("packing_measure", tuple(typical)), build)
+    return memoized(snapshot, ("packing_measure", _prepared(typical) if typical else None), build)

@@ -160,11 +160,13 @@ def active(snapshot: Snapshot) -> bool:
 
 
 def _active(snapshot: Snapshot) -> bool:
-    if not snapshot.colocation_policy.enabled or not any(node.colocation for node in snapshot.nodes):
+    """Offline work first: a cycle has far fewer pods and tasks than nodes, and most have none."""
+    if not snapshot.colocation_policy.enabled:
         return False
-    return any(pod.offline for pod in snapshot.pods) or any(
+    offline = any(pod.offline for pod in snapshot.pods) or any(
         task.offline for group in snapshot.pod_groups for task in group.tasks
     )
+    return offline and any(node.colocation for node in snapshot.nodes)
 
 
 def _percent_of(percent: float, allocatable: int) -> int:

@@ -195,7 +195,7 @@ def test_one_node_state_in_python_equals_the_numpy_measure(data):
     gpu = data.draw(st.lists(st.sampled_from([0, 250, 500, 1000, 2000, 8000]), min_size=count, max_size=count))
     weight = data.draw(st.lists(st.floats(0.01, 1.0), min_size=count, max_size=count))
     eligible = np.array(data.draw(st.lists(st.booleans(), min_size=count * nodes, max_size=count * nodes)), dtype=bool)
-    measure = PackingMeasure.of(prepare_shapes(np.array(cpu), np.array(gpu), np.array(weight), eligible.reshape(count, nodes)))
+    measure = PackingMeasure(prepare_shapes(np.array(cpu), np.array(gpu), np.array(weight), eligible.reshape(count, nodes)))
     node = data.draw(st.integers(0, nodes - 1))
     whole = data.draw(st.integers(0, 8))
     partial = tuple(sorted(data.draw(st.lists(st.integers(0, 999), max_size=4))))
