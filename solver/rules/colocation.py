@@ -64,6 +64,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Literal
 
 from models.snapshot import CPU, MEMORY, Node, NodeName, Pod, PodGroup, PodKey, Snapshot, Task
@@ -390,7 +391,7 @@ def check(snapshot: Snapshot, after: After) -> list[Violation]:
     """Offline binds that take a node's offline requests past its `batch-*` allocatable
     (`snapshot` is as `oversubscribed` made it: the checker's)."""
     violations: list[Violation] = []
-    if not active(snapshot) and not any(r in node.allocatable for node in snapshot.nodes for r in BATCH_RESOURCES):
+    if not active(snapshot) and BATCH_RESOURCES.isdisjoint(set().union(*map(attrgetter("allocatable"), snapshot.nodes))):
         return violations
     room_of = rooms(snapshot)
     for node_name, added in sorted(after.node_bound.items()):
