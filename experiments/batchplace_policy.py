@@ -49,7 +49,17 @@ import numpy as np
 from experiments.cluster_state import WHOLE, Assignment, ClusterState, PodRequest
 from experiments.fragmentation import FragTracker, TypicalPods
 from models.placement import Decision
-from models.snapshot import Gpu, Node, NodeName, Snapshot
+from models.snapshot import (
+    DEFAULT_QUEUE,
+    ColocationPolicy,
+    Gpu,
+    Node,
+    NodeName,
+    Queue,
+    ReservationPolicy,
+    Snapshot,
+    UsagePolicy,
+)
 from solver.fragmentation import PackingName, TypicalShape
 from solver.outcome import bound_gpu_milli
 from solver.place import EngineName, SolveConfig, place
@@ -62,6 +72,15 @@ SPEC_LABEL_PREFIX = "openb.batchplace.io/spec-"
 BatchOrder = Literal["arrival", "large-first"]
 NAMESPACE = "openb"
 MIB = 1024 * 1024
+_SHARED_PARTS = {
+    "queues": (Queue(name=DEFAULT_QUEUE),),
+    "usage_policy": UsagePolicy(),
+    "colocation_policy": ColocationPolicy(),
+    "reservation_policy": ReservationPolicy(),
+}
+"""What every replay snapshot holds alike — Volcano's `default` queue and the default policies —
+validated once and shared as instances (pydantic keeps a model instance as it is), where a
+snapshot left to default them would make and validate each again per solve."""
 
 
 @dataclass
@@ -138,22 +157,11 @@ class BatchplacePolicy:
         self.answers = EngineAnswers()
 
     def schedule(self, state: ClusterState, pods: Sequence[PodRequest]) -> list[Assignment | None]:
-        new_specs = {pod.spec for pod in pods if pod.spec} - set(self.specs)
-        if new_specs:
-            self.specs = tuple(sorted({*self.specs, *new_specs}))
-            self._nodes.clear()  # labels change
-        rows = self._candidate_nodes(state, pods)
-        if rows.size == 0:
+        snapshot = self.snapshot(state, pods)
+        if snapshot is None:
             return [None] * len(pods)
-        snapshot = Snapshot.model_validate(
-            {
-                "nodes": self._snapshot_nodes(state, rows),
-                "pod_groups": [_pod_group(pod, at) for pod, at in zip(pods, _service_order(pods, self.order))],
-                "pods": [_pending_pod(pod) for pod in pods],
-            }
-        )
         decision = place(snapshot, self.config)
-        self.snapshot_nodes.append(int(rows.size))
+        self.snapshot_nodes.append(len(snapshot.nodes))
         self.answers.record(snapshot, decision, self.config)
         if self._row_of[0] is not state.nodes:
             self._row_of = (state.nodes, {name: n for n, name in enumerate(state.nodes.names)})
@@ -164,6 +172,25 @@ class BatchplacePolicy:
             pod = by_pod[bind.pod]
             placed[pod.index] = state.bind(pod, row_of[bind.node], bind.gpus)
         return [placed.get(pod.index) for pod in pods]
+
+    def snapshot(self, state: ClusterState, pods: Sequence[PodRequest]) -> Snapshot | None:
+        """The snapshot `schedule` solves for `pods` now (module docstring); None when no node
+        can take any of them."""
+        new_specs = {pod.spec for pod in pods if pod.spec} - set(self.specs)
+        if new_specs:
+            self.specs = tuple(sorted({*self.specs, *new_specs}))
+            self._nodes.clear()  # labels change
+        rows = self._candidate_nodes(state, pods)
+        if rows.size == 0:
+            return None
+        return Snapshot.model_validate(
+            {
+                **_SHARED_PARTS,
+                "nodes": self._snapshot_nodes(state, rows),
+                "pod_groups": [_pod_group(pod, at) for pod, at in zip(pods, _service_order(pods, self.order))],
+                "pods": [_pending_pod(pod) for pod in pods],
+            }
+        )
 
     def _candidate_nodes(self, state: ClusterState, pods: Sequence[PodRequest]) -> np.ndarray:
         """Node rows for the snapshot, in tie order: see "Exact pruning" above."""
