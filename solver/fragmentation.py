@@ -34,6 +34,7 @@ CPU and GPU only); the score looks one pod ahead, not over a batch.
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -215,14 +216,56 @@ def typical_shapes_of(snapshot: Snapshot, problem: Problem, *, threshold: float 
     )
 
 
+_NodeView = tuple[tuple[str | None, ...], bool]
+"""What a configured shape's eligibility reads of a node: the values of the label keys its
+selectors name (`_Configured.keys`, in order) and whether the node is unschedulable."""
+
+
 @dataclass(frozen=True, eq=False)
 class _Configured:
     """Configured typical shapes, prepared once: their columns, their distinct node
-    selectors, and which selector each column's shape has."""
+    selectors, which selector each column's shape has, the label keys the selectors read,
+    and the eligibility of every column by node view, judged the first time a view is seen
+    and kept across cycles (`eligible`)."""
 
     columns: _Columns
     selectors: tuple[tuple[tuple[str, str], ...], ...]
     selector_of_column: np.ndarray  # [T columns] → index in `selectors`
+    keys: tuple[str, ...]
+    _view_index: dict[_NodeView, int] = field(default_factory=dict, repr=False)
+    _by_view: list[np.ndarray] = field(default_factory=list, repr=False)  # [V] of [T columns] bool
+    _table: list[np.ndarray] = field(default_factory=list, repr=False)  # [[T columns, V] bool], replaced whole
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def eligible(self, views: Sequence[_NodeView]) -> np.ndarray:
+        """`[T columns, len(views)]` bool: whether each column's shape may go to a node of each
+        view. A cluster has a handful of views, so after its first cycles this is a lookup
+        per node and one take — judging every selector against every view on each cycle
+        cost more than the rest of the measure. Views are only ever added (under a lock),
+        the table holding a view's column before the view is indexed, so a reader that
+        finds its views indexed finds their columns in the table it reads after."""
+        index = self._view_index
+        at = [index.get(view, -1) for view in views]
+        if -1 in at:
+            with self._lock:
+                new = [view for view in dict.fromkeys(views) if view not in index]
+                if new:
+                    self._by_view.extend(map(self._judge, new))
+                    self._table[:] = [np.stack(self._by_view, axis=1)]
+                    for view in new:
+                        index[view] = len(index)
+            at = [index[view] for view in views]
+        if not at:
+            return np.zeros((self.selector_of_column.size, 0), dtype=bool)
+        return self._table[-1][:, at]
+
+    def _judge(self, view: _NodeView) -> np.ndarray:
+        values, unschedulable = view
+        labels = dict(zip(self.keys, values))
+        matches = np.array(
+            [not unschedulable and matches_selector(labels, dict(selector)) for selector in self.selectors], dtype=bool
+        )
+        return matches[self.selector_of_column]
 
 
 _CONFIGURED: dict[int, tuple[tuple[TypicalShape, ...], _Configured]] = {}
@@ -255,26 +298,19 @@ def _prepare(shapes: Sequence[TypicalShape]) -> _Configured:
         np.array([s.weight for s in shapes], dtype=np.float64),
     )
     selector_of = np.array([index[s.node_selector] for s in shapes], dtype=np.int64)[columns.gpu]
-    return _Configured(columns=columns, selectors=selectors, selector_of_column=selector_of)
+    keys = tuple(sorted({key for selector in selectors for key, _ in selector}))
+    return _Configured(columns=columns, selectors=selectors, selector_of_column=selector_of, keys=keys)
 
 
 def _configured(snapshot: Snapshot, shapes: Sequence[TypicalShape]) -> TypicalShapes:
     """Typical shapes given by the caller, eligible where the node selector matches (and
-    the node is schedulable): judged once per distinct selector and distinct node — the
-    labels the selectors read and whether it is schedulable — then spread to the nodes."""
+    the node is schedulable): judged once per distinct selector and node view — the labels
+    the selectors read and whether it is schedulable (`_Configured.eligible`)."""
     prepared = _prepared(shapes)
-    keys = sorted({key for selector in prepared.selectors for key, _ in selector})
-    views = [(tuple(map(node.labels.get, keys)), node.unschedulable) for node in snapshot.nodes]
-    kind_of: dict[tuple[tuple[str | None, ...], bool], int] = {}
-    node_kind = [kind_of.setdefault(view, len(kind_of)) for view in views]
-    matches = np.array(
-        [
-            [not unschedulable and matches_selector(dict(zip(keys, values)), dict(selector)) for values, unschedulable in kind_of]
-            for selector in prepared.selectors
-        ],
-        dtype=bool,
-    ).reshape(len(prepared.selectors), len(kind_of))
-    return prepared.columns.shapes(matches[prepared.selector_of_column][:, node_kind])
+    keys = prepared.keys
+    return prepared.columns.shapes(
+        prepared.eligible([(tuple(map(node.labels.get, keys)), node.unschedulable) for node in snapshot.nodes])
+    )
 
 
 class _ScoredShape(Protocol):
