@@ -366,15 +366,18 @@ class FragmentationScore:
         rows = state.gpu_free[nodes]
         key = (shape.cpu_milli, shape.gpu_milli, shape.whole_devices, shape.fractional)
         memo = self._memo.get(key)
-        if memo is None:
+        if memo is None:  # the shape's first pod this cycle: every node is new, nothing to compare
             memo = self._memo[key] = _GrowthMemo(state.gpu_free.shape)
-        stale = ~memo.known[nodes] | (memo.cpu[nodes] != cpu) | (memo.rows[nodes] != rows).any(axis=1)
-        if stale.any():
+            stale, at = slice(None), nodes
+        else:
+            stale = ~memo.known[nodes] | (memo.cpu[nodes] != cpu) | (memo.rows[nodes] != rows).any(axis=1)
+            if not stale.any():
+                return memo.growth[nodes]
             at = nodes[stale]
-            memo.growth[at] = self._growth(cpu[stale], rows[stale], shape, at)
-            memo.cpu[at] = cpu[stale]
-            memo.rows[at] = rows[stale]
-            memo.known[at] = True
+        memo.growth[at] = self._growth(cpu[stale], rows[stale], shape, at)
+        memo.cpu[at] = cpu[stale]
+        memo.rows[at] = rows[stale]
+        memo.known[at] = True
         return memo.growth[nodes]
 
     def _growth(self, cpu: np.ndarray, rows: np.ndarray, shape: _ScoredShape, nodes: np.ndarray) -> np.ndarray:
