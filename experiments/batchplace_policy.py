@@ -150,7 +150,8 @@ class BatchplacePolicy:
         self.config = SolveConfig(
             engine=engine, time_limit_s=time_limit_s, workers=1, packing=packing, typical_shapes=shapes
         )
-        self._nodes: dict[int, tuple[int, Node]] = {}  # node → (version, validated Node)
+        self._nodes: list[Node | None] = []  # per node row: the validated Node last built
+        self._built_version = np.zeros(0, dtype=np.int64)  # per node row: the version it was built at, −1 none
         self._classes = _NodeClasses()
         self._row_of: tuple[object, dict[str, int]] = (None, {})  # (node list, name → row), for the binds
         self.snapshot_nodes: list[int] = []  # size of each solve's snapshot, for the report
@@ -179,7 +180,7 @@ class BatchplacePolicy:
         new_specs = {pod.spec for pod in pods if pod.spec} - set(self.specs)
         if new_specs:
             self.specs = tuple(sorted({*self.specs, *new_specs}))
-            self._nodes.clear()  # labels change
+            self._built_version[:] = -1  # labels change: every Node is built again
         rows = self._candidate_nodes(state, pods)
         if rows.size == 0:
             return None
@@ -210,14 +211,17 @@ class BatchplacePolicy:
         return rows[np.argsort(state.tie_rank[rows], kind="stable")]
 
     def _snapshot_nodes(self, state: ClusterState, rows: np.ndarray) -> list[Node]:
-        """The `Node` of each row, built again only when its version moved since it was built."""
-        nodes = []
-        for n, version in zip(rows.tolist(), state.version[rows].tolist()):
-            cached = self._nodes.get(n)
-            if cached is None or cached[0] != version:
-                cached = self._nodes[n] = (version, self._node(state, n))
-            nodes.append(cached[1])
-        return nodes
+        """The `Node` of each row, built again only when its version moved since it was built
+        (found for all rows at once: most of a snapshot's nodes are unchanged)."""
+        if self._built_version.size != state.node_count:
+            self._nodes = [None] * state.node_count
+            self._built_version = np.full(state.node_count, -1, dtype=np.int64)
+        stale = rows[self._built_version[rows] != state.version[rows]]
+        for n in stale.tolist():
+            self._nodes[n] = self._node(state, n)
+        self._built_version[stale] = state.version[stale]
+        nodes = self._nodes
+        return [nodes[n] for n in rows.tolist()]  # type: ignore[misc]  # every row is built above
 
     def _node(self, state: ClusterState, n: int) -> Node:
         count = int(state.gpu_count[n])
