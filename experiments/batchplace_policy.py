@@ -49,7 +49,17 @@ import numpy as np
 from experiments.cluster_state import WHOLE, Assignment, ClusterState, PodRequest
 from experiments.fragmentation import FragTracker, TypicalPods
 from models.placement import Decision
-from models.snapshot import Gpu, Node, NodeName, Snapshot
+from models.snapshot import (
+    DEFAULT_QUEUE,
+    ColocationPolicy,
+    Gpu,
+    Node,
+    NodeName,
+    Queue,
+    ReservationPolicy,
+    Snapshot,
+    UsagePolicy,
+)
 from solver.fragmentation import PackingName, TypicalShape
 from solver.outcome import bound_gpu_milli
 from solver.place import EngineName, SolveConfig, place
@@ -62,6 +72,15 @@ SPEC_LABEL_PREFIX = "openb.batchplace.io/spec-"
 BatchOrder = Literal["arrival", "large-first"]
 NAMESPACE = "openb"
 MIB = 1024 * 1024
+_SHARED_PARTS = {
+    "queues": (Queue(name=DEFAULT_QUEUE),),
+    "usage_policy": UsagePolicy(),
+    "colocation_policy": ColocationPolicy(),
+    "reservation_policy": ReservationPolicy(),
+}
+"""What every replay snapshot holds alike — Volcano's `default` queue and the default policies —
+validated once and shared as instances (pydantic keeps a model instance as it is), where a
+snapshot left to default them would make and validate each again per solve."""
 
 
 @dataclass
@@ -131,29 +150,19 @@ class BatchplacePolicy:
         self.config = SolveConfig(
             engine=engine, time_limit_s=time_limit_s, workers=1, packing=packing, typical_shapes=shapes
         )
-        self._nodes: dict[int, tuple[int, Node]] = {}  # node → (version, validated Node)
+        self._nodes: list[Node | None] = []  # per node row: the validated Node last built
+        self._built_version = np.zeros(0, dtype=np.int64)  # per node row: the version it was built at, −1 none
         self._classes = _NodeClasses()
         self._row_of: tuple[object, dict[str, int]] = (None, {})  # (node list, name → row), for the binds
         self.snapshot_nodes: list[int] = []  # size of each solve's snapshot, for the report
         self.answers = EngineAnswers()
 
     def schedule(self, state: ClusterState, pods: Sequence[PodRequest]) -> list[Assignment | None]:
-        new_specs = {pod.spec for pod in pods if pod.spec} - set(self.specs)
-        if new_specs:
-            self.specs = tuple(sorted({*self.specs, *new_specs}))
-            self._nodes.clear()  # labels change
-        rows = self._candidate_nodes(state, pods)
-        if rows.size == 0:
+        snapshot = self.snapshot(state, pods)
+        if snapshot is None:
             return [None] * len(pods)
-        snapshot = Snapshot.model_validate(
-            {
-                "nodes": self._snapshot_nodes(state, rows),
-                "pod_groups": [_pod_group(pod, at) for pod, at in zip(pods, _service_order(pods, self.order))],
-                "pods": [_pending_pod(pod) for pod in pods],
-            }
-        )
         decision = place(snapshot, self.config)
-        self.snapshot_nodes.append(int(rows.size))
+        self.snapshot_nodes.append(len(snapshot.nodes))
         self.answers.record(snapshot, decision, self.config)
         if self._row_of[0] is not state.nodes:
             self._row_of = (state.nodes, {name: n for n, name in enumerate(state.nodes.names)})
@@ -164,6 +173,25 @@ class BatchplacePolicy:
             pod = by_pod[bind.pod]
             placed[pod.index] = state.bind(pod, row_of[bind.node], bind.gpus)
         return [placed.get(pod.index) for pod in pods]
+
+    def snapshot(self, state: ClusterState, pods: Sequence[PodRequest]) -> Snapshot | None:
+        """The snapshot `schedule` solves for `pods` now (module docstring); None when no node
+        can take any of them."""
+        new_specs = {pod.spec for pod in pods if pod.spec} - set(self.specs)
+        if new_specs:
+            self.specs = tuple(sorted({*self.specs, *new_specs}))
+            self._built_version[:] = -1  # labels change: every Node is built again
+        rows = self._candidate_nodes(state, pods)
+        if rows.size == 0:
+            return None
+        return Snapshot.model_validate(
+            {
+                **_SHARED_PARTS,
+                "nodes": self._snapshot_nodes(state, rows),
+                "pod_groups": [_pod_group(pod, at) for pod, at in zip(pods, _service_order(pods, self.order))],
+                "pods": [_pending_pod(pod) for pod in pods],
+            }
+        )
 
     def _candidate_nodes(self, state: ClusterState, pods: Sequence[PodRequest]) -> np.ndarray:
         """Node rows for the snapshot, in tie order: see "Exact pruning" above."""
@@ -183,14 +211,17 @@ class BatchplacePolicy:
         return rows[np.argsort(state.tie_rank[rows], kind="stable")]
 
     def _snapshot_nodes(self, state: ClusterState, rows: np.ndarray) -> list[Node]:
-        """The `Node` of each row, built again only when its version moved since it was built."""
-        nodes = []
-        for n, version in zip(rows.tolist(), state.version[rows].tolist()):
-            cached = self._nodes.get(n)
-            if cached is None or cached[0] != version:
-                cached = self._nodes[n] = (version, self._node(state, n))
-            nodes.append(cached[1])
-        return nodes
+        """The `Node` of each row, built again only when its version moved since it was built
+        (found for all rows at once: most of a snapshot's nodes are unchanged)."""
+        if self._built_version.size != state.node_count:
+            self._nodes = [None] * state.node_count
+            self._built_version = np.full(state.node_count, -1, dtype=np.int64)
+        stale = rows[self._built_version[rows] != state.version[rows]]
+        for n in stale.tolist():
+            self._nodes[n] = self._node(state, n)
+        self._built_version[stale] = state.version[stale]
+        nodes = self._nodes
+        return [nodes[n] for n in rows.tolist()]  # type: ignore[misc]  # every row is built above
 
     def _node(self, state: ClusterState, n: int) -> Node:
         count = int(state.gpu_count[n])

@@ -34,9 +34,11 @@ CPU and GPU only); the score looks one pod ahead, not over a batch.
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal, Protocol
 
 import numpy as np
@@ -214,14 +216,56 @@ def typical_shapes_of(snapshot: Snapshot, problem: Problem, *, threshold: float 
     )
 
 
+_NodeView = tuple[tuple[str | None, ...], bool]
+"""What a configured shape's eligibility reads of a node: the values of the label keys its
+selectors name (`_Configured.keys`, in order) and whether the node is unschedulable."""
+
+
 @dataclass(frozen=True, eq=False)
 class _Configured:
     """Configured typical shapes, prepared once: their columns, their distinct node
-    selectors, and which selector each column's shape has."""
+    selectors, which selector each column's shape has, the label keys the selectors read,
+    and the eligibility of every column by node view, judged the first time a view is seen
+    and kept across cycles (`eligible`)."""
 
     columns: _Columns
     selectors: tuple[tuple[tuple[str, str], ...], ...]
     selector_of_column: np.ndarray  # [T columns] → index in `selectors`
+    keys: tuple[str, ...]
+    _view_index: dict[_NodeView, int] = field(default_factory=dict, repr=False)
+    _by_view: list[np.ndarray] = field(default_factory=list, repr=False)  # [V] of [T columns] bool
+    _table: list[np.ndarray] = field(default_factory=list, repr=False)  # [[T columns, V] bool], replaced whole
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def eligible(self, views: Sequence[_NodeView]) -> np.ndarray:
+        """`[T columns, len(views)]` bool: whether each column's shape may go to a node of each
+        view. A cluster has a handful of views, so after its first cycles this is a lookup
+        per node and one take — judging every selector against every view on each cycle
+        cost more than the rest of the measure. Views are only ever added (under a lock),
+        the table holding a view's column before the view is indexed, so a reader that
+        finds its views indexed finds their columns in the table it reads after."""
+        index = self._view_index
+        at = [index.get(view, -1) for view in views]
+        if -1 in at:
+            with self._lock:
+                new = [view for view in dict.fromkeys(views) if view not in index]
+                if new:
+                    self._by_view.extend(map(self._judge, new))
+                    self._table[:] = [np.stack(self._by_view, axis=1)]
+                    for view in new:
+                        index[view] = len(index)
+            at = [index[view] for view in views]
+        if not at:
+            return np.zeros((self.selector_of_column.size, 0), dtype=bool)
+        return self._table[-1][:, at]
+
+    def _judge(self, view: _NodeView) -> np.ndarray:
+        values, unschedulable = view
+        labels = dict(zip(self.keys, values))
+        matches = np.array(
+            [not unschedulable and matches_selector(labels, dict(selector)) for selector in self.selectors], dtype=bool
+        )
+        return matches[self.selector_of_column]
 
 
 _CONFIGURED: dict[int, tuple[tuple[TypicalShape, ...], _Configured]] = {}
@@ -254,26 +298,19 @@ def _prepare(shapes: Sequence[TypicalShape]) -> _Configured:
         np.array([s.weight for s in shapes], dtype=np.float64),
     )
     selector_of = np.array([index[s.node_selector] for s in shapes], dtype=np.int64)[columns.gpu]
-    return _Configured(columns=columns, selectors=selectors, selector_of_column=selector_of)
+    keys = tuple(sorted({key for selector in selectors for key, _ in selector}))
+    return _Configured(columns=columns, selectors=selectors, selector_of_column=selector_of, keys=keys)
 
 
 def _configured(snapshot: Snapshot, shapes: Sequence[TypicalShape]) -> TypicalShapes:
     """Typical shapes given by the caller, eligible where the node selector matches (and
-    the node is schedulable): judged once per distinct selector and distinct node — the
-    labels the selectors read and whether it is schedulable — then spread to the nodes."""
+    the node is schedulable): judged once per distinct selector and node view — the labels
+    the selectors read and whether it is schedulable (`_Configured.eligible`)."""
     prepared = _prepared(shapes)
-    keys = sorted({key for selector in prepared.selectors for key, _ in selector})
-    views = [(tuple(map(node.labels.get, keys)), node.unschedulable) for node in snapshot.nodes]
-    kind_of: dict[tuple[tuple[str | None, ...], bool], int] = {}
-    node_kind = [kind_of.setdefault(view, len(kind_of)) for view in views]
-    matches = np.array(
-        [
-            [not unschedulable and matches_selector(dict(zip(keys, values)), dict(selector)) for values, unschedulable in kind_of]
-            for selector in prepared.selectors
-        ],
-        dtype=bool,
-    ).reshape(len(prepared.selectors), len(kind_of))
-    return prepared.columns.shapes(matches[prepared.selector_of_column][:, node_kind])
+    keys = prepared.keys
+    return prepared.columns.shapes(
+        prepared.eligible([(tuple(map(node.labels.get, keys)), node.unschedulable) for node in snapshot.nodes])
+    )
 
 
 class _ScoredShape(Protocol):
@@ -329,20 +366,24 @@ class FragmentationScore:
         rows = state.gpu_free[nodes]
         key = (shape.cpu_milli, shape.gpu_milli, shape.whole_devices, shape.fractional)
         memo = self._memo.get(key)
-        if memo is None:
+        if memo is None:  # the shape's first pod this cycle: every node is new, nothing to compare
             memo = self._memo[key] = _GrowthMemo(state.gpu_free.shape)
-        stale = ~memo.known[nodes] | (memo.cpu[nodes] != cpu) | (memo.rows[nodes] != rows).any(axis=1)
-        if stale.any():
+            stale, at = slice(None), nodes
+        else:
+            stale = ~memo.known[nodes] | (memo.cpu[nodes] != cpu) | (memo.rows[nodes] != rows).any(axis=1)
+            if not stale.any():
+                return memo.growth[nodes]
             at = nodes[stale]
-            memo.growth[at] = self._growth(cpu[stale], rows[stale], shape, at)
-            memo.cpu[at] = cpu[stale]
-            memo.rows[at] = rows[stale]
-            memo.known[at] = True
+        memo.growth[at] = self._growth(cpu[stale], rows[stale], shape, at)
+        memo.cpu[at] = cpu[stale]
+        memo.rows[at] = rows[stale]
+        memo.known[at] = True
         return memo.growth[nodes]
 
     def _growth(self, cpu: np.ndarray, rows: np.ndarray, shape: _ScoredShape, nodes: np.ndarray) -> np.ndarray:
-        """The growth computed afresh for node states `cpu [M]`, `rows [M, G]` of `nodes [M]`."""
-        before = fragmentation_milli(cpu, rows, self.shapes, nodes)
+        """The growth computed afresh for node states `cpu [M]`, `rows [M, G]` of `nodes [M]`:
+        the states before and after the pod measured in one `fragmentation_milli` call over
+        2M rows, since at a few dozen nodes a call costs its fixed numpy overhead, not its rows."""
         after_rows = rows
         if shape.whole_devices:
             idle = rows == WHOLE
@@ -352,8 +393,11 @@ class FragmentationScore:
             slot = np.argmin(fitting, axis=1)  # the tightest device that fits, lowest index on ties
             after_rows = rows.copy()
             after_rows[np.arange(nodes.size), slot] -= shape.gpu_milli
-        after = fragmentation_milli(cpu - shape.cpu_milli, after_rows, self.shapes, nodes)
-        return after - before
+        both = fragmentation_milli(
+            np.concatenate((cpu, cpu - shape.cpu_milli)), np.concatenate((rows, after_rows)), self.shapes,
+            np.concatenate((nodes, nodes)),
+        )  # fmt: skip
+        return both[nodes.size :] - both[: nodes.size]
 
     def rank(self, state: _CycleFree, shape: _ScoredShape, nodes: np.ndarray, best_fit: np.ndarray) -> np.ndarray:
         """`[len(nodes)]` rank, smaller is better: FGD bucket of the growth (larger first),
@@ -384,32 +428,43 @@ class PackingMeasure:
     given by its free CPU, device frees and `node_class` — nodes of a class are alike for
     every typical shape's eligibility — remembered per (class, CPU band, device frees):
     CP-SAT's pattern walks ask for the same end states over and over. The CPU band is how
-    many typical shapes' CPU fit, all the measure reads of the CPU."""
+    many typical shapes' CPU fit, all the measure reads of the CPU. The classes are found
+    when first read: the greedy engine measures by index only and never pays for them (a
+    row-wise `np.unique` of the eligibility table, the dearest step of a one-pod cycle)."""
 
     shapes: TypicalShapes
-    node_class: np.ndarray  # [N] class of each node by typical-shape eligibility
-    representative: np.ndarray  # [K] one node of each class
-    cpu_thresholds: np.ndarray  # sorted distinct CPU of the GPU shapes
     _memo: dict[tuple[int, int, int, tuple[int, ...]], int] = field(default_factory=dict, repr=False)
-    _cpu_thresholds: list[int] = field(default_factory=list, repr=False)
     _classes: dict[int, tuple[int, list[tuple[int, list[tuple[int, int, int]]]]]] = field(default_factory=dict, repr=False)
 
-    def __post_init__(self) -> None:
-        self._cpu_thresholds = [int(cpu) for cpu in self.cpu_thresholds]
-
-    @staticmethod
-    def of(shapes: TypicalShapes) -> PackingMeasure:
+    @cached_property
+    def _node_classes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(`node_class [N]`, `representative [K]`)."""
+        shapes = self.shapes
         node_count = shapes.eligible.shape[1]
         if shapes.weight.size and node_count:
             _, first, node_class = np.unique(shapes.eligible.T, axis=0, return_index=True, return_inverse=True)
         else:
             first, node_class = np.zeros(min(1, node_count), dtype=np.int64), np.zeros(node_count, dtype=np.int64)
-        return PackingMeasure(
-            shapes=shapes,
-            node_class=np.asarray(node_class, dtype=np.int64).reshape(-1),
-            representative=np.asarray(first, dtype=np.int64),
-            cpu_thresholds=np.unique(shapes.cpu_milli),
-        )
+        return np.asarray(node_class, dtype=np.int64).reshape(-1), np.asarray(first, dtype=np.int64)
+
+    @property
+    def node_class(self) -> np.ndarray:
+        """`[N]` class of each node by typical-shape eligibility."""
+        return self._node_classes[0]
+
+    @property
+    def representative(self) -> np.ndarray:
+        """`[K]` one node of each class."""
+        return self._node_classes[1]
+
+    @cached_property
+    def cpu_thresholds(self) -> np.ndarray:
+        """Sorted distinct CPU of the GPU shapes."""
+        return np.unique(self.shapes.cpu_milli)
+
+    @cached_property
+    def _cpu_thresholds(self) -> list[int]:
+        return self.cpu_thresholds.tolist()
 
     def nodes(self, cpu_free: np.ndarray, gpu_free: np.ndarray, nodes: np.ndarray) -> np.ndarray:
         """`[M]` fragmented milli of M node states of the nodes `nodes`."""
@@ -469,11 +524,13 @@ def packing_measure(
 ) -> PackingMeasure:
     """The snapshot's packing measure (once per snapshot and `typical`, `solver.memo`):
     over `typical` when given (the operator's, `--typical-shapes`, the API's), else over the
-    pending pods' shapes (`typical_shapes_of`)."""
+    pending pods' shapes (`typical_shapes_of`). Keyed by the prepared shapes, which stand for
+    the `typical` tuple by identity (`_prepared`): hashing the tuple's shapes on every cycle
+    cost as much as the lookup saved."""
 
     def build() -> PackingMeasure:
         if typical:
-            return PackingMeasure.of(_configured(snapshot, typical))
-        return PackingMeasure.of(typical_shapes_of(snapshot, problem if problem is not None else build_problem(snapshot)))
+            return PackingMeasure(_configured(snapshot, typical))
+        return PackingMeasure(typical_shapes_of(snapshot, problem if problem is not None else build_problem(snapshot)))
 
-    return memoized(snapshot, ("packing_measure", tuple(typical)), build)
+    return memoized(snapshot, ("packing_measure", _prepared(typical) if typical else None), build)

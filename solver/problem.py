@@ -56,7 +56,7 @@ pods that request GPUs but list no device indices take node-level GPU capacity o
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import NamedTuple
@@ -428,6 +428,7 @@ def _group_facts(
 _NAME = attrgetter("name")
 _ALLOCATABLE = attrgetter("allocatable")
 _UNSCHEDULABLE = attrgetter("unschedulable")
+_TAINTS = attrgetter("taints")
 _INDEX = attrgetter("index")
 _NUMA_CELL = attrgetter("numa_cell")
 _USED_MILLI = attrgetter("used_milli")
@@ -684,25 +685,31 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _Elig
     selector_keys = sorted({key for task in tasks for key in task.node_selector} | node_affinity.keys_read(affinity_terms))
     named_nodes = node_affinity.names_read(affinity_terms)
 
-    hot = usage.judgements(snapshot) if any(node.usage is not None for node in snapshot.nodes) else {}
+    nodes = snapshot.nodes
+    judged = usage.judgements(snapshot) if any(node.usage is not None for node in nodes) else {}
+    hot = {name for name, judgement in judged.items() if judgement.state == "hot"}
     bands = usage_bands(snapshot)
-    signatures = [
-        (
-            tuple(map(node.labels.get, selector_keys)),
-            node.name if node.name in named_nodes else None,
-            node.taints,
-            node.unschedulable,
-            node.name in hot and hot[node.name].state == "hot",
-            bands[node.name],
-            held.get(node.name),
-        )
-        for node in snapshot.nodes
+    # A node's signature: the label values selectors read, taints, unschedulable, then — only
+    # when some node of the snapshot has one, since a part every node shares splits no class
+    # — its name (read by `matchFields`), being hot, its usage band and its holder.
+    names = tuple(map(_NAME, nodes))
+    parts: list[Iterable[object]] = [
+        [tuple(map(node.labels.get, selector_keys)) for node in nodes], map(_TAINTS, nodes), map(_UNSCHEDULABLE, nodes)
     ]
+    if named_nodes:
+        parts.append([name if name in named_nodes else None for name in names])
+    if hot:
+        parts.append([name in hot for name in names])
+    if any(bands.values()):
+        parts.append(list(map(bands.__getitem__, names)))
+    if held:
+        parts.append(list(map(held.get, names)))
     class_of_signature: dict[object, int] = {}
     node_class = np.array(
-        [class_of_signature.setdefault(signature, len(class_of_signature)) for signature in signatures], dtype=np.int64
+        [class_of_signature.setdefault(signature, len(class_of_signature)) for signature in zip(*parts)], dtype=np.int64
     )  # ids in order of first appearance, so each class's first node is its representative
     representatives = np.unique(node_class, return_index=True)[1].tolist()
+    representative_names = [names[rep] for rep in representatives]
 
     task_class_of_signature: dict[object, int] = {}
     class_tasks: list[Task] = []
@@ -732,12 +739,12 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _Elig
         [[eligible(snapshot.nodes[rep], task) for rep in representatives] for task in class_tasks],
         dtype=bool,
     ).reshape(len(class_tasks), len(representatives))
-    class_hot = np.array([signatures[rep][4] for rep in representatives], dtype=bool)
+    class_hot = np.array([name in hot for name in representative_names], dtype=bool)
     pair_ok[:, class_hot] = False  # rule `usage`: a hot node takes no new pod, whatever the task
     if held:  # rule `reservation`: a held node takes its holder's pods, and pods that backfill it, only
         held_by = {held_for.group: held_for for held_for in reservations(snapshot)}
-        for node_cls, rep in enumerate(representatives):
-            holder = signatures[rep][6]
+        for node_cls, name in enumerate(representative_names):
+            holder = held.get(name)
             if holder is not None:
                 kept_off = [
                     c
@@ -745,7 +752,7 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _Elig
                     if class_holder[c] != holder and not held_by[holder].backfills(class_tasks[c])
                 ]
                 pair_ok[kept_off, node_cls] = False
-    class_band = np.array([signatures[rep][5] for rep in representatives], dtype=np.int64)
+    class_band = np.array([bands[name] for name in representative_names], dtype=np.int64)
     eligible_by_class = pair_ok[:, node_class] if len(snapshot.nodes) else np.zeros((len(class_tasks), 0), bool)
     pair_missed = np.array(
         [

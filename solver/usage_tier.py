@@ -33,6 +33,7 @@ or a queue's share, and `SolveConfig.objective_order` moves it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import attrgetter
 
 from models.snapshot import NodeName, NodeUsage, Snapshot, UsagePolicy
 from solver.after import After
@@ -75,7 +76,7 @@ def usage_bands(snapshot: Snapshot) -> Mapping[NodeName, int]:
 def _bands(snapshot: Snapshot) -> dict[NodeName, int]:
     fresh = fresh_usage(snapshot)
     if not fresh:
-        return dict.fromkeys((node.name for node in snapshot.nodes), 0)
+        return dict.fromkeys(map(attrgetter("name"), snapshot.nodes), 0)
     policy = snapshot.usage_policy
     return {
         node.name: band_of(weighted_load(fresh[node.name], policy)) if node.name in fresh else TOP_BAND

@@ -64,6 +64,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Literal
 
 from models.snapshot import CPU, MEMORY, Node, NodeName, Pod, PodGroup, PodKey, Snapshot, Task
@@ -160,11 +161,13 @@ def active(snapshot: Snapshot) -> bool:
 
 
 def _active(snapshot: Snapshot) -> bool:
-    if not snapshot.colocation_policy.enabled or not any(node.colocation for node in snapshot.nodes):
+    """Offline work first: a cycle has far fewer pods and tasks than nodes, and most have none."""
+    if not snapshot.colocation_policy.enabled:
         return False
-    return any(pod.offline for pod in snapshot.pods) or any(
+    offline = any(pod.offline for pod in snapshot.pods) or any(
         task.offline for group in snapshot.pod_groups for task in group.tasks
     )
+    return offline and any(node.colocation for node in snapshot.nodes)
 
 
 def _percent_of(percent: float, allocatable: int) -> int:
@@ -388,7 +391,7 @@ def check(snapshot: Snapshot, after: After) -> list[Violation]:
     """Offline binds that take a node's offline requests past its `batch-*` allocatable
     (`snapshot` is as `oversubscribed` made it: the checker's)."""
     violations: list[Violation] = []
-    if not active(snapshot) and not any(r in node.allocatable for node in snapshot.nodes for r in BATCH_RESOURCES):
+    if not active(snapshot) and BATCH_RESOURCES.isdisjoint(set().union(*map(attrgetter("allocatable"), snapshot.nodes))):
         return violations
     room_of = rooms(snapshot)
     for node_name, added in sorted(after.node_bound.items()):

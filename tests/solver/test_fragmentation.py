@@ -195,7 +195,7 @@ def test_one_node_state_in_python_equals_the_numpy_measure(data):
     gpu = data.draw(st.lists(st.sampled_from([0, 250, 500, 1000, 2000, 8000]), min_size=count, max_size=count))
     weight = data.draw(st.lists(st.floats(0.01, 1.0), min_size=count, max_size=count))
     eligible = np.array(data.draw(st.lists(st.booleans(), min_size=count * nodes, max_size=count * nodes)), dtype=bool)
-    measure = PackingMeasure.of(prepare_shapes(np.array(cpu), np.array(gpu), np.array(weight), eligible.reshape(count, nodes)))
+    measure = PackingMeasure(prepare_shapes(np.array(cpu), np.array(gpu), np.array(weight), eligible.reshape(count, nodes)))
     node = data.draw(st.integers(0, nodes - 1))
     whole = data.draw(st.integers(0, 8))
     partial = tuple(sorted(data.draw(st.lists(st.integers(0, 999), max_size=4))))
@@ -225,3 +225,29 @@ def test_configured_shapes_are_prepared_once_per_tuple_and_never_stale():
     assert _configured_columns(snapshot, changing)[0] == [1000]
     changing[0] = selected
     assert _configured_columns(snapshot, changing)[0] == [2000]
+
+
+CONFIGURED = (
+    HALF_GPU,
+    TypicalShape(cpu_milli=2000, gpu_milli=1000, weight=2.0, node_selector=(("gpu", "a100"),)),
+    TypicalShape(cpu_milli=4000, gpu_milli=2000, weight=1.0, node_selector=(("gpu", "h100"), ("zone", "a"))),
+    TypicalShape(cpu_milli=1000, gpu_milli=250, weight=1.0, node_selector=(("gen", "9"),)),
+    TypicalShape(cpu_milli=8000, gpu_milli=0, weight=1.0),
+)
+"""One configured tuple for every drawn snapshot, so its eligibility by node view is kept
+across them as across the cycles of one controller or replay."""
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snapshots(max_nodes=12, max_groups=2))
+def test_configured_eligibility_kept_across_snapshots_is_each_node_judged_afresh(snapshot: Snapshot):
+    eligible = _configured(snapshot, CONFIGURED).eligible
+    gpu_shapes = [shape for shape in CONFIGURED if shape.gpu_milli]
+    expected = [
+        [
+            not node.unschedulable and all(node.labels.get(key) == value for key, value in shape.node_selector)
+            for node in snapshot.nodes
+        ]
+        for shape in gpu_shapes
+    ]
+    assert eligible.dtype == bool and eligible.tolist() == expected
