@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import cached_property
-from typing import Annotated, Literal, NewType
+from typing import Annotated, Any, Literal, NewType, Self
 
 from pydantic import (
     BaseModel,
@@ -195,6 +195,20 @@ def is_fractional_gpu(gpu_milli: int) -> bool:
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", ignored_types=(cached_property,))
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; with `update`, without the `cached_property` values computed on the
+        original. Why: pydantic copies the instance's `__dict__`, where those values live, so
+        a node copied with new `gpus` would keep the old `gpu_by_index`."""
+        copied = super().model_copy(update=update, deep=deep)
+        if update:
+            for name in _cached_names(type(self)):
+                copied.__dict__.pop(name, None)
+        return copied
+
+
+def _cached_names(cls: type) -> tuple[str, ...]:
+    return tuple(name for klass in cls.__mro__ for name, value in vars(klass).items() if isinstance(value, cached_property))
 
 
 def _check_requests(requests: Mapping[str, int]) -> None:
