@@ -84,6 +84,7 @@ __all__ = [
     "CPU",
     "MEMORY",
     "GPU",
+    "LENT_GPU",
     "PODS",
     "POD_SLOT",
     "KUBELET_DEFAULT_MAX_PODS",
@@ -125,6 +126,9 @@ CPU = "cpu"
 MEMORY = "memory"
 GPU = "gpu"
 PODS = "pods"
+LENT_GPU = "batchplace.io/lent-gpu"
+"""Where an offline pod's fractional GPU request counts on its node when it holds a lent
+device (`Gpu.lent_milli`): apart from `gpu`, which online pods count against."""
 POD_SLOT = 1
 """What every pod takes of its node's `pods`."""
 KUBELET_DEFAULT_MAX_PODS = 110
