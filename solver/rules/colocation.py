@@ -30,10 +30,35 @@ So on a colocation node online pods are admitted against `allocatable − online
 (offline pods are not in their columns: they never wait for one) and offline pods against
 `allocatable − online usage − margin − other offline requests`, by the ordinary capacity
 arithmetic of every engine (`solver.problem`), the LP bound and the checker alike. The
-`pods` count, GPUs and every other resource stay as for any pod: GPUs are not
-oversubscribed. A device is shared only by fractional requests that fit its free milli,
-whoever asks: the usage sources give a node's mean GPU utilisation, not each device's, so
-no device's unused part can be known, and a whole device is never shared.
+`pods` count and every other resource stay as for any pod.
+
+GPUs are lent per device, where a device's unused part can be known: a colocation node
+whose usage is fresh and says each device's online percent (`NodeUsage.
+online_gpu_device_percent`, the `online-gpu<i>` annotation parts or the `online-gpu`
+Prometheus query) lends each device online pods *share* — held by running online pods with
+fractional requests, by no whole-device pod, and measured — to offline pods with
+fractional requests: they may hold there `lent_milli = 1000 − online usage − margin −
+used_milli` (`ColocationPolicy.gpu_margin_percent` of one device; `Gpu.used_milli`, work no
+pod is listed for, is kept back too), less what offline pods hold there already, while
+online pods are admitted against `1000 − online requests` as on any device, never counting
+the offline pods. The view (`oversubscribed`) marks lent devices (`Gpu.lent_milli`) and
+asks a running offline pod's fraction on one as `LENT_GPU`, so it leaves the device's and
+the node's `gpu`; a pod bound this cycle counts so too (`solver.after.BoundPod.lent`). The
+greedy engine tells the two pod classes apart on a lent device; an engine that does not
+(CP-SAT, and everything reading `Problem.gpu_free_milli`) sees the smaller of the online
+free milli and the lent room, so whatever it puts there fits both. Whole-device requests,
+devices no online pod shares, unmeasured devices and nodes with stale or missing usage (or
+none per device: state "unmeasured") lend nothing — offline pods count there as any pod
+(fail safe), and a waiting offline PodGroup asking a fraction of a GPU is told how many
+colocation nodes lend none, and why (`REASON_NO_GPU_LENDING`).
+
+GPU worked example (margin 10 % = 100m): n7's device 0 holds an online 600m pod using 30 %
+(300m) and an offline 200m pod. Lent room 1000 − 300 − 100 = 600m, 400m left: an offline
+pod asking 400m fits, one asking 500m does not (without lending only 1000 − 600 − 200 =
+200m were free). An online pod asking 400m fits (1000 − 600), whatever the offline pods
+hold. With offline pods of 300m and 100m there and online usage risen to 80 %, the room is
+100m < 400m: the 300m pod alone is evicted ("gpu 0 of n7: offline 400m > room 100m = 1000
+− online usage 800m − margin 100m").
 
 Worked example (margin 10 %): n1, a colocation node, allocatable cpu 16, online pods
 requesting 12 cpu and using 25 % (4 cpu), offline pods running there requesting 3 cpu.
@@ -46,16 +71,18 @@ Each resource stands alone: a node whose cpu is measured apart and memory not of
 oversubscribed cpu and requests-based memory (its state is then "unmeasured").
 
 Evictions (`offline_evictions`): when online usage rises on a colocation node with fresh,
-measured usage (per resource) so that the offline pods there ask more than `batch-r` allows, the offline
-pods to evict are the fewest whose leaving makes every resource fit, then among as few
+measured usage (per resource, and per lent device) so that the offline pods there ask more
+than `batch-r` (or the device's lent room) allows, the offline pods to evict are the fewest
+whose leaving makes every resource and device fit, then among as few
 those of the lowest priority, then the newest (the least work lost). Volcano's agent
 evicts offline pods largest request first, one at a time, while usage stays above a
 watermark; here the room is computed, so the whole set is known at once. Stale or
 unmeasured usage evicts nothing (no reading says the online pods need the room).
 
 `check`: every offline pod bound this cycle to a node whose offline requests then exceed
-its `batch-*` allocatable, with the numbers (the capacity rule leaves those resources to
-this one). Offline pods already over it are not the placement's fault.
+its `batch-*` allocatable, or to a lent device whose offline milli then exceed its lent
+room, with the numbers (the capacity rule leaves those resources to this one). Offline
+pods already over it are not the placement's fault.
 """
 
 from __future__ import annotations
