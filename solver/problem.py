@@ -418,7 +418,9 @@ def _lent_devices(snapshot: Snapshot, nodes: _NodeTables) -> tuple[np.ndarray, n
     when it tells no pod class apart is the smaller of the two on a lent device: any pod it
     puts there then fits both. Example: device 2 lent with online pods requesting 600 and
     using 300, margin 100, a 400-milli offline pod running there → online free 1000 − 600 =
-    400, lent free 1000 − 300 − 100 − 400 = 200, `gpu_free_milli` 200."""
+    400, lent free 1000 − 300 − 100 − 400 = 200, `gpu_free_milli` 200. A lent device whose
+    offline pods already hold more than its room (online usage rose) has 0 lent free, never
+    −1, which marks a device not lent."""
     online = nodes.gpu_free_milli
     lent_nodes = [(n, node) for n, node in enumerate(snapshot.nodes) if any(gpu.lent_milli is not None for gpu in node.gpus)]
     if not lent_nodes:
@@ -438,7 +440,10 @@ def _lent_devices(snapshot: Snapshot, nodes: _NodeTables) -> tuple[np.ndarray, n
             for index in pod.gpu_indices:
                 if (n, index) in slot_of:
                     lent[n, slot_of[(n, index)]] -= milli
-    return online, lent
+    is_lent = np.zeros(lent.shape, dtype=bool)
+    for (n, _), g in slot_of.items():
+        is_lent[n, g] = True
+    return online, np.where(is_lent, np.maximum(lent, 0), lent)
 
 
 def _group_facts(

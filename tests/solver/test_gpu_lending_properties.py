@@ -93,7 +93,7 @@ def test_engines_lend_shared_devices_as_the_checker_and_an_independent_count_jud
     decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=2.0))  # type: ignore[arg-type]
     assert check_placement(snapshot, decision.placement) == ()
     evicted = {e.pod for e in decision.placement.evictions}
-    new = {(b.node, b.gpus[0]): [] for b in decision.placement.binds if len(b.gpus) == 1}
+    new: dict[tuple[str, int], list[Pod]] = {}
     for bind in decision.placement.binds:
         for index in bind.gpus:
             new.setdefault((bind.node, index), []).append(snapshot.pod_by_key[bind.pod])

@@ -18,7 +18,17 @@ from models.snapshot import ColocationPolicy, Snapshot, UsagePolicy
 from solver.checker import check_placement
 from solver.place import ENGINES
 from solver.rules import colocation
-from tests.builders import USAGE_OBSERVED_S, Gang, make_bind, make_gang, make_node, make_placement, make_running, make_snapshot, solve_checked
+from tests.builders import (
+    USAGE_OBSERVED_S,
+    Gang,
+    make_bind,
+    make_gang,
+    make_node,
+    make_placement,
+    make_running,
+    make_snapshot,
+    solve_checked,
+)
 from tests.solver.rules.test_rule_colocation import COLOCATION, offline
 
 pytestmark = pytest.mark.parametrize("engine", ENGINES)
@@ -132,3 +142,11 @@ def test_a_larger_margin_lends_less(engine: str) -> None:
     wider = snapshot.model_copy(update={"colocation_policy": ColocationPolicy(gpu_margin_percent=30)})
     assert colocation.rooms(wider)["n7"].devices[0].room == 400
     assert _bound(wider, engine) == []
+
+
+def test_a_device_whose_offline_pods_outgrew_its_room_lends_nothing_more(engine: str) -> None:
+    """Online usage 80 %: room 100m, offline pods already hold 200m — over by 100m. The device
+    stays lent (offline pods count against its room, now full), not an ordinary device."""
+    snapshot = worked_example(offline(make_gang("job", gpu_milli=100)), online_percent=80)
+    assert colocation.rooms(snapshot)["n7"].devices[0].excess == 100
+    assert _bound(snapshot, engine) == []
