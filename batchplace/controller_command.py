@@ -117,8 +117,9 @@ def controller(
         Optional[list[str]],
         typer.Option(
             "--usage-query",
-            help="RESOURCE=PROMQL replacing the default query for cpu, memory or gpu: percents, one series per "
-            "node with label `node` (repeatable).",
+            help="RESOURCE=PROMQL replacing the default query for cpu, memory or gpu, or adding online-cpu, "
+            "online-memory or online-gpu (colocation): percents, one series per node with label `node`; online-gpu "
+            "one per device, its index in label `gpu` (repeatable).",
         ),
     ] = None,
     usage_window: Annotated[

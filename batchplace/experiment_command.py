@@ -277,7 +277,8 @@ def timeline(
 
 
 def _colocation_timeline(hours: float, out: Path) -> None:
-    """`timeline --scenario colocation`: the same cluster and workload without and with colocation."""
+    """`timeline --scenario colocation`: the same cluster and workload without colocation, with
+    it for cpu and memory, and with GPU lending too."""
     from experiments.plots import plot_timeline_series
     from experiments.timeline_colocation import (
         ColocationConfig,
@@ -287,12 +288,13 @@ def _colocation_timeline(hours: float, out: Path) -> None:
     )
 
     out.mkdir(parents=True, exist_ok=True)
-    results = [run_colocation(ColocationConfig(colocation=on, hours=hours)) for on in (False, True)]
+    modes = ((False, False), (True, False), (True, True))
+    results = [run_colocation(ColocationConfig(colocation=on, gpu_lending=lending, hours=hours)) for on, lending in modes]
     write_colocation_csv(results, out)
     table = colocation_markdown(results)
     (out / "summary_colocation.md").write_text(table)
     plot_timeline_series(
-        {("colocation" if r.config.colocation else "no colocation"): (r.times_h, r.gpu_busy) for r in results},
+        {f"colocation {r.config.mode}": (r.times_h, r.gpu_busy) for r in results},
         out / "timeline_util_colocation.png",
         title="GPUs allocated over time — colocation",
     )

@@ -419,6 +419,11 @@ class Controller:
             self.metrics.colocation_oversubscribed.labels(resource=resource).set(over)
             self.metrics.colocation_room.labels(resource=resource).set(sum(r.room for r in of))
             self.metrics.colocation_offline_requested.labels(resource=resource).set(sum(r.offline for r in of))
+        devices = [d for node_room in rooms.values() for d in node_room.devices]  # lent GPU devices, milli
+        over = sum(max(0, d.room - max(0, 1000 - d.online_requested - d.outside)) for d in devices)
+        self.metrics.colocation_oversubscribed.labels(resource="gpu").set(over)
+        self.metrics.colocation_room.labels(resource="gpu").set(sum(d.room for d in devices))
+        self.metrics.colocation_offline_requested.labels(resource="gpu").set(sum(d.offline for d in devices))
 
     def _count(self, observation: Observation) -> None:
         snapshot = observation.snapshot

@@ -18,9 +18,11 @@ test process do not collide). `batchplace controller --port` serves them at `/me
     batchplace_colocation_nodes{state}           gauge      colocation nodes: fresh (oversubscribed), stale, missing,
                                                             unmeasured (offline pods' usage not measured apart)
     batchplace_colocation_oversubscribed{resource}  gauge   offline pods' room over what online pods requested,
-                                                            summed over fresh colocation nodes (milli-CPU, bytes)
+                                                            summed over fresh colocation nodes (milli-CPU, bytes;
+                                                            gpu: milli-GPU over lent devices)
     batchplace_colocation_offline_room{resource} gauge      kubernetes.io/batch-* offered to offline pods, all
-                                                            colocation nodes (milli-CPU, bytes)
+                                                            colocation nodes (milli-CPU, bytes; gpu: lent room of
+                                                            shared devices, milli-GPU)
     batchplace_colocation_offline_requested{resource} gauge what running offline pods there ask of it
     batchplace_offline_evictions_total{resource} counter    offline pods evicted because online usage rose, by
                                                             the resource that ran short (first one)
@@ -79,7 +81,8 @@ class ControllerMetrics:
         )
         self.colocation_room = Gauge(
             "batchplace_colocation_offline_room",
-            "kubernetes.io/batch-cpu / batch-memory offered to offline pods over all colocation nodes (milli-CPU, bytes).",
+            "kubernetes.io/batch-cpu / batch-memory offered to offline pods over all colocation nodes (milli-CPU, bytes); "
+            "gpu: the lent room of shared GPU devices (milli-GPU).",
             ["resource"],
             registry=r,
         )

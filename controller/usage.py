@@ -6,8 +6,9 @@ the Snapshot `observe` built; the wall clock. Output: the same Snapshot whose no
 `NodeUsage` and whose `UsagePolicy` is the controller's, judged at the clock's time — so
 `solver.rules.usage` can tell a fresh reading from a stale one.
 
-Averaging: a node's usage is, per resource, the mean of its samples taken in the last
-`window_s` seconds, observed at its newest sample. Example: window 300 s, at t = 1000 cpu
+Averaging: a node's usage is, per resource (and per GPU device for the online per-device
+percents), the mean of its samples taken in the last `window_s` seconds, observed at its
+newest sample. Example: window 300 s, at t = 1000 cpu
 samples 60 % (t = 760), 80 % (t = 880), 100 % (t = 990) → cpu 80 %, observed at 990.
 When no sample is that recent, the newest one is kept as it is (observed at its own time),
 so the rule sees it as stale, and says so, rather than as missing. A node's samples are
@@ -62,6 +63,8 @@ class UsageSample:
     gpu_percent: float | None = None
     online_cpu_percent: float | None = None
     online_memory_percent: float | None = None
+    online_gpu_device_percent: Mapping[int, float] | None = None
+    """Per GPU device index: percent of it online work uses (`NodeUsage.online_gpu_device_percent`)."""
 
     def percent(self, resource: str) -> float | None:
         return getattr(self, f"{resource}_percent")  # type: ignore[no-any-return]
@@ -108,8 +111,13 @@ class UsageWindow:
                 continue
             newest = max(by_time)
             recent = [sample for at, sample in by_time.items() if at >= now_s - self.window_s] or [by_time[newest]]
+            devices = sorted({index for sample in recent for index in sample.online_gpu_device_percent or {}})
+            by_device = {
+                index: _mean((sample.online_gpu_device_percent or {}).get(index) for sample in recent) for index in devices
+            }
             usages[name] = NodeUsage(
                 **{f"{resource}_percent": _mean(sample.percent(resource) for sample in recent) for resource in RESOURCES},
+                online_gpu_device_percent=by_device or None,
                 observed_at_s=newest,
                 window_s=self.window_s if len(recent) > 1 else 0.0,
             )

@@ -34,19 +34,23 @@ import httpx
 from controller.kube import KubeClient
 from controller.usage import UsageSample, UsageSourceError
 from models.quantity import QuantityError, to_base_units
-from models.snapshot import CPU, MEMORY, USAGE_PERCENT_CEILING, Node, NodeName
+from models.snapshot import CPU, INT32_MAX, MEMORY, USAGE_PERCENT_CEILING, Node, NodeName
 
 __all__ = ["MetricsApiSource", "PrometheusSource", "DEFAULT_QUERIES", "SOURCES", "QUERY_RESOURCES"]
 
 SOURCES = ("none", "metrics-server", "prometheus")
-QUERY_RESOURCES = ("cpu", "memory", "gpu", "online-cpu", "online-memory")
+QUERY_RESOURCES = ("cpu", "memory", "gpu", "online-cpu", "online-memory", "online-gpu")
 """What `--usage-query` may name. `online-cpu` / `online-memory` (no default): percent of the
 node's allocatable used by everything but offline pods, for colocation; e.g. with cAdvisor and
 kube-state-metrics' pod annotations (`--metric-annotations-allowlist=pods=[volcano.sh/qos-level]`):
 `100 * sum by (node) (rate(container_cpu_usage_seconds_total{container!=""}[2m]) * on (namespace, pod)
 group_left () (kube_pod_annotations{annotation_volcano_sh_qos_level!="BE"})) / sum by (node)
 (kube_node_status_allocatable{resource="cpu"})`. Without them a node running offline pods has its
-offline room measured by nobody: it offers no oversubscribed room and evicts nothing."""
+offline room measured by nobody: it offers no oversubscribed room and evicts nothing.
+`online-gpu` (no default): per device (label `gpu`), percent of the device used by online work,
+for lending shared devices' unused part to offline pods; e.g. when only online pods run on the
+devices it is read from, `avg by (node, gpu) (DCGM_FI_DEV_GPU_UTIL)` (with DCGM's `Hostname`
+copied to `node` by `label_replace`), or with DCGM's per-pod labels, the online pods' series only."""
 """The values of `--usage-source`."""
 
 DEFAULT_QUERIES: Mapping[str, str] = {
@@ -54,6 +58,17 @@ DEFAULT_QUERIES: Mapping[str, str] = {
     "memory": "100 * (1 - sum by (node) (node_memory_MemAvailable_bytes) / sum by (node) (node_memory_MemTotal_bytes))",
     "gpu": "avg by (node) (DCGM_FI_DEV_GPU_UTIL)",
 }
+
+
+DEVICE_RESOURCE = "online-gpu"
+DEVICE_LABEL = "gpu"
+"""The label of a per-device series naming its device index, as DCGM's exporter names it."""
+
+
+def _device_index(label: object) -> int | None:
+    """`"3"` → 3; None when absent or not a whole number."""
+    text = str(label) if label is not None else ""
+    return int(text) if text.isascii() and text.isdigit() and int(text) <= INT32_MAX else None
 
 
 def _percent(value: float) -> float | None:
@@ -143,14 +158,22 @@ class PrometheusSource:
         self.client = client or httpx.Client(timeout=timeout_s)
 
     def read(self, *, since_s: float, now_s: float, nodes: Mapping[NodeName, Node]) -> Sequence[UsageSample]:
-        merged: dict[tuple[NodeName, float], dict[str, float | None]] = {}
+        merged: dict[tuple[NodeName, float], dict[str, Any]] = {}
         for resource, query in self.queries.items():
-            for node, at_s, value in self._range(query, start_s=since_s, end_s=now_s):
-                merged.setdefault((node, at_s), {})[f"{resource.replace('-', '_')}_percent"] = _percent(value)
-        return [UsageSample(node=node, at_s=at_s, **percents) for (node, at_s), percents in sorted(merged.items())]
+            for node, at_s, value, device in self._range(query, start_s=since_s, end_s=now_s):
+                fields = merged.setdefault((node, at_s), {})
+                if resource == DEVICE_RESOURCE:
+                    percent = _percent(value)
+                    known = nodes.get(node)
+                    if device is not None and percent is not None and (known is None or device in known.gpu_by_index):
+                        fields.setdefault("online_gpu_device_percent", {})[device] = percent
+                else:
+                    fields[f"{resource.replace('-', '_')}_percent"] = _percent(value)
+        return [UsageSample(node=node, at_s=at_s, **fields) for (node, at_s), fields in sorted(merged.items())]
 
-    def _range(self, query: str, *, start_s: float, end_s: float) -> list[tuple[NodeName, float, float]]:
-        """(node, time, value) of every point of `query` from `start_s` to `end_s`."""
+    def _range(self, query: str, *, start_s: float, end_s: float) -> list[tuple[NodeName, float, float, int | None]]:
+        """(node, time, value, device index from label `gpu` or None) of every point of `query`
+        from `start_s` to `end_s`."""
         params = {"query": query, "start": f"{start_s:.3f}", "end": f"{end_s:.3f}", "step": f"{self.step_s:g}"}
         try:
             response = self.client.get(f"{self.url}/api/v1/query_range", params=params)
@@ -168,12 +191,14 @@ class PrometheusSource:
             raise UsageSourceError(f"{self.url}: expected a matrix for {query!r}, got {data.get('resultType')!r}")
         points = []
         for series in data.get("result") or []:
-            node = (series.get("metric") or {}).get(self.node_label)
+            metric = series.get("metric") or {}
+            node = metric.get(self.node_label)
             if not node:
                 continue
+            device = _device_index(metric.get(DEVICE_LABEL))
             for at_s, text in series.get("values") or []:
                 try:
-                    points.append((NodeName(str(node)), float(at_s), float(text)))
+                    points.append((NodeName(str(node)), float(at_s), float(text), device))
                 except (TypeError, ValueError):
                     continue
         return points

@@ -39,7 +39,9 @@ Online/offline colocation (`solver.rules.colocation`): a pod or task may be `off
 colocation node by Volcano's labels (`Node.colocation`), and the snapshot says how much of
 a colocation node's allocatable is kept back from offline pods (`ColocationPolicy`). A
 node's usage may say how much of it online pods use apart from offline ones
-(`NodeUsage.online_cpu_percent`, `online_memory_percent`).
+(`NodeUsage.online_cpu_percent`, `online_memory_percent`), and how much of each GPU device
+online pods use (`NodeUsage.online_gpu_device_percent`), which lets offline pods borrow the
+unused part of a device online pods share (`Gpu.lent_milli`, set by colocation's view).
 
 What it does not promise: that the cluster it describes is schedulable, or that a
 PodGroup's queue exists (a PodGroup naming an unknown queue is valid input; it stays
@@ -82,6 +84,7 @@ __all__ = [
     "CPU",
     "MEMORY",
     "GPU",
+    "LENT_GPU",
     "PODS",
     "POD_SLOT",
     "KUBELET_DEFAULT_MAX_PODS",
@@ -123,6 +126,9 @@ CPU = "cpu"
 MEMORY = "memory"
 GPU = "gpu"
 PODS = "pods"
+LENT_GPU = "batchplace.io/lent-gpu"
+"""Where an offline pod's fractional GPU request counts on its node when it holds a lent
+device (`Gpu.lent_milli`): apart from `gpu`, which online pods count against."""
 POD_SLOT = 1
 """What every pod takes of its node's `pods`."""
 KUBELET_DEFAULT_MAX_PODS = 110
@@ -242,6 +248,14 @@ class Gpu(_Frozen):
     used_milli: int = Field(
         0, ge=0, le=GPU_MILLI_PER_DEVICE, description="taken by work the snapshot lists no pod for"
     )
+    lent_milli: int | None = Field(
+        None,
+        ge=0,
+        le=GPU_MILLI_PER_DEVICE,
+        description="milli-GPU offline pods with fractional requests may hold on this device, apart from what "
+        "online pods requested: 1000 − online usage − margin (`solver.rules.colocation.oversubscribed` sets it "
+        "on a colocation node's shared devices); None: the device is not lent, offline pods count as any pod",
+    )
 
 
 class NumaCell(_Frozen):
@@ -274,6 +288,11 @@ class NodeUsage(_Frozen):
     )
     online_memory_percent: UsagePercent | None = Field(
         None, description="memory in use by everything but offline pods, percent of allocatable memory; None as above"
+    )
+    online_gpu_device_percent: dict[Index, UsagePercent] | None = Field(
+        None,
+        description="per GPU device index: percent of that device used by online work (e.g. DCGM's GPU_UTIL of "
+        "the online pods' devices), `{0: 35, 1: 80}`; a device left out is not measured; None: no device measured",
     )
     observed_at_s: TimeS = Field(description="unix seconds: the end of the averaging window (the newest sample)")
     window_s: float = Field(0.0, ge=0, le=LATEST_TIME_S, description="seconds the readings are averaged over")
@@ -314,6 +333,9 @@ class ColocationPolicy(_Frozen):
     enabled: bool = True
     cpu_margin_percent: float = Field(10.0, ge=0, le=100, allow_inf_nan=False)
     memory_margin_percent: float = Field(10.0, ge=0, le=100, allow_inf_nan=False)
+    gpu_margin_percent: float = Field(
+        10.0, ge=0, le=100, allow_inf_nan=False, description="kept back on each lent GPU device, percent of one device"
+    )
 
 
 def _go_bool(text: str | None) -> bool | None:
@@ -391,6 +413,12 @@ class Node(_Frozen):
         indices = [gpu.index for gpu in self.gpus]
         if len(set(indices)) != len(indices):
             raise ValueError(f"GPU indices repeat: {sorted(indices)}")
+        measured = (self.usage.online_gpu_device_percent or {}) if self.usage is not None else {}
+        unknown = sorted(set(measured) - set(indices))
+        if unknown:
+            raise ValueError(
+                f"usage.online_gpu_device_percent names GPU {unknown[0]}, but the node has devices {sorted(indices)}"
+            )
         return self
 
     @model_validator(mode="wrap")

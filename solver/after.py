@@ -20,6 +20,12 @@ device it holds; `Gpu.used_milli` — work the snapshot lists no pod for — com
 Worked example: device 4 with used_milli 100, a running 300-milli pod and a bound
 500-milli pod holds 100 + 300 + 500 = 900 of 1000.
 
+Lent devices (`Gpu.lent_milli`, colocation): an offline pod bound with a fractional request
+to a lent device is `BoundPod.lent` — its milli counts as `LENT_GPU` on its node, not as
+`gpu`, and not in the device's `gpu_used_milli`, which online pods fill; rule `colocation`
+holds the lent pods of a device to its `lent_milli`. Running lent pods
+come so already: colocation's view asks their request as `LENT_GPU`.
+
 What it does not promise: that the placement is valid. It only adds up.
 """
 
@@ -32,6 +38,7 @@ from models.placement import Eviction, Placement
 from models.snapshot import (
     GPU,
     GPU_MILLI_PER_DEVICE,
+    LENT_GPU,
     POD_SLOT,
     PODS,
     Node,
@@ -44,6 +51,7 @@ from models.snapshot import (
     Snapshot,
     Task,
     gpu_devices,
+    is_fractional_gpu,
 )
 
 __all__ = ["BoundPod", "EvictedPod", "After", "build_after", "device_use", "milli_per_device"]
@@ -69,6 +77,25 @@ class BoundPod:
     def gpus_well_formed(self) -> bool:
         """Distinct indices the node has; per-device rules judge only such binds."""
         return len(set(self.gpus)) == len(self.gpus) and all(i in self.node.gpu_by_index for i in self.gpus)
+
+    @property
+    def lent(self) -> bool:
+        """An offline pod with a fractional request on one lent device (module docstring)."""
+        return (
+            self.pod.offline
+            and is_fractional_gpu(self.pod.requests.get(GPU, 0))
+            and len(self.gpus) == 1
+            and self.gpus_well_formed
+            and self.node.gpu_by_index[self.gpus[0]].lent_milli is not None
+        )
+
+    @property
+    def on_node(self) -> dict[str, int]:
+        """What it takes of its node: its requests (a lent pod's gpu as `LENT_GPU`) and one of the node's `pods`."""
+        if not self.lent:
+            return _on_node(self.pod.requests)
+        requests = {name: amount for name, amount in self.pod.requests.items() if name != GPU}
+        return _on_node({**requests, LENT_GPU: self.pod.requests[GPU]})
 
 
 @dataclass(frozen=True)
@@ -178,7 +205,7 @@ class _DeviceUse(Mapping[NodeName, Mapping[int, int]]):
                 self._kept.setdefault(pod.node, []).append(pod)  # type: ignore[arg-type]  # running pods have a node
         self._binds: dict[NodeName, list[tuple[NodeName, tuple[int, ...], int]]] = {}
         for b in binds:
-            if b.gpus_well_formed:
+            if b.gpus_well_formed and not b.lent:
                 self._binds.setdefault(b.node.name, []).append((b.node.name, b.gpus, b.pod.requests.get(GPU, 0)))
         self._used: dict[NodeName, dict[int, int]] = {}
 
@@ -261,11 +288,11 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
         assert node_name is not None
         _add(node_used[node_name], _on_node(pod.requests))
     for b in bound:
-        taken = _on_node(b.pod.requests)
+        taken = b.on_node
         _add(node_used[b.node.name], taken)
         _add(node_bound.setdefault(b.node.name, {}), taken)
-        if not b.gpus_well_formed:
-            continue  # `binding` reports it; counting unknown devices would invent capacity errors
+        if not b.gpus_well_formed or b.lent:
+            continue  # `binding` reports the first, `colocation` the lent; unknown devices would invent capacity errors
         milli = milli_per_device(b.pod.requests.get(GPU, 0))
         for index in b.gpus:
             devices = gpu_bound.setdefault(b.node.name, {})

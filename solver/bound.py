@@ -91,6 +91,11 @@ def relaxation(
     for n in range(problem.node_count):
         capacity[int(classes[n])] += np.maximum(problem.free[:, n], 0)
     device_free = problem.gpu_free_milli.copy()
+    if problem.gpu_lent_free_milli is not None:  # a lent device holds online free and lent room apart: both, relaxed
+        lent = np.maximum(problem.gpu_lent_free_milli, 0)
+        device_free = np.where(problem.gpu_lent_free_milli >= 0, problem.gpu_online_free_milli + lent, device_free)  # type: ignore[operator]
+        for n in np.flatnonzero(lent.sum(axis=1)).tolist():
+            capacity[int(classes[n])][gpu] += int(lent[n].sum())
     victims: dict[tuple[int, tuple[int, ...], int, int], int] = {}
     for p in np.flatnonzero(problem.pod_running & (problem.pod_group >= 0)).tolist():
         pod = snapshot.pods[p]

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from models.placement import Decision, Eviction, Placement, PodGroupOutcome, QueueShare, SolveStatus
-from models.snapshot import CPU, GPU, MEMORY, PodGroup, PodGroupKey, QueueName, Snapshot
+from models.snapshot import CPU, GPU, MEMORY, PodGroup, PodGroupKey, QueueName, Snapshot, is_fractional_gpu
 from solver import reasons as reason_text
 from solver.rules import colocation, reservation, usage
 from solver.rules.gang import gang_requirement, is_met
@@ -147,6 +147,22 @@ def _with_colocation_note(snapshot: Snapshot, group_reasons: tuple[str, ...]) ->
     return (*group_reasons, note) if note not in group_reasons else group_reasons
 
 
+def _with_gpu_lending_note(snapshot: Snapshot, group: PodGroup, group_reasons: tuple[str, ...]) -> tuple[str, ...]:
+    """An offline PodGroup asking a fraction of a GPU that waits, on a cluster with
+    colocation nodes that lend no GPU for want of fresh per-device usage, gets how many
+    (`solver.rules.colocation`: such a node lends nothing, fail safe)."""
+    if not any(task.offline and is_fractional_gpu(task.requests.get(GPU, 0)) for task in group.tasks):
+        return group_reasons
+    states = [room.gpu_state for room in colocation.rooms(snapshot).values()]
+    if not states or all(state == "fresh" for state in states):
+        return group_reasons
+    note = reason_text.gpu_not_lent(
+        stale=states.count("stale"), missing=states.count("missing"), unmeasured=states.count("unmeasured"),
+        colocation_nodes=len(states),
+    )
+    return (*group_reasons, note) if note not in group_reasons else group_reasons
+
+
 def _generic_reasons(
     snapshot: Snapshot,
     key: PodGroupKey,
@@ -204,6 +220,7 @@ def build_decision(
                 minimum=requirement.min_member,
             )
             group_reasons = _with_colocation_note(snapshot, _with_usage_note(snapshot, group_reasons))
+            group_reasons = _with_gpu_lending_note(snapshot, group, group_reasons)
             held = reservation.reservation_of(snapshot, group.key)
             if held is not None:
                 group_reasons = (reservation.reserved_reason(held), *group_reasons)

@@ -11,6 +11,9 @@ Layout choices, and why:
   `free[problem.resource_index["gpu"]]` the free milli-GPUs of each node.
 - GPU devices are a padded `[N, Gmax]` table (`-1` where a node has fewer devices); a
   device's free milli is 1000 minus `Gpu.used_milli` minus the running pods that list it.
+  A device lent to offline pods (colocation, `Gpu.lent_milli`) has two: online pods' free
+  milli and offline pods' lent room (`gpu_online_free_milli`, `gpu_lent_free_milli`); an
+  engine that tells no pod class apart reads the smaller (`_lent_devices`).
 - The node tables are incremental across snapshots: what a `Node` contributes (`_NodeRow`)
   is memoized on the node object (`solver.memo`), so a snapshot that reuses the nodes that
   did not change (the next cycle of a replay, a what-if variant) reads only its new nodes.
@@ -55,6 +58,7 @@ pods that request GPUs but list no device indices take node-level GPU capacity o
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -70,6 +74,7 @@ from models.snapshot import (
     MEMORY,
     POD_SLOT,
     PODS,
+    LENT_GPU,
     Node,
     NodeName,
     PodGroupKey,
@@ -139,7 +144,7 @@ class Problem:
     free: np.ndarray  # [R, N] int64: allocatable − running pods − Gpu.used_milli
     schedulable: np.ndarray  # [N] bool
     gpu_index: np.ndarray  # [N, Gmax] device index, −1 padding
-    gpu_free_milli: np.ndarray  # [N, Gmax] free milli per device, −1 padding
+    gpu_free_milli: np.ndarray  # [N, Gmax] free milli per device, −1 padding; a lent device: min(online, lent)
     gpu_cell: np.ndarray  # [N, Gmax] slot (column of cell_ids) of the device's NUMA cell, −1 padding
     cell_ids: np.ndarray  # [N, Cmax] NUMA cell ids, −1 padding
     cell_cpu_free: np.ndarray  # [N, Cmax] milli free in the cell, UNLIMITED when unknown, −1 padding
@@ -189,6 +194,9 @@ class Problem:
     queue_guarantee: np.ndarray  # [Q, R] int64
     queue_deserved: np.ndarray  # [Q, R] int64 (water-filled, subtree level)
     queue_allocated: np.ndarray  # [Q, R] int64 (running pods, subtree included)
+    # ---- lent GPU devices (colocation; None when no device is lent) ----
+    gpu_online_free_milli: np.ndarray | None = None  # [N, Gmax] free milli per device for online pods
+    gpu_lent_free_milli: np.ndarray | None = None  # [N, Gmax] lent room left for offline pods, −1 where not lent
 
     @property
     def node_count(self) -> int:
@@ -321,6 +329,11 @@ def build_problem(snapshot: Snapshot) -> Problem:
     task_row = {key: t for t, key in enumerate(task_keys)}
     nodes = _nodes(snapshot, resource_names)
     pods = _pods(snapshot, resource_index, nodes, task_row)
+    online_free, lent_free = _lent_devices(snapshot, nodes)
+    if lent_free is not None:
+        nodes = dataclasses.replace(nodes, gpu_free_milli=np.where(lent_free >= 0, np.minimum(online_free, lent_free), online_free))
+        online_free.setflags(write=False)
+        lent_free.setflags(write=False)
     for array in (
         nodes.allocatable, nodes.free, nodes.schedulable, nodes.gpu_index, nodes.gpu_free_milli, nodes.gpu_cell,
         nodes.cell_ids, nodes.cell_cpu_free, nodes.cell_memory_free,
@@ -393,7 +406,47 @@ def build_problem(snapshot: Snapshot) -> Problem:
         group_queue=_readonly(group_queue),
         group_pods=group_pods,
         group_facts=group_facts,
+        gpu_online_free_milli=online_free if lent_free is not None else None,
+        gpu_lent_free_milli=lent_free,
     )
+
+
+def _lent_devices(snapshot: Snapshot, nodes: _NodeTables) -> tuple[np.ndarray, np.ndarray | None]:
+    """`(online free, lent free)` per GPU slot when some device is lent (`Gpu.lent_milli`),
+    else `(gpu_free_milli, None)`.
+
+    Online pods count against the online table, offline pods with fractional requests on
+    a lent device against the lent one (their room `lent_milli` less the lent pods running
+    there, whose request the view asks as `LENT_GPU`). The `gpu_free_milli` an engine reads
+    when it tells no pod class apart is the smaller of the two on a lent device: any pod it
+    puts there then fits both. Example: device 2 lent with online pods requesting 600 and
+    using 300, margin 100, a 400-milli offline pod running there → online free 1000 − 600 =
+    400, lent free 1000 − 300 − 100 − 400 = 200, `gpu_free_milli` 200. A lent device whose
+    offline pods already hold more than its room (online usage rose) has 0 lent free, never
+    −1, which marks a device not lent."""
+    online = nodes.gpu_free_milli
+    lent_nodes = [(n, node) for n, node in enumerate(snapshot.nodes) if any(gpu.lent_milli is not None for gpu in node.gpus)]
+    if not lent_nodes:
+        return online, None
+    lent = np.full(online.shape, -1, dtype=np.int64)
+    slot_of: dict[tuple[int, int], int] = {}
+    for n, node in lent_nodes:
+        for g, index in enumerate(nodes.gpu_index[n].tolist()):
+            gpu = node.gpu_by_index.get(index) if index >= 0 else None
+            if gpu is not None and gpu.lent_milli is not None:
+                lent[n, g] = gpu.lent_milli
+                slot_of[(n, index)] = g
+    for pod in snapshot.pods:
+        milli = pod.requests.get(LENT_GPU, 0)
+        if milli and pod.phase == "running":
+            n = nodes.node_index[pod.node]  # type: ignore[index]  # running pods have a node
+            for index in pod.gpu_indices:
+                if (n, index) in slot_of:
+                    lent[n, slot_of[(n, index)]] -= milli
+    is_lent = np.zeros(lent.shape, dtype=bool)
+    for (n, _), g in slot_of.items():
+        is_lent[n, g] = True
+    return online, np.where(is_lent, np.maximum(lent, 0), lent)
 
 
 def _group_facts(

@@ -60,6 +60,7 @@ __all__ = [
     "unplaced",
     "usage_not_judged",
     "colocation_not_oversubscribed",
+    "gpu_not_lent",
 ]
 
 CAPACITY = "capacity: "
@@ -284,6 +285,27 @@ def colocation_not_oversubscribed(*, stale: int, missing: int, unmeasured: int, 
         return f"{COLOCATION}offline pods go to the {nodes} only"
     verb = "offers" if total == 1 else "offer"
     return f"{COLOCATION}{total} of {nodes} {verb} offline pods no oversubscribed room (fail safe): {', '.join(parts)}"
+
+
+def gpu_not_lent(*, stale: int, missing: int, unmeasured: int, colocation_nodes: int) -> str:
+    """Beside the reasons of an offline PodGroup asking a fraction of a GPU: how many
+    colocation nodes lend no GPU device, and why. Example: "colocation: 2 of 3 colocation
+    nodes lend offline pods no GPU (fail safe: no GPU lent: per-device online usage stale,
+    missing or not measured): 1 with stale usage, 1 without per-device usage" — the words
+    after "fail safe: " are `solver.rules.colocation.REASON_NO_GPU_LENDING`."""
+    parts = []
+    if stale:
+        parts.append(f"{stale} with stale usage")
+    if missing:
+        parts.append(f"{missing} without usage")
+    if unmeasured:
+        parts.append(f"{unmeasured} without per-device usage")
+    total = stale + missing + unmeasured
+    verb = "lends" if total == 1 else "lend"
+    return (
+        f"{COLOCATION}{total} of {colocation_nodes} colocation node{'s' if colocation_nodes != 1 else ''} {verb} offline "
+        f"pods no GPU (fail safe: no GPU lent: per-device online usage stale, missing or not measured): {', '.join(parts)}"
+    )
 
 
 def usage_not_judged(*, stale: int, missing: int, max_age_s: float) -> str:

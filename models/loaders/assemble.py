@@ -77,7 +77,7 @@ def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
         workload=workload,
         groups={group.key: group for group in workload.groups},
         nodes={node.name: node for node in nodes},
-        gpus=_running_pod_gpus(workload.pods, nodes),
+        gpus=_running_pod_gpus(workload, nodes, priorities),
         priorities=priorities,
     )
     never_preempting = _never_preempting(workload, priorities)
@@ -167,9 +167,10 @@ class _Priorities:
 # ---- GPUs of running pods ----
 
 
-def _running_pod_gpus(pods: Sequence[PodRecord], nodes: Sequence[Node]) -> dict[str, tuple[int, ...]]:
+def _running_pod_gpus(workload: Workload, nodes: Sequence[Node], priorities: _Priorities) -> dict[str, tuple[int, ...]]:
+    groups = {group.key: group for group in workload.groups}
     by_node: dict[str, list[RunningGpuPod]] = {}
-    for pod in pods:
+    for pod in workload.pods:
         if pod.node is not None and (pod.template.requests.get("gpu", 0) or pod.gpu_indices is not None):
             by_node.setdefault(pod.node, []).append(
                 RunningGpuPod(
@@ -178,6 +179,7 @@ def _running_pod_gpus(pods: Sequence[PodRecord], nodes: Sequence[Node]) -> dict[
                     annotated=pod.gpu_indices,
                     location=pod.location,
                     path=pod.path,
+                    offline=_pod_offline(pod, groups.get(member[0]) if (member := workload.membership.get(pod.key)) else None, priorities),
                 )
             )
     assigned: dict[str, tuple[int, ...]] = {}

@@ -111,7 +111,7 @@ def read_node(obj: RawObject, meta: Metadata) -> NodeRecord:
         location=obj.location,
         path=obj.path,
         gpu_memory_mib=gpu_memory_mib,
-        usage=read_node_usage(obj, meta),
+        usage=read_node_usage(obj, meta, gpu_milli // GPU_MILLI_PER_DEVICE),
     )
 
 

@@ -13,7 +13,11 @@ asking 500 milli → a holds 0,1, b gets 2,3, c gets 4.
 
 It raises `FieldError` for what cannot be true of a running node: an index the node lacks,
 an annotation listing the wrong number of devices, a device held twice, or more GPUs in
-use than the node has.
+use than the node has. Annotated offline pods with a fraction of a device are counted
+apart from the others: they may borrow what online pods requested but do not use
+(`solver.rules.colocation`), so each of the two sums fits the device on its own. Example:
+GPU 0 annotated on an online 600-milli pod and offline 300- and 200-milli pods holds
+600 + 500, both within 1000.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ class RunningGpuPod:
     annotated: tuple[int, ...] | None
     location: Location
     path: tuple[PathPart, ...] = ()
+    offline: bool = False
 
     def error(self, message: str, *, annotation: bool) -> FieldError:
         path = (*self.path, *GPUS_PATH) if annotation else self.path
@@ -54,10 +59,12 @@ class RunningGpuPod:
 def assign_gpus(node: Node, pods: Sequence[RunningGpuPod]) -> dict[str, tuple[int, ...]]:
     """Device indices per pod key; pods that use no GPU and carry no annotation are left out."""
     used = {gpu.index: gpu.used_milli for gpu in node.gpus}
+    borrowed = dict(used)  # annotated offline fractions, counted apart (module docstring)
     assigned: dict[str, tuple[int, ...]] = {}
     for pod in pods:
         if pod.annotated is not None:
-            assigned[pod.key] = _take_annotated(node, used, pod)
+            lends = pod.offline and is_fractional_gpu(pod.gpu_milli)
+            assigned[pod.key] = _take_annotated(node, borrowed if lends else used, pod)
     implicit = [pod for pod in pods if pod.annotated is None and pod.gpu_milli > 0]
     implicit.sort(key=lambda pod: (is_fractional_gpu(pod.gpu_milli), -pod.gpu_milli, pod.key))
     for pod in implicit:

@@ -9,7 +9,11 @@ batchplace's own keys (documented for users in the README):
     batchplace.io/numa-policy    Pod       none | best-effort | restricted | single-numa-node
     batchplace.io/task           Pod       task name inside a plain PodGroup (label or annotation)
     batchplace.io/usage          Node      "cpu=91.5,memory=40,gpu=70,observed=<RFC 3339>,window=300":
-                                           measured load (`models.loaders.node_usage`)
+                                           measured load (`models.loaders.node_usage`); for colocation
+                                           also online-cpu, online-memory and per GPU device
+                                           online-gpu<i> ("online-gpu0=35,online-gpu1=80": percent of
+                                           device i used by online work, which lends the rest of a
+                                           shared device to offline pods, `solver.rules.colocation`)
 
 Keys of other projects, read as they define them:
 

@@ -12,6 +12,9 @@ would read from metrics:
 - `online-cpu`, `online-memory`: the part of `cpu` / `memory` that is not offline pods'
   (online pods, system daemons), for colocation (`solver.rules.colocation`); left out, the
   whole usage stands for it on a node no offline pod runs on.
+- `online-gpu<i>` (`online-gpu0`, `online-gpu1`, …): percent of GPU device `i` used by
+  online work, for lending a shared device's unused part to offline pods; a device left out
+  is not measured (its unused part is not lent). `i` must be one of the node's devices.
 - `observed` (required): when the readings were taken (the end of their averaging window),
   an RFC 3339 time or unix seconds. Their age decides whether they are judged at all
   (`solver.rules.usage`).
@@ -19,7 +22,11 @@ would read from metrics:
 
 Output: a `NodeUsage`, or None when the annotation is absent. A bad part is a `FieldError`
 at `metadata.annotations.batchplace.io/usage` whose message names the part:
-"cpu: expected a percent from 0 to 1000 such as 73.5, got 'hot'".
+"cpu: expected a percent from 0 to 1000 such as 73.5, got 'hot'";
+"online-gpu9: the node has GPU devices 0-7".
+
+Example: `"online-gpu0=35,online-gpu1=80,observed=2024-05-01T12:00:00Z"` — online pods
+use 35 % of device 0 and 80 % of device 1; the other devices are not measured.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ import math
 from datetime import UTC, datetime
 
 from models.errors import FieldError, PathPart
-from models.snapshot import EARLIEST_TIME_S, LATEST_TIME_S, USAGE_PERCENT_CEILING, NodeUsage
+from models.snapshot import EARLIEST_TIME_S, INT32_MAX, LATEST_TIME_S, USAGE_PERCENT_CEILING, NodeUsage
 
 from .keys import USAGE_ANNOTATION
 from .raw import Metadata, RawObject
@@ -43,6 +50,8 @@ _PERCENTS = {
     "online-cpu": "online_cpu_percent",
     "online-memory": "online_memory_percent",
 }
+_DEVICE_PART = "online-gpu"
+"""`online-gpu<i>`: one device's online percent (module docstring)."""
 _PARTS = (*_PERCENTS, "observed", "window")
 
 
@@ -50,13 +59,19 @@ class _PartError(ValueError):
     pass
 
 
-def read_node_usage(obj: RawObject, meta: Metadata) -> NodeUsage | None:
-    """The node's annotation as a `NodeUsage`; None when it has none."""
+def read_node_usage(obj: RawObject, meta: Metadata, gpu_count: int) -> NodeUsage | None:
+    """The node's annotation as a `NodeUsage`; None when it has none. `gpu_count`: the
+    node's devices, 0..gpu_count-1, which `online-gpu<i>` must name."""
     text = meta.annotations.get(USAGE_ANNOTATION)
     if text is None:
         return None
     try:
-        return parse_usage(text)
+        usage = parse_usage(text)
+        for index in sorted(usage.online_gpu_device_percent or {}):
+            if index >= gpu_count:
+                devices = f"GPU devices 0-{gpu_count - 1}" if gpu_count else "no GPU devices"
+                raise _PartError(f"{_DEVICE_PART}{index}: the node has {devices}")
+        return usage
     except _PartError as error:
         raise FieldError(str(error), location=obj.location, path=(*obj.path, *USAGE_PATH)) from None
 
@@ -65,13 +80,22 @@ def parse_usage(text: str) -> NodeUsage:
     """`"cpu=91.5,observed=1714564800"` → `NodeUsage(cpu_percent=91.5, observed_at_s=1714564800.0)`;
     a `ValueError` whose message names the part otherwise."""
     fields: dict[str, float] = {}
+    devices: dict[int, float] = {}
     for item in (part.strip() for part in text.split(",")):
         if not item:
             continue
         name, equals, value = item.partition("=")
         name, value = name.strip(), value.strip()
+        index = _device_index(name)
+        if equals and index is not None:
+            if index in devices:
+                raise _PartError(f"{name}: given twice")
+            devices[index] = _percent(name, value)
+            continue
         if not equals or name not in _PARTS:
-            raise _PartError(f"expected name=value parts named {', '.join(_PARTS)}, got {item!r}")
+            raise _PartError(
+                f"expected name=value parts named {', '.join(_PARTS)}, got {item!r} (and per GPU device {_DEVICE_PART}<i>)"
+            )
         if name in fields or (name in _PERCENTS and _PERCENTS[name] in fields):
             raise _PartError(f"{name}: given twice")
         if name in _PERCENTS:
@@ -82,7 +106,18 @@ def parse_usage(text: str) -> NodeUsage:
             fields["window_s"] = _seconds(value)
     if "observed_at_s" not in fields:
         raise _PartError("observed: required, the time the readings were taken (e.g. observed=2024-05-01T12:00:00Z)")
-    return NodeUsage.model_validate(fields)
+    return NodeUsage.model_validate({**fields, "online_gpu_device_percent": devices or None})
+
+
+def _device_index(name: str) -> int | None:
+    """`"online-gpu3"` → 3; None for any other name (`"online-gpu"`, `"online-gpux"`, `"online-gpu-1"`)."""
+    digits = name.removeprefix(_DEVICE_PART)
+    if digits == name or not digits.isdigit() or not digits.isascii():
+        return None
+    index = int(digits)
+    if index > INT32_MAX:
+        raise _PartError(f"{name}: a GPU index is at most {INT32_MAX}")
+    return index
 
 
 def _number(text: str) -> float | None:

@@ -57,6 +57,7 @@ def pack_shares(snapshot: Snapshot, placement: Placement, context: ObjectiveCont
         node = snapshot.node_by_name[node_name]
         used = use[node_name]
         cell_of = {gpu.index: gpu.numa_cell for gpu in node.gpus}
+        lent = lambda index: node.gpu_by_index[index].lent_milli is not None  # noqa: E731, B023 — read at once
         cpu_free = node.allocatable.get(CPU, 0) - after.node_used[node_name].get(CPU, 0)  # moves keep it
         node_class = int(measure.node_class[node_row[node_name]])
 
@@ -74,6 +75,8 @@ def pack_shares(snapshot: Snapshot, placement: Placement, context: ObjectiveCont
                 best, best_value = None, packing()
                 for target, taken in used.items():
                     if target == current or taken <= 0 or taken + share > GPU_MILLI_PER_DEVICE:
+                        continue
+                    if lent(current) or lent(target):  # a lent device's room is not its free milli: leave it be
                         continue
                     if bind.numa_cell is not None and cell_of[target] != bind.numa_cell:
                         continue

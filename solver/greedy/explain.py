@@ -103,6 +103,8 @@ def fit_error(state: CycleState, shape: TaskShape, task: Task, domain: np.ndarra
         counts[OUTSIDE_DOMAIN] = int(outside.sum())
         remaining &= domain
     order = sorted(shape.columns, key=lambda r: (problem.resource_names[r] != GPU, r))
+    if shape.lends:  # its gpu may come from a lent device's room: the device line says it
+        order = [r for r in order if r != problem.gpu_column]
     full = np.zeros_like(remaining)
     for r in order:
         lacking = remaining & (state.free[r] < shape.requests[r])
@@ -116,7 +118,7 @@ def fit_error(state: CycleState, shape: TaskShape, task: Task, domain: np.ndarra
         counts[f"fewer than {shape.whole_devices} wholly free gpu devices"] = int(lacking.sum())
         remaining &= ~lacking
     elif shape.fractional and not shape.single_numa:
-        lacking = remaining & ~(state.gpu_free >= shape.gpu_milli).any(axis=1)
+        lacking = remaining & ~(state.device_table(shape) >= shape.gpu_milli).any(axis=1)
         counts[f"no gpu device with {reasons.format_quantity(GPU, shape.gpu_milli)} free"] = int(lacking.sum())
         remaining &= ~lacking
     numa_blocked = 0

@@ -367,7 +367,7 @@ class Preemptor:
             freed = state.gpu_free[nodes] + self.extra_gpu[nodes]
             nodes = nodes[device_fits(freed, WHOLE).sum(axis=1) >= shape.whole_devices]
         elif shape.fractional and nodes.size:
-            freed = state.gpu_free[nodes] + self.extra_gpu[nodes]
+            freed = state.without_lent(shape, state.gpu_free[nodes] + self.extra_gpu[nodes], nodes)
             nodes = nodes[device_fits(freed, shape.gpu_milli).any(axis=1)]
         if not nodes.size:
             return False
@@ -508,7 +508,7 @@ class Preemptor:
         return (
             choose_devices(
                 shape,
-                gpu_row=gpu_row,
+                gpu_row=state.without_lent(shape, gpu_row, node),
                 gpu_cell_row=state.gpu_cell[node],
                 cell_exists_row=state.cell_exists[node],
                 cell_cpu_row=cell_cpu,

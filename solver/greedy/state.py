@@ -81,6 +81,7 @@ class TaskShape:
     memory_bytes: int
     dominant: int  # column of the largest relative request but gpu and pods, −1 when none
     amounts: tuple[tuple[int, int], ...]  # (column, amount) of every resource asked
+    lends: bool = False  # an offline fractional pod in a cycle with lent devices: may take their room
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class BindRecord:
     per_device_milli: int
     cell_slot: int  # −1 when the pod holds no cell
     numa_cell: int | None  # the cell id reported in the Bind (single-numa-node pods only)
+    lent: bool = False  # on a lent device: takes its lent room, not `gpu` nor online milli
 
 
 def choose_devices(
@@ -156,7 +158,12 @@ class CycleState:
         self.problem = problem
         self.snapshot = snapshot
         self.free = problem.free.copy()  # [R, N]
-        self.gpu_free = problem.gpu_free_milli.copy()  # [N, G]
+        # [N, G] online pods' free milli (a lent device's online part); offline pods with
+        # fractional requests take a lent device's room in `gpu_lent` instead (−1: not lent)
+        online = problem.gpu_online_free_milli
+        self.gpu_free = (problem.gpu_free_milli if online is None else online).copy()
+        self.gpu_lent = None if problem.gpu_lent_free_milli is None else problem.gpu_lent_free_milli.copy()
+        self._offline_rows = _offline_task_rows(snapshot, problem) if self.gpu_lent is not None else frozenset()
         self.cell_cpu = problem.cell_cpu_free.copy()  # [N, C]
         self.cell_memory = problem.cell_memory_free.copy()
         self.cell_exists = problem.cell_ids >= 0
@@ -237,6 +244,7 @@ class CycleState:
                 memory_bytes=values[problem.memory_column],
                 dominant=-max(relative)[1] if relative else -1,
                 amounts=amounts,
+                lends=0 < gpu_milli < WHOLE and task_row in self._offline_rows,
             )
             self._shapes[task_row] = shape
         return shape
@@ -245,6 +253,8 @@ class CycleState:
 
     def fit_mask(self, shape: TaskShape, base: np.ndarray) -> np.ndarray:
         """`[N]` bool: nodes within `base` where one more pod of `shape` fits now."""
+        if shape.lends:
+            return self._lending_fit_mask(shape, base)
         mask = base & fits(self.free, shape.requests, shape.columns)
         if shape.single_numa:
             mask &= self.numa_fit(shape).any(axis=1)
@@ -254,13 +264,42 @@ class CycleState:
             mask &= (self.whole_free > 0) | (self.partial_max >= shape.gpu_milli)
         return mask
 
+    def device_table(self, shape: TaskShape, nodes: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """`[N, G]` (or `nodes`' rows) free milli a pod of `shape` may take per device: the
+        online table, but for a lending shape a lent device's lent room, and other devices
+        only where the node's `gpu` has the pod's milli left (−1 where it may not go)."""
+        if not shape.lends or self.gpu_lent is None:
+            return self.gpu_free[nodes]
+        lent = self.gpu_lent[nodes]
+        node_gpu_ok = np.asarray(self.free[self.problem.gpu_column][nodes] >= shape.gpu_milli)
+        if lent.ndim == 2:
+            node_gpu_ok = node_gpu_ok[:, None]
+        return np.where(lent >= 0, lent, np.where(node_gpu_ok, self.gpu_free[nodes], -1))
+
+    def without_lent(self, shape: TaskShape, rows: np.ndarray, nodes: np.ndarray | int) -> np.ndarray:
+        """Device `rows` of `nodes` with, for a lending shape, lent devices left out (−1):
+        preemption frees online milli, which a pod of that shape may not take there."""
+        if not shape.lends or self.gpu_lent is None:
+            return rows
+        return np.where(self.gpu_lent[nodes] >= 0, -1, rows)
+
+    def _lending_fit_mask(self, shape: TaskShape, base: np.ndarray) -> np.ndarray:
+        """`fit_mask` of a lending shape: the node's other resources fit, and some device
+        takes it (`device_table`, which holds the `gpu` check of devices not lent)."""
+        gpu = self.problem.gpu_column
+        columns = tuple(r for r in shape.columns if r != gpu)
+        mask = base & fits(self.free, shape.requests, columns)
+        if shape.single_numa:
+            return mask & self.numa_fit(shape).any(axis=1)
+        return mask & device_fits(self.device_table(shape), shape.gpu_milli).any(axis=1)
+
     def numa_fit(self, shape: TaskShape) -> np.ndarray:
         """`[N, C]` bool: cells that hold one more single-numa-node pod of `shape`."""
         ok = self.cell_exists & (self.cell_cpu >= shape.cpu_milli) & (self.cell_memory >= shape.memory_bytes)
         if shape.whole_devices:
             ok &= self.cell_whole_free >= shape.whole_devices
         elif shape.fractional:
-            device_ok = device_fits(self.gpu_free, shape.gpu_milli)
+            device_ok = device_fits(self.device_table(shape), shape.gpu_milli)
             for cell in range(ok.shape[1]):
                 ok[:, cell] &= (device_ok & (self.gpu_cell == cell)).any(axis=1)
         return ok
@@ -307,6 +346,10 @@ class CycleState:
         """Free milli of the device a fractional pod would take on each node (all, or `nodes`):
         the least free shared device that fits, else a whole one (1000). Only nodes that
         already share a device with room need the per-device table."""
+        if shape.lends:
+            rows = self.device_table(shape, slice(None) if nodes is None else nodes)
+            fitting = np.where((rows >= shape.gpu_milli) & (rows < WHOLE), rows, WHOLE)
+            return fitting.min(axis=1, initial=WHOLE).astype(np.float64)
         partial = self.partial_max if nodes is None else self.partial_max[nodes]
         result = np.full(partial.shape, float(WHOLE))
         shared = np.flatnonzero(partial >= shape.gpu_milli)
@@ -371,12 +414,13 @@ class CycleState:
     def bind(self, pod: int, shape: TaskShape, node: int) -> bool:
         """Bind `pod` on `node` if one pod of `shape` fits there now (quota is the caller's)."""
         free = self.free
+        gpu = self.problem.gpu_column
         for r, amount in shape.amounts:
-            if free[r, node] < amount:
+            if free[r, node] < amount and not (shape.lends and r == gpu):
                 return False
         choice = ((), -1) if not (shape.gpu_milli or shape.single_numa) else choose_devices(
             shape,
-            gpu_row=self.gpu_free[node].tolist(),
+            gpu_row=self.device_table(shape, node).tolist(),
             gpu_cell_row=self.gpu_cell[node].tolist(),
             cell_exists_row=self.cell_exists[node].tolist(),
             cell_cpu_row=self.cell_cpu[node].tolist(),
@@ -393,6 +437,7 @@ class CycleState:
             per_device_milli=WHOLE if shape.whole_devices else shape.gpu_milli,
             cell_slot=cell_slot if shape.single_numa else -1,
             numa_cell=int(self.problem.cell_ids[node, cell_slot]) if shape.single_numa else None,
+            lent=self._lent_slot(shape, node, slots),
         )
         self._apply_bind(record, sign=1)
         self.binds[pod] = record
@@ -415,18 +460,27 @@ class CycleState:
             per_device_milli=WHOLE if shape.whole_devices else shape.gpu_milli,
             cell_slot=cell_row.index(numa_cell) if shape.single_numa and numa_cell in cell_row else -1,
             numa_cell=numa_cell if shape.single_numa else None,
+            lent=self._lent_slot(shape, node, tuple(index_row.index(i) for i in gpus)),
         )
         self._apply_bind(record, sign=1)
         self.binds[pod] = record
         self._log.append(("bind", record))
 
+    def _lent_slot(self, shape: TaskShape, node: int, slots: tuple[int, ...]) -> bool:
+        """Whether a pod of `shape` on `slots` of `node` takes a lent device's room."""
+        return shape.lends and len(slots) == 1 and self.gpu_lent is not None and self.gpu_lent[node, slots[0]] >= 0
+
     def _apply_bind(self, record: BindRecord, *, sign: int) -> None:
         problem, node = self.problem, record.node
         shape = self._shapes[record.task]
         free = self.free
+        gpu = problem.gpu_column
         for r, amount in shape.amounts:
-            free[r, node] -= sign * amount
-        if record.slots:
+            if not (record.lent and r == gpu):
+                free[r, node] -= sign * amount
+        if record.lent:
+            self.gpu_lent[node, record.slots[0]] -= sign * record.per_device_milli  # type: ignore[index]
+        elif record.slots:
             for slot in record.slots:
                 self.gpu_free[node, slot] -= sign * record.per_device_milli
             self._recount_whole(node)
@@ -536,3 +590,10 @@ class CycleState:
             if asked > 0:
                 short[r] = max(int(short[r]), int(self.queue_used[ancestor, r]) + asked - cap)
         return short
+
+
+def _offline_task_rows(snapshot: Snapshot, problem: Problem) -> frozenset[int]:
+    """Task rows of offline tasks (`Task.offline`): the pods that may take lent GPU room."""
+    return frozenset(
+        problem.task_row[(group.key, task.name)] for group in snapshot.pod_groups for task in group.tasks if task.offline
+    )

@@ -30,10 +30,35 @@ So on a colocation node online pods are admitted against `allocatable − online
 (offline pods are not in their columns: they never wait for one) and offline pods against
 `allocatable − online usage − margin − other offline requests`, by the ordinary capacity
 arithmetic of every engine (`solver.problem`), the LP bound and the checker alike. The
-`pods` count, GPUs and every other resource stay as for any pod: GPUs are not
-oversubscribed. A device is shared only by fractional requests that fit its free milli,
-whoever asks: the usage sources give a node's mean GPU utilisation, not each device's, so
-no device's unused part can be known, and a whole device is never shared.
+`pods` count and every other resource stay as for any pod.
+
+GPUs are lent per device, where a device's unused part can be known: a colocation node
+whose usage is fresh and says each device's online percent (`NodeUsage.
+online_gpu_device_percent`, the `online-gpu<i>` annotation parts or the `online-gpu`
+Prometheus query) lends each device online pods *share* — held by running online pods with
+fractional requests, by no whole-device pod, and measured — to offline pods with
+fractional requests: they may hold there `lent_milli = 1000 − online usage − margin −
+used_milli` (`ColocationPolicy.gpu_margin_percent` of one device; `Gpu.used_milli`, work no
+pod is listed for, is kept back too), less what offline pods hold there already, while
+online pods are admitted against `1000 − online requests` as on any device, never counting
+the offline pods. The view (`oversubscribed`) marks lent devices (`Gpu.lent_milli`) and
+asks a running offline pod's fraction on one as `LENT_GPU`, so it leaves the device's and
+the node's `gpu`; a pod bound this cycle counts so too (`solver.after.BoundPod.lent`). The
+greedy engine tells the two pod classes apart on a lent device; an engine that does not
+(CP-SAT, and everything reading `Problem.gpu_free_milli`) sees the smaller of the online
+free milli and the lent room, so whatever it puts there fits both. Whole-device requests,
+devices no online pod shares, unmeasured devices and nodes with stale or missing usage (or
+none per device: state "unmeasured") lend nothing — offline pods count there as any pod
+(fail safe), and a waiting offline PodGroup asking a fraction of a GPU is told how many
+colocation nodes lend none, and why (`REASON_NO_GPU_LENDING`).
+
+GPU worked example (margin 10 % = 100m): n7's device 0 holds an online 600m pod using 30 %
+(300m) and an offline 200m pod. Lent room 1000 − 300 − 100 = 600m, 400m left: an offline
+pod asking 400m fits, one asking 500m does not (without lending only 1000 − 600 − 200 =
+200m were free). An online pod asking 400m fits (1000 − 600), whatever the offline pods
+hold. With offline pods of 300m and 100m there and online usage risen to 80 %, the room is
+100m < 400m: the 300m pod alone is evicted ("gpu 0 of n7: offline 400m > room 100m = 1000
+− online usage 800m − margin 100m").
 
 Worked example (margin 10 %): n1, a colocation node, allocatable cpu 16, online pods
 requesting 12 cpu and using 25 % (4 cpu), offline pods running there requesting 3 cpu.
@@ -46,16 +71,18 @@ Each resource stands alone: a node whose cpu is measured apart and memory not of
 oversubscribed cpu and requests-based memory (its state is then "unmeasured").
 
 Evictions (`offline_evictions`): when online usage rises on a colocation node with fresh,
-measured usage (per resource) so that the offline pods there ask more than `batch-r` allows, the offline
-pods to evict are the fewest whose leaving makes every resource fit, then among as few
+measured usage (per resource, and per lent device) so that the offline pods there ask more
+than `batch-r` (or the device's lent room) allows, the offline pods to evict are the fewest
+whose leaving makes every resource and device fit, then among as few
 those of the lowest priority, then the newest (the least work lost). Volcano's agent
 evicts offline pods largest request first, one at a time, while usage stays above a
 watermark; here the room is computed, so the whole set is known at once. Stale or
 unmeasured usage evicts nothing (no reading says the online pods need the room).
 
 `check`: every offline pod bound this cycle to a node whose offline requests then exceed
-its `batch-*` allocatable, with the numbers (the capacity rule leaves those resources to
-this one). Offline pods already over it are not the placement's fault.
+its `batch-*` allocatable, or to a lent device whose offline milli then exceed its lent
+room, with the numbers (the capacity rule leaves those resources to this one). Offline
+pods already over it are not the placement's fault.
 """
 
 from __future__ import annotations
@@ -67,7 +94,21 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Literal
 
-from models.snapshot import CPU, MEMORY, Node, NodeName, Pod, PodGroup, PodKey, Snapshot, Task
+from models.snapshot import (
+    CPU,
+    GPU,
+    GPU_MILLI_PER_DEVICE,
+    LENT_GPU,
+    MEMORY,
+    Node,
+    NodeName,
+    Pod,
+    PodGroup,
+    PodKey,
+    Snapshot,
+    Task,
+    is_fractional_gpu,
+)
 from solver.after import After
 from solver.memo import memoized
 from solver.rules import usage
@@ -79,8 +120,11 @@ __all__ = [
     "BATCH_MEMORY",
     "BATCH_OF",
     "BATCH_RESOURCES",
+    "LENT_GPU",
     "REASON_NO_OVERSUBSCRIPTION",
+    "REASON_NO_GPU_LENDING",
     "Room",
+    "DeviceRoom",
     "NodeRoom",
     "OfflineEviction",
     "active",
@@ -96,8 +140,10 @@ BATCH_CPU = "kubernetes.io/batch-cpu"
 BATCH_MEMORY = "kubernetes.io/batch-memory"
 BATCH_OF: Mapping[str, str] = {CPU: BATCH_CPU, MEMORY: BATCH_MEMORY}
 """The resource an offline pod's request is asked as on a colocation node."""
-BATCH_RESOURCES = frozenset(BATCH_OF.values())
+BATCH_RESOURCES = frozenset((*BATCH_OF.values(), LENT_GPU))
+"""What offline pods count against on colocation nodes: this rule judges them, not `capacity`."""
 REASON_NO_OVERSUBSCRIPTION = "no oversubscribed room: usage stale, missing or not measured apart from offline pods"
+REASON_NO_GPU_LENDING = "no GPU lent: per-device online usage stale, missing or not measured"
 
 State = Literal["fresh", "stale", "missing", "unmeasured"]
 
@@ -133,12 +179,46 @@ class Room:
 
 
 @dataclass(frozen=True)
+class DeviceRoom:
+    """One lent GPU device of a colocation node (online pods share it with fractional
+    requests): offline pods with fractional requests may hold `room` milli there
+    (its `Gpu.lent_milli`) = 1000 − online usage − margin − `outside` (`Gpu.used_milli`,
+    work no pod is listed for, kept back too); `offline` is what they hold now."""
+
+    index: int
+    online: int
+    margin: int
+    outside: int
+    room: int
+    offline: int
+    online_requested: int
+
+    @property
+    def excess(self) -> int:
+        return max(0, self.offline - self.room)
+
+    def room_text(self) -> str:
+        """`"room 400m = 1000 − online usage 500m − margin 100m"`."""
+        outside = f" − outside use {self.outside}m" if self.outside else ""
+        return f"room {self.room}m = {GPU_MILLI_PER_DEVICE} − online usage {self.online}m − margin {self.margin}m{outside}"
+
+    def describe(self, node: NodeName) -> str:
+        """`"gpu 2 of n7: offline 600m > room 400m = 1000 − online usage 500m − margin 100m"`."""
+        relation = ">" if self.offline > self.room else "≤"
+        return f"gpu {self.index} of {node}: offline {self.offline}m {relation} {self.room_text()}"
+
+
+@dataclass(frozen=True)
 class NodeRoom:
-    """What offline pods may use on one colocation node, per resource (cpu, memory)."""
+    """What offline pods may use on one colocation node, per resource (cpu, memory), and
+    per lent GPU device. `gpu_state`: whether the per-device online usage is fresh (then
+    `devices` lists the lent ones) or stale, missing or unmeasured (nothing is lent)."""
 
     node: NodeName
     state: State
     resources: tuple[Room, ...]
+    gpu_state: State = "missing"
+    devices: tuple[DeviceRoom, ...] = ()
 
     @property
     def oversubscribed(self) -> bool:
@@ -153,6 +233,7 @@ class OfflineEviction:
     pods: tuple[PodKey, ...]
     message: str
     short_by: Mapping[str, int]
+    """Per resource: how much the offline pods asked over their room (`gpu`: summed over devices)."""
 
 
 def active(snapshot: Snapshot) -> bool:
@@ -179,6 +260,12 @@ def _offline_amount(pod: Pod, resource: str) -> int:
     return pod.requests.get(resource, 0) + pod.requests.get(BATCH_OF[resource], 0)
 
 
+def _fractional_milli(pod: Pod) -> int:
+    """A pod's fractional GPU request (before or after `oversubscribed` moved it), else 0."""
+    milli = pod.requests.get(GPU, 0) + pod.requests.get(LENT_GPU, 0)
+    return milli if is_fractional_gpu(milli) else 0
+
+
 def _online_percent(node: Node, resource: str, offline_here: bool) -> float | None:
     reading = node.usage
     if reading is None:
@@ -202,9 +289,11 @@ def _rooms(snapshot: Snapshot) -> dict[NodeName, NodeRoom]:
         return {}
     online_requested: dict[NodeName, dict[str, int]] = {}
     offline_requested: dict[NodeName, dict[str, int]] = {}
+    running: dict[NodeName, list[Pod]] = {}
     for pod in snapshot.pods:
         if pod.phase != "running" or pod.node is None:
             continue
+        running.setdefault(pod.node, []).append(pod)
         into = offline_requested if pod.offline else online_requested
         totals = into.setdefault(pod.node, {})
         for resource in BATCH_OF:
@@ -242,12 +331,43 @@ def _rooms(snapshot: Snapshot) -> dict[NodeName, NodeRoom]:
             resources.append(
                 Room(resource, allocatable, online, margin, room, offline, usage_based=usage_based, online_requested=requested)
             )
-        result[node.name] = NodeRoom(node.name, state, tuple(resources))
+        gpu_state: State = state if not fresh else ("fresh" if node.usage and node.usage.online_gpu_device_percent else "unmeasured")
+        devices = _device_rooms(node, running.get(node.name, ()), policy.gpu_margin_percent) if gpu_state == "fresh" else ()
+        result[node.name] = NodeRoom(node.name, state, tuple(resources), gpu_state, devices)
     return result
 
 
-def _moved(requests: Mapping[str, int]) -> dict[str, int]:
-    """`{"cpu": 2000, "gpu": 500}` → `{"kubernetes.io/batch-cpu": 2000, "gpu": 500}`."""
+def _device_rooms(node: Node, running: Sequence[Pod], margin_percent: float) -> tuple[DeviceRoom, ...]:
+    """The lent devices of `node` (fresh per-device usage): those online pods share with
+    fractional requests, no whole-device pod holds, and the usage measures."""
+    measured = (node.usage.online_gpu_device_percent or {}) if node.usage is not None else {}
+    online_requested: dict[int, int] = {}
+    offline: dict[int, int] = {}
+    whole: set[int] = set()
+    for pod in running:
+        milli = _fractional_milli(pod)
+        if not milli:
+            whole.update(pod.gpu_indices)
+            continue
+        into = offline if pod.offline else online_requested
+        for index in pod.gpu_indices:
+            into[index] = into.get(index, 0) + milli
+    margin = _percent_of(margin_percent, GPU_MILLI_PER_DEVICE)
+    rooms = []
+    for gpu in sorted(node.gpus, key=lambda gpu: gpu.index):
+        if gpu.index not in online_requested or gpu.index in whole or gpu.index not in measured:
+            continue
+        online = _percent_of(measured[gpu.index], GPU_MILLI_PER_DEVICE)
+        room = min(max(0, GPU_MILLI_PER_DEVICE - online - margin - gpu.used_milli), GPU_MILLI_PER_DEVICE)
+        rooms.append(
+            DeviceRoom(gpu.index, online, margin, gpu.used_milli, room, offline.get(gpu.index, 0), online_requested[gpu.index])
+        )
+    return tuple(rooms)
+
+
+def _moved(requests: Mapping[str, int], *, lent: bool = False) -> dict[str, int]:
+    """`{"cpu": 2000, "gpu": 500}` → `{"kubernetes.io/batch-cpu": 2000, "gpu": 500}`; with
+    `lent` (a running pod on a lent device) the gpu too: `{…, "batchplace.io/lent-gpu": 500}`."""
     result = {name: amount for name, amount in requests.items() if name not in BATCH_OF}
     for resource, batch in BATCH_OF.items():
         amount = requests.get(resource, 0) + requests.get(batch, 0)
@@ -255,7 +375,38 @@ def _moved(requests: Mapping[str, int]) -> dict[str, int]:
             result[batch] = amount
         else:
             result.pop(batch, None)
+    if lent and GPU in result:
+        result[LENT_GPU] = result.pop(GPU)
     return result
+
+
+def _holds_lent(pod: Pod, lent: set[tuple[NodeName, int]]) -> bool:
+    """A running offline pod with a fractional request on a lent device."""
+    return (
+        pod.phase == "running"
+        and bool(_fractional_milli(pod))
+        and any((pod.node, index) in lent for index in pod.gpu_indices)
+    )
+
+
+def _offering(node: Node, node_room: NodeRoom) -> Node:
+    """`node` as offline pods see it: `batch-*` allocatable, and its lent devices' room
+    (`Gpu.lent_milli`, their sum as `LENT_GPU` allocatable)."""
+    allocatable = {
+        **{name: amount for name, amount in node.allocatable.items() if name not in BATCH_RESOURCES},
+        **{BATCH_OF[room.resource]: room.room for room in node_room.resources},
+    }
+    if not node_room.devices:
+        return node.model_copy(update={"allocatable": allocatable})
+    room_by_index = {device.index: device.room for device in node_room.devices}
+    gpus = tuple(
+        gpu.model_copy(update={"lent_milli": room_by_index[gpu.index]}) if gpu.index in room_by_index else gpu
+        for gpu in node.gpus
+    )
+    allocatable[LENT_GPU] = sum(room_by_index.values())
+    copy = node.model_copy(update={"allocatable": allocatable, "gpus": gpus})
+    copy.__dict__.pop("gpu_by_index", None)  # the copy's devices, not the original's
+    return copy
 
 
 def _with_tasks(group: PodGroup, tasks: tuple[Task, ...]) -> PodGroup:
@@ -275,21 +426,10 @@ def oversubscribed(snapshot: Snapshot) -> Snapshot:
 
 def _oversubscribed(snapshot: Snapshot) -> Snapshot:
     room_of = rooms(snapshot)
-    nodes = tuple(
-        node.model_copy(
-            update={
-                "allocatable": {
-                    **{name: amount for name, amount in node.allocatable.items() if name not in BATCH_RESOURCES},
-                    **{BATCH_OF[room.resource]: room.room for room in room_of[node.name].resources},
-                }
-            }
-        )
-        if node.name in room_of
-        else node
-        for node in snapshot.nodes
-    )
+    nodes = tuple(_offering(node, room_of[node.name]) if node.name in room_of else node for node in snapshot.nodes)
+    lent = {(name, device.index) for name, node_room in room_of.items() for device in node_room.devices}
     pods = tuple(
-        pod.model_copy(update={"requests": _moved(pod.requests)})
+        pod.model_copy(update={"requests": _moved(pod.requests, lent=_holds_lent(pod, lent))})
         if pod.offline and (pod.phase == "pending" or pod.node in room_of)
         else pod
         for pod in snapshot.pods
@@ -321,7 +461,8 @@ _SUBSETS_TRIED = 20_000
 
 def offline_evictions(snapshot: Snapshot) -> list[OfflineEviction]:
     """Per colocation node with fresh, measured usage whose offline pods ask more than its
-    room: the fewest offline pods to evict (module docstring), in node order."""
+    room (cpu, memory, or a lent GPU device): the fewest offline pods to evict (module
+    docstring), in node order."""
     evictions = []
     room_of = rooms(snapshot)
     by_node: dict[NodeName, list[Pod]] = {}
@@ -330,13 +471,34 @@ def offline_evictions(snapshot: Snapshot) -> list[OfflineEviction]:
             by_node.setdefault(pod.node, []).append(pod)
     for name, node_room in room_of.items():
         short = {room.resource: room.excess for room in node_room.resources if room.usage_based and room.excess > 0}
+        short |= {_device_key(device.index): device.excess for device in node_room.devices if device.excess > 0}
         if not short:
             continue
-        victims = _fewest(by_node.get(name, []), short)
+        pods = by_node.get(name, [])
+        amounts = {pod.key: _amounts(pod, short) for pod in pods}
+        victims = _fewest(pods, short, amounts)
         if not victims:
             continue
-        evictions.append(OfflineEviction(name, tuple(pod.key for pod in victims), _message(node_room, short, victims, len(by_node[name])), short))
+        short_by = {key: need for key, need in short.items() if key in BATCH_OF}
+        gpu_short = sum(need for key, need in short.items() if key not in BATCH_OF)
+        if gpu_short:
+            short_by[GPU] = gpu_short
+        message = _message(node_room, short, victims, len(pods))
+        evictions.append(OfflineEviction(name, tuple(pod.key for pod in victims), message, short_by))
     return evictions
+
+
+def _device_key(index: int) -> str:
+    return f"{GPU} {index}"
+
+
+def _amounts(pod: Pod, short: Mapping[str, int]) -> dict[str, int]:
+    """What evicting `pod` frees of each short resource or lent device (`"gpu 2"`)."""
+    milli = _fractional_milli(pod)
+    return {
+        key: _offline_amount(pod, key) if key in BATCH_OF else (milli if int(key.split()[1]) in pod.gpu_indices else 0)
+        for key in short
+    }
 
 
 def _order(pod: Pod) -> tuple[int, float, str]:
@@ -344,11 +506,11 @@ def _order(pod: Pod) -> tuple[int, float, str]:
     return (pod.priority, -(pod.start_time or 0.0), pod.key)
 
 
-def _fewest(pods: Sequence[Pod], short: Mapping[str, int]) -> list[Pod]:
+def _fewest(pods: Sequence[Pod], short: Mapping[str, int], amounts: Mapping[PodKey, Mapping[str, int]]) -> list[Pod]:
     candidates = sorted(pods, key=_order)
 
     def covers(chosen: Sequence[Pod]) -> bool:
-        return all(sum(_offline_amount(pod, resource) for pod in chosen) >= need for resource, need in short.items())
+        return all(sum(amounts[pod.key][key] for pod in chosen) >= need for key, need in short.items())
 
     tried = 0
     for size in range(1, len(candidates) + 1):
@@ -357,18 +519,21 @@ def _fewest(pods: Sequence[Pod], short: Mapping[str, int]) -> list[Pod]:
             if covers(chosen):
                 return list(chosen)
             if tried >= _SUBSETS_TRIED:
-                return _greedy(candidates, short)
-    return list(candidates) if covers(candidates) else list(candidates)
+                return _greedy(candidates, short, amounts)
+    return list(candidates)
 
 
-def _greedy(candidates: Sequence[Pod], short: Mapping[str, int]) -> list[Pod]:
+def _greedy(candidates: Sequence[Pod], short: Mapping[str, int], amounts: Mapping[PodKey, Mapping[str, int]]) -> list[Pod]:
     """Largest share of what is still short first, until it is covered."""
     left, chosen, rest = dict(short), [], list(candidates)
     while any(value > 0 for value in left.values()) and rest:
-        best = max(rest, key=lambda pod: (sum(min(_offline_amount(pod, r), v) / max(v, 1) for r, v in left.items() if v > 0), -_order(pod)[0]))
+        best = max(
+            rest,
+            key=lambda pod: (sum(min(amounts[pod.key][k], v) / max(v, 1) for k, v in left.items() if v > 0), -_order(pod)[0]),
+        )
         rest.remove(best)
         chosen.append(best)
-        left = {r: v - _offline_amount(best, r) for r, v in left.items()}
+        left = {k: v - amounts[best.key][k] for k, v in left.items()}
     return sorted(chosen, key=_order)
 
 
@@ -378,6 +543,7 @@ def _message(node_room: NodeRoom, short: Mapping[str, int], victims: Sequence[Po
         for room in node_room.resources
         if room.resource in short
     ]
+    parts += [device.describe(node_room.node) for device in node_room.devices if _device_key(device.index) in short]
     return (
         f"online usage rose on colocation node {node_room.node}: {'; '.join(parts)}; evicting "
         f"{len(victims)} of {running} offline pod(s) there, the fewest that make room"
@@ -388,9 +554,10 @@ def _message(node_room: NodeRoom, short: Mapping[str, int], victims: Sequence[Po
 
 
 def check(snapshot: Snapshot, after: After) -> list[Violation]:
-    """Offline binds that take a node's offline requests past its `batch-*` allocatable
-    (`snapshot` is as `oversubscribed` made it: the checker's)."""
-    violations: list[Violation] = []
+    """Offline binds that take a node's offline requests past its `batch-*` allocatable, or
+    a lent device's offline milli past its `lent_milli` (`snapshot` is as `oversubscribed`
+    made it: the checker's)."""
+    violations: list[Violation] = _lent_devices_overfull(snapshot, after)
     if not active(snapshot) and BATCH_RESOURCES.isdisjoint(set().union(*map(attrgetter("allocatable"), snapshot.nodes))):
         return violations
     room_of = rooms(snapshot)
@@ -418,4 +585,46 @@ def check(snapshot: Snapshot, after: After) -> list[Violation]:
                     ),
                 )
             )
+    return violations
+
+
+def _lent_devices_overfull(snapshot: Snapshot, after: After) -> list[Violation]:
+    """Lent devices that binds took past their room: running lent pods (their request is
+    `LENT_GPU` in the view) plus lent binds, against `Gpu.lent_milli`."""
+    bound: dict[tuple[NodeName, int], list[PodKey]] = {}
+    added: dict[tuple[NodeName, int], int] = {}
+    for b in after.bound:
+        if b.lent:
+            place = (b.node.name, b.gpus[0])
+            bound.setdefault(place, []).append(b.pod.key)
+            added[place] = added.get(place, 0) + b.pod.requests[GPU]
+    if not bound:
+        return []
+    running: dict[tuple[NodeName, int], int] = {}
+    for pod in after.kept:
+        milli = pod.requests.get(LENT_GPU, 0)
+        if milli and pod.node is not None:
+            for index in pod.gpu_indices:
+                running[(pod.node, index)] = running.get((pod.node, index), 0) + milli
+    violations = []
+    room_of = rooms(snapshot)
+    for (node_name, index), keys in sorted(bound.items()):
+        node = snapshot.node_by_name[node_name]
+        lent_milli = node.gpu_by_index[index].lent_milli or 0
+        total = running.get((node_name, index), 0) + added[(node_name, index)]
+        if total <= lent_milli:
+            continue
+        node_room = room_of.get(node_name)
+        device = next((d for d in node_room.devices if d.index == index), None) if node_room is not None else None
+        why = f"room {lent_milli}m" if device is None else device.room_text()
+        violations.append(
+            Violation(
+                rule=NAME,
+                subject=node_name,
+                message=(
+                    f"gpu {index} of {node_name}: offline pods hold {total}m > {why} after placement "
+                    f"(lent to offline pods; bound {', '.join(sorted(keys))})"
+                ),
+            )
+        )
     return violations

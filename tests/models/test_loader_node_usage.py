@@ -61,3 +61,28 @@ def test_a_bad_part_is_a_field_error_at_the_annotation_naming_the_part(text: str
     error = load_error(node("n1", annotations={KEY: text}))
     assert "(Node n1): metadata.annotations.batchplace.io/usage: " in error
     assert message in error
+
+
+def test_online_gpu_parts_give_each_devices_online_percent() -> None:
+    """`online-gpu<i>`: percent of device i online work uses; devices left out are not measured."""
+    loaded = snapshot(node("n1", gpus=4, annotations={KEY: f"online-gpu0=35,online-gpu2=80%,observed={AT}"}))
+    assert loaded.nodes[0].usage == NodeUsage(online_gpu_device_percent={0: 35, 2: 80}, observed_at_s=AT_S)
+    assert Snapshot.model_validate_json(loaded.model_dump_json()) == loaded
+
+
+@pytest.mark.parametrize(
+    ("gpus", "text", "message"),
+    [
+        (4, f"online-gpu4=10,observed={AT}", "online-gpu4: the node has GPU devices 0-3"),
+        (0, f"online-gpu0=10,observed={AT}", "online-gpu0: the node has no GPU devices"),
+        (4, f"online-gpu1=busy,observed={AT}", "online-gpu1: expected a percent from 0 to 1000 such as 73.5, got 'busy'"),
+        (4, f"online-gpu1=2000,observed={AT}", "online-gpu1: expected a percent from 0 to 1000"),
+        (4, f"online-gpu1=5,online-gpu1=6,observed={AT}", "online-gpu1: given twice"),
+        (4, f"online-gpux=5,observed={AT}", "got 'online-gpux=5' (and per GPU device online-gpu<i>)"),
+    ],
+    ids=["index past the devices", "no devices", "a word", "past the ceiling", "twice", "no index"],
+)
+def test_a_bad_online_gpu_part_is_a_field_error_naming_the_device(gpus: int, text: str, message: str) -> None:
+    error = load_error(node("n1", gpus=gpus, annotations={KEY: text}))
+    assert "(Node n1): metadata.annotations.batchplace.io/usage: " in error
+    assert message in error
