@@ -70,6 +70,8 @@ class FixedPart:
     problem: Problem  # nodes, devices and cells with the fixed binds placed and fixed victims gone
     queue_delta: np.ndarray  # [Q, R] allocation change of the fixed part (subtree included)
     queue_bound: np.ndarray  # [Q, R] what the fixed binds add (subtree included)
+    own_bound: np.ndarray  # [Q, R] what the fixed binds of the queue's own PodGroups add
+    own_preempted: np.ndarray  # [Q, R] what the fixed preemptions take from the queue's own PodGroups
     reclaim_witnesses: tuple[tuple[int, tuple[tuple[int, int], ...]], ...]
     """Per queue a fixed reclaim is charged to: (queue, (resource column, request) of each
     fixed reclaimed victim in its subtree) — one must stay a witness (`cpsat.constraints`)."""
@@ -226,6 +228,8 @@ def _constants(
     cell_memory = problem.cell_memory_free.copy()
     delta = np.zeros_like(problem.queue_allocated)
     bound = np.zeros_like(problem.queue_allocated)
+    own_bound = np.zeros_like(problem.queue_allocated)
+    own_preempted = np.zeros_like(problem.queue_allocated)
     cpu, memory = problem.cpu_column, problem.memory_column
     throughput = disruption = 0
     for bind in placement.binds:
@@ -248,6 +252,7 @@ def _constants(
                     cell_memory[n, c] -= requests[memory]
         queue = int(problem.group_queue[problem.pod_group[p]])
         if queue >= 0:
+            own_bound[queue] += requests
             for q in problem.queue_ancestors[queue]:
                 delta[q] += requests
                 bound[q] += requests
@@ -273,6 +278,8 @@ def _constants(
         queue = problem.queue_index[victim_queue]
         for q in problem.queue_ancestors[queue]:
             delta[q] -= requests
+        if eviction.reason == "preempt":
+            own_preempted[queue] += requests
         throughput -= ctx.weights[pod.pod_group] * pod_value(pod.requests)  # type: ignore[index]
         disruption += ctx.eviction_cost(pod)
         if eviction.reason == "reclaim":
@@ -305,6 +312,8 @@ def _constants(
         problem=model_problem,
         queue_delta=delta,
         queue_bound=bound,
+        own_bound=own_bound,
+        own_preempted=own_preempted,
         reclaim_witnesses=tuple((q, tuple(sorted(w))) for q, w in sorted(witnesses.items())),
         guarantee_floors=tuple(sorted(f for f in floors if f[2] > 0)),
         throughput=throughput,

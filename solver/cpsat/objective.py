@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.cpsat.constraints import Allocation
@@ -141,6 +142,9 @@ class _PreemptCredit:
         for kind, kind_vars in zip(data.kinds, variables.kinds):
             if kind_vars.preempted is not None:
                 self.kinds.setdefault(kind.queue, []).append(kind.index)
+        if data.fixed is not None:  # the fixed part's preemptions are constants of the same sums
+            for q in np.flatnonzero(data.fixed.own_preempted.any(axis=1)).tolist():
+                self.kinds.setdefault(q, [])
         self.queues_under: dict[int, list[int]] = {}  # queue → preempting queues of its subtree
         for c in self.kinds:
             for a in data.problem.queue_ancestors[c]:
@@ -155,15 +159,18 @@ class _PreemptCredit:
 
     def _make(self, queue: int, column: int) -> cp_model.IntVar | None:
         data, variables = self.data, self.variables
-        preempted = Lin()
+        fixed = data.fixed
+        preempted = Lin(constant=int(fixed.own_preempted[queue, column]) if fixed is not None else 0)
         for k in self.kinds[queue]:
             amount = int(data.kinds[k].requests[column])
             if amount:
                 preempted.add(variables.kinds[k].preempted, amount)  # type: ignore[arg-type]
-        if not preempted.terms:
+        if not preempted.terms and not preempted.constant:
             return None
         binds = self.allocation.binds(queue, column, own=True)
-        if not binds.terms:
+        if fixed is not None:
+            binds.constant += int(fixed.own_bound[queue, column])
+        if not binds.terms and not binds.constant:
             return None  # binds nothing of it: no credit
         beyond = Lin().add_lin(preempted).add_lin(binds, -1)
         problem = data.problem

@@ -9,6 +9,7 @@ alone, then run `cpsat` and `auto` through `place()` with greedy's own hint.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from dataclasses import replace
 
 import pytest
@@ -44,6 +45,8 @@ from tests.builders import (
 
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
+
+DATA = Path(__file__).parent.parent / "data"
 
 
 def web_selector() -> LabelSelector:
@@ -353,3 +356,21 @@ def test_cpsat_alone_is_valid_and_exact_whatever_greedy_does(snapshot: Snapshot)
     assert result.placement is not None
     assert check_placement(snapshot, result.placement) == ()
     assert result.objective == score(snapshot, result.placement, context=context)
+
+
+def test_fixed_preemptions_credit_the_preemptor_queue_as_score_does() -> None:
+    """Found by the test above: greedy's g1 (a spread constraint, so fixed as greedy places
+    it) preempts g0 and g2, 1 CPU each, off an overcommitted n1 to bind 1 CPU; tier 1
+    credits the queue the 1 CPU freed beyond the bind, so fairness is 0. The model had
+    counted the fixed part's binds but not its preemptions in that credit: 500."""
+    snapshot = Snapshot.model_validate_json((DATA / "cpsat_fixed_preemption_credit.json").read_text())
+    context = ObjectiveContext.of(snapshot)
+    problem = build_problem(snapshot)
+    greedy = solve_greedy(snapshot, problem=problem)
+    assert {e.pod for e in greedy.placement.evictions} == {"default/g0-worker-0", "default/g2-worker-0"}
+    result = solve_cpsat(
+        snapshot, problem=problem, context=context, config=CpsatConfig(), deadline=time.perf_counter() + 10, hint=greedy.placement
+    )
+    assert result.placement is not None and check_placement(snapshot, result.placement) == ()
+    assert result.objective == score(snapshot, result.placement, context=context)
+    assert result.objective.fairness == 0
