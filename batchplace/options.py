@@ -110,9 +110,10 @@ ColocationMarginOption = Annotated[
     typer.Option(
         "--colocation-margin",
         help="Percent of a colocation node's allocatable RESOURCE kept from offline pods above the online pods' "
-        "measured usage: RESOURCE=PERCENT (cpu, memory), repeatable. Default cpu=10, memory=10. Offline pods "
-        "(volcano.sh/qos-level: BE) use allocatable − online usage − margin on nodes labelled "
-        "volcano.sh/oversubscription=true (or volcano.sh/colocation=true).",
+        "measured usage: RESOURCE=PERCENT (cpu, memory, gpu — gpu: of each lent device), repeatable. Default "
+        "cpu=10, memory=10, gpu=10. Offline pods (volcano.sh/qos-level: BE) use allocatable − online usage − margin "
+        "on nodes labelled volcano.sh/oversubscription=true (or volcano.sh/colocation=true), and the unused part of "
+        "GPUs that online pods share where per-device usage is measured.",
     ),
 ]
 ColocationOption = Annotated[
@@ -129,8 +130,6 @@ def colocation_policy_of(margins: list[str] | None, enabled: bool = True) -> Col
     fields: dict[str, object] = {"enabled": enabled}
     for text in margins or ():
         resource, value = _resource_pair(text, "--colocation-margin")
-        if resource == "gpu":
-            raise typer.BadParameter("gpu: GPUs are not oversubscribed (cpu and memory only)", param_hint="--colocation-margin")
         fields[f"{resource}_margin_percent"] = value
     try:
         return ColocationPolicy.model_validate(fields)

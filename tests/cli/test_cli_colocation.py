@@ -37,8 +37,9 @@ def test_solve_uses_the_oversubscribed_room_and_the_flags_change_it() -> None:
     assert len(_binds()) == 1
     assert _binds("--colocation-margin", "cpu=0") == ["default/etl", "default/etl2"]  # room 12: both
     assert _binds("--no-colocation") == ["default/etl2"]  # 4 unrequested cpu: etl2 only, as any pod
-    bad = runner.invoke(app, ["solve", str(FILE), "--colocation-margin", "gpu=5"])
-    assert bad.exit_code != 0 and "GPUs are not oversubscribed" in bad.output
+    assert _binds("--colocation-margin", "gpu=5") == _binds()  # no lent device here: a GPU margin changes nothing
+    bad = runner.invoke(app, ["solve", str(FILE), "--colocation-margin", "gpu=150"])
+    assert bad.exit_code != 0 and "gpu:" in bad.output and "100" in bad.output
 
 
 def test_the_http_api_takes_the_json_fields() -> None:
