@@ -272,13 +272,7 @@ def colocation_not_oversubscribed(*, stale: int, missing: int, unmeasured: int, 
     "colocation: 2 of 3 colocation nodes offer offline pods no oversubscribed room (fail
     safe): 1 with stale usage, 1 without usage"; with none: "colocation: offline pods go to
     the 3 colocation nodes only"."""
-    parts = []
-    if stale:
-        parts.append(f"{stale} with stale usage")
-    if missing:
-        parts.append(f"{missing} without usage")
-    if unmeasured:
-        parts.append(f"{unmeasured} whose offline pods' usage is not measured apart")
+    parts = _unjudged_nodes(stale, missing, (unmeasured, "whose offline pods' usage is not measured apart"))
     total = stale + missing + unmeasured
     nodes = f"{colocation_nodes} colocation node{'s' if colocation_nodes != 1 else ''}"
     if not total:
@@ -293,19 +287,19 @@ def gpu_not_lent(*, stale: int, missing: int, unmeasured: int, colocation_nodes:
     nodes lend offline pods no GPU (fail safe: no GPU lent: per-device online usage stale,
     missing or not measured): 1 with stale usage, 1 without per-device usage" — the words
     after "fail safe: " are `solver.rules.colocation.REASON_NO_GPU_LENDING`."""
-    parts = []
-    if stale:
-        parts.append(f"{stale} with stale usage")
-    if missing:
-        parts.append(f"{missing} without usage")
-    if unmeasured:
-        parts.append(f"{unmeasured} without per-device usage")
+    parts = _unjudged_nodes(stale, missing, (unmeasured, "without per-device usage"))
     total = stale + missing + unmeasured
     verb = "lends" if total == 1 else "lend"
     return (
         f"{COLOCATION}{total} of {colocation_nodes} colocation node{'s' if colocation_nodes != 1 else ''} {verb} offline "
         f"pods no GPU (fail safe: no GPU lent: per-device online usage stale, missing or not measured): {', '.join(parts)}"
     )
+
+
+def _unjudged_nodes(stale: int, missing: int, unmeasured: tuple[int, str]) -> list[str]:
+    """`["1 with stale usage", "2 without usage", …]`, the counts that are not zero."""
+    counted = ((stale, "with stale usage"), (missing, "without usage"), unmeasured)
+    return [f"{count} {words}" for count, words in counted if count]
 
 
 def usage_not_judged(*, stale: int, missing: int, max_age_s: float) -> str:
