@@ -143,3 +143,59 @@ def test_what_if_rebalance_on_the_live_snapshot_moves_a_pod_off_the_node_metrics
     assert rows["rebal-hot"].verdict == "cooled" and rows["rebal-hot"].after["cpu"] == 47.5
     assert rows[move.to_node].verdict == "cool" and rows[move.to_node].after["cpu"] <= 80
     assert "rebal-hot" not in {row.node for row in advice.uncooled}
+
+
+def _offline_pod(name: str, cpu: str, namespace: str, group: str) -> dict:
+    body = for_api(pod(name, namespace=namespace, cpu=cpu, group=group))
+    body["metadata"]["annotations"]["volcano.sh/qos-level"] = "BE"
+    return body
+
+
+def test_colocation_from_node_metrics_lends_while_only_online_pods_run_then_fails_safe(
+    node_metrics: NodeMetricsServer, admin: KubeClient, namespace: str, start_controller: StartController,
+    core: k8s.CoreV1Api,
+) -> None:
+    """metrics-server's NodeMetrics is the node's whole usage. While no offline pod runs on
+    coloc-metrics (16 cpu, online web requesting 12, using 4 = 25 %), all of it is online
+    usage: the node offers offline pods 16 − 4 − 1.6 = 10.4 cpu, so batch-a (3) and batch-b (5)
+    both bind where only 4 cpu are unrequested. Once they run, nobody says how much of the
+    usage is theirs (metrics-server has no online/offline split): the node is "unmeasured",
+    offers only what online pods have not requested (4 cpu, all taken), evicts nothing, and
+    batch-c (1 cpu) waits. (batch-a and batch-b are one PodGroup, so one cycle binds both: the
+    first bound alone would already make the node unmeasured for the second.)"""
+    admin.create(NODES, None, for_api(node("coloc-metrics", cpu=16, memory="64Gi", labels={"volcano.sh/oversubscription": "true"})))
+    node_metrics.set_usage("coloc-metrics", cpu="4", memory="8Gi")
+    admin.create(PODS, namespace, for_api(pod("web", namespace=namespace, cpu="12", node_name="coloc-metrics", phase="Running")))
+    controller = start_controller(
+        ControllerConfig(
+            period_s=0.2, engine="greedy", usage_source="metrics-server", usage_poll_s=1,
+            usage_policy=UsagePolicy(cpu_threshold_percent=None, memory_threshold_percent=None),
+        )
+    )
+    wait_until(
+        lambda: (lambda s: s if s is not None and any(n.usage is not None for n in s.nodes if n.name == "coloc-metrics") else None)(
+            controller.current()
+        ),
+        what="coloc-metrics' usage read from NodeMetrics",
+    )
+    admin.create(VOLCANO_PODGROUPS, namespace, for_api(pod_group("batch", namespace=namespace, min_member=2)))
+    for name, cpu in (("batch-a", "3"), ("batch-b", "5")):
+        admin.create(PODS, namespace, _offline_pod(name, cpu, namespace, "batch"))
+    wait_until(
+        lambda: all(core.read_namespaced_pod(name, namespace).spec.node_name == "coloc-metrics" for name in ("batch-a", "batch-b"))
+        or None,
+        what="both offline pods bound on the oversubscribed room: 8 cpu where 4 are unrequested",
+    )
+    admin.create(VOLCANO_PODGROUPS, namespace, for_api(pod_group("later", namespace=namespace, min_member=1)))
+    admin.create(PODS, namespace, _offline_pod("batch-c", "1", namespace, "later"))
+    waiting = wait_until(
+        lambda: (lambda s: s if s is not None and controller.metrics.colocation_nodes.labels(state="unmeasured")._value.get() >= 1
+                 and any(p.name == "batch-c" for p in s.pods) else None)(controller.current()),
+        what="coloc-metrics judged unmeasured with batch-c pending",
+    )
+    assert waiting is not None
+    time.sleep(2)  # several cycles: nothing is evicted on a reading that cannot be split
+    pods = {p.metadata.name: p for p in core.list_namespaced_pod(namespace).items}
+    assert pods["batch-c"].spec.node_name is None
+    assert all(pods[name].metadata.deletion_timestamp is None for name in ("batch-a", "batch-b"))
+    assert controller.metrics.offline_evictions.labels(resource="cpu")._value.get() == 0
