@@ -103,10 +103,8 @@ from models.snapshot import (
     Node,
     NodeName,
     Pod,
-    PodGroup,
     PodKey,
     Snapshot,
-    Task,
     is_fractional_gpu,
 )
 from solver.after import After
@@ -404,16 +402,7 @@ def _offering(node: Node, node_room: NodeRoom) -> Node:
         for gpu in node.gpus
     )
     allocatable[LENT_GPU] = sum(room_by_index.values())
-    copy = node.model_copy(update={"allocatable": allocatable, "gpus": gpus})
-    copy.__dict__.pop("gpu_by_index", None)  # the copy's devices, not the original's
-    return copy
-
-
-def _with_tasks(group: PodGroup, tasks: tuple[Task, ...]) -> PodGroup:
-    """`group` with `tasks`; a copy must not keep the original's cached `task_by_name`."""
-    copy = group.model_copy(update={"tasks": tasks})
-    copy.__dict__.pop("task_by_name", None)
-    return copy
+    return node.model_copy(update={"allocatable": allocatable, "gpus": gpus})
 
 
 def oversubscribed(snapshot: Snapshot) -> Snapshot:
@@ -435,12 +424,13 @@ def _oversubscribed(snapshot: Snapshot) -> Snapshot:
         for pod in snapshot.pods
     )
     groups = tuple(
-        _with_tasks(
-            group,
-            tuple(
-                task.model_copy(update={"requests": _moved(task.requests)}) if task.offline else task
-                for task in group.tasks
-            ),
+        group.model_copy(
+            update={
+                "tasks": tuple(
+                    task.model_copy(update={"requests": _moved(task.requests)}) if task.offline else task
+                    for task in group.tasks
+                )
+            }
         )
         if any(task.offline for task in group.tasks)
         else group
