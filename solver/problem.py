@@ -88,7 +88,7 @@ from solver.memo import memoized_each
 from solver.rules import colocation, node_affinity, usage
 from solver.rules.eligibility import eligible
 from solver.rules.gang import GangRequirement, can_be_met, gang_requirement
-from solver.rules.reservation import reservations, reserved_for
+from solver.rules.reservation import by_holder, reserved_for
 from solver.shares import deserved_shares
 from solver.usage_tier import usage_bands
 
@@ -795,7 +795,7 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _Elig
     class_hot = np.array([name in hot for name in representative_names], dtype=bool)
     pair_ok[:, class_hot] = False  # rule `usage`: a hot node takes no new pod, whatever the task
     if held:  # rule `reservation`: a held node takes its holder's pods, and pods that backfill it, only
-        held_by = {held_for.group: held_for for held_for in reservations(snapshot)}
+        held_by = by_holder(snapshot)
         for node_cls, name in enumerate(representative_names):
             holder = held.get(name)
             if holder is not None:

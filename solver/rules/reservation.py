@@ -124,6 +124,7 @@ __all__ = [
     "reservations",
     "reserved_for",
     "reservation_of",
+    "by_holder",
     "reserved_reason",
     "held_reason",
     "check",
@@ -419,24 +420,28 @@ def reserved_reason(reservation: Reservation) -> str:
     )
 
 
-def _backfill_clause(reservation: Reservation) -> str:
+def _backfill_clause(reservation: Reservation, *, lead: str = "backfill allowed") -> str:
     if reservation.drained_in_s is None:
         return "; no backfill: a pod on the nodes to drain has no activeDeadlineSeconds"
     if reservation.drained_in_s <= 0:
         return ""  # nothing to drain: the holder can start now
-    return f"; backfill allowed for jobs ending within {format_minutes(reservation.drained_in_s)}"
+    return f"; {lead} for jobs ending within {format_minutes(reservation.drained_in_s)}"
 
 
 def held_reason(snapshot: Snapshot, node: NodeName) -> str:
     """Why a held node is kept from a task that does not backfill it: `"held for a PodGroup
     waiting past its sla-waiting-time (llm/j7; backfill for jobs ending within 38 min)"`."""
-    held = reservation_of(snapshot, reserved_for(snapshot)[node])
-    assert held is not None
-    return f"{REASON} ({held.group}{_backfill_clause(held).replace('; backfill allowed', '; backfill')})"
+    held = by_holder(snapshot)[reserved_for(snapshot)[node]]
+    return f"{REASON} ({held.group}{_backfill_clause(held, lead='backfill')})"
+
+
+def by_holder(snapshot: Snapshot) -> Mapping[PodGroupKey, Reservation]:
+    """Each PodGroup holding nodes → its reservation; do not mutate."""
+    return memoized(snapshot, ("reservation_by_holder",), lambda: {r.group: r for r in reservations(snapshot)})
 
 
 def reservation_of(snapshot: Snapshot, group: PodGroupKey) -> Reservation | None:
-    return next((r for r in reservations(snapshot) if r.group == group), None)
+    return by_holder(snapshot).get(group)
 
 
 def check(snapshot: Snapshot, after: After) -> list[Violation]:
@@ -448,7 +453,7 @@ def check(snapshot: Snapshot, after: After) -> list[Violation]:
     held = reserved_for(snapshot)
     if not held:
         return []
-    by_group = {reservation.group: reservation for reservation in reservations(snapshot)}
+    by_group = by_holder(snapshot)
     violations: list[Violation] = []
     for bound in after.bound:
         holder = held.get(bound.node.name)
