@@ -1,6 +1,6 @@
 """What a CP-SAT search is given and gives back (`CpsatConfig`, `CpsatResult`), apart from
 the search itself (`solver.cpsat.engine`), so that importing them costs no OR-Tools, pandas
-or SciPy: `solver.place` builds a `CpsatConfig` on every call, most calls never search."""
+or SciPy: `solver.place` names them at import, and most of its calls never search."""
 
 from __future__ import annotations
 
