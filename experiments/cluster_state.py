@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from experiments.trace_openb import OpenbNodes, OpenbPods
 __all__ = [
     "WHOLE",
     "AFFINITY_TAGS",
+    "GpusFree",
     "PodRequest",
     "Assignment",
     "OverCommit",
@@ -48,6 +50,10 @@ AFFINITY_TAGS: tuple[str, ...] = ("share-gpu", "1-gpu", "2-gpu", "4-gpu", "8-gpu
 
 class OverCommit(Exception):
     """A policy bound a pod where it does not fit: a bug in that policy, report it."""
+
+
+GpusFree = Literal["its model", "other models", "nowhere"]
+"""Where the devices a pod asks are free (`ClusterState.gpus_free_for`)."""
 
 
 @dataclass(frozen=True)
@@ -184,6 +190,18 @@ class ClusterState:
         if pod.fractional:
             return mask & (self.max_left >= pod.gpu_milli)
         return mask & (self.full_free >= pod.num_gpu)
+
+    def gpus_free_for(self, pod: PodRequest) -> GpusFree:
+        """Where the devices `pod` asks (`num_gpu` idle devices, or one with `gpu_milli` left)
+        are free, whatever the nodes' CPU and memory: on a node of a GPU model it allows, only
+        on other models, or nowhere. When `feasible` finds no node, "its model" means CPU or
+        memory kept the pod off idle GPUs, "other models" that its GPU model did."""
+        if pod.num_gpu == 0:
+            return "nowhere"
+        free = self.max_left >= pod.gpu_milli if pod.fractional else self.full_free >= pod.num_gpu
+        if (free & self.model_ok(pod.spec)).any():
+            return "its model"
+        return "other models" if free.any() else "nowhere"
 
     def fits(self, pod: PodRequest, node: int, devices: Sequence[int]) -> bool:
         """Whether `pod` fits on `node` on exactly `devices` (the check `bind` makes)."""

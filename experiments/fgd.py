@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from experiments.cluster_state import ClusterState, requests_of
+from experiments.cluster_state import WHOLE, ClusterState, GpusFree, PodRequest, requests_of
 from experiments.fragmentation import FragTracker, TypicalPods, typical_pods
 from experiments.trace_openb import DEFAULT_TRACE, OpenbNodes, OpenbPods, load_nodes, load_pods
 
@@ -56,6 +56,8 @@ __all__ = [
     "PAPER_FRAG_AT_130",
     "FgdConfig",
     "FgdRun",
+    "TurnedAway",
+    "pod_shape",
     "fgd_workload",
     "run_fgd",
     "bin_curve",
@@ -90,6 +92,41 @@ class FgdConfig:
     time_limit_s: float = 1.0  # per solve, CP-SAT only
 
 
+@dataclass(frozen=True)
+class TurnedAway:
+    """The pods of one shape a run could not place (the protocol drops them: no retry), and
+    where the devices they asked were free at the time (after their batch;
+    `ClusterState.gpus_free_for`): GPU kept idle by CPU or memory, or by the GPU model, is
+    what FGD's measure counts as fragmented."""
+
+    pods: int = 0
+    gpu_milli: int = 0
+    gpu_milli_cpu_blocked: int = 0  # the devices were free on a node of its model: CPU or memory was short
+    gpu_milli_model_blocked: int = 0  # free only on GPU models it does not allow
+
+    def plus(self, pod: PodRequest, *, gpus_free: GpusFree) -> TurnedAway:
+        asked = pod.total_gpu_milli
+        return TurnedAway(
+            self.pods + 1,
+            self.gpu_milli + asked,
+            self.gpu_milli_cpu_blocked + (asked if gpus_free == "its model" else 0),
+            self.gpu_milli_model_blocked + (asked if gpus_free == "other models" else 0),
+        )
+
+
+def pod_shape(pod: PodRequest) -> str:
+    """A pod's kind in the turned-away table: "no GPU", "share < 500 m", "share ≥ 500 m" (a
+    part of one device), "1 GPU", "N GPUs", with ", one model" when its spec limits the GPU
+    model. Example: 1 × 460 m on V100 only → "share < 500 m, one model"."""
+    if pod.num_gpu == 0:
+        return "no GPU"
+    if pod.gpu_milli < WHOLE:
+        kind = "share < 500 m" if pod.gpu_milli < WHOLE // 2 else "share ≥ 500 m"
+    else:
+        kind = f"{pod.num_gpu} GPU" + ("s" if pod.num_gpu > 1 else "")
+    return kind + (", one model" if pod.spec else "")
+
+
 @dataclass(frozen=True, eq=False)
 class FgdRun:
     """What one run measured. Rows are per `schedule` call (per arrival when k = 1)."""
@@ -107,6 +144,7 @@ class FgdRun:
     frag_curve: np.ndarray = field(repr=False)  # [131]
     frag_rate_curve: np.ndarray = field(repr=False)  # [131] fragmented / idle, %
     answers: EngineAnswers | None = None  # batchplace policies: who answered each batch
+    turned_away: dict[str, TurnedAway] = field(default_factory=dict)  # by `pod_shape`
 
     @property
     def alloc_at_130(self) -> float:
@@ -199,12 +237,17 @@ def run_fgd(
     fragmented = np.zeros(rows, dtype=np.float64)
     solve = np.zeros(rows, dtype=np.float64)
     asked_total = placed = 0
+    turned_away: dict[str, TurnedAway] = {}
     for row, start in enumerate(range(0, len(arrivals), k)):
         batch = arrivals[start : start + k]
         tick, compared = time.perf_counter(), _comparison_seconds(policy)
         result = policy.schedule(state, batch)  # type: ignore[attr-defined]
         solve[row] = time.perf_counter() - tick - (_comparison_seconds(policy) - compared)
         placed += sum(assignment is not None for assignment in result)
+        for pod, assignment in zip(batch, result):
+            if assignment is None:
+                shape = pod_shape(pod)
+                turned_away[shape] = turned_away.get(shape, TurnedAway()).plus(pod, gpus_free=state.gpus_free_for(pod))
         asked_total += sum(pod.total_gpu_milli for pod in batch)
         arrived[row] = asked_total
         allocated[row] = state.allocated_gpu_milli
@@ -225,6 +268,7 @@ def run_fgd(
         frag_curve=bin_curve(arrived_pct, 100.0 * fragmented / capacity),
         frag_rate_curve=bin_curve(arrived_pct, 100.0 * fragmented / np.maximum(idle, 1)),
         answers=getattr(policy, "answers", None),
+        turned_away=turned_away,
     )
 
 

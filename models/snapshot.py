@@ -435,6 +435,12 @@ class Node(_Frozen):
     def gpu_by_index(self) -> dict[int, Gpu]:
         return {gpu.index: gpu for gpu in self.gpus}
 
+    @cached_property
+    def lends_gpus(self) -> bool:
+        """Some device of this node is lent to offline pods (`Gpu.lent_milli`); kept on the
+        node because every problem build asks it of every node."""
+        return any(gpu.lent_milli is not None for gpu in self.gpus)
+
     @property
     def colocation(self) -> bool:
         """A colocation node, where offline pods use what online pods requested but do not use:

@@ -36,8 +36,6 @@ from typing import Literal
 
 import numpy as np
 import pulp
-from scipy import sparse
-from scipy.optimize import linprog
 
 from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, Snapshot, gpu_devices
 from solver.after import milli_per_device
@@ -235,6 +233,9 @@ def _solve_pulp(lp: Relaxation, *, integral: bool, time_limit_s: float) -> float
 
 
 def _solve_scipy(lp: Relaxation, *, integral: bool, time_limit_s: float) -> float:
+    from scipy import sparse  # here, not at the top: SciPy takes ~0.3 s to import, and most
+    from scipy.optimize import linprog  # commands and cycles never ask for this bound
+
     if not lp.names:
         return lp.constant
     data, row_index, column_index, rhs = [], [], [], []

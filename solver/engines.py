@@ -18,7 +18,7 @@ from typing import Protocol
 
 from models.placement import Decision, Placement
 from models.snapshot import Snapshot
-from solver.cpsat import CpsatConfig, CpsatResult, solve_cpsat
+from solver.cpsat import CpsatConfig, CpsatResult
 from solver.greedy import GreedyConfig, solve_greedy
 from solver.objective import ObjectiveContext
 from solver.problem import Problem
@@ -50,7 +50,18 @@ class ModelSearch(Protocol):
 @dataclass(frozen=True)
 class Engines:
     greedy: HeuristicSearch = solve_greedy
-    cpsat: ModelSearch = solve_cpsat
+    cpsat: ModelSearch | None = None  # None: CP-SAT, `solver.cpsat.engine.solve_cpsat`
+
+    def model_search(self) -> ModelSearch:
+        """The model search. CP-SAT's module is imported here, on the first search and in the
+        caller's process: not at start-up (~0.5 s of OR-Tools, pandas and SciPy that a
+        greedy-only run never needs), and not in the forked child that runs the search,
+        which would import it again on every call."""
+        if self.cpsat is not None:
+            return self.cpsat
+        from solver.cpsat.engine import solve_cpsat
+
+        return solve_cpsat
 
 
 DEFAULT_ENGINES = Engines()

@@ -53,7 +53,7 @@ from models.snapshot import PodGroupKey, Snapshot
 from solver.bound import lp_bound
 from solver.checker import PlacementRejected, check_placement
 from solver.cpsat import CpsatConfig, ModelInvalid
-from solver.cpsat.data import DataLimits
+from solver.cpsat.units import DataLimits
 from solver.engines import DEFAULT_ENGINES, Engines
 from solver.fragmentation import PackingName, TypicalShape
 from solver.greedy import GreedyConfig
@@ -272,8 +272,9 @@ def _place(snapshot: Snapshot, config: SolveConfig, engines: Engines) -> Decisio
     if budget_end - time.perf_counter() <= 0.01:
         return fallback("no_time", "no time left after greedy")
     context = ObjectiveContext.of(snapshot, config.typical_shapes)
+    search = engines.model_search()
     result = search_or_failure(
-        lambda: engines.cpsat(
+        lambda: search(
             snapshot, problem=problem, context=context, config=config.cpsat(), deadline=budget_end, hint=greedy.placement
         ),
         deadline=budget_end,

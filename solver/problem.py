@@ -425,7 +425,7 @@ def _lent_devices(snapshot: Snapshot, nodes: _NodeTables) -> tuple[np.ndarray, n
     offline pods already hold more than its room (online usage rose) has 0 lent free, never
     −1, which marks a device not lent."""
     online = nodes.gpu_free_milli
-    lent_nodes = [(n, node) for n, node in enumerate(snapshot.nodes) if any(gpu.lent_milli is not None for gpu in node.gpus)]
+    lent_nodes = [(n, node) for n, node in enumerate(snapshot.nodes) if node.lends_gpus]
     if not lent_nodes:
         return online, None
     lent = np.full(online.shape, -1, dtype=np.int64)

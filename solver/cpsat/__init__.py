@@ -3,14 +3,12 @@ solved tier by tier (`engine`), built in steps — units (`units`), data (`data`
 `patterns`, `devices`, `topology`, `victims`, `interpod`), variables (`variables`),
 constraints (`constraints`), objective (`objective`) — warm-started from greedy (`hint`)
 and read back (`extract`). `solver.place` reaches it through the `solver.engines`
-protocol; the public names are re-exported here."""
+protocol. What a search is given and gives back is re-exported here; the search itself,
+`engine.solve_cpsat`, is imported where it runs (`solver.engines.Engines.model_search`):
+OR-Tools (with pandas) and SciPy take ~0.5 s to import, which every command and cycle that
+never searches would otherwise pay."""
 
-from solver.cpsat.engine import (
-    CpsatConfig,
-    CpsatResult,
-    ModelInvalid,
-    StageReport,
-    solve_cpsat,
-)
+from solver.cpsat.config import CpsatConfig, CpsatResult, ModelInvalid, StageReport
 
-__all__ = ["CpsatConfig", "CpsatResult", "ModelInvalid", "StageReport", "solve_cpsat"]
+__all__ = ["CpsatConfig", "CpsatResult", "ModelInvalid", "StageReport"]
+

@@ -66,14 +66,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
 from models.placement import Placement
 from models.snapshot import Snapshot
+from solver.cpsat.config import CpsatConfig, CpsatResult, ModelInvalid, StageReport
 from solver.cpsat.constraints import add_constraints
-from solver.cpsat.data import DataLimits, ModelData, build_model_data
+from solver.cpsat.data import ModelData, build_model_data
 from solver.cpsat.extract import extract_placement
 from solver.cpsat.hint import augment, hint_values, node_uses
 from solver.cpsat.interpod import fix_inter_pod, merged
@@ -126,46 +126,6 @@ BUILD_SECONDS_PER_VARIABLE = 3e-5
 """Building the model in Python and completing the hint, per variable counted by
 `_build_seconds`, measured on this machine: 0.59 s for ~21,500 (10,000 nodes / 5,000
 pending pods), 2.7e-5 each; a margin on top."""
-
-
-class ModelInvalid(Exception):
-    """CP-SAT rejected the model, or found it infeasible: a bug in the engine, never the input."""
-
-
-@dataclass(frozen=True)
-class CpsatConfig:
-    workers: int = 2
-    relative_gap_limit: float = 0.0
-    merge_tiers: bool = True
-    objective_order: tuple[str, ...] = TIERS  # the tiers, most important first
-    presolve: bool | None = None  # None: when the stage has time for it (`_presolve`)
-    limits: DataLimits = DataLimits()
-    log_search: bool = False
-
-
-@dataclass(frozen=True)
-class StageReport:
-    tiers: tuple[str, ...]
-    status: str
-    seconds: float
-    value: int | None
-    bound: float | None
-    incumbents: tuple[tuple[float, float], ...] = ()
-
-
-@dataclass(frozen=True)
-class CpsatResult:
-    placement: Placement | None
-    status: str  # OPTIMAL, FEASIBLE or UNKNOWN
-    objective: ObjectiveVector | None  # the model's tier values for `placement`
-    throughput_bound: int | None
-    gap: float | None
-    stages: tuple[StageReport, ...]
-    restricted: tuple[str, ...]
-    statistics: dict[str, float] = field(default_factory=dict)
-    hint_objective: ObjectiveVector | None = None
-    """The model's tiers for the hint placement (its pods per node, best device choice):
-    ≥ `score` of the hint, since tiers 1–3 agree and 4–5 take the best devices."""
 
 
 class _Incumbents(cp_model.CpSolverSolutionCallback):

@@ -49,7 +49,6 @@ from models.rebalance import (
 )
 from models.snapshot import NodeName, Snapshot
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SearchFailed, search_or_failure
-from solver.rebalance.cpsat import cpsat_plan
 from solver.rebalance.greedy import Moves, greedy_plan
 from solver.rebalance.load import RESOURCES, UsageTable, percent_of, usage_table
 from solver.rebalance.movable import Instance, build_instance
@@ -158,6 +157,8 @@ def _solve(
     if left <= 0.01:
         return fallback("no_time", "no time left for CP-SAT")
     search_deadline = time.perf_counter() + left
+    from solver.rebalance.cpsat import cpsat_plan  # imported in this process, not in the forked child; not at start-up (OR-Tools)
+
     result = search_or_failure(
         lambda: cpsat_plan(
             instance, banned=banned, no_goods=no_goods, hint=greedy, deadline=search_deadline,

@@ -26,7 +26,8 @@ from models.pod_affinity import (
 )
 from models.snapshot import Snapshot
 from solver.checker import check_placement
-from solver.cpsat import CpsatConfig, CpsatResult, solve_cpsat
+from solver.cpsat import CpsatConfig, CpsatResult
+from solver.cpsat.engine import solve_cpsat
 from solver.greedy import solve_greedy
 from solver.objective import ObjectiveContext, score
 from solver.place import SolveConfig, place

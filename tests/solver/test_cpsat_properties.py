@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from models.placement import Bind, Eviction, Placement
 from models.snapshot import GPU_MILLI_PER_DEVICE, Pod, Snapshot, gpu_devices, is_fractional_gpu
 from solver.checker import check_placement
-from solver.cpsat import CpsatConfig, solve_cpsat
+from solver.cpsat import CpsatConfig
+from solver.cpsat.engine import solve_cpsat
 from solver.greedy import solve_greedy
 from solver.objective import ObjectiveContext, ObjectiveVector, score
 from solver.problem import build_problem

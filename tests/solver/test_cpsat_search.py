@@ -9,7 +9,7 @@ import time
 from ortools.sat.python import cp_model
 
 from models.snapshot import Snapshot
-from solver.cpsat import solve_cpsat
+from solver.cpsat.engine import solve_cpsat
 from solver.cpsat.data import DataLimits, build_model_data
 from solver.cpsat.engine import PRESOLVE_MIN_STAGE_S, PRESOLVE_SECONDS_PER_VARIABLE, CpsatConfig, _presolve
 from solver.greedy import solve_greedy

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from models.placement import Bind, Placement
 from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, Snapshot, is_fractional_gpu
 from solver.checker import check_placement
-from solver.cpsat import CpsatConfig, solve_cpsat
+from solver.cpsat import CpsatConfig
+from solver.cpsat.engine import solve_cpsat
 from solver.cpsat.polish import pack_shares
 from solver.objective import ObjectiveContext, score
 from solver.place import ENGINES

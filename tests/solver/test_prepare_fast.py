@@ -29,7 +29,7 @@ import solver.problem as problem_module
 from experiments.synthetic import synthetic_snapshot
 from models.snapshot import Node, Snapshot
 from solver.checker import check_placement
-from solver.cpsat import solve_cpsat
+from solver.cpsat.engine import solve_cpsat
 from solver.cpsat.data import DataLimits, build_model_data
 from solver.engines import Engines
 from solver.memo import memo_size, memoized, memoized_each
