@@ -237,19 +237,20 @@ def answers_table(runs: Iterable[FgdRun]) -> str:
     return "\n".join(lines) + "\n" if len(lines) > 2 else ""
 
 
+_AWAY_COLUMNS = ("pods", "gpu_milli", "gpu_milli_cpu_blocked", "gpu_milli_model_blocked")
+"""`TurnedAway`'s counts, in the order the CSV and the table give them."""
+
+
 def write_turned_away_csv(runs: Iterable[FgdRun], path: Path) -> None:
     """Per run and pod shape: pods turned away, their GPU milli, and the parts turned away
     while the devices were free on a node of their model, or only on other models (`TurnedAway`)."""
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["trace", "policy", "batch_size", "seed", "shape", "pods", "gpu_milli", "gpu_milli_cpu_blocked", "gpu_milli_model_blocked"])
+        writer.writerow(["trace", "policy", "batch_size", "seed", "shape", *_AWAY_COLUMNS])
         for run in runs:
             c = run.config
             for shape, away in sorted(run.turned_away.items()):
-                writer.writerow([c.trace, c.policy, c.batch_size, c.seed, shape, away.pods, away.gpu_milli, away.gpu_milli_cpu_blocked, away.gpu_milli_model_blocked])
-
-
-_AWAY_COLUMNS = ("pods", "gpu_milli", "gpu_milli_cpu_blocked", "gpu_milli_model_blocked")
+                writer.writerow([c.trace, c.policy, c.batch_size, c.seed, shape, *(getattr(away, name) for name in _AWAY_COLUMNS)])
 
 
 def turned_away_table(runs: Iterable[FgdRun]) -> str:
