@@ -123,11 +123,13 @@ def fgd(
         answers_table,
         bounds_table,
         gate,
+        idle_table,
         markdown_table,
         summarize,
         turned_away_table,
         write_bounds_csv,
         write_curves_csv,
+        write_idle_csv,
         write_runs_csv,
         write_turned_away_csv,
     )
@@ -167,6 +169,7 @@ def fgd(
     write_runs_csv(runs, out / "runs.csv", bounds=bounds)
     write_curves_csv(runs, out / "curves.csv")
     write_turned_away_csv(runs, out / "turned_away.csv")
+    write_idle_csv(runs, out / "idle.csv")
     table = markdown_table(summaries)
     bound_lines = ""
     if bounds:
@@ -174,11 +177,13 @@ def fgd(
         bound_lines = bounds_table(bounds)
     answer_lines = answers_table(runs)
     away_lines = turned_away_table(runs)
+    idle_lines = idle_table(runs)
     verdict, gate_lines = gate(summaries)
     (out / "summary.md").write_text("## FGD protocol at 130 % arrived GPU demand\n\n" + table
                                     + (f"\n## Offline bound per seed\n\n{bound_lines}" if bound_lines else "")
                                     + (f"\n## Who answered each batch\n\n{answer_lines}" if answer_lines else "")
                                     + (f"\n## Pods turned away by 130 %\n\n{away_lines}" if away_lines else "")
+                                    + (f"\n## GPU idle after the last arrival\n\n{idle_lines}" if idle_lines else "")
                                     + "\n## Validity gate\n\n"
                                     + f"{verdict}\n\n" + "\n".join(f"- {line}" for line in gate_lines) + "\n")  # fmt: skip
     for name in traces:
@@ -191,10 +196,12 @@ def fgd(
         console.print(answer_lines, highlight=False, markup=False)
     if away_lines:
         console.print(away_lines, highlight=False, markup=False)
+    if idle_lines:
+        console.print(idle_lines, highlight=False, markup=False)
     console.print(f"validity gate (paper baselines, default trace, k=1, ±0.5 points): {verdict}", markup=False)
     for line in gate_lines:
         console.print("  " + line, highlight=False, markup=False)
-    console.print(f"wrote {out}/runs.csv, curves.csv, turned_away.csv, {'bounds.csv, bound_shapes.csv, ' if bounds else ''}summary.md and plots", markup=False)
+    console.print(f"wrote {out}/runs.csv, curves.csv, turned_away.csv, idle.csv, {'bounds.csv, bound_shapes.csv, ' if bounds else ''}summary.md and plots", markup=False)
     if require_gate and verdict is not Verdict.PASS:
         raise typer.Exit(1)
 

@@ -57,6 +57,7 @@ __all__ = [
     "FgdConfig",
     "FgdRun",
     "TurnedAway",
+    "IdleGpus",
     "pod_shape",
     "fgd_workload",
     "run_fgd",
@@ -114,6 +115,40 @@ class TurnedAway:
         )
 
 
+LEFTOVER_BUCKETS: tuple[tuple[str, int, int], ...] = (("< 200 m", 1, 200), ("200–499 m", 200, 500), ("500–999 m", 500, WHOLE))
+"""What is left on a partly used device, by size: (name, from, below) in milli."""
+
+
+@dataclass(frozen=True)
+class IdleGpus:
+    """The GPU left idle after the last arrival, by where it is: whole devices, and the
+    milli left on partly used devices by size (`LEFTOVER_BUCKETS`): at 130 % arrived demand,
+    where the allocation ratio's rest is. `common_leftovers` names the leftover
+    sizes most devices show, (milli, devices), which point at the share sizes that leave
+    them (1000 − 810 = 190 m). Example: devices left (1000, 190, 190, 0) → whole 1000 m,
+    `leftover_milli` (380, 0, 0), `common_leftovers` ((190, 2),)."""
+
+    whole_devices: int
+    leftover_milli: tuple[int, ...]  # per `LEFTOVER_BUCKETS`
+    common_leftovers: tuple[tuple[int, int], ...]
+
+    @staticmethod
+    def of(state: ClusterState, *, common: int = 3) -> IdleGpus:
+        left = state.gpu_left[state.gpu_left > 0]
+        partial = left[left < WHOLE]
+        values, devices = np.unique(partial, return_counts=True)
+        top = np.argsort(-devices, kind="stable")[:common]
+        return IdleGpus(
+            whole_devices=int((left == WHOLE).sum()),
+            leftover_milli=tuple(int(partial[(partial >= lo) & (partial < hi)].sum()) for _, lo, hi in LEFTOVER_BUCKETS),
+            common_leftovers=tuple((int(values[i]), int(devices[i])) for i in top),
+        )
+
+    @property
+    def total_milli(self) -> int:
+        return self.whole_devices * WHOLE + sum(self.leftover_milli)
+
+
 def pod_shape(pod: PodRequest) -> str:
     """A pod's kind in the turned-away table: "no GPU", "share < 500 m", "share ≥ 500 m" (a
     part of one device), "1 GPU", "N GPUs", with ", one model" when its spec limits the GPU
@@ -145,6 +180,7 @@ class FgdRun:
     frag_rate_curve: np.ndarray = field(repr=False)  # [131] fragmented / idle, %
     answers: EngineAnswers | None = None  # batchplace policies: who answered each batch
     turned_away: dict[str, TurnedAway] = field(default_factory=dict)  # by `pod_shape`
+    idle_at_end: IdleGpus | None = None  # after the last arrival
 
     @property
     def alloc_at_130(self) -> float:
@@ -269,6 +305,7 @@ def run_fgd(
         frag_rate_curve=bin_curve(arrived_pct, 100.0 * fragmented / np.maximum(idle, 1)),
         answers=getattr(policy, "answers", None),
         turned_away=turned_away,
+        idle_at_end=IdleGpus.of(state),
     )
 
 

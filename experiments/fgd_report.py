@@ -20,14 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.fgd import BINS, PAPER_ALLOC_AT_130, PAPER_FRAG_AT_130, FgdRun, TurnedAway
+from experiments.fgd import BINS, LEFTOVER_BUCKETS, PAPER_ALLOC_AT_130, PAPER_FRAG_AT_130, FgdRun, IdleGpus, TurnedAway
 from experiments.offline_bound import OfflineBound
 from experiments.policies import POLICIES, policy_label
 
 __all__ = [
     "GATE_TOLERANCE", "Summary", "Verdict", "summarize", "summaries_from_csv", "gate", "write_runs_csv",
     "write_curves_csv", "write_bounds_csv", "write_turned_away_csv", "markdown_table", "bounds_table", "answers_table",
-    "turned_away_table",
+    "turned_away_table", "idle_table", "write_idle_csv",
 ]  # fmt: skip
 
 Bounds = Mapping[tuple[str, int], OfflineBound]
@@ -280,6 +280,52 @@ def turned_away_table(runs: Iterable[FgdRun]) -> str:
                 f"| {trace} | {policy_label(policy)} | {k} | {shape} | {pods:.1f} | {milli / 1000:.1f} | "
                 f"{100 * milli / capacity:.2f} | {cpu_blocked / 1000:.1f} | {model_blocked / 1000:.1f} |"
             )
+    return "\n".join(lines) + "\n" if len(lines) > 2 else ""
+
+
+def write_idle_csv(runs: Iterable[FgdRun], path: Path) -> None:
+    """Per run: the GPU idle after the last arrival (`IdleGpus`) — whole devices, milli left
+    on partly used devices by size, and the most common leftovers as "milli×devices"."""
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        buckets = [f"leftover_milli {name}" for name, _, _ in LEFTOVER_BUCKETS]
+        writer.writerow(["trace", "policy", "batch_size", "seed", "idle_milli", "whole_devices", *buckets, "common_leftovers"])
+        for run in runs:
+            idle, c = run.idle_at_end, run.config
+            if idle is None:
+                continue
+            common = " ".join(f"{milli}×{devices}" for milli, devices in idle.common_leftovers)
+            writer.writerow([c.trace, c.policy, c.batch_size, c.seed, idle.total_milli, idle.whole_devices, *idle.leftover_milli, common])
+
+
+def idle_table(runs: Iterable[FgdRun]) -> str:
+    """Where the idle GPU is after the last arrival, per pod list, policy and k (mean per
+    seed, % of capacity): on whole devices, or left on partly used devices by size — a
+    leftover below every share the list asks is GPU no later pod can take. The last column
+    is the leftover most devices show in the first seed's run, with its device count."""
+    groups: dict[tuple[str, str, int], list[tuple[IdleGpus, int]]] = defaultdict(list)
+    for run in runs:
+        if run.idle_at_end is not None:
+            groups[run.config.trace, run.config.policy, run.config.batch_size].append((run.idle_at_end, run.capacity_milli))
+    names = [name for name, _, _ in LEFTOVER_BUCKETS]
+    lines = [
+        "| trace | policy | k | idle GPU % | whole devices % | " + " | ".join(f"left {name} %" for name in names)
+        + " | most common leftover |",
+        "|---|---|---:|---:|---:|" + "---:|" * len(names) + "---|",
+    ]  # fmt: skip
+    for (trace, policy, k), group in sorted(groups.items()):
+        capacity = float(np.mean([capacity for _, capacity in group]))
+        idle = [found for found, _ in group]
+
+        def pct(milli: Iterable[int]) -> str:
+            return f"{100 * float(np.mean(list(milli))) / capacity:.2f}"
+
+        buckets = [pct(i.leftover_milli[b] for i in idle) for b in range(len(names))]
+        common = ", ".join(f"{milli} m on {devices} devices" for milli, devices in idle[0].common_leftovers[:1]) or "none"
+        lines.append(
+            f"| {trace} | {policy_label(policy)} | {k} | {pct(i.total_milli for i in idle)} | "
+            f"{pct(i.whole_devices * 1000 for i in idle)} | " + " | ".join(buckets) + f" | {common} |"
+        )
     return "\n".join(lines) + "\n" if len(lines) > 2 else ""
 
 
