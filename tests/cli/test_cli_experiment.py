@@ -8,6 +8,7 @@ does, on the tiny openb-format trace of `_openb_builders` (60 pods: a run takes 
 
 from __future__ import annotations
 
+import csv
 import os
 import subprocess
 import sys
@@ -75,7 +76,11 @@ def test_fgd_prints_its_header_whole_and_leaves_the_gate_unjudged_without_the_ba
     assert (tmp_path / "out" / "bounds.csv").is_file() and (tmp_path / "out" / "bound_shapes.csv").is_file()
     assert "validity gate (paper baselines, default trace, k=1, ±0.5 points): not judged" in completed.stdout
     assert "not run on the default trace at k=1: random, dotprod, gpuclustering, gpupacking, bestfit" in completed.stdout
-    assert "not judged" in (tmp_path / "out" / "summary.md").read_text()
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert "not judged" in summary
+    assert "## GPU idle after the last arrival" in summary and "| idle GPU % | whole devices % |" in completed.stdout
+    (idle,) = csv.DictReader((tmp_path / "out" / "idle.csv").open())
+    assert (idle["trace"], idle["policy"], idle["seed"]) == ("default", "fgd", "42")
 
 
 def test_fgd_judges_the_gate_once_all_six_baselines_ran(tmp_path: Path) -> None:
