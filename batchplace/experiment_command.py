@@ -123,6 +123,7 @@ def fgd(
         answers_table,
         bounds_table,
         gate,
+        idle_means,
         idle_table,
         markdown_table,
         summarize,
@@ -134,7 +135,7 @@ def fgd(
         write_turned_away_csv,
     )
     from experiments.offline_bound import OfflineBound, seed_bounds
-    from experiments.plots import plot_fgd_curves
+    from experiments.plots import plot_fgd_curves, plot_fgd_idle
     from experiments.policies import POLICIES
     from experiments.trace_openb import POD_LISTS
 
@@ -186,8 +187,10 @@ def fgd(
                                     + (f"\n## GPU idle after the last arrival\n\n{idle_lines}" if idle_lines else "")
                                     + "\n## Validity gate\n\n"
                                     + f"{verdict}\n\n" + "\n".join(f"- {line}" for line in gate_lines) + "\n")  # fmt: skip
+    idle = idle_means(runs)
     for name in traces:
         plot_fgd_curves(summaries, out, trace=name)
+        plot_fgd_idle(idle, out, trace=name)
     # markup=False: the header's "[min, max]" is text, not a rich style tag.
     console.print(table, highlight=False, markup=False)
     if bound_lines:

@@ -27,7 +27,7 @@ from experiments.policies import POLICIES, policy_label
 __all__ = [
     "GATE_TOLERANCE", "Summary", "Verdict", "summarize", "summaries_from_csv", "gate", "write_runs_csv",
     "write_curves_csv", "write_bounds_csv", "write_turned_away_csv", "markdown_table", "bounds_table", "answers_table",
-    "turned_away_table", "idle_table", "write_idle_csv",
+    "turned_away_table", "idle_table", "idle_means", "IdleMeans", "write_idle_csv",
 ]  # fmt: skip
 
 Bounds = Mapping[tuple[str, int], OfflineBound]
@@ -298,33 +298,58 @@ def write_idle_csv(runs: Iterable[FgdRun], path: Path) -> None:
             writer.writerow([c.trace, c.policy, c.batch_size, c.seed, idle.total_milli, idle.whole_devices, *idle.leftover_milli, common])
 
 
+@dataclass(frozen=True)
+class IdleMeans:
+    """`IdleGpus` of one pod list, policy and k, as mean % of GPU capacity over its seeds;
+    `common_leftover` is the first seed's most common leftover (milli, devices), if any."""
+
+    seeds: int
+    idle_pct: float
+    whole_pct: float
+    leftover_pct: tuple[float, ...]  # per `LEFTOVER_BUCKETS`
+    common_leftover: tuple[int, int] | None
+
+
+def idle_means(runs: Iterable[FgdRun]) -> dict[tuple[str, str, int], IdleMeans]:
+    """(trace, policy, k) → `IdleMeans`, in that key order: what the idle table and plot show."""
+    groups: dict[tuple[str, str, int], list[tuple[IdleGpus, int]]] = defaultdict(list)
+    for run in runs:
+        if run.idle_at_end is not None:
+            groups[run.config.trace, run.config.policy, run.config.batch_size].append((run.idle_at_end, run.capacity_milli))
+    means = {}
+    for key, group in sorted(groups.items()):
+        capacity = float(np.mean([capacity for _, capacity in group]))
+        idle = [found for found, _ in group]
+
+        def pct(milli: Iterable[int]) -> float:
+            return 100 * float(np.mean(list(milli))) / capacity
+
+        means[key] = IdleMeans(
+            seeds=len(idle),
+            idle_pct=pct(i.total_milli for i in idle),
+            whole_pct=pct(i.whole_devices * 1000 for i in idle),
+            leftover_pct=tuple(pct(i.leftover_milli[b] for i in idle) for b in range(len(LEFTOVER_BUCKETS))),
+            common_leftover=idle[0].common_leftovers[0] if idle[0].common_leftovers else None,
+        )
+    return means
+
+
 def idle_table(runs: Iterable[FgdRun]) -> str:
     """Where the idle GPU is after the last arrival, per pod list, policy and k (mean per
     seed, % of capacity): on whole devices, or left on partly used devices by size — a
     leftover below every share the list asks is GPU no later pod can take. The last column
     is the leftover most devices show in the first seed's run, with its device count."""
-    groups: dict[tuple[str, str, int], list[tuple[IdleGpus, int]]] = defaultdict(list)
-    for run in runs:
-        if run.idle_at_end is not None:
-            groups[run.config.trace, run.config.policy, run.config.batch_size].append((run.idle_at_end, run.capacity_milli))
     names = [name for name, _, _ in LEFTOVER_BUCKETS]
     lines = [
         "| trace | policy | k | idle GPU % | whole devices % | " + " | ".join(f"left {name} %" for name in names)
         + " | most common leftover |",
         "|---|---|---:|---:|---:|" + "---:|" * len(names) + "---|",
     ]  # fmt: skip
-    for (trace, policy, k), group in sorted(groups.items()):
-        capacity = float(np.mean([capacity for _, capacity in group]))
-        idle = [found for found, _ in group]
-
-        def pct(milli: Iterable[int]) -> str:
-            return f"{100 * float(np.mean(list(milli))) / capacity:.2f}"
-
-        buckets = [pct(i.leftover_milli[b] for i in idle) for b in range(len(names))]
-        common = ", ".join(f"{milli} m on {devices} devices" for milli, devices in idle[0].common_leftovers[:1]) or "none"
+    for (trace, policy, k), idle in idle_means(runs).items():
+        common = "none" if idle.common_leftover is None else "{} m on {} devices".format(*idle.common_leftover)
         lines.append(
-            f"| {trace} | {policy_label(policy)} | {k} | {pct(i.total_milli for i in idle)} | "
-            f"{pct(i.whole_devices * 1000 for i in idle)} | " + " | ".join(buckets) + f" | {common} |"
+            f"| {trace} | {policy_label(policy)} | {k} | {idle.idle_pct:.2f} | {idle.whole_pct:.2f} | "
+            + " | ".join(f"{value:.2f}" for value in idle.leftover_pct) + f" | {common} |"
         )
     return "\n".join(lines) + "\n" if len(lines) > 2 else ""
 

@@ -19,7 +19,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from experiments.fgd import BINS  # noqa: E402
+from experiments.fgd import BINS, LEFTOVER_BUCKETS  # noqa: E402
+from experiments.fgd_report import IdleMeans  # noqa: E402
 from experiments.policies import policy_label  # noqa: E402
 
 __all__ = ["plot_fgd_curves", "plot_timeline_series", "plot_queueing_cdf", "plot_delay_by_size"]
@@ -68,6 +69,38 @@ def plot_fgd_curves(summaries: Sequence, out_dir: Path, *, trace: str = "default
         plt.close(fig)
         written.append(path)
     return written
+
+
+def plot_fgd_idle(means: Mapping[tuple[str, str, int], IdleMeans], out_dir: Path, *, trace: str = "default") -> Path | None:
+    """One PNG for one trace: where the GPU idle after the last arrival is, per policy and
+    k, as stacked bars (% of capacity): whole devices, then leftovers on partly used devices
+    from the smallest (`experiments.fgd_report.idle_means`). None when no run of the trace."""
+    rows = [(policy, k, idle) for (name, policy, k), idle in means.items() if name == trace]
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(9, 0.6 * len(rows) + 1.8))
+    parts = [("whole devices", [idle.whole_pct for _, _, idle in rows])]
+    parts += [(f"left {name}", [idle.leftover_pct[b] for _, _, idle in rows]) for b, (name, _, _) in enumerate(LEFTOVER_BUCKETS)]
+    labels = [policy_label(policy) + (f" (k={k})" if k != 1 else "") for policy, k, _ in rows]
+    at = np.arange(len(rows))
+    start = np.zeros(len(rows))
+    for (name, values), color in zip(parts, ("tab:gray", "tab:red", "tab:orange", "tab:olive")):
+        ax.barh(at, values, left=start, color=color, label=name, height=0.6)
+        start += values
+    for y, (_, _, idle) in zip(at, rows):
+        ax.text(idle.idle_pct + 0.05, y, f"{idle.idle_pct:.2f} %", va="center", fontsize=8)
+    ax.set_yticks(at, labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(idle.idle_pct for _, _, idle in rows) * 1.15)
+    ax.set_xlabel("GPU idle after the last arrival (% of capacity)")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=len(parts))
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(f"openb {trace} trace at 130 % arrived demand: where the idle GPU is", fontsize=10)
+    fig.tight_layout()
+    path = out_dir / f"fgd_idle_{trace}.png"
+    fig.savefig(path, dpi=80, bbox_inches="tight")
+    plt.close(fig)
+    return path
 
 
 def plot_timeline_series(

@@ -81,6 +81,7 @@ def test_fgd_prints_its_header_whole_and_leaves_the_gate_unjudged_without_the_ba
     assert "## GPU idle after the last arrival" in summary and "| idle GPU % | whole devices % |" in completed.stdout
     (idle,) = csv.DictReader((tmp_path / "out" / "idle.csv").open())
     assert (idle["trace"], idle["policy"], idle["seed"]) == ("default", "fgd", "42")
+    assert (tmp_path / "out" / "fgd_idle_default.png").stat().st_size > 0
 
 
 def test_fgd_judges_the_gate_once_all_six_baselines_ran(tmp_path: Path) -> None:
