@@ -96,10 +96,10 @@ class SolveConfig:
     """Pattern variables over topology atoms before atoms hold tracked pods only."""
     max_victim_options: int = 3000
     """Eviction options in all before only the most useful node groups keep their victims."""
-    candidate_nodes_per_pod: int = 4
+    candidate_nodes_per_pod: int = 1
     """When the cluster has more nodes than this per pending pod, CP-SAT places pending pods
     only on greedy's nodes and the best-fitting this-many per pod of each shape (a
-    restriction around the hint); 0: every node."""
+    restriction around the hint; why 1: `solver.cpsat.units.DataLimits`); 0: every node."""
     lp_gap: bool | None = None
     """When CP-SAT has not proven optimality, also bound throughput by the LP relaxation
     (`solver.bound`, in-process HiGHS) and report the tighter bound; its time is reserved.

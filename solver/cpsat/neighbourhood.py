@@ -15,13 +15,14 @@ tiers as they stand (their fragments), but take no pending pod. Kept: every node
 binds to (so the hint stays a model solution and `auto` is never worse than greedy),
 every node with a candidate victim, and for each shape with p pending pods the
 `per_pod · p` eligible nodes where one pod fits with the least GPU, then CPU, left (best
-fit; snapshot order breaks ties). Nothing is left out when nothing is pending, when the cluster has at most
-`per_pod` nodes per pending pod, or when a PodGroup has topology (its candidate domains
-are chosen over all nodes).
+fit; snapshot order breaks ties). Nothing is left out when nothing is pending, when the
+cluster has at most `NODES_PER_POD_KEPT_WHOLE` nodes per pending pod, or when a PodGroup
+has topology (its candidate domains are chosen over all nodes).
 
 A restriction: the result is reported, so the answer is FEASIBLE, never OPTIMAL.
-Example: 551 nodes, 64 pending pods of 30 shapes, `per_pod` 4 → at most 64 hint nodes +
-256 best fits; measured 200–320 kept on openb batches.
+Example: 551 nodes, 64 pending pods of 30 shapes, `per_pod` 1 (the default) → at most
+64 hint nodes + 64 best fits (with `per_pod` 4, 256: measured 200–320 kept on openb
+batches).
 """
 
 from __future__ import annotations
@@ -36,7 +37,12 @@ from solver.cpsat.units import Unit, UnitTask
 from solver.problem import Problem
 from solver.rules.capacity import device_fits, fits
 
-__all__ = ["left_out_nodes"]
+__all__ = ["left_out_nodes", "NODES_PER_POD_KEPT_WHOLE"]
+
+NODES_PER_POD_KEPT_WHOLE = 4
+"""A cluster with at most this many nodes per pending pod keeps every node: its model is
+small, and on it the default `per_pod` of 1 would leave nodes out of a model that can be
+solved whole — and proven optimal."""
 
 
 def left_out_nodes(
@@ -51,7 +57,8 @@ def left_out_nodes(
 ) -> frozenset[int]:
     """The nodes no pending pod may go to in this model (module docstring)."""
     pending = sum(len(task.pending) for task in tasks)
-    if per_pod <= 0 or pending == 0 or problem.node_count <= per_pod * pending or any(unit.tracked for unit in units):
+    small = problem.node_count <= NODES_PER_POD_KEPT_WHOLE * pending
+    if per_pod <= 0 or pending == 0 or small or any(unit.tracked for unit in units):
         return frozenset()
     keep = np.zeros(problem.node_count, dtype=bool)
     for nodes in hint_nodes.values():
