@@ -178,7 +178,8 @@ def fgd(
         bound_lines = bounds_table(bounds)
     answer_lines = answers_table(runs)
     away_lines = turned_away_table(runs)
-    idle_lines = idle_table(runs)
+    idle = idle_means(runs)
+    idle_lines = idle_table(idle)
     verdict, gate_lines = gate(summaries)
     (out / "summary.md").write_text("## FGD protocol at 130 % arrived GPU demand\n\n" + table
                                     + (f"\n## Offline bound per seed\n\n{bound_lines}" if bound_lines else "")
@@ -187,7 +188,6 @@ def fgd(
                                     + (f"\n## GPU idle after the last arrival\n\n{idle_lines}" if idle_lines else "")
                                     + "\n## Validity gate\n\n"
                                     + f"{verdict}\n\n" + "\n".join(f"- {line}" for line in gate_lines) + "\n")  # fmt: skip
-    idle = idle_means(runs)
     for name in traces:
         plot_fgd_curves(summaries, out, trace=name)
         plot_fgd_idle(idle, out, trace=name)

@@ -145,8 +145,12 @@ class IdleGpus:
         )
 
     @property
+    def whole_milli(self) -> int:
+        return self.whole_devices * WHOLE
+
+    @property
     def total_milli(self) -> int:
-        return self.whole_devices * WHOLE + sum(self.leftover_milli)
+        return self.whole_milli + sum(self.leftover_milli)
 
 
 def pod_shape(pod: PodRequest) -> str:

@@ -327,16 +327,16 @@ def idle_means(runs: Iterable[FgdRun]) -> dict[tuple[str, str, int], IdleMeans]:
         means[key] = IdleMeans(
             seeds=len(idle),
             idle_pct=pct(i.total_milli for i in idle),
-            whole_pct=pct(i.whole_devices * 1000 for i in idle),
+            whole_pct=pct(i.whole_milli for i in idle),
             leftover_pct=tuple(pct(i.leftover_milli[b] for i in idle) for b in range(len(LEFTOVER_BUCKETS))),
             common_leftover=idle[0].common_leftovers[0] if idle[0].common_leftovers else None,
         )
     return means
 
 
-def idle_table(runs: Iterable[FgdRun]) -> str:
-    """Where the idle GPU is after the last arrival, per pod list, policy and k (mean per
-    seed, % of capacity): on whole devices, or left on partly used devices by size — a
+def idle_table(means: Mapping[tuple[str, str, int], IdleMeans]) -> str:
+    """Where the idle GPU is after the last arrival, per pod list, policy and k (`idle_means`:
+    mean per seed, % of capacity): on whole devices, or left on partly used devices by size — a
     leftover below every share the list asks is GPU no later pod can take. The last column
     is the leftover most devices show in the first seed's run, with its device count."""
     names = [name for name, _, _ in LEFTOVER_BUCKETS]
@@ -345,7 +345,7 @@ def idle_table(runs: Iterable[FgdRun]) -> str:
         + " | most common leftover |",
         "|---|---|---:|---:|---:|" + "---:|" * len(names) + "---|",
     ]  # fmt: skip
-    for (trace, policy, k), idle in idle_means(runs).items():
+    for (trace, policy, k), idle in means.items():
         common = "none" if idle.common_leftover is None else "{} m on {} devices".format(*idle.common_leftover)
         lines.append(
             f"| {trace} | {policy_label(policy)} | {k} | {idle.idle_pct:.2f} | {idle.whole_pct:.2f} | "

@@ -97,7 +97,7 @@ class SolveConfig:
     max_victim_options: int = 3000
     """Eviction options in all before only the most useful node groups keep their victims."""
     candidate_nodes_per_pod: int = 1
-    """When the cluster has more nodes than this per pending pod, CP-SAT places pending pods
+    """When the cluster has more than 4 nodes per pending pod, CP-SAT places pending pods
     only on greedy's nodes and the best-fitting this-many per pod of each shape (a
     restriction around the hint; why 1: `solver.cpsat.units.DataLimits`); 0: every node."""
     lp_gap: bool | None = None

@@ -30,8 +30,9 @@ class DataLimits:
     max_victim_options: int = 3000
     """Eviction options in all; beyond it only the most useful node groups keep victims."""
     candidate_nodes_per_pod: int = 1
-    """With more nodes than this per pending pod, pending pods go only to the hint's nodes
-    and the best-fitting this-many per pod of each shape (`cpsat.neighbourhood`); 0: all.
+    """With more than `cpsat.neighbourhood.NODES_PER_POD_KEPT_WHOLE` nodes per pending pod,
+    pending pods go only to the hint's nodes and the best-fitting this-many per pod of each
+    shape (`cpsat.neighbourhood`); 0: all.
     1: on the FGD protocol (openb default, k = 16, 1 s) the tighter the neighbourhood, the
     more GPU at 130 % — 16 per pod 95.69 %, 4 95.87 %, 2 95.99 %, 1 96.00 % (seeds 42–44
     or 42–43) — and the faster (p99 per batch 0.93, 0.91, 0.80, 0.48 s): a batch's optimum

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from experiments.cluster_state import ClusterState
 from experiments.fgd import FgdConfig, IdleGpus, run_fgd
-from experiments.fgd_report import idle_table, write_idle_csv
+from experiments.fgd_report import idle_means, idle_table, write_idle_csv
 from tests.experiments._openb_builders import make_nodes, make_pods, occupy
 
 
@@ -45,8 +45,8 @@ def test_the_idle_table_averages_over_seeds_as_percent_of_capacity() -> None:
     first, second = (run_fgd(FgdConfig(policy="fgd", seed=seed), nodes=nodes, pods=pods) for seed in (42, 43))
     first = replace(first, idle_at_end=IdleGpus(whole_devices=1, leftover_milli=(200, 0, 0), common_leftovers=((100, 2),)))
     second = replace(second, idle_at_end=IdleGpus(whole_devices=0, leftover_milli=(0, 400, 0), common_leftovers=()))
-    (header, _, row) = idle_table([first, second]).splitlines()
+    (header, _, row) = idle_table(idle_means([first, second])).splitlines()
     assert "whole devices %" in header and "left < 200 m %" in header
     # capacity 4,000 m; idle (1,200 + 400) / 2 = 800 m = 20 %; whole 500 m = 12.5 %
     assert row.endswith("| 20.00 | 12.50 | 2.50 | 5.00 | 0.00 | 100 m on 2 devices |")
-    assert idle_table([]) == ""
+    assert idle_table(idle_means([])) == ""
