@@ -97,9 +97,10 @@ class SolveConfig:
     max_victim_options: int = 3000
     """Eviction options in all before only the most useful node groups keep their victims."""
     candidate_nodes_per_pod: int = 1
-    """When the cluster has more than 4 nodes per pending pod, CP-SAT places pending pods
-    only on greedy's nodes and the best-fitting this-many per pod of each shape (a
-    restriction around the hint; why 1: `solver.cpsat.units.DataLimits`); 0: every node."""
+    """When the cluster has more than `solver.cpsat.neighbourhood.NODES_PER_POD_KEPT_WHOLE`
+    nodes per pending pod, CP-SAT places pending pods only on greedy's nodes and the
+    best-fitting this-many per pod of each shape (a restriction around the hint; why 1:
+    `solver.cpsat.units.DataLimits`); 0: every node."""
     lp_gap: bool | None = None
     """When CP-SAT has not proven optimality, also bound throughput by the LP relaxation
     (`solver.bound`, in-process HiGHS) and report the tighter bound; its time is reserved.

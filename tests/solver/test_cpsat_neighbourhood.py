@@ -5,17 +5,12 @@ of each shape, a restriction the answer reports (FEASIBLE)."""
 
 from __future__ import annotations
 
-import time
-
 from models.snapshot import Snapshot
 from solver.checker import check_placement
 from solver.cpsat.config import CpsatConfig
-from solver.cpsat.engine import solve_cpsat
 from solver.cpsat.neighbourhood import NODES_PER_POD_KEPT_WHOLE
 from solver.cpsat.units import DataLimits
-from solver.greedy.engine import solve_greedy
-from solver.objective import ObjectiveContext
-from solver.problem import build_problem
+from tests.solver.test_cpsat_properties import run_cpsat
 
 
 def _cluster(nodes: int, pods: int) -> Snapshot:
@@ -43,13 +38,8 @@ def _cluster(nodes: int, pods: int) -> Snapshot:
 
 
 def _solve(snapshot: Snapshot, per_pod: int):  # noqa: ANN202
-    problem = build_problem(snapshot)
-    greedy = solve_greedy(snapshot, problem=problem)
-    config = CpsatConfig(limits=DataLimits(candidate_nodes_per_pod=per_pod))
-    return solve_cpsat(
-        snapshot, problem=problem, context=ObjectiveContext.of(snapshot), config=config,
-        deadline=time.perf_counter() + 10, hint=greedy.placement,
-    )  # fmt: skip
+    result, _, _ = run_cpsat(snapshot, 10, CpsatConfig(limits=DataLimits(candidate_nodes_per_pod=per_pod)))
+    return result
 
 
 def test_a_small_cluster_keeps_every_node_and_is_proven_optimal() -> None:

@@ -33,7 +33,8 @@ PROPERTY_SETTINGS = settings(
 )
 
 
-def run_cpsat(snapshot: Snapshot, seconds: float = 5.0):  # noqa: ANN201
+def run_cpsat(snapshot: Snapshot, seconds: float = 5.0, config: CpsatConfig = CpsatConfig()):  # noqa: ANN201
+    """CP-SAT on `snapshot` from greedy's hint, as `place()` runs it: (result, greedy, context)."""
     problem = build_problem(snapshot)
     context = ObjectiveContext.of(snapshot)
     greedy = solve_greedy(snapshot, problem=problem)
@@ -41,7 +42,7 @@ def run_cpsat(snapshot: Snapshot, seconds: float = 5.0):  # noqa: ANN201
         snapshot,
         problem=problem,
         context=context,
-        config=CpsatConfig(),
+        config=config,
         deadline=time.perf_counter() + seconds,
         hint=greedy.placement,
     )

@@ -4,18 +4,15 @@ admissions and moves pods to let a waiting gang in, and presolve only where it h
 
 from __future__ import annotations
 
-import time
-
 from ortools.sat.python import cp_model
 
 from models.snapshot import Snapshot
-from solver.cpsat.engine import solve_cpsat
 from solver.cpsat.data import DataLimits, build_model_data
 from solver.cpsat.engine import PRESOLVE_MIN_STAGE_S, PRESOLVE_SECONDS_PER_VARIABLE, CpsatConfig, _presolve
-from solver.greedy import solve_greedy
 from solver.objective import ObjectiveContext
 from solver.problem import build_problem
 from tests.builders import make_gang, make_node, make_snapshot, solve_checked
+from tests.solver.test_cpsat_properties import run_cpsat
 
 
 def candidate_domains(snapshot: Snapshot, *, max_domains_per_gang: int = 8) -> dict[str, list[str]]:
@@ -53,18 +50,8 @@ def single_before_gang() -> Snapshot:
 
 
 def test_the_repack_moves_the_single_pod_and_lets_the_waiting_gang_in() -> None:
-    snapshot = single_before_gang()
-    problem = build_problem(snapshot)
-    greedy = solve_greedy(snapshot, problem=problem)
+    result, greedy, _ = run_cpsat(single_before_gang(), 10)
     assert len(greedy.placement.binds) == 1
-    result = solve_cpsat(
-        snapshot,
-        problem=problem,
-        context=ObjectiveContext.of(snapshot),
-        config=CpsatConfig(),
-        deadline=time.perf_counter() + 10,
-        hint=greedy.placement,
-    )
     assert result.stages[0].tiers == ("repack",)
     assert result.placement is not None
     placed = {b.pod: b.node for b in result.placement.binds}
@@ -74,16 +61,7 @@ def test_the_repack_moves_the_single_pod_and_lets_the_waiting_gang_in() -> None:
 
 def test_no_repack_when_the_hint_admits_every_podgroup() -> None:
     snapshot = make_snapshot(nodes=[make_node("n1", gpus=8, leaf="leaf-a")], groups=[make_gang("one", gpus=8)])
-    problem = build_problem(snapshot)
-    greedy = solve_greedy(snapshot, problem=problem)
-    result = solve_cpsat(
-        snapshot,
-        problem=problem,
-        context=ObjectiveContext.of(snapshot),
-        config=CpsatConfig(),
-        deadline=time.perf_counter() + 10,
-        hint=greedy.placement,
-    )
+    result, _, _ = run_cpsat(snapshot, 10)
     assert result.stages and all(stage.tiers != ("repack",) for stage in result.stages)
 
 
