@@ -43,6 +43,7 @@ from tests.builders import (
     solve_checked,
     with_pod_rules,
 )
+from tests.solver.test_cpsat_properties import run_cpsat
 
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -59,7 +60,7 @@ def with_inter_pod(gang: Gang, *, labels: dict[str, str], inter_pod: InterPodCon
     return with_pod_rules(gang, labels=labels, **dict(inter_pod or InterPodConstraints()))
 
 
-def run_cpsat(snapshot: Snapshot, hint: Placement) -> CpsatResult:
+def run_cpsat_from(snapshot: Snapshot, hint: Placement) -> CpsatResult:
     assert check_placement(snapshot, hint) == (), "the hint of these cases is valid"
     context = ObjectiveContext.of(snapshot)
     result = solve_cpsat(
@@ -160,7 +161,7 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 def test_cpsat_places_the_involved_podgroup_as_its_hint_and_reports_it(case: str) -> None:
     snapshot, gang, hint = CASES[case]()
-    result = run_cpsat(snapshot, hint)
+    result = run_cpsat_from(snapshot, hint)
     assert binds_of(result.placement, gang) == binds_of(hint, gang)
     assert result.status == "FEASIBLE"
     assert "inter-pod constraints: 1 PodGroups placed as greedy places them" in result.restricted
@@ -180,7 +181,7 @@ def test_the_cpsat_engines_honour_inter_pod_constraints(case: str, engine: str) 
 
 def test_an_involved_podgroup_the_hint_leaves_pending_stays_pending() -> None:
     snapshot, web, _ = symmetry_case()
-    result = run_cpsat(snapshot, Placement())
+    result = run_cpsat_from(snapshot, Placement())
     assert binds_of(result.placement, web) == set()
     assert result.restricted == ("inter-pod constraints: 0 PodGroups placed as greedy places them, 1 left pending as greedy leaves them",)
 
@@ -189,7 +190,7 @@ def test_the_rest_is_still_optimised_around_the_fixed_part() -> None:
     """The hint leaves `batch` out; CP-SAT places it beside web's fixed pod."""
     snapshot, web, full = anti_affinity_case()
     hint = make_placement(binds=bind_gang(web, ["n3"]))
-    result = run_cpsat(snapshot, hint)
+    result = run_cpsat_from(snapshot, hint)
     assert binds_of(result.placement, web) == binds_of(hint, web)
     assert len(result.placement.binds) == 3
     assert result.objective == score(snapshot, full)
@@ -210,7 +211,7 @@ def test_a_pod_an_involved_affinity_depends_on_is_no_victim() -> None:
     )
     urgent = make_gang("urgent", cpu=1, priority=10)
     snapshot = make_snapshot(nodes=[make_node("n1", cpu=2)], groups=[db, cache, urgent])
-    result = run_cpsat(snapshot, make_placement(binds=bind_gang(cache, ["n1"])))
+    result = run_cpsat_from(snapshot, make_placement(binds=bind_gang(cache, ["n1"])))
     assert result.placement.evictions == ()
     assert binds_of(result.placement, cache) == {(cache.pods[0].key, "n1")}
 
@@ -231,7 +232,7 @@ def test_a_preferred_term_is_a_constant_of_the_locality_tier() -> None:
         ),
     )
     snapshot = make_snapshot(nodes=[make_node("n1", cpu=4), make_node("n2", cpu=4)], groups=[web], running=[db])
-    result = run_cpsat(snapshot, make_placement(binds=bind_gang(web, ["n2"])))
+    result = run_cpsat_from(snapshot, make_placement(binds=bind_gang(web, ["n2"])))
     assert result.objective is not None and result.objective.locality == 30
 
 
@@ -248,12 +249,7 @@ def test_without_inter_pod_constraints_nothing_is_restricted_and_optimal_is_reac
     plain = make_snapshot(nodes=[make_node("n1", gpus=8)], groups=[make_gang(n, gpus=g) for n, g in (("a-five", 5), ("b-four", 4), ("c-four", 4))])
     results = []
     for s in (snapshot, plain):
-        context = ObjectiveContext.of(s)
-        problem = build_problem(s)
-        greedy = solve_greedy(s, problem=problem)
-        result = solve_cpsat(
-            s, problem=problem, context=context, config=CpsatConfig(), deadline=time.perf_counter() + 10, hint=greedy.placement
-        )
+        result, _, _ = run_cpsat(s, 10)
         assert result.status == "OPTIMAL" and result.restricted == ()
         results.append(result)
     assert results[0].objective == results[1].objective
@@ -348,12 +344,7 @@ def test_cpsat_alone_is_valid_and_exact_whatever_greedy_does(snapshot: Snapshot)
     """CP-SAT from greedy's hint, valid or not: its placement passes the checker (a hint
     that breaks an inter-pod rule leaves the involved PodGroups pending) and its tiers are
     `score` of it."""
-    context = ObjectiveContext.of(snapshot)
-    problem = build_problem(snapshot)
-    greedy = solve_greedy(snapshot, problem=problem)
-    result = solve_cpsat(
-        snapshot, problem=problem, context=context, config=CpsatConfig(), deadline=time.perf_counter() + 10, hint=greedy.placement
-    )
+    result, _, context = run_cpsat(snapshot, 10)
     assert result.placement is not None
     assert check_placement(snapshot, result.placement) == ()
     assert result.objective == score(snapshot, result.placement, context=context)
@@ -365,13 +356,8 @@ def test_fixed_preemptions_credit_the_preemptor_queue_as_score_does() -> None:
     credits the queue the 1 CPU freed beyond the bind, so fairness is 0. The model had
     counted the fixed part's binds but not its preemptions in that credit: 500."""
     snapshot = Snapshot.model_validate_json((DATA / "cpsat_fixed_preemption_credit.json").read_text())
-    context = ObjectiveContext.of(snapshot)
-    problem = build_problem(snapshot)
-    greedy = solve_greedy(snapshot, problem=problem)
+    result, greedy, context = run_cpsat(snapshot, 10)
     assert {e.pod for e in greedy.placement.evictions} == {"default/g0-worker-0", "default/g2-worker-0"}
-    result = solve_cpsat(
-        snapshot, problem=problem, context=context, config=CpsatConfig(), deadline=time.perf_counter() + 10, hint=greedy.placement
-    )
     assert result.placement is not None and check_placement(snapshot, result.placement) == ()
     assert result.objective == score(snapshot, result.placement, context=context)
     assert result.objective.fairness == 0
