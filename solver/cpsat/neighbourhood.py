@@ -14,10 +14,17 @@ the hint's nodes. Output: the nodes *left out* — they keep their profile and c
 tiers as they stand (their fragments), but take no pending pod. Kept: every node the hint
 binds to (so the hint stays a model solution and `auto` is never worse than greedy),
 every node with a candidate victim, and for each shape with p pending pods the
-`per_pod · p` eligible nodes where one pod fits with the least GPU, then CPU, left (best
-fit; snapshot order breaks ties). Nothing is left out when nothing is pending, when the
-cluster has at most `NODES_PER_POD_KEPT_WHOLE` nodes per pending pod, or when a PodGroup
-has topology (its candidate domains are chosen over all nodes).
+`per_pod · p` eligible nodes where one pod fits tightest (best fit). Nothing is left out
+when nothing is pending, when the cluster has at most `NODES_PER_POD_KEPT_WHOLE` nodes per
+pending pod, or when a PodGroup has topology (its candidate domains are chosen over all
+nodes).
+
+Best fit ranks by what the pod leaves on the devices first — for a share the milli left
+on the tightest device it fits (the device `solver.greedy.state.choose_devices` gives
+it), for whole GPUs the whole devices still free — then by the least GPU, then CPU, left
+on the node; snapshot order breaks ties. Devices first, because the node's total hides
+them: a 160 m pod leaves 30 m on a node with devices (190 m, 1,000 m) free, where the
+node total (1,190 m) would rank it behind one with (500 m, 500 m), where it leaves 340 m.
 
 A restriction: the result is reported, so the answer is FEASIBLE, never OPTIMAL.
 Example: 551 nodes, 64 pending pods of 30 shapes, `per_pod` 1 (the default) → at most
@@ -75,11 +82,16 @@ def left_out_nodes(
         shape = shapes[index]
         requests = problem.task_requests[row_of_shape[index]]
         ok = problem.eligible_nodes(row_of_shape[index]) & fits(problem.free, requests, np.flatnonzero(requests > 0))
+        devices_left = np.zeros(problem.node_count, dtype=np.int64)  # whole devices, or milli on one device
         if shape.whole:
-            ok &= device_fits(problem.gpu_free_milli, GPU_MILLI_PER_DEVICE).sum(axis=1) >= shape.whole
+            whole_free = device_fits(problem.gpu_free_milli, GPU_MILLI_PER_DEVICE).sum(axis=1)
+            ok &= whole_free >= shape.whole
+            devices_left = whole_free - shape.whole
         elif shape.fraction:
-            ok &= device_fits(problem.gpu_free_milli, shape.fraction).any(axis=1)
+            fitting = device_fits(problem.gpu_free_milli, shape.fraction)
+            ok &= fitting.any(axis=1)
+            devices_left = np.where(fitting, problem.gpu_free_milli - shape.fraction, GPU_MILLI_PER_DEVICE).min(axis=1)
         nodes = np.flatnonzero(ok)
-        best_fit = nodes[np.lexsort((nodes, cpu_free[nodes], gpu_free[nodes]))]
+        best_fit = nodes[np.lexsort((nodes, cpu_free[nodes], gpu_free[nodes], devices_left[nodes]))]
         keep[best_fit[: per_pod * pods]] = True
     return frozenset(np.flatnonzero(~keep).tolist())

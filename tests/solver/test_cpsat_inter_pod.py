@@ -2,13 +2,12 @@
 places them (`solver.cpsat.interpod`), the rest is optimised around them, and the
 restriction is reported.
 
-The cases give CP-SAT a hand-made valid hint (`solve_cpsat` with `hint=`) to test its part
+The cases give CP-SAT a hand-made valid hint (`run_cpsat_from`) to test its part
 alone, then run `cpsat` and `auto` through `place()` with greedy's own hint.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from dataclasses import replace
 
@@ -26,8 +25,6 @@ from models.pod_affinity import (
 )
 from models.snapshot import Snapshot
 from solver.checker import check_placement
-from solver.cpsat import CpsatConfig, CpsatResult
-from solver.cpsat.engine import solve_cpsat
 from solver.greedy import solve_greedy
 from solver.objective import ObjectiveContext, score
 from solver.place import SolveConfig, place
@@ -43,7 +40,7 @@ from tests.builders import (
     solve_checked,
     with_pod_rules,
 )
-from tests.solver.test_cpsat_properties import run_cpsat
+from tests.solver.test_cpsat_properties import run_cpsat, run_cpsat_from
 
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -58,23 +55,6 @@ def web_selector() -> LabelSelector:
 def with_inter_pod(gang: Gang, *, labels: dict[str, str], inter_pod: InterPodConstraints | None = None) -> Gang:
     """`with_pod_rules` taking the constraints as one model."""
     return with_pod_rules(gang, labels=labels, **dict(inter_pod or InterPodConstraints()))
-
-
-def run_cpsat_from(snapshot: Snapshot, hint: Placement) -> CpsatResult:
-    assert check_placement(snapshot, hint) == (), "the hint of these cases is valid"
-    context = ObjectiveContext.of(snapshot)
-    result = solve_cpsat(
-        snapshot,
-        problem=build_problem(snapshot),
-        context=context,
-        config=CpsatConfig(),
-        deadline=time.perf_counter() + 10,
-        hint=hint,
-    )
-    assert result.placement is not None and result.objective is not None
-    assert check_placement(snapshot, result.placement) == ()
-    assert result.objective == score(snapshot, result.placement, context=context)
-    return result
 
 
 def binds_of(placement: Placement, gang: Gang) -> set[tuple[str, str]]:

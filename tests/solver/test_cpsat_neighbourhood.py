@@ -5,12 +5,13 @@ of each shape, a restriction the answer reports (FEASIBLE)."""
 
 from __future__ import annotations
 
+from models.placement import Placement
 from models.snapshot import Snapshot
 from solver.checker import check_placement
 from solver.cpsat.config import CpsatConfig
 from solver.cpsat.neighbourhood import NODES_PER_POD_KEPT_WHOLE
 from solver.cpsat.units import DataLimits
-from tests.solver.test_cpsat_properties import run_cpsat
+from tests.solver.test_cpsat_properties import run_cpsat, run_cpsat_from
 
 
 def _cluster(nodes: int, pods: int) -> Snapshot:
@@ -62,3 +63,38 @@ def test_a_large_cluster_keeps_greedy_s_nodes_and_the_best_fitting_per_pod() -> 
     for result in (one, all_nodes):
         assert result.placement is not None and check_placement(snapshot, result.placement) == ()
         assert len(result.placement.binds) == 2
+
+
+def _best_fit_case(pod_gpu_milli: int, kept_devices: list[int], node_total_first: list[int]) -> Snapshot:
+    """One pending pod asking `pod_gpu_milli`, a node whose devices have `kept_devices` milli
+    free (a tight fit on the devices) and one with `node_total_first` (less GPU left on the
+    node), beside whole idle 2-GPU nodes — more than `NODES_PER_POD_KEPT_WHOLE` nodes."""
+    devices = {"tight": kept_devices, "total": node_total_first} | {f"idle{i}": [1000, 1000] for i in range(NODES_PER_POD_KEPT_WHOLE)}
+    return Snapshot.model_validate(
+        {
+            "nodes": [
+                {
+                    "name": name,
+                    "allocatable": {"cpu": 16000, "memory": 64 << 30, "gpu": 1000 * len(free)},
+                    "gpus": [{"index": g, "used_milli": 1000 - milli} for g, milli in enumerate(free)],
+                }
+                for name, free in devices.items()
+            ],
+            "pod_groups": [{"namespace": "d", "name": "p", "min_member": 1, "tasks": [{"name": "t", "min_available": 1, "requests": {"cpu": 1000, "gpu": pod_gpu_milli}}]}],
+            "pods": [{"namespace": "d", "name": "p", "phase": "pending", "pod_group": "d/p", "task": "t", "requests": {"cpu": 1000, "gpu": pod_gpu_milli}}],
+        }
+    )
+
+
+def test_best_fit_ranks_by_what_the_devices_keep_before_the_node_total() -> None:
+    """With an empty hint only the best-fitting node is kept, so CP-SAT binds there: a 160 m
+    share goes where its device keeps 30 m (devices 190 m + 1,000 m free, 1,190 m on the
+    node), not where the node keeps least (500 m + 500 m: 840 m left, 340 m on the device);
+    a 1-GPU pod goes where no whole device stays free (1,000 m + 900 m + 900 m), not where
+    the node keeps least GPU (1,000 m + 1,000 m: one whole device left)."""
+    config = CpsatConfig(limits=DataLimits(candidate_nodes_per_pod=1))
+    for gpu_milli, tight, total in ((160, [190, 1000], [500, 500]), (1000, [1000, 900, 900], [1000, 1000])):
+        snapshot = _best_fit_case(gpu_milli, tight, total)
+        result = run_cpsat_from(snapshot, Placement(), config)
+        assert any(reason.startswith("candidate nodes: 1 of") for reason in result.restricted)
+        assert [bind.node for bind in result.placement.binds] == ["tight"]

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from models.placement import Bind, Eviction, Placement
 from models.snapshot import GPU_MILLI_PER_DEVICE, Pod, Snapshot, gpu_devices, is_fractional_gpu
 from solver.checker import check_placement
-from solver.cpsat import CpsatConfig
+from solver.cpsat import CpsatConfig, CpsatResult
 from solver.cpsat.engine import solve_cpsat
 from solver.greedy import solve_greedy
 from solver.objective import ObjectiveContext, ObjectiveVector, score
@@ -47,6 +47,20 @@ def run_cpsat(snapshot: Snapshot, seconds: float = 5.0, config: CpsatConfig = Cp
         hint=greedy.placement,
     )
     return result, greedy, context
+
+
+def run_cpsat_from(snapshot: Snapshot, hint: Placement, config: CpsatConfig = CpsatConfig()) -> CpsatResult:
+    """CP-SAT from a hand-made valid `hint`, to test the model's part alone; its answer
+    passes the checker and its tiers are `score` of it."""
+    assert check_placement(snapshot, hint) == (), "the hint of these cases is valid"
+    context = ObjectiveContext.of(snapshot)
+    result = solve_cpsat(
+        snapshot, problem=build_problem(snapshot), context=context, config=config, deadline=time.perf_counter() + 10, hint=hint
+    )
+    assert result.placement is not None and result.objective is not None
+    assert check_placement(snapshot, result.placement) == ()
+    assert result.objective == score(snapshot, result.placement, context=context)
+    return result
 
 
 @PROPERTY_SETTINGS
