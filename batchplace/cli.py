@@ -67,7 +67,8 @@ FilesArgument = Annotated[
     list[Path],
     typer.Argument(
         help="Kubernetes YAML files (multi-document or `kind: List`): Nodes, Pods, Volcano Jobs, "
-        "PodGroups, Queues, HyperNodes, PriorityClasses. Use `-` for standard input.",
+        "PodGroups, Queues, HyperNodes, PriorityClasses, or directories of them (their .yaml, .yml and .json "
+        "files). Use `-` for standard input.",
         show_default=False,
     ),
 ]
@@ -112,7 +113,8 @@ def solve(
         Optional[list[Path]],
         typer.Argument(
             help="Kubernetes YAML files (multi-document or `kind: List`): Nodes, Pods, Volcano Jobs, PodGroups, "
-            "Queues, HyperNodes, PriorityClasses. Use `-` for standard input. With --cluster: the submitted jobs.",
+            "Queues, HyperNodes, PriorityClasses, or directories of them (their .yaml, .yml and .json files, "
+            "as `kubectl apply -f DIR` reads them). Use `-` for standard input. With --cluster: the submitted jobs.",
             show_default=False,
         ),
     ] = None,

@@ -120,9 +120,10 @@ def load_snapshot_files(
     paths: Sequence[str | Path], *, scheduler_names: Collection[str] = DEFAULT_SCHEDULER_NAMES
 ) -> LoadResult:
     """Read YAML files (multi-document) into one Snapshot; `-` reads standard input (named
-    `<stdin>` in messages). A file that cannot be read is an `InputFormatError` naming it."""
+    `<stdin>` in messages), a directory its manifest files (`manifest_files`). A file
+    that cannot be read, or a directory with no manifest, is an `InputFormatError` naming it."""
     documents: list[Document] = []
-    for path in paths:
+    for path in [file for given in paths for file in manifest_files(given)]:
         source = STDIN_SOURCE if str(path) == "-" else str(path)
         try:
             text = sys.stdin.read() if source == STDIN_SOURCE else Path(path).read_text(encoding="utf-8")
@@ -130,6 +131,24 @@ def load_snapshot_files(
             raise InputFormatError(f"cannot read the file: {error}", location=Location(source)) from None
         documents += parse_yaml_documents(text, source=source)
     return load_snapshot_documents(documents, scheduler_names=scheduler_names)
+
+
+MANIFEST_SUFFIXES = (".json", ".yaml", ".yml")
+"""The files a directory contributes, as `kubectl apply -f DIR` picks them (JSON is YAML)."""
+
+
+def manifest_files(path: str | Path) -> list[str | Path]:
+    """`path` itself, or for a directory its files ending in `MANIFEST_SUFFIXES`, sorted by
+    name, not recursing — how a replay or `kubectl get -o yaml > DIR/KIND.yaml` per kind
+    hands over one cycle's objects. Example: DIR holding nodes.yaml, pods.yml, notes.txt and
+    sub/ → [DIR/nodes.yaml, DIR/pods.yml]."""
+    if str(path) == "-" or not Path(path).is_dir():
+        return [path]
+    files = sorted(p for p in Path(path).iterdir() if p.suffix in MANIFEST_SUFFIXES and p.is_file())
+    if not files:
+        suffixes = ", ".join(MANIFEST_SUFFIXES)
+        raise InputFormatError(f"the directory holds no manifest file (ending {suffixes})", location=Location(str(path)))
+    return list(files)
 
 
 def load_snapshot_yaml_text(

@@ -101,6 +101,17 @@ def test_bad_input_is_one_line_naming_what_is_wrong_and_exit_two(tmp_path: Path,
     assert "bad.yaml" in result.stderr and named in result.stderr
 
 
+def test_solve_reads_a_directory_of_yaml_files_as_those_files(tmp_path: Path) -> None:
+    """A replay hands over one cycle as a directory: the same answer as naming its files."""
+    example = EXAMPLES_DIR / "gang-min-available-4.yaml"
+    (tmp_path / "cycle.yaml").write_text(example.read_text())
+    by_directory = runner.invoke(app, ["solve", str(tmp_path), "--output", "json", "--engine", "greedy"])
+    by_file = runner.invoke(app, ["solve", str(example), "--output", "json", "--engine", "greedy"])
+    assert by_directory.exit_code == 0, by_directory.output
+    binds = json.loads(by_directory.stdout)["binds"]
+    assert binds and binds == json.loads(by_file.stdout)["binds"]
+
+
 def test_missing_file_is_reported_by_name() -> None:
     result = runner.invoke(app, ["solve", "no-such-file.yaml"])
     assert result.exit_code == 2 and "no-such-file.yaml" in result.stderr

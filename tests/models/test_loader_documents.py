@@ -129,6 +129,32 @@ def test_files_are_read_together_into_one_snapshot(tmp_path: Path) -> None:
     assert result.warnings[0].startswith(f"{tmp_path / 'cluster.yaml'}: document 2 (ConfigMap default/x)")
 
 
+def test_a_directory_reads_its_manifest_files_in_name_order_as_kubectl_apply_does(tmp_path: Path) -> None:
+    """`.yaml`, `.yml` and `.json` files, sorted by name; other files and subdirectories are
+    not read (a subdirectory's broken YAML would fail the load)."""
+    (tmp_path / "b-jobs.yml").write_text(
+        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: j}\n"
+        "spec:\n  tasks:\n  - {name: w, replicas: 1, template: {spec: {containers: [{name: c}]}}}\n"
+    )
+    (tmp_path / "a-cluster.yaml").write_text(CLUSTER_YAML)
+    node_two = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"}, "status": {"allocatable": {"cpu": "2", "memory": "4Gi"}}}
+    (tmp_path / "c-node.json").write_text(json.dumps(node_two))
+    (tmp_path / "notes.txt").write_text("not: [yaml")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "broken.yaml").write_text("not: [yaml")
+    result = load_snapshot_files([tmp_path])
+    assert [n.name for n in result.snapshot.nodes] == ["n1", "n2"]
+    assert [p.name for p in result.snapshot.pods] == ["j-w-0"]
+    assert result.warnings[0].startswith(f"{tmp_path / 'a-cluster.yaml'}: document 2 (ConfigMap default/x)")
+
+
+def test_a_directory_without_manifests_is_an_input_format_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# cycle 12")
+    with pytest.raises(InputFormatError) as caught:
+        load_snapshot_files([tmp_path])
+    assert str(caught.value) == f"{tmp_path}: the directory holds no manifest file (ending .json, .yaml, .yml)"
+
+
 def test_a_dash_reads_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO(CLUSTER_YAML))
     result = load_snapshot_files(["-"])
