@@ -144,11 +144,11 @@ def manifest_files(path: str | Path) -> list[str | Path]:
     sub/ → [DIR/nodes.yaml, DIR/pods.yml]."""
     if str(path) == "-" or not Path(path).is_dir():
         return [path]
-    files = sorted(p for p in Path(path).iterdir() if p.suffix in MANIFEST_SUFFIXES and p.is_file())
+    files: list[str | Path] = sorted(p for p in Path(path).iterdir() if p.suffix in MANIFEST_SUFFIXES and p.is_file())
     if not files:
         suffixes = ", ".join(MANIFEST_SUFFIXES)
         raise InputFormatError(f"the directory holds no manifest file (ending {suffixes})", location=Location(str(path)))
-    return list(files)
+    return files
 
 
 def load_snapshot_yaml_text(

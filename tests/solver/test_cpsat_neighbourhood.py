@@ -11,30 +11,15 @@ from solver.checker import check_placement
 from solver.cpsat.config import CpsatConfig
 from solver.cpsat.neighbourhood import NODES_PER_POD_KEPT_WHOLE
 from solver.cpsat.units import DataLimits
+from tests.builders import make_gang, make_node, make_snapshot
 from tests.solver.test_cpsat_properties import run_cpsat, run_cpsat_from
 
 
 def _cluster(nodes: int, pods: int) -> Snapshot:
     """`nodes` nodes of 2 GPUs, one used 500 m on every other node; `pods` 1-GPU pods."""
-    return Snapshot.model_validate(
-        {
-            "nodes": [
-                {
-                    "name": f"n{i}",
-                    "allocatable": {"cpu": 16000, "memory": 64 << 30, "gpu": 2000},
-                    "gpus": [{"index": 0, "used_milli": 500 if i % 2 else 0}, {"index": 1}],
-                }
-                for i in range(nodes)
-            ],
-            "pod_groups": [
-                {"namespace": "d", "name": f"p{k}", "min_member": 1, "tasks": [{"name": "t", "min_available": 1, "requests": {"cpu": 1000, "gpu": 1000}}]}
-                for k in range(pods)
-            ],
-            "pods": [
-                {"namespace": "d", "name": f"p{k}", "phase": "pending", "pod_group": f"d/p{k}", "task": "t", "requests": {"cpu": 1000, "gpu": 1000}}
-                for k in range(pods)
-            ],
-        }
+    return make_snapshot(
+        nodes=[make_node(f"n{i}", gpus=2, gpu_used_milli={0: 500 if i % 2 else 0}) for i in range(nodes)],
+        groups=[make_gang(f"p{k}", gpus=1) for k in range(pods)],
     )
 
 
@@ -70,20 +55,11 @@ def _best_fit_case(pod_gpu_milli: int, kept_devices: list[int], node_total_first
     free (a tight fit on the devices) and one with `node_total_first` (less GPU left on the
     node), beside whole idle 2-GPU nodes — more than `NODES_PER_POD_KEPT_WHOLE` nodes."""
     devices = {"tight": kept_devices, "total": node_total_first} | {f"idle{i}": [1000, 1000] for i in range(NODES_PER_POD_KEPT_WHOLE)}
-    return Snapshot.model_validate(
-        {
-            "nodes": [
-                {
-                    "name": name,
-                    "allocatable": {"cpu": 16000, "memory": 64 << 30, "gpu": 1000 * len(free)},
-                    "gpus": [{"index": g, "used_milli": 1000 - milli} for g, milli in enumerate(free)],
-                }
-                for name, free in devices.items()
-            ],
-            "pod_groups": [{"namespace": "d", "name": "p", "min_member": 1, "tasks": [{"name": "t", "min_available": 1, "requests": {"cpu": 1000, "gpu": pod_gpu_milli}}]}],
-            "pods": [{"namespace": "d", "name": "p", "phase": "pending", "pod_group": "d/p", "task": "t", "requests": {"cpu": 1000, "gpu": pod_gpu_milli}}],
-        }
-    )
+    nodes = [
+        make_node(name, gpus=len(free), gpu_used_milli={g: 1000 - milli for g, milli in enumerate(free)})
+        for name, free in devices.items()
+    ]
+    return make_snapshot(nodes=nodes, groups=[make_gang("p", gpu_milli=pod_gpu_milli)])
 
 
 def test_best_fit_ranks_by_what_the_devices_keep_before_the_node_total() -> None:
