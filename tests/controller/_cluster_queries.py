@@ -1,8 +1,10 @@
 """What the tests read back from the API server, with the official client: `kubectl get` in Python;
-and `http_get` for the controller's own HTTP side (`/readyz`, `/metrics`)."""
+`http_get` for the controller's own HTTP side (`/readyz`, `/metrics`); and `stop_controllers`
+for the controller processes a test starts."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -21,6 +23,23 @@ def wait_until(predicate: Callable[[], Any], *, timeout_s: float = 20.0, interva
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what or predicate}")
         time.sleep(interval_s)
+
+
+def stop_controllers(*processes: subprocess.Popen[bytes], grace_s: float = 20.0) -> None:
+    """SIGTERM every process, then wait `grace_s` for each to stop. One still running is
+    killed before the test fails: a stuck replica left alive would go on binding pods in
+    the session's API server under the tests that follow."""
+    for process in processes:
+        process.terminate()
+    stuck = []
+    for process in processes:
+        try:
+            process.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+            stuck.append(process.args)
+    assert not stuck, f"still running {grace_s:.0f} s after SIGTERM, killed: {stuck}"
 
 
 def bound(core: k8s.CoreV1Api, namespace: str) -> dict[str, str]:

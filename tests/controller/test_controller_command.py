@@ -19,7 +19,7 @@ from controller.kube import KubeClient
 from controller.loop import ControllerConfig
 from controller.testing.control_plane import REPO_ROOT, ControlPlane, free_port
 from controller.testing.seed import EXAMPLES_DIR, create_all, seed_objects
-from tests.controller._cluster_queries import bound, events, http_get, pg_status, wait_until
+from tests.controller._cluster_queries import bound, events, http_get, pg_status, stop_controllers, wait_until
 from tests.controller.conftest import StartController
 
 
@@ -79,8 +79,7 @@ def test_the_http_side_serves_health_metrics_and_what_if_on_the_live_snapshot(
         lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
         assert any(line.get("bound") == 1 and line.get("cycle") for line in lines), "structured cycle log"
     finally:
-        process.terminate()
-        process.wait(20)
+        stop_controllers(process)
 
 
 def test_the_deploy_manifests_are_accepted_by_the_api_server(control_plane: ControlPlane, api_client: k8s.ApiClient) -> None:
@@ -162,7 +161,4 @@ def test_a_manager_and_a_worker_controller_on_one_cluster_each_lead_through_thei
         assert held is not True and all(process.poll() is None for process in processes), logs()
         assert sorted(held) == ["batchplace", "batchplace-manager"]
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            process.wait(20)
+        stop_controllers(*processes)

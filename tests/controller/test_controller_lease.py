@@ -26,7 +26,7 @@ from controller.kube import KubeClient
 from controller.leader import SERVICE_ACCOUNT_NAMESPACE_FILE
 from controller.testing.control_plane import ControlPlane, free_port
 from controller.testing.seed import EXAMPLES_DIR, create_all, seed_objects
-from tests.controller._cluster_queries import http_get, wait_until
+from tests.controller._cluster_queries import http_get, stop_controllers, wait_until
 
 CONTROLLER = [sys.executable, "-c", "from batchplace.cli import main; main()", "controller"]
 
@@ -67,8 +67,7 @@ def test_with_only_a_kubeconfig_the_controller_leads_from_kube_system_and_binds(
         lease = admin.get(LEASES, "kube-system", "batchplace")
         assert lease["spec"]["holderIdentity"].endswith(f"_{process.pid}")
     finally:
-        process.terminate()
-        process.wait(20)
+        stop_controllers(process)
         admin.close()
 
 
@@ -132,5 +131,4 @@ def test_a_lease_it_cannot_use_is_one_error_line_and_readyz_says_why(
             lease_namespace or "kube-system", "batchplace", error,
         )
     finally:
-        process.terminate()
-        process.wait(20)
+        stop_controllers(process)
