@@ -21,8 +21,9 @@ Every PodGroup, scheduled or pending, also says which of its tasks wait on a dep
 and for what (`dependency_reasons`): a scheduled workflow whose task-b waits for task-a
 reports "dependency: task-b waits for task-a (0 of 1 running)", so the waiting pods are
 never silently absent from the answer; likewise the scheduling gates its pending pods wait
-for (`gate_reasons`, rule `gated`): "gated: waiting for example.com/quota-check". A scheduled PodGroup keeps what the engine says of
-it too — its tasks that no node matches ("eligibility: task master: 0/3 nodes: …").
+for (`gate_reasons`, rule `gated`): "gated: waiting for example.com/quota-check". A
+scheduled PodGroup keeps what the engine says of it too — its tasks that no node matches
+("eligibility: task master: 0/3 nodes: …").
 
 Queue shares report cpu, memory and gpu only (what people read); `allocated` is after the
 placement (running − evicted + bound, subtree included), `deserved` is `deserved_shares`.

@@ -92,6 +92,7 @@ from solver.memo import memoized_each
 from solver.rules import colocation, node_affinity, usage
 from solver.rules.eligibility import eligible
 from solver.rules.gang import GangRequirement, can_be_met, gang_requirement
+from solver.rules.gated import is_gated
 from solver.rules.reservation import by_holder, reserved_for
 from solver.shares import deserved_shares
 from solver.usage_tier import usage_bands
@@ -127,7 +128,7 @@ class GroupFacts:
     running_pods: tuple[int, ...]  # pod indices running at the snapshot, snapshot order
     can_be_met: bool  # `can_be_met`: enough pods to ever meet the requirement, gated pods left out
     gated: Mapping[str, tuple[int, ...]]  # tasks with gated pending pods (`solver.rules.gated`) → their indices
-    met_once_ungated: bool  # `can_be_met` counting the gated pods too: False when more than gates keep it short
+    met_once_ungated: bool  # `can_be_met` were the gates lifted: False when more than the gates keep it short
 
     @property
     def pending_count(self) -> dict[str, int]:
@@ -474,7 +475,7 @@ def _group_facts(
         if is_running:
             running[task] += 1
             running_pods.append(p)
-        elif snapshot.pods[p].scheduling_gates:  # rule `gated`: no engine sees it (the one seam)
+        elif is_gated(snapshot.pods[p]):  # no engine sees it: the one seam (module docstring)
             gated.setdefault(task, []).append(p)
         else:
             pending[task].append(p)

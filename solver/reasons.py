@@ -183,8 +183,8 @@ def gang_too_few_pods(*, minimum: int, pods: int, task: str | None = None) -> st
 
 
 def gated_waiting(gates: Sequence[str]) -> str:
-    """Pods held by scheduling gates (`solver.rules.gated`), the gates named as the pods carry
-    them: "gated: waiting for example.com/quota-check"."""
+    """Pods held by scheduling gates (`solver.rules.gated`), each gate named once:
+    "gated: waiting for example.com/quota-check"."""
     return f"{GATED}waiting for {', '.join(gates)}"
 
 

@@ -13,14 +13,12 @@ counts them apart (`GroupFacts.gated`), so the gang rule judges the rest of the 
 the pods that may be placed. The checker judges the placement on its own here.
 
 Worked example: `ns/train-1` gated by `example.com/quota-check`; binding it to `n1` is
-one violation ("pod ns/train-1 is bound, but it waits for scheduling gate
-example.com/quota-check"); its PodGroup's reason reads "gated: waiting for
+one violation ("pod ns/train-1 is bound to node n1, but it waits for scheduling gate
+example.com/quota-check …"); its PodGroup's reason reads "gated: waiting for
 example.com/quota-check".
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 from models.snapshot import Pod, PodGroup, Snapshot
 from solver.after import After
@@ -37,11 +35,9 @@ def is_gated(pod: Pod) -> bool:
 
 
 def gates_of(snapshot: Snapshot, group: PodGroup) -> tuple[str, ...]:
-    """The gates `group`'s pending pods wait for, each once, sorted; () when none is gated."""
-    return _gate_names(snapshot.pods_by_group.get(group.key, ()))
-
-
-def _gate_names(pods: Iterable[Pod]) -> tuple[str, ...]:
+    """The gates `group`'s pending pods wait for, each once, sorted (pods of one PodGroup may
+    carry different ones); () when none is gated."""
+    pods = snapshot.pods_by_group.get(group.key, ())
     return tuple(sorted({gate for pod in pods if is_gated(pod) for gate in pod.scheduling_gates}))
 
 
