@@ -3,6 +3,10 @@ template onto `Pod.scheduling_gates` (rule `gated`); a malformed list names its 
 
 from __future__ import annotations
 
+import pytest
+
+from models.errors import FieldError
+from models.loaders.json_snapshot import load_snapshot_json
 from models.snapshot import Snapshot
 from tests.models._kube_builders import load, load_error, node, pod, pod_group, pytorch_job, replica, snapshot, task, vcjob
 
@@ -71,3 +75,13 @@ def test_a_vcjob_template_s_bad_gate_names_the_task_s_path() -> None:
 def test_a_pod_with_a_node_and_a_gate_is_refused_as_kubernetes_does() -> None:
     message = load_error(node("n1"), pod("p", node="n1", schedulingGates=[QUOTA_CHECK]))
     assert "spec.schedulingGates: a pod with nodeName set has no scheduling gates" in message
+
+
+def test_a_snapshot_json_running_pod_with_a_gate_is_an_error_naming_the_pod() -> None:
+    body = {
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 4000}}],
+        "pods": [{"namespace": "d", "name": "p", "phase": "running", "node": "n1", "scheduling_gates": ["example.com/quota-check"]}],
+    }
+    with pytest.raises(FieldError) as raised:
+        load_snapshot_json(body, source="snap.json")
+    assert "pods[0]" in str(raised.value) and "a running pod has no scheduling gates" in str(raised.value)
