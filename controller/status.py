@@ -64,6 +64,7 @@ CONDITION_REASONS: dict[str, str] = {
     "quota": "QueueQuotaExceeded",
     "queue": "QueueNotReady",
     "dependency": "WaitingForDependency",
+    "gated": "SchedulingGated",  # pods held by scheduling gates (rule gated), kube-scheduler's word for them
     "preemption": "Preempted",
     "eviction": "EvictionRefused",
     "unplaced": "NotEnoughResources",

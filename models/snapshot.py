@@ -26,7 +26,9 @@ Pods are the unit of placement. A pending pod belongs to a PodGroup and one of i
 and takes its requests, node selector, node affinity, tolerations and NUMA policy from
 that task, so the replicas of a task are interchangeable (what the CP-SAT engine
 aggregates on). A running pod holds a node, and GPU indices when it uses GPUs; running
-pods of other schedulers have no PodGroup and only take capacity.
+pods of other schedulers have no PodGroup and only take capacity. A pending pod may carry
+scheduling gates (`Pod.scheduling_gates`, per pod: Kueue and operators lift them one pod at
+a time); a gated pod is pending and out of every engine's reach until its gates are gone.
 
 A node may carry its measured load (`NodeUsage`: percents averaged over a window, and when
 they were taken), and the snapshot says how load counts (`UsagePolicy`: thresholds past
@@ -156,6 +158,8 @@ NonNegativeInt = Annotated[int, Field(ge=0)]
 Int32 = Annotated[int, Field(ge=-INT32_MAX - 1, le=INT32_MAX)]
 Index = Annotated[int, Field(ge=0, le=INT32_MAX)]
 TimeS = Annotated[float, Field(ge=EARLIEST_TIME_S, le=LATEST_TIME_S)]
+GateName = Annotated[str, Field(min_length=1)]
+"""A scheduling gate's name, `spec.schedulingGates[].name` (`example.com/quota-check`)."""
 
 
 def _within_ceilings(quota: bool):  # noqa: ANN202 - a pydantic wrap validator
@@ -626,6 +630,12 @@ class Pod(_Frozen):
         description="`activeDeadlineSeconds`: a running pod ends by `start_time` + this (the kubelet ends it); "
         "a pending pod's is its task's (`Task.active_deadline_s`); None: no bound",
     )
+    scheduling_gates: tuple[GateName, ...] = Field(
+        (),
+        description="names of the pod's `spec.schedulingGates` (`example.com/quota-check`): while any remains the "
+        "pod is not ready to be scheduled — no engine places it, the API server refuses to bind it, it counts as "
+        "pending and its PodGroup's reason names the gates (solver.rules.gated); a running pod has none",
+    )
 
     @property
     def key(self) -> PodKey:
@@ -641,6 +651,10 @@ class Pod(_Frozen):
     def _phase_matches_fields(self) -> "Pod":
         if self.phase == "running" and self.node is None:
             raise ValueError("a running pod needs a node")
+        if self.phase == "running" and self.scheduling_gates:
+            raise ValueError("a running pod has no scheduling gates (the API server binds no pod while a gate remains)")
+        if len(set(self.scheduling_gates)) != len(self.scheduling_gates):
+            raise ValueError(f"scheduling gate names repeat: {list(self.scheduling_gates)}")
         if self.phase == "pending":
             if self.node is not None:
                 raise ValueError("a pending pod has no node")

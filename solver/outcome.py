@@ -20,8 +20,10 @@ A pending PodGroup that holds nodes (`solver.rules.reservation`) says so first:
 Every PodGroup, scheduled or pending, also says which of its tasks wait on a dependency
 and for what (`dependency_reasons`): a scheduled workflow whose task-b waits for task-a
 reports "dependency: task-b waits for task-a (0 of 1 running)", so the waiting pods are
-never silently absent from the answer. A scheduled PodGroup keeps what the engine says of
-it too — its tasks that no node matches ("eligibility: task master: 0/3 nodes: …").
+never silently absent from the answer; likewise the scheduling gates its pending pods wait
+for (`gate_reasons`, rule `gated`): "gated: waiting for example.com/quota-check". A
+scheduled PodGroup keeps what the engine says of it too — its tasks that no node matches
+("eligibility: task master: 0/3 nodes: …").
 
 Queue shares report cpu, memory and gpu only (what people read); `allocated` is after the
 placement (running − evicted + bound, subtree included), `deserved` is `deserved_shares`.
@@ -36,12 +38,13 @@ from collections.abc import Mapping, Sequence
 from models.placement import Decision, Eviction, Placement, PodGroupOutcome, QueueShare, SolveStatus
 from models.snapshot import CPU, GPU, MEMORY, PodGroup, PodGroupKey, QueueName, Snapshot, is_fractional_gpu
 from solver import reasons as reason_text
-from solver.rules import colocation, reservation, usage
+from solver.rules import colocation, gated, reservation, usage
 from solver.rules.gang import gang_requirement, is_met
 from solver.shares import add_resources, deserved_shares
 
 __all__ = [
-    "build_decision", "allocated_after", "placed_counts", "bound_gpu_milli", "dependency_reasons", "REPORTED_RESOURCES",
+    "build_decision", "allocated_after", "placed_counts", "bound_gpu_milli", "dependency_reasons", "gate_reasons",
+    "REPORTED_RESOURCES",
 ]  # fmt: skip
 
 REPORTED_RESOURCES = (CPU, MEMORY, GPU)
@@ -115,6 +118,14 @@ def dependency_reasons(snapshot: Snapshot, group: PodGroup) -> list[str]:
                 )
                 break
     return sentences
+
+
+def gate_reasons(snapshot: Snapshot, group: PodGroup) -> list[str]:
+    """The gates `group`'s pending pods wait for, as one sentence (rule `gated`), or none.
+    Example: two pods gated by example.com/quota-check → ["gated: waiting for
+    example.com/quota-check"]."""
+    gates = gated.gates_of(snapshot, group)
+    return [reason_text.gated_waiting(gates)] if gates else []
 
 
 def _with_usage_note(snapshot: Snapshot, group_reasons: tuple[str, ...]) -> tuple[str, ...]:
@@ -211,7 +222,7 @@ def build_decision(
         per_task = counts[group.key]
         placed = sum(per_task.values())
         scheduled = is_met(requirement, per_task) and placed > 0
-        waits = dependency_reasons(snapshot, group)
+        waits = [*gate_reasons(snapshot, group), *dependency_reasons(snapshot, group)]
         given = tuple(reasons.get(group.key, ()))
         group_reasons = (*given, *(w for w in waits if w not in given))
         if not scheduled:

@@ -51,6 +51,10 @@ Layout choices, and why:
   (`solver.rules.gang.gang_requirement`) and whether it can ever be met
   (`solver.rules.gang.can_be_met`). Example: min_member 4, one task with 1 running and 2
   pending pods → running {"worker": 1}, pending {"worker": (p1, p2)}, can_be_met False.
+  This is where pending pods enter every engine (greedy's plans, CP-SAT's data, the bound),
+  so a pod with scheduling gates (rule `gated`) is left out here and only here: it sits in
+  `gated`, never in `pending`, and the gang is judged on the pods that may be placed. With
+  p2 gated above → pending {"worker": (p1,)}, gated {"worker": (p2,)}.
 
 Not promised: anything about pods' placement — `Problem` describes, engines decide. Running
 pods that request GPUs but list no device indices take node-level GPU capacity only.
@@ -88,6 +92,7 @@ from solver.memo import memoized_each
 from solver.rules import colocation, node_affinity, usage
 from solver.rules.eligibility import eligible
 from solver.rules.gang import GangRequirement, can_be_met, gang_requirement
+from solver.rules.gated import is_gated
 from solver.rules.reservation import by_holder, reserved_for
 from solver.shares import deserved_shares
 from solver.usage_tier import usage_bands
@@ -119,9 +124,11 @@ class GroupFacts:
 
     requirement: GangRequirement  # `gang_requirement`'s
     running: Mapping[str, int]  # every task of the PodGroup → its pods running at the snapshot
-    pending: Mapping[str, tuple[int, ...]]  # every task → its pending pod indices, snapshot order
+    pending: Mapping[str, tuple[int, ...]]  # every task → its pending pod indices without gates, snapshot order
     running_pods: tuple[int, ...]  # pod indices running at the snapshot, snapshot order
-    can_be_met: bool  # `can_be_met`: enough pods to ever meet the requirement
+    can_be_met: bool  # `can_be_met`: enough pods to ever meet the requirement, gated pods left out
+    gated: Mapping[str, tuple[int, ...]]  # tasks with gated pending pods (`solver.rules.gated`) → their indices
+    met_once_ungated: bool  # `can_be_met` were the gates lifted: False when more than the gates keep it short
 
     @property
     def pending_count(self) -> dict[str, int]:
@@ -460,6 +467,7 @@ def _group_facts(
     group = snapshot.pod_groups[k]
     requirement = gang_requirement(snapshot, group)
     pending: dict[str, list[int]] = {task.name: [] for task in group.tasks}
+    gated: dict[str, list[int]] = {}
     running: dict[str, int] = {task.name: 0 for task in group.tasks}
     running_pods: list[int] = []
     for p, row, is_running in zip(pods.tolist(), pod_task_row[pods].tolist(), pod_running[pods].tolist()):
@@ -467,14 +475,26 @@ def _group_facts(
         if is_running:
             running[task] += 1
             running_pods.append(p)
+        elif is_gated(snapshot.pods[p]):  # no engine sees it: the one seam (module docstring)
+            gated.setdefault(task, []).append(p)
         else:
             pending[task].append(p)
+    pending_count = {task: len(pods) for task, pods in pending.items()}
+    met = can_be_met(requirement, running, pending_count)
+    if gated and not met:
+        met_ungated = can_be_met(
+            requirement, running, {task: count + len(gated.get(task, ())) for task, count in pending_count.items()}
+        )
+    else:
+        met_ungated = met
     return GroupFacts(
         requirement=requirement,
         running=running,
         pending={task: tuple(pods) for task, pods in pending.items()},
         running_pods=tuple(running_pods),
-        can_be_met=can_be_met(requirement, running, {task: len(pods) for task, pods in pending.items()}),
+        can_be_met=met,
+        gated={task: tuple(pods) for task, pods in gated.items()},
+        met_once_ungated=met_ungated,
     )
 
 

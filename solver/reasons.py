@@ -24,6 +24,7 @@ __all__ = [
     "DEPENDENCY",
     "ELIGIBILITY",
     "GANG",
+    "GATED",
     "NUMA",
     "POD_AFFINITY",
     "PREEMPTION",
@@ -47,6 +48,7 @@ __all__ = [
     "EVENT_MESSAGE_CHARS",
     "gang_shortfall",
     "gang_too_few_pods",
+    "gated_waiting",
     "inter_pod_breach",
     "inter_pod_fit_error",
     "numa_no_cell",
@@ -67,6 +69,7 @@ CAPACITY = "capacity: "
 DEPENDENCY = "dependency: "
 ELIGIBILITY = "eligibility: "
 GANG = "gang: "
+GATED = "gated: "
 NUMA = "numa: "
 POD_AFFINITY = "pod_affinity: "
 PREEMPTION = "preemption: "
@@ -177,6 +180,12 @@ def gang_too_few_pods(*, minimum: int, pods: int, task: str | None = None) -> st
     if task is None:
         return f"{GANG}min {minimum} pods but only {pods} exist"
     return f"{GANG}task {task} needs min {minimum} pods but only {pods} exist"
+
+
+def gated_waiting(gates: Sequence[str]) -> str:
+    """Pods held by scheduling gates (`solver.rules.gated`), each gate named once:
+    "gated: waiting for example.com/quota-check"."""
+    return f"{GATED}waiting for {', '.join(gates)}"
 
 
 def topology_no_domain(*, tier: int, needs: Mapping[str, int], best: str | None, best_free: Mapping[str, int]) -> str:

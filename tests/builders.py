@@ -348,6 +348,16 @@ def make_gang(
     return Gang(group=group, pods=tuple(pods))
 
 
+def gated(gang: Gang, *gates: str, pods: int = 1) -> Gang:
+    """`gang` with its first `pods` pending pods held by scheduling gates `gates`:
+    `gated(job, "example.com/quota-check")`."""
+    chosen = {pod.key for pod in gang.pending[:pods]}
+    return replace(
+        gang,
+        pods=tuple(pod.model_copy(update={"scheduling_gates": gates}) if pod.key in chosen else pod for pod in gang.pods),
+    )
+
+
 def make_running(
     name: str,
     *,

@@ -295,6 +295,7 @@ def _pod(pod: PodRecord, context: _PodContext) -> Pod:
         labels=pod.template.labels if not pod.pending else {},
         required_anti_affinity=pod.template.inter_pod.required_anti_affinity if not pod.pending else (),
         offline=offline,
+        scheduling_gates=pod.template.scheduling_gates,
     )
 
 

@@ -216,6 +216,7 @@ class PodTemplate:
     vgpu: tuple[VgpuAsk, ...] = ()
     offline: bool = False  # annotation volcano.sh/qos-level: BE  # Volcano vGPU asks of the containers, not yet in `requests`
     active_deadline_s: float | None = None  # spec.activeDeadlineSeconds: the kubelet ends the pod this long after start
+    scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates[].name: not to be scheduled while any remains
 
 
 def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPolicy = "none") -> PodTemplate:
@@ -251,7 +252,20 @@ def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPoli
         vgpu=tuple(ask for c in spec.children("containers") if (ask := vgpu_ask(c, container_requests(c)))),
         offline=meta.annotations.get(QOS_LEVEL_ANNOTATION) in OFFLINE_QOS_LEVELS,
         active_deadline_s=spec.optional_integer("activeDeadlineSeconds", minimum=1),
+        scheduling_gates=read_scheduling_gates(spec),
     )
+
+
+def read_scheduling_gates(spec: RawObject) -> tuple[str, ...]:
+    """`spec.schedulingGates` as its names, in order (rule `gated`). A gate without a name, or a
+    name twice, is an input error as the API server's validation makes it."""
+    names: list[str] = []
+    for index, gate in enumerate(spec.children("schedulingGates")):
+        name = gate.required_string("name")
+        if name in names:
+            raise spec.error("schedulingGates", f"item {index}: gate {name!r} is listed twice (Kubernetes: Duplicate value)")
+        names.append(name)
+    return tuple(names)
 
 
 @dataclass(frozen=True)
@@ -291,6 +305,8 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
         return None
     node = spec.optional_string("nodeName")
     template = read_pod_template(obj, meta)
+    if node is not None and template.scheduling_gates:
+        raise spec.error("schedulingGates", "a pod with nodeName set has no scheduling gates (Kubernetes refuses both)")
     if node is None and (template.scheduler_name or "default-scheduler") not in scheduler_names:
         return None
     return PodRecord(

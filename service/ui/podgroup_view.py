@@ -33,7 +33,7 @@ from models.placement import PodGroupOutcome
 from models.snapshot import GPU, PodGroup, PodGroupKey, Snapshot, Task
 from service.ui.analysis import Analysis
 from service.ui.units import gpus_text, queue_slots, resources_text
-from solver.reasons import gang_assigned_message, gang_message
+from solver.reasons import gang_assigned_message, gang_message, gated_waiting
 from solver.rules import node_affinity
 from solver.rules.eligibility import eligible
 from solver.rules.gang import task_minimums_apply
@@ -213,7 +213,7 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
             events.append(EventLine("Normal", "Preempted", f"Pod {pod.key}",
                                     f"Preempted by podgroup {eviction.for_} on node {eviction.node} ({eviction.reason})"))
         elif pod.phase == "pending":
-            this_cycle = "waits"
+            this_cycle = gated_waiting(pod.scheduling_gates) if pod.scheduling_gates else "waits"
         else:
             this_cycle = "keeps running"
         lines.append(

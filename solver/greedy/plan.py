@@ -19,7 +19,7 @@ import numpy as np
 
 from models.snapshot import PodGroup, Snapshot
 from solver import reasons
-from solver.outcome import dependency_reasons
+from solver.outcome import dependency_reasons, gate_reasons
 from solver.problem import GroupFacts, Problem
 from solver.rules.gang import GangRequirement, pod_shortages
 from solver.rules.topology import hard_tier_limit
@@ -140,7 +140,8 @@ def build_plan(snapshot: Snapshot, problem: Problem, *, index: int) -> GroupPlan
 
 
 def _static_blockers(snapshot: Snapshot, plan: GroupPlan, facts: GroupFacts) -> list[str]:
-    """Reasons no placement this cycle can change: queue, too few pods (`gang.pod_shortages`)."""
+    """Reasons no placement this cycle can change: queue, scheduling gates (rule `gated`), too
+    few pods (`gang.pod_shortages`, counting the gated pods, which exist)."""
     group = plan.group
     queue = snapshot.queue_by_name.get(group.queue)
     if queue is None:
@@ -149,7 +150,14 @@ def _static_blockers(snapshot: Snapshot, plan: GroupPlan, facts: GroupFacts) -> 
         return [reasons.queue_closed(group.queue)]
     if facts.can_be_met:
         return []
+    gates = gate_reasons(snapshot, group)
+    if facts.met_once_ungated:
+        return gates  # the gates alone keep it short: naming a pod count would mislead
+    pods = {task: count + len(facts.gated.get(task, ())) for task, count in facts.pending_count.items()}
     return [
-        reasons.gang_too_few_pods(minimum=shortage.minimum, pods=shortage.pods, task=shortage.task)
-        for shortage in pod_shortages(facts.requirement, facts.running, facts.pending_count)
+        *gates,
+        *(
+            reasons.gang_too_few_pods(minimum=shortage.minimum, pods=shortage.pods, task=shortage.task)
+            for shortage in pod_shortages(facts.requirement, facts.running, pods)
+        ),
     ]

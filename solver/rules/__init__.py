@@ -25,6 +25,7 @@ from solver.rules import (
     dependency,
     eligibility,
     gang,
+    gated,
     node_affinity,
     numa,
     pod_affinity,
@@ -50,6 +51,7 @@ class Rule(Protocol):
 
 RULES: tuple[Rule, ...] = (
     binding,
+    gated,
     capacity,
     eligibility,
     usage,
