@@ -31,6 +31,7 @@ from batchplace.options import (
     UsageThresholdOption,
     UsageWeightOption,
     colocation_policy_of,
+    scheduler_names_of,
     solver_memory_bytes,
     typical_shapes_of_file,
     usage_policy_of,
@@ -83,7 +84,7 @@ SchedulerNameOption = Annotated[
 
 
 def _load(files: list[Path], scheduler_names: list[str] | None) -> LoadResult:
-    names = tuple(scheduler_names) if scheduler_names else DEFAULT_SCHEDULER_NAMES
+    names = scheduler_names_of(scheduler_names, default=DEFAULT_SCHEDULER_NAMES)
     try:
         result = load_snapshot_files(files, scheduler_names=names)
     except SnapshotError as error:
@@ -196,7 +197,7 @@ def _solve_fleet(
     output: str,
 ) -> None:
     """`solve --cluster …`: merge, solve once, print the merged decision and where each job went."""
-    names = tuple(scheduler_names) if scheduler_names else DEFAULT_SCHEDULER_NAMES
+    names = scheduler_names_of(scheduler_names, default=DEFAULT_SCHEDULER_NAMES)
     try:
         fleet, warnings = fleet_of_options(cluster_options, jobs_files, scheduler_names=names)
     except (SnapshotError, ClusterOptionError) as error:

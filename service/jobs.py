@@ -8,7 +8,9 @@ body; nothing here knows about HTTP beyond that.
 
 A YAML input is Kubernetes / Volcano manifests (multi-document, as `batchplace solve`
 reads them), or a snapshot in its own form written as YAML: one document, no
-`apiVersion`/`kind`, with `nodes`, `pods` or `pod_groups` at the top.
+`apiVersion`/`kind`, with `nodes`, `pods` or `pod_groups` at the top. YAML with no object
+at all is a 422 ("no objects passed"), as `batchplace solve` refuses it; an empty cluster
+on purpose is the JSON form `{}`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import yaml
 
 from models.errors import InputFormatError, Location, SnapshotError
 from models.loaders import load_snapshot_documents, load_snapshot_json
-from models.loaders.kube_yaml import Document, parse_yaml_documents
+from models.loaders.kube_yaml import Document, parse_yaml_documents, require_objects
 from models.placement import Decision
 from models.snapshot import Snapshot
 from service.dependencies import Media
@@ -110,6 +112,7 @@ def read_yaml_snapshot(text: str, *, source: str) -> tuple[Snapshot, tuple[str, 
     """A snapshot from YAML text: Kubernetes manifests, or the snapshot form as YAML (module docstring)."""
     check_alias_expansion(text, source=source)
     documents = parse_yaml_documents(text, source=source)
+    require_objects(documents, source=source)
     if len(documents) == 1 and _looks_like_snapshot(documents[0][2]):
         return load_snapshot_json(documents[0][2], source=source), ()  # type: ignore[arg-type]
     result = load_snapshot_documents(documents)
