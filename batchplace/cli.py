@@ -1,4 +1,4 @@
-"""The `batchplace` command: solve, rebalance, snapshot, demo, bench, serve, controller, experiment.
+"""The `batchplace` command: solve, rebalance, snapshot, what-if, demo, bench, serve, controller, experiment.
 
 Every command reads input through `models.loaders`, solves through `solver.place`, and
 prints. Input errors (`SnapshotError`, unreadable files) print one line naming file,
@@ -38,6 +38,7 @@ from batchplace.options import (
 )
 from batchplace.render import advice_tables, decision_tables, print_error, print_warning
 from batchplace.serve_command import serve
+from batchplace.whatif_command import what_if
 from models.errors import SnapshotError
 from models.loaders import LoadResult, load_snapshot_files, snapshot_to_json
 from models.snapshot import ColocationPolicy, UsagePolicy
@@ -315,5 +316,6 @@ def main() -> None:
 
 app.command(name="bench")(bench)
 app.command(name="serve")(serve)
+app.command(name="what-if")(what_if)
 app.command(name="controller")(controller)
 app.add_typer(experiment_app, name="experiment")

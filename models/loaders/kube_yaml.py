@@ -66,6 +66,7 @@ __all__ = [
     "load_snapshot_documents",
     "load_snapshot_yaml_text",
     "parse_yaml_documents",
+    "read_manifest_documents",
     "require_objects",
 ]
 
@@ -120,11 +121,17 @@ class _Context:
 def load_snapshot_files(
     paths: Sequence[str | Path], *, scheduler_names: Collection[str] = DEFAULT_SCHEDULER_NAMES
 ) -> LoadResult:
-    """Read YAML files (multi-document) into one Snapshot; `-` reads standard input (named
-    `<stdin>` in messages), a directory its manifest files (`manifest_files`). A file
-    that cannot be read, a directory with no manifest, or input that holds no object at all
-    (empty files, only `---`, a `List` with no items) is an `InputFormatError` naming it —
-    as `kubectl apply` refuses it with "no objects passed to apply"."""
+    """Read YAML files (multi-document) into one Snapshot (`read_manifest_documents` says what
+    is read and refused)."""
+    return load_snapshot_documents(read_manifest_documents(paths), scheduler_names=scheduler_names)
+
+
+def read_manifest_documents(paths: Sequence[str | Path]) -> list[Document]:
+    """The documents of YAML files; `-` reads standard input (named `<stdin>` in messages), a
+    directory its manifest files (`manifest_files`). A file that cannot be read, a directory
+    with no manifest, or input that holds no object at all (empty files, only `---`, a
+    `List` with no items) is an `InputFormatError` naming it — as `kubectl apply` refuses
+    it with "no objects passed to apply"."""
     documents: list[Document] = []
     sources: list[str] = []
     for path in [file for given in paths for file in manifest_files(given)]:
@@ -136,7 +143,7 @@ def load_snapshot_files(
         documents += parse_yaml_documents(text, source=source)
         sources.append(source)
     require_objects(documents, source=", ".join(sources))
-    return load_snapshot_documents(documents, scheduler_names=scheduler_names)
+    return documents
 
 
 def require_objects(documents: Sequence[Document], *, source: str) -> None:
