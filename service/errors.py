@@ -55,6 +55,7 @@ __all__ = [
     "LiveSnapshotUnavailable",
     "FieldProblem",
     "ERROR_TABLE",
+    "EMPTY_BODY",
     "json_pointer",
     "problem_from_snapshot_error",
     "error_response",
@@ -167,7 +168,7 @@ def problem_from_snapshot_error(
     return FieldProblem(loc=(*at, *error.path), msg=error.message, type=kind, object=location.object_ref)
 
 
-_EMPTY_BODY = "the request body is empty: post a JSON object (its fields and an example are in /docs)"
+EMPTY_BODY = "the request body is empty"
 """FastAPI's "Field required" at `body` says nothing to someone who sent no body at all."""
 
 
@@ -177,7 +178,7 @@ def _validation_problems(error: RequestValidationError) -> list[FieldProblem]:
         loc = tuple(part if isinstance(part, int | str) else str(part) for part in item.get("loc", ()))
         message = str(item.get("msg", "invalid"))
         if loc == ("body",) and item.get("type") == "missing":
-            message = _EMPTY_BODY
+            message = f"{EMPTY_BODY}: post a JSON object (its fields and an example are in /docs)"
         problems.append(FieldProblem(loc=loc, msg=message, type=str(item.get("type", "value_error"))))
     return problems
 

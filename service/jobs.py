@@ -29,7 +29,7 @@ from models.placement import Decision
 from models.rebalance import RebalanceAdvice
 from models.snapshot import Snapshot
 from service.dependencies import Media
-from service.errors import FieldProblem, InputForm, InvalidRequest, LocPart, problem_from_snapshot_error
+from service.errors import EMPTY_BODY, FieldProblem, InputForm, InvalidRequest, LocPart, problem_from_snapshot_error
 from service.metrics import ServiceMetrics
 from service.schemas import Changes as RequestChanges
 from service.schemas import WhatIfRequest
@@ -59,6 +59,9 @@ _YAML_SOURCES: dict[str, tuple[LocPart, ...]] = {
 
 def solve_posted(body: bytes, *, media: Media, config: SolveConfig, metrics: ServiceMetrics) -> dict[str, Any]:
     """`POST /v1/placements`: the body is the snapshot (JSON form, or YAML)."""
+    if not body.strip():
+        message = f"{EMPTY_BODY}: post a snapshot (JSON, or Kubernetes YAML with Content-Type: application/yaml)"
+        raise InvalidRequest([FieldProblem(loc=("body",), msg=message, type="missing")])
     try:
         if media == "json":
             snapshot, warnings = load_snapshot_json(body, source="body"), ()

@@ -27,12 +27,21 @@ def test_what_if_on_a_yaml_base_with_no_object_is_422_at_snapshot_yaml(client: T
     assert problem["pointer"] == "/snapshot_yaml" and problem["msg"].startswith("no objects passed")
 
 
-@pytest.mark.parametrize("text", EMPTY_YAML)
+@pytest.mark.parametrize("text", EMPTY_YAML[1:])  # "" is an empty body: below
 def test_placements_of_yaml_with_no_object_is_422(client: TestClient, text: str) -> None:
     response = client.post("/v1/placements", content=text.encode(), headers={"content-type": "application/yaml"})
     assert response.status_code == 422
     (problem,) = response.json()["detail"]
     assert problem["loc"] == ["body"] and problem["msg"].startswith("no objects passed")
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "application/yaml"])
+@pytest.mark.parametrize("body", [b"", b"\n  \n"])
+def test_placements_of_an_empty_body_is_422_saying_so(client: TestClient, content_type: str, body: bytes) -> None:
+    response = client.post("/v1/placements", content=body, headers={"content-type": content_type})
+    assert response.status_code == 422
+    (problem,) = response.json()["detail"]
+    assert problem["loc"] == ["body"] and problem["msg"].startswith("the request body is empty: post a snapshot")
 
 
 def test_an_empty_cluster_on_purpose_is_the_json_form(client: TestClient) -> None:
