@@ -97,10 +97,11 @@ def what_if(
     solver_memory: SolverMemoryOption = None,
     output: Annotated[str, typer.Option(help="table (for people) or json (the body `POST /v1/what-if` returns).")] = "table",
 ) -> None:
-    """Would these jobs start now? Per added job: does it start this cycle, on which nodes, whom it
-    preempts — and if not, the blocking rules with their numbers and how many GPUs it is short.
+    """Would these jobs start now? POST /v1/what-if, asked of YAML files.
 
-    The same question and answer as `POST /v1/what-if` (README, What-if). Example:
+    Per added job: does it start this cycle, on which nodes, whom it preempts — and if not, the
+    blocking rules with their numbers and how many GPUs it is short. The same question and
+    answer as `POST /v1/what-if` (README, HTTP service). Example:
     batchplace what-if cluster.yaml --add-jobs finetune.yaml --drain gpu-3"""
     if output not in ("table", "json"):
         print_error(f"--output: must be table or json, got {output!r}")
