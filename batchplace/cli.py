@@ -1,4 +1,4 @@
-"""The `batchplace` command: solve, rebalance, snapshot, demo, bench, serve, controller, experiment.
+"""The `batchplace` command: solve, rebalance, snapshot, what-if, demo, bench, serve, controller, experiment.
 
 Every command reads input through `models.loaders`, solves through `solver.place`, and
 prints. Input errors (`SnapshotError`, unreadable files) print one line naming file,
@@ -31,12 +31,14 @@ from batchplace.options import (
     UsageThresholdOption,
     UsageWeightOption,
     colocation_policy_of,
+    scheduler_names_of,
     solver_memory_bytes,
     typical_shapes_of_file,
     usage_policy_of,
 )
 from batchplace.render import advice_tables, decision_tables, print_error, print_warning
 from batchplace.serve_command import serve
+from batchplace.whatif_command import what_if
 from models.errors import SnapshotError
 from models.loaders import LoadResult, load_snapshot_files, snapshot_to_json
 from models.snapshot import ColocationPolicy, UsagePolicy
@@ -83,7 +85,7 @@ SchedulerNameOption = Annotated[
 
 
 def _load(files: list[Path], scheduler_names: list[str] | None) -> LoadResult:
-    names = tuple(scheduler_names) if scheduler_names else DEFAULT_SCHEDULER_NAMES
+    names = scheduler_names_of(scheduler_names, default=DEFAULT_SCHEDULER_NAMES)
     try:
         result = load_snapshot_files(files, scheduler_names=names)
     except SnapshotError as error:
@@ -196,7 +198,7 @@ def _solve_fleet(
     output: str,
 ) -> None:
     """`solve --cluster …`: merge, solve once, print the merged decision and where each job went."""
-    names = tuple(scheduler_names) if scheduler_names else DEFAULT_SCHEDULER_NAMES
+    names = scheduler_names_of(scheduler_names, default=DEFAULT_SCHEDULER_NAMES)
     try:
         fleet, warnings = fleet_of_options(cluster_options, jobs_files, scheduler_names=names)
     except (SnapshotError, ClusterOptionError) as error:
@@ -314,5 +316,6 @@ def main() -> None:
 
 app.command(name="bench")(bench)
 app.command(name="serve")(serve)
+app.command(name="what-if")(what_if)
 app.command(name="controller")(controller)
 app.add_typer(experiment_app, name="experiment")

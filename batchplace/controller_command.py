@@ -38,6 +38,7 @@ from batchplace.options import (
     UsageThresholdOption,
     UsageWeightOption,
     colocation_policy_of,
+    scheduler_names_of,
     solver_memory_bytes,
     typical_shapes_of_file,
     usage_policy_of,
@@ -196,6 +197,7 @@ def controller(
         typer.echo(f"error: --log-format: must be json or text, got {log_format!r}", err=True)
         raise typer.Exit(EXIT_USAGE)
     shapes = typical_shapes_of_file(typical_shapes)
+    scheduler_names = scheduler_names_of(scheduler_name, default=("batchplace",))
     try:
         sla_waiting_s = parse_go_duration(sla_waiting_time) if sla_waiting_time is not None else None
     except DurationError as error:
@@ -243,12 +245,12 @@ def controller(
 
         run_manager(
             manager_kubeconfig=manager_kubeconfig, clusters=cluster or [],
-            scheduler_names=tuple(scheduler_name) if scheduler_name else ("batchplace",), period_s=period,
+            scheduler_names=scheduler_names, period_s=period,
             time_limit_s=time_limit, engine=engine, worker_lost_s=worker_lost, lease=lease, identity=name,
         )
         return
     config = ControllerConfig(
-        scheduler_names=tuple(scheduler_name) if scheduler_name else ("batchplace",),
+        scheduler_names=scheduler_names,
         period_s=period,
         time_limit_s=time_limit,
         engine=engine,  # type: ignore[arg-type]

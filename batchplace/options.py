@@ -27,6 +27,7 @@ __all__ = [
     "colocation_policy_of",
     "ColocationMarginOption",
     "ColocationOption",
+    "scheduler_names_of",
 ]
 
 SolverMemoryOption = Annotated[
@@ -169,3 +170,18 @@ def _resource_pair(text: str, flag: str) -> tuple[str, str]:
     if not equals or resource not in ("cpu", "memory", "gpu") or not value.strip():
         raise typer.BadParameter(f"expected cpu=…, memory=… or gpu=…, got {text!r}", param_hint=flag)
     return resource, value.strip()
+
+
+def scheduler_names_of(values: list[str] | None, *, default: tuple[str, ...]) -> tuple[str, ...]:
+    """`--scheduler-name` values (`default` when none is given). A blank one is a usage error:
+    no pod's spec.schedulerName is blank (the API server fills in default-scheduler), so it
+    would match nothing and place nothing, without a word."""
+    if not values:
+        return default
+    for value in values:
+        if not value.strip():
+            raise typer.BadParameter(
+                f"{value!r} is blank; give the spec.schedulerName of the pods to place (default: {', '.join(default)})",
+                param_hint="--scheduler-name",
+            )
+    return tuple(values)

@@ -37,16 +37,19 @@ class _Frozen(BaseModel):
 
 
 class Bind(_Frozen):
-    pod: PodKey
-    node: NodeName
+    pod: PodKey = Field(description="the pending pod to bind, namespace/name")
+    node: NodeName = Field(description="the node it goes to")
     gpus: tuple[int, ...] = Field((), description="device indices; a fractional pod lists its one shared device")
     numa_cell: int | None = Field(None, description="set for single-numa-node pods")
 
 
 class Eviction(_Frozen):
-    pod: PodKey
-    node: NodeName
-    reason: Literal["preempt", "reclaim"]
+    pod: PodKey = Field(description="the running pod to evict, namespace/name")
+    node: NodeName = Field(description="the node it runs on, where its room comes free")
+    reason: Literal["preempt", "reclaim"] = Field(
+        description="preempt: for a higher-priority PodGroup of its own queue; reclaim: for another queue, "
+        "taken from this queue's use above its deserved share"
+    )
     for_: PodGroupKey = Field(alias="for", description="the PodGroup the room is made for")
 
 
@@ -56,18 +59,26 @@ class Placement(_Frozen):
 
 
 class PodGroupOutcome(_Frozen):
-    name: PodGroupKey
-    queue: QueueName
+    name: PodGroupKey = Field(description="the PodGroup, namespace/name (a Volcano Job's is the Job's)")
+    queue: QueueName = Field(description="its queue")
     placed: int = Field(description="pods running (and not evicted) or bound this cycle")
-    min_member: int
-    state: Literal["scheduled", "pending"]
+    min_member: int = Field(description="pods it needs running at once to start (its gang minimum)")
+    state: Literal["scheduled", "pending"] = Field(
+        description="scheduled: its gang minimum is met after this cycle; pending: it waits (`reasons` say why)"
+    )
     reasons: tuple[str, ...] = Field((), description="why it stays pending: the rule and the numbers")
 
 
 class QueueShare(_Frozen):
-    name: QueueName
-    allocated: dict[str, int]
-    deserved: dict[str, int]
+    name: QueueName = Field(description="the queue")
+    allocated: dict[str, int] = Field(
+        description="what its pods hold after this cycle, per resource in base units: cpu millicores, memory bytes, "
+        "gpu milli-GPU (1000 = one device)"
+    )
+    deserved: dict[str, int] = Field(
+        description="its fair share by weight, as Volcano's proportion plugin deals it (at most its capability and "
+        "what it asks, at least its guarantee), in the same units"
+    )
 
 
 FallbackCause = Literal["no_time", "no_solution", "greedy_better", "engine_error", "rejected", "crashed", "memory", "timeout"]
@@ -77,7 +88,10 @@ placement; its process crashed, hit the memory ceiling, or overran its deadline.
 
 
 class Fallback(_Frozen):
-    cause: FallbackCause
+    cause: FallbackCause = Field(
+        description="no_time, no_solution, greedy_better, engine_error, rejected (by the checker), crashed, "
+        "memory (past the search's ceiling), timeout"
+    )
     reason: str = Field(description="what happened, for people: the signal, the ceiling, the scores")
 
 

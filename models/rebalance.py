@@ -61,17 +61,17 @@ class _Frozen(BaseModel):
 class MovedUsage(_Frozen):
     """One resource's estimated usage that goes with a moved pod."""
 
-    resource: UsageResource
+    resource: UsageResource = Field(description="cpu, memory or gpu")
     amount: float = Field(description="estimated use in base units: millicores, bytes, milli-GPU")
     from_percent: float = Field(description="percent of the source node's allocatable it takes off")
     to_percent: float = Field(description="percent of the destination's allocatable it adds")
 
 
 class Move(_Frozen):
-    pod: PodKey
-    pod_group: PodGroupKey
-    from_node: NodeName
-    to_node: NodeName
+    pod: PodKey = Field(description="the running pod to move (evict; its controller recreates it), namespace/name")
+    pod_group: PodGroupKey = Field(description="its PodGroup, namespace/name")
+    from_node: NodeName = Field(description="the hot node it leaves")
+    to_node: NodeName = Field(description="the node it is recreated on")
     gpus: tuple[int, ...] = Field((), description="device indices on the destination (as a Bind's)")
     numa_cell: int | None = Field(None, description="the destination's NUMA cell, for single-numa-node pods")
     whole_gang: bool = Field(False, description="part of a move of every running pod of its PodGroup")
@@ -81,18 +81,22 @@ class Move(_Frozen):
 class NodeProjection(_Frozen):
     """A node whose usage is judged (fresh), before the advice and after it (estimated)."""
 
-    node: NodeName
-    verdict: NodeVerdict
+    node: NodeName = Field(description="the judged node")
+    verdict: NodeVerdict = Field(
+        description="cooled: hot, brought to its thresholds or under; still_hot: hot, left hot; cool: not hot before or after"
+    )
     before: dict[str, float] = Field(description="measured percents: cpu, memory, gpu (those measured)")
     after: dict[str, float] = Field(description="projected percents after the moves")
     thresholds: dict[str, float] = Field(description="the policy's thresholds for the resources judged here")
-    moves_out: int = 0
-    moves_in: int = 0
+    moves_out: int = Field(0, description="moves that take a pod off this node")
+    moves_in: int = Field(0, description="moves that bring a pod onto this node")
 
 
 class UncooledNode(_Frozen):
-    node: NodeName
-    cause: UncooledCause
+    node: NodeName = Field(description="the hot node the advice leaves hot")
+    cause: UncooledCause = Field(
+        description="no_movable_pod, not_enough_movable, no_destination or no_joint_plan (the module says each)"
+    )
     reason: str = Field(description="the cause with its numbers, for people")
 
 
@@ -101,9 +105,12 @@ class RebalanceAdvice(_Frozen):
     with the fewest moves". Empty `moves` and `uncooled` when nothing is hot."""
 
     engine: str = Field(description="cpsat, greedy, or none when there was nothing to plan: no node hot, or no pod that may move")
-    status: RebalanceStatus
-    solve_seconds: float
-    moves: tuple[Move, ...] = ()
+    status: RebalanceStatus = Field(
+        description="OPTIMAL (no better set of moves exists), FEASIBLE (CP-SAT's best in the time limit), GREEDY, "
+        "or FALLBACK (greedy's because CP-SAT gave nothing better: `fallback` says why)"
+    )
+    solve_seconds: float = Field(description="wall-clock seconds the advice took")
+    moves: tuple[Move, ...] = Field((), description="the pods to move, and where; empty when nothing is hot or nothing helps")
     nodes: tuple[NodeProjection, ...] = Field((), description="every judged node, hottest first")
     uncooled: tuple[UncooledNode, ...] = Field((), description="hot nodes the advice leaves hot, each with its reason")
     hot_before: int = Field(0, description="nodes hot at the snapshot")

@@ -55,6 +55,7 @@ __all__ = [
     "LiveSnapshotUnavailable",
     "FieldProblem",
     "ERROR_TABLE",
+    "EMPTY_BODY",
     "json_pointer",
     "problem_from_snapshot_error",
     "error_response",
@@ -167,11 +168,18 @@ def problem_from_snapshot_error(
     return FieldProblem(loc=(*at, *error.path), msg=error.message, type=kind, object=location.object_ref)
 
 
+EMPTY_BODY = "the request body is empty"
+"""FastAPI's "Field required" at `body` says nothing to someone who sent no body at all."""
+
+
 def _validation_problems(error: RequestValidationError) -> list[FieldProblem]:
     problems = []
     for item in error.errors():
         loc = tuple(part if isinstance(part, int | str) else str(part) for part in item.get("loc", ()))
-        problems.append(FieldProblem(loc=loc, msg=str(item.get("msg", "invalid")), type=str(item.get("type", "value_error"))))
+        message = str(item.get("msg", "invalid"))
+        if loc == ("body",) and item.get("type") == "missing":
+            message = f"{EMPTY_BODY}: post a JSON object (its fields and an example are in /docs)"
+        problems.append(FieldProblem(loc=loc, msg=message, type=str(item.get("type", "value_error"))))
     return problems
 
 

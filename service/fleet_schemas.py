@@ -67,12 +67,12 @@ class FleetWhatIfRequest(_FleetBody):
 
 
 class ClusterPlacement(BaseModel):
-    binds: list[Bind]
-    evictions: list[Eviction]
+    binds: list[Bind] = Field(description="this cluster's binds, in its own node and pod names")
+    evictions: list[Eviction] = Field(description="this cluster's evictions, in its own names")
 
 
 class JobDispatchOut(BaseModel):
-    podgroup: str
+    podgroup: str = Field(description="the submitted job's PodGroup, namespace/name")
     cluster: str | None = Field(description="where the job goes; null: it stays pending")
     reasons: list[str] = Field(description="one sentence per cluster: placed there, or how many GPUs it is short")
 
@@ -81,13 +81,13 @@ class FleetPlacementResponse(PlacementResponse):
     """The one-cluster response over the merged snapshot (names `cluster/node`,
     `namespace/cluster/name`), plus each cluster's binds in its own names and the dispatch."""
 
-    clusters: dict[str, ClusterPlacement]
-    dispatch: list[JobDispatchOut]
+    clusters: dict[str, ClusterPlacement] = Field(description="cluster name → its binds and evictions in its own names")
+    dispatch: list[JobDispatchOut] = Field(description="per submitted job: the cluster it goes to, and why in each")
 
 
 class FleetWhatIfResponse(BaseModel):
     jobs: list[FleetJobVerdict] = Field(description="per added job: the cluster, and its verdict in every cluster")
-    placement: FleetPlacementResponse
+    placement: FleetPlacementResponse = Field(description="the whole placement of the changed fleet")
 
 
 _NODE = {"allocatable": {"cpu": 64000, "memory": 549755813888, "gpu": 8000}}

@@ -8,33 +8,37 @@ body; nothing here knows about HTTP beyond that.
 
 A YAML input is Kubernetes / Volcano manifests (multi-document, as `batchplace solve`
 reads them), or a snapshot in its own form written as YAML: one document, no
-`apiVersion`/`kind`, with `nodes`, `pods` or `pod_groups` at the top.
+`apiVersion`/`kind`, with `nodes`, `pods` or `pod_groups` at the top. YAML with no object
+at all is a 422 ("no objects passed"), as `batchplace solve` refuses it; an empty cluster
+on purpose is the JSON form `{}`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from models.errors import InputFormatError, Location, SnapshotError
 from models.loaders import load_snapshot_documents, load_snapshot_json
-from models.loaders.kube_yaml import Document, parse_yaml_documents
+from models.loaders.kube_yaml import Document, parse_yaml_documents, require_objects
 from models.placement import Decision
+from models.rebalance import RebalanceAdvice
 from models.snapshot import Snapshot
 from service.dependencies import Media
-from service.errors import FieldProblem, InputForm, InvalidRequest, LocPart, problem_from_snapshot_error
+from service.errors import EMPTY_BODY, FieldProblem, InputForm, InvalidRequest, LocPart, problem_from_snapshot_error
 from service.metrics import ServiceMetrics
 from service.schemas import Changes as RequestChanges
 from service.schemas import WhatIfRequest
 from solver.checker import check_placement
 from solver.place import SolveConfig, place
 from solver.rebalance import RebalanceConfig, cycle_snapshot, plan_rebalance
-from solver.whatif import Changes, apply_changes, job_verdicts
+from solver.whatif import Changes, DrainedNode, JobVerdict, apply_changes, job_verdicts
 
-__all__ = ["solve_posted", "solve_what_if", "read_yaml_snapshot", "check_alias_expansion", "placement_response",
+__all__ = ["solve_posted", "solve_what_if", "answer_what_if", "WhatIfAnswer", "read_yaml_snapshot", "check_alias_expansion", "placement_response",
            "request_changes", "change_problem"]
 
 log = logging.getLogger("batchplace.service")
@@ -55,6 +59,9 @@ _YAML_SOURCES: dict[str, tuple[LocPart, ...]] = {
 
 def solve_posted(body: bytes, *, media: Media, config: SolveConfig, metrics: ServiceMetrics) -> dict[str, Any]:
     """`POST /v1/placements`: the body is the snapshot (JSON form, or YAML)."""
+    if not body.strip():
+        message = f"{EMPTY_BODY}: post a snapshot (JSON, or Kubernetes YAML with Content-Type: application/yaml)"
+        raise InvalidRequest([FieldProblem(loc=("body",), msg=message, type="missing")])
     try:
         if media == "json":
             snapshot, warnings = load_snapshot_json(body, source="body"), ()
@@ -74,26 +81,59 @@ def solve_what_if(
     metrics: ServiceMetrics,
     submitted_at_s: float,
 ) -> dict[str, Any]:
-    """`POST /v1/what-if`: base snapshot + changes → one solve → a verdict per added job;
-    with `rebalance`, advice on the cluster as that solve leaves it (`solver.rebalance.cycle`)."""
+    """`POST /v1/what-if`: the request's base and changes, answered by `answer_what_if`."""
     base, base_kind, warnings = _read_base(request, live)
     try:
-        changed = apply_changes(base, _changes(request), submitted_at_s=submitted_at_s)
+        answer = answer_what_if(
+            base, _changes(request), base_kind=base_kind, warnings=warnings, rebalance=request.rebalance,
+            config=config, metrics=metrics, submitted_at_s=submitted_at_s,
+        )
     except SnapshotError as error:
         raise InvalidRequest([change_problem(error)]) from None
+    return answer.body
+
+
+@dataclass(frozen=True)
+class WhatIfAnswer:
+    """One what-if answered: the response body (`WhatIfResponse`), and the decision, verdicts
+    and advice it was made of, for a caller that shows them otherwise (`batchplace what-if`)."""
+
+    body: dict[str, Any]
+    decision: Decision
+    verdicts: tuple[JobVerdict, ...]
+    drained: tuple[DrainedNode, ...]
+    advice: RebalanceAdvice | None
+
+
+def answer_what_if(
+    base: Snapshot,
+    changes: Changes,
+    *,
+    base_kind: str,
+    warnings: Sequence[str],
+    rebalance: bool,
+    config: SolveConfig,
+    metrics: ServiceMetrics,
+    submitted_at_s: float,
+) -> WhatIfAnswer:
+    """Base snapshot + changes → one solve → a verdict per added job; with `rebalance`, advice
+    on the cluster as that solve leaves it (`solver.rebalance.cycle`). The one way a what-if
+    is answered, over HTTP and on the command line; a bad change is a `SnapshotError`."""
+    changed = apply_changes(base, changes, submitted_at_s=submitted_at_s)
     decision, placement = _decide(changed.snapshot, config, metrics, warnings=(*warnings, *changed.warnings))
     advice = None
-    if request.rebalance:
-        cycle = cycle_snapshot(changed.snapshot, decision.placement)
-        advice = plan_rebalance(cycle, rebalance_config(config)).model_dump()
-    return {
+    if rebalance:
+        advice = plan_rebalance(cycle_snapshot(changed.snapshot, decision.placement), rebalance_config(config))
+    verdicts = job_verdicts(changed, decision)
+    body = {
         "base": base_kind,
-        "jobs": [verdict.model_dump(by_alias=True) for verdict in job_verdicts(changed, decision)],
+        "jobs": [verdict.model_dump(by_alias=True) for verdict in verdicts],
         "drained": [drained.model_dump() for drained in changed.drained],
         "added_nodes": list(changed.added_nodes),
         "placement": placement,
-        "rebalance": advice,
+        "rebalance": None if advice is None else advice.model_dump(),
     }
+    return WhatIfAnswer(body=body, decision=decision, verdicts=verdicts, drained=changed.drained, advice=advice)
 
 
 def rebalance_config(config: SolveConfig) -> RebalanceConfig:
@@ -110,6 +150,7 @@ def read_yaml_snapshot(text: str, *, source: str) -> tuple[Snapshot, tuple[str, 
     """A snapshot from YAML text: Kubernetes manifests, or the snapshot form as YAML (module docstring)."""
     check_alias_expansion(text, source=source)
     documents = parse_yaml_documents(text, source=source)
+    require_objects(documents, source=source)
     if len(documents) == 1 and _looks_like_snapshot(documents[0][2]):
         return load_snapshot_json(documents[0][2], source=source), ()  # type: ignore[arg-type]
     result = load_snapshot_documents(documents)

@@ -104,23 +104,29 @@ class WhatIfOptions(SolveOptions):
 class ViolationOut(BaseModel):
     rule: str = Field(description="the hard rule: capacity, eligibility, gang, quota, …")
     subject: str = Field(description="pod, PodGroup, node or queue it is about")
-    message: str
+    message: str = Field(description="what is broken, with the numbers")
 
 
 class PlacementResponse(BaseModel):
     """The output contract, the checker's verdict, and the loader's warnings."""
 
-    engine: str
-    status: SolveStatus
-    solve_seconds: float
-    objective: float | None = None
-    bound: float | None = None
-    gap: float | None = None
+    engine: str = Field(description="the engine whose placement this is: cpsat or greedy")
+    status: SolveStatus = Field(
+        description="OPTIMAL (CP-SAT proved it), FEASIBLE (CP-SAT's best in the time limit), GREEDY (greedy asked for), "
+        "FALLBACK (greedy's, CP-SAT's answer not used: `fallback` says why)"
+    )
+    solve_seconds: float = Field(description="wall-clock seconds of the solve")
+    objective: float | None = Field(
+        None, description="the placement's throughput tier (priority-weighted pods held, GPUs dominating); "
+        "null when the engine computed none"
+    )
+    bound: float | None = Field(None, description="an upper bound on that throughput (CP-SAT's or the LP's); null when none")
+    gap: float | None = Field(None, description="(bound − objective) / bound, a fraction (0.01 = 1 %); null without a bound")
     fallback: Fallback | None = Field(None, description="set when status is FALLBACK: why CP-SAT's answer was not used")
-    binds: list[Bind]
-    evictions: list[Eviction]
-    podgroups: list[PodGroupOutcome]
-    queues: list[QueueShare]
+    binds: list[Bind] = Field(description="pending pods to bind, with their nodes and GPU devices")
+    evictions: list[Eviction] = Field(description="running pods to evict to make room (preempt or reclaim)")
+    podgroups: list[PodGroupOutcome] = Field(description="every PodGroup of the snapshot, by name: scheduled or pending, and why")
+    queues: list[QueueShare] = Field(description="each queue's allocation after this cycle and its deserved share")
     valid: bool = Field(description="the independent checker found no broken hard rule")
     violations: list[ViolationOut] = Field(description="each broken hard rule; empty when valid")
     warnings: list[str] = Field(default_factory=list, description="what the loader skipped or assumed")
@@ -176,8 +182,8 @@ class WhatIfRequest(BaseModel):
 class WhatIfResponse(BaseModel):
     base: Literal["posted", "posted_yaml", "live"] = Field(description="where the base snapshot came from")
     jobs: list[JobVerdict] = Field(description="one verdict per added job, in the order added")
-    drained: list[DrainedNode]
-    added_nodes: list[str]
+    drained: list[DrainedNode] = Field(description="per drained node: the running pods pending again and those dropped")
+    added_nodes: list[str] = Field(description="the names of the nodes added")
     placement: PlacementResponse = Field(description="the whole placement of the changed snapshot")
     rebalance: RebalanceAdvice | None = Field(
         None, description="with `rebalance: true`: the moves advised, each judged node before and after, the hot "

@@ -172,14 +172,16 @@ class ClusterVerdict(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    cluster: str
+    cluster: str = Field(description="the cluster")
     chosen: bool = Field(description="the cluster the fleet-wide solve put the job in")
     starts: bool = Field(description="its gang starts there this cycle (chosen: in the fleet-wide solve; "
                          "otherwise: in a solve with the added jobs pinned to this cluster)")
-    nodes: tuple[NodeName, ...] = ()
+    nodes: tuple[NodeName, ...] = Field((), description="nodes of this cluster its pods are bound to, sorted")
     preempts: tuple[Eviction, ...] = Field((), description="running pods of this cluster evicted for it")
     blocking: tuple[str, ...] = Field((), description="why it does not start there: the rule and the numbers")
-    gpus_short: float = 0.0
+    gpus_short: float = Field(
+        0.0, description="in devices: how many more GPUs must come free in this cluster before it can start there (as JobVerdict's)"
+    )
 
 
 class FleetJobVerdict(BaseModel):

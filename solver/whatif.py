@@ -117,7 +117,7 @@ class Changes:
 class DrainedNode(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    node: NodeName
+    node: NodeName = Field(description="the drained node: cordoned, its running pods evicted")
     requeued_pods: tuple[PodKey, ...] = Field((), description="running pods of PodGroups, pending again")
     removed_pods: tuple[PodKey, ...] = Field((), description="running pods of no PodGroup (other schedulers), dropped")
 
@@ -136,22 +136,28 @@ class JobVerdict(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    name: PodGroupKey
-    queue: str
+    name: PodGroupKey = Field(description="the added job's PodGroup, namespace/name")
+    queue: str = Field(description="its queue")
     starts: bool = Field(description="its gang requirement is met this cycle")
     placed: int = Field(description="its pods bound this cycle")
-    min_member: int
-    pods: int
+    min_member: int = Field(description="pods it needs running at once to start (its gang minimum)")
+    pods: int = Field(description="all of its pods")
     nodes: tuple[NodeName, ...] = Field((), description="nodes its pods are bound to, sorted")
-    binds: tuple[Bind, ...] = ()
+    binds: tuple[Bind, ...] = Field((), description="its pods' binds in this solve, with device indices")
     preempts: tuple[Eviction, ...] = Field((), description="running pods evicted to make room for it")
     blocking: tuple[str, ...] = Field((), description="why it does not start: the rule and the numbers")
     blocking_rules: tuple[str, ...] = Field((), description="the rule names of `blocking`: gang, quota, capacity, …")
-    gpus_requested: float
-    gpus_to_start: float
-    gpus_placed: float
-    gpus_free_eligible: float
-    gpus_short: float
+    gpus_requested: float = Field(description="GPUs all of its pods ask, in devices (0.5 = half a device)")
+    gpus_to_start: float = Field(description="the fewest GPUs its gang needs to start, in devices")
+    gpus_placed: float = Field(description="GPUs of its pods bound by this solve, in devices")
+    gpus_free_eligible: float = Field(
+        description="GPUs free after this solve on the nodes where a GPU task of it may run, in devices "
+        "(whole free devices when its GPU pods take whole devices)"
+    )
+    gpus_short: float = Field(
+        description="0 when it starts; else how many more GPUs (devices) must come free before it can start — "
+        "0 for a job that does not start: the GPUs are there but something else blocks (`blocking` says what)"
+    )
 
 
 # ---- apply ----

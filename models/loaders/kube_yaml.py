@@ -66,6 +66,8 @@ __all__ = [
     "load_snapshot_documents",
     "load_snapshot_yaml_text",
     "parse_yaml_documents",
+    "read_manifest_documents",
+    "require_objects",
 ]
 
 DEFAULT_SCHEDULER_NAMES: tuple[str, ...] = ("batchplace", "volcano")
@@ -119,10 +121,19 @@ class _Context:
 def load_snapshot_files(
     paths: Sequence[str | Path], *, scheduler_names: Collection[str] = DEFAULT_SCHEDULER_NAMES
 ) -> LoadResult:
-    """Read YAML files (multi-document) into one Snapshot; `-` reads standard input (named
-    `<stdin>` in messages), a directory its manifest files (`manifest_files`). A file
-    that cannot be read, or a directory with no manifest, is an `InputFormatError` naming it."""
+    """Read YAML files (multi-document) into one Snapshot (`read_manifest_documents` says what
+    is read and refused)."""
+    return load_snapshot_documents(read_manifest_documents(paths), scheduler_names=scheduler_names)
+
+
+def read_manifest_documents(paths: Sequence[str | Path]) -> list[Document]:
+    """The documents of YAML files; `-` reads standard input (named `<stdin>` in messages), a
+    directory its manifest files (`manifest_files`). A file that cannot be read, a directory
+    with no manifest, or input that holds no object at all (empty files, only `---`, a
+    `List` with no items) is an `InputFormatError` naming it — as `kubectl apply` refuses
+    it with "no objects passed to apply"."""
     documents: list[Document] = []
+    sources: list[str] = []
     for path in [file for given in paths for file in manifest_files(given)]:
         source = STDIN_SOURCE if str(path) == "-" else str(path)
         try:
@@ -130,7 +141,26 @@ def load_snapshot_files(
         except (OSError, UnicodeDecodeError) as error:
             raise InputFormatError(f"cannot read the file: {error}", location=Location(source)) from None
         documents += parse_yaml_documents(text, source=source)
-    return load_snapshot_documents(documents, scheduler_names=scheduler_names)
+        sources.append(source)
+    require_objects(documents, source=", ".join(sources))
+    return documents
+
+
+def require_objects(documents: Sequence[Document], *, source: str) -> None:
+    """Refuse input that holds no object, as kubectl refuses it ("no objects passed to
+    apply"): a solve of nothing is a mistake to say, not an empty answer to print."""
+    if not any(_holds_an_object(document) for _, _, document in documents):
+        message = "no objects passed: the input holds no Kubernetes object (it is empty, only `---`, or a List with no items)"
+        raise InputFormatError(message, location=Location(source))
+
+
+def _holds_an_object(document: object) -> bool:
+    """False only for a `List` whose `items` are empty; anything else is an object (or an
+    error `_objects` reports with its place)."""
+    if not isinstance(document, Mapping):
+        return True
+    kind = document.get("kind")
+    return not (isinstance(kind, str) and kind.endswith("List") and "items" in document and not document.get("items"))
 
 
 MANIFEST_SUFFIXES = (".json", ".yaml", ".yml")
