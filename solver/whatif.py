@@ -414,8 +414,9 @@ def _rule_names(reasons: Iterable[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def gpu_milli_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod]) -> int:
-    """Each task's minimum pods, then the cheapest pods up to min_member (module docstring).
+def gpu_milli_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod], *, resource: str = GPU) -> int:
+    """Each task's minimum pods, then the cheapest pods up to min_member (module docstring):
+    their GPU milli, or their amount of `resource` (milli-cpu, bytes, …) when given.
 
     Example: tasks ps (1 pod, 0 GPU, min 1) and worker (4 pods × 8000, min 2), min_member 4:
     1 ps + 2 workers, then 1 more pod, the cheapest left (a worker) → 3 × 8000 = 24000.
@@ -424,7 +425,7 @@ def gpu_milli_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod])
     """
     requirement = gang_requirement(snapshot, group)
     pending = sorted(
-        (pod.requests.get(GPU, 0), pod.task or "") for pod in pods if pod.phase == "pending"
+        (pod.requests.get(resource, 0), pod.task or "") for pod in pods if pod.phase == "pending"
     )  # cheapest first; a task's pods among themselves too
     running: dict[str, int] = {}
     for pod in pods:
@@ -440,20 +441,24 @@ def gpu_milli_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod])
 
 
 def gpu_milli_free_eligible(
-    snapshot: Snapshot, after: After, group: PodGroup, *, nodes: Iterable[Node] | None = None
+    snapshot: Snapshot, after: After, group: PodGroup, *, nodes: Iterable[Node] | None = None, resource: str = GPU
 ) -> int:
     """GPUs free after a solve on the nodes (all, or `nodes`) where some GPU task of `group`
-    may run (module docstring, `gpus_free_eligible`)."""
-    gpu_tasks = [task for task in group.tasks if task.requests.get(GPU, 0) > 0]
+    may run (module docstring, `gpus_free_eligible`); for another `resource` (cpu, memory, …)
+    its allocatable less what is used, on the nodes where some task asking it may run."""
+    gpu_tasks = [task for task in group.tasks if task.requests.get(resource, 0) > 0]
     if not gpu_tasks:
         return 0
-    fractional = any(is_fractional_gpu(task.requests[GPU]) for task in gpu_tasks)
+    fractional = resource == GPU and any(is_fractional_gpu(task.requests[GPU]) for task in gpu_tasks)
     free = 0
     for node in snapshot.nodes if nodes is None else nodes:
         if not any(eligible(node, task) for task in gpu_tasks):
             continue
         if after.node_used[node.name].get(PODS, 0) >= node.allocatable[PODS]:
-            continue  # GPUs on a node that runs all the pods it may are no room for this job
+            continue  # room on a node that runs all the pods it may is no room for this job
+        if resource != GPU:
+            free += max(0, node.allocatable.get(resource, 0) - after.node_used[node.name].get(resource, 0))
+            continue
         for used in after.gpu_used_milli.get(node.name, {}).values():
             if fractional:
                 free += max(0, GPU_MILLI_PER_DEVICE - used)
