@@ -59,7 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from models.errors import FieldError, InputFormatError, Location
 from models.loaders import DEFAULT_SCHEDULER_NAMES, load_snapshot_documents
 from models.loaders.kube_yaml import Document
-from models.placement import Bind, Decision, Eviction
+from models.placement import Bind, Decision, Eviction, UnplacedPod
 from models.snapshot import (
     GPU,
     GPU_MILLI_PER_DEVICE,
@@ -147,6 +147,9 @@ class JobVerdict(BaseModel):
     preempts: tuple[Eviction, ...] = Field((), description="running pods evicted to make room for it")
     blocking: tuple[str, ...] = Field((), description="why it does not start: the rule and the numbers")
     blocking_rules: tuple[str, ...] = Field((), description="the rule names of `blocking`: gang, quota, capacity, …")
+    unplaced_pods: tuple[UnplacedPod, ...] = Field(
+        (), description="when it starts: each of its pods this solve leaves pending, with why"
+    )
     gpus_requested: float
     gpus_to_start: float
     gpus_placed: float
@@ -390,6 +393,7 @@ def job_verdicts(changed: ChangedSnapshot, decision: Decision) -> tuple[JobVerdi
                 preempts=tuple(eviction for eviction in decision.placement.evictions if eviction.for_ == key),
                 blocking=() if starts else outcome.reasons,
                 blocking_rules=() if starts else _rule_names(outcome.reasons),
+                unplaced_pods=outcome.unplaced_pods,
                 gpus_requested=_devices(sum(gpu_of.values())),
                 gpus_to_start=_devices(to_start),
                 gpus_placed=_devices(sum(gpu_of[bind.pod] for bind in binds)),
