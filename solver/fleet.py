@@ -53,8 +53,8 @@ from solver.whatif import (
     Changes,
     JobVerdict,
     apply_changes,
-    gpu_milli_free_eligible,
-    gpu_milli_to_start,
+    amount_free_eligible,
+    amount_to_start,
     job_verdicts,
 )
 
@@ -177,10 +177,10 @@ def _cluster_sentence(
         gpu_milli = sum(b.pod.requests.get(GPU, 0) for b in bound)
         return f"{cluster}: placed, {_gpus(gpu_milli)} gpu on {len({b.node.name for b in bound})} nodes"
     pods = snapshot.pods_by_group[group.key]
-    to_start = gpu_milli_to_start(snapshot, group, pods)
+    to_start = amount_to_start(snapshot, group, pods)
     if to_start == 0:
         return _sentence_without_gpus(snapshot, after, group, cluster=cluster, nodes=nodes)
-    free = gpu_milli_free_eligible(snapshot, after, group, nodes=nodes)
+    free = amount_free_eligible(snapshot, after, group, nodes=nodes)
     if free >= to_start:
         return f"{cluster}: gang of {_gpus(to_start)} gpu fits in {_gpus(free)} free"
     return f"{cluster}: {_gpus(to_start - free)} gpu short ({_gpus(free)} free, {_gpus(to_start)} to start)"
@@ -196,8 +196,8 @@ def _sentence_without_gpus(
     pods = snapshot.pods_by_group[group.key]
     asked = sorted({r for task in group.tasks for r, amount in task.requests.items() if amount > 0 and r not in (GPU, PODS)},
                    key=lambda r: ({CPU: 0, MEMORY: 1}.get(r, 2), r))
-    sums = [(r, gpu_milli_to_start(snapshot, group, pods, resource=r)) for r in asked]
-    sums = [(r, to_start, gpu_milli_free_eligible(snapshot, after, group, nodes=nodes, resource=r)) for r, to_start in sums if to_start]
+    sums = [(r, amount_to_start(snapshot, group, pods, resource=r)) for r in asked]
+    sums = [(r, to_start, amount_free_eligible(snapshot, after, group, nodes=nodes, resource=r)) for r, to_start in sums if to_start]
     if not sums:
         return f"{cluster}: the gang asks no resources"
     for resource, to_start, free in sums:
@@ -306,7 +306,7 @@ def _in_one_cluster(fleet: Fleet, decision: Decision, verdict: JobVerdict, clust
     after = build_after(snapshot, decision.placement)
     group = snapshot.pod_group_by_key[verdict.name]
     free = max(
-        gpu_milli_free_eligible(snapshot, after, group, nodes=[n for n in snapshot.nodes if cluster_of_node(n.name) == name])
+        amount_free_eligible(snapshot, after, group, nodes=[n for n in snapshot.nodes if cluster_of_node(n.name) == name])
         for name in fleet.clusters
     )
     return verdict.model_copy(

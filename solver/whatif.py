@@ -85,8 +85,8 @@ __all__ = [
     "DrainedNode",
     "JobVerdict",
     "apply_changes",
-    "gpu_milli_free_eligible",
-    "gpu_milli_to_start",
+    "amount_free_eligible",
+    "amount_to_start",
     "job_verdicts",
     "requeued_pod",
 ]
@@ -377,8 +377,8 @@ def job_verdicts(changed: ChangedSnapshot, decision: Decision) -> tuple[JobVerdi
         binds = tuple(bind for bind in decision.placement.binds if bind.pod in pod_keys)
         outcome = outcomes[key]
         starts = outcome.state == "scheduled"
-        to_start = gpu_milli_to_start(snapshot, group, pods)
-        free = gpu_milli_free_eligible(snapshot, after, group)
+        to_start = amount_to_start(snapshot, group, pods)
+        free = amount_free_eligible(snapshot, after, group)
         gpu_of = {pod.key: pod.requests.get(GPU, 0) for pod in pods}
         verdicts.append(
             JobVerdict(
@@ -418,9 +418,9 @@ def _rule_names(reasons: Iterable[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def gpu_milli_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod], *, resource: str = GPU) -> int:
+def amount_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod], *, resource: str = GPU) -> int:
     """Each task's minimum pods, then the cheapest pods up to min_member (module docstring):
-    their GPU milli, or their amount of `resource` (milli-cpu, bytes, …) when given.
+    what they ask of `resource`, in its unit (GPU and cpu milli, memory bytes).
 
     Example: tasks ps (1 pod, 0 GPU, min 1) and worker (4 pods × 8000, min 2), min_member 4:
     1 ps + 2 workers, then 1 more pod, the cheapest left (a worker) → 3 × 8000 = 24000.
@@ -444,19 +444,19 @@ def gpu_milli_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod],
     return total
 
 
-def gpu_milli_free_eligible(
+def amount_free_eligible(
     snapshot: Snapshot, after: After, group: PodGroup, *, nodes: Iterable[Node] | None = None, resource: str = GPU
 ) -> int:
     """GPUs free after a solve on the nodes (all, or `nodes`) where some GPU task of `group`
     may run (module docstring, `gpus_free_eligible`); for another `resource` (cpu, memory, …)
     its allocatable less what is used, on the nodes where some task asking it may run."""
-    gpu_tasks = [task for task in group.tasks if task.requests.get(resource, 0) > 0]
-    if not gpu_tasks:
+    asking = [task for task in group.tasks if task.requests.get(resource, 0) > 0]
+    if not asking:
         return 0
-    fractional = resource == GPU and any(is_fractional_gpu(task.requests[GPU]) for task in gpu_tasks)
+    fractional = resource == GPU and any(is_fractional_gpu(task.requests[GPU]) for task in asking)
     free = 0
     for node in snapshot.nodes if nodes is None else nodes:
-        if not any(eligible(node, task) for task in gpu_tasks):
+        if not any(eligible(node, task) for task in asking):
             continue
         if after.node_used[node.name].get(PODS, 0) >= node.allocatable[PODS]:
             continue  # room on a node that runs all the pods it may is no room for this job
