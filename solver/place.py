@@ -34,7 +34,9 @@ on throughput among placements at least as fair (tier 1) as the one returned —
 or the LP relaxation's (`solver.bound`) when that is tighter (`lp_gap`) — and
 `gap` = (bound − objective) / bound. Its reasons for the PodGroups it leaves pending are
 judged in the state its own placement leaves (`solver.pending_reasons`); a FALLBACK's are
-greedy's, for greedy's placement.
+greedy's, for greedy's placement. Whatever the engine, each pod a scheduled PodGroup leaves
+pending gets its own reason, judged in the state the returned placement leaves
+(`PodGroupOutcome.unplaced_pods`, `solver.pending_reasons.with_unplaced_pods`).
 """
 
 from __future__ import annotations
