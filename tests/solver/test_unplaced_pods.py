@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from models.placement import Decision
 from models.snapshot import Snapshot
@@ -70,9 +71,9 @@ def test_the_pods_of_a_task_waiting_on_its_dependency_say_what_they_wait_for(eng
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(snapshot=snapshots(max_nodes=8, max_groups=8))
-def test_every_scheduled_gangs_pending_pods_left_unplaced_and_only_those_have_a_reason(snapshot: Snapshot) -> None:
-    decision = _solve(snapshot, "greedy")
+@given(snapshot=snapshots(max_nodes=8, max_groups=8), engine=st.sampled_from(["greedy", "cpsat"]))
+def test_every_scheduled_gangs_pending_pods_left_unplaced_and_only_those_have_a_reason(snapshot: Snapshot, engine: str) -> None:
+    decision = _solve(snapshot, engine)
     bound = {b.pod for b in decision.placement.binds}
     prefixes = (reasons.CAPACITY, reasons.QUOTA, reasons.DEPENDENCY, reasons.ELIGIBILITY, reasons.NUMA,
                 reasons.UNPLACED, reasons.POD_AFFINITY, reasons.TOPOLOGY_SPREAD)
