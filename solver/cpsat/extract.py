@@ -15,9 +15,9 @@ Deterministic, in this order:
      fills its shape's slots, pods in snapshot order;
   4. evictions: per kind, the first `preempted` of its evicted pods are preempts, the rest
      reclaims; each is for the PodGroup that takes the room it leaves: among the admitted
-     PodGroups of an allowed preemptor class other than the victim's own, one bound on the
-     victim's node (in class order, then highest priority, then key), as Volcano evicts on the node its preemptor
-     is placed on; only when none binds there, the first admitted one of those classes.
+     PodGroups of an allowed preemptor class other than the victim's own, the first (class
+     order, then highest priority, then key) bound on the victim's node, as Volcano evicts
+     on the node its preemptor is placed on; only when none binds there, the first of them.
      Why not the first admitted PodGroup alone: with `a` (priority 100) placed on a free
      node and `b` (priority 50) on the node a victim leaves, the eviction is for `b`.
 
