@@ -18,10 +18,11 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from models.placement import Decision
+from models.placement import Decision, PodGroupOutcome
 from models.quantity import format_bytes, format_milli
 from models.rebalance import RebalanceAdvice
 from models.snapshot import CPU, GPU, MEMORY
+from solver.reasons import waiting_task
 
 __all__ = ["decision_tables", "advice_tables", "format_resources", "print_error", "print_warning"]
 
@@ -76,7 +77,7 @@ def decision_tables(decision: Decision) -> Group:
             outcome.name,
             outcome.queue,
             f"{outcome.placed}/{outcome.min_member}",
-            Text(outcome.state, style=style),
+            Text(_state(outcome), style=style),
             Text("; ".join(outcome.reasons)),  # plain text: "gpu In [h100]" is not markup
         )
 
@@ -88,6 +89,14 @@ def decision_tables(decision: Decision) -> Group:
         binds.add_row(bind.pod, bind.node, gpus)
 
     parts: list[Table | Text] = [_summary(decision), groups, binds]
+    unplaced = [(pod.pod, pod.reason) for outcome in decision.podgroups for pod in outcome.unplaced_pods]
+    if unplaced:
+        left = Table(title="Pods of started PodGroups left pending", title_justify="left")
+        for column in ("pod", "reason"):
+            left.add_column(column, overflow="fold")
+        for pod, reason in unplaced:
+            left.add_row(pod, Text(reason))
+        parts.append(left)
     if decision.placement.evictions:
         evictions = Table(title="Evictions", title_justify="left")
         for column in ("pod", "node", "reason", "for"):
@@ -103,6 +112,16 @@ def decision_tables(decision: Decision) -> Group:
         queues.add_row(share.name, format_resources(share.allocated), format_resources(share.deserved))
     parts.append(queues)
     return Group(*parts)
+
+
+def _state(outcome: PodGroupOutcome) -> str:
+    """"scheduled", "pending", or for a started gang whose tasks wait on others, what it is:
+    "started, task-b waiting on dependency task-a" — beside placed/min 1/3, "scheduled" read
+    as a contradiction (the waiting task's pods count towards min but cannot start yet)."""
+    waits = [found for reason in outcome.reasons if (found := waiting_task(reason)) is not None]
+    if outcome.state != "scheduled" or not waits:
+        return outcome.state
+    return "started, " + ", ".join(f"{task} waiting on dependency {dependency}" for task, dependency in waits)
 
 
 def _percents(values: dict[str, float]) -> str:

@@ -24,6 +24,9 @@ Rules, in the order they apply to a gang:
 4. A pending gang gets phase Pending (Inqueue when some of its pods are already bound), the
    condition Unschedulable with the solver's reasons, and a FailedScheduling Event on its
    PodGroup and on each pending pod — when the message changed since last reported.
+5. A started gang's pods the cycle leaves pending each get a FailedScheduling Event with
+   their own reason ("capacity: task worker: 0/4 nodes fit another pod: 4 insufficient
+   cpu"), as Volcano raises on them — when the message changed since last reported.
 
 Events are capped per cycle (`max_pod_events`), as kube-scheduler's recorder rate-limits:
 the rest follow in later cycles, since what was not reported is reported then.
@@ -255,12 +258,16 @@ def _gang(
             **base,  # type: ignore[arg-type]
             binds=planned,
             status=_set_status(ref, status, outcome.min_member),
-            events=events,
+            events=(*events, *_unplaced_events(outcome, observation, budget)),
             note=f"binds {len(binds)} pod(s)",
         )
     if outcome.state == "scheduled":
         status = status_text.scheduled(min_member=outcome.min_member, placed=placed_before, total_pods=total, running=running)
-        return GangPlan(**base, status=_set_status(ref, status, outcome.min_member))  # type: ignore[arg-type]
+        return GangPlan(
+            **base,  # type: ignore[arg-type]
+            status=_set_status(ref, status, outcome.min_member),
+            events=tuple(_unplaced_events(outcome, observation, budget)),
+        )
     reasons = list(outcome.reasons)
     held = observation.held.get(outcome.name)
     if held and held not in reasons:
@@ -352,6 +359,18 @@ def _pending_events(
         if pod.phase != "pending":
             continue
         event = _pod_event(observation, pod.key, type_="Warning", reason="FailedScheduling", message=status.message, dedupe=True)
+        if budget.wants(event, counted=True):
+            events.append(event)
+    return events
+
+
+def _unplaced_events(outcome: PodGroupOutcome, observation: Observation, budget: "_EventBudget") -> list[EmitEvent]:
+    """A started gang's pods left pending: a FailedScheduling Event on each with its own reason
+    (`PodGroupOutcome.unplaced_pods`), as Volcano writes on every pod of a job that did not
+    fit, whether or not the job started — when the message changed since last reported."""
+    events = []
+    for unplaced in outcome.unplaced_pods:
+        event = _pod_event(observation, unplaced.pod, type_="Warning", reason="FailedScheduling", message=unplaced.reason, dedupe=True)
         if budget.wants(event, counted=True):
             events.append(event)
     return events

@@ -78,6 +78,7 @@ __all__ = [
     "Dispatch",
     "check_cluster_name",
     "Fleet",
+    "asks_tighter_topology",
     "cluster_of_node",
     "confine_to_one_cluster",
     "dispatches",
@@ -104,6 +105,9 @@ class Fleet:
     cluster_tier: int
     jobs: tuple[PodGroupKey, ...]
     """The submitted jobs (the `jobs` input's PodGroups), in input order: what a solve dispatches."""
+    kept_in_one_cluster: frozenset[PodGroupKey] = frozenset()
+    """The submitted jobs whose hard topology limit is the fleet's (`confine_to_one_cluster`), not
+    a tighter one they ask: a topology reason of theirs is about clusters, not a tier they chose."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,19 @@ def merge_clusters(clusters: Mapping[str, Snapshot], *, jobs: Snapshot | None = 
         clusters=tuple(ClusterName(name) for name in clusters),
         cluster_tier=cluster_tier,
         jobs=tuple(group.key for group in job_groups),
+        kept_in_one_cluster=frozenset(g.key for g in (jobs.pod_groups if jobs else ()) if not asks_tighter_topology(g, cluster_tier)),
+    )
+
+
+def asks_tighter_topology(group: PodGroup, cluster_tier: int) -> bool:
+    """Whether `group` states a hard topology limit below `cluster_tier` (one it would keep
+    inside one cluster by itself)."""
+    topology = group.network_topology
+    return (
+        topology is not None
+        and topology.mode == "hard"
+        and topology.highest_tier_allowed is not None
+        and topology.highest_tier_allowed < cluster_tier
     )
 
 
@@ -165,11 +182,9 @@ def confine_to_one_cluster(group: PodGroup, cluster_tier: int) -> PodGroup:
 
     Example: no topology, cluster tier 3 → hard, tier ≤ 3; hard ≤ 1 → kept (tier-1 domains
     lie inside one cluster); soft ≤ 2 → hard ≤ 3 (module docstring)."""
-    topology = group.network_topology
-    limit = cluster_tier
-    if topology is not None and topology.mode == "hard" and topology.highest_tier_allowed is not None:
-        limit = min(limit, topology.highest_tier_allowed)
-    return group.model_copy(update={"network_topology": NetworkTopology(mode="hard", highest_tier_allowed=limit)})
+    if asks_tighter_topology(group, cluster_tier):
+        return group
+    return group.model_copy(update={"network_topology": NetworkTopology(mode="hard", highest_tier_allowed=cluster_tier)})
 
 
 def cluster_of_node(node: str) -> ClusterName:

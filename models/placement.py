@@ -22,6 +22,7 @@ __all__ = [
     "Eviction",
     "Placement",
     "PodGroupOutcome",
+    "UnplacedPod",
     "QueueShare",
     "SolveStatus",
     "Fallback",
@@ -58,6 +59,14 @@ class Placement(_Frozen):
     evictions: tuple[Eviction, ...] = ()
 
 
+class UnplacedPod(_Frozen):
+    """A pending pod of a started PodGroup that this cycle does not place, and why (the
+    sentence Volcano's FailedScheduling Event on the pod carries)."""
+
+    pod: PodKey
+    reason: str = Field(description="the rule and the numbers, as a PodGroup's reasons")
+
+
 class PodGroupOutcome(_Frozen):
     name: PodGroupKey = Field(description="the PodGroup, namespace/name (a Volcano Job's is the Job's)")
     queue: QueueName = Field(description="its queue")
@@ -67,6 +76,9 @@ class PodGroupOutcome(_Frozen):
         description="scheduled: its gang minimum is met after this cycle; pending: it waits (`reasons` say why)"
     )
     reasons: tuple[str, ...] = Field((), description="why it stays pending: the rule and the numbers")
+    unplaced_pods: tuple[UnplacedPod, ...] = Field(
+        (), description="scheduled only: each of its pending pods this cycle leaves unplaced, with why"
+    )
 
 
 class QueueShare(_Frozen):

@@ -86,7 +86,12 @@ class FleetPlacementResponse(PlacementResponse):
 
 
 class FleetWhatIfResponse(BaseModel):
-    jobs: list[FleetJobVerdict] = Field(description="per added job: the cluster, and its verdict in every cluster")
+    jobs: list[FleetJobVerdict] = Field(
+        description="per added job: the cluster, and its verdict in every cluster. A job starts in one cluster, "
+        "so its GPU figures are per cluster: `clusters[].gpus_short` is what it is short in that cluster alone, "
+        "`verdict.gpus_short` the fewest of those (0 when it starts) and `verdict.gpus_free_eligible` the most "
+        "free on its eligible nodes in one cluster after the fleet-wide solve"
+    )
     placement: FleetPlacementResponse = Field(description="the whole placement of the changed fleet")
 
 

@@ -13,6 +13,9 @@ whole devices (or free milli, for fractional jobs) on that cluster's nodes the j
 run on. A cluster that has the GPUs but did not get the job (quota, topology inside the
 cluster, how free devices split over nodes, another job served first) says "gang of 64
 gpu fits in 70 free"; the job's own reasons (its `PodGroupOutcome`) say what blocked it.
+A job that asks no GPUs gets the same arithmetic over what it asks: "gpu-west: 440 cpu short
+(360 cpu free, 800 cpu to start)". Its PodGroup's reasons never name the cluster tier that
+keeps it in one cluster: "cluster: the gang fits in no one cluster: …" says that instead.
 A what-if (`fleet_what_if`) answers "why not the others" exactly: it solves once per other
 cluster with the jobs pinned there.
 
@@ -22,7 +25,8 @@ Pure: no I/O, no clock; imports `models` and `solver` only.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,6 +35,7 @@ from models.clusters import (
     CLUSTER_LABEL,
     ClusterName,
     Fleet,
+    asks_tighter_topology,
     cluster_of_node,
     confine_to_one_cluster,
     dispatches,
@@ -39,7 +44,8 @@ from models.clusters import (
     split_placement,
 )
 from models.placement import Decision, Eviction, Placement
-from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, NodeName, PodGroup, PodGroupKey, PodKey, Snapshot
+from models.snapshot import CPU, GPU, GPU_MILLI_PER_DEVICE, MEMORY, PODS, NodeName, PodGroup, PodGroupKey, PodKey, Snapshot
+from solver import reasons
 from solver.after import After, build_after
 from solver.place import SolveConfig, place
 from solver.whatif import (
@@ -47,8 +53,8 @@ from solver.whatif import (
     Changes,
     JobVerdict,
     apply_changes,
-    gpu_milli_free_eligible,
-    gpu_milli_to_start,
+    amount_free_eligible,
+    amount_to_start,
     job_verdicts,
 )
 
@@ -118,11 +124,31 @@ def place_fleet(fleet: Fleet, config: SolveConfig = SolveConfig(), *, solve: Sol
 
 def fleet_decision(fleet: Fleet, decision: Decision) -> FleetDecision:
     """A decision over the merged snapshot, split back per cluster and explained per job."""
+    jobs = explain_dispatch(fleet, decision.placement)
+    said = {job.pod_group: f"{CLUSTER}the gang fits in no one cluster: {'; '.join(job.clusters)}" for job in jobs}
     return FleetDecision(
-        decision=decision,
+        decision=_in_cluster_words(fleet, decision, said),
         placements=split_placement(fleet, decision.placement),
-        jobs=explain_dispatch(fleet, decision.placement),
+        jobs=jobs,
     )
+
+
+def _in_cluster_words(fleet: Fleet, decision: Decision, said: Mapping[PodGroupKey, str]) -> Decision:
+    """A submitted job that asked no tighter topology is kept in one cluster by a hard limit
+    at the cluster tier (`models.clusters`); the topology rule's sentence about it ("no
+    domain of tier ≤ 2 holds the whole gang") would name a constraint the job never asked
+    for. It becomes `said[job]`, what it means with each cluster's numbers: "cluster: the
+    gang fits in no one cluster: gpu-west: 440 cpu short (360 cpu free, 800 cpu to start);
+    gpu-east: …"."""
+    outcomes = []
+    for outcome in decision.podgroups:
+        if outcome.name not in said or outcome.name not in fleet.kept_in_one_cluster:
+            outcomes.append(outcome)
+            continue
+        words = said[outcome.name]
+        rewritten = tuple(dict.fromkeys(words if r.startswith(reasons.TOPOLOGY) else r for r in outcome.reasons))
+        outcomes.append(outcome.model_copy(update={"reasons": rewritten}))
+    return decision.model_copy(update={"podgroups": tuple(outcomes)})
 
 
 def explain_dispatch(fleet: Fleet, placement: Placement) -> tuple[JobDispatch, ...]:
@@ -150,13 +176,36 @@ def _cluster_sentence(
         bound = after.bound_of(group.key)
         gpu_milli = sum(b.pod.requests.get(GPU, 0) for b in bound)
         return f"{cluster}: placed, {_gpus(gpu_milli)} gpu on {len({b.node.name for b in bound})} nodes"
-    to_start = gpu_milli_to_start(snapshot, group, snapshot.pods_by_group[group.key])
+    pods = snapshot.pods_by_group[group.key]
+    to_start = amount_to_start(snapshot, group, pods)
     if to_start == 0:
-        return f"{cluster}: {'not chosen' if chosen else 'not placed'} (the job asks no GPUs)"
-    free = gpu_milli_free_eligible(snapshot, after, group, nodes=nodes)
+        return _sentence_without_gpus(snapshot, after, group, cluster=cluster, nodes=nodes)
+    free = amount_free_eligible(snapshot, after, group, nodes=nodes)
     if free >= to_start:
         return f"{cluster}: gang of {_gpus(to_start)} gpu fits in {_gpus(free)} free"
     return f"{cluster}: {_gpus(to_start - free)} gpu short ({_gpus(free)} free, {_gpus(to_start)} to start)"
+
+
+def _sentence_without_gpus(
+    snapshot: Snapshot, after: After, group: PodGroup, *, cluster: ClusterName, nodes: Sequence[Any]
+) -> str:
+    """The same arithmetic for a job that asks no GPUs, over what it does ask (cpu, then
+    memory, then the rest): the first resource short, else the first it asks, fitting.
+    Example: 2 pods × 400 cpu, 360 cpu free → "gpu-west: 440 cpu short (360 cpu free, 800
+    cpu to start)"; a job that asks nothing → "gpu-west: the gang asks no resources"."""
+    pods = snapshot.pods_by_group[group.key]
+    asked = sorted({r for task in group.tasks for r, amount in task.requests.items() if amount > 0 and r not in (GPU, PODS)},
+                   key=lambda r: ({CPU: 0, MEMORY: 1}.get(r, 2), r))
+    sums = [(r, amount_to_start(snapshot, group, pods, resource=r)) for r in asked]
+    sums = [(r, to_start, amount_free_eligible(snapshot, after, group, nodes=nodes, resource=r)) for r, to_start in sums if to_start]
+    if not sums:
+        return f"{cluster}: the gang asks no resources"
+    for resource, to_start, free in sums:
+        if free < to_start:
+            amount = partial(reasons.format_quantity, resource)
+            return f"{cluster}: {amount(to_start - free)} short ({amount(free)} free, {amount(to_start)} to start)"
+    resource, to_start, free = sums[0]
+    return f"{cluster}: gang of {reasons.format_quantity(resource, to_start)} fits in {reasons.format_quantity(resource, free)} free"
 
 
 def _gpus(gpu_milli: int) -> str:
@@ -179,15 +228,16 @@ class ClusterVerdict(BaseModel):
     nodes: tuple[NodeName, ...] = Field((), description="nodes of this cluster its pods are bound to, sorted")
     preempts: tuple[Eviction, ...] = Field((), description="running pods of this cluster evicted for it")
     blocking: tuple[str, ...] = Field((), description="why it does not start there: the rule and the numbers")
-    gpus_short: float = Field(
-        0.0, description="in devices: how many more GPUs must come free in this cluster before it can start there (as JobVerdict's)"
-    )
+    gpus_short: float = Field(0.0, description="in devices: 0 when it starts there; else the GPUs it is short in this cluster "
+                              "alone: to start, less those free on its eligible nodes of this cluster")
 
 
 class FleetJobVerdict(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    verdict: JobVerdict = Field(description="the fleet-wide solve's verdict (merged names)")
+    verdict: JobVerdict = Field(description="the fleet-wide solve's verdict (merged names); a job starts in one "
+                                "cluster, so its `gpus_free_eligible` is the most free in one cluster and its "
+                                "`gpus_short` the fewest of `clusters[].gpus_short` (0 when it starts)")
     cluster: str | None = Field(description="where the fleet-wide solve put it; None: it stays pending")
     clusters: tuple[ClusterVerdict, ...] = Field(description="one per cluster: where inside it, whom it preempts, why not")
 
@@ -207,12 +257,16 @@ def fleet_what_if(
     selector `batchplace.io/cluster`) — so each job's verdict in a cluster it was not put in
     is that cluster's real answer, not arithmetic. The pinned solves place the added jobs
     among everything else pending, as the fleet-wide one does; they compete with one another."""
-    changed = _confined(apply_changes(fleet.snapshot, changes, submitted_at_s=submitted_at_s), fleet.cluster_tier)
+    applied = apply_changes(fleet.snapshot, changes, submitted_at_s=submitted_at_s)
+    added = set(applied.added_jobs)
+    kept = {g.key for g in applied.snapshot.pod_groups if g.key in added and not asks_tighter_topology(g, fleet.cluster_tier)}
+    changed = _confined(applied, fleet.cluster_tier)
     added_fleet = Fleet(
         snapshot=changed.snapshot,
         clusters=fleet.clusters,
         cluster_tier=fleet.cluster_tier,
         jobs=(*fleet.jobs, *changed.added_jobs),
+        kept_in_one_cluster=fleet.kept_in_one_cluster | kept,
     )
     decision = place_fleet(added_fleet, config, solve=solve)
     fleet_verdicts = job_verdicts(changed, decision.decision)
@@ -223,22 +277,56 @@ def fleet_what_if(
             verdicts = fleet_verdicts
         else:
             pinned = _pinned(changed, cluster)
-            verdicts = job_verdicts(pinned, solve(pinned.snapshot, config))
+            verdicts = job_verdicts(pinned, _pinned_decision(replace(added_fleet, snapshot=pinned.snapshot), cluster, config, solve))
         per_cluster[cluster] = {
             v.name: _cluster_verdict(v, cluster=cluster, chosen=chosen[v.name] == cluster) for v in verdicts
         }
-    jobs = tuple(
-        FleetJobVerdict(
-            verdict=verdict,
-            cluster=chosen[verdict.name],
-            clusters=tuple(
-                _from_fleet(verdict, cluster) if chosen[verdict.name] == cluster else per_cluster[cluster][verdict.name]
-                for cluster in fleet.clusters
-            ),
+    jobs = []
+    for verdict in fleet_verdicts:
+        clusters = tuple(
+            _from_fleet(verdict, cluster) if chosen[verdict.name] == cluster else per_cluster[cluster][verdict.name]
+            for cluster in fleet.clusters
         )
-        for verdict in fleet_verdicts
+        jobs.append(
+            FleetJobVerdict(
+                verdict=_in_one_cluster(added_fleet, decision.decision, verdict, clusters),
+                cluster=chosen[verdict.name],
+                clusters=clusters,
+            )
+        )
+    return FleetWhatIf(changed=changed, decision=decision, jobs=tuple(jobs))
+
+
+def _in_one_cluster(fleet: Fleet, decision: Decision, verdict: JobVerdict, clusters: Sequence[ClusterVerdict]) -> JobVerdict:
+    """The fleet-wide verdict's GPU figures for a job that runs in one cluster: free, the most
+    free in one cluster after the fleet-wide solve; short, the fewest of the clusters' (the
+    GPUs that must come free where it comes nearest). Summed over the fleet they would say
+    "0 short" of a 24-GPU gang beside 16 free in each of two clusters, 8 short in each."""
+    snapshot = fleet.snapshot
+    after = build_after(snapshot, decision.placement)
+    group = snapshot.pod_group_by_key[verdict.name]
+    free = max(
+        amount_free_eligible(snapshot, after, group, nodes=[n for n in snapshot.nodes if cluster_of_node(n.name) == name])
+        for name in fleet.clusters
     )
-    return FleetWhatIf(changed=changed, decision=decision, jobs=jobs)
+    return verdict.model_copy(
+        update={
+            "gpus_free_eligible": free / GPU_MILLI_PER_DEVICE,
+            "gpus_short": 0.0 if verdict.starts else min(c.gpus_short for c in clusters),
+        }
+    )
+
+
+def _pinned_decision(fleet: Fleet, cluster: ClusterName, config: SolveConfig, solve: Solve) -> Decision:
+    """The solve with the added jobs pinned to `cluster`, a topology reason of theirs said of
+    that cluster: "cluster: the gang does not fit in gpu-west: 440 cpu short (…)"."""
+    decision = solve(fleet.snapshot, config)
+    index = fleet.clusters.index(cluster)
+    said = {
+        job.pod_group: f"{CLUSTER}the gang does not fit in {cluster}: {job.clusters[index]}"
+        for job in explain_dispatch(fleet, decision.placement)
+    }
+    return _in_cluster_words(fleet, decision, said)
 
 
 def _confined(changed: ChangedSnapshot, cluster_tier: int) -> ChangedSnapshot:

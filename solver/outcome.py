@@ -98,23 +98,28 @@ def dependency_reasons(snapshot: Snapshot, group: PodGroup) -> list[str]:
     naming the first dependency not wholly running, with its pods running of its total.
     Example: task-b depends on task-a, 1 task-a pod pending → ["dependency: task-b waits
     for task-a (0 of 1 running)"]."""
+    return list(dependency_waits(snapshot, group).values())
+
+
+def dependency_waits(snapshot: Snapshot, group: PodGroup) -> dict[str, str]:
+    """`dependency_reasons` by task name: {"task-b": "dependency: task-b waits for task-a (0 of 1 running)"}."""
     waiting = gang_requirement(snapshot, group).waiting
     if not waiting:
-        return []
+        return {}
     pending: dict[str, int] = {}
     running: dict[str, int] = {}
     for pod in snapshot.pods_by_group.get(group.key, ()):
         counts = running if pod.phase == "running" else pending
         counts[pod.task or ""] = counts.get(pod.task or "", 0) + 1
-    sentences = []
+    sentences = {}
     for name in sorted(waiting):
         if not pending.get(name):
             continue
         for dependency in group.task_by_name[name].depends_on:
             total = running.get(dependency, 0) + pending.get(dependency, 0)
             if total == 0 or running.get(dependency, 0) < total:
-                sentences.append(
-                    reason_text.dependency_waits(name, dependency=dependency, running=running.get(dependency, 0), total=total)
+                sentences[name] = reason_text.dependency_waits(
+                    name, dependency=dependency, running=running.get(dependency, 0), total=total
                 )
                 break
     return sentences

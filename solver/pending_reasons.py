@@ -20,6 +20,12 @@ two 2-CPU jobs and a four → job-b-3 "capacity: task worker: 0/2 nodes fit anot
 A minimum that does fit in that state (a search stopped at its time limit) is said so:
 "unplaced: … fits after this placement; the search ended first (FEASIBLE)".
 
+The same replay says why each pod a *started* PodGroup leaves pending stays so
+(`with_unplaced_pods`), for every engine's answer: Volcano raises FailedScheduling on those
+pods too, and an answer that listed them under a scheduled PodGroup with no word was read
+as "nothing is wrong". Measured: about a tenth of greedy's time (1,000 nodes, 4,600 pods:
+0.06 s beside greedy's 0.7 s), paid only when such a pod exists.
+
 Time: each PodGroup costs about what greedy spent on it; past `deadline` the rest keep the
 reasons the caller had (greedy's), so explaining never pushes `place()` past its limit.
 """
@@ -29,15 +35,16 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Sequence
 
-from models.placement import Placement
-from models.snapshot import PodGroupKey, Snapshot
+from models.placement import Decision, Placement, UnplacedPod
+from models.snapshot import Pod, PodGroupKey, Snapshot
 from solver import reasons
 from solver.greedy.engine import GreedyConfig, GreedyEngine
 from solver.greedy.explain import unplaceable_tasks
-from solver.greedy.plan import GreedyFailure
+from solver.greedy.plan import GreedyFailure, GroupPlan
+from solver.outcome import dependency_waits
 from solver.problem import Problem
 
-__all__ = ["pending_reasons"]
+__all__ = ["pending_reasons", "with_unplaced_pods"]
 
 
 def pending_reasons(
@@ -55,17 +62,7 @@ def pending_reasons(
     wanted = set(pending)
     if not wanted:  # nothing to explain but the tasks no node matches (no replay needed)
         return unplaceable_tasks(snapshot, problem)
-    engine = GreedyEngine(snapshot, problem, GreedyConfig(preemption=False, reclaim=False, packing="best-fit"))
-    state = engine.state
-    pod_index = {key: i for i, key in enumerate(problem.pod_keys)}
-    group_index = {group.key: k for k, group in enumerate(snapshot.pod_groups)}
-    for eviction in placement.evictions:
-        state.evict(pod_index[eviction.pod], reason=eviction.reason, for_group=group_index[eviction.for_])
-    for bind in placement.binds:
-        pod = pod_index[bind.pod]
-        node = problem.node_index[bind.node]
-        state.bind_on(pod, state.shape(int(problem.pod_task_row[pod])), node, gpus=bind.gpus, numa_cell=bind.numa_cell)
-    state.forget()
+    engine = _replayed(snapshot, problem, placement)
     out: dict[PodGroupKey, list[str]] = {}
     for plan in engine.plans:
         key = plan.group.key
@@ -88,3 +85,72 @@ def pending_reasons(
         else:
             out[key] = list(dict.fromkeys(plan.reasons))
     return out
+
+
+def _replayed(snapshot: Snapshot, problem: Problem, placement: Placement) -> GreedyEngine:
+    """A greedy engine whose state is the one after `placement`: its evictions, then its binds
+    on their own devices (module docstring)."""
+    engine = GreedyEngine(snapshot, problem, GreedyConfig(preemption=False, reclaim=False, packing="best-fit"))
+    state = engine.state
+    pod_index = {key: i for i, key in enumerate(problem.pod_keys)}
+    group_index = {group.key: k for k, group in enumerate(snapshot.pod_groups)}
+    for eviction in placement.evictions:
+        state.evict(pod_index[eviction.pod], reason=eviction.reason, for_group=group_index[eviction.for_])
+    for bind in placement.binds:
+        pod = pod_index[bind.pod]
+        node = problem.node_index[bind.node]
+        state.bind_on(pod, state.shape(int(problem.pod_task_row[pod])), node, gpus=bind.gpus, numa_cell=bind.numa_cell)
+    state.forget()
+    return engine
+
+
+def with_unplaced_pods(snapshot: Snapshot, problem: Problem, decision: Decision, *, deadline: float) -> Decision:
+    """`decision` with each scheduled PodGroup's pending pods it leaves unplaced, each with
+    why (`PodGroupOutcome.unplaced_pods`), as Volcano raises FailedScheduling on every pod of
+    a started job that did not fit. Per task, in the state after the placement: its
+    dependency ("dependency: task-b waits for task-a (0 of 1 running)"), else its queue's
+    capability or the nodes' fit error, as greedy says why no more pods of a task place
+    ("capacity: task worker: 0/4 nodes fit another pod: 4 insufficient cpu"), else that a
+    node could still take them (`reasons.left_out`). Past `deadline` the replay is skipped
+    and each pod gets the generic `reasons.unplaced`."""
+    bound = {bind.pod for bind in decision.placement.binds}
+    left: dict[PodGroupKey, list[Pod]] = {}
+    for outcome in decision.podgroups:
+        if outcome.state == "scheduled":
+            pods = [p for p in snapshot.pods_by_group.get(outcome.name, ()) if p.phase == "pending" and p.key not in bound]
+            if pods:
+                left[outcome.name] = pods
+    if not left:
+        return decision
+    engine = _replayed(snapshot, problem, decision.placement) if time.perf_counter() < deadline else None
+    plans = {plan.group.key: plan for plan in engine.plans} if engine is not None else {}
+    outcomes = []
+    for outcome in decision.podgroups:
+        pods = left.get(outcome.name)
+        if not pods:
+            outcomes.append(outcome)
+            continue
+        waits = dependency_waits(snapshot, snapshot.pod_group_by_key[outcome.name])
+        per_task: dict[str, str] = {}
+        for task in dict.fromkeys(pod.task or "" for pod in pods):
+            count = sum(1 for pod in pods if (pod.task or "") == task)
+            plan = plans.get(outcome.name)
+            if task in waits:
+                per_task[task] = waits[task]
+            elif engine is None or plan is None or task not in plan.task_rows:
+                per_task[task] = reasons.unplaced(pending=count)
+            else:
+                per_task[task] = _no_more(engine, plan, task, pending=count, status=decision.status)
+        unplaced = tuple(UnplacedPod(pod=pod.key, reason=per_task[pod.task or ""]) for pod in pods)
+        outcomes.append(outcome.model_copy(update={"unplaced_pods": unplaced}))
+    return decision.model_copy(update={"podgroups": tuple(outcomes)})
+
+
+def _no_more(engine: GreedyEngine, plan: GroupPlan, task: str, *, pending: int, status: str) -> str:
+    """Why no more pods of `task` place in the engine's state, or that one would fit."""
+    state, row = engine.state, plan.task_rows[task]
+    shape = state.shape(row)
+    room, _ = state.quota_room(plan.queue, shape)
+    if room > 0 and state.fit_mask(shape, state.inter_pod_base(row, engine.problem.eligible_nodes(row))).any():
+        return reasons.left_out(task, pending=pending, status=status)
+    return "; ".join(engine.no_more_pods(plan, row, task))

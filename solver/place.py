@@ -34,7 +34,9 @@ on throughput among placements at least as fair (tier 1) as the one returned —
 or the LP relaxation's (`solver.bound`) when that is tighter (`lp_gap`) — and
 `gap` = (bound − objective) / bound. Its reasons for the PodGroups it leaves pending are
 judged in the state its own placement leaves (`solver.pending_reasons`); a FALLBACK's are
-greedy's, for greedy's placement.
+greedy's, for greedy's placement. Whatever the engine, each pod a scheduled PodGroup leaves
+pending gets its own reason, judged in the state the returned placement leaves
+(`PodGroupOutcome.unplaced_pods`, `solver.pending_reasons.with_unplaced_pods`).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ from solver.greedy import GreedyConfig
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SearchFailed, search_or_failure
 from solver.objective import TIERS, ObjectiveContext, score
 from solver.outcome import build_decision
-from solver.pending_reasons import pending_reasons
+from solver.pending_reasons import pending_reasons, with_unplaced_pods
 from solver.problem import Problem, build_problem
 from solver.rules.colocation import oversubscribed
 
@@ -251,6 +253,14 @@ def _place(snapshot: Snapshot, config: SolveConfig, engines: Engines) -> Decisio
     deadline = started + config.time_limit_s
     snapshot = oversubscribed(snapshot)  # colocation: offline pods ask batch-cpu/-memory (solver.rules.colocation)
     problem = build_problem(snapshot)
+    decision = _decide(snapshot, problem, config, engines, started=started, cpu_started=cpu_started, deadline=deadline)
+    return with_unplaced_pods(snapshot, problem, decision, deadline=deadline)
+
+
+def _decide(
+    snapshot: Snapshot, problem: Problem, config: SolveConfig, engines: Engines, *, started: float, cpu_started: float, deadline: float
+) -> Decision:
+    """The engine's checked `Decision` (module docstring), before its started gangs' unplaced pods are explained."""
     greedy = engines.greedy(
         snapshot, problem=problem, config=GreedyConfig(packing=config.packing, typical_shapes=config.typical_shapes)
     )

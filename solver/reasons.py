@@ -14,6 +14,7 @@ Not promised: the exact wording after the prefix — it may gain detail; the pre
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from models.quantity import format_bytes, format_milli
@@ -39,6 +40,7 @@ __all__ = [
     "format_resources",
     "capacity_fit_error",
     "dependency_waits",
+    "waiting_task",
     "eligibility_none",
     "evicted",
     "fits_after",
@@ -60,6 +62,7 @@ __all__ = [
     "quota_exceeded",
     "topology_no_domain",
     "unplaced",
+    "left_out",
     "usage_not_judged",
     "colocation_not_oversubscribed",
     "gpu_not_lent",
@@ -135,6 +138,16 @@ def _bare(resource: str, amount: int) -> str:
 def dependency_waits(task: str, *, dependency: str, running: int, total: int) -> str:
     """"dependency: task-b waits for task-a (1 of 2 running)"."""
     return f"{DEPENDENCY}{task} waits for {dependency} ({running} of {total} running)"
+
+
+_DEPENDENCY_WAIT = re.compile(rf"^{DEPENDENCY}(?P<task>\S+) waits for (?P<dependency>\S+) \(")
+
+
+def waiting_task(sentence: str) -> tuple[str, str] | None:
+    """The (task, dependency) a `dependency_waits` sentence names, None for any other
+    sentence: what a status line shows of a started gang ("task-b waiting on dependency task-a")."""
+    found = _DEPENDENCY_WAIT.match(sentence)
+    return (found["task"], found["dependency"]) if found else None
 
 
 def eligibility_none(task: str, *, nodes: int, counts: Mapping[str, int]) -> str:
@@ -233,6 +246,13 @@ def fits_after(*, pending: int, status: str) -> str:
 def unplaced(*, pending: int) -> str:
     """The generic reason an engine's silence gets: "unplaced: 3 pending pods not placed this cycle"."""
     return f"{UNPLACED}{pending} pending pods not placed this cycle"
+
+
+def left_out(task: str, *, pending: int, status: str) -> str:
+    """A started PodGroup's pods that a node could still take, which the placement leaves
+    out (a search that ended first, a topology domain, the objective's order):
+    "unplaced: task worker: 2 pending pods fit beside this placement, which leaves them out (FEASIBLE)"."""
+    return f"{UNPLACED}task {task}: {pending} pending pods fit beside this placement, which leaves them out ({status})"
 
 
 

@@ -59,7 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from models.errors import FieldError, InputFormatError, Location
 from models.loaders import DEFAULT_SCHEDULER_NAMES, load_snapshot_documents
 from models.loaders.kube_yaml import Document
-from models.placement import Bind, Decision, Eviction
+from models.placement import Bind, Decision, Eviction, UnplacedPod
 from models.snapshot import (
     GPU,
     GPU_MILLI_PER_DEVICE,
@@ -85,8 +85,8 @@ __all__ = [
     "DrainedNode",
     "JobVerdict",
     "apply_changes",
-    "gpu_milli_free_eligible",
-    "gpu_milli_to_start",
+    "amount_free_eligible",
+    "amount_to_start",
     "job_verdicts",
     "requeued_pod",
 ]
@@ -147,6 +147,9 @@ class JobVerdict(BaseModel):
     preempts: tuple[Eviction, ...] = Field((), description="running pods evicted to make room for it")
     blocking: tuple[str, ...] = Field((), description="why it does not start: the rule and the numbers")
     blocking_rules: tuple[str, ...] = Field((), description="the rule names of `blocking`: gang, quota, capacity, …")
+    unplaced_pods: tuple[UnplacedPod, ...] = Field(
+        (), description="when it starts: each of its pods this solve leaves pending, with why"
+    )
     gpus_requested: float = Field(description="GPUs all of its pods ask, in devices (0.5 = half a device)")
     gpus_to_start: float = Field(description="the fewest GPUs its gang needs to start, in devices")
     gpus_placed: float = Field(description="GPUs of its pods bound by this solve, in devices")
@@ -380,8 +383,8 @@ def job_verdicts(changed: ChangedSnapshot, decision: Decision) -> tuple[JobVerdi
         binds = tuple(bind for bind in decision.placement.binds if bind.pod in pod_keys)
         outcome = outcomes[key]
         starts = outcome.state == "scheduled"
-        to_start = gpu_milli_to_start(snapshot, group, pods)
-        free = gpu_milli_free_eligible(snapshot, after, group)
+        to_start = amount_to_start(snapshot, group, pods)
+        free = amount_free_eligible(snapshot, after, group)
         gpu_of = {pod.key: pod.requests.get(GPU, 0) for pod in pods}
         verdicts.append(
             JobVerdict(
@@ -396,6 +399,7 @@ def job_verdicts(changed: ChangedSnapshot, decision: Decision) -> tuple[JobVerdi
                 preempts=tuple(eviction for eviction in decision.placement.evictions if eviction.for_ == key),
                 blocking=() if starts else outcome.reasons,
                 blocking_rules=() if starts else _rule_names(outcome.reasons),
+                unplaced_pods=outcome.unplaced_pods,
                 gpus_requested=_devices(sum(gpu_of.values())),
                 gpus_to_start=_devices(to_start),
                 gpus_placed=_devices(sum(gpu_of[bind.pod] for bind in binds)),
@@ -420,8 +424,9 @@ def _rule_names(reasons: Iterable[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def gpu_milli_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod]) -> int:
-    """Each task's minimum pods, then the cheapest pods up to min_member (module docstring).
+def amount_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod], *, resource: str = GPU) -> int:
+    """Each task's minimum pods, then the cheapest pods up to min_member (module docstring):
+    what they ask of `resource`, in its unit (GPU and cpu milli, memory bytes).
 
     Example: tasks ps (1 pod, 0 GPU, min 1) and worker (4 pods × 8000, min 2), min_member 4:
     1 ps + 2 workers, then 1 more pod, the cheapest left (a worker) → 3 × 8000 = 24000.
@@ -430,7 +435,7 @@ def gpu_milli_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod])
     """
     requirement = gang_requirement(snapshot, group)
     pending = sorted(
-        (pod.requests.get(GPU, 0), pod.task or "") for pod in pods if pod.phase == "pending"
+        (pod.requests.get(resource, 0), pod.task or "") for pod in pods if pod.phase == "pending"
     )  # cheapest first; a task's pods among themselves too
     running: dict[str, int] = {}
     for pod in pods:
@@ -445,21 +450,25 @@ def gpu_milli_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod])
     return total
 
 
-def gpu_milli_free_eligible(
-    snapshot: Snapshot, after: After, group: PodGroup, *, nodes: Iterable[Node] | None = None
+def amount_free_eligible(
+    snapshot: Snapshot, after: After, group: PodGroup, *, nodes: Iterable[Node] | None = None, resource: str = GPU
 ) -> int:
     """GPUs free after a solve on the nodes (all, or `nodes`) where some GPU task of `group`
-    may run (module docstring, `gpus_free_eligible`)."""
-    gpu_tasks = [task for task in group.tasks if task.requests.get(GPU, 0) > 0]
-    if not gpu_tasks:
+    may run (module docstring, `gpus_free_eligible`); for another `resource` (cpu, memory, …)
+    its allocatable less what is used, on the nodes where some task asking it may run."""
+    asking = [task for task in group.tasks if task.requests.get(resource, 0) > 0]
+    if not asking:
         return 0
-    fractional = any(is_fractional_gpu(task.requests[GPU]) for task in gpu_tasks)
+    fractional = resource == GPU and any(is_fractional_gpu(task.requests[GPU]) for task in asking)
     free = 0
     for node in snapshot.nodes if nodes is None else nodes:
-        if not any(eligible(node, task) for task in gpu_tasks):
+        if not any(eligible(node, task) for task in asking):
             continue
         if after.node_used[node.name].get(PODS, 0) >= node.allocatable[PODS]:
-            continue  # GPUs on a node that runs all the pods it may are no room for this job
+            continue  # room on a node that runs all the pods it may is no room for this job
+        if resource != GPU:
+            free += max(0, node.allocatable.get(resource, 0) - after.node_used[node.name].get(resource, 0))
+            continue
         for used in after.gpu_used_milli.get(node.name, {}).values():
             if fractional:
                 free += max(0, GPU_MILLI_PER_DEVICE - used)

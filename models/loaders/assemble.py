@@ -116,9 +116,20 @@ def _reject_duplicates(inventory: Inventory, workload: Workload) -> None:
         first: dict[str, Location] = {}
         for key, location in keyed:
             if key in first:
-                message = f"duplicate {kind} {key!r}; the first is in {first[key] or 'the input'}"
-                raise FieldError(message, location=location)
+                what = _duplicate_object(kind, key, location, first[key])
+                raise FieldError(f"duplicate {what}; the first is in {first[key] or 'the input'}", location=location)
             first[key] = location
+
+
+def _duplicate_object(kind: str, key: str, location: Location, first: Location) -> str:
+    """What the user wrote twice: a pod or PodGroup a job (vcjob, PyTorchJob) expands into is
+    named by that job — `Job 'default/train'`, not its pod `default/train-worker-0` — when both
+    come from jobs of one kind and name; otherwise the object itself (`Pod 'default/p'`)."""
+    ref = location.object_ref or ""
+    source_kind, _, name = ref.partition(" ")
+    if ref and ref == first.object_ref and source_kind != kind and name:
+        return f"{source_kind} {name!r}"
+    return f"{kind} {key!r}"
 
 
 # ---- priorities ----

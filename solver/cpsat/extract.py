@@ -14,8 +14,12 @@ Deterministic, in this order:
   3. pods: tracked tasks fill their shape's slots in their atom, then every other task
      fills its shape's slots, pods in snapshot order;
   4. evictions: per kind, the first `preempted` of its evicted pods are preempts, the rest
-     reclaims; each is for the first admitted PodGroup (highest priority, then key) of an
-     allowed preemptor class other than the victim's own.
+     reclaims; each is for the PodGroup that takes the room it leaves: among the admitted
+     PodGroups of an allowed preemptor class other than the victim's own, the first (class
+     order, then highest priority, then key) bound on the victim's node, as Volcano evicts
+     on the node its preemptor is placed on; only when none binds there, the first of them.
+     Why not the first admitted PodGroup alone: with `a` (priority 100) placed on a free
+     node and `b` (priority 50) on the node a victim leaves, the eviction is for `b`.
 
 The model's constraints make every count fit; the result still goes through the checker.
 """
@@ -97,7 +101,7 @@ def extract_placement(data: ModelData, variables: Variables, value: ValueOf) -> 
                 else:
                     free_slots.setdefault(slot.shape, []).append(record)
     binds = _binds(data, variables, value, free_slots, atom_slots)
-    evictions = _evictions(data, variables, value, evicted_on)
+    evictions = _evictions(data, variables, value, evicted_on, binds)
     return Placement.model_construct(binds=tuple(binds), evictions=tuple(evictions))
 
 
@@ -151,8 +155,12 @@ def _binds(data, variables, value, free_slots, atom_slots) -> list[Bind]:  # noq
     return binds
 
 
-def _evictions(data, variables, value, evicted_on) -> list[Eviction]:  # noqa: ANN001
+def _evictions(data, variables, value, evicted_on, binds: list[Bind]) -> list[Eviction]:  # noqa: ANN001
     problem = data.problem
+    pod_index = {key: p for p, key in enumerate(problem.pod_keys)}
+    bound_on: dict[str, set[int]] = {}  # node name → PodGroup indices bound there
+    for bind in binds:
+        bound_on.setdefault(bind.node, set()).add(int(problem.pod_group[pod_index[bind.pod]]))
     admitted_by_class: dict[int, list] = {}
     for unit, unit_vars in zip(data.units, variables.units):
         if value(unit_vars.admitted):
@@ -171,14 +179,11 @@ def _evictions(data, variables, value, evicted_on) -> list[Eviction]:  # noqa: A
             reason = "preempt" if i < preempted else "reclaim"
             classes = kind.preempt_classes if reason == "preempt" else kind.reclaim_classes
             own = int(problem.pod_group[p])
-            for_group = next(
-                (u.group.key for c in classes for u in admitted_by_class.get(c, []) if u.group_index != own), None
-            )
+            node = problem.node_names[int(problem.pod_node[p])]
+            allowed = [u for c in classes for u in admitted_by_class.get(c, []) if u.group_index != own]
+            allowed.sort(key=lambda u: u.group_index not in bound_on.get(node, ()))  # stable: else the order above
+            for_group = allowed[0].group.key if allowed else None
             if for_group is None:
                 continue  # the model never leaves an eviction without its preemptor; the checker would object
-            evictions.append(
-                Eviction.model_construct(
-                    pod=problem.pod_keys[p], node=problem.node_names[int(problem.pod_node[p])], reason=reason, for_=for_group
-                )
-            )
+            evictions.append(Eviction.model_construct(pod=problem.pod_keys[p], node=node, reason=reason, for_=for_group))
     return evictions

@@ -326,12 +326,17 @@ class GreedyEngine:
 
     def _explain_extras(self, plan: GroupPlan, task: PlanTask) -> None:
         """A PodGroup with no minimum that got no pod at all: say why its first task did not fit."""
+        plan.reasons = [*self.no_more_pods(plan, task.row, task.name), *plan.static_reasons]
+
+    def no_more_pods(self, plan: GroupPlan, row: int, name: str) -> list[str]:
+        """Why one more pod of `plan`'s task `name` (task row `row`) does not place in the
+        current state: its queue's capability, else the nodes' fit error."""
         state = self.state
-        shape = state.shape(task.row)
+        shape = state.shape(row)
         room, blocker = state.quota_room(plan.queue, shape)
         if room == 0 and blocker is not None:
             queue, r = blocker
-            sentences = [
+            return [
                 reasons.quota_exceeded(
                     self.problem.queue_names[queue],
                     resource=self.problem.resource_names[r],
@@ -340,9 +345,7 @@ class GreedyEngine:
                     needs=int(shape.requests[r]),
                 )
             ]
-        else:
-            sentences = fit_error(state, shape, plan.group.task_by_name[task.name], plan.domain)
-        plan.reasons = [*sentences, *plan.static_reasons]
+        return fit_error(state, shape, plan.group.task_by_name[name], plan.domain)
 
     # ---- one PodGroup ----
 

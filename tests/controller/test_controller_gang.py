@@ -73,6 +73,15 @@ def test_the_quick_start_job_with_min_available_4_binds_8_pods_live(
                         and pg_status(custom, namespace, "gang-job"), what="PodGroup Running")
     assert (condition(status)["type"], condition(status)["status"]) == ("Scheduled", "True")
     assert condition(status)["message"] == "8/20 tasks bound or running, minMember 4"
+    # Each of the 12 pods left pending says why, as Volcano's FailedScheduling on a started job's pods.
+    unbound = {member["metadata"]["name"] for member in pods} - set(nodes)
+    failed = wait_until(
+        lambda: (found := [e for e in events(core, namespace, reason="FailedScheduling") if e.involved_object.kind == "Pod"])
+        and {e.involved_object.name for e in found} == unbound and found,
+        what="a FailedScheduling Event on each pending pod",
+    )
+    assert len(failed) == 12
+    assert {(e.type, e.message) for e in failed} == {("Warning", "capacity: task worker: 0/4 nodes fit another pod: 4 insufficient cpu")}
     # The packing keeps room for what it has seen: the job's 20 pods, each counted once.
     (learnt,) = controller.solve_config().typical_shapes
     assert (learnt.cpu_milli, learnt.gpu_milli) == (4000, 0) and 19.9 < learnt.weight <= 20.0

@@ -211,6 +211,25 @@ def test_plan_reports_a_gang_that_cannot_fit_with_volcanos_message_and_failed_sc
     assert reasons == [("Pod", "FailedScheduling")] * 3 + [("PodGroup", "Unschedulable")]
 
 
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_plan_gives_each_pod_a_started_gang_leaves_pending_a_failed_scheduling_event_with_its_reason(engine: str) -> None:
+    observation = _observe(
+        nodes=[node("n1", cpu=4)],
+        volcano_pod_groups=[pod_group("job", min_member=1)],
+        pods=[pod(f"job-{i}", group="job", cpu="2") for i in range(3)],
+    )
+    decision = place(observation.snapshot, SolveConfig(engine=engine, time_limit_s=10))  # type: ignore[arg-type]
+    (gang,) = plan(observation, decision).gangs
+    assert len(gang.binds) == 2 and gang.status is not None and gang.status.status.phase == "Running"
+    bound = {b.pod for b in gang.binds}
+    (left,) = {f"ns/job-{i}" for i in range(3)} - bound
+    failed = [(e.kind, f"{e.namespace}/{e.name}", e.type, e.message) for e in gang.events if e.reason == "FailedScheduling"]
+    assert failed == [("Pod", left, "Warning", "capacity: task main: 0/1 nodes fit another pod: 1 insufficient cpu")]
+    reported = {e.dedupe_key: e.message for e in gang.events if e.dedupe_key}
+    again = plan(observation, decision, reported=reported).gangs[0]
+    assert not [e for e in again.events if e.reason == "FailedScheduling"], "written once while the reason holds"
+
+
 def test_plan_writes_no_event_or_status_that_is_already_reported() -> None:
     observation = _observe(
         nodes=[node("n1", cpu=1)],

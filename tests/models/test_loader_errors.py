@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models.errors import FieldError, InputFormatError, SnapshotError
-from models.loaders import load_snapshot_json, load_snapshot_yaml_text
+from models.loaders import load_snapshot_files, load_snapshot_json, load_snapshot_yaml_text
 from tests.models._kube_builders import (
     container,
     hypernode,
@@ -22,6 +24,7 @@ from tests.models._kube_builders import (
     pod,
     pod_group,
     priority_class,
+    pytorch_job,
     queue,
     task,
     vcjob,
@@ -338,3 +341,26 @@ def test_a_pod_without_containers_is_refused_as_kubernetes_refuses_it() -> None:
     misspelled["template"]["spec"]["contianers"] = misspelled["template"]["spec"].pop("containers")
     message = load_error(vcjob("j", misspelled))
     assert "Job default/j" in message and "spec.tasks[0].template.spec.containers: a pod needs at least one container" in message
+
+
+@pytest.mark.parametrize(
+    ("job", "expected"),
+    [
+        (vcjob("train", task("w", replicas=2)), "duplicate Job 'default/train'"),
+        (pytorch_job("bert"), "duplicate PyTorchJob 'default/bert'"),
+    ],
+    ids=["vcjob", "pytorchjob"],
+)
+def test_a_job_given_in_two_files_is_named_by_its_kind_and_name_and_both_files(
+    tmp_path: Path, job: object, expected: str
+) -> None:
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text(yaml.safe_dump_all([node("n1"), job]))
+    second.write_text(yaml.safe_dump(job))
+    with pytest.raises(SnapshotError) as caught:
+        load_snapshot_files([first, second])
+    message = str(caught.value)
+    kind, name = expected.removeprefix("duplicate ").split(" ")
+    ref = f"({kind} {name.strip(chr(39))})"
+    assert message == f"{second}: document 1 {ref}: {expected}; the first is in {first}: document 2 {ref}"
+    assert "Pod" not in message.replace("PyTorchJob", "")  # not by a pod or PodGroup the job expands into

@@ -105,6 +105,12 @@ def test_the_seed_job_with_min_available_4_starts_and_takes_every_pod_that_fits(
     assert job["starts"] is True and job["placed"] == 8 and job["min_member"] == 4 and len(job["nodes"]) == 4
     assert job["blocking"] == [] and job["preempts"] == [] and job["gpus_short"] == 0
     assert {bind["pod"] for bind in job["binds"]} == {f"default/gang-job-worker-{i}" for i in range(8)}
+    # The 12 that do not fit each say why, in the verdict and in the placement's PodGroup.
+    why = "capacity: task worker: 0/4 nodes fit another pod: 4 insufficient cpu"
+    expected = [{"pod": f"default/gang-job-worker-{i}", "reason": why} for i in range(8, 20)]
+    assert job["unplaced_pods"] == expected
+    (outcome,) = answer["placement"]["podgroups"]
+    assert outcome["unplaced_pods"] == expected
 
 
 def test_examples_posted_whole_as_the_base_are_answered_on_the_live_snapshot_too() -> None:

@@ -198,3 +198,54 @@ def test_every_engine_keeps_each_submitted_job_in_one_cluster_and_passes_the_che
         assert len(job.clusters) == len(fleet.clusters)
     split_binds = sum(len(p.binds) for p in decided.placements.values())
     assert split_binds == len(decided.decision.placement.binds)
+
+
+# ---- reasons that name what the job asked (issue 29) ----
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_cpu_only_job_too_big_for_any_one_cluster_says_so_per_cluster_without_a_tier_it_never_asked(engine: str) -> None:
+    cpu_cluster = make_snapshot(nodes=[make_node(f"n{i}", cpu=8, leaf="leaf") for i in range(2)])
+    fleet = merge_clusters(
+        {"west": cpu_cluster, "east": cpu_cluster},
+        jobs=make_snapshot(groups=[make_gang("etl", replicas=3, cpu=8)]),
+    )
+    decided = _solve(fleet, engine)
+    assert decided.decision.placement.binds == ()
+    (job,) = decided.jobs
+    assert job.clusters == (
+        "west: 8 cpu short (16 cpu free, 24 cpu to start)",
+        "east: 8 cpu short (16 cpu free, 24 cpu to start)",
+    )
+    (outcome,) = [o for o in decided.decision.podgroups if o.name == "default/etl"]
+    assert outcome.state == "pending"
+    assert not any("tier" in r or r.startswith(reasons.TOPOLOGY) for r in outcome.reasons), outcome.reasons
+    assert f"{CLUSTER}the gang fits in no one cluster: {'; '.join(job.clusters)}" in outcome.reasons
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_job_that_asks_a_topology_tier_keeps_its_topology_reason_in_a_fleet(engine: str) -> None:
+    two_leaves = make_snapshot(nodes=[make_node("n0", cpu=8, leaf="a"), make_node("n1", cpu=8, leaf="b")])
+    fleet = merge_clusters(
+        {"west": two_leaves, "east": two_leaves},
+        jobs=make_snapshot(groups=[make_gang("etl", replicas=2, cpu=8, topology_tier=1)]),
+    )
+    decided = _solve(fleet, engine)
+    (outcome,) = [o for o in decided.decision.podgroups if o.name == "default/etl"]
+    assert outcome.state == "pending"
+    assert any(r.startswith(reasons.TOPOLOGY) and "tier ≤ 1" in r for r in outcome.reasons), outcome.reasons
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_fleet_what_if_gpus_short_at_the_top_is_the_fewest_of_the_clusters(engine: str) -> None:
+    fleet = merge_clusters({"gpu-west": _cluster(2), "gpu-east": _cluster(3, busy=2)})
+    changes = Changes(add_jobs=(("changes.add_jobs", 1, _vcjob("llm", replicas=3, gpus=8)),))
+    answer = fleet_what_if(fleet, changes, config=SolveConfig(engine=engine, time_limit_s=10), submitted_at_s=1.0)  # type: ignore[arg-type]
+    (job,) = answer.jobs
+    assert job.cluster is None
+    assert {c.cluster: c.gpus_short for c in job.clusters} == {"gpu-west": 8.0, "gpu-east": 16.0}
+    assert job.verdict.gpus_short == 8.0  # 24 fleet-wide free would say 0: the gang runs in one cluster
+    assert job.verdict.gpus_free_eligible == 16.0
+    assert job.verdict.gpus_to_start - job.verdict.gpus_free_eligible == job.verdict.gpus_short
+    for cluster in job.clusters:
+        assert not any("tier" in r for r in cluster.blocking), cluster.blocking
