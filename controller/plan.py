@@ -42,6 +42,7 @@ from controller.observe import Observation, PodGroupRef, TerminatingPod
 from models.placement import Bind, Decision, Eviction, PodGroupOutcome
 from models.snapshot import NodeName, PodGroupKey, PodKey, Snapshot
 from solver.reasons import gang_assigned_message
+from solver.rules import gated
 from solver.rules.colocation import OfflineEviction
 
 __all__ = [
@@ -356,7 +357,7 @@ def _pending_events(
         if budget.wants(event):
             events.append(event)
     for pod in observation.snapshot.pods_by_group.get(outcome.name, ()):
-        if pod.phase != "pending":
+        if pod.phase != "pending" or gated.is_gated(pod):
             continue
         event = _pod_event(observation, pod.key, type_="Warning", reason="FailedScheduling", message=status.message, dedupe=True)
         if budget.wants(event, counted=True):
@@ -367,9 +368,14 @@ def _pending_events(
 def _unplaced_events(outcome: PodGroupOutcome, observation: Observation, budget: "_EventBudget") -> list[EmitEvent]:
     """A started gang's pods left pending: a FailedScheduling Event on each with its own reason
     (`PodGroupOutcome.unplaced_pods`), as Volcano writes on every pod of a job that did not
-    fit, whether or not the job started — when the message changed since last reported."""
+    fit, whether or not the job started — when the message changed since last reported.
+    A gated pod gets none: kube-scheduler does not try it, so it writes no FailedScheduling
+    on it (the PodGroup's condition names the gates)."""
     events = []
+    pods = observation.snapshot.pod_by_key
     for unplaced in outcome.unplaced_pods:
+        if unplaced.pod in pods and gated.is_gated(pods[unplaced.pod]):
+            continue
         event = _pod_event(observation, unplaced.pod, type_="Warning", reason="FailedScheduling", message=unplaced.reason, dedupe=True)
         if budget.wants(event, counted=True):
             events.append(event)

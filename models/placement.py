@@ -63,7 +63,7 @@ class UnplacedPod(_Frozen):
     """A pending pod of a started PodGroup that this cycle does not place, and why (the
     sentence Volcano's FailedScheduling Event on the pod carries)."""
 
-    pod: PodKey
+    pod: PodKey = Field(description="the pending pod, namespace/name")
     reason: str = Field(description="the rule and the numbers, as a PodGroup's reasons")
 
 

@@ -43,6 +43,7 @@ from solver.greedy.explain import unplaceable_tasks
 from solver.greedy.plan import GreedyFailure, GroupPlan
 from solver.outcome import dependency_waits
 from solver.problem import Problem
+from solver.rules import gated
 
 __all__ = ["pending_reasons", "with_unplaced_pods"]
 
@@ -112,7 +113,8 @@ def with_unplaced_pods(snapshot: Snapshot, problem: Problem, decision: Decision,
     capability or the nodes' fit error, as greedy says why no more pods of a task place
     ("capacity: task worker: 0/4 nodes fit another pod: 4 insufficient cpu"), else that a
     node could still take them (`reasons.left_out`). Past `deadline` the replay is skipped
-    and each pod gets the generic `reasons.unplaced`."""
+    and each pod gets the generic `reasons.unplaced`. A gated pod's reason is its own gates
+    ("gated: waiting for example.com/quota-check"), whatever its task's."""
     bound = {bind.pod for bind in decision.placement.binds}
     left: dict[PodGroupKey, list[Pod]] = {}
     for outcome in decision.podgroups:
@@ -141,7 +143,13 @@ def with_unplaced_pods(snapshot: Snapshot, problem: Problem, decision: Decision,
                 per_task[task] = reasons.unplaced(pending=count)
             else:
                 per_task[task] = _no_more(engine, plan, task, pending=count, status=decision.status)
-        unplaced = tuple(UnplacedPod(pod=pod.key, reason=per_task[pod.task or ""]) for pod in pods)
+        unplaced = tuple(
+            UnplacedPod(
+                pod=pod.key,
+                reason=reasons.gated_waiting(sorted(set(pod.scheduling_gates))) if gated.is_gated(pod) else per_task[pod.task or ""],
+            )
+            for pod in pods
+        )
         outcomes.append(outcome.model_copy(update={"unplaced_pods": unplaced}))
     return decision.model_copy(update={"podgroups": tuple(outcomes)})
 

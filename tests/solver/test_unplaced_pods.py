@@ -13,7 +13,7 @@ from models.snapshot import Snapshot
 from solver import reasons
 from solver.checker import check_placement
 from solver.place import SolveConfig, place
-from tests.builders import make_gang, make_node, make_queue, make_snapshot, make_task, resources
+from tests.builders import gated, make_gang, make_node, make_queue, make_snapshot, make_task, resources
 from tests.strategies import snapshots
 
 ENGINES = ["greedy", "cpsat", "auto"]
@@ -44,6 +44,19 @@ def test_each_pod_a_started_gang_leaves_pending_names_the_capacity_it_lacks(engi
     assert set(unplaced.values()) == {"capacity: task worker: 0/4 nodes fit another pod: 4 insufficient cpu"}
     (contract,) = decision.to_contract()["podgroups"]
     assert {pod["pod"]: pod["reason"] for pod in contract["unplaced_pods"]} == unplaced  # the JSON output contract
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_started_gangs_gated_pod_names_its_gate_not_the_capacity(engine: str) -> None:
+    # 1 node × 8 cpu, 3 pods × 4 cpu, min 1, the first pod gated: 2 bind, the gated one waits
+    # for its gate though a node could take it once the gate is gone (here none could: full).
+    snapshot = make_snapshot(
+        nodes=[make_node("n0", cpu=8)], groups=[gated(make_gang("job", replicas=3, cpu=4, min_member=1), "example.com/quota-check")]
+    )
+    decision = _solve(snapshot, engine)
+    gated_pod = next(p.key for p in snapshot.pods if p.scheduling_gates)
+    assert gated_pod not in {b.pod for b in decision.placement.binds}
+    assert _unplaced(decision, "default/job") == {gated_pod: "gated: waiting for example.com/quota-check"}
 
 
 @pytest.mark.parametrize("engine", ENGINES)
