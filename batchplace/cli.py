@@ -268,7 +268,13 @@ def snapshot(files: FilesArgument, scheduler_name: SchedulerNameOption = None) -
 def demo(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict lines.")] = False,
     live: Annotated[
-        bool, typer.Option("--live", help="Run the examples on a local kube-apiserver with the real controller loop.")
+        bool,
+        typer.Option(
+            "--live",
+            help="Run the examples on a local etcd and kube-apiserver with the real controller loop. "
+            "The first run builds kube-apiserver (Debian, about 10 minutes, cached); "
+            "BATCHPLACE_KUBE_APISERVER=PATH uses a kube-apiserver binary you have instead.",
+        ),
     ] = False,
     clusters: Annotated[
         Optional[int],
@@ -276,7 +282,7 @@ def demo(
                      "many worker clusters (each a local kube-apiserver), through the manager controller."),
     ] = None,
 ) -> None:
-    """Solve every seed example in examples/ (no cluster needed) and print expected vs got."""
+    """Solve every seed example (no cluster needed) and print expected vs got."""
     if clusters is not None and not live:
         print_error("--clusters: only with --live (the multi-cluster demo runs real clusters)")
         raise typer.Exit(EXIT_INPUT_ERROR)

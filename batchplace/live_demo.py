@@ -27,7 +27,8 @@ from controller.errors import ApiError
 from controller.kinds import EVENTS, HYPERNODES, NAMESPACES, NODES, PODS, QUEUES, VOLCANO_PODGROUPS, XK8S_PODGROUPS
 from controller.kube import KubeClient
 from controller.loop import Controller, ControllerConfig
-from controller.testing.control_plane import REPO_ROOT, ControlPlane
+from controller.testing.control_plane import ControlPlane
+from controller.testing.files import RBAC_FILE
 from controller.testing.kubelet import KubeletStandIn
 from controller.testing.seed import EXAMPLES_DIR, create_all, seed_objects
 
@@ -113,7 +114,7 @@ def run_live_demo(console: Console, *, settle_s: float = 1.5, timeout_s: float =
     console.print("[bold]starting etcd and kube-apiserver on 127.0.0.1[/bold] (the first run builds kube-apiserver: minutes)")
     verdicts: list[LiveVerdict] = []
     with ControlPlane() as plane:
-        plane.apply_yaml(REPO_ROOT / "deploy" / "rbac.yaml")
+        plane.apply_yaml(RBAC_FILE)
         console.print(f"control plane at {plane.url}; kubeconfig {plane.admin_kubeconfig}")
         admin = KubeClient.from_kubeconfig(plane.admin_kubeconfig)
         kubeconfig = plane.write_kubeconfig(plane.workdir / "controller.kubeconfig", token=plane.controller_token)

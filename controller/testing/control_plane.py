@@ -46,12 +46,12 @@ from types import TracebackType
 
 import yaml
 
+from controller.testing.files import BUILD_SCRIPT, CRDS_DIR, RBAC_FILE
+
 __all__ = [
     "ControlPlane",
     "ControlPlaneError",
     "REPO_ROOT",
-    "CRDS_DIR",
-    "BUILD_SCRIPT",
     "CONTROLLER_USER",
     "MANAGER_USER",
     "find_kube_apiserver",
@@ -61,8 +61,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CRDS_DIR = REPO_ROOT / "deploy" / "crds"
-BUILD_SCRIPT = REPO_ROOT / "scripts" / "build-kube-apiserver.sh"
+"""The checkout, for what only runs there (tests, scripts/); what an installed package reads is in `files`."""
 CONTROLLER_NAMESPACE = "batchplace-system"
 CONTROLLER_USER = f"system:serviceaccount:{CONTROLLER_NAMESPACE}:batchplace"
 MANAGER_USER = f"system:serviceaccount:{CONTROLLER_NAMESPACE}:batchplace-manager"
@@ -85,8 +84,6 @@ def find_kube_apiserver() -> Path:
     named = os.environ.get("BATCHPLACE_KUBE_APISERVER")
     if named:
         return Path(named)
-    if not BUILD_SCRIPT.exists():
-        raise ControlPlaneError(f"no kube-apiserver: set BATCHPLACE_KUBE_APISERVER or run from a checkout ({BUILD_SCRIPT})")
     started = time.monotonic()
     result = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
     if result.returncode != 0:
@@ -415,7 +412,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     with ControlPlane() as plane:
-        plane.apply_yaml(REPO_ROOT / "deploy" / "rbac.yaml")
+        plane.apply_yaml(RBAC_FILE)
         plane.write_kubeconfig(args.directory / "admin.kubeconfig", token=plane.admin_token)
         plane.write_kubeconfig(args.directory / "controller.kubeconfig", token=plane.controller_token)
         pids = " ".join(f"{name}={pid}" for name, pid in plane.pids().items())

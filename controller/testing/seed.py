@@ -46,12 +46,12 @@ from controller.kinds import (
     XK8S_PODGROUPS,
     ResourceKind,
 )
+from controller.testing.files import EXAMPLES_DIR
 from models.loaders import load_snapshot_documents
 
 __all__ = ["SeedObject", "seed_objects", "vcjob_objects", "pytorch_job_objects", "create_all", "EXAMPLES_DIR"]
 
 JsonObject = dict[str, Any]
-EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 
 _KINDS: dict[tuple[str, str], ResourceKind] = {
     ("v1", "Node"): NODES,
