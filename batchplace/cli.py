@@ -39,6 +39,7 @@ from batchplace.render import advice_tables, decision_tables, print_error, print
 from batchplace.serve_command import serve
 from models.errors import SnapshotError
 from models.loaders import LoadResult, load_snapshot_files, snapshot_to_json
+from models.loaders.kube_yaml import manifest_files
 from models.snapshot import ColocationPolicy, UsagePolicy
 from solver.bound import lp_bound
 from solver.fleet import place_fleet
@@ -266,12 +267,20 @@ def snapshot(files: FilesArgument, scheduler_name: SchedulerNameOption = None) -
 
 @app.command()
 def demo(
+    files: Annotated[
+        Optional[list[Path]],
+        typer.Argument(
+            help="With --live: your own manifests (files or directories, as for solve) instead of the seed "
+            "examples, applied to the local API server all at once; every pending pod is handed to batchplace.",
+            show_default=False,
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict lines.")] = False,
     live: Annotated[
         bool,
         typer.Option(
             "--live",
-            help="Run the examples on a local etcd and kube-apiserver with the real controller loop. "
+            help="Run the examples (or FILE...) on a local etcd and kube-apiserver with the real controller loop. "
             "The first run builds kube-apiserver (Debian, about 10 minutes, cached); "
             "BATCHPLACE_KUBE_APISERVER=PATH uses a kube-apiserver binary you have instead.",
         ),
@@ -282,10 +291,20 @@ def demo(
                      "many worker clusters (each a local kube-apiserver), through the manager controller."),
     ] = None,
 ) -> None:
-    """Solve every seed example (no cluster needed) and print expected vs got."""
+    """Solve every seed example (no cluster needed) and print expected vs got; with --live, run them
+    (or your FILE...) on a local control plane."""
     if clusters is not None and not live:
         print_error("--clusters: only with --live (the multi-cluster demo runs real clusters)")
         raise typer.Exit(EXIT_INPUT_ERROR)
+    if files and not live:
+        print_error(f"{files[0]}: FILE only with --live (to place your own manifests without a cluster: batchplace solve FILE)")
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    if files and clusters is not None:
+        print_error(f"{files[0]}: FILE not with --clusters (the multi-cluster demo runs its own example)")
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    if files:
+        _live_manifests(files)
+        return
     if clusters is not None:
         from batchplace.live_demo_fleet import run_live_fleet_demo  # imported here: it needs the Kubernetes client
 
@@ -311,6 +330,22 @@ def demo(
         stdout.print(f"[red]{failed} of {len(results)} scenarios did not come out as expected[/red]")
         raise typer.Exit(1)
     stdout.print(f"[green]all {len(results)} scenarios came out as expected[/green]")
+
+
+def _live_manifests(files: list[Path]) -> None:
+    """`demo --live FILE...`: the files are read and checked as `solve` reads them first, so
+    bad input stops before any server starts."""
+    if any(str(path) == "-" for path in files):
+        print_error("-: --live reads files (standard input is for solve)")
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    _load(files, None)
+    paths = [Path(path) for file in files for path in manifest_files(file)]
+    from batchplace.live_demo import run_live_manifests  # imported here: it needs the Kubernetes client
+
+    summaries = run_live_manifests(stdout, paths)
+    stdout.rule("[bold]bound")
+    for line in summaries:
+        stdout.print(line, highlight=False, soft_wrap=True)
 
 
 def main() -> None:
