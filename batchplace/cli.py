@@ -12,7 +12,8 @@ import logging
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Optional
+from collections.abc import Callable
+from typing import Annotated, Optional, TypeVar
 
 import typer
 from rich.console import Console
@@ -49,6 +50,7 @@ from solver.rebalance import RebalanceConfig, cycle_snapshot, plan_rebalance
 __all__ = ["app", "main"]
 
 EXIT_INPUT_ERROR = 2
+LiveResult = TypeVar("LiveResult")
 DEFAULT_SCHEDULER_NAMES = ("batchplace", "volcano")
 
 app = typer.Typer(
@@ -308,12 +310,12 @@ def demo(
     if clusters is not None:
         from batchplace.live_demo_fleet import run_live_fleet_demo  # imported here: it needs the Kubernetes client
 
-        results = [(None, verdict) for verdict in run_live_fleet_demo(stdout, clusters=clusters)]
+        results = [(None, verdict) for verdict in _without_traceback(lambda: run_live_fleet_demo(stdout, clusters=clusters))]
         quiet = True
     elif live:
         from batchplace.live_demo import run_live_demo  # imported here: it needs the Kubernetes client
 
-        results = [(None, verdict) for verdict in run_live_demo(stdout)]
+        results = [(None, verdict) for verdict in _without_traceback(lambda: run_live_demo(stdout))]
         quiet = True
     else:
         results = run_demo()
@@ -342,10 +344,22 @@ def _live_manifests(files: list[Path]) -> None:
     paths = [Path(path) for file in files for path in manifest_files(file)]
     from batchplace.live_demo import run_live_manifests  # imported here: it needs the Kubernetes client
 
-    summaries = run_live_manifests(stdout, paths)
+    summaries = _without_traceback(lambda: run_live_manifests(stdout, paths))
     stdout.rule("[bold]bound")
     for line in summaries:
         stdout.print(line, highlight=False, soft_wrap=True)
+
+
+def _without_traceback(run_live: Callable[[], LiveResult]) -> LiveResult:
+    """A local control plane that cannot start (no etcd, no kube-apiserver, a failed build) is
+    one line naming what is missing, exit status 2."""
+    from controller.testing.control_plane import ControlPlaneError
+
+    try:
+        return run_live()
+    except ControlPlaneError as error:
+        print_error(f"--live: {error}")
+        raise typer.Exit(EXIT_INPUT_ERROR) from None
 
 
 def main() -> None:

@@ -83,12 +83,17 @@ def find_kube_apiserver() -> Path:
     """`BATCHPLACE_KUBE_APISERVER`, else the cached build (built now when missing)."""
     named = os.environ.get("BATCHPLACE_KUBE_APISERVER")
     if named:
+        if not os.access(named, os.X_OK) or Path(named).is_dir():
+            raise ControlPlaneError(f"BATCHPLACE_KUBE_APISERVER={named}: not an executable file")
         return Path(named)
     started = time.monotonic()
     result = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
     if result.returncode != 0:
         tail = "\n".join(result.stderr.strip().splitlines()[-25:])
-        raise ControlPlaneError(f"{BUILD_SCRIPT.name} failed (exit {result.returncode}):\n{tail}")
+        raise ControlPlaneError(
+            f"{BUILD_SCRIPT.name} failed (exit {result.returncode}); BATCHPLACE_KUBE_APISERVER=PATH uses a "
+            f"kube-apiserver you have instead:\n{tail}"
+        )
     binary = Path(result.stdout.strip().splitlines()[-1])
     log.info("kube-apiserver ready at %s (%.1f s)", binary, time.monotonic() - started)
     return binary
@@ -164,7 +169,7 @@ class ControlPlane:
     def start(self, *, timeout_s: float = 90.0) -> None:
         binary = self._apiserver_binary or find_kube_apiserver()
         if shutil.which(self._etcd_binary) is None:
-            raise ControlPlaneError(f"{self._etcd_binary!r} not found: run scripts/build-kube-apiserver.sh (it installs etcd-server)")
+            raise ControlPlaneError(f"{self._etcd_binary!r} not found on PATH: install etcd (Debian's etcd-server; {BUILD_SCRIPT.name} installs it)")
         try:
             self._write_credentials()
             etcd_url = self._start_etcd()

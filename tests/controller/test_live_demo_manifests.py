@@ -102,3 +102,11 @@ def test_files_need_live_and_not_clusters(tmp_path: Path) -> None:
     assert with_clusters.exit_code == 2 and "FILE not with --clusters" in with_clusters.output
     from_stdin = runner.invoke(app, ["demo", "--live", "-"], input=JOBS)
     assert from_stdin.exit_code == 2 and "--live reads files" in from_stdin.output
+
+
+def test_a_kube_apiserver_that_is_not_there_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    missing = tmp_path / "kube-apiserver"
+    result = runner.invoke(app, ["demo", "--live", *_write(tmp_path)], env={"BATCHPLACE_KUBE_APISERVER": str(missing)})
+    assert result.exit_code == 2, result.output
+    assert f"error: --live: BATCHPLACE_KUBE_APISERVER={missing}: not an executable file" in result.output
+    assert "Traceback" not in result.output
