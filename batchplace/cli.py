@@ -12,7 +12,8 @@ import logging
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Optional
+from collections.abc import Callable
+from typing import Annotated, Optional, TypeVar
 
 import typer
 from rich.console import Console
@@ -41,6 +42,7 @@ from batchplace.serve_command import serve
 from batchplace.whatif_command import what_if
 from models.errors import SnapshotError
 from models.loaders import LoadResult, load_snapshot_files, snapshot_to_json
+from models.loaders.kube_yaml import manifest_files
 from models.snapshot import ColocationPolicy, UsagePolicy
 from solver.bound import lp_bound
 from solver.fleet import place_fleet
@@ -50,6 +52,7 @@ from solver.rebalance import RebalanceConfig, cycle_snapshot, plan_rebalance
 __all__ = ["app", "main"]
 
 EXIT_INPUT_ERROR = 2
+LiveResult = TypeVar("LiveResult")
 DEFAULT_SCHEDULER_NAMES = ("batchplace", "volcano")
 
 app = typer.Typer(
@@ -268,9 +271,23 @@ def snapshot(files: FilesArgument, scheduler_name: SchedulerNameOption = None) -
 
 @app.command()
 def demo(
+    files: Annotated[
+        Optional[list[Path]],
+        typer.Argument(
+            help="With --live: your own manifests (files or directories, as for solve) instead of the seed "
+            "examples, applied to the local API server all at once; every pending pod is handed to batchplace.",
+            show_default=False,
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the verdict lines.")] = False,
     live: Annotated[
-        bool, typer.Option("--live", help="Run the examples on a local kube-apiserver with the real controller loop.")
+        bool,
+        typer.Option(
+            "--live",
+            help="Run the examples (or FILE...) on a local etcd and kube-apiserver with the real controller loop. "
+            "The first run builds kube-apiserver (Debian, about 10 minutes, cached); "
+            "BATCHPLACE_KUBE_APISERVER=PATH uses a kube-apiserver binary you have instead.",
+        ),
     ] = False,
     clusters: Annotated[
         Optional[int],
@@ -278,19 +295,29 @@ def demo(
                      "many worker clusters (each a local kube-apiserver), through the manager controller."),
     ] = None,
 ) -> None:
-    """Solve every seed example in examples/ (no cluster needed) and print expected vs got."""
+    """Solve every seed example (no cluster needed) and print expected vs got; with --live, run them
+    (or your FILE...) on a local control plane."""
     if clusters is not None and not live:
         print_error("--clusters: only with --live (the multi-cluster demo runs real clusters)")
         raise typer.Exit(EXIT_INPUT_ERROR)
+    if files and not live:
+        print_error(f"{files[0]}: FILE only with --live (to place your own manifests without a cluster: batchplace solve FILE)")
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    if files and clusters is not None:
+        print_error(f"{files[0]}: FILE not with --clusters (the multi-cluster demo runs its own example)")
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    if files:
+        _live_manifests(files)
+        return
     if clusters is not None:
         from batchplace.live_demo_fleet import run_live_fleet_demo  # imported here: it needs the Kubernetes client
 
-        results = [(None, verdict) for verdict in run_live_fleet_demo(stdout, clusters=clusters)]
+        results = [(None, verdict) for verdict in _without_traceback(lambda: run_live_fleet_demo(stdout, clusters=clusters))]
         quiet = True
     elif live:
         from batchplace.live_demo import run_live_demo  # imported here: it needs the Kubernetes client
 
-        results = [(None, verdict) for verdict in run_live_demo(stdout)]
+        results = [(None, verdict) for verdict in _without_traceback(lambda: run_live_demo(stdout))]
         quiet = True
     else:
         results = run_demo()
@@ -307,6 +334,34 @@ def demo(
         stdout.print(f"[red]{failed} of {len(results)} scenarios did not come out as expected[/red]")
         raise typer.Exit(1)
     stdout.print(f"[green]all {len(results)} scenarios came out as expected[/green]")
+
+
+def _live_manifests(files: list[Path]) -> None:
+    """`demo --live FILE...`: the files are read and checked as `solve` reads them first, so
+    bad input stops before any server starts."""
+    if any(str(path) == "-" for path in files):
+        print_error("-: --live reads files (standard input is for solve)")
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    _load(files, None)
+    paths = [Path(path) for file in files for path in manifest_files(file)]
+    from batchplace.live_demo import run_live_manifests  # imported here: it needs the Kubernetes client
+
+    summaries = _without_traceback(lambda: run_live_manifests(stdout, paths))
+    stdout.rule("[bold]bound")
+    for line in summaries:
+        stdout.print(line, highlight=False, soft_wrap=True)
+
+
+def _without_traceback(run_live: Callable[[], LiveResult]) -> LiveResult:
+    """A local control plane that cannot start (no etcd, no kube-apiserver, a failed build) is
+    one line naming what is missing, exit status 2."""
+    from controller.testing.control_plane import ControlPlaneError
+
+    try:
+        return run_live()
+    except ControlPlaneError as error:
+        print_error(f"--live: {error}")
+        raise typer.Exit(EXIT_INPUT_ERROR) from None
 
 
 def main() -> None:

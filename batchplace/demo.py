@@ -12,16 +12,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
+from controller.testing.files import EXAMPLES_DIR
 from models.loaders import load_snapshot_files
 from models.placement import Decision
 from models.snapshot import Snapshot
 from solver.place import SolveConfig, place
 
 __all__ = ["EXAMPLES_DIR", "Scenario", "Verdict", "SCENARIOS", "run_scenario", "run_demo"]
-
-EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
 
 
 @dataclass(frozen=True)

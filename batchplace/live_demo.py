@@ -9,6 +9,10 @@ bound pods Running and lets evicted pods go. For each example in turn it creates
 (`schedulerName: batchplace`), waits until the controller has settled, and prints the
 pods, PodGroups and Events as `kubectl get` would, with a verdict: expected vs got.
 Everything is torn down at the end.
+
+`demo --live FILE...` does the same with the user's manifests instead of the examples
+(`run_live_manifests`): all created at once, then one controller run, and per namespace
+what was bound; there is no expectation to judge.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -27,11 +33,12 @@ from controller.errors import ApiError
 from controller.kinds import EVENTS, HYPERNODES, NAMESPACES, NODES, PODS, QUEUES, VOLCANO_PODGROUPS, XK8S_PODGROUPS
 from controller.kube import KubeClient
 from controller.loop import Controller, ControllerConfig
-from controller.testing.control_plane import REPO_ROOT, ControlPlane
+from controller.testing.control_plane import ControlPlane
+from controller.testing.files import RBAC_FILE
 from controller.testing.kubelet import KubeletStandIn
 from controller.testing.seed import EXAMPLES_DIR, create_all, seed_objects
 
-__all__ = ["run_live_demo", "LiveVerdict"]
+__all__ = ["run_live_demo", "run_live_manifests", "LiveVerdict"]
 
 JsonObject = dict[str, Any]
 
@@ -110,50 +117,99 @@ SCENARIOS = (
 
 
 def run_live_demo(console: Console, *, settle_s: float = 1.5, timeout_s: float = 30.0) -> list[LiveVerdict]:
-    console.print("[bold]starting etcd and kube-apiserver on 127.0.0.1[/bold] (the first run builds kube-apiserver: minutes)")
     verdicts: list[LiveVerdict] = []
+    with _live_control_plane(console) as (admin, kubeconfig):
+        for number, scenario in enumerate(SCENARIOS, start=1):
+            namespace = f"demo-{number}"
+            admin.create(NAMESPACES, None, {"metadata": {"name": namespace}})
+            create_all(admin, seed_objects(EXAMPLES_DIR / scenario.file, namespace=namespace))
+            _run_controller_until_settled(admin, kubeconfig, [namespace], settle_s=settle_s, timeout_s=timeout_s)
+            pods, groups = _show(console, admin, namespace, scenario.file)
+            ok, got = scenario.judge(pods, groups)
+            verdicts.append(LiveVerdict(scenario.file, scenario.expected, got, ok))
+            _clean(admin, namespace)
+    return verdicts
+
+
+def run_live_manifests(
+    console: Console, paths: Sequence[Path], *, settle_s: float = 1.5, timeout_s: float = 30.0
+) -> list[str]:
+    """`demo --live FILE...`: the user's manifests, all at once as `kubectl apply -f FILE...`
+    would, each object in its own namespace; vcjobs and PyTorchJobs expanded as their
+    controllers would and every pending pod handed to batchplace, as for the examples. No
+    expectation to judge: per namespace, what was bound and each PodGroup's state."""
+    created = [obj for path in paths for obj in seed_objects(path, namespace=None)]
+    objects = sorted(created, key=lambda obj: obj.namespace is not None)  # Nodes, Queues, … first
+    namespaces = sorted({obj.namespace for obj in objects if obj.namespace})
+    title = ", ".join(Path(path).name for path in paths)
+    summaries: list[str] = []
+    with _live_control_plane(console) as (admin, kubeconfig):
+        for namespace in namespaces:
+            if namespace not in {ns["metadata"]["name"] for ns in admin.list(NAMESPACES).items}:
+                admin.create(NAMESPACES, None, {"metadata": {"name": namespace}})
+        create_all(admin, objects)
+        _run_controller_until_settled(admin, kubeconfig, namespaces, settle_s=settle_s, timeout_s=timeout_s)
+        for namespace in namespaces:
+            pods, groups = _show(console, admin, namespace, title)
+            pending = {obj.name for obj in objects if obj.namespace == namespace and obj.kind == PODS and not obj.body["spec"].get("nodeName")}
+            summaries.append(_summary(namespace, pending, pods, groups))
+    return summaries
+
+
+def _summary(namespace: str, pending: set[str], pods: dict[str, str], groups: dict[str, JsonObject]) -> str:
+    """`default: 3 of 5 pending pods bound; PodGroup job-a Running; PodGroup job-b Pending (gang: …)`."""
+    parts = [f"{namespace}: {len(pending & pods.keys())} of {len(pending)} pending pods bound"]
+    for name, status in sorted(groups.items()):
+        condition = (status.get("conditions") or [{}])[-1]
+        message = f" ({condition['message']})" if condition.get("message") and status.get("phase") != "Running" else ""
+        parts.append(f"PodGroup {name} {status.get('phase', 'no phase')}{message}")
+    return "; ".join(parts)
+
+
+@contextmanager
+def _live_control_plane(console: Console) -> Iterator[tuple[KubeClient, Path]]:
+    """A local control plane with batchplace's RBAC and a kubelet stand-in; the admin client
+    and the kubeconfig of batchplace's ServiceAccount. Torn down on exit."""
+    console.print("[bold]starting etcd and kube-apiserver on 127.0.0.1[/bold] (the first run builds kube-apiserver: minutes)")
     with ControlPlane() as plane:
-        plane.apply_yaml(REPO_ROOT / "deploy" / "rbac.yaml")
+        plane.apply_yaml(RBAC_FILE)
         console.print(f"control plane at {plane.url}; kubeconfig {plane.admin_kubeconfig}")
         admin = KubeClient.from_kubeconfig(plane.admin_kubeconfig)
         kubeconfig = plane.write_kubeconfig(plane.workdir / "controller.kubeconfig", token=plane.controller_token)
         kubelet_stop = threading.Event()
         threading.Thread(target=KubeletStandIn(admin).run, args=(kubelet_stop,), kwargs={"interval_s": 0.3}, daemon=True).start()
         try:
-            for number, scenario in enumerate(SCENARIOS, start=1):
-                namespace = f"demo-{number}"
-                admin.create(NAMESPACES, None, {"metadata": {"name": namespace}})
-                create_all(admin, seed_objects(EXAMPLES_DIR / scenario.file, namespace=namespace))
-                # A controller per example, started once everything is created, as if it had
-                # been down while `kubectl apply` ran: the first cycle sees the whole example.
-                config = ControllerConfig(period_s=0.3, time_limit_s=1.0)
-                controller = Controller(KubeClient.from_kubeconfig(kubeconfig, pool_size=config.api_connections()), config)
-                stop = threading.Event()
-                controller.start(stop)
-                try:
-                    _settle(admin, namespace, settle_s=settle_s, timeout_s=timeout_s)
-                finally:
-                    stop.set()
-                    controller.join(5)
-                pods, groups = _show(console, admin, namespace, scenario.file)
-                ok, got = scenario.judge(pods, groups)
-                verdicts.append(LiveVerdict(scenario.file, scenario.expected, got, ok))
-                _clean(admin, namespace)
+            yield admin, kubeconfig
         finally:
             kubelet_stop.set()
-    return verdicts
 
 
-def _settle(admin: KubeClient, namespace: str, *, settle_s: float, timeout_s: float) -> None:
-    """Wait until the namespace's pods and PodGroups stop changing for `settle_s`."""
+def _run_controller_until_settled(
+    admin: KubeClient, kubeconfig: Path, namespaces: Sequence[str], *, settle_s: float, timeout_s: float
+) -> None:
+    """A controller started once everything is created, as if it had been down while `kubectl
+    apply` ran (the first cycle sees it all), stopped once the namespaces have settled."""
+    config = ControllerConfig(period_s=0.3, time_limit_s=1.0)
+    controller = Controller(KubeClient.from_kubeconfig(kubeconfig, pool_size=config.api_connections()), config)
+    stop = threading.Event()
+    controller.start(stop)
+    try:
+        _settle(admin, namespaces, settle_s=settle_s, timeout_s=timeout_s)
+    finally:
+        stop.set()
+        controller.join(5)
+
+
+def _settle(admin: KubeClient, namespaces: Sequence[str], *, settle_s: float, timeout_s: float) -> None:
+    """Wait until the namespaces' pods and PodGroups stop changing for `settle_s`."""
     deadline = time.monotonic() + timeout_s
     last, since = None, time.monotonic()
     while time.monotonic() < deadline:
-        pods = admin.list(PODS, namespace=namespace).items
-        groups = _pod_groups(admin, namespace)
+        pods = [p for ns in namespaces for p in admin.list(PODS, namespace=ns).items]
+        groups = [g for ns in namespaces for g in _pod_groups(admin, ns)]
         state = (
-            sorted((p["metadata"]["name"], p["spec"].get("nodeName"), p["status"].get("phase")) for p in pods),
-            sorted((g["metadata"]["name"], str(g.get("status"))) for g in groups),
+            sorted((p["metadata"]["namespace"], p["metadata"]["name"], p["spec"].get("nodeName"), p["status"].get("phase")) for p in pods),
+            sorted((g["metadata"]["namespace"], g["metadata"]["name"], str(g.get("status"))) for g in groups),
         )
         if state != last:
             last, since = state, time.monotonic()

@@ -25,7 +25,7 @@ from rich.table import Table
 from batchplace.live_demo import LiveVerdict
 from controller.fleet_manager import ALL_PODS, ATTEMPT_ANNOTATION, CLUSTER_ANNOTATION
 from controller.kinds import EVENTS, QUEUES, VCJOBS
-from controller.testing.control_plane import REPO_ROOT
+from controller.testing.files import RBAC_FILE
 from controller.testing.fleet import Member, finish_pods, start_manager
 from controller.testing.seed import EXAMPLES_DIR, create_all, seed_objects
 
@@ -50,7 +50,7 @@ def run_live_fleet_demo(console: Console, *, clusters: int = 2, timeout_s: float
             members[name] = Member.start(name)
         for name in names:
             worker = members[name]
-            worker.plane.apply_yaml(REPO_ROOT / "deploy" / "rbac.yaml")
+            worker.plane.apply_yaml(RBAC_FILE)
             worker.namespace(NAMESPACE)
             create_all(worker.admin, seed_objects(FLEET_DIR / f"{name}.yaml", namespace=NAMESPACE))
             worker.run_worker(engine="auto", kubeconfig_token=worker.plane.controller_token)

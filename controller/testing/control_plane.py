@@ -46,12 +46,12 @@ from types import TracebackType
 
 import yaml
 
+from controller.testing.files import BUILD_SCRIPT, CRDS_DIR, RBAC_FILE
+
 __all__ = [
     "ControlPlane",
     "ControlPlaneError",
     "REPO_ROOT",
-    "CRDS_DIR",
-    "BUILD_SCRIPT",
     "CONTROLLER_USER",
     "MANAGER_USER",
     "find_kube_apiserver",
@@ -61,8 +61,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CRDS_DIR = REPO_ROOT / "deploy" / "crds"
-BUILD_SCRIPT = REPO_ROOT / "scripts" / "build-kube-apiserver.sh"
+"""The checkout, for what only runs there (tests, scripts/); what an installed package reads is in `files`."""
 CONTROLLER_NAMESPACE = "batchplace-system"
 CONTROLLER_USER = f"system:serviceaccount:{CONTROLLER_NAMESPACE}:batchplace"
 MANAGER_USER = f"system:serviceaccount:{CONTROLLER_NAMESPACE}:batchplace-manager"
@@ -84,14 +83,17 @@ def find_kube_apiserver() -> Path:
     """`BATCHPLACE_KUBE_APISERVER`, else the cached build (built now when missing)."""
     named = os.environ.get("BATCHPLACE_KUBE_APISERVER")
     if named:
+        if not os.access(named, os.X_OK) or Path(named).is_dir():
+            raise ControlPlaneError(f"BATCHPLACE_KUBE_APISERVER={named}: not an executable file")
         return Path(named)
-    if not BUILD_SCRIPT.exists():
-        raise ControlPlaneError(f"no kube-apiserver: set BATCHPLACE_KUBE_APISERVER or run from a checkout ({BUILD_SCRIPT})")
     started = time.monotonic()
     result = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
     if result.returncode != 0:
         tail = "\n".join(result.stderr.strip().splitlines()[-25:])
-        raise ControlPlaneError(f"{BUILD_SCRIPT.name} failed (exit {result.returncode}):\n{tail}")
+        raise ControlPlaneError(
+            f"{BUILD_SCRIPT.name} failed (exit {result.returncode}); BATCHPLACE_KUBE_APISERVER=PATH uses a "
+            f"kube-apiserver you have instead:\n{tail}"
+        )
     binary = Path(result.stdout.strip().splitlines()[-1])
     log.info("kube-apiserver ready at %s (%.1f s)", binary, time.monotonic() - started)
     return binary
@@ -167,7 +169,7 @@ class ControlPlane:
     def start(self, *, timeout_s: float = 90.0) -> None:
         binary = self._apiserver_binary or find_kube_apiserver()
         if shutil.which(self._etcd_binary) is None:
-            raise ControlPlaneError(f"{self._etcd_binary!r} not found: run scripts/build-kube-apiserver.sh (it installs etcd-server)")
+            raise ControlPlaneError(f"{self._etcd_binary!r} not found on PATH: install etcd (Debian's etcd-server; {BUILD_SCRIPT.name} installs it)")
         try:
             self._write_credentials()
             etcd_url = self._start_etcd()
@@ -415,7 +417,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     with ControlPlane() as plane:
-        plane.apply_yaml(REPO_ROOT / "deploy" / "rbac.yaml")
+        plane.apply_yaml(RBAC_FILE)
         plane.write_kubeconfig(args.directory / "admin.kubeconfig", token=plane.admin_token)
         plane.write_kubeconfig(args.directory / "controller.kubeconfig", token=plane.controller_token)
         pids = " ".join(f"{name}={pid}" for name, pid in plane.pids().items())

@@ -18,7 +18,9 @@ labelled `training.kubeflow.org/{operator-name,job-name,replica-type,replica-ind
 itself is not created: the API server here serves no Kubeflow CRD, and the controller
 never reads one.
 `scheduler_name` replaces the examples' `schedulerName`, as an operator switching to
-batchplace does. Namespaced objects go to `namespace`.
+batchplace does. Namespaced objects go to `namespace`; with `namespace=None` each keeps its
+own (`default` when it names none), as `kubectl apply` puts them — `demo --live FILE` runs a
+user's manifests so.
 
 Not promised: Volcano's job controller's lifecycle (restarts, policies, dependsOn waits):
 every pod is created at once; the controller holds dependents back itself.
@@ -46,12 +48,12 @@ from controller.kinds import (
     XK8S_PODGROUPS,
     ResourceKind,
 )
+from controller.testing.files import EXAMPLES_DIR
 from models.loaders import load_snapshot_documents
 
 __all__ = ["SeedObject", "seed_objects", "vcjob_objects", "pytorch_job_objects", "create_all", "EXAMPLES_DIR"]
 
 JsonObject = dict[str, Any]
-EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 
 _KINDS: dict[tuple[str, str], ResourceKind] = {
     ("v1", "Node"): NODES,
@@ -79,27 +81,29 @@ class SeedObject:
         return str(self.body["metadata"]["name"])
 
 
-def seed_objects(path: Path, *, namespace: str, scheduler_name: str = "batchplace") -> list[SeedObject]:
-    documents = [d for d in yaml.safe_load_all(Path(path).read_text(encoding="utf-8")) if d]
+def seed_objects(path: Path, *, namespace: str | None, scheduler_name: str = "batchplace") -> list[SeedObject]:
+    read = [d for d in yaml.safe_load_all(Path(path).read_text(encoding="utf-8")) if d]
+    documents = [item for d in read for item in (d.get("items") or [] if d.get("kind") == "List" else [d]) if item]
     cluster: list[SeedObject] = []
     workloads: list[SeedObject] = []
     for document in documents:
+        own = namespace or (document.get("metadata") or {}).get("namespace") or "default"
         if (document.get("apiVersion"), document.get("kind")) == _PYTORCH_JOB:
-            objects = pytorch_job_objects(document, namespace=namespace, scheduler_name=scheduler_name, source=str(path))
+            objects = pytorch_job_objects(document, namespace=own, scheduler_name=scheduler_name, source=str(path))
             workloads.extend(objects)
             continue
         kind = _KINDS.get((document.get("apiVersion"), document.get("kind")))
         if kind is None:
             continue
         if kind == VCJOBS:
-            workloads.extend(vcjob_objects(document, namespace=namespace, scheduler_name=scheduler_name, source=str(path)))
+            workloads.extend(vcjob_objects(document, namespace=own, scheduler_name=scheduler_name, source=str(path)))
             continue
         body = _clean(document)
         if kind.namespaced:
-            body["metadata"]["namespace"] = namespace
+            body["metadata"]["namespace"] = own
             if kind == PODS:
                 _set_scheduler(body["spec"], scheduler_name)
-            workloads.append(SeedObject(kind, namespace, body))
+            workloads.append(SeedObject(kind, own, body))
         else:
             cluster.append(SeedObject(kind, None, body))
     cluster.sort(key=lambda obj: _ORDER.index(obj.kind) if obj.kind in _ORDER else len(_ORDER))

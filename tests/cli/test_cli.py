@@ -145,6 +145,6 @@ def test_installed_console_script_runs_the_demo() -> None:
 def test_import_contracts_hold() -> None:
     """models ← solver ← batchplace, and no Kubernetes/HTTP code in models or solver."""
     linter = Path(sys.executable).parent / "lint-imports"
-    completed = subprocess.run([str(linter)], capture_output=True, text=True, timeout=120, cwd=EXAMPLES_DIR.parent)
+    completed = subprocess.run([str(linter)], capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert "broken" in completed.stdout and ", 0 broken" in completed.stdout
