@@ -46,6 +46,7 @@ from .cluster_objects import (
     read_queue,
 )
 from .field_schemas import KindSchema, kind_schema, warn_unknown_fields
+from .object_names import check_object_name
 from .pytorch_job import read_pytorch_job
 from .raw import (
     DEFAULT_NAMESPACE,
@@ -274,7 +275,9 @@ def _read_object(obj: RawObject, context: _Context) -> None:
         return
     if context.check_fields:
         warn_unknown_fields(obj, _SCHEMAS[group, kind], context.warnings)
-    reader(obj, read_metadata(obj), context)
+    meta = read_metadata(obj)
+    check_object_name(kind, meta.name, meta.namespace, obj.location, obj.path)
+    reader(obj, meta, context)
 
 
 def _nearest_kind(group: str, kind: str) -> str:
