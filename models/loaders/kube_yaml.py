@@ -75,7 +75,35 @@ _MAX_PODS = SnapshotLimits().max_pods
 Document = tuple[str, int, object]
 """(source name, 1-based document number, the parsed object)."""
 
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _UniqueKeyLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """The safe loader (the C one when PyYAML has it: the parser stays in C, only this
+    check is Python) refusing a key written twice in one mapping, as kubectl does: with
+    "last one wins" a Node with `status:` twice, or two objects run together without `---`,
+    would load as something nobody wrote. Keys are compared as written (tag and text), before
+    `<<` merges: a key a merge brings in may be overridden, as YAML means it to be."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[tuple[str, str], int] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+                    continue
+                key = (key_node.tag, key_node.value)
+                line = key_node.start_mark.line + 1
+                if key in first_line:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f'key "{key_node.value}" already set in map (first at line {first_line[key]})',
+                        key_node.start_mark,
+                    )
+                first_line[key] = line
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+
+
+_SafeLoader = _UniqueKeyLoader
 _CLUSTER_SCOPED = frozenset(
     {
         "Node",
