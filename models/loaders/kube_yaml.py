@@ -309,7 +309,7 @@ def _read_object(obj: RawObject, context: _Context) -> None:
     if context.check_fields:
         warn_unknown_fields(obj, _SCHEMAS[group, kind], context.warnings)
     meta = read_metadata(obj)
-    check_object_name(kind, meta.name, meta.namespace, obj.location, obj.path)
+    check_object_name(meta.name, None if kind in _CLUSTER_SCOPED else meta.namespace, obj.location, obj.path)
     reader(obj, meta, context)
 
 

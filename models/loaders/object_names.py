@@ -85,7 +85,6 @@ _RULES = {
     ),
 }
 _COMPILED = {rule: re.compile(pattern) for rule, (pattern, *_) in _RULES.items()}
-_NAMESPACED_NOT = frozenset({"Node", "PriorityClass", "Queue", "HyperNode", "Numatopology"})
 
 
 def _problem(rule: str, value: str) -> str | None:
@@ -110,13 +109,16 @@ def _raise(problem: str, value: str, location: Location, path: Sequence[PathPart
     raise FieldError(f'Invalid value: "{value}": {problem}', location=location, path=tuple(path))
 
 
-def check_object_name(kind: str, name: str, namespace: str, location: Location, path: Sequence[PathPart]) -> None:
-    """Every object's name an RFC 1123 subdomain; a namespaced one's namespace a label.
-    `path`: where the object sits in its document (`()`, or `("items", 3)` in a List)."""
+def check_object_name(
+    name: str, namespace: str | None, location: Location, path: Sequence[PathPart]
+) -> None:
+    """Every object's name an RFC 1123 subdomain; a namespaced one's namespace (None for a
+    cluster-scoped kind) a label. `path`: where the object sits in its document (`()`, or
+    `("items", 3)` in a List)."""
     problem = _problem("subdomain", name)
     if problem:
         _raise(problem, name, location, (*path, "metadata", "name"))
-    if kind not in _NAMESPACED_NOT:
+    if namespace is not None:
         problem = _problem("label", namespace)
         if problem:
             _raise(problem, namespace, location, (*path, "metadata", "namespace"))
