@@ -1,8 +1,8 @@
 """Object names checked as the cluster checks them, per kind, so a placement never names an
 object the API server (or the kind's admission webhook) would have refused.
 
-Input: an object's kind, `metadata.name` / `metadata.namespace`, and for a vcjob its task
-names. Output: nothing, or a `FieldError` at `metadata.name` (`metadata.namespace`,
+Input: an object's `metadata.name` and, when its kind is namespaced, `metadata.namespace`;
+for a vcjob its task names, for a PyTorchJob its name again. Output: nothing, or a `FieldError` at `metadata.name` (`metadata.namespace`,
 `spec.tasks[i].name`) in the API server's own words, e.g.
 
     jobs.yaml: document 2 (Job default/Hello_Job): metadata.name: Invalid value: "Hello_Job":
