@@ -20,7 +20,8 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from models.quantity import QuantityError, quota_ceiling, resource_ceiling, to_base_units
+from models.loaders.extended_resources import is_extended_resource
+from models.quantity import QuantityError, parse_quantity, quota_ceiling, resource_ceiling, to_base_units
 
 SUFFIXES = ("", "m", "k", "Ki", "M", "Mi", "G", "Gi", "T", "Ti", "P", "Pi", "E", "Ei")
 EDGES = (0, 1, 999, 2**31, 2**35, 2**42 - 1, 2**42, 2**42 + 1, 2**53, 2**62, 2**63 - 1, 2**63, 2**64, 10**16, 10**30)
@@ -70,6 +71,14 @@ class QuantityCase:
         except QuantityError:
             return None
 
+    @property
+    def fractional(self) -> bool:
+        """Not a whole number (so refused for an extended resource: `must be an integer`)."""
+        try:
+            return parse_quantity(self.value) % 1 != 0
+        except QuantityError:
+            return False
+
     def documents(self) -> list[dict[str, Any]]:
         """A node with 8 GPUs, a queue, a PodGroup and its one pending pod, with the drawn
         value in the drawn field."""
@@ -107,6 +116,8 @@ class QuantityCase:
             "PodGroup": group["spec"]["minResources"],
         }[self.field.kind]
         target[self.field.resource] = self.value
+        if self.field.kind == "Pod" and is_extended_resource(self.field.resource):
+            pod["spec"]["containers"][0]["resources"]["limits"] = {self.field.resource: self.value}  # request == limit
         return [node, queue, group, pod]
 
     def yaml_text(self) -> str:

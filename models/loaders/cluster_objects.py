@@ -96,9 +96,7 @@ def read_node(obj: RawObject, meta: Metadata) -> NodeRecord:
     status = obj.child("status")
     key = "allocatable" if status.has("allocatable") else "capacity"
     allocatable, gpu_memory_mib = node_vgpu(obj, meta.labels, read_resources(status, key, role="node"))
-    gpu_milli = allocatable.get(GPU, 0)
-    if gpu_milli % GPU_MILLI_PER_DEVICE:
-        raise status.child(key).error("nvidia.com/gpu", f"must be whole devices, got {gpu_milli / 1000:g}")
+    gpu_milli = allocatable.get(GPU, 0)  # whole devices: `nvidia.com/gpu` is an extended resource
     spec = obj.child("spec")
     return NodeRecord(
         name=meta.name,

@@ -38,6 +38,7 @@ from models.snapshot import (
     Toleration,
 )
 
+from .extended_resources import check_requests_equal_limits, check_whole
 from .keys import GPU_MILLI_RESOURCE, NVIDIA_GPU_RESOURCE, SLA_WAITING_TIME_ANNOTATION, VGPU_RESOURCES
 from .raw import Metadata, RawObject, Warnings, describe
 
@@ -80,6 +81,8 @@ def _quantity(obj: RawObject, name: str, value: object, *, role: ResourceRole) -
     problem = ceiling_problem(_snapshot_name(name), amount, quota=role == "quota")
     if problem is not None:
         raise obj.error(name, f"{value}: {problem}")
+    if role != "quota":
+        check_whole(obj, name, value)
     return amount
 
 
@@ -137,10 +140,12 @@ def _max_resources(left: Mapping[str, int], right: Mapping[str, int]) -> Resourc
 
 def container_requests(container: RawObject) -> ResourceList:
     """Requests, with a limit standing in for each request left out (Kubernetes' defaulting);
-    Volcano's vGPU resources included, as they are written (`models.loaders.vgpu` reads them)."""
+    Volcano's vGPU resources included, as they are written (`models.loaders.vgpu` reads them).
+    Extended resources requested as the API server allows (`extended_resources`)."""
     resources = container.child("resources")
     requests = read_resources(resources, "requests", role="request")
     limits = read_resources(resources, "limits", role="request")
+    check_requests_equal_limits(resources)
     return {**limits, **requests}
 
 

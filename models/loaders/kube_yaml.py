@@ -46,6 +46,7 @@ from .cluster_objects import (
     read_queue,
 )
 from .field_schemas import KindSchema, kind_schema, warn_unknown_fields
+from .object_names import check_object_name
 from .pytorch_job import read_pytorch_job
 from .raw import (
     DEFAULT_NAMESPACE,
@@ -76,7 +77,40 @@ _MAX_PODS = SnapshotLimits().max_pods
 Document = tuple[str, int, object]
 """(source name, 1-based document number, the parsed object)."""
 
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _UniqueKeyLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """The safe loader (the C one when PyYAML has it: the parser stays in C, only this
+    check is Python) refusing a key written twice in one mapping, as kubectl does: with
+    "last one wins" a Node with `status:` twice, or two objects run together without `---`,
+    would load as something nobody wrote. Keys are compared as written (tag and text), before
+    `<<` merges: a key a merge brings in may be overridden, as YAML means it to be. Cost,
+    measured on the 3.7 MB openb regression input and a 4.2 MB 2,000-node / 10,000-pod
+    input (best of 7 each, interleaved): 0.68 → 0.77 s (+12 %) and 1.36 → 1.44 s (+6 %)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
+        if isinstance(node, yaml.MappingNode):
+            keys = [(key.tag, key.value) for key, _ in node.value if isinstance(key, yaml.ScalarNode)]
+            if len(set(keys)) != len(keys):  # rare: find the first repeat, with its lines
+                _refuse_repeated_key(node)
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+
+
+def _refuse_repeated_key(node: yaml.MappingNode) -> None:
+    first_line: dict[tuple[str, str], int] = {}
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+            continue
+        key = (key_node.tag, key_node.value)
+        if key in first_line:
+            problem = f'key "{key_node.value}" already set in map (first at line {first_line[key]})'
+            raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
+        first_line[key] = key_node.start_mark.line + 1
+
+
+_SafeLoader = _UniqueKeyLoader
 _CLUSTER_SCOPED = frozenset(
     {
         "Node",
@@ -304,7 +338,9 @@ def _read_object(obj: RawObject, context: _Context) -> None:
         return
     if context.check_fields:
         warn_unknown_fields(obj, _SCHEMAS[group, kind], context.warnings)
-    reader(obj, read_metadata(obj), context)
+    meta = read_metadata(obj)
+    check_object_name(meta.name, None if kind in _CLUSTER_SCOPED else meta.namespace, obj.location, obj.path)
+    reader(obj, meta, context)
 
 
 def _nearest_kind(group: str, kind: str) -> str:

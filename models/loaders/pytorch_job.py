@@ -67,6 +67,7 @@ from .keys import (
     XK8S_QUEUE_KEYS,
 )
 from .kube_fields import read_resources
+from .object_names import check_pytorch_job_name
 from .raw import Metadata, RawObject, Warnings
 from .workloads import (
     JobRecord,
@@ -108,6 +109,7 @@ class _Replicas:
 def read_pytorch_job(
     obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str], warnings: Warnings
 ) -> JobRecord | None:
+    check_pytorch_job_name(meta.name, obj.location, obj.path)
     spec = obj.child("spec")
     run_policy = spec.child("runPolicy")
     policy = run_policy.child("schedulingPolicy")

@@ -35,6 +35,7 @@ from models.snapshot import DEFAULT_QUEUE, SnapshotLimits, Task
 
 from .keys import VOLCANO_JOB_NAME_KEY, VOLCANO_JOB_NAMESPACE_LABEL, VOLCANO_QUEUE_LABEL, VOLCANO_TASK_ANNOTATION
 from .kube_fields import read_sla_waiting
+from .object_names import check_vcjob_names
 from .raw import Metadata, RawObject, Warnings
 from .workloads import (
     JobRecord,
@@ -90,6 +91,7 @@ def read_volcano_job(
     queue = spec.string("queue", DEFAULT_QUEUE)
     tasks = [_read_task(task, index, meta, job_priority_class, queue) for index, task in enumerate(task_objs)]
     _check_task_names(tasks)
+    check_vcjob_names(meta.name, [task.name for task in tasks], obj.location, obj.path)
     total_replicas = sum(task.replicas for task in tasks)
     if total_replicas > MAX_PODS:
         message = f"the tasks' replicas total {total_replicas}, more than a snapshot's {MAX_PODS} pods"

@@ -39,7 +39,7 @@ spec:
         nodeSelectorTerms:
         - matchExpressions:
           - {key: gpu, operator: In, values: [MODEL]}
-  containers: [{name: c, resources: {requests: {nvidia.com/gpu: "1"}}}]
+  containers: [{name: c, resources: {requests: {nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}}]
 """
 
 

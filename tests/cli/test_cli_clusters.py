@@ -79,7 +79,7 @@ def test_bad_cluster_input_is_one_line_and_exit_2(args: list[str], names: str) -
 
 def test_a_queue_declared_differently_in_a_cluster_names_the_cluster_and_field(tmp_path: Path) -> None:
     other = tmp_path / "east.yaml"
-    other.write_text(EAST.read_text() + JOBS.read_text().split("---")[1].replace('"48"', '"8"'))
+    other.write_text(EAST.read_text() + "\n---" + JOBS.read_text().split("---")[1].replace('"48"', '"8"'))
     result = _solve("--cluster", f"gpu-west={WEST}", "--cluster", f"gpu-east={other}", str(JOBS))
     assert result.exit_code == 2, result.output
     line = result.output.replace("\n", "")

@@ -32,14 +32,14 @@ kind: Pod
 metadata: {name: holder, annotations: {batchplace.io/gpus: "0"}}
 spec:
   nodeName: b
-  containers: [{name: c, resources: {requests: {cpu: "1", batchplace.io/gpu-milli: "400"}}}]
+  containers: [{name: c, resources: {requests: {cpu: "1", batchplace.io/gpu-milli: "400"}, limits: {batchplace.io/gpu-milli: "400"}}}]
 ---
 apiVersion: v1
 kind: Pod
 metadata: {name: small}
 spec:
   schedulerName: batchplace
-  containers: [{name: c, resources: {requests: {cpu: "1", batchplace.io/gpu-milli: "200"}}}]
+  containers: [{name: c, resources: {requests: {cpu: "1", batchplace.io/gpu-milli: "200"}, limits: {batchplace.io/gpu-milli: "200"}}}]
 """
 
 

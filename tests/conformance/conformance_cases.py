@@ -23,6 +23,11 @@ happen. That document is taken out before the rest goes to the loader:
     xfail:                        # engine -> the finding that makes it fail today
       greedy: greedy never preempts to free queue quota
 
+Objects keep the original's names, except names the API server would refuse (kube-scheduler's
+tests call nodes `nodeA`): those become their RFC 1123 form (`node-a`), since the loader
+checks names as the API server does; extended resources get their limit beside their request,
+as the API server wants.
+
 Nothing here solves; `test_conformance.py` does.
 """
 

@@ -17,6 +17,7 @@ import pytest
 
 from models.errors import SnapshotError
 from models.loaders import LoadResult, load_snapshot_documents
+from models.loaders.extended_resources import is_extended_resource
 from models.snapshot import Snapshot
 
 Obj = dict[str, object]
@@ -71,7 +72,11 @@ def container(cpu: object = "1", *, gpus: object = None, gpu_milli: object = Non
     if gpu_milli is not None:
         requests["batchplace.io/gpu-milli"] = gpu_milli
     requests.update(extra)
-    return {"name": "main", "image": "busybox", "resources": {"requests": requests}}
+    resources: Obj = {"requests": requests}
+    limits = {name: amount for name, amount in requests.items() if is_extended_resource(name)}
+    if limits:
+        resources["limits"] = limits  # the API server wants request == limit for these
+    return {"name": "main", "image": "busybox", "resources": resources}
 
 
 def pod(

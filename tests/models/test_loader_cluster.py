@@ -99,7 +99,7 @@ def test_gpu_numa_annotation_must_be_numbers() -> None:
 def test_a_fraction_of_a_gpu_on_a_node_is_an_error() -> None:
     raw = node("n1")
     raw["status"] = {"allocatable": {"nvidia.com/gpu": "1.5"}}
-    assert "status.allocatable.nvidia.com/gpu: must be whole devices, got 1.5" in load_error(raw)
+    assert 'status.allocatable.nvidia.com/gpu: Invalid value: "1.5": must be an integer' in load_error(raw)
 
 
 # ---- Numatopology ----

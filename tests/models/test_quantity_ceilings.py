@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from models.errors import FieldError, SnapshotError
 from models.loaders import load_snapshot_json, load_snapshot_yaml_text, snapshot_to_json
+from models.loaders.extended_resources import is_extended_resource
 from models.quantity import (
     CPU_MILLI_CEILING,
     GPU_MILLI_CEILING,
@@ -123,10 +124,12 @@ def test_any_quantity_in_any_resource_field_loads_within_its_ceiling_or_is_refus
             assert f"{case.field.path}: " in message
         if expected is not None and expected > case.field.ceiling:
             assert "above the " in message
-        if expected is not None and 0 <= expected <= case.field.ceiling:
-            assert case.field.snapshot_resource == "gpu" and "ceiling" not in message  # whole devices, or 1-999
+        if expected is not None and 0 <= expected <= case.field.ceiling:  # the API server's integer rule
+            assert not case.field.quota and is_extended_resource(case.field.resource) and case.fractional
+            assert f'{case.field.path}: Invalid value: "{case.value}": must be an integer' in message
         return
     assert expected is not None and 0 <= expected <= case.field.ceiling
+    assert case.field.quota or not (is_extended_resource(case.field.resource) and case.fractional)
     assert _amount_in(snapshot, case.field) == expected
     _solves_and_checks(snapshot)
 

@@ -104,7 +104,8 @@ def test_a_fractional_job_counts_free_milli_on_shared_devices() -> None:
     base = make_snapshot(nodes=[make_node("n0", gpus=2, gpu_used_milli={0: 700, 1: 1000})])
     pod = {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "infer"},
-        "spec": {"schedulerName": "batchplace", "containers": [{"name": "c", "resources": {"requests": {"batchplace.io/gpu-milli": "500"}}}]},
+        "spec": {"schedulerName": "batchplace", "containers": [{"name": "c", "resources": {"requests": {"batchplace.io/gpu-milli": "500"},
+                                                                          "limits": {"batchplace.io/gpu-milli": "500"}}}]},
     }
     changed = apply_changes(base, Changes(add_jobs=_documents([pod])), submitted_at_s=0.0)
     (verdict,) = job_verdicts(changed, place(changed.snapshot, SolveConfig(engine="greedy")))

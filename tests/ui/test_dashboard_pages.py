@@ -179,6 +179,36 @@ def test_what_if_preemption_is_drawn_on_the_victims_cells(page: Page, ui_server:
     assert page.locator('.node[data-node="n0"].victim-node .g.victim').count() == 8
 
 
+def test_the_what_if_name_field_checks_names_as_kubernetes_does(page: Page, ui_server: LiveServer) -> None:
+    """The browser compiles `pattern` in the `v` flag mode, where a bare `-` in a class is a
+    syntax error and the whole attribute is ignored: the field checked nothing. Now a name
+    Kubernetes refuses is refused before any request, and a good one still gets an answer."""
+    upload(page, ui_server, EXAMPLES_DIR / "gpu-topology.yaml")
+    page.click("nav >> text=What-if")
+    name = page.locator("input[name=name]")
+    for bad in ("Hello_Job", "-job", "job-", "a..b"):
+        name.fill(bad)
+        assert name.evaluate("input => !input.checkValidity()"), bad
+    page.click("#whatif button[type=submit]")
+    assert page.locator("#answer .verdict").count() == 0  # the form was not sent
+    for good in ("hello-job", "a.b"):
+        name.fill(good)
+        assert name.evaluate("input => input.checkValidity()"), good
+    name.fill("")
+    name.press_sequentially("x" * 64)  # typed: 54 taken, so `<name>-worker-0` stays within Volcano's 63
+    assert name.input_value() == "x" * 54 and name.evaluate("input => input.checkValidity()")
+    namespace = page.locator("input[name=namespace]")
+    namespace.fill("My.Team")
+    assert namespace.evaluate("input => !input.checkValidity()")
+    namespace.fill("default")
+    page.fill("input[name=pods]", "1")
+    page.fill("input[name=gpus]", "0.5")  # a share of one GPU: batchplace.io/gpu-milli, its limit set too
+    page.click("#whatif button[type=submit]")
+    verdict = page.locator(".verdict.starts")
+    verdict.wait_for()
+    assert f"default/{'x' * 54} starts now" in verdict.inner_text()
+
+
 def _busy_cluster_json() -> str:
     """One 8-GPU node held by a low-priority preemptable pod of queue `team`."""
     import json

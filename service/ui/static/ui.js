@@ -79,7 +79,7 @@
       if (!Number.isInteger(gpus)) throw new Error("GPUs per pod: whole devices, or a fraction below 1 (0.5 = half a device)");
       requests["nvidia.com/gpu"] = limits["nvidia.com/gpu"] = String(gpus);
     } else if (gpus > 0) {
-      requests["batchplace.io/gpu-milli"] = String(Math.round(gpus * 1000));
+      requests["batchplace.io/gpu-milli"] = limits["batchplace.io/gpu-milli"] = String(Math.round(gpus * 1000));
     }
     const spec = {
       minAvailable: pods,
