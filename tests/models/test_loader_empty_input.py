@@ -18,7 +18,8 @@ NOTHING = ["", "\n", "---\n", "---\n---\n", "# a comment\n", "apiVersion: v1\nki
            "apiVersion: v1\nkind: PodList\nitems: []\n", "apiVersion: v1\nkind: List\nitems: null\n"]
 NODE = "apiVersion: v1\nkind: Node\nmetadata: {name: n0}\nstatus: {allocatable: {cpu: '8', memory: 16Gi}}\n"
 
-files_of_nothing = st.lists(st.lists(st.sampled_from(NOTHING), max_size=3).map("".join), min_size=1, max_size=3)
+# each piece its own document: two pieces run together would be one mapping with its keys twice
+files_of_nothing = st.lists(st.lists(st.sampled_from(NOTHING), max_size=3).map("---\n".join), min_size=1, max_size=3)
 
 
 def _write(directory: Path, texts: list[str]) -> list[Path]:

@@ -36,7 +36,7 @@ def test_a_what_if_job_whose_template_is_gated_does_not_start_and_names_the_gate
     job: dict[str, Any] = vcjob("llm", replicas=2, gpus=1)
     held = copy.deepcopy(job)
     held["spec"]["tasks"][0]["template"]["spec"]["schedulingGates"] = [{"name": QUOTA_CHECK}]
-    base = {"snapshot_yaml": "", "changes": {"add_nodes": [node_object("n0", gpus=8)]}}
+    base = {"snapshot": {}, "changes": {"add_nodes": [node_object("n0", gpus=8)]}}
     free = ask(client, {**base, "changes": {**base["changes"], "add_jobs": [job]}})["jobs"][0]
     assert free["starts"] is True  # the same job without its gate starts: the gate is what holds it
     (answer,) = ask(client, {**base, "changes": {**base["changes"], "add_jobs": [held]}})["jobs"]
