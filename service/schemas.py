@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation, StrictBool, field_validator, model_validator
 
 from models.errors import SnapshotError, format_path
-from models.placement import Bind, Eviction, Fallback, PodGroupOutcome, QueueShare, SolveStatus
+from models.placement import Bind, Decision, Eviction, Fallback, PodGroupOutcome, QueueShare, SolveStatus
 from models.rebalance import RebalanceAdvice
 from models.snapshot import Snapshot
 from models.typical_shapes import MAX_TYPICAL_SHAPES, TypicalShape, read_typical_shapes
@@ -117,6 +117,7 @@ class PlacementResponse(BaseModel):
     bound: float | None = None
     gap: float | None = None
     fallback: Fallback | None = Field(None, description="set when status is FALLBACK: why CP-SAT's answer was not used")
+    reproducible: bool = Field(True, description=Decision.model_fields["reproducible"].description)
     binds: list[Bind]
     evictions: list[Eviction]
     podgroups: list[PodGroupOutcome]
