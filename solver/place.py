@@ -28,7 +28,7 @@ in OR-Tools' deterministic time (`solver.cpsat.clock`), and its budget is what
 estimated from the input's size (`_Budget`), never read from the clock. Every choice
 `place()` makes (no time for CP-SAT, the LP bound, the reasons) reads the same
 estimates. So on an idle machine the call takes about `time_limit_s`; on a busy one
-longer, up to the wall-clock safety net of `SAFETY_NET_FACTOR` × `time_limit_s`. When the
+longer, up to the wall-clock safety net (`safety_net_s`, 10 × `time_limit_s` by default). When the
 net fires (the search stopped by it, or killed past it) the answer is the one the time
 allowed and `Decision.reproducible` is False: it is the only way the same input can give
 two answers.
@@ -97,6 +97,9 @@ class SolveConfig:
     """Limit CP-SAT in deterministic time, so the same input gives the same answer whatever
     the load, with the wall clock as a safety net (module docstring); False: by the wall
     clock, the answer depending on the time the machine gave the search."""
+    safety_net_s: float | None = None
+    """With `deterministic`, the wall-clock limit of the whole call: past it CP-SAT's search
+    stops (the answer is then `reproducible` False); None: `SAFETY_NET_FACTOR` × `time_limit_s`."""
     workers: int = 1
     """CP-SAT search workers (`num_workers`). More than one on the deterministic clock run
     interleaved (`interleave_search`), which measured far slower on these models than one
@@ -148,6 +151,8 @@ class SolveConfig:
     def __post_init__(self) -> None:
         if sorted(self.objective_order) != sorted(TIERS):
             raise ValueError(f"objective_order {self.objective_order}: a permutation of {', '.join(TIERS)}")
+        if self.safety_net_s is not None and self.safety_net_s < self.time_limit_s:
+            raise ValueError(f"safety_net_s {self.safety_net_s}: at least time_limit_s ({self.time_limit_s})")
         if self.memory_limit_bytes is not None and self.memory_limit_bytes < MIN_MEMORY_LIMIT_BYTES:
             raise ValueError(f"memory_limit_bytes {self.memory_limit_bytes}: at least {MIN_MEMORY_LIMIT_BYTES} (64 MiB)")
 
@@ -194,11 +199,12 @@ GREEDY_SECONDS_PER_POD_NODE = 3e-8
 each pending pod), for the deterministic budget: measured 0.013 s at 1,213 nodes / 6,258
 pods (50 pending), 0.09 s at 1,000 / 1,637 (1,000 pending), 0.32 s at 10,000 / 7,259
 (1,000 pending), 1.25 s at 10,000 / 11,259 (5,000 pending)."""
-SAFETY_NET_FACTOR = 5.0
-"""With `deterministic`, the wall-clock limit of the call, in time limits: the deterministic
-budget is calibrated to end near `time_limit_s` on an idle machine, so the net fires only
-when the call gets less than about a fifth of a core (measured: two busy loops and the
-test suite of other processes on 2 cores slowed it 2–3×)."""
+SAFETY_NET_FACTOR = 10.0
+"""With `deterministic`, the wall-clock limit of the call (`SolveConfig.safety_net_s`), in
+time limits: the deterministic budget is meant to end near `time_limit_s` on an idle core
+(within about 2×: `solver.cpsat.clock.DETERMINISTIC_TIME_PER_S`), so the net fires only
+when the call gets less than about a fifth of a core. Measured: on 2 cores shared with
+other test suites (load 3–10), a search got 10–50 % of a core."""
 
 
 @dataclass(frozen=True)
@@ -242,7 +248,8 @@ class _Budget:
         else:
             pending = sum(1 for pod in snapshot.pods if pod.phase == "pending")
             greedy_estimate = GREEDY_SECONDS_PER_ITEM * items + GREEDY_SECONDS_PER_POD_NODE * pending * len(snapshot.nodes)
-            deadline = started + SAFETY_NET_FACTOR * config.time_limit_s
+            net_s = config.safety_net_s if config.safety_net_s is not None else SAFETY_NET_FACTOR * config.time_limit_s
+            deadline = started + net_s
             search_s = config.time_limit_s - greedy_estimate - reserve_s - (lp_s if lp_reserved else 0.0)
         return _Budget(items, slowness, reserve_s, lp_s, lp_reserved, deadline, search_s)
 

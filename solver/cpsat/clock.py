@@ -35,10 +35,13 @@ from ortools.sat.python import cp_model
 
 __all__ = ["SearchClock", "DETERMINISTIC_TIME_PER_S", "SEARCH_OVERSHOOT"]
 
-DETERMINISTIC_TIME_PER_S = 1.0
-"""OR-Tools' deterministic time per second of one worker's search on an idle core, on this
-engine's models (CP-SAT aims its unit at about a second). Measured in docs/results.md
-("Same input, same answer")."""
+DETERMINISTIC_TIME_PER_S = 0.5
+"""OR-Tools' deterministic time per CPU second of one worker's search, on this engine's
+models. CP-SAT aims its unit at about a second, but the ratio depends on the model: 0.96 on
+the openb packing batches (FGD replay: the packing tier's fragment constants), 0.25–0.33 on
+the synthetic bench's gang models (1,000 nodes), 0.2–0.5 on small ones. Half a unit per
+second sits between: an openb search gets about twice the CPU time it got by the wall
+clock, a bench search about two thirds (docs/results.md, "Same input, same answer")."""
 
 SEARCH_OVERSHOOT = 0.2
 """How far past its `max_time_in_seconds` a wall-clock search may run, as a share of it: a
