@@ -40,8 +40,9 @@ DETERMINISTIC_TIME_PER_S = 0.5
 models. CP-SAT aims its unit at about a second, but the ratio depends on the model: 0.96 on
 the openb packing batches (FGD replay: the packing tier's fragment constants), 0.25–0.33 on
 the synthetic bench's gang models (1,000 nodes), 0.2–0.5 on small ones. Half a unit per
-second sits between: an openb search gets about twice the CPU time it got by the wall
-clock, a bench search about two thirds (docs/results.md, "Same input, same answer")."""
+second sits between (their geometric mean): an openb search gets about half the CPU time
+a nominal second buys, a bench search about 1.7 times it (docs/results.md, "Same input,
+same answer")."""
 
 SEARCH_OVERSHOOT = 0.2
 """How far past its `max_time_in_seconds` a wall-clock search may run, as a share of it: a
