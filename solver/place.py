@@ -151,8 +151,8 @@ class SolveConfig:
     def __post_init__(self) -> None:
         if sorted(self.objective_order) != sorted(TIERS):
             raise ValueError(f"objective_order {self.objective_order}: a permutation of {', '.join(TIERS)}")
-        if self.safety_net_s is not None and self.safety_net_s < self.time_limit_s:
-            raise ValueError(f"safety_net_s {self.safety_net_s}: at least time_limit_s ({self.time_limit_s})")
+        if self.safety_net_s is not None and not self.safety_net_s > 0:
+            raise ValueError(f"safety_net_s {self.safety_net_s}: a positive number of seconds")
         if self.memory_limit_bytes is not None and self.memory_limit_bytes < MIN_MEMORY_LIMIT_BYTES:
             raise ValueError(f"memory_limit_bytes {self.memory_limit_bytes}: at least {MIN_MEMORY_LIMIT_BYTES} (64 MiB)")
 
