@@ -28,10 +28,10 @@ in OR-Tools' deterministic time (`solver.cpsat.clock`), and its budget is what
 estimated from the input's size (`_Budget`), never read from the clock. Every choice
 `place()` makes (no time for CP-SAT, the LP bound, the reasons) reads the same
 estimates. So on an idle machine the call takes about `time_limit_s`; on a busy one
-longer, up to the wall-clock safety net (`safety_net_s`, 10 × `time_limit_s` by default). When the
-net fires (the search stopped by it, or killed past it) the answer is the one the time
-allowed and `Decision.reproducible` is False: it is the only way the same input can give
-two answers.
+longer, up to the wall-clock safety net (`safety_net_s`, 10 × `time_limit_s` by
+default). When the net fires (the search stopped by it, or killed past it) the answer is
+the one the time allowed and `Decision.reproducible` is False: it is the only way the
+same input can give two answers.
 
 With `deterministic=False`, `time_limit_s` bounds the whole call by the wall clock (greedy,
 model, solve, extraction, checks): CP-SAT gets what is left after greedy minus a reserve
