@@ -1,11 +1,12 @@
 """The CP-SAT engine: every hard rule of DESIGN.md in one model, the soft objective tier by
 tier, aggregated so it scales, warm-started with the greedy placement.
 
-Input: a `Snapshot`, its `Problem`, the `ObjectiveContext`, a `CpsatConfig`, an absolute
-deadline (`time.perf_counter()` seconds) and the hint placement. Output: a `CpsatResult` —
-the placement, status (OPTIMAL / FEASIBLE / UNKNOWN), the model's tier values, the
-throughput bound and gap, per-stage reports and what was restricted. `solver.place` wraps
-it (fallback, checker, better-of-two).
+Input: a `Snapshot`, its `Problem`, the `ObjectiveContext`, a `CpsatConfig` (with its
+deterministic budget, `search_s`), an absolute wall-clock deadline (`time.perf_counter()`
+seconds: the safety net when the budget is deterministic) and the hint placement. Output:
+a `CpsatResult` — the placement, status (OPTIMAL / FEASIBLE / UNKNOWN), the model's tier
+values, the throughput bound and gap, per-stage reports, what was restricted and whether
+the safety net cut the search. `solver.place` wraps it (fallback, checker, better-of-two).
 
 The model, built in named steps (each its own module):
   1. data (`cpsat.data`): the part fixed for inter-pod constraints (`cpsat.interpod`),
