@@ -129,7 +129,14 @@ def solve(
     ] = "auto",
     output: Annotated[str, typer.Option(help="table (for people) or json (the output contract).")] = "table",
     time_limit: Annotated[
-        float, typer.Option("--time-limit", min=0.01, max=3600, help="Solver time limit in seconds.")
+        float,
+        typer.Option(
+            "--time-limit",
+            min=0.01,
+            max=3600,
+            help="Solver time budget in seconds, as an idle machine spends it: the same input gives the same "
+            "answer every run; a busy machine takes longer, up to 10 times it.",
+        ),
     ] = 5.0,
     scheduler_name: SchedulerNameOption = None,
     bound: Annotated[

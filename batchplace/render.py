@@ -63,6 +63,8 @@ def _summary(decision: Decision) -> Text:
     summary = Text(f"{line} · {binds} binds · {evictions} evictions", style="bold")
     if decision.fallback is not None:
         summary.append(f"\nfallback ({decision.fallback.cause}): {decision.fallback.reason}", style="yellow")
+    if not decision.reproducible:
+        summary.append("\nnot reproducible: the search ran by the wall clock; another run may answer otherwise", style="yellow")
     return summary
 
 

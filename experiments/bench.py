@@ -161,7 +161,8 @@ class BenchConfig:
     """`place()`'s time limit; None: per size, as the targets are set (`default_time_limit`)."""
     seed: int = 0
     preload_range: tuple[float, float] = (0.25, 0.75)
-    workers: int = 2
+    workers: int = SolveConfig.workers
+    """CP-SAT's workers: the product's default, one (deterministic)."""
     packing: PackingName | None = None
     """The greedy's node score (`SolveConfig.packing`); None: `SolveConfig`'s default."""
     family: FamilyName = "standard"

@@ -120,6 +120,11 @@ class Decision(_Frozen):
     bound: float | None = None
     gap: float | None = None
     fallback: Fallback | None = Field(None, description="set when status is FALLBACK: why CP-SAT's answer was not used")
+    reproducible: bool = Field(
+        True,
+        description="the same input gives this answer every run; false when the wall-clock safety net cut the "
+        "search short (or the search ran by the wall clock), so the answer depended on the machine's load",
+    )
 
     def to_contract(self) -> dict[str, Any]:
         """The JSON output contract: binds and evictions at the top level."""
@@ -131,6 +136,7 @@ class Decision(_Frozen):
             "bound": self.bound,
             "gap": self.gap,
             "fallback": None if self.fallback is None else self.fallback.model_dump(),
+            "reproducible": self.reproducible,
             "binds": [bind.model_dump() for bind in self.placement.binds],
             "evictions": [eviction.model_dump(by_alias=True) for eviction in self.placement.evictions],
             "podgroups": [outcome.model_dump() for outcome in self.podgroups],

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation, StrictBool, field_validator, model_validator
 
 from models.errors import SnapshotError, format_path
-from models.placement import Bind, Eviction, Fallback, PodGroupOutcome, QueueShare, SolveStatus
+from models.placement import Bind, Decision, Eviction, Fallback, PodGroupOutcome, QueueShare, SolveStatus
 from models.rebalance import RebalanceAdvice
 from models.snapshot import Snapshot
 from models.typical_shapes import MAX_TYPICAL_SHAPES, TypicalShape, read_typical_shapes
@@ -115,7 +115,7 @@ class PlacementResponse(BaseModel):
         description="OPTIMAL (CP-SAT proved it), FEASIBLE (CP-SAT's best in the time limit), GREEDY (greedy asked for), "
         "FALLBACK (greedy's, CP-SAT's answer not used: `fallback` says why)"
     )
-    solve_seconds: float = Field(description="wall-clock seconds of the solve")
+    solve_seconds: float = Field(description="wall-clock seconds of the solve (the one field that varies with the machine's load)")
     objective: float | None = Field(
         None, description="the placement's throughput tier (priority-weighted pods held, GPUs dominating); "
         "null when the engine computed none"
@@ -123,6 +123,7 @@ class PlacementResponse(BaseModel):
     bound: float | None = Field(None, description="an upper bound on that throughput (CP-SAT's or the LP's); null when none")
     gap: float | None = Field(None, description="(bound − objective) / bound, a fraction (0.01 = 1 %); null without a bound")
     fallback: Fallback | None = Field(None, description="set when status is FALLBACK: why CP-SAT's answer was not used")
+    reproducible: bool = Field(True, description=Decision.model_fields["reproducible"].description)
     binds: list[Bind] = Field(description="pending pods to bind, with their nodes and GPU devices")
     evictions: list[Eviction] = Field(description="running pods to evict to make room (preempt or reclaim)")
     podgroups: list[PodGroupOutcome] = Field(description="every PodGroup of the snapshot, by name: scheduled or pending, and why")

@@ -33,7 +33,8 @@ class HeuristicSearch(Protocol):
 
 
 class ModelSearch(Protocol):
-    """Searches one cycle's model until `deadline` (perf_counter seconds) from `hint`."""
+    """Searches one cycle's model from `hint`, within `config.search_s` of deterministic
+    time when it is set, and never past `deadline` (perf_counter seconds)."""
 
     def __call__(
         self,

@@ -21,11 +21,24 @@ CP-SAT searches in a forked child process (`solver.isolation`) under a memory ce
 there costs this one answer — greedy's, FALLBACK with cause "crashed", "memory" or
 "timeout", for `cpsat` as for `auto` — never the process that called `place()`.
 
-Time: `time_limit_s` bounds the whole call (greedy, model, solve, extraction, checks):
-CP-SAT gets what is left after greedy minus a reserve for what follows it (`_Budget`:
-measured per node + pod, scaled by how much slower than usual this call's greedy part
-ran, so a busy machine keeps back more), so the call returns within the limit plus a
-small overshoot (the target: < 10 %). Full garbage collections wait until the call ends
+Time, by default (`deterministic=True`): the same snapshot gives the same answer every
+run, whatever the machine's load. CP-SAT searches one worker with a fixed seed, limited
+in OR-Tools' deterministic time (`solver.cpsat.clock`), and its budget is what
+`time_limit_s` leaves on an idle machine after greedy and what follows the search —
+estimated from the input's size (`_Budget`), never read from the clock. Every choice
+`place()` makes (no time for CP-SAT, the LP bound, the reasons) reads the same
+estimates. So on an idle machine the call takes about `time_limit_s`; on a busy one
+longer, up to the wall-clock safety net (`safety_net_s`, 10 × `time_limit_s` by
+default). When the net fires (the search stopped by it, or killed past it) the answer is
+the one the time allowed and `Decision.reproducible` is False: it is the only way the
+same input can give two answers.
+
+With `deterministic=False`, `time_limit_s` bounds the whole call by the wall clock (greedy,
+model, solve, extraction, checks): CP-SAT gets what is left after greedy minus a reserve
+for what follows it (`_Budget`: measured per node + pod, scaled by how much slower than
+usual this call's greedy part ran, so a busy machine keeps back more), so the call returns
+within the limit plus a small overshoot (the target: < 10 %), and its answer depends on
+the time slices the machine gave it. Full garbage collections wait until the call ends
 (`_full_collections_deferred`).
 
 A CP-SAT `Decision` reports `objective` = the throughput tier of its placement (the
@@ -80,9 +93,19 @@ class SolveConfig:
 
     engine: EngineName = "auto"
     time_limit_s: float = 5.0
-    """Wall-clock budget of the whole `place()` call (greedy ignores it)."""
-    workers: int = 2
-    """CP-SAT search workers (`num_workers`)."""
+    """Budget of the whole `place()` call (greedy ignores it): on an idle machine when
+    `deterministic`, else by the wall clock."""
+    deterministic: bool = True
+    """Limit CP-SAT in deterministic time, so the same input gives the same answer whatever
+    the load, with the wall clock as a safety net (module docstring); False: by the wall
+    clock, the answer depending on the time the machine gave the search."""
+    safety_net_s: float | None = None
+    """With `deterministic`, the wall-clock limit of the whole call: past it CP-SAT's search
+    stops (the answer is then `reproducible` False); None: `SAFETY_NET_FACTOR` × `time_limit_s`."""
+    workers: int = 1
+    """CP-SAT search workers (`num_workers`). More than one on the deterministic clock run
+    interleaved (`interleave_search`), which measured far slower on these models than one
+    worker (docs/results.md, "Same input, same answer")."""
     relative_gap_limit: float = 0.0
     """Stop a stage once its gap is below this (0: prove optimality or run out of time)."""
     merge_tiers: bool = True
@@ -130,12 +153,16 @@ class SolveConfig:
     def __post_init__(self) -> None:
         if sorted(self.objective_order) != sorted(TIERS):
             raise ValueError(f"objective_order {self.objective_order}: a permutation of {', '.join(TIERS)}")
+        if self.safety_net_s is not None and not self.safety_net_s > 0:
+            raise ValueError(f"safety_net_s {self.safety_net_s}: a positive number of seconds")
         if self.memory_limit_bytes is not None and self.memory_limit_bytes < MIN_MEMORY_LIMIT_BYTES:
             raise ValueError(f"memory_limit_bytes {self.memory_limit_bytes}: at least {MIN_MEMORY_LIMIT_BYTES} (64 MiB)")
 
-    def cpsat(self) -> CpsatConfig:
+    def cpsat(self, search_s: float | None = None) -> CpsatConfig:
+        """The CP-SAT engine's configuration; `search_s`: its deterministic budget (`_Budget`)."""
         return CpsatConfig(
             workers=self.workers,
+            search_s=search_s,
             relative_gap_limit=self.relative_gap_limit,
             merge_tiers=self.merge_tiers,
             objective_order=self.objective_order,
@@ -163,47 +190,91 @@ LP_SECONDS_PER_ITEM = 2e-5
 SAFETY_SHARE = 0.05
 """Kept back on top of the measured estimates, which are means (at 1 s: 50 ms). CP-SAT's
 own overshoot past its limit is kept inside each search's share by the engine
-(`solver.cpsat.engine.SEARCH_OVERSHOOT`)."""
+(`solver.cpsat.clock.SEARCH_OVERSHOOT`)."""
 LP_SHARE = 0.15
 """With `lp_gap=None`, the LP bound's time is kept back from CP-SAT only when it is at most
-this share of the time limit; past it the bound is computed only if CP-SAT leaves time."""
+this share of the time limit; past it the bound is computed only if CP-SAT leaves time
+(with `deterministic`, never: whether it does is the clock's)."""
+GREEDY_SECONDS_PER_ITEM = 2e-6
+GREEDY_SECONDS_PER_POD_NODE = 3e-8
+"""Greedy's expected CPU time, per node + pod and per pending pod × node (it scores nodes for
+each pending pod), for the deterministic budget: measured 0.013 s at 1,213 nodes / 6,258
+pods (50 pending), 0.09 s at 1,000 / 1,637 (1,000 pending), 0.32 s at 10,000 / 7,259
+(1,000 pending), 1.25 s at 10,000 / 11,259 (5,000 pending)."""
+SAFETY_NET_FACTOR = 10.0
+"""With `deterministic`, the wall-clock limit of the call (`SolveConfig.safety_net_s`), in
+time limits: the deterministic budget is meant to end near `time_limit_s` on an idle core
+(within about 2×: `solver.cpsat.clock.DETERMINISTIC_TIME_PER_S`), so the net fires only
+when the call gets less than about a fifth of a core. Measured: on 2 cores shared with
+other test suites (load 3–10), a search got 10–50 % of a core."""
 
 
 @dataclass(frozen=True)
 class _Budget:
-    """How `place()` splits its time limit, from what this call has measured so far.
+    """How `place()` splits its time limit.
 
-    `slowness` is wall time over this thread's CPU time while the problem was built and
-    greedy ran (≥ 1): on a machine busy with other work the thread waits for a core, and
-    every later step waits alike, so the time kept back for after CP-SAT (extraction,
-    checker, Decision; the LP bound) grows with it and the call still returns inside the
-    limit. (Not greedy's wall time against a yardstick: a slower greedy scoring would
-    read as a busy machine.) Example, 1,000 nodes / 1,637 pods, 1 s: greedy took 0.3 s
-    of wall time and 0.18 s of CPU → slowness 1.7 → reserve 0.05 + 1.7 × 0.14 = 0.29 s,
-    LP 1.7 × 0.053 = 0.09 s (≤ 15 % of 1 s: kept back from CP-SAT, so the bound is computed)."""
+    Deterministic (the default): from estimates of the input alone, as if the machine were
+    idle (`slowness` 1, greedy's time from `GREEDY_SECONDS_PER_*`): `search_s` is what the
+    time limit leaves CP-SAT after greedy, the reserve for after it and the LP bound when
+    its time is kept back; `deadline` is the safety net (`SAFETY_NET_FACTOR`).
+
+    By the wall clock: from what this call has measured so far. `slowness` is wall time
+    over this thread's CPU time while the problem was built and greedy ran (≥ 1): on a
+    machine busy with other work the thread waits for a core, and every later step waits
+    alike, so the time kept back for after CP-SAT (extraction, checker, Decision; the LP
+    bound) grows with it and the call still returns inside the limit. (Not greedy's wall
+    time against a yardstick: a slower greedy scoring would read as a busy machine.)
+    Example, 1,000 nodes / 1,637 pods, 1 s: greedy took 0.3 s of wall time and 0.18 s of
+    CPU → slowness 1.7 → reserve 0.05 + 1.7 × 0.14 = 0.29 s, LP 1.7 × 0.053 = 0.09 s
+    (≤ 15 % of 1 s: kept back from CP-SAT, so the bound is computed)."""
 
     items: int
     slowness: float
     reserve_s: float
     lp_s: float
     lp_reserved: bool
+    deadline: float
+    """`time.perf_counter()` seconds: the call's wall-clock limit (the safety net when deterministic)."""
+    search_s: float | None
+    """Deterministic: CP-SAT's budget in nominal seconds; None by the wall clock."""
 
     @staticmethod
-    def measure(snapshot: Snapshot, config: SolveConfig, greedy_s: float, greedy_cpu_s: float) -> _Budget:
+    def measure(snapshot: Snapshot, config: SolveConfig, started: float, greedy_s: float, greedy_cpu_s: float) -> _Budget:
         items = len(snapshot.nodes) + len(snapshot.pods)
-        slowness = max(1.0, greedy_s / max(greedy_cpu_s, 1e-3))
+        slowness = 1.0 if config.deterministic else max(1.0, greedy_s / max(greedy_cpu_s, 1e-3))
         reserve_s = SAFETY_SHARE * config.time_limit_s + slowness * (0.05 + AFTER_SECONDS_PER_ITEM * items)
         lp_s = slowness * LP_SECONDS_PER_ITEM * items
         lp_reserved = config.lp_gap if config.lp_gap is not None else lp_s <= LP_SHARE * config.time_limit_s
-        return _Budget(items=items, slowness=slowness, reserve_s=reserve_s, lp_s=lp_s, lp_reserved=lp_reserved)
+        if not config.deterministic:
+            deadline, search_s = started + config.time_limit_s, None
+        else:
+            pending = sum(1 for pod in snapshot.pods if pod.phase == "pending")
+            greedy_estimate = GREEDY_SECONDS_PER_ITEM * items + GREEDY_SECONDS_PER_POD_NODE * pending * len(snapshot.nodes)
+            net_s = config.safety_net_s if config.safety_net_s is not None else SAFETY_NET_FACTOR * config.time_limit_s
+            deadline = started + net_s
+            search_s = config.time_limit_s - greedy_estimate - reserve_s - (lp_s if lp_reserved else 0.0)
+        return _Budget(items, slowness, reserve_s, lp_s, lp_reserved, deadline, search_s)
 
-    def lp_fits(self, config: SolveConfig, deadline: float, *, after_s: float = 0.0) -> bool:
+    @property
+    def search_end(self) -> float:
+        """When the search must end by the wall clock (the safety net's share when deterministic)."""
+        return self.deadline - self.reserve_s - (self.lp_s if self.lp_reserved else 0.0)
+
+    def no_time(self) -> bool:
+        """Too little left for CP-SAT to start?"""
+        left = self.search_end - time.perf_counter() if self.search_s is None else self.search_s
+        return left <= 0.01
+
+    def lp_fits(self, config: SolveConfig, *, after_s: float = 0.0) -> bool:
         """Compute the LP bound now? When its time was kept back, unless the call is already
         late (less than half its estimate left: greedy alone overran); with `lp_gap=None`,
-        also when the time left still holds it and `after_s` more."""
+        also when the time left still holds it and `after_s` more. Deterministic: when its
+        time was kept back."""
         if config.lp_gap is False:
             return False
-        left = deadline - time.perf_counter()
+        if self.search_s is not None:
+            return self.lp_reserved
+        left = self.deadline - time.perf_counter()
         if self.lp_reserved:
             return left > 0.5 * self.lp_s
         return left > self.lp_s + after_s
@@ -250,7 +321,6 @@ def place(snapshot: Snapshot, config: SolveConfig = SolveConfig(), *, engines: E
 
 def _place(snapshot: Snapshot, config: SolveConfig, engines: Engines) -> Decision:
     started, cpu_started = time.perf_counter(), time.thread_time()
-    deadline = started + config.time_limit_s
     snapshot = oversubscribed(snapshot)  # colocation: offline pods ask batch-cpu/-memory (solver.rules.colocation)
     problem = build_problem(snapshot)
     decision = _decide(snapshot, problem, config, engines, started=started, cpu_started=cpu_started, deadline=deadline)
@@ -266,33 +336,42 @@ def _decide(
     )
     if config.engine == "greedy":
         return _checked_greedy(snapshot, greedy)
-    budget = _Budget.measure(snapshot, config, time.perf_counter() - started, time.thread_time() - cpu_started)
+    budget = _Budget.measure(snapshot, config, started, time.perf_counter() - started, time.thread_time() - cpu_started)
+    deadline = budget.deadline
     greedy_reasons = {o.name: o.reasons for o in greedy.podgroups}
+
+    cut = False  # the safety net cut CP-SAT's search
 
     def fallback(cause: FallbackCause, why: str) -> Decision:
         log.info("cpsat: returning the greedy placement (%s)", why, extra={"fallback_cause": cause})
         checked = _checked_greedy(snapshot, greedy)
         objective = bound = None
-        if budget.lp_fits(config, deadline, after_s=budget.reserve_s):
+        if budget.lp_fits(config, after_s=budget.reserve_s):
             objective = score(snapshot, checked.placement).throughput
             bound = _relaxed_bound(snapshot, problem, deadline)
         decision = _decision(snapshot, checked.placement, "greedy", "FALLBACK", started, greedy_reasons, objective, bound=bound)
-        return decision.model_copy(update={"fallback": Fallback(cause=cause, reason=why)})
+        reproducible = config.deterministic and cause != "timeout" and not cut  # past the safety net, or by the wall clock
+        return decision.model_copy(update={"fallback": Fallback(cause=cause, reason=why), "reproducible": reproducible})
 
-    budget_end = deadline - budget.reserve_s - (budget.lp_s if budget.lp_reserved else 0.0)
-    if budget_end - time.perf_counter() <= 0.01:
+    if budget.no_time():
         return fallback("no_time", "no time left after greedy")
     context = ObjectiveContext.of(snapshot, config.typical_shapes)
     search = engines.model_search()
     result = search_or_failure(
         lambda: search(
-            snapshot, problem=problem, context=context, config=config.cpsat(), deadline=budget_end, hint=greedy.placement
+            snapshot,
+            problem=problem,
+            context=context,
+            config=config.cpsat(budget.search_s),
+            deadline=budget.search_end,
+            hint=greedy.placement,
         ),
-        deadline=budget_end,
+        deadline=budget.search_end,
         memory_limit_bytes=config.memory_limit_bytes,
         raise_errors=config.engine == "cpsat",
         what="cpsat",
     )
+    cut = not isinstance(result, SearchFailed) and result.wall_clock_cut  # read by `fallback`
     if isinstance(result, SearchFailed):
         return fallback(result.cause, result.reason)
     if result.placement is None or result.objective is None:
@@ -312,7 +391,7 @@ def _decide(
         log.error("cpsat: placement rejected by the checker:\n%s", PlacementRejected(violations))
         return fallback("rejected", "CP-SAT's placement broke a hard rule")
     bound = result.throughput_bound
-    if result.status != "OPTIMAL" and budget.lp_fits(config, deadline, after_s=0.3 * budget.reserve_s):
+    if result.status != "OPTIMAL" and budget.lp_fits(config, after_s=0.3 * budget.reserve_s):
         relaxed = _relaxed_bound(snapshot, problem, deadline)
         if relaxed is not None:
             bound = relaxed if bound is None else min(bound, relaxed)
@@ -320,9 +399,14 @@ def _decide(
     cpsat_reasons = pending_reasons(
         snapshot, problem, result.placement, left_pending, status=result.status, deadline=deadline, otherwise=greedy_reasons
     )
-    return _decision(
+    decision = _decision(
         snapshot, result.placement, "cpsat", result.status, started, cpsat_reasons, result.objective.throughput, bound=bound
     )
+    # The reasons stop at `deadline` too: past it, some are greedy's (`pending_reasons`).
+    reproducible = config.deterministic and not result.wall_clock_cut and time.perf_counter() <= deadline
+    if not reproducible and config.deterministic:
+        log.warning("cpsat: the wall-clock safety net (%.1f s) cut this answer short: it may differ from run to run", deadline - started)
+    return decision.model_copy(update={"reproducible": reproducible})
 
 
 def _left_pending(snapshot: Snapshot, placement: Placement) -> list[PodGroupKey]:

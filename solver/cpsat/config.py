@@ -20,6 +20,9 @@ class ModelInvalid(Exception):
 @dataclass(frozen=True)
 class CpsatConfig:
     workers: int = 2
+    search_s: float | None = None
+    """The search's budget in nominal seconds, kept as deterministic time (`cpsat.clock`);
+    None: until the caller's deadline by the wall clock."""
     relative_gap_limit: float = 0.0
     merge_tiers: bool = True
     objective_order: tuple[str, ...] = TIERS  # the tiers, most important first
@@ -51,3 +54,6 @@ class CpsatResult:
     hint_objective: ObjectiveVector | None = None
     """The model's tiers for the hint placement (its pods per node, best device choice):
     ≥ `score` of the hint, since tiers 1–3 agree and 4–5 take the best devices."""
+    wall_clock_cut: bool = False
+    """A deterministic search was stopped by the wall-clock safety net: this answer depends
+    on the machine's speed (`cpsat.clock`)."""

@@ -1,11 +1,12 @@
 """The CP-SAT engine: every hard rule of DESIGN.md in one model, the soft objective tier by
 tier, aggregated so it scales, warm-started with the greedy placement.
 
-Input: a `Snapshot`, its `Problem`, the `ObjectiveContext`, a `CpsatConfig`, an absolute
-deadline (`time.perf_counter()` seconds) and the hint placement. Output: a `CpsatResult` —
-the placement, status (OPTIMAL / FEASIBLE / UNKNOWN), the model's tier values, the
-throughput bound and gap, per-stage reports and what was restricted. `solver.place` wraps
-it (fallback, checker, better-of-two).
+Input: a `Snapshot`, its `Problem`, the `ObjectiveContext`, a `CpsatConfig` (with its
+deterministic budget, `search_s`), an absolute wall-clock deadline (`time.perf_counter()`
+seconds: the safety net when the budget is deterministic) and the hint placement. Output:
+a `CpsatResult` — the placement, status (OPTIMAL / FEASIBLE / UNKNOWN), the model's tier
+values, the throughput bound and gap, per-stage reports, what was restricted and whether
+the safety net cut the search. `solver.place` wraps it (fallback, checker, better-of-two).
 
 The model, built in named steps (each its own module):
   1. data (`cpsat.data`): the part fixed for inter-pod constraints (`cpsat.interpod`),
@@ -18,7 +19,8 @@ The model, built in named steps (each its own module):
   3. constraints (`cpsat.constraints`): capacity/eligibility/NUMA through patterns, gang,
      quota, topology, preemption and reclaim;
   4. objective (`cpsat.objective`): the six tiers of `solver.objective`, exactly;
-  5. parameters: `num_workers`, a time limit per stage, the hint;
+  5. parameters: `num_workers`, a limit per stage (deterministic time by default: the same
+     input gives the same answer whatever the machine's load, `cpsat.clock`), the hint;
   6. solve: when the hint leaves PodGroups out, first a *repack* (`_repack`): the first
      stage's objective with every PodGroup the hint admits held admitted; then stage by
      stage (lexicographic, weights inside a stage where provable); then,
@@ -46,6 +48,10 @@ can break their rules). A restriction, reported in `restricted` ("inter-pod cons
 equal `score`, the fixed part entering as constants. Without such PodGroups nothing
 changes.
 
+Every "time" below is the search clock's (`cpsat.clock.SearchClock`): nominal seconds of
+a deterministic budget by default — so a decision taken on it depends on the input alone —
+or the wall clock when the caller asks for it.
+
 Presolve runs only when the stage has time for it (`PRESOLVE_SECONDS_PER_VARIABLE`):
 CP-SAT presolves the model anew for every stage, and its cost grows with the model, not
 with the stage's time limit — a stage shorter than its presolve ends without searching,
@@ -66,11 +72,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Sequence
 
 from ortools.sat.python import cp_model
 
 from models.placement import Placement
 from models.snapshot import Snapshot
+from solver.cpsat.clock import SearchClock
 from solver.cpsat.config import CpsatConfig, CpsatResult, ModelInvalid, StageReport
 from solver.cpsat.constraints import add_constraints
 from solver.cpsat.data import ModelData, build_model_data
@@ -113,15 +121,6 @@ greedy's loss on average (0 % on the worst), 8 won 95 % and 91 % (76 %, 50 %); o
 standard family's 1,000-node sizes the two gave the same answers (docs/results.md)."""
 TIE_BREAK_MIN_S = 0.2
 """The first-come tie-break may take as long as the tiers' search took, or this much."""
-SEARCH_OVERSHOOT = 0.2
-"""How far past its `max_time_in_seconds` a search may run, as a share of it: a search
-given `s` seconds gets `s / (1 + SEARCH_OVERSHOOT)` as its limit, so it ends within `s`.
-Why: CP-SAT checks its limit between steps, and on the packing models some steps run long
-(one worker, no presolve, 2,300–4,100 variables of openb batches at k = 64: limits of
-0.2 / 0.5 / 0.7 s ran 0.014–0.029 / 0.003–0.098 / 0.061–0.123 s over, 7–20 %, by its own
-`wall_time`; stopping it from a timer with `StopSearch` ends it no sooner). Without this,
-a call's last stage took its whole share and then the overshoot: `place()` at 1 s
-returned in 1.01–1.04 s at p99 on the FGD protocol."""
 BUILD_SECONDS_PER_VARIABLE = 3e-5
 """Building the model in Python and completing the hint, per variable counted by
 `_build_seconds`, measured on this machine: 0.59 s for ~21,500 (10,000 nodes / 5,000
@@ -149,6 +148,7 @@ def solve_cpsat(
     hint: Placement | None = None,
 ) -> CpsatResult:
     started = time.perf_counter()
+    clock = SearchClock(deadline=deadline, search_s=config.search_s)
     snapshot = oversubscribed(snapshot)  # what `build_problem` reads (solver.rules.colocation)
     stats: dict[str, float] = {}
     # 1. data (the PodGroups inter-pod constraints touch: as the hint places them)
@@ -161,9 +161,10 @@ def solve_cpsat(
     augment(data, uses)
     stats["data_s"] = time.perf_counter() - started
     expected = _build_seconds(data)
-    if deadline - time.perf_counter() < expected + MIN_SEARCH_S:
+    if clock.left() < expected + MIN_SEARCH_S:
         log.info("cpsat: no time to build the model (~%.2fs) and search", expected)
-        return CpsatResult(None, "UNKNOWN", None, None, None, (), tuple(data.restricted), stats)
+        return _unknown(data, (), stats, clock)
+    clock.charged(expected)
     # 2–4. variables, constraints, objective
     model = cp_model.CpModel()
     variables = create_variables(model, data)
@@ -174,14 +175,15 @@ def solve_cpsat(
     stats["model_s"] = time.perf_counter() - started - stats["data_s"]
     stats["variables"] = len(model.proto.variables)
     stats["constraints"] = len(model.proto.constraints)
-    if deadline - time.perf_counter() < MIN_SEARCH_S:
-        return CpsatResult(None, "UNKNOWN", None, None, None, (), tuple(data.restricted), stats)
+    if clock.left() < MIN_SEARCH_S:
+        return _unknown(data, (), stats, clock)
     if not stages:  # nothing varies: the empty placement (or any) is optimal
-        values = _complete(model, {}, config, deadline)[0] or [0] * len(model.proto.variables)
-        return _result(data, variables, tiers, values, "OPTIMAL" if not data.restricted else "FEASIBLE", [], stats, None)
+        values = _complete(model, {}, config, clock)[0] or [0] * len(model.proto.variables)
+        status_name = "OPTIMAL" if not data.restricted else "FEASIBLE"
+        return _result(data, variables, tiers, values, status_name, [], stats, None, clock)
     # 5. hint, completed by the solver from the decision variables
     partial = hint_values(data, variables, uses, pods_per_task, evictions, hint)
-    values, completion = _complete(model, partial, config, deadline)
+    values, completion = _complete(model, partial, config, clock)
     # With a fixed part the model's value of the residual hint is no score of greedy's own
     # placement: `place()` then scores both.
     hint_objective = None if values is None or fixed is not None else _objective(tiers, values)
@@ -190,13 +192,14 @@ def solve_cpsat(
     stats["hint_s"] = time.perf_counter() - started - stats["data_s"] - stats["model_s"]
     # 6. solve: the repack, then stage by stage
     reports: list[StageReport] = []
+    searched_before = clock.searched_s  # the hint's completion is no search of the tiers
     if values is not None and _leaves_out(variables, values):
-        share = (deadline - time.perf_counter()) * REPACK_WEIGHT / (REPACK_WEIGHT + _weights(stages))
-        values = _repack(model, variables, stages[0], values, config, share, reports)
+        share = clock.left() * REPACK_WEIGHT / (REPACK_WEIGHT + _weights(stages))
+        values = _repack(model, variables, stages[0], values, config, clock, share, reports)
     proven = True
     throughput_bound: int | None = None
     for position, stage in enumerate(stages):
-        remaining = deadline - time.perf_counter()
+        remaining = clock.left()
         if remaining <= 0.005:
             proven = False
             break
@@ -204,10 +207,11 @@ def solve_cpsat(
         _set_hint(model, values, partial)
         # The share of what is left once the stage's objective and hint are set (tens of ms
         # on a large model), so the stage's limit does not count that time twice.
-        share = max(0.001, deadline - time.perf_counter()) * _share(stages, position)
-        solver = _solver(config, share, presolve=_presolve(config, model, share))
+        share = max(0.001, clock.left()) * _share(stages, position)
+        solver = _solver(config, clock, share, presolve=_presolve(config, model, share))
         incumbents = _Incumbents()
         status = solver.solve(model, incumbents)
+        clock.charge(solver)
         name = solver.status_name(status)
         if status == cp_model.MODEL_INVALID:
             raise ModelInvalid(f"CP-SAT rejected the model: {model.validate()}")
@@ -234,14 +238,19 @@ def solve_cpsat(
                 incumbent = values
                 model.add(stage.expression.expr() <= stage.expression.value(lambda var: int(incumbent[var.index])))
     if values is None:
-        return CpsatResult(None, "UNKNOWN", None, None, None, tuple(reports), tuple(data.restricted), stats)
+        return _unknown(data, reports, stats, clock)
     if proven and hint_objective != _objective(tiers, values):
-        searched = sum(report.seconds for report in reports)
-        budget = min(deadline, time.perf_counter() + max(TIE_BREAK_MIN_S, searched))
-        values = _break_ties(model, data, variables, values, config, budget, reports)
+        searched = clock.searched_s - searched_before
+        values = _break_ties(model, data, variables, values, config, clock, max(TIE_BREAK_MIN_S, searched), reports)
     status_name = "OPTIMAL" if proven and not data.restricted else "FEASIBLE"
-    result = _result(data, variables, tiers, values, status_name, reports, stats, throughput_bound)
+    result = _result(data, variables, tiers, values, status_name, reports, stats, throughput_bound, clock)
     return dataclasses.replace(result, hint_objective=hint_objective)
+
+
+def _unknown(data: ModelData, reports: Sequence[StageReport], stats: dict[str, float], clock: SearchClock) -> CpsatResult:
+    return CpsatResult(
+        None, "UNKNOWN", None, None, None, tuple(reports), tuple(data.restricted), stats, wall_clock_cut=clock.cut
+    )
 
 
 def _kept(
@@ -269,7 +278,7 @@ def _kept(
     return incumbent if ranked(incumbent) <= ranked(found) else found
 
 
-def _result(data, variables, tiers, values, status, reports, stats, throughput_bound) -> CpsatResult:  # noqa: ANN001
+def _result(data, variables, tiers, values, status, reports, stats, throughput_bound, clock) -> CpsatResult:  # noqa: ANN001
     started = time.perf_counter()
 
     def value_of(var: cp_model.IntVar) -> int:
@@ -294,26 +303,29 @@ def _result(data, variables, tiers, values, status, reports, stats, throughput_b
         stages=tuple(reports),
         restricted=tuple(data.restricted),
         statistics=stats,
+        wall_clock_cut=clock.cut,
     )
 
 
-def _break_ties(model, data, variables, values, config, deadline, reports) -> list[int]:  # noqa: ANN001
+def _break_ties(model, data, variables, values, config, clock, seconds, reports) -> list[int]:  # noqa: ANN001
     """Among the placements as good as `values` on every tier (the stages' bounds hold them
     there), the one `first_come` prefers, stage by stage — when the search left the greedy
     hint's answer behind. Two workers find optima in no fixed order: without this, jobs
     tied on every tier (across queues, or of different shapes in one queue) started one way
     or the other from run to run. When the hint is optimal it stays, as greedy's answer, so
-    the engines agree. Stops at a stage not proven optimal or at `deadline` (the caller's
-    budget: as long as the tiers' search took, at least `TIE_BREAK_MIN_S`, so a proven
+    the engines agree. Stops at a stage not proven optimal or after `seconds` of the clock (the
+    caller's budget: as long as the tiers' search took, at least `TIE_BREAK_MIN_S`, so a proven
     answer does not wait for the whole time limit)."""
+    kept = clock.left() - min(seconds, clock.left())  # what the tie-break leaves of the clock
     for expression in first_come(data, variables):
-        remaining = deadline - time.perf_counter()
+        remaining = clock.left() - kept
         if remaining < MIN_SEARCH_S:
             break
         model.minimize(expression.expr())
         _set_hint(model, values, {})
-        solver = _solver(config, remaining, presolve=_presolve(config, model, remaining))
+        solver = _solver(config, clock, remaining, presolve=_presolve(config, model, remaining))
         status = solver.solve(model)
+        clock.charge(solver)
         reports.append(StageReport(("first-come",), solver.status_name(status), solver.wall_time, None, None))
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             break
@@ -379,6 +391,7 @@ def _repack(
     stage: Stage,
     values: list[int],
     config: CpsatConfig,
+    clock: SearchClock,
     seconds: float,
     reports: list[StageReport],
 ) -> list[int]:
@@ -401,9 +414,10 @@ def _repack(
                 repack.add(repack.get_int_var_from_proto_index(pods.index) >= values[pods.index])
     repack.minimize(stage.expression.expr())
     _set_hint(repack, values, {})
-    solver = _solver(config, seconds, presolve=_presolve(config, repack, seconds))
+    solver = _solver(config, clock, seconds, presolve=_presolve(config, repack, seconds))
     incumbents = _Incumbents()
     status = solver.solve(repack, incumbents)
+    clock.charge(solver)
     if status == cp_model.MODEL_INVALID:
         raise ModelInvalid(f"CP-SAT rejected the repack model: {repack.validate()}")
     found = list(solver.response_proto.solution) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
@@ -425,11 +439,17 @@ def _presolve(config: CpsatConfig, model: cp_model.CpModel, seconds: float) -> b
     return len(model.proto.variables) * PRESOLVE_SECONDS_PER_VARIABLE <= PRESOLVE_SHARE * seconds
 
 
-def _solver(config: CpsatConfig, seconds: float, *, presolve: bool = True) -> cp_model.CpSolver:
+def _solver(config: CpsatConfig, clock: SearchClock, seconds: float, *, presolve: bool = True) -> cp_model.CpSolver:
+    """A solver for a search of `seconds` on `clock`, with a fixed seed. Several workers on
+    a deterministic clock interleave their subsolvers in fixed batches (`interleave_search`):
+    otherwise they share solutions as they come, and the answer depends on which thread ran
+    first."""
     solver = cp_model.CpSolver()
     solver.parameters.cp_model_presolve = presolve
-    solver.parameters.max_time_in_seconds = max(0.001, seconds / (1 + SEARCH_OVERSHOOT))
+    clock.limit(solver, seconds)
     solver.parameters.num_workers = config.workers
+    if clock.deterministic and config.workers > 1:
+        solver.parameters.interleave_search = True
     solver.parameters.relative_gap_limit = config.relative_gap_limit
     solver.parameters.log_search_progress = config.log_search
     solver.parameters.random_seed = 0
@@ -449,18 +469,19 @@ def _set_hint(model: cp_model.CpModel, values: list[int] | None, partial: dict[c
 
 
 def _complete(
-    model: cp_model.CpModel, partial: dict[cp_model.IntVar, int], config: CpsatConfig, deadline: float
+    model: cp_model.CpModel, partial: dict[cp_model.IntVar, int], config: CpsatConfig, clock: SearchClock
 ) -> tuple[list[int] | None, str]:
     """A full solution extending the decision values `partial` (None if they do not fit or
     time ran out), and the completion's status name."""
-    remaining = deadline - time.perf_counter()
+    remaining = clock.left()
     if remaining <= 0.005:
         return None, "no time"
     model.clear_objective()
     _set_hint(model, None, partial)
-    solver = _solver(config, min(remaining, max(0.2, remaining * 0.3)))
+    solver = _solver(config, clock, min(remaining, max(0.2, remaining * 0.3)))
     solver.parameters.fix_variables_to_their_hinted_value = True
     status = solver.solve(model)
+    clock.charge(solver)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return list(solver.response_proto.solution), solver.status_name(status)
     if status == cp_model.MODEL_INVALID:

@@ -35,6 +35,9 @@ from solver.engines import Engines
 from solver.memo import memo_size, memoized, memoized_each
 from solver.objective import ObjectiveContext
 from solver.place import (
+    GREEDY_SECONDS_PER_ITEM,
+    GREEDY_SECONDS_PER_POD_NODE,
+    SAFETY_NET_FACTOR,
     AFTER_SECONDS_PER_ITEM,
     SAFETY_SHARE,
     SolveConfig,
@@ -250,24 +253,45 @@ def test_greedy_and_the_cpsat_data_come_out_alike_on_shared_and_distinct_nodes()
 # ---- the time budget ----
 
 
-def test_a_slower_greedy_part_keeps_back_more_time_for_after_cpsat() -> None:
+def test_a_slower_greedy_part_keeps_back_more_time_for_after_cpsat_by_the_wall_clock() -> None:
     snapshot = _snapshot(nodes=100, pods=50)
-    config = SolveConfig(time_limit_s=1.0)
-    quick = _Budget.measure(snapshot, config, greedy_s=0.2, greedy_cpu_s=0.2)
-    slow = _Budget.measure(snapshot, config, greedy_s=0.6, greedy_cpu_s=0.2)  # waited for a core 2/3 of the time
+    config = SolveConfig(time_limit_s=1.0, deterministic=False)
+    quick = _Budget.measure(snapshot, config, 0.0, greedy_s=0.2, greedy_cpu_s=0.2)
+    slow = _Budget.measure(snapshot, config, 0.0, greedy_s=0.6, greedy_cpu_s=0.2)  # waited for a core 2/3 of the time
     assert quick.slowness == 1.0 and slow.slowness == pytest.approx(3.0)
-    assert _Budget.measure(snapshot, config, greedy_s=5.0, greedy_cpu_s=5.0).slowness == 1.0  # slow work, idle machine
+    assert _Budget.measure(snapshot, config, 0.0, greedy_s=5.0, greedy_cpu_s=5.0).slowness == 1.0  # slow work, idle machine
     margin = SAFETY_SHARE * config.time_limit_s
     assert slow.reserve_s - margin == pytest.approx((quick.reserve_s - margin) * slow.slowness)
     assert quick.reserve_s >= margin + AFTER_SECONDS_PER_ITEM * quick.items
-    crawling = _Budget.measure(snapshot, config, greedy_s=20.0, greedy_cpu_s=0.2)
+    crawling = _Budget.measure(snapshot, config, 0.0, greedy_s=20.0, greedy_cpu_s=0.2)
     assert quick.lp_reserved and not crawling.lp_reserved  # the LP's time is kept back only while it is cheap
-    assert not _Budget.measure(snapshot, SolveConfig(lp_gap=False), greedy_s=0.1, greedy_cpu_s=0.1).lp_fits(
-        SolveConfig(lp_gap=False), deadline=float("inf")
-    )
+    no_lp = SolveConfig(lp_gap=False, deterministic=False)
+    assert not _Budget.measure(snapshot, no_lp, 0.0, greedy_s=0.1, greedy_cpu_s=0.1).lp_fits(no_lp)
+    assert quick.search_s is None and quick.deadline == config.time_limit_s
 
 
-def test_cpsat_gets_a_deadline_that_leaves_the_reserve_and_every_call_is_limited_to_the_time_left(
+def test_the_deterministic_budget_reads_the_input_alone() -> None:
+    """However long greedy took, and however busy the machine was while it ran, CP-SAT's
+    budget and every choice taken on it are the same: what the time limit leaves after the
+    estimates of greedy, of the work after the search and of the LP bound."""
+    snapshot = _snapshot(nodes=100, pods=50)
+    config = SolveConfig(time_limit_s=1.0)
+    budgets = [
+        _Budget.measure(snapshot, config, started, greedy_s=greedy_s, greedy_cpu_s=cpu_s)
+        for started, greedy_s, cpu_s in ((0.0, 0.2, 0.2), (5.0, 0.6, 0.2), (9.0, 20.0, 0.2))
+    ]
+    assert len({(b.search_s, b.reserve_s, b.lp_s, b.lp_reserved, b.slowness) for b in budgets}) == 1
+    budget = budgets[0]
+    pending = sum(1 for pod in snapshot.pods if pod.phase == "pending")
+    greedy = GREEDY_SECONDS_PER_ITEM * budget.items + GREEDY_SECONDS_PER_POD_NODE * pending * len(snapshot.nodes)
+    assert budget.search_s == pytest.approx(config.time_limit_s - greedy - budget.reserve_s - budget.lp_s)
+    assert budget.lp_reserved and budget.lp_fits(config) and not budget.no_time()
+    assert budgets[1].deadline == 5.0 + SAFETY_NET_FACTOR * config.time_limit_s  # the safety net, from the start
+    assert _Budget.measure(snapshot, SolveConfig(safety_net_s=2.5), 1.0, 0.1, 0.1).deadline == 3.5
+    assert _Budget.measure(snapshot, SolveConfig(time_limit_s=0.05), 0.0, 0.1, 0.1).no_time()
+
+
+def test_cpsat_gets_a_deadline_that_leaves_the_reserve_and_every_call_is_limited_to_the_time_left_by_the_wall_clock(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     snapshot = _snapshot(nodes=200, pods=200, seed=11)
@@ -284,14 +308,15 @@ def test_cpsat_gets_a_deadline_that_leaves_the_reserve_and_every_call_is_limited
             out.write(json.dumps({"deadline": deadline}) + "\n")
         return real_solve(*args, deadline=deadline, **kwargs)
 
-    def spy_solver(config, seconds: float, **kwargs):  # noqa: ANN001, ANN003, ANN202
+    def spy_solver(config, clock, seconds: float, **kwargs):  # noqa: ANN001, ANN003, ANN202
         with seen.open("a") as out:  # (seconds given, seconds left to the deadline)
             out.write(json.dumps({"given": seconds, "left": deadlines[-1] - place_module.time.perf_counter()}) + "\n")
-        return real_solver(config, seconds, **kwargs)
+        return real_solver(config, clock, seconds, **kwargs)
 
     monkeypatch.setattr(cpsat_module, "_solver", spy_solver)  # inside the engine: how each stage is limited
     before = place_module.time.perf_counter()
-    decision = place(snapshot, SolveConfig(engine="auto", time_limit_s=limit), engines=Engines(cpsat=spy_solve))
+    config = SolveConfig(engine="auto", time_limit_s=limit, deterministic=False)
+    decision = place(snapshot, config, engines=Engines(cpsat=spy_solve))
     items = len(snapshot.nodes) + len(snapshot.pods)
     assert check_placement(snapshot, decision.placement) == ()
     records = [json.loads(line) for line in seen.read_text().splitlines()]
