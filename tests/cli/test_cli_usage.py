@@ -26,7 +26,8 @@ status: {{allocatable: {{cpu: "8", memory: 32Gi}}}}
 
 
 # busy is above the default 80 % cpu threshold; warm is fresh at 55 %; idle was measured
-# ten minutes before the others, so it is stale by the default 300 s and not judged.
+# ten minutes before the others, so it is stale by the default 300 s and not judged: its
+# load is unknown, scored as warm's (the least loaded node that may take pods).
 CLUSTER = (
     _node("busy", "cpu=93,memory=40,observed=2024-05-01T12:00:00Z")
     + _node("warm", "cpu=55,memory=50,observed=2024-05-01T12:00:00Z")
@@ -55,7 +56,7 @@ def _binds(path: Path, *flags: str) -> list[str]:
 
 
 def test_the_annotation_keeps_the_pod_off_the_busy_node_and_prefers_fresh_low_load(cluster: Path) -> None:
-    assert _binds(cluster) == ["warm"], "idle's reading is stale: unknown load is not preferred"
+    assert _binds(cluster) == ["warm"], "idle's reading is stale: it ties with warm, which comes first"
 
 
 def test_a_longer_max_age_judges_the_idle_node_and_the_pod_goes_there(cluster: Path) -> None:
