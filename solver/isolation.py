@@ -36,8 +36,8 @@ of the two, so the search runs under the inherited limit whenever it fits there 
 on 2 workers: the quick-start job solves under `ulimit -v 320000` (0.31 GiB; below 0.29
 GiB the parent cannot load OR-Tools itself), the openb snapshot (1,213 nodes) under 0.57
 GiB but not always under 0.48 GiB, where glibc cannot give a worker thread its
-thread-local data. When a search dies under such a limit, its reason
-names the limit and what to do (`_Limit.reached`), not a ceiling it never reached.
+thread-local data. When a search dies under such a limit, its reason names the limit and
+what to do (`_Limit.reached`), not a ceiling it never reached.
 
 The child's standard error (CP-SAT's own messages, its log lines) is read by the parent and
 written through to the parent's standard error; its last lines go into the reason.
@@ -285,8 +285,8 @@ class _Limit:
         if self.ulimit_bytes is None:
             return f"at the memory ceiling of {_gib(self.memory_limit_bytes)}"
         return (
-            f"under the inherited virtual-memory limit (ulimit -v = {_gib(self.ulimit_bytes)}), out of address space: "
-            "CP-SAT's worker threads reserve more than they use; raise or lift the limit (ulimit -v unlimited) "
+            f"under the inherited virtual-memory limit (ulimit -v = {_gib(self.ulimit_bytes)}): CP-SAT's worker "
+            "threads reserve more address space than they use; raise or lift the limit (ulimit -v unlimited) "
             f"and cap the search with --solver-memory instead ({_gib(self.memory_limit_bytes)} now)"
         )
 
@@ -304,7 +304,7 @@ def _death(status: int, tail: str, limit: _Limit) -> SolverDied:
     # Under an inherited limit, a child that could not even report (no pickled answer, no
     # sign written) most likely failed to allocate before it could: the limit is named too.
     if out_of_memory or (limit.ulimit_bytes is not None and _silent(status)):
-        return SolverDied("memory", f"{how} {limit.reached()}{_last_line(tail)}")
+        return SolverDied("memory", f"{how}, out of memory {limit.reached()}{_last_line(tail)}")
     return SolverDied("crashed", f"{how}{_last_line(tail)}")
 
 

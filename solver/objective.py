@@ -96,16 +96,16 @@ The tiers (each an exact integer; "after" means kept running pods plus this cycl
    longer fits, all the node's free GPU becomes fragment. But it sees it only for the
    cycle's typical shapes and only once the CPU has run short; until then a CPU-only pod
    grows no fragment on a GPU node, as on a CPU node (which FGD never counts), and the
-   tier could not tell them apart — with the usage tier indifferent too, every engine put
-   CPU-only pods on H100 nodes while CPU nodes stayed empty. The extra milli breaks that
-   tie: a CPU node is always better for a pod that asks no GPU, and a GPU node keeps its
-   CPU and memory for GPU pods the typical shapes do not foresee, and for those that come
-   when its running jobs end (so a GPU node counts whether or not its GPUs are free now).
-   One milli per pod keeps it below any stranding FGD measures (a typical GPU shape's
-   weight times a node's free GPU), and it sits in the packing tier: it never costs a
-   placement (throughput), and a GPU node in a lower usage band still wins (load now
-   outranks room later, `solver.usage_tier`). Example: 3 CPU-only pods, 2 on a CPU node
-   and 1 on an H100 node with CPU to spare → FGD unchanged, + 1.
+   tier could not tell them apart: CP-SAT kept whichever its hint chose. The extra milli
+   breaks that tie: a CPU node is always better for a pod that asks no GPU, and a GPU
+   node keeps its CPU and memory for GPU pods the typical shapes do not foresee, and for
+   those that come when its running jobs end (so a GPU node counts whether or not its
+   GPUs are free now). One milli per pod stays below the stranding FGD measures when a
+   pod's CPU does block a typical GPU shape (that shape's weight times the node's free
+   GPU), and it sits in the packing tier: it never costs a placement (throughput), and a
+   GPU node in a lower usage band still wins (load now outranks room later,
+   `solver.usage_tier`). Example: 3 CPU-only pods, 2 on a CPU node and 1 on an H100 node
+   with CPU to spare → FGD unchanged, + 1.
 
 Not promised: that the placement is valid (the checker says that); a placement that
 breaks hard rules still gets a score.
