@@ -76,9 +76,9 @@ The tiers (each an exact integer; "after" means kept running pods plus this cycl
    weight point, equals one HyperNode or one NUMA split: a pod preferring a node with
    weight 1 gives way to keeping a gang in one leaf; weight 100 does not.
 5. **usage** — smaller is better: Σ over pods bound this cycle of their node's usage band,
-   0 (idle) to 10 (loaded, or load unknown), from the nodes' measured usage
-   (`solver.usage_tier`, which says why bands and why here); 0 when no node reports fresh
-   usage. Example: two pods bound to a node at 47.5 % weighted load → 2 · 4 = 8.
+   0 (idle) to 10 (loaded), from the nodes' measured usage (`solver.usage_tier`, which
+   says why bands and why here); a node whose load is unknown is in the band of the least
+   loaded node that may take pods; 0 when no node reports fresh usage. Example: two pods bound to a node at 47.5 % weighted load → 2 · 4 = 8.
 6. **packing** — smaller is better: FGD's expected fragmentation (Weng et al., ATC '23),
    the milli-GPU the cycle's typical pod shapes could not use, summed over nodes after the
    placement (`solver.fragmentation`): per node and typical shape t (weight w_t), all its

@@ -2,8 +2,8 @@
 
 Input: a `Snapshot` (its nodes' `NodeUsage` and its `UsagePolicy`) and, for the tier's
 value, the state after a placement. Output: a *band* per node, 0 (idle) … `TOP_BAND`
-(busy; an unknown load is scored below), and the tier — Σ over pods bound this cycle of their node's band,
-smaller is better. `solver.objective` scores it, `solver.problem` carries the bands per
+(busy; an unknown load as below), and the tier — Σ over pods bound this cycle of their
+node's band, smaller is better. `solver.objective` scores it, `solver.problem` carries the bands per
 node class to the engines (greedy ranks nodes by band, CP-SAT weighs its patterns with it).
 
 A node's load is the weighted mean of its fresh percents, weights from the policy
