@@ -204,7 +204,6 @@ def test_a_node_without_a_reading_never_ranks_below_an_otherwise_identical_measu
     stale = {**twin, "observed_at_s": USAGE_OBSERVED_S - 3600}
     unweighted = {"cpu_percent": None, "memory_percent": None, "gpu_percent": None}
     unweighted |= {"gpu_percent": 50.0} if policy.gpu_weight == 0 else {"cpu_percent": 50.0} if policy.cpu_weight == 0 else {}
-    assume(unknown != "unweighted" or any(value is not None for value in unweighted.values()))
     twins = [
         make_node("measured", cpu=16, gpus=2, usage=twin),
         make_node("unmeasured", cpu=16, gpus=2, usage={"missing": None, "stale": stale, "unweighted": unweighted}[unknown]),
