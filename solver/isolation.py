@@ -29,6 +29,16 @@ The address-space limit counts thread stacks and arenas that are reserved but ne
 touched, a few hundred MB for CP-SAT's workers: a ceiling far below 1 GiB can stop a
 search that would have fit.
 
+An address-space limit the process inherited (`ulimit -v` in the shell that started it)
+cannot be raised by the child: asking for the ceiling above it made `setrlimit` fail, and
+every search died before it began ("exited with code 71"). The child now takes the lower
+of the two, so the search runs under the inherited limit whenever it fits there — measured
+on 2 workers: the quick-start job solves under `ulimit -v 320000` (0.31 GiB; below 0.29
+GiB the parent cannot load OR-Tools itself), the openb snapshot (1,213 nodes) under 0.57
+GiB but not always under 0.48 GiB, where glibc cannot give a worker thread its
+thread-local data. When a search dies under such a limit, its reason names the limit and
+what to do (`_Limit.reached`), not a ceiling it never reached.
+
 The child's standard error (CP-SAT's own messages, its log lines) is read by the parent and
 written through to the parent's standard error; its last lines go into the reason.
 """
@@ -105,7 +115,13 @@ def run_isolated(work: Callable[[], T], *, deadline: float, memory_limit_bytes: 
     child dies, overruns or runs out of memory."""
     result_read, result_write = os.pipe()
     stderr_read, stderr_write = os.pipe()
-    ceiling = None if memory_limit_bytes is None else _address_space_bytes() + memory_limit_bytes
+    ours = None if memory_limit_bytes is None else _address_space_bytes() + memory_limit_bytes
+    inherited = inherited_address_space_limit()
+    # The child may not raise a limit it inherited (`setrlimit` fails, the child dies before
+    # the search): under a tighter `ulimit -v`, that limit is the child's ceiling.
+    ulimit_bytes = inherited if inherited is not None and (ours is None or inherited < ours) else None
+    ceiling = ulimit_bytes if ulimit_bytes is not None else ours
+    limit = _Limit(memory_limit_bytes=memory_limit_bytes, ulimit_bytes=ulimit_bytes)
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -132,10 +148,10 @@ def run_isolated(work: Callable[[], T], *, deadline: float, memory_limit_bytes: 
         outcome, value = pickle.loads(bytes(collected.payload))
         if outcome == "error":
             if isinstance(value, MemoryError):
-                raise SolverDied("memory", f"out of memory at the ceiling of {_gib(memory_limit_bytes)}{_last_line(tail)}")
+                raise SolverDied("memory", f"out of memory {limit.reached()}{_last_line(tail)}")
             raise value
         return value  # type: ignore[no-any-return]
-    raise _death(status, tail, memory_limit_bytes)
+    raise _death(status, tail, limit)
 
 
 @dataclass(frozen=True)
@@ -194,8 +210,12 @@ def _child(
         view = memoryview(payload)
         while view:
             view = view[os.write(result_write, view) :]
-    except BaseException:  # noqa: BLE001
+    except BaseException as error:  # noqa: BLE001
         code = _EXIT_UNPICKLABLE
+        try:  # into the tail the parent reads, so the reason names it
+            os.write(2, f"{type(error).__name__}: {error}\n".encode("utf-8", "replace"))
+        except BaseException:  # noqa: BLE001, S110 — nothing left to report it through
+            pass
     finally:
         os._exit(code)
 
@@ -247,7 +267,31 @@ _OUT_OF_MEMORY_SIGNS = ("bad_alloc", "MemoryError", "cannot allocate memory", "o
 could not start)."""
 
 
-def _death(status: int, tail: str, memory_limit_bytes: int | None) -> SolverDied:
+@dataclass(frozen=True)
+class _Limit:
+    """What bounds the child's address space: the memory ceiling, or a tighter limit the
+    process inherited (`ulimit_bytes`, from `ulimit -v`), which the reason must then name."""
+
+    memory_limit_bytes: int | None
+    ulimit_bytes: int | None
+
+    def reached(self) -> str:
+        """Which limit a child that ran out of memory met, and what to do about an inherited one.
+
+        Example: `ulimit -v 3900000` in the shell → "under the inherited virtual-memory limit
+        (ulimit -v = 3.72 GiB): …". CP-SAT's worker threads reserve address space they never
+        touch (stacks, allocator arenas: a few hundred MB), so a limit on address space stops a
+        search whose memory would fit; the memory ceiling holds what the search really uses."""
+        if self.ulimit_bytes is None:
+            return f"at the memory ceiling of {_gib(self.memory_limit_bytes)}"
+        return (
+            f"under the inherited virtual-memory limit (ulimit -v = {_gib(self.ulimit_bytes)}): CP-SAT's worker "
+            "threads reserve more address space than they use; raise or lift the limit (ulimit -v unlimited) "
+            f"and cap the search with --solver-memory instead ({_gib(self.memory_limit_bytes)} now)"
+        )
+
+
+def _death(status: int, tail: str, limit: _Limit) -> SolverDied:
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         try:
@@ -256,9 +300,19 @@ def _death(status: int, tail: str, memory_limit_bytes: int | None) -> SolverDied
             how = f"killed by signal {number}"
     else:
         how = f"exited with code {os.WEXITSTATUS(status)} and no answer"
-    if any(sign in tail.lower() for sign in map(str.lower, _OUT_OF_MEMORY_SIGNS)):
-        return SolverDied("memory", f"{how} at the memory ceiling of {_gib(memory_limit_bytes)}{_last_line(tail)}")
+    out_of_memory = any(sign in tail.lower() for sign in map(str.lower, _OUT_OF_MEMORY_SIGNS))
+    # Under an inherited limit, a child that could not even report (no pickled answer, no
+    # sign written) most likely failed to allocate before it could: the limit is named too.
+    if out_of_memory or (limit.ulimit_bytes is not None and _silent(status)):
+        return SolverDied("memory", f"{how}, out of memory {limit.reached()}{_last_line(tail)}")
     return SolverDied("crashed", f"{how}{_last_line(tail)}")
+
+
+def _silent(status: int) -> bool:
+    """A death that says nothing of its cause: an abort, or the child's own last-resort exit."""
+    if os.WIFSIGNALED(status):
+        return os.WTERMSIG(status) in (signal.SIGABRT, signal.SIGSEGV)
+    return os.WEXITSTATUS(status) == _EXIT_UNPICKLABLE
 
 
 def _last_line(tail: str) -> str:
@@ -283,6 +337,13 @@ def _private_bytes(pid: int) -> int:
         if line.startswith(("Private_Clean:", "Private_Dirty:")):
             total_kib += int(line.split()[1])
     return total_kib * 1024
+
+
+def inherited_address_space_limit() -> int | None:
+    """The address-space limit (`RLIMIT_AS`, soft) this process runs under — inherited, e.g.
+    from `ulimit -v` in the shell that started it; None when there is none."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 def _address_space_bytes() -> int:

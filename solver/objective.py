@@ -76,9 +76,9 @@ The tiers (each an exact integer; "after" means kept running pods plus this cycl
    weight point, equals one HyperNode or one NUMA split: a pod preferring a node with
    weight 1 gives way to keeping a gang in one leaf; weight 100 does not.
 5. **usage** — smaller is better: Σ over pods bound this cycle of their node's usage band,
-   0 (idle) to 10 (loaded, or load unknown), from the nodes' measured usage
-   (`solver.usage_tier`, which says why bands and why here); 0 when no node reports fresh
-   usage. Example: two pods bound to a node at 47.5 % weighted load → 2 · 4 = 8.
+   0 (idle) to 10 (loaded), from the nodes' measured usage (`solver.usage_tier`, which
+   says why bands and why here); a node whose load is unknown is in the band of the least
+   loaded node that may take pods; 0 when no node reports fresh usage. Example: two pods bound to a node at 47.5 % weighted load → 2 · 4 = 8.
 6. **packing** — smaller is better: FGD's expected fragmentation (Weng et al., ATC '23),
    the milli-GPU the cycle's typical pod shapes could not use, summed over nodes after the
    placement (`solver.fragmentation`): per node and typical shape t (weight w_t), all its
@@ -89,6 +89,23 @@ The tiers (each an exact integer; "after" means kept running pods plus this cycl
    it exactly, one constant per (node profile, pattern). Example: shapes 1 GPU (weight
    0.5) and 500 milli (0.5); a node left with devices free (1000, 300) and CPU for both →
    0.5 · 300 + 0.5 · 300 = 300.
+   Plus `GPU_NODE_KEEP_MILLI` (1) per pod bound this cycle that asks no GPU onto a GPU
+   node (one with `gpu` allocatable): GPU nodes are the last choice for such pods.
+   How this relates to FGD: CPU and memory taken on a GPU node strand its GPUs once a GPU
+   pod no longer fits beside them, and FGD sees that — for a typical shape whose CPU no
+   longer fits, all the node's free GPU becomes fragment. But it sees it only for the
+   cycle's typical shapes and only once the CPU has run short; until then a CPU-only pod
+   grows no fragment on a GPU node, as on a CPU node (which FGD never counts), and the
+   tier could not tell them apart: CP-SAT kept whichever its hint chose. The extra milli
+   breaks that tie: a CPU node is always better for a pod that asks no GPU, and a GPU
+   node keeps its CPU and memory for GPU pods the typical shapes do not foresee, and for
+   those that come when its running jobs end (so a GPU node counts whether or not its
+   GPUs are free now). One milli per pod stays below the stranding FGD measures when a
+   pod's CPU does block a typical GPU shape (that shape's weight times the node's free
+   GPU), and it sits in the packing tier: it never costs a placement (throughput), and a
+   GPU node in a lower usage band still wins (load now outranks room later,
+   `solver.usage_tier`). Example: 3 CPU-only pods, 2 on a CPU node and 1 on an H100 node
+   with CPU to spare → FGD unchanged, + 1.
 
 Not promised: that the placement is valid (the checker says that); a placement that
 breaks hard rules still gets a score.
@@ -106,6 +123,7 @@ from models.snapshot import (
     CPU,
     GPU,
     GPU_MILLI_PER_DEVICE,
+    Node,
     NodeName,
     Pod,
     PodGroup,
@@ -136,12 +154,16 @@ __all__ = [
     "fairness_allocated",
     "fairness_unit",
     "soft_topology",
+    "GPU_NODE_KEEP_MILLI",
+    "on_gpu_node",
 ]
 
 FAIRNESS_SCALE = 1000
 """Fairness is counted in per-mille of a queue's target."""
 VICTIM_BASE_COST = 1000
 """What any eviction costs before its GPU-time: one victim ≈ one GPU for an hour."""
+GPU_NODE_KEEP_MILLI = 1
+"""What the packing tier charges per pod asking no GPU bound to a GPU node (tier 6)."""
 TIERS = ("fairness", "throughput", "disruption", "locality", "usage", "packing")
 """The tiers in DESIGN.md's order (most important first)."""
 
@@ -248,6 +270,11 @@ def queue_fairness(
         term = -((-FAIRNESS_SCALE * short) // amount)
         best = term if best is None else min(best, term)
     return best or 0
+
+
+def on_gpu_node(node: Node, requests: Mapping[str, int]) -> bool:
+    """A pod asking no GPU on a node with GPUs: what packing charges `GPU_NODE_KEEP_MILLI` for."""
+    return requests.get(GPU, 0) == 0 and node.allocatable.get(GPU, 0) > 0
 
 
 def soft_topology(group: PodGroup) -> bool:
@@ -407,10 +434,12 @@ def _locality(snapshot: Snapshot, ctx: ObjectiveContext, after: After) -> int:
 
 
 def _packing(snapshot: Snapshot, ctx: ObjectiveContext, after: After) -> int:
-    """Σ over nodes with GPUs of FGD's fragmentation of the node after the placement."""
+    """Σ over nodes with GPUs of FGD's fragmentation of the node after the placement, plus
+    `GPU_NODE_KEEP_MILLI` per pod asking no GPU bound to a GPU node."""
+    on_gpu_nodes = GPU_NODE_KEEP_MILLI * sum(on_gpu_node(bound.node, bound.pod.requests) for bound in after.bound)
     rows = [n for n, node in enumerate(snapshot.nodes) if node.gpus]
     if not rows:
-        return 0
+        return on_gpu_nodes
     width = max(len(snapshot.nodes[n].gpus) for n in rows)
     cpu_free = np.zeros(len(rows), dtype=np.int64)
     gpu_free = np.full((len(rows), width), -1, dtype=np.int64)
@@ -419,4 +448,4 @@ def _packing(snapshot: Snapshot, ctx: ObjectiveContext, after: After) -> int:
         cpu_free[i] = node.allocatable.get(CPU, 0) - after.node_used[node.name].get(CPU, 0)
         used = after.gpu_used_milli[node.name]
         gpu_free[i, : len(node.gpus)] = [max(0, GPU_MILLI_PER_DEVICE - used[gpu.index]) for gpu in node.gpus]
-    return int(ctx.packing.nodes(cpu_free, gpu_free, np.array(rows)).sum())
+    return int(ctx.packing.nodes(cpu_free, gpu_free, np.array(rows)).sum()) + on_gpu_nodes

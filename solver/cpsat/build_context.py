@@ -111,7 +111,11 @@ def profile_of(
     # a negative amount would read as DOMINATED, never binding.
     left = tuple(max(0, amount) for amount in free)
     considered = node not in build.left_out
-    raw = (left, devices, tuple(sorted(cell_cpu)), build.declared[node], int(build.problem.node_class[node]), considered)
+    gpu_node = bool(build.problem.allocatable[build.gpu_column, node] > 0)
+    raw = (
+        left, devices, tuple(sorted(cell_cpu)), build.declared[node], int(build.problem.node_class[node]), considered,
+        gpu_node,
+    )  # fmt: skip
     known = build.raw_profile.get(raw)
     if known is not None:
         return known
@@ -132,6 +136,7 @@ def profile_of(
         profile,
         packing_cpu=_packing_cpu(build, profile, eligible, left[build.problem.cpu_column], device_total),
         packing_class=int(build.ctx.packing.node_class[node]),
+        gpu_node=gpu_node,
     )
     if profile not in build.profile_id:
         build.profile_id[profile] = len(build.profiles)

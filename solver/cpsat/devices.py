@@ -95,6 +95,7 @@ class Profile:
     packing_cpu: int = 0  # free CPU as the packing tier reads it (`cpsat.build_context.profile_of`)
     packing_class: int = 0  # the node's class by typical-shape eligibility (`PackingMeasure.node_class`)
     considered: bool = True  # False: left out of the model's candidate nodes (`cpsat.neighbourhood`)
+    gpu_node: bool = False  # the node has `gpu` allocatable: packing charges pods asking none (`solver.objective`)
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ step), else a `FixedPart`:
     held and fixed-victim PodGroups;
   - the fixed binds and evictions as the model sees them: the nodes' free resources,
     devices and NUMA cells after them (`problem`), each queue's allocation change, and
-    the throughput, disruption, locality and usage they add — constants of the tiers, so the
-    model's tier values still equal `score` of the whole placement.
+    the throughput, disruption, locality, usage and packing's GPU-node charge they add —
+    constants of the tiers, so the model's tier values still equal `score` of the whole placement.
 Why the rest cannot break an involved pod's rule: a pod the model places is selected by
 no involved task's term or spread selector and by no running pod's anti-affinity (else
 its PodGroup would be involved), has no inter-pod constraint of its own, and the model
@@ -50,7 +50,7 @@ from models.placement import Bind, Eviction, Placement
 from models.pod_affinity import PodAffinityTerm, TopologySpreadConstraint
 from models.snapshot import GPU, PodGroupKey, Snapshot, Task
 from solver.after import build_after, milli_per_device
-from solver.objective import ObjectiveContext, pod_value, score
+from solver.objective import GPU_NODE_KEEP_MILLI, ObjectiveContext, on_gpu_node, pod_value, score
 from solver.problem import UNLIMITED, Problem
 from solver.rules import pod_affinity, topology_spread
 from solver.rules.pod_affinity import term_selects
@@ -80,6 +80,7 @@ class FixedPart:
     disruption: int
     locality: int
     usage: int
+    gpu_node_keep: int  # packing's charge for the fixed binds asking no GPU on GPU nodes (`solver.objective`)
     residual_hint: Placement  # the hint without the fixed part and without held PodGroups
     notes: tuple[str, ...]  # for `restricted`
 
@@ -320,6 +321,10 @@ def _constants(
         disruption=disruption,
         locality=fixed_score.locality if fixed_score is not None else 0,
         usage=fixed_score.usage if fixed_score is not None else 0,
+        gpu_node_keep=GPU_NODE_KEEP_MILLI * sum(
+            on_gpu_node(snapshot.node_by_name[bind.node], snapshot.pod_by_key[bind.pod].requests)
+            for bind in placement.binds
+        ),
         residual_hint=residual,
         notes=notes,
     )

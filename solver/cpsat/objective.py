@@ -12,9 +12,11 @@ per queue and resource, the least per queue) on the allocation `fairness_allocat
 binds, up to those binds — is a max equality with 0 then a min equality, added to the
 queue and its ancestors), spans are reified both ways, and everything else is linear in
 counts (pattern constants carry the NUMA splits, the preferred node affinity weight missed,
-the usage band of the profile's nodes times the pods placed, and fragments). The part fixed for inter-pod constraints (`cpsat.interpod`) enters as
-constants: its throughput, disruption, locality and usage, its queue allocation; its packing is in
-the node profiles, which it has already filled.
+the usage band of the profile's nodes times the pods placed, and fragments plus, on a GPU
+node's profile, packing's charge per pod asking no GPU). The part fixed for inter-pod
+constraints (`cpsat.interpod`) enters as constants: its throughput, disruption, locality,
+usage and GPU-node charge, its queue allocation; its fragments are in the node profiles,
+which it has already filled.
 
 Stages, and why: DESIGN.md orders the tiers strictly. One weighted sum keeps that order
 only with weights W_k > (range of all lower tiers), and the ranges multiply: at 10,000
@@ -43,7 +45,7 @@ from ortools.sat.python import cp_model
 from solver.cpsat.constraints import Allocation
 from solver.cpsat.data import ModelData
 from solver.cpsat.variables import Lin, Variables
-from solver.objective import FAIRNESS_SCALE, TIERS, pod_value
+from solver.objective import FAIRNESS_SCALE, GPU_NODE_KEEP_MILLI, TIERS, pod_value
 
 __all__ = [
     "Tiers", "Stage", "build_tiers", "plan_stages", "first_come", "FIRST_COME_CHUNK", "MERGE_LIMIT", "MERGE_MAGNITUDE",
@@ -257,8 +259,9 @@ def _preference_missed(data: ModelData, node_class: int) -> dict[int, int]:
 
 
 def _missed_in(counts: Sequence[tuple[int, int]], missed: dict[int, int]) -> int:
-    """The preference weight a pattern's pods miss: Σ pods × weight per shape. Slots equal
-    pods placed (`cpsat.constraints._capacity`), so the constant is exact."""
+    """What a pattern's pods add at a per-pod cost by shape: Σ pods × `missed[shape]` (the
+    preference weight they miss; packing's charge on a GPU node). Slots equal pods placed
+    (`cpsat.constraints._capacity`), so the constant is exact."""
     return sum(pods * missed.get(shape, 0) for shape, pods in counts) if missed else 0
 
 
@@ -286,16 +289,22 @@ def _pods_in(counts: Sequence[tuple[int, int]]) -> int:
 
 
 def _packing(data: ModelData, variables: Variables) -> Lin:
-    lin = Lin()
+    """Σ over nodes of the fragment their pattern leaves, plus `GPU_NODE_KEEP_MILLI` per pod
+    asking no GPU in a pattern of a GPU node's profile (the fixed part's such pods: a constant)."""
+    lin = Lin(constant=data.fixed.gpu_node_keep if data.fixed is not None else 0)
     in_groups = set()
+    charge = {shape.index: GPU_NODE_KEEP_MILLI for shape in data.shapes if shape.gpu_milli == 0}
     for profile, pattern_set in data.pattern_sets.items():
         profile_vars = variables.profiles[profile]
         empty = pattern_set.empty_fragment
+        charged = charge if pattern_set.profile.gpu_node else {}
         lin.add_lin(profile_vars.supply, empty)
         for i, var in profile_vars.pattern_nodes.items():
-            lin.add(var, pattern_set.patterns[i].fragment - empty)
+            pattern = pattern_set.patterns[i]
+            lin.add(var, pattern.fragment - empty + _missed_in(pattern.counts, charged))
         for (atom, i), var in profile_vars.atom_pattern_nodes.items():
-            lin.add(var, data.topology_sets[(profile, atom)][i].fragment - empty)
+            pattern = data.topology_sets[(profile, atom)][i]
+            lin.add(var, pattern.fragment - empty + _missed_in(pattern.counts, charged))
         in_groups.add(profile)
     missing = {p for g in data.node_groups for p in g.after} - in_groups
     assert not missing, f"profiles without a pattern set: {missing}"

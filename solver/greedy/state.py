@@ -22,7 +22,9 @@ Score, smaller is better (best fit, i.e. binpacking, GPUs dominating):
   - fractional pods: first the free milli of the device it would take (the least free
     that still fits, so shared devices fill up and whole devices stay whole), then the
     node's free GPU;
-  - pods without GPUs: the node's free GPU now, so CPU work keeps off idle GPU nodes;
+  - pods without GPUs: the node's free GPU now, plus 1 on a GPU node, so CPU work goes to
+    nodes without GPUs first, then to GPU nodes whose GPUs are all taken, idle GPU nodes
+    last — the order of packing's charge for such pods (`solver.objective`, tier 6);
   - ties: what is left of the task's dominant non-GPU resource after the pod, normalized
     by the largest node's allocatable, then the node index (`argmin` takes the first).
 Example: free GPUs (2, 8, 4) and a 2-GPU pod → scores (0, 6000, 2000) → node 0.
@@ -192,6 +194,7 @@ class CycleState:
         self._shapes: dict[int, TaskShape] = {}
         self._scale = problem.allocatable.max(axis=1, initial=0).astype(np.float64) + 1.0  # [R]
         self._scale_list = self._scale.tolist()
+        self._gpu_node = (problem.allocatable[problem.gpu_column] > 0).astype(np.float64)  # [N] 1.0 on a GPU node
         self._capped = self._capped_pairs()
         self._ancestors = [np.array(path, dtype=np.int64) for path in problem.queue_ancestors]
         self.packing: FragmentationScore | None = None  # set by the engine: rank nodes by fragmentation first
@@ -319,8 +322,8 @@ class CycleState:
         elif shape.fractional:
             device_free = self._fractional_device_free(shape, None if dense else nodes)
             score = device_free * 1e5 + (gpu_free - shape.gpu_milli)
-        else:
-            score = gpu_free.astype(np.float64)
+        else:  # free milli are whole numbers and the tie-break below is < 1: the 1 orders, never mixes
+            score = gpu_free + pick(self._gpu_node)
         if shape.dominant >= 0:
             d = shape.dominant
             score += (pick(self.free[d]) - shape.requests[d]) * (1.0 / self._scale_list[d])

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import errno
 import os
+import resource
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -136,3 +139,37 @@ def test_a_search_killed_mid_solve_answers_with_greedy_and_the_caller_goes_on() 
 def test_a_ceiling_below_what_cp_sat_needs_to_start_is_refused() -> None:
     with pytest.raises(ValueError, match="memory_limit_bytes"):
         SolveConfig(memory_limit_bytes=1 * MIB)
+
+
+# ---- an address-space limit inherited from the shell (issue 29, item 10) ----
+
+INHERITED_LIMIT_BYTES = 1 << 30
+"""`ulimit -v 1048576`: room for a Python process with the solver's imports, not for 2 GiB more."""
+
+_UNDER_THE_LIMIT = """
+import sys, time
+from solver.isolation import SolverDied, run_isolated
+try:
+    run_isolated(lambda: bytearray(2 << 30), deadline=time.perf_counter() + 30, memory_limit_bytes=4 << 30)
+except SolverDied as died:
+    print(died.cause, died, sep=": ")
+"""
+
+
+def _limited(limit_bytes: int) -> None:
+    """As `ulimit -v` sets it in a shell: soft and hard, for the process and all it forks."""
+    resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+
+def test_a_search_that_outgrows_an_inherited_ulimit_v_names_that_limit_not_the_ceiling() -> None:
+    """Under `ulimit -v`, a child asking for its 4 GiB ceiling could not raise the limit it
+    inherited and died before the search: "crashed: exited with code 71". It now runs under
+    the inherited limit, and when it outgrows it the reason says which limit and what to do."""
+    done = subprocess.run(
+        [sys.executable, "-c", _UNDER_THE_LIMIT],
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120, check=False,
+        preexec_fn=lambda: _limited(INHERITED_LIMIT_BYTES),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("memory: out of memory under the inherited virtual-memory limit (ulimit -v = 1.00 GiB)")
+    assert "raise or lift the limit" in done.stdout and "--solver-memory" in done.stdout
