@@ -245,15 +245,12 @@ class _Budget:
         reserve_s = SAFETY_SHARE * config.time_limit_s + slowness * (0.05 + AFTER_SECONDS_PER_ITEM * items)
         lp_s = slowness * LP_SECONDS_PER_ITEM * items
         lp_reserved = config.lp_gap if config.lp_gap is not None else lp_s <= LP_SHARE * config.time_limit_s
-        if not config.deterministic:
-            deadline, search_s = started + config.time_limit_s, None
-        else:
+        search_s = None
+        if config.deterministic:
             pending = sum(1 for pod in snapshot.pods if pod.phase == "pending")
             greedy_estimate = GREEDY_SECONDS_PER_ITEM * items + GREEDY_SECONDS_PER_POD_NODE * pending * len(snapshot.nodes)
-            net_s = config.safety_net_s if config.safety_net_s is not None else SAFETY_NET_FACTOR * config.time_limit_s
-            deadline = started + net_s
             search_s = config.time_limit_s - greedy_estimate - reserve_s - (lp_s if lp_reserved else 0.0)
-        return _Budget(items, slowness, reserve_s, lp_s, lp_reserved, deadline, search_s)
+        return _Budget(items, slowness, reserve_s, lp_s, lp_reserved, _call_deadline(config, started), search_s)
 
     @property
     def search_end(self) -> float:
@@ -323,12 +320,25 @@ def _place(snapshot: Snapshot, config: SolveConfig, engines: Engines) -> Decisio
     started, cpu_started = time.perf_counter(), time.thread_time()
     snapshot = oversubscribed(snapshot)  # colocation: offline pods ask batch-cpu/-memory (solver.rules.colocation)
     problem = build_problem(snapshot)
-    decision = _decide(snapshot, problem, config, engines, started=started, cpu_started=cpu_started, deadline=deadline)
-    return with_unplaced_pods(snapshot, problem, decision, deadline=deadline)
+    decision = _decide(snapshot, problem, config, engines, started=started, cpu_started=cpu_started)
+    deadline = _call_deadline(config, started)
+    explained = with_unplaced_pods(snapshot, problem, decision, deadline=deadline)
+    if explained.reproducible and config.deterministic and time.perf_counter() > deadline:
+        # past the safety net some started gangs' pods may have got the generic reason
+        return explained.model_copy(update={"reproducible": False})
+    return explained
+
+
+def _call_deadline(config: SolveConfig, started: float) -> float:
+    """`time.perf_counter()` seconds by which the call ends: the time limit by the wall clock,
+    or the safety net when deterministic (`SAFETY_NET_FACTOR`)."""
+    if not config.deterministic:
+        return started + config.time_limit_s
+    return started + (config.safety_net_s if config.safety_net_s is not None else SAFETY_NET_FACTOR * config.time_limit_s)
 
 
 def _decide(
-    snapshot: Snapshot, problem: Problem, config: SolveConfig, engines: Engines, *, started: float, cpu_started: float, deadline: float
+    snapshot: Snapshot, problem: Problem, config: SolveConfig, engines: Engines, *, started: float, cpu_started: float
 ) -> Decision:
     """The engine's checked `Decision` (module docstring), before its started gangs' unplaced pods are explained."""
     greedy = engines.greedy(
