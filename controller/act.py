@@ -232,7 +232,7 @@ class Actuator:
             namespace, _, name = evict.pod.partition("/")
             try:
                 self._call("evict", lambda: self._api.evict(namespace, name, lease=self._leader), retry_throttle=False)
-            except (LeadershipLost, WriteNotSent):  # a try not sent
+            except WriteNotSent:
                 self._dropped(report, len(evictions) - index)
                 raise LeadershipLost() from None
             except NotFound:
@@ -292,7 +292,7 @@ class Actuator:
         annotations = {GPUS_ANNOTATION: ",".join(map(str, bind.gpus))} if bind.gpus else {}
         try:
             self._call("bind", lambda: self._api.bind(namespace, name, bind.node, annotations=annotations, lease=self._leader))
-        except (LeadershipLost, WriteNotSent):  # a try not sent
+        except WriteNotSent:
             return _LOST
         except Conflict as error:
             try:
@@ -332,9 +332,6 @@ class Actuator:
             self._call("patch", lambda: self._api.patch(kind, ref.namespace, ref.name, body, subresource=subresource))
             with self._count_lock:
                 report.statuses_written += 1
-        except LeadershipLost:  # a retry not sent
-            self._dropped(report, 1)
-            raise
         except NotFound:
             pass
         except ApiError as error:
@@ -411,18 +408,15 @@ class Actuator:
             except ApiError as error:
                 self._metrics.api_error(verb, error)
                 final = attempt == tries - 1 or not error.retry or (isinstance(error, TooManyRequests) and not retry_throttle)
-                if final:
+                if final or not self._leader.may_write():  # a bind's or eviction's retry is asked again as it goes out
                     raise
                 backoff = backoff or self._backoff.start()
                 delay = backoff.next_delay_s(at_least_s=getattr(error, "retry_after_s", None))
                 log.info("%s: %s; try %d of %d in %.2f s", verb, error, attempt + 2, tries, delay)
                 self._clock.sleep(delay)
-                if verb in _WRITES and not self._leader.may_write():  # asked after the wait: a pause may have fallen in it
-                    raise LeadershipLost() from error
         raise AssertionError("unreachable")
 
 
 _LOST = "lost the lease before sending"
-_WRITES = frozenset({"bind", "evict", "patch"})  # the calls only the Lease holder sends (Events are best effort)
 GANGS_AT_ONCE = 8
 EVENT_SENDERS = 4

@@ -7,8 +7,9 @@ old leader is resumed (SIGCONT). After settling: no node over its allocatable, n
 held twice, no half gang, nothing bound after the resume, and the resumed leader logged that
 it dropped the rest of its plan (or sent nothing: it was between cycles).
 
-Pure: the rules behind it, on a driven clock — a renew counts from when it was sent; a
-write is sent only while the Lease covers its timeout; a retry after a wait is asked again.
+Below it, the rules it rests on: a renew counts from when it was sent (on a driven clock);
+a write is sent only while the Lease covers its budget; the connection itself refuses to
+send a write the Lease no longer covers (against the real API server).
 """
 
 from __future__ import annotations
@@ -23,26 +24,21 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 from kubernetes import watch as k8s_watch
 
-from controller.act import Actuator
-from controller.assumed import AssumedPods
-from controller.errors import ServerError
-from controller.kinds import NODES, PODS, QUEUES, VOLCANO_PODGROUPS, ResourceKind
+from controller.kinds import NODES, PODS, QUEUES, VOLCANO_PODGROUPS
 from controller.kube import KubeClient
 from controller.leader import LeaderElector, LeaseConfig
-from controller.metrics import ControllerMetrics
-from controller.plan import BindPod, GangPlan, Plan
 from controller.testing.control_plane import free_port
-from controller.timing import BackoffPolicy
-from models.snapshot import PodGroupKey, PodKey
-from tests.controller._cluster_queries import http_get, stop_controllers, wait_until
+from controller.write_fence import WriteNotSent
+from tests.controller._cluster_queries import bound, http_get, stop_controllers, wait_until
 from tests.controller._controller_builders import for_api, node, pod, pod_group
+from tests.controller.test_controller_pure import _FakeClock, _MemoryLeases
 
 LEASE_DURATION_S, RENEW_DEADLINE_S, RETRY_PERIOD_S = 4.0, 3.0, 0.5
 POD_NAMESPACE = "batchplace-system"  # where deploy/rbac.yaml grants the Lease verbs
@@ -222,3 +218,66 @@ def test_a_leader_paused_mid_binding_and_resumed_after_a_takeover_sends_nothing_
         for name, log in logs.items():
             if log.exists() and sys.exc_info()[0] is not None:
                 sys.stderr.write(f"--- replica-{name} ---\n{log.read_text(errors='replace')[-3000:]}\n")
+
+
+# ---- the rules, one by one ----
+
+
+class _PausedWhileRenewing(_MemoryLeases):
+    """The renew lands, then the process stops before it reads the answer."""
+
+    def __init__(self, clock: _FakeClock, pause_s: float) -> None:
+        super().__init__()
+        self._clock, self._pause_s = clock, pause_s
+
+    def replace(self, kind, namespace, name, body):  # type: ignore[no-untyped-def]
+        landed = super().replace(kind, namespace, name, body)
+        self._clock.t += self._pause_s
+        return landed
+
+
+def test_a_renew_answered_after_a_pause_does_not_make_the_leader_fresh() -> None:
+    clock = _FakeClock()
+    leases = _PausedWhileRenewing(clock, pause_s=20.0)
+    config = LeaseConfig(identity="a", namespace="kube-system", lease_duration_s=4, renew_deadline_s=3, retry_period_s=0.5)
+    elector = LeaderElector(leases, config, clock=clock)
+    assert elector.try_acquire_or_renew()  # created: not paused
+    assert elector.try_acquire_or_renew()  # renewed, then 20 s stopped: a standby took over meanwhile
+    assert not elector.is_leader() and not elector.may_write()
+
+
+def test_a_write_goes_out_only_while_the_lease_covers_its_budget() -> None:
+    clock, leases = _FakeClock(), _MemoryLeases()
+    config = LeaseConfig(identity="a", namespace="kube-system", lease_duration_s=4, renew_deadline_s=3, retry_period_s=0.5)
+    elector = LeaderElector(leases, config, clock=clock)
+    assert config.write_budget_s == 1.25 and elector.write_timeout_s == 1.25
+    assert elector.try_acquire_or_renew()
+    clock.t += 1.7  # 1.3 s of Lease left
+    assert elector.may_write()
+    clock.t += 0.1  # 1.2 s left: still leading, but a write might outlive the Lease
+    assert elector.is_leader() and not elector.may_write()
+    assert elector.lease_left_s() == pytest.approx(1.2)
+
+
+class _Lease:
+    def __init__(self, covers: bool) -> None:
+        self.covers = covers
+        self.write_timeout_s = 2.0
+
+    def may_write(self) -> bool:
+        return self.covers
+
+
+def test_the_connection_does_not_send_a_write_the_lease_no_longer_covers(
+    namespace: str, admin: KubeClient, core: k8s.CoreV1Api
+) -> None:
+    admin.create(NODES, None, for_api(node("n1", cpu=8)))
+    for name in ("refused", "sent"):
+        admin.create(PODS, namespace, for_api(pod(name, namespace=namespace)))
+    with pytest.raises(WriteNotSent):
+        admin.bind(namespace, "refused", "n1", lease=_Lease(covers=False))
+    admin.bind(namespace, "sent", "n1", lease=_Lease(covers=True))
+    assert bound(core, namespace) == {"sent": "n1"}
+    with pytest.raises(WriteNotSent):
+        admin.evict(namespace, "sent", lease=_Lease(covers=False))
+    assert bound(core, namespace) == {"sent": "n1"}
