@@ -19,21 +19,21 @@ stopped (SIGSTOP, a frozen VM) and resumed long after, does not count as fresh.
 
 Writes ask more than `is_leader()`: `may_write()` — is the Lease ours, by this replica's
 monotonic clock, for `write_budget_s` more seconds, the longest one write call may take
-(the actuator gives each bind and eviction that timeout). The actuator asks before each
-gang's batch, and again right before every write and every retry, so a process resumed
-after a pause sees its clock jump past the deadline and sends nothing more of its old plan
-(it logs the drop, and counts it in `batchplace_writes_dropped_total{reason="lease"}`).
+(each bind and eviction gets that as its HTTP timeout). The actuator asks before each
+gang's batch and before each write, and the connection asks again right before a bind or an
+eviction leaves the process (`controller.write_fence`), so a process resumed after a pause
+sees its clock jump past the deadline and sends nothing more of its old plan (it logs the
+drop, and counts it in `batchplace_writes_dropped_total{reason="lease"}`).
 
-The residual window: a write whose check passed just before the process stopped is sent
-when it resumes. The check-to-send path is a few hundred microseconds of Python per write,
-so it takes a pause landing exactly there, at most one write per bind worker. A write sent
-before the pause is not at risk: it left within the budget the check reserved, and reaches
-the API server long before a standby may take over, which is no earlier than `lease_duration_s`
-after the renew it observed — the margin `lease_duration_s − renew_deadline_s` (5 s by
-default) covers the write's time on the wire and the clocks' drift; an API server that
-holds a write for longer than that margin plus the write timeout can still apply it late.
-The API has no fencing tokens to close either gap. The new leader starts from its own
-caches, where such binds appear as the watch delivers them.
+The residual window: a pause between the connection's check and the socket write (header
+formatting, microseconds) sends that one write when the process resumes — at most one per
+sending thread. A write sent in time is answered or given up before the renew deadline, and
+a standby takes over no earlier than `lease_duration_s` after it saw the renew, so the
+margin `lease_duration_s − renew_deadline_s` (5 s by default) covers its time on the wire
+and the clocks' drift; an API server that holds a write for longer than that margin plus
+the write budget can still apply it late. The API has no fencing tokens to close either
+gap. The new leader starts from its own caches, where such binds appear as the watch
+delivers them.
 
 Where the Lease lives (`default_lease_namespace`): in cluster, in the pod's own namespace
 (`POD_NAMESPACE` from the downward API, else the service account's namespace file), where
