@@ -5,8 +5,9 @@ Output: an `ActReport` of what happened; the assumed cache learns every accepted
 eviction; `reported` (the controller's memory of Events and statuses written) is updated.
 
 Per gang, in this order, asking `may_write()` (the Lease stays ours, by this replica's
-clock, for one write's timeout more: `controller.leader`) before the gang and right before
-each write and each retry — a leader paused and resumed sends nothing of its old plan:
+clock, for one write's timeout more: `controller.leader`) before the gang and before each
+write — and the connection asks again as each bind or eviction try goes out
+(`controller.write_fence`) — so a leader paused and resumed sends nothing of its old plan:
 1. evictions through the Eviction API. A PodDisruptionBudget refusal (429) is final for
    this cycle: the gang's status says which victim was refused, and nothing of it binds.
 2. binds: first every target node must still exist; if not, nothing of the gang is bound.
@@ -155,7 +156,8 @@ class Actuator:
             others = [gang for gang in plan.gangs if not gang.evictions]
             for gang in evicting:
                 self._gang_if_leading(gang, report, now=now, transition_id=transition_id)
-            futures = [self._gang_pool.submit(self._gang_if_leading, gang, report, now=now, transition_id=transition_id) for gang in others]
+            gang_if_leading = self._gang_if_leading
+            futures = [self._gang_pool.submit(gang_if_leading, gang, report, now=now, transition_id=transition_id) for gang in others]
             lost = False
             for future in futures:  # every gang thread done before act returns: none writes on into the next cycle
                 try:
@@ -170,9 +172,15 @@ class Actuator:
             report.stopped = "the lease may be lost; the rest of the plan is dropped"
             left_s = self._leader.lease_left_s()
             log.warning(
-                "the lease may be lost (%.1f s left by this replica's clock): %d writes of the plan dropped, %d bound, %d evicted before stopping",
+                "the lease may be lost (%.1f s left by this replica's clock): %d writes of the plan dropped, "
+                "%d bound, %d evicted before stopping",
                 max(left_s, 0.0), report.writes_dropped, len(report.bound), len(report.evicted),
-                extra={"writes_dropped": report.writes_dropped, "lease_left_s": round(left_s, 3), "bound": len(report.bound), "evicted": len(report.evicted)},
+                extra={
+                    "writes_dropped": report.writes_dropped,
+                    "lease_left_s": round(left_s, 3),
+                    "bound": len(report.bound),
+                    "evicted": len(report.evicted),
+                },
             )
         return report
 

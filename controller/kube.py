@@ -312,7 +312,8 @@ class KubeClient:
         _finish(self._request("DELETE", kind.object_path(namespace, name), body=body, verb="delete", what=f"{kind} {_ref(namespace, name)}"))
 
     def bind(
-        self, namespace: str, name: str, node: str, *, annotations: Mapping[str, str] = {}, lease: WriteLease | None = None
+        self, namespace: str, name: str, node: str, *,
+        annotations: Mapping[str, str] = {}, lease: WriteLease | None = None,
     ) -> None:
         """POST pods/binding: assign the pod to `node`, and write `annotations` onto it in the
         same update (the API server copies a Binding's annotations to the pod). 409
