@@ -2,18 +2,20 @@
 
 A leader asks whether its Lease still covers a write before sending it (`controller.leader`,
 `may_write`). Asked in the actuator, that check comes before the HTTP client's own work —
-taking a pooled connection, a TCP connect and TLS handshake when the pool has none idle —
-which on a busy machine takes milliseconds while other threads hold the interpreter. A
-process stopped (SIGSTOP, a frozen VM) in that span and resumed after a standby took over
-would send the write from its old plan. So the check is made again by the connection
-itself, in `request()`, after the connection is ready and right before the request line is
-written: what is left between the check and the socket is header formatting.
+taking a pooled connection, a TCP connect and TLS handshake when the pool has none idle,
+formatting the request — which on a busy machine takes milliseconds while other threads
+hold the interpreter. A process stopped (SIGSTOP, a frozen VM) in that span and resumed
+after a standby took over would send the write from its old plan. So the connection checks
+again before each block it writes to the socket: the request line and headers, then the
+body. The API server acts on a request only once its body has arrived, so a write refused
+at its body is dropped by the server with the half-sent request (the connection is
+closed); what is left between the last check and the socket is a few interpreter steps.
 
 `fenced(may_send)` sets the check for the calling thread (urllib3 sends on the caller's
 thread); `install(pool_manager)` makes a urllib3 `PoolManager` build its connections as
-`_Fenced…` ones. A write refused here raises `WriteNotSent`: nothing left the process.
-A write whose check passed and then found the lease gone once sent (a pause fell inside
-that last span) is logged at error level: it may land after a standby took over.
+`_Fenced…` ones. A write refused here raises `WriteNotSent`. A write whose last check passed
+and that finds the lease gone once sent (a pause fell inside those last steps) is logged at
+error level: it may land after a standby took over.
 """
 
 from __future__ import annotations
@@ -60,27 +62,37 @@ def fenced(may_send: Callable[[], bool] | None) -> Iterator[None]:
         _local.may_send = None
 
 
-def _request_checked(connection: HTTPConnection, method: str, url: str, send: Callable[[], None]) -> None:
+def _may_send() -> None:
     may_send: Callable[[], bool] | None = getattr(_local, "may_send", None)
-    if may_send is None:
-        send()
-        return
-    if not may_send():
-        raise WriteNotSent(f"{method} {url}: the lease no longer covers it")
-    send()
-    if not may_send():
+    if may_send is not None and not may_send():
+        raise WriteNotSent("the lease no longer covers the write")
+
+
+def _sent(method: str, url: str) -> None:
+    may_send: Callable[[], bool] | None = getattr(_local, "may_send", None)
+    if may_send is not None and not may_send():
         log.error("%s %s sent as the lease ran out: it may land after another replica took over", method, url,
                   extra={"method": method, "url": url})
 
 
 class _FencedHTTPConnection(HTTPConnection):
+    def send(self, data: Any) -> None:
+        _may_send()
+        super().send(data)
+
     def request(self, method: str, url: str, body: Any = None, headers: Any = None, **options: Any) -> None:  # type: ignore[override]
-        _request_checked(self, method, url, lambda: super(_FencedHTTPConnection, self).request(method, url, body, headers, **options))
+        super().request(method, url, body, headers, **options)
+        _sent(method, url)
 
 
 class _FencedHTTPSConnection(HTTPSConnection):
+    def send(self, data: Any) -> None:
+        _may_send()
+        super().send(data)
+
     def request(self, method: str, url: str, body: Any = None, headers: Any = None, **options: Any) -> None:  # type: ignore[override]
-        _request_checked(self, method, url, lambda: super(_FencedHTTPSConnection, self).request(method, url, body, headers, **options))
+        super().request(method, url, body, headers, **options)
+        _sent(method, url)
 
 
 class _FencedHTTPConnectionPool(HTTPConnectionPool):

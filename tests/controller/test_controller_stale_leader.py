@@ -260,24 +260,29 @@ def test_a_write_goes_out_only_while_the_lease_covers_its_budget() -> None:
 
 
 class _Lease:
-    def __init__(self, covers: bool) -> None:
-        self.covers = covers
+    """Covers the first `checks` checks, then no more."""
+
+    def __init__(self, checks: int) -> None:
+        self.checks = checks
         self.write_timeout_s = 2.0
 
     def may_write(self) -> bool:
-        return self.covers
+        self.checks -= 1
+        return self.checks >= 0
 
 
 def test_the_connection_does_not_send_a_write_the_lease_no_longer_covers(
     namespace: str, admin: KubeClient, core: k8s.CoreV1Api
 ) -> None:
     admin.create(NODES, None, for_api(node("n1", cpu=8)))
-    for name in ("refused", "sent"):
+    for name in ("refused", "cut", "sent"):
         admin.create(PODS, namespace, for_api(pod(name, namespace=namespace)))
     with pytest.raises(WriteNotSent):
-        admin.bind(namespace, "refused", "n1", lease=_Lease(covers=False))
-    admin.bind(namespace, "sent", "n1", lease=_Lease(covers=True))
-    assert bound(core, namespace) == {"sent": "n1"}
+        admin.bind(namespace, "refused", "n1", lease=_Lease(checks=0))
+    with pytest.raises(WriteNotSent):  # the headers went out, the body did not: the API server drops the request
+        admin.bind(namespace, "cut", "n1", lease=_Lease(checks=1))
+    admin.bind(namespace, "sent", "n1", lease=_Lease(checks=3))
     with pytest.raises(WriteNotSent):
-        admin.evict(namespace, "sent", lease=_Lease(covers=False))
+        admin.evict(namespace, "sent", lease=_Lease(checks=0))
+    time.sleep(0.5)
     assert bound(core, namespace) == {"sent": "n1"}
