@@ -25,9 +25,9 @@ eviction leaves the process (`controller.write_fence`), so a process resumed aft
 sees its clock jump past the deadline and sends nothing more of its old plan (it logs the
 drop, and counts it in `batchplace_writes_dropped_total{reason="lease"}`).
 
-The residual window: a pause between the connection's check and the socket write (header
-formatting, microseconds) sends that one write when the process resumes — at most one per
-sending thread. A write sent in time is answered or given up before the renew deadline, and
+The residual window: a pause between the connection's last check (before the request's
+body is written) and the socket write — a few interpreter steps — sends that one write when
+the process resumes: at most one per sending thread. A write sent in time is answered or given up before the renew deadline, and
 a standby takes over no earlier than `lease_duration_s` after it saw the renew, so the
 margin `lease_duration_s − renew_deadline_s` (5 s by default) covers its time on the wire
 and the clocks' drift; an API server that holds a write for longer than that margin plus
