@@ -4,7 +4,10 @@ Input: a `Plan`; an `ActApi` (the edge client); the leader check; the assumed-po
 Output: an `ActReport` of what happened; the assumed cache learns every accepted bind and
 eviction; `reported` (the controller's memory of Events and statuses written) is updated.
 
-Per gang, in this order, asking `is_leader()` before the gang and before each write:
+Per gang, in this order, asking `may_write()` (the Lease stays ours, by this replica's
+clock, for one write's timeout more: `controller.leader`) before the gang and before each
+write — and the connection asks again as each bind or eviction try goes out
+(`controller.write_fence`) — so a leader paused and resumed sends nothing of its old plan:
 1. evictions through the Eviction API. A PodDisruptionBudget refusal (429) is final for
    this cycle: the gang's status says which victim was refused, and nothing of it binds.
 2. binds: first every target node must still exist; if not, nothing of the gang is bound.
@@ -45,6 +48,7 @@ from controller.kinds import PODS, VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKi
 from controller.metrics import ControllerMetrics
 from controller.plan import BindPod, EmitEvent, Evict, GangPlan, Plan, podgroup_event
 from controller.timing import BackoffPolicy, Clock, SystemClock, rfc3339
+from controller.write_fence import WriteLease, WriteNotSent
 from models.loaders.keys import GPUS_ANNOTATION
 from models.snapshot import PodKey
 from solver.reasons import EVENT_MESSAGE_CHARS
@@ -61,9 +65,11 @@ JsonObject = dict[str, Any]
 
 
 class ActApi(Protocol):
-    def bind(self, namespace: str, name: str, node: str, *, annotations: Mapping[str, str] = {}) -> None: ...
+    def bind(
+        self, namespace: str, name: str, node: str, *, annotations: Mapping[str, str] = {}, lease: WriteLease | None = None
+    ) -> None: ...
 
-    def evict(self, namespace: str, name: str) -> None: ...
+    def evict(self, namespace: str, name: str, *, lease: WriteLease | None = None) -> None: ...
 
     def get(self, kind: ResourceKind, namespace: str | None, name: str) -> JsonObject: ...
 
@@ -74,13 +80,18 @@ class ActApi(Protocol):
     def create_event(self, namespace: str, body: JsonObject) -> None: ...
 
 
-class LeaderCheck(Protocol):
-    def is_leader(self) -> bool: ...
+class LeaderCheck(WriteLease, Protocol):
+    def lease_left_s(self) -> float: ...
 
 
 class _AlwaysLeader:
-    def is_leader(self) -> bool:
+    write_timeout_s = None  # the client's own timeouts
+
+    def may_write(self) -> bool:
         return True
+
+    def lease_left_s(self) -> float:
+        return float("inf")
 
 
 class LeadershipLost(Exception):
@@ -96,6 +107,7 @@ class ActReport:
     statuses_written: int = 0
     events_written: int = 0
     stopped: str = ""  # why the plan was not finished ("" when it was)
+    writes_dropped: int = 0  # binds, evictions and statuses not sent because the Lease may be lost
     dry_run: bool = False
 
 
@@ -143,21 +155,40 @@ class Actuator:
             evicting = [gang for gang in plan.gangs if gang.evictions]
             others = [gang for gang in plan.gangs if not gang.evictions]
             for gang in evicting:
-                self._require_leader()
-                self._gang(gang, report, now=now, transition_id=transition_id)
-
-            def one(gang: GangPlan) -> None:
-                self._require_leader()
-                self._gang(gang, report, now=now, transition_id=transition_id)
-
-            for future in [self._gang_pool.submit(one, gang) for gang in others]:
-                future.result()
+                self._gang_if_leading(gang, report, now=now, transition_id=transition_id)
+            gang_if_leading = self._gang_if_leading
+            futures = [self._gang_pool.submit(gang_if_leading, gang, report, now=now, transition_id=transition_id) for gang in others]
+            lost = False
+            for future in futures:  # every gang thread done before act returns: none writes on into the next cycle
+                try:
+                    future.result()
+                except LeadershipLost:
+                    lost = True
+            if lost:
+                raise LeadershipLost()
             for event in plan.events:
                 self._event(event, report, now=now)
         except LeadershipLost:
-            report.stopped = "lost the lease; the rest of the plan is dropped"
-            log.warning("lost the lease mid-cycle: %d bound, %d evicted before stopping", len(report.bound), len(report.evicted))
+            report.stopped = "the lease may be lost; the rest of the plan is dropped"
+            left_s = self._leader.lease_left_s()
+            log.warning(
+                "the lease may be lost (%.1f s left by this replica's clock): %d writes of the plan dropped, "
+                "%d bound, %d evicted before stopping",
+                max(left_s, 0.0), report.writes_dropped, len(report.bound), len(report.evicted),
+                extra={
+                    "writes_dropped": report.writes_dropped,
+                    "lease_left_s": round(left_s, 3),
+                    "bound": len(report.bound),
+                    "evicted": len(report.evicted),
+                },
+            )
         return report
+
+    def _gang_if_leading(self, gang: GangPlan, report: ActReport, *, now: datetime, transition_id: str) -> None:
+        """The gang's batch only while the Lease covers its writes (they go out at once, each
+        within one write timeout); else the whole gang is dropped, none of it half sent."""
+        self._require_leader(report, dropping=len(gang.binds) + len(gang.evictions))
+        self._gang(gang, report, now=now, transition_id=transition_id)
 
     def _gang(self, gang: GangPlan, report: ActReport, *, now: datetime, transition_id: str) -> None:
         if self._dry_run:
@@ -204,11 +235,14 @@ class Actuator:
 
     def _evictions(self, evictions: tuple[Evict, ...], report: ActReport, *, now: datetime) -> list[tuple[PodKey, str]]:
         refused: list[tuple[PodKey, str]] = []
-        for evict in evictions:
-            self._require_leader()
+        for index, evict in enumerate(evictions):
+            self._require_leader(report, dropping=len(evictions) - index)
             namespace, _, name = evict.pod.partition("/")
             try:
-                self._call("evict", lambda: self._api.evict(namespace, name), retry_throttle=False)
+                self._call("evict", lambda: self._api.evict(namespace, name, lease=self._leader), retry_throttle=False)
+            except WriteNotSent:
+                self._dropped(report, len(evictions) - index)
+                raise LeadershipLost() from None
             except NotFound:
                 pass  # already gone: the room is coming free all the same
             except TooManyRequests as error:
@@ -244,6 +278,7 @@ class Actuator:
             report.bind_failures.extend((bind.pod, failures[0]) for bind in binds)
             return failures
         results = list(self._pool.map(self._bind_one, binds))
+        self._dropped(report, sum(failure == _LOST for failure in results))
         failures = []
         for bind, failure in zip(binds, results):
             if failure:
@@ -259,12 +294,14 @@ class Actuator:
 
     def _bind_one(self, bind: BindPod) -> str:
         """"" when the pod is bound to `bind.node`; else why not."""
-        if not self._leader.is_leader():
+        if not self._leader.may_write():
             return _LOST
         namespace, _, name = bind.pod.partition("/")
         annotations = {GPUS_ANNOTATION: ",".join(map(str, bind.gpus))} if bind.gpus else {}
         try:
-            self._call("bind", lambda: self._api.bind(namespace, name, bind.node, annotations=annotations))
+            self._call("bind", lambda: self._api.bind(namespace, name, bind.node, annotations=annotations, lease=self._leader))
+        except WriteNotSent:
+            return _LOST
         except Conflict as error:
             try:
                 pod = self._call("get", lambda: self._api.get(PODS, namespace, name))
@@ -294,7 +331,7 @@ class Actuator:
         ref = gang.ref
         if ref is None or status_text.is_current(status, flavor=ref.flavor, min_member=gang.min_member, observed=ref.status):
             return
-        self._require_leader()
+        self._require_leader(report, dropping=1)
         body = status_text.status_patch(
             status, flavor=ref.flavor, min_member=gang.min_member, observed=ref.status, now=now, transition_id=transition_id
         )
@@ -358,9 +395,17 @@ class Actuator:
 
     # ---- calls with retries ----
 
-    def _require_leader(self) -> None:
-        if not self._leader.is_leader():
+    def _require_leader(self, report: ActReport, *, dropping: int) -> None:
+        """Stop here unless the Lease covers one more write; count the `dropping` writes not sent."""
+        if not self._leader.may_write():
+            self._dropped(report, dropping)
             raise LeadershipLost()
+
+    def _dropped(self, report: ActReport, writes: int) -> None:
+        if writes:
+            with self._count_lock:
+                report.writes_dropped += writes
+            self._metrics.writes_dropped.labels(reason="lease").inc(writes)
 
     def _call(self, verb: str, fn: Callable[[], T], *, attempts: int | None = None, retry_throttle: bool = True) -> T:
         backoff = None  # made on the first failure only: seeding a generator for every call is not free
@@ -371,7 +416,7 @@ class Actuator:
             except ApiError as error:
                 self._metrics.api_error(verb, error)
                 final = attempt == tries - 1 or not error.retry or (isinstance(error, TooManyRequests) and not retry_throttle)
-                if final or not self._leader.is_leader():
+                if final or not self._leader.may_write():  # a bind's or eviction's retry is asked again as it goes out
                     raise
                 backoff = backoff or self._backoff.start()
                 delay = backoff.next_delay_s(at_least_s=getattr(error, "retry_after_s", None))

@@ -37,7 +37,9 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from controller.errors import ApiError, Gone, Invalid, NotFound, Unavailable, error_for_status
+from controller import write_fence
 from controller.kinds import EVENTS, LEASES, PODS, ResourceKind
+from controller.write_fence import WriteLease
 
 __all__ = ["KubeClient", "ListResult", "WatchEvent", "JsonObject"]
 
@@ -71,6 +73,7 @@ class KubeClient:
         configuration.retries = urllib3.Retry(total=2, connect=2, read=0, redirect=0, status=0)
         self.configuration = configuration
         self._api = k8s.ApiClient(configuration)
+        write_fence.install(self._api.rest_client.pool_manager)
         self._eviction_version: str | None = None
         self._lock = threading.Lock()
         self._streams: set[Any] = set()
@@ -112,11 +115,15 @@ class KubeClient:
         query: Sequence[tuple[str, str]] = (),
         body: object = None,
         content_type: str = "application/json",
-        timeout_s: tuple[float, float] = DEFAULT_TIMEOUT_S,
+        timeout_s: float | tuple[float, float] = DEFAULT_TIMEOUT_S,  # a float: the whole call's
         verb: str = "",
         what: str = "",
+        lease: WriteLease | None = None,
     ) -> Any:
-        """One HTTP request; returns the raw urllib3 response (2xx only) — the caller reads it."""
+        """One HTTP request; returns the raw urllib3 response (2xx only) — the caller reads it.
+        `lease`: a write only the Lease holder may send — its timeout is the lease's write
+        budget, and it is sent only while `lease.may_write()` (checked by the connection right
+        before the request goes out, `controller.write_fence`); else `WriteNotSent`."""
         headers = {"Accept": "application/json", "Content-Type": content_type}
         request = self._api.param_serialize(
             method=method,
@@ -126,8 +133,11 @@ class KubeClient:
             body=body,
             auth_settings=["BearerToken"],
         )
+        if lease is not None and lease.write_timeout_s is not None:
+            timeout_s = lease.write_timeout_s
         try:
-            response = self._api.call_api(*request, _request_timeout=timeout_s)
+            with write_fence.fenced(lease.may_write if lease is not None else None):
+                response = self._api.call_api(*request, _request_timeout=timeout_s)
         except ApiException as error:
             raise _mapped(error, verb or method, what or path) from error
         except _TRANSPORT_ERRORS as error:
@@ -301,20 +311,25 @@ class KubeClient:
             body["gracePeriodSeconds"] = grace_period_s
         _finish(self._request("DELETE", kind.object_path(namespace, name), body=body, verb="delete", what=f"{kind} {_ref(namespace, name)}"))
 
-    def bind(self, namespace: str, name: str, node: str, *, annotations: Mapping[str, str] = {}) -> None:
+    def bind(
+        self, namespace: str, name: str, node: str, *,
+        annotations: Mapping[str, str] = {}, lease: WriteLease | None = None,
+    ) -> None:
         """POST pods/binding: assign the pod to `node`, and write `annotations` onto it in the
         same update (the API server copies a Binding's annotations to the pod). 409
-        `Conflict` when it is already assigned."""
+        `Conflict` when it is already assigned. `lease` as for `_request`."""
         metadata: JsonObject = {"name": name, "namespace": namespace}
         if annotations:
             metadata["annotations"] = dict(annotations)
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": metadata, "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         _finish(self._request(
-            "POST", PODS.object_path(namespace, name, "binding"), body=body, verb="bind", what=f"{namespace}/{name} to {node}"
+            "POST", PODS.object_path(namespace, name, "binding"), body=body, verb="bind", what=f"{namespace}/{name} to {node}",
+            lease=lease,
         ))
 
-    def evict(self, namespace: str, name: str) -> None:
-        """The Eviction API (respects PodDisruptionBudgets: a refusal is `TooManyRequests`)."""
+    def evict(self, namespace: str, name: str, *, lease: WriteLease | None = None) -> None:
+        """The Eviction API (respects PodDisruptionBudgets: a refusal is `TooManyRequests`);
+        `lease` as for `_request`."""
         version = self._policy_version()
         body = {
             "apiVersion": version,
@@ -322,7 +337,8 @@ class KubeClient:
             "metadata": {"name": name, "namespace": namespace},
         }
         _finish(self._request(
-            "POST", PODS.object_path(namespace, name, "eviction"), body=body, verb="evict", what=f"{namespace}/{name}"
+            "POST", PODS.object_path(namespace, name, "eviction"), body=body, verb="evict", what=f"{namespace}/{name}",
+            lease=lease,
         ))
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:

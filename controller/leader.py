@@ -11,14 +11,29 @@ A standby therefore takes over at most `lease_duration_s + retry_period_s` after
 stopped renewing. A leader that shuts down cleanly releases the Lease (empty holder), and a
 standby takes it at its next try.
 
-What happens when the Lease is lost mid-cycle (a renew fails, or a network partition):
-`is_leader()` turns False once `renew_deadline_s` (< `lease_duration_s`) has passed since
-the last successful renew — before any standby may take over. The actuator asks before
-every gang and before every single write, so a deposed leader stops within one API call:
-the calls already sent stand (a bind is atomic on the server — a pod is never bound twice,
-a second bind gets 409), and the rest of the cycle's plan is dropped. The new leader starts
-from its own caches, where those binds appear as the watch delivers them; a gang left half
-bound is completed or reported by its first cycle, like any other half-bound gang.
+What happens when the Lease is lost mid-cycle (a renew fails, a network partition, the
+process paused): `is_leader()` turns False once `renew_deadline_s` (< `lease_duration_s`)
+has passed since the last successful renew — before any standby may take over. A renew
+counts from the moment its write was *sent*, not answered: a renew sent, then the process
+stopped (SIGSTOP, a frozen VM) and resumed long after, does not count as fresh.
+
+Writes ask more than `is_leader()`: `may_write()` — is the Lease ours, by this replica's
+monotonic clock, for `write_budget_s` more seconds, the longest one write call may take
+(each bind and eviction gets that as its HTTP timeout). The actuator asks before each
+gang's batch and before each write, and the connection asks again right before a bind or an
+eviction leaves the process (`controller.write_fence`), so a process resumed after a pause
+sees its clock jump past the deadline and sends nothing more of its old plan (it logs the
+drop, and counts it in `batchplace_writes_dropped_total{reason="lease"}`).
+
+The residual window: a pause between the connection's last check (before the request's
+body is written) and the socket write — a few interpreter steps — sends that one write when
+the process resumes: at most one per sending thread. A write sent in time is answered or given up before the renew deadline, and
+a standby takes over no earlier than `lease_duration_s` after it saw the renew, so the
+margin `lease_duration_s − renew_deadline_s` (5 s by default) covers its time on the wire
+and the clocks' drift; an API server that holds a write for longer than that margin plus
+the write budget can still apply it late. The API has no fencing tokens to close either
+gap. The new leader starts from its own caches, where such binds appear as the watch
+delivers them.
 
 Where the Lease lives (`default_lease_namespace`): in cluster, in the pod's own namespace
 (`POD_NAMESPACE` from the downward API, else the service account's namespace file), where
@@ -33,8 +48,9 @@ operator must act, so it is logged at error level, naming the Lease, the call an
 reason and message. Every error is logged once per distinct cause, not on every retry, and
 a success after one says so.
 
-Not promised: fencing of writes already in flight when the deadline passes (the API has no
-fencing tokens); the renew deadline's margin below the lease duration is what protects.
+Not promised: fencing of writes already in flight when the deadline passes or the process
+pauses (the residual window above); the renew deadline's margin below the lease duration is
+what protects.
 """
 
 from __future__ import annotations
@@ -106,6 +122,14 @@ class LeaseConfig:
                 f"{self.retry_period_s} / {self.renew_deadline_s} / {self.lease_duration_s} s"
             )
 
+    @property
+    def write_budget_s(self) -> float:
+        """The longest one write may take: a batch starts, and a write is sent, only while the
+        Lease stays ours this long. Right before a renew the Lease has `renew_deadline_s −
+        retry_period_s` left; half of that keeps writing through one slow renew and stops at a
+        second one. 4 s by default (10 s deadline, 2 s period)."""
+        return (self.renew_deadline_s - self.retry_period_s) / 2
+
 
 @dataclass(frozen=True)
 class LeaderStatus:
@@ -155,8 +179,23 @@ class LeaderElector:
     # ---- asked by the controller before every write ----
 
     def is_leader(self) -> bool:
+        return self.lease_left_s() > 0
+
+    def may_write(self) -> bool:
+        """True while the Lease stays ours, by this replica's clock, for one write's budget
+        more (`LeaseConfig.write_budget_s`): asked before each batch and each write."""
+        return self.lease_left_s() > self.config.write_budget_s
+
+    def lease_left_s(self) -> float:
+        """Seconds until the renew deadline by this replica's monotonic clock; ≤ 0 when not leading."""
         with self._lock:
-            return self._last_renew is not None and self._clock.monotonic() - self._last_renew < self.config.renew_deadline_s
+            if self._last_renew is None:
+                return 0.0
+            return self._last_renew + self.config.renew_deadline_s - self._clock.monotonic()
+
+    @property
+    def write_timeout_s(self) -> float:
+        return self.config.write_budget_s
 
     def status(self) -> LeaderStatus:
         leading = self.is_leader()
@@ -195,12 +234,13 @@ class LeaderElector:
                 "metadata": {"name": config.name, "namespace": config.namespace},
                 "spec": self._spec(acquire_time=now, renew_time=now, transitions=0),
             }
+            sent_at = self._clock.monotonic()
             try:
                 self._api.create(LEASES, config.namespace, body)
             except Conflict:  # another replica created it first
                 self._standby(f"Lease {self.lease_ref} was just created by another replica")
                 return False
-            self._renewed()
+            self._renewed(sent_at)
             log.info("lease %s/%s created; %s leads", config.namespace, config.name, config.identity)
             return True
         spec = lease.get("spec") or {}
@@ -224,6 +264,7 @@ class LeaderElector:
                 transitions=transitions if ours else transitions + 1,
             ),
         }
+        sent_at = self._clock.monotonic()
         try:
             self._api.replace(LEASES, config.namespace, config.name, updated)
         except (Conflict, NotFound):
@@ -232,7 +273,7 @@ class LeaderElector:
             return False
         if not ours:
             log.info("lease %s/%s taken over by %s (was %r)", config.namespace, config.name, config.identity, holder)
-        self._renewed()
+        self._renewed(sent_at)
         return True
 
     def release(self) -> None:
@@ -263,9 +304,11 @@ class LeaderElector:
             "leaseTransitions": transitions,
         }
 
-    def _renewed(self) -> None:
+    def _renewed(self, sent_at: float) -> None:
+        """A renew landed; it counts from when it was sent (a standby counts from when it saw
+        it, later), so a process paused between sending and reading the answer is not fresh."""
         with self._lock:
-            self._last_renew = self._clock.monotonic()
+            self._last_renew = sent_at
         self._recovered()
 
     def _standby(self, why: str) -> None:

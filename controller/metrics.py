@@ -48,6 +48,9 @@ class ControllerMetrics:
         self.pods_bound = Counter("batchplace_pods_bound", "Pods bound (the API server accepted the binding).", registry=r)
         self.bind_failures = Counter("batchplace_bind_failures", "Binds that failed, by reason.", ["reason"], registry=r)
         self.evictions = Counter("batchplace_evictions", "Evictions by result.", ["result"], registry=r)
+        self.writes_dropped = Counter(
+            "batchplace_writes_dropped", "Planned binds, evictions and statuses not sent, by reason (lease: it may be lost).", ["reason"], registry=r
+        )
         self.pending_podgroups = Gauge("batchplace_pending_podgroups", "Pending PodGroups by reason.", ["reason"], registry=r)
         self.engine_fallbacks = Counter(
             "batchplace_engine_fallbacks", "Cycles the fallback engine answered, by cause.", ["cause"], registry=r

@@ -10,8 +10,8 @@ controller.testing.control_plane`) and `batchplace controller` as separate proce
 benchmark talks HTTP only, so `experiments` imports nothing of `controller`); objects are
 created with the official client (8 threads) before the controller starts, as if it had
 been down while they were submitted. The controller runs as batchplace's ServiceAccount,
-`--engine ENGINE --period 1 --no-leader-elect`, and logs JSON lines, one per cycle that
-acted.
+`--engine ENGINE --period 1 --no-leader-elect` (`--leader-elect`: through a Lease, so every
+write asks it first, as a Deployment runs), and logs JSON lines, one per cycle that acted.
 
 Metrics: first-cycle latency (observe 5,000 pods → decide → plan → bind them all) and its
 observe / solve / act parts (from the controller's cycle log), binds/s = pods bound /
@@ -28,7 +28,7 @@ included). Where the time goes:
 Baseline: none — `batchplace bench` times `place()` alone on comparable sizes.
 
 Output: the tables printed, and `results/controller-bench/controller_bench.json`.
-Run: `python -m experiments.controller_bench [--nodes N] [--pods N] [--engine greedy|auto] [--profile]`.
+Run: `python -m experiments.controller_bench [--nodes N] [--pods N] [--engine greedy|auto] [--profile] [--leader-elect]`.
 
 Not promised: quiet numbers — the API server, etcd, the controller and this client share
 the machine's two cores.
@@ -68,6 +68,7 @@ class BenchConfig:
     time_limit_s: float = 10.0
     timeout_s: float = 600.0
     profile: bool = False  # sample the controller with py-spy
+    leader_elect: bool = False  # through a Lease, as a Deployment runs it: every write asks the Lease first
 
 
 @dataclass(frozen=True)
@@ -331,9 +332,11 @@ def run(config: BenchConfig) -> BenchResult:
         with log_path.open("wb") as log:
             controller = subprocess.Popen(
                 [sys.executable, "-c", "from batchplace.cli import main; main()", "controller",
-                 "--kubeconfig", str(workdir / "controller.kubeconfig"), "--no-leader-elect",
+                 "--kubeconfig", str(workdir / "controller.kubeconfig"),
+                 "--leader-elect" if config.leader_elect else "--no-leader-elect",
                  "--engine", config.engine, "--time-limit", str(config.time_limit_s), "--period", "1"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env={**os.environ, "POD_NAMESPACE": "batchplace-system"},  # where deploy/rbac.yaml grants the Lease verbs
             )
         sampler.add("controller", controller.pid)
         profile_path = workdir / "controller.pyspy"
@@ -446,9 +449,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--engine", default="greedy")
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--profile", action="store_true", help="Sample the controller with py-spy (costs CPU: time other runs).")
+    parser.add_argument("--leader-elect", action="store_true", help="Lead through a Lease, as the Deployment does.")
     args = parser.parse_args(argv)
     result = run(BenchConfig(
-        nodes=args.nodes, pods=args.pods, engine=args.engine, time_limit_s=args.time_limit, profile=args.profile
+        nodes=args.nodes, pods=args.pods, engine=args.engine, time_limit_s=args.time_limit, profile=args.profile,
+        leader_elect=args.leader_elect,
     ))
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "controller_bench.json").write_text(json.dumps(asdict(result), indent=2) + "\n")
