@@ -346,7 +346,8 @@ class ControlPlane:
         for name in names:
             while True:
                 crd = self.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-                conditions = {c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])}
+                # `conditions` is null until the API server first looks at the CRD
+                conditions = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions") or []}
                 if conditions.get("Established") == "True":
                     break
                 if time.monotonic() > deadline:
