@@ -38,6 +38,7 @@ refuses a second binding of a pod (409) whoever sends it.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Mapping, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
@@ -53,7 +54,7 @@ from controller.metrics import ControllerMetrics
 from controller.plan import BindPod, EmitEvent, Evict, GangPlan, Plan, podgroup_event
 from controller.timing import BackoffPolicy, Clock, SystemClock, rfc3339
 from models.loaders.keys import GPUS_ANNOTATION
-from models.snapshot import PodKey
+from models.snapshot import NodeName, PodKey
 from solver.reasons import EVENT_MESSAGE_CHARS
 
 __all__ = ["ActApi", "LeaderCheck", "ActReport", "Actuator", "GANGS_AT_ONCE", "EVENT_SENDERS"]
@@ -293,7 +294,7 @@ class Actuator:
         try:
             self._call("bind", lambda: self._api.bind(namespace, name, bind.node, annotations=annotations))
         except Conflict as error:
-            return self._learn(bind, f"conflict ({error.message})")
+            return self._learn(bind, f"conflict ({error.message})", assigned=_assigned_node(error.message))
         except NotFound:
             self._metrics.bind_failures.labels(reason="not_found").inc()
             return "the pod is gone"
@@ -306,9 +307,11 @@ class Actuator:
         self._metrics.pods_bound.inc()
         return ""
 
-    def _learn(self, bind: BindPod, answer: str) -> str:
+    def _learn(self, bind: BindPod, answer: str, *, assigned: str | None = None) -> str:
         """After a 409 or a bind of unknown outcome: read the pod and learn where it is bound.
-        "" when on `bind.node` (an earlier try landed); else why the bind counts as failed."""
+        "" when on `bind.node` (an earlier try landed); else why the bind counts as failed.
+        When the read fails the pod is held where the 409 said it is (`assigned`), else where
+        the bind sent it; GPUs are known only on the node the bind named."""
         namespace, _, name = bind.pod.partition("/")
         try:
             pod = self._call("get", lambda: self._api.get(PODS, namespace, name), attempts=1)
@@ -316,9 +319,10 @@ class Actuator:
             self._metrics.bind_failures.labels(reason="not_found").inc()
             return "the pod is gone"
         except ApiError as lookup:
-            self._assumed.maybe_bound(bind.pod, bind.node, bind.gpus)
+            node = NodeName(assigned or bind.node)
+            self._assumed.maybe_bound(bind.pod, node, bind.gpus if node == bind.node else ())
             self._metrics.bind_failures.labels(reason="unknown").inc()
-            return f"{answer}; re-reading the pod failed ({lookup}): its room on {bind.node} is held until it is read again"
+            return f"{answer}; re-reading the pod failed ({lookup}): its room on {node} is held until it is read again"
         where = bound_to(pod)
         if where is None:
             self._metrics.bind_failures.labels(reason="conflict" if answer.startswith("conflict") else "error").inc()
@@ -439,6 +443,13 @@ class Actuator:
         raise AssertionError("unreachable")
 
 
+def _assigned_node(message: str) -> str | None:
+    """The node of a 409 `pod p is already assigned to node "n"` (the API server's words), else None."""
+    match = _ASSIGNED.search(message)
+    return match.group(1) if match else None
+
+
+_ASSIGNED = re.compile(r'already assigned to node "([^"]+)"')
 _LOST = "lost the lease before sending"
 GANGS_AT_ONCE = 8
 EVENT_SENDERS = 4

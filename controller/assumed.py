@@ -72,11 +72,6 @@ class AssumedPods:
         with self._lock:
             self._evictions[pod] = self._clock.monotonic()
 
-    def node_of(self, pod: PodKey) -> NodeName | None:
-        with self._lock:
-            entry = self._binds.get(pod)
-            return entry[0].node if entry else None
-
     def unknown(self) -> list[PodKey]:
         """The pods whose bind outcome is still unknown (to be re-read)."""
         with self._lock:

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from controller.act import _assigned_node
+from controller.errors import Conflict
 from controller.kinds import NODES, PODS, VOLCANO_PODGROUPS
 from controller.kube import KubeClient
 from controller.loop import Controller, ControllerConfig
@@ -92,6 +94,16 @@ def _counted(controller: Controller, metric: str, **labels: str) -> float:
                if s.name.endswith("_total") and all(s.labels.get(k) == v for k, v in labels.items()))
 
 
+def test_a_409_on_a_second_bind_names_the_node_the_pod_is_bound_to(namespace: str, admin: KubeClient) -> None:
+    """What act learns a bind from when the pod cannot be read: the API server's own words."""
+    admin.create(NODES, None, for_api(node("n1")))
+    admin.create(PODS, namespace, for_api(pod("p-0", namespace=namespace)))
+    admin.bind(namespace, "p-0", "n1")
+    with pytest.raises(Conflict) as refused:
+        admin.bind(namespace, "p-0", "n2")
+    assert _assigned_node(refused.value.message) == "n1"
+
+
 # ---- kube-apiserver killed mid-binding ----
 
 
@@ -115,13 +127,19 @@ def test_apiserver_killed_mid_binding_and_restarted_leaves_nothing_overcommitted
     try:
         wait_until(lambda: _counted(controller, "pods_bound") >= 12, timeout_s=60, interval_s=0.001, what="binding under way")
         own_plane.kill_apiserver()
+        killed = time.monotonic()
         landed = _counted(controller, "pods_bound")
-        time.sleep(8.0)
+        # While the API server is down the caches are behind: /readyz says so, and no cycle plans.
+        wait_until(lambda: "caches behind" in controller.not_ready_reason(), timeout_s=8, what="/readyz naming the caches behind")
+        assert not controller.ready()
+        time.sleep(max(0.0, 8.0 - (time.monotonic() - killed)))
         own_plane.restart_apiserver()
         settled = _settle(admin, "jobs", controller, timeout_s=60)
         print(f"killed after {landed:.0f} binds; settled {settled:.1f} s after the restart; "
               f"binds of unknown outcome {_counted(controller, 'bind_failures', reason='unknown'):.0f}")
         assert _counted(controller, "bind_failures") > 0, "the outage failed no bind: it came after the cycle"
+        assert _counted(controller, "cycles", result="caches_behind") >= 1
+        assert controller.ready(), controller.not_ready_reason()
     finally:
         stop.set()
         controller.join(5)
