@@ -17,7 +17,8 @@ The loop, as client-go's reflector runs it:
   makes it current again: a resumed watch replays what happened after the version it
   resumes from, but a client cannot tell when it has caught up — resourceVersions are
   opaque, not ordered, by the API's contract — while a list (no resourceVersion: a quorum
-  read) is as new as the server by construction.
+  read) is as new as the server by construction. A CRD answered 404 (uninstalled) is an
+  empty store and current: no object of it exists to miss.
 
 Objects are never mutated after they enter the store (an update replaces the dict), so
 `items()` hands out the same dicts without copying. `keep(obj)` filters what is stored:
@@ -34,7 +35,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from controller.errors import ApiError, Gone
+from controller.errors import ApiError, Gone, NotFound
 from controller.kinds import ResourceKind
 from controller.timing import BackoffPolicy, Clock, SystemClock
 
@@ -141,6 +142,8 @@ class Informer:
                 if stop.is_set():
                     return
                 self.behind = f"relisting after: {error}"
+                if isinstance(error, NotFound) and self.kind.crd:
+                    self._unserved()
                 if self._on_error is not None:
                     self._on_error(self.kind, error)
                 relist = True
@@ -174,6 +177,16 @@ class Informer:
                     self._on_change("DELETED", obj, None)
         self.synced.set()
         self._backoff.reset()
+
+    def _unserved(self) -> None:
+        """The CRD is no longer served (404): none of its objects exist, so nothing can be
+        missed — an empty store is current, and the loop keeps trying in case it returns."""
+        with self._lock:
+            old, self._store = self._store, {}
+            self.behind = ""
+        if self._on_change is not None:
+            for obj in old.values():
+                self._on_change("DELETED", obj, None)
 
     def _apply(self, event_type: str, obj: JsonObject) -> None:
         version = (obj.get("metadata") or {}).get("resourceVersion")

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.assumed import AssumedPods
-from controller.errors import Unavailable
+from controller.errors import NotFound, Unavailable
 from controller.informer import Informer
-from controller.kinds import PODS, ResourceKind
+from controller.kinds import PODS, VOLCANO_PODGROUPS, ResourceKind
 from controller.observe import AssumedBind, ClusterView, observe
 from models.snapshot import NodeName, PodKey
 from tests.controller._controller_builders import node, pod
@@ -136,6 +136,39 @@ def test_an_informer_is_behind_from_a_watch_error_until_it_has_listed_again() ->
                 break
             deadline.wait(0.01)
         assert informer.current and source.lists > lists, "current again only after a new list"
+    finally:
+        stop.set()
+        thread.join(5)
+
+
+@dataclass
+class _Uninstalled(_Lists):
+    """The CRD's collection answers 404 after the first list: it was uninstalled."""
+
+    def list(self, kind: ResourceKind) -> "_Listed":
+        if self.lists:
+            raise NotFound("the server could not find the requested resource", verb="list", what=str(kind))
+        return super().list(kind)
+
+    def watch(self, kind: ResourceKind, *, resource_version: str, timeout_s: int = 300) -> Iterator:
+        self.failed.set()
+        raise NotFound("the server could not find the requested resource", verb="watch", what=str(kind))
+
+
+def test_an_uninstalled_crds_informer_is_empty_and_current_not_behind_for_ever() -> None:
+    source = _Uninstalled()
+    informer = Informer(source, VOLCANO_PODGROUPS, clock=_Ticks())  # type: ignore[arg-type]
+    stop = threading.Event()
+    thread = threading.Thread(target=informer.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        assert source.failed.wait(5)
+        pause = threading.Event()
+        for _ in range(200):
+            if informer.current and not informer.items():
+                break
+            pause.wait(0.01)
+        assert informer.current and informer.items() == []
     finally:
         stop.set()
         thread.join(5)
