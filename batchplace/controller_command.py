@@ -2,8 +2,9 @@
 
 This module composes the layers, so `controller` and `service` never import each other:
 with `--port`, one uvicorn server answers `/metrics` (the controller's metrics, then the
-service's), `/healthz` (the cycle loop is alive) and `/readyz` (the caches have synced and
-the Lease is usable; `leader` and `leader_reason` say whether this replica leads and, when
+service's), `/healthz` (the cycle loop is alive) and `/readyz` (the caches have synced, none is
+behind — re-listing after a watch error or an outage — and the Lease is usable;
+`not_ready_reason` says which is not; `leader` and `leader_reason` say whether this replica leads and, when
 not, why: "Lease kube-system/batchplace is held by …", or the API error that keeps it from
 the Lease) itself, and hands every other path to the HTTP service's app
 (`service.app.create_app`) built with the controller as its `live_snapshot` — so
@@ -350,6 +351,7 @@ def _answer(path: str, ctrl: "Controller", service_app: Any) -> tuple[int, str, 
         "leader": leader.leading,
         "leader_reason": leader.reason,
         "synced": ctrl.synced(),
+        "not_ready_reason": ctrl.not_ready_reason(),
         "snapshot": ctrl.current() is not None,
     }
     return (200 if ok else 503), "application/json", json.dumps(detail).encode()

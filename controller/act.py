@@ -10,13 +10,20 @@ write — and the connection asks again as each bind or eviction try goes out
 (`controller.write_fence`) — so a leader paused and resumed sends nothing of its old plan:
 1. evictions through the Eviction API. A PodDisruptionBudget refusal (429) is final for
    this cycle: the gang's status says which victim was refused, and nothing of it binds.
-2. binds: first every target node must still exist; if not, nothing of the gang is bound.
-   Then all binds go out together (a thread pool), one write per pod: the Binding carries
-   the GPU devices the solver chose as the `batchplace.io/gpus` annotation, which the API
-   server writes onto the pod together with its node, so no pod is ever bound without its
-   devices on record. Each bind is retried with backoff on retryable errors; a 409 is
-   checked against the pod: already on our node means an earlier try landed (the answer
-   was lost), anything else is a failure.
+2. binds: first every target node is read from the API server (one GET per distinct node,
+   just before the gang's binds, not from the cache, which lags): a node gone, being
+   deleted or cordoned since the snapshot fails the gang before anything of it is bound,
+   and the next cycle places it from a snapshot without that node. Then all binds go out
+   together (a thread pool), one write per pod: the Binding carries the GPU devices the
+   solver chose as the `batchplace.io/gpus` annotation, which the API server writes onto
+   the pod together with its node, so no pod is ever bound without its devices on record.
+   Each bind is retried with backoff on retryable errors. A 409 is checked against the
+   pod: bound already (an earlier try landed and its answer was lost, or another cycle's
+   bind) is learnt as that bind — node and GPUs as the pod says — on our node it counts
+   as bound, elsewhere as a failure. A bind whose outcome stays unknown (no answer, a 5xx)
+   is re-read once; when that fails too the pod is held as possibly bound on the planned
+   node and GPUs (`AssumedPods.maybe_bound`) until `reread_unknown()` or the informer
+   settles it, so no cycle places it or other pods on its room meanwhile.
 3. the status: as planned when every bind landed; else `status.bind_failed` says how many
    landed and why the rest did not, and the next cycle completes the gang (its bound pods
    count toward it) or reports it.
@@ -34,6 +41,7 @@ refuses a second binding of a pod (409) whoever sends it.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Mapping, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
@@ -42,15 +50,15 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from controller import status as status_text
-from controller.assumed import AssumedPods
-from controller.errors import ApiError, Conflict, NotFound, TooManyRequests
-from controller.kinds import PODS, VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
+from controller.assumed import AssumedPods, bound_to
+from controller.errors import ApiError, Conflict, NotFound, ServerError, TooManyRequests, Unavailable
+from controller.kinds import NODES, PODS, VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
 from controller.metrics import ControllerMetrics
 from controller.plan import BindPod, EmitEvent, Evict, GangPlan, Plan, podgroup_event
 from controller.timing import BackoffPolicy, Clock, SystemClock, rfc3339
 from controller.write_fence import WriteLease, WriteNotSent
 from models.loaders.keys import GPUS_ANNOTATION
-from models.snapshot import PodKey
+from models.snapshot import NodeName, PodKey
 from solver.reasons import EVENT_MESSAGE_CHARS
 
 __all__ = ["ActApi", "LeaderCheck", "ActReport", "Actuator", "GANGS_AT_ONCE", "EVENT_SENDERS"]
@@ -119,7 +127,6 @@ class Actuator:
         assumed: AssumedPods,
         metrics: ControllerMetrics,
         leader: LeaderCheck | None = None,
-        node_exists: Callable[[str], bool] = lambda name: True,
         clock: Clock | None = None,
         backoff: BackoffPolicy = BackoffPolicy(base_s=0.1, cap_s=2.0, attempts=4),
         identity: str = "batchplace",
@@ -130,7 +137,6 @@ class Actuator:
         self._assumed = assumed
         self._metrics = metrics
         self._leader = leader or _AlwaysLeader()
-        self._node_exists = node_exists
         self._clock = clock or SystemClock()
         self._backoff = backoff
         self._identity = identity
@@ -271,10 +277,9 @@ class Actuator:
 
     def _binds(self, binds: tuple[BindPod, ...], report: ActReport, *, now: datetime) -> list[str]:
         """Bind the gang; the failures, one line each ([] when every bind landed)."""
-        gone = sorted({bind.node for bind in binds if not self._node_exists(bind.node)})
-        if gone:
-            self._metrics.bind_failures.labels(reason="node_gone").inc(len(binds))
-            failures = [f"node {node} is gone" for node in gone]
+        refusing = self._nodes_refusing(sorted({bind.node for bind in binds}))
+        if refusing:
+            failures = [f"node {node} {why}" for node, why in refusing]
             report.bind_failures.extend((bind.pod, failures[0]) for bind in binds)
             return failures
         results = list(self._pool.map(self._bind_one, binds))
@@ -292,6 +297,29 @@ class Actuator:
             raise LeadershipLost()
         return failures
 
+    def _nodes_refusing(self, nodes: list[str]) -> list[tuple[str, str]]:
+        """(node, why) for each target node the API server says takes no pods now: gone, being
+        deleted, cordoned — or unreadable, since a bind to a node not seen is a guess."""
+        refusing = []
+        for name in nodes:
+            try:
+                node = self._call("get", lambda: self._api.get(NODES, None, name))
+            except NotFound:
+                refusing.append((name, "is gone"))
+                self._metrics.bind_failures.labels(reason="node_gone").inc()
+                continue
+            except ApiError as error:
+                refusing.append((name, f"could not be read: {error}"))
+                self._metrics.bind_failures.labels(reason="error").inc()
+                continue
+            if (node.get("metadata") or {}).get("deletionTimestamp"):
+                refusing.append((name, "is being deleted"))
+                self._metrics.bind_failures.labels(reason="node_gone").inc()
+            elif (node.get("spec") or {}).get("unschedulable"):
+                refusing.append((name, "is cordoned"))
+                self._metrics.bind_failures.labels(reason="node_cordoned").inc()
+        return refusing
+
     def _bind_one(self, bind: BindPod) -> str:
         """"" when the pod is bound to `bind.node`; else why not."""
         if not self._leader.may_write():
@@ -303,25 +331,60 @@ class Actuator:
         except WriteNotSent:
             return _LOST
         except Conflict as error:
-            try:
-                pod = self._call("get", lambda: self._api.get(PODS, namespace, name))
-            except ApiError as lookup:
-                self._metrics.bind_failures.labels(reason="error").inc()
-                return f"conflict ({error.message}); re-reading the pod failed: {lookup}"
-            node = (pod.get("spec") or {}).get("nodeName")
-            if node != bind.node:
-                self._metrics.bind_failures.labels(reason="conflict").inc()
-                return f"conflict: {error.message}" + (f" (it is on {node})" if node else "")
-            log.info("bind %s to %s: an earlier try had landed", bind.pod, bind.node)
+            return self._learn(bind, f"conflict ({error.message})", assigned=_assigned_node(error.message))
         except NotFound:
             self._metrics.bind_failures.labels(reason="not_found").inc()
             return "the pod is gone"
+        except (ServerError, Unavailable) as error:
+            return self._learn(bind, f"outcome unknown ({error})")
         except ApiError as error:
             self._metrics.bind_failures.labels(reason="error").inc()
             return str(error)
         self._assumed.bound(bind.pod, bind.node, bind.gpus)
         self._metrics.pods_bound.inc()
         return ""
+
+    def _learn(self, bind: BindPod, answer: str, *, assigned: str | None = None) -> str:
+        """After a 409 or a bind of unknown outcome: read the pod and learn where it is bound.
+        "" when on `bind.node` (an earlier try landed); else why the bind counts as failed.
+        When the read fails the pod is held where the 409 said it is (`assigned`), else where
+        the bind sent it; GPUs are known only on the node the bind named."""
+        namespace, _, name = bind.pod.partition("/")
+        try:
+            pod = self._call("get", lambda: self._api.get(PODS, namespace, name), attempts=1)
+        except NotFound:
+            self._metrics.bind_failures.labels(reason="not_found").inc()
+            return "the pod is gone"
+        except ApiError as lookup:
+            node = NodeName(assigned or bind.node)
+            self._assumed.maybe_bound(bind.pod, node, bind.gpus if node == bind.node else ())
+            self._metrics.bind_failures.labels(reason="unknown").inc()
+            return f"{answer}; re-reading the pod failed ({lookup}): its room on {node} is held until it is read again"
+        where = bound_to(pod)
+        if where is None:
+            self._metrics.bind_failures.labels(reason="conflict" if answer.startswith("conflict") else "error").inc()
+            return answer
+        self._assumed.bound(bind.pod, where.node, where.gpus)
+        if where.node != bind.node:
+            self._metrics.bind_failures.labels(reason="conflict").inc()
+            return f"{answer}: it is bound to {where.node}"
+        log.info("bind %s to %s: an earlier try had landed", bind.pod, bind.node)
+        self._metrics.pods_bound.inc()
+        return ""
+
+    def reread_unknown(self) -> int:
+        """Read every pod whose bind outcome is unknown and settle it; the number still unknown
+        (the read failed: the room stays held)."""
+        for key in self._assumed.unknown():
+            namespace, _, name = key.partition("/")
+            try:
+                self._assumed.settle(key, self._api.get(PODS, namespace, name))
+            except NotFound:
+                self._assumed.settle(key, None)
+            except ApiError as error:
+                self._metrics.api_error("get", error)
+                log.info("bind of %s still of unknown outcome: %s", key, error)
+        return len(self._assumed.unknown())
 
     # ---- status and events ----
 
@@ -425,6 +488,13 @@ class Actuator:
         raise AssertionError("unreachable")
 
 
+def _assigned_node(message: str) -> str | None:
+    """The node of a 409 `pod p is already assigned to node "n"` (the API server's words), else None."""
+    match = _ASSIGNED.search(message)
+    return match.group(1) if match else None
+
+
+_ASSIGNED = re.compile(r'already assigned to node "([^"]+)"')
 _LOST = "lost the lease before sending"
 GANGS_AT_ONCE = 8
 EVENT_SENDERS = 4

@@ -1,8 +1,10 @@
 """The controller's view of the cluster: one informer per watched kind, read as one `ClusterView`.
 
 Input: the edge client (list, watch, discovery). Output: `view()` — plain tuples of raw
-objects per kind, what `controller.observe` turns into a Snapshot — and `synced()`, true
-once every informer has listed (the controller never decides on a half-filled cache).
+objects per kind, what `controller.observe` turns into a Snapshot — `synced()`, true
+once every informer has listed (the controller never decides on a half-filled cache), and
+`behind()`, the informers that may have missed events (a watch error or an outage since
+their last list) and why: the controller waits for none to be behind before it observes.
 
 Kinds of CRDs (Volcano's PodGroup, Queue, HyperNode, Numatopology, Job; scheduler-plugins'
 PodGroup) are watched only where the server serves them; discovery runs again every
@@ -155,14 +157,30 @@ class ClusterCaches:
             informers = list(self._informers.values())
         return all(informer.synced.is_set() for informer in informers)
 
+    def behind(self) -> dict[ResourceKind, str]:
+        """The informers not current (`Informer.current`) and why; {} when all are. Before
+        discovery answered, every watched kind is behind."""
+        if not self._discovered.is_set():
+            return {kind: "discovery has not answered yet" for kind in WATCHED if not kind.crd}
+        with self._lock:
+            informers = list(self._informers.values())
+        return {informer.kind: informer.behind for informer in informers if not informer.current}
+
     def wait_synced(self, timeout_s: float, stop: threading.Event | None = None) -> bool:
+        return self._wait(self.synced, timeout_s, stop)
+
+    def wait_current(self, timeout_s: float, stop: threading.Event | None = None) -> bool:
+        """Wait up to `timeout_s` for no informer to be behind; False when some still are."""
+        return self._wait(lambda: not self.behind(), timeout_s, stop)
+
+    def _wait(self, done: Callable[[], bool], timeout_s: float, stop: threading.Event | None) -> bool:
         deadline = self._clock.monotonic() + timeout_s
         while self._clock.monotonic() < deadline:
-            if self.synced():
+            if done():
                 return True
             if self._clock.sleep(0.05, stop):
                 return False
-        return self.synced()
+        return done()
 
     def informer(self, kind: ResourceKind) -> Informer | None:
         with self._lock:
@@ -184,10 +202,6 @@ class ClusterCaches:
             numatopologies=self._items(NUMATOPOLOGIES),
             vcjobs=self._items(VCJOBS),
         )
-
-    def node_exists(self, name: str) -> bool:
-        informer = self.informer(NODES)
-        return informer is not None and informer.get(name) is not None
 
     def pod(self, key: str) -> JsonObject | None:
         informer = self.informer(PODS)

@@ -2,7 +2,8 @@
 
 Input: a `WatchSource` (the edge, `controller.kube.KubeClient`) and a `ResourceKind`.
 Output: an in-memory store of the kind's objects as raw JSON dicts, keyed `ns/name`,
-readable from any thread (`items()`), plus `synced` once the first list landed, and an
+readable from any thread (`items()`), plus `synced` once the first list landed, `current`
+while no error has opened a gap since the last list (`behind` says why not), and an
 `on_change(event_type, old, new)` callback for the controller's early wake-up.
 
 The loop, as client-go's reflector runs it:
@@ -11,14 +12,19 @@ The loop, as client-go's reflector runs it:
 - the server ends a watch after `timeoutSeconds`, or a proxy cuts it: watch again from the
   last resourceVersion seen, the store stays as it is;
 - 410 Gone (the version was compacted): relist at once;
-- any other API error: wait (injected backoff) and watch again, relisting after the third
-  failure in a row since a gap in events may have opened.
+- any other API error (the stream cut, the server down): the store may have missed events,
+  so it is no longer `current`; wait (injected backoff) and relist. Only a completed list
+  makes it current again: a resumed watch replays what happened after the version it
+  resumes from, but a client cannot tell when it has caught up — resourceVersions are
+  opaque, not ordered, by the API's contract — while a list (no resourceVersion: a quorum
+  read) is as new as the server by construction. A CRD answered 404 (uninstalled) is an
+  empty store and current: no object of it exists to miss.
 
 Objects are never mutated after they enter the store (an update replaces the dict), so
 `items()` hands out the same dicts without copying. `keep(obj)` filters what is stored:
 pods of other schedulers that are still pending are not the controller's business.
 
-Not promised: that the store is current. It lags the server by the watch's latency; the
+Not promised: that a `current` store equals the server. It lags by the watch's latency; the
 controller's assumed-pod cache covers its own binds until the watch shows them.
 """
 
@@ -29,7 +35,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from controller.errors import ApiError, Gone
+from controller.errors import ApiError, Gone, NotFound
 from controller.kinds import ResourceKind
 from controller.timing import BackoffPolicy, Clock, SystemClock
 
@@ -39,7 +45,6 @@ log = logging.getLogger(__name__)
 
 JsonObject = dict[str, Any]
 ChangeCallback = Callable[[str, "JsonObject | None", "JsonObject | None"], None]
-RELIST_AFTER_FAILURES = 3
 
 
 class _ListResult(Protocol):
@@ -92,6 +97,12 @@ class Informer:
         self._lock = threading.Lock()
         self.synced = threading.Event()
         self.resource_version = ""
+        self.behind = "not listed yet"  # why the store may miss events ("" when current)
+
+    @property
+    def current(self) -> bool:
+        """Listed, and no error since the last list: no event can have been missed."""
+        return not self.behind
 
     # ---- reading (any thread) ----
 
@@ -110,7 +121,6 @@ class Informer:
     # ---- the loop (its own thread) ----
 
     def run(self, stop: threading.Event) -> None:
-        failures = 0
         relist = True
         while not stop.is_set():
             try:
@@ -123,24 +133,27 @@ class Informer:
                     if stop.is_set():
                         return
                     self._apply(event.type, event.object)
-                    failures = 0
                     self._backoff.reset()
             except Gone:
                 log.info("watch of %s: resourceVersion %s is gone; relisting", self.kind, self.resource_version)
+                self.behind = f"relisting: resourceVersion {self.resource_version} is gone"
                 relist = True
             except ApiError as error:
                 if stop.is_set():
                     return
-                failures += 1
+                self.behind = f"relisting after: {error}"
+                if isinstance(error, NotFound) and self.kind.crd:
+                    self._unserved()
                 if self._on_error is not None:
                     self._on_error(self.kind, error)
-                relist = relist or failures >= RELIST_AFTER_FAILURES
+                relist = True
                 delay = self._backoff.next_delay_s()
                 log.warning("%s informer: %s; retrying in %.2f s", self.kind, error, delay)
                 if self._clock.sleep(delay, stop):
                     return
             except Exception:  # a bug must not silently kill the cache: log, back off, relist
                 log.exception("%s informer failed unexpectedly; relisting", self.kind)
+                self.behind = "relisting after an unexpected failure"
                 relist = True
                 if self._clock.sleep(self._backoff.next_delay_s(), stop):
                     return
@@ -152,6 +165,7 @@ class Informer:
             old = self._store
             self._store = fresh
             self.resource_version = result.resource_version
+            self.behind = ""
         if self._on_relist is not None:
             self._on_relist(self.kind)
         if self._on_change is not None:
@@ -163,6 +177,16 @@ class Informer:
                     self._on_change("DELETED", obj, None)
         self.synced.set()
         self._backoff.reset()
+
+    def _unserved(self) -> None:
+        """The CRD is no longer served (404): none of its objects exist, so nothing can be
+        missed — an empty store is current, and the loop keeps trying in case it returns."""
+        with self._lock:
+            old, self._store = self._store, {}
+            self.behind = ""
+        if self._on_change is not None:
+            for obj in old.values():
+                self._on_change("DELETED", obj, None)
 
     def _apply(self, event_type: str, obj: JsonObject) -> None:
         version = (obj.get("metadata") or {}).get("resourceVersion")

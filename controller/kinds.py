@@ -95,10 +95,10 @@ WATCHED: tuple[ResourceKind, ...] = (
 
 VERBS: dict[tuple[str, str], tuple[str, ...]] = {
     # (API group, resource) → the verbs the controller uses on it, and nothing more.
-    ("", "pods"): ("get", "list", "watch"),  # get: re-read after a 409 (the GPU annotation rides on the Binding)
+    ("", "pods"): ("get", "list", "watch"),  # get: re-read after a 409 or a bind of unknown outcome
     ("", "pods/binding"): ("create",),
     ("", "pods/eviction"): ("create",),
-    ("", "nodes"): ("list", "watch"),
+    ("", "nodes"): ("get", "list", "watch"),  # get: each target node read just before a gang's binds
     ("", "events"): ("create",),
     ("scheduling.k8s.io", "priorityclasses"): ("list", "watch"),
     ("coordination.k8s.io", "leases"): ("get", "create", "update"),

@@ -5,8 +5,18 @@ then runs a cycle every `period_s` — sooner when the caches see new work (a ne
 pod, a pod or node gone, a pod turned Running: `wake()`), but never two cycles closer than
 `min_gap_s`. Only the leader decides and acts; a standby keeps its caches and its
 snapshot (for `/v1/what-if`) warm and takes over when the Lease says so (`controller.leader`).
-`ready()` is the caches synced and, with election, a Lease this replica can use: one that
-RBAC or a missing namespace keeps from the Lease can never take over, so it is not ready.
+`ready()` is the caches synced and current and, with election, a Lease this replica can
+use: one that RBAC or a missing namespace keeps from the Lease can never take over, so it
+is not ready.
+
+No cycle plans from caches that are behind: after a watch error or an API outage an
+informer is behind until it has listed again (`controller.informer`). Each cycle first
+waits up to `caches_wait_s` (5 s: an informer's backoff cap, so one relist attempt fits)
+for none to be behind; when some still are, the cycle is skipped — counted as
+`batchplace_cycles_total{result="caches_behind"}`, logged with the kinds and why — and the
+next one tries again a period later. Meanwhile `/readyz` is 503 and names them
+(`not_ready_reason`). Binds of unknown outcome are re-read before the cycle observes
+(`Actuator.reread_unknown`); those the API server does not answer for stay held.
 
     observe  caches → Observation (Snapshot + what acting needs)     pure, controller.observe
              + node usage from the usage source, judged by the clock  controller.usage
@@ -81,6 +91,7 @@ class ControllerConfig:
     usage_window_s: float = 300.0  # readings averaged over this
     usage_poll_s: float = 15.0  # the source read at most this often
     sla_waiting_s: float | None = None  # default `sla-waiting-time` (`solver.rules.reservation`); None: none
+    caches_wait_s: float = 5.0  # how long a cycle waits for caches behind to relist before it is skipped
 
     def api_connections(self) -> int:
         """Connections to the API server the controller may use at once: a watch per watched
@@ -163,7 +174,6 @@ class Controller:
             assumed=self.assumed,
             metrics=self.metrics,
             leader=self.elector,
-            node_exists=self.caches.node_exists,
             clock=self.clock,
             identity=config.identity,
             dry_run=config.dry_run,
@@ -240,7 +250,18 @@ class Controller:
         return self.caches.synced()
 
     def ready(self) -> bool:
-        return self.synced() and not self.leader_status().blocked
+        return not self.not_ready_reason()
+
+    def not_ready_reason(self) -> str:
+        """Why this replica is not ready ("" when it is): caches not synced or behind, or a
+        Lease it can never use."""
+        if not self.synced():
+            return "caches not synced yet"
+        behind = self.caches.behind()
+        if behind:
+            return "caches behind: " + "; ".join(f"{kind} {why}" for kind, why in sorted(behind.items(), key=str))
+        leader = self.leader_status()
+        return (leader.reason or "the Lease cannot be used") if leader.blocked else ""
 
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader()
@@ -273,6 +294,12 @@ class Controller:
             if not self.caches.synced():
                 self.metrics.cycles.labels(result="not_synced").inc()
                 continue
+            if not self.caches.wait_current(self.config.caches_wait_s, stop):
+                if stop.is_set():
+                    return
+                self.metrics.cycles.labels(result="caches_behind").inc()
+                log.warning("cycle skipped: %s", self.not_ready_reason())
+                continue
             try:
                 self.last_report = self.run_cycle()
             except Exception:
@@ -286,6 +313,7 @@ class Controller:
         if not leading and started - self._latest_at < self.config.standby_observe_s:
             self.metrics.cycles.labels(result="not_leader").inc()
             return CycleReport(number=number, skipped="not leader")
+        self.actuator.reread_unknown()
         self.assumed.prune(self.caches.pod)
         try:
             observation = observe(self.caches.view(), scheduler_names=self.config.scheduler_names, assumed=self.assumed.state())

@@ -3,9 +3,10 @@ test process do not collide). `batchplace controller --port` serves them at `/me
 
     batchplace_cycle_duration_seconds            histogram  observe → act, per cycle
     batchplace_solve_duration_seconds            histogram  the solver's share of it
-    batchplace_cycles_total{result}              counter    ok, not_leader, not_synced, failed
+    batchplace_cycles_total{result}              counter    ok, not_leader, not_synced, caches_behind, failed
     batchplace_pods_bound_total                  counter    binds the API server accepted
-    batchplace_bind_failures_total{reason}       counter    conflict, not_found, node_gone, error
+    batchplace_bind_failures_total{reason}       counter    conflict, not_found, node_gone, node_cordoned,
+                                                            unknown (outcome unknown, room held), error
     batchplace_evictions_total{result}           counter    evicted, refused (PDB), failed
     batchplace_pending_podgroups{reason}         gauge      pending PodGroups by condition reason
     batchplace_engine_fallbacks_total{cause}     counter    cycles answered by the fallback engine, by cause

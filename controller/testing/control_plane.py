@@ -119,6 +119,7 @@ class ControlPlane:
         self._extra_args = tuple(extra_apiserver_args)
         self._etcd: subprocess.Popen[bytes] | None = None
         self._apiserver: subprocess.Popen[bytes] | None = None
+        self._apiserver_start: tuple[Path, str] | None = None  # (binary, etcd URL), for a restart
         self.port = 0
         self.admin_token = os.urandom(16).hex()
         self.controller_token = os.urandom(16).hex()
@@ -195,6 +196,20 @@ class ControlPlane:
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def kill_apiserver(self) -> None:
+        """SIGKILL kube-apiserver (etcd keeps running): open connections are cut, in-flight
+        requests may or may not have been written — the outage a fault test needs."""
+        if self._apiserver is not None:
+            self._apiserver.kill()
+            self._apiserver.wait(timeout=10)
+
+    def restart_apiserver(self, *, timeout_s: float = 90.0) -> None:
+        """Start kube-apiserver again on the same port, over the same etcd and certificates."""
+        if self._apiserver_start is None:
+            raise ControlPlaneError("restart_apiserver before start")
+        self._start_apiserver(*self._apiserver_start)
+        self._wait_ready(timeout_s)
+
     def is_running(self) -> bool:
         return all(p is not None and p.poll() is None for p in (self._etcd, self._apiserver))
 
@@ -252,7 +267,8 @@ class ControlPlane:
         return client_url
 
     def _start_apiserver(self, binary: Path, etcd_url: str) -> None:
-        self.port = free_port()
+        self._apiserver_start = (binary, etcd_url)
+        self.port = self.port or free_port()
         args = [
             str(binary),
             f"--etcd-servers={etcd_url}",
@@ -330,7 +346,8 @@ class ControlPlane:
         for name in names:
             while True:
                 crd = self.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-                conditions = {c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])}
+                # `conditions` is null until the API server first looks at the CRD
+                conditions = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions") or []}
                 if conditions.get("Established") == "True":
                     break
                 if time.monotonic() > deadline:
