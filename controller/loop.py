@@ -302,9 +302,10 @@ class Controller:
             return CycleReport(number=number, skipped="not leader")
         pending = sum(1 for pod in observation.snapshot.pods if pod.phase == "pending")
         offline = self._offline_evictions(observation)
+        self._report_repairs(number, observation)
         if not observation.snapshot.pod_groups:
             acted = None
-            if offline:  # nothing to place, but online usage rose under offline pods
+            if offline or observation.repairs:  # nothing to place, but a node to repair or online usage rose under offline pods
                 acted = self.actuator.act(offline_plan(observation, offline), now=self.clock.now(), transition_id=f"{self.config.identity}-{number}")
             self.metrics.cycles.labels(result="ok").inc()
             return CycleReport(number=number, seconds=self.clock.monotonic() - started, act=acted)
@@ -424,6 +425,21 @@ class Controller:
         self.metrics.colocation_oversubscribed.labels(resource="gpu").set(over)
         self.metrics.colocation_room.labels(resource="gpu").set(sum(d.room for d in devices))
         self.metrics.colocation_offline_requested.labels(resource="gpu").set(sum(d.offline for d in devices))
+
+    def _report_repairs(self, number: int, observation: Observation) -> None:
+        """The overcommitted nodes this cycle repairs: the metrics and one log line each."""
+        by_node: dict[str, list[str]] = {}
+        for repair in observation.repairs:
+            by_node.setdefault(repair.overcommitted, []).append(repair.pod)
+        self.metrics.overcommitted_nodes.set(len(by_node))
+        self.metrics.repairs.inc(len(observation.repairs))
+        for node, pods in sorted(by_node.items()):
+            overflow = next(r.overflow for r in observation.repairs if r.overcommitted == node)
+            log.warning(
+                "cycle %d: node %s is overcommitted (%s): evicting %s",
+                number, node, overflow, ", ".join(pods),
+                extra={"cycle": number, "node": node, "repair_evictions": len(pods)},
+            )
 
     def _count(self, observation: Observation) -> None:
         snapshot = observation.snapshot

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from controller import status as status_text
 from controller.observe import Observation, PodGroupRef, TerminatingPod
+from controller.repair import RepairEviction
 from models.placement import Bind, Decision, Eviction, PodGroupOutcome
 from models.snapshot import NodeName, PodGroupKey, PodKey, Snapshot
 from solver.reasons import gang_assigned_message
@@ -149,14 +150,60 @@ def plan(
     evicting = {eviction.pod for eviction in decision.placement.evictions}
     offline_gangs = [gang for eviction in offline if (gang := _offline_gang(eviction, observation, evicting)) is not None]
     return Plan(
-        gangs=(*offline_gangs, *(gang for gang in gangs if gang is not None)),
+        gangs=(*repair_gangs(observation), *offline_gangs, *(gang for gang in gangs if gang is not None)),
         events=tuple(_rejected_events(observation, budget)),
     )
 
 
 def offline_plan(observation: Observation, offline: Sequence[OfflineEviction]) -> Plan:
-    """A cycle with nothing to place: the offline evictions alone."""
-    return Plan(gangs=tuple(gang for eviction in offline if (gang := _offline_gang(eviction, observation, set())) is not None))
+    """A cycle with nothing to place: the repairs and the offline evictions alone."""
+    offline_gangs = (gang for eviction in offline if (gang := _offline_gang(eviction, observation, set())) is not None)
+    return Plan(gangs=(*repair_gangs(observation), *offline_gangs))
+
+
+OVERCOMMITTED = "Overcommitted"
+"""The reason of the Warning Events on an overcommitted node and on each pod evicted to repair it."""
+
+
+def repair_gangs(observation: Observation) -> list[GangPlan]:
+    """One gang of evictions per overcommitted node (`Observation.repairs`), ahead of every
+    other write: a Warning Event on the node naming the pods evicted, and one on each pod
+    saying why (after its eviction)."""
+    by_node: dict[NodeName, list[RepairEviction]] = {}
+    for repair in observation.repairs:
+        by_node.setdefault(repair.overcommitted, []).append(repair)
+    gangs = []
+    for node, repairs in sorted(by_node.items()):
+        evicts = tuple(
+            Evict(
+                pod=repair.pod,
+                node=repair.node,
+                for_group=repair.group or PodGroupKey(repair.pod),
+                reason="repair",
+                event=_pod_event(observation, repair.pod, type_="Warning", reason=OVERCOMMITTED, message=repair.message, dedupe=False),
+            )
+            for repair in repairs
+        )
+        node_event = EmitEvent(
+            namespace="",
+            kind="Node",
+            api_version="v1",
+            name=node,
+            uid="",
+            type="Warning",
+            reason=OVERCOMMITTED,
+            message=(
+                f"node {node} is overcommitted ({repairs[0].overflow}): evicting {len(repairs)} pod(s), "
+                f"those bound last: {', '.join(r.pod for r in repairs)}"
+            ),
+        )
+        gangs.append(
+            GangPlan(
+                group=PodGroupKey(f"repair/{node}"), min_member=0, total_pods=len(repairs), placed_before=len(repairs),
+                running=0, evictions=evicts, events=(node_event,), note=f"repairs overcommitted node {node}: evicts {len(repairs)} pod(s)",
+            )
+        )
+    return gangs
 
 
 OFFLINE_EVICTED = "OfflineEvicted"
