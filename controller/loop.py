@@ -44,18 +44,28 @@ from controller.status import condition_reason
 from controller.timing import Clock, SystemClock
 from controller.usage import UsageSource, UsageTracker
 from models.placement import Decision
-from models.snapshot import ColocationPolicy, ReservationPolicy, Snapshot, UsagePolicy
+from models.snapshot import ColocationPolicy, PodGroupKey, ReservationPolicy, Snapshot, UsagePolicy
 from models.typical_shapes import TypicalShape
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES
 from solver.place import EngineName, SolveConfig, place
 from solver.rules import colocation
 from solver.rules import usage as usage_rule
+from solver.rules.gang import is_partly_bound
 
 __all__ = ["ControllerConfig", "CycleReport", "Controller", "decide"]
 
 log = logging.getLogger(__name__)
 
 JsonObject = dict[str, Any]
+
+
+PARTIAL_GANG_RELEASE_S = 60.0
+"""How long a partly bound gang may hold its pods' room while it waits to be completed
+(`controller.plan` rule 6), counted from when this process first saw it so — a new leader
+gives an inherited half gang the whole time. 60 s as scheduler-plugins' coscheduling lets a
+gang's bound pods wait at Permit (`permitWaitingTimeSeconds`): long enough for the room of
+pods terminating, a retried bind or the next cycles' completion; short against the minutes
+of GPU time a half gang would otherwise hold idle."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,7 @@ class ControllerConfig:
     usage_window_s: float = 300.0  # readings averaged over this
     usage_poll_s: float = 15.0  # the source read at most this often
     sla_waiting_s: float | None = None  # default `sla-waiting-time` (`solver.rules.reservation`); None: none
+    partial_gang_release_s: float | None = PARTIAL_GANG_RELEASE_S  # a partly bound gang's time to complete; None: forever
 
     def api_connections(self) -> int:
         """Connections to the API server the controller may use at once: a watch per watched
@@ -183,6 +194,8 @@ class Controller:
         self._numbers = itertools.count(1)
         self._latest: Snapshot | None = None
         self._latest_at = 0.0
+        self._partial_since: dict[PodGroupKey, float] = {}  # partly bound gang → when this process first saw it so
+        self._released: dict[PodGroupKey, str] = {}  # gang released, not placed again yet → why (its status says so)
         self._heartbeat = self.clock.monotonic()
         self._threads: list[threading.Thread] = []
         self.last_report: CycleReport | None = None
@@ -315,7 +328,11 @@ class Controller:
         self.metrics.solve_seconds.observe(solve_seconds)
         if decision.fallback is not None:
             self.metrics.engine_fallbacks.labels(cause=decision.fallback.cause).inc()
-        the_plan = plan(observation, decision, reported=self.actuator.reported, offline=offline)
+        release = self._partial_past_due(observation.snapshot, started)
+        the_plan = plan(
+            observation, decision, reported=self.actuator.reported, offline=offline, release=release, released=self._released
+        )
+        self._remember_releases(observation.snapshot, decision, the_plan)
         act_started = self.clock.monotonic()
         acted = self.actuator.act(the_plan, now=self.clock.now(), transition_id=f"{self.config.identity}-{number}")
         act_seconds = self.clock.monotonic() - act_started
@@ -425,6 +442,26 @@ class Controller:
         self.metrics.colocation_oversubscribed.labels(resource="gpu").set(over)
         self.metrics.colocation_room.labels(resource="gpu").set(sum(d.room for d in devices))
         self.metrics.colocation_offline_requested.labels(resource="gpu").set(sum(d.offline for d in devices))
+
+    def _partial_past_due(self, snapshot: Snapshot, now: float) -> dict[PodGroupKey, float]:
+        """Partly bound gangs (`solver.rules.gang.is_partly_bound`) waiting longer than
+        `partial_gang_release_s` → seconds waited; the clock of the others is kept or started."""
+        partial = {group.key for group in snapshot.pod_groups if is_partly_bound(snapshot, group)}
+        self._partial_since = {key: self._partial_since.get(key, now) for key in partial}
+        limit = self.config.partial_gang_release_s
+        if limit is None:
+            return {}
+        return {key: now - since for key, since in self._partial_since.items() if now - since >= limit}
+
+    def _remember_releases(self, snapshot: Snapshot, decision: Decision, the_plan: Plan) -> None:
+        """Gangs released this cycle are remembered until placed again (or gone)."""
+        placed = {outcome.name for outcome in decision.podgroups if outcome.state == "scheduled"}
+        self._released = {
+            key: why for key, why in self._released.items() if key in snapshot.pod_group_by_key and key not in placed
+        }
+        for gang in the_plan.gangs:
+            if gang.evictions and all(evict.reason == "release" for evict in gang.evictions):
+                self._released[gang.group] = gang.note
 
     def _report_repairs(self, number: int, observation: Observation) -> None:
         """The overcommitted nodes this cycle repairs: the metrics and one log line each."""

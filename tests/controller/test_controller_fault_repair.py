@@ -22,7 +22,7 @@ from controller.kube import KubeClient
 from controller.loop import ControllerConfig
 from controller.plan import OVERCOMMITTED
 from controller.testing.kubelet import KubeletStandIn
-from tests.controller._cluster_queries import bound, events, wait_until
+from tests.controller._cluster_queries import bound, condition, events, pg_status, wait_until
 from tests.controller._controller_builders import for_api, node, pod, pod_group
 from tests.controller._settled import settled_problems
 from tests.controller.conftest import StartController
@@ -97,4 +97,43 @@ def test_an_overcommitted_node_is_reported_and_repaired_by_evicting_the_pods_bou
     assert {e.involved_object.name for e in on_pods} == {"p2-twice", "p4-g-0", "p5-g-1"}
     assert "cut to 1 bound pod(s), below its minMember 2" in next(e.message for e in on_pods if e.involved_object.name == "p5-g-1")
     assert controller.metrics.registry.get_sample_value("batchplace_repairs_total") == 3
+    print(f"settled in {seconds:.1f} s")
+
+
+def test_inherited_half_gangs_are_completed_before_new_gangs_or_released(
+    namespace: str, admin: KubeClient, core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi,
+    start_controller: StartController, kubelet: KubeletStandIn,
+) -> None:
+    """Five 4-GPU nodes. One pod of each of six gangs (minMember 3, one GPU a pod) is bound
+    before the controller starts, as a crash mid-gang leaves them; gang old-5 has only two
+    pods, so it can never be completed. Four new gangs of the same shape, their PodGroups
+    older, compete for the 14 free GPUs: first come would give them 12 and leave every old
+    gang half. The old gangs complete first; old-5 is released after its time."""
+    for i in range(5):
+        admin.create(NODES, None, for_api(node(f"node-{i}", cpu=32, gpus=4)))
+    for j in range(4):
+        admin.create(VOLCANO_PODGROUPS, namespace, for_api(pod_group(f"new-{j}", namespace=namespace, min_member=3)))
+        for k in range(3):
+            admin.create(PODS, namespace, for_api(pod(f"new-{j}-{k}", namespace=namespace, gpus=1, group=f"new-{j}")))
+    for i in range(6):
+        admin.create(VOLCANO_PODGROUPS, namespace, for_api(pod_group(f"old-{i}", namespace=namespace, min_member=3)))
+        _bound_pod(admin, namespace, f"old-{i}-0", on=f"node-{i % 5}", gpus=1, indices=str(i // 5), group=f"old-{i}")
+        for k in range(1, 2 if i == 5 else 3):
+            admin.create(PODS, namespace, for_api(pod(f"old-{i}-{k}", namespace=namespace, gpus=1, group=f"old-{i}")))
+
+    started = time.monotonic()
+    start_controller(ControllerConfig(period_s=0.2, time_limit_s=1.0, partial_gang_release_s=3.0))
+    seconds = _settle(core, custom, namespace, started)
+
+    left = bound(core, namespace)
+    for i in range(5):
+        assert {f"old-{i}-{k}" for k in range(3)} <= set(left), f"old-{i} not completed: {sorted(left)}"
+    assert not {"old-5-0", "old-5-1"} & set(left), "old-5 released"
+    new_bound = {name.rsplit("-", 1)[0] for name in left if name.startswith("new-")}
+    assert len(new_bound) == 1 and sum(1 for name in left if name.startswith("new-")) == 3, sorted(left)
+    # The release's sentence stays in old-5's status while it waits to be placed again.
+    message = condition(pg_status(custom, namespace, "old-5")).get("message", "")
+    assert "gang: 1 of min 3 bound for" in message and "released to be placed whole" in message, message
+    (event,) = wait_until(lambda: events(core, namespace, name="old-5", reason="GangReleased"), what="the GangReleased Event")
+    assert event.type == "Warning" and event.involved_object.kind == "PodGroup"
     print(f"settled in {seconds:.1f} s")

@@ -154,3 +154,50 @@ def test_observe_of_a_node_that_fits_repairs_nothing() -> None:
     observation = observe(view, scheduler_names=("batchplace",))
     assert observation.repairs == () and observation.terminating == ()
     assert len(observation.snapshot.pods) == 2
+
+
+def _half_gang_view(*, gpus: int) -> ClusterView:
+    """Gang old (minMember 3, one GPU a pod): old-0 bound on n1, old-1 and old-2 pending;
+    n1 has `gpus` GPUs, 3 of them held by another scheduler's pod."""
+    return ClusterView(
+        nodes=(node("n1", cpu=16, gpus=gpus),),
+        pods=(
+            _running("big", on="n1", gpus=3, index=0, created="2025-01-01T00:00:00Z"),
+            _running("old-0", on="n1", gpus=1, index=3, created="2025-01-01T00:00:01Z", group="old"),
+            pod("old-1", group="old", gpus=1),
+            pod("old-2", group="old", gpus=1),
+        ),
+        volcano_pod_groups=(pod_group("old", min_member=3),),
+    )
+
+
+def test_a_partly_bound_gang_past_its_time_is_released_with_a_reason_that_says_so() -> None:
+    observation = observe(_half_gang_view(gpus=4), scheduler_names=("batchplace",))
+    decision = solve_checked(observation.snapshot, "greedy", time_limit_s=5)
+    (kept,) = plan(observation, decision).gangs
+    assert kept.evictions == () and kept.status is not None and kept.status.status.phase == "Inqueue"
+    (gang,) = plan(observation, decision, release={PodGroupKey("ns/old"): 61.0}).gangs
+    assert [(e.pod, e.reason) for e in gang.evictions] == [("ns/old-0", "release")]
+    assert gang.status is not None
+    assert (gang.status.status.phase, gang.status.status.reason) == ("Pending", "GangReleased")
+    assert gang.status.status.message.endswith("gang: 1 of min 3 bound for 61 s; released to be placed whole")
+    assert [(e.kind, e.reason) for e in gang.events] == [("PodGroup", "GangReleased")]
+
+
+def test_a_partly_bound_gang_the_solver_completes_is_not_released() -> None:
+    observation = observe(_half_gang_view(gpus=6), scheduler_names=("batchplace",))
+    for engine in ("greedy", "cpsat"):
+        decision = solve_checked(observation.snapshot, engine, time_limit_s=5)
+        (gang,) = plan(observation, decision, release={PodGroupKey("ns/old"): 61.0}).gangs
+        assert gang.evictions == () and len(gang.binds) == 2, engine
+
+
+def test_a_released_gang_keeps_the_reason_while_it_waits() -> None:
+    view = _half_gang_view(gpus=4)
+    view = ClusterView(nodes=view.nodes, pods=tuple(p for p in view.pods if p["metadata"]["name"] != "old-0"),
+                       volcano_pod_groups=view.volcano_pod_groups)
+    observation = observe(view, scheduler_names=("batchplace",))
+    decision = solve_checked(observation.snapshot, "greedy", time_limit_s=5)
+    why = "gang: 1 of min 3 bound for 61 s; released to be placed whole"
+    (gang,) = plan(observation, decision, released={PodGroupKey("ns/old"): why}).gangs
+    assert gang.status is not None and gang.status.status.message.endswith(why)
