@@ -320,6 +320,7 @@ class Controller:
             acted = None
             if offline or observation.repairs:  # nothing to place, but a node to repair or online usage rose under offline pods
                 acted = self.actuator.act(offline_plan(observation, offline), now=self.clock.now(), transition_id=f"{self.config.identity}-{number}")
+                self._count_repaired(observation, acted)
             self.metrics.cycles.labels(result="ok").inc()
             return CycleReport(number=number, seconds=self.clock.monotonic() - started, act=acted)
         solve_started = self.clock.monotonic()
@@ -336,6 +337,7 @@ class Controller:
         act_started = self.clock.monotonic()
         acted = self.actuator.act(the_plan, now=self.clock.now(), transition_id=f"{self.config.identity}-{number}")
         act_seconds = self.clock.monotonic() - act_started
+        self._count_repaired(observation, acted)
         seconds = self.clock.monotonic() - started
         self._finish(number, observation, decision, acted, seconds, observe_seconds=solve_started - started, act_seconds=act_seconds)
         return CycleReport(
@@ -469,7 +471,6 @@ class Controller:
         for repair in observation.repairs:
             by_node.setdefault(repair.overcommitted, []).append(repair.pod)
         self.metrics.overcommitted_nodes.set(len(by_node))
-        self.metrics.repairs.inc(len(observation.repairs))
         for node, pods in sorted(by_node.items()):
             overflow = next(r.overflow for r in observation.repairs if r.overcommitted == node)
             log.warning(
@@ -477,6 +478,11 @@ class Controller:
                 number, node, overflow, ", ".join(pods),
                 extra={"cycle": number, "node": node, "repair_evictions": len(pods)},
             )
+
+    def _count_repaired(self, observation: Observation, acted: ActReport) -> None:
+        if observation.repairs:
+            victims = {repair.pod for repair in observation.repairs}
+            self.metrics.repairs.inc(sum(1 for pod in acted.evicted if pod in victims))
 
     def _count(self, observation: Observation) -> None:
         snapshot = observation.snapshot

@@ -98,7 +98,7 @@ class ControllerMetrics:
             registry=r,
         )
         self.repairs = Counter(
-            "batchplace_repairs", "Pods planned for eviction to repair an overcommitted node.", registry=r
+            "batchplace_repairs", "Pods evicted to repair an overcommitted node (controller.repair).", registry=r
         )
         self.offline_evictions = Counter(
             "batchplace_offline_evictions",

@@ -168,7 +168,7 @@ def plan(
     evicting = {eviction.pod for eviction in decision.placement.evictions}
     offline_gangs = [gang for eviction in offline if (gang := _offline_gang(eviction, observation, evicting)) is not None]
     return Plan(
-        gangs=(*repair_gangs(observation), *offline_gangs, *(gang for gang in gangs if gang is not None)),
+        gangs=(*_repair_gangs(observation), *offline_gangs, *(gang for gang in gangs if gang is not None)),
         events=tuple(_rejected_events(observation, budget)),
     )
 
@@ -176,14 +176,14 @@ def plan(
 def offline_plan(observation: Observation, offline: Sequence[OfflineEviction]) -> Plan:
     """A cycle with nothing to place: the repairs and the offline evictions alone."""
     offline_gangs = (gang for eviction in offline if (gang := _offline_gang(eviction, observation, set())) is not None)
-    return Plan(gangs=(*repair_gangs(observation), *offline_gangs))
+    return Plan(gangs=(*_repair_gangs(observation), *offline_gangs))
 
 
 OVERCOMMITTED = "Overcommitted"
 """The reason of the Warning Events on an overcommitted node and on each pod evicted to repair it."""
 
 
-def repair_gangs(observation: Observation) -> list[GangPlan]:
+def _repair_gangs(observation: Observation) -> list[GangPlan]:
     """One gang of evictions per overcommitted node (`Observation.repairs`), ahead of every
     other write: a Warning Event on the node naming the pods evicted, and one on each pod
     saying why (after its eviction)."""
@@ -202,19 +202,11 @@ def repair_gangs(observation: Observation) -> list[GangPlan]:
             )
             for repair in repairs
         )
-        node_event = EmitEvent(
-            namespace="",
-            kind="Node",
-            api_version="v1",
-            name=node,
-            uid="",
-            type="Warning",
-            reason=OVERCOMMITTED,
-            message=(
-                f"node {node} is overcommitted ({repairs[0].overflow}): evicting {len(repairs)} pod(s), "
-                f"those bound last: {', '.join(r.pod for r in repairs)}"
-            ),
+        message = (
+            f"node {node} is overcommitted ({repairs[0].overflow}): evicting {len(repairs)} pod(s) bound last "
+            f"(and the rest of a gang that cuts below its minMember): {', '.join(r.pod for r in repairs)}"
         )
+        node_event = _node_warning(node, OVERCOMMITTED, message)
         gangs.append(
             GangPlan(
                 group=PodGroupKey(f"repair/{node}"), min_member=0, total_pods=len(repairs), placed_before=len(repairs),
@@ -248,19 +240,17 @@ def _offline_gang(eviction: OfflineEviction, observation: Observation, evicting:
         )
         for pod in pods
     )
-    node_event = EmitEvent(
-        namespace="",
-        kind="Node",
-        api_version="v1",
-        name=eviction.node,
-        uid="",
-        type="Warning",
-        reason=OFFLINE_EVICTED,
-        message=f"{eviction.message}: {', '.join(pods)}",
-    )
+    node_event = _node_warning(eviction.node, OFFLINE_EVICTED, f"{eviction.message}: {', '.join(pods)}")
     return GangPlan(
         group=group, min_member=0, total_pods=len(pods), placed_before=len(pods), running=len(pods),
         evictions=evicts, events=(node_event,), note=f"evicts {len(pods)} offline pod(s) from {eviction.node}",
+    )
+
+
+def _node_warning(node: NodeName, reason: str, message: str) -> EmitEvent:
+    """A Warning Event on a Node (it lives in `default`, where `kubectl describe node` finds it)."""
+    return EmitEvent(
+        namespace="", kind="Node", api_version="v1", name=node, uid="", type="Warning", reason=reason, message=message
     )
 
 
