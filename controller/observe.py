@@ -36,6 +36,7 @@ Not promised: that the Snapshot is fresh — it is as current as the caches.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -305,9 +306,9 @@ def _repairs(
         if pod.phase == "running" and pod.node is not None:
             raw = raw_by_key.get(pod.key, {})
             annotated = pod.gpu_indices if GPUS_ANNOTATION in ((raw.get("metadata") or {}).get("annotations") or {}) else None
-            held.append(
-                HeldPod(key=pod.key, node=pod.node, requests=dict(pod.requests), gpus=annotated,
-                        bound_at_s=_bound_at_s(raw, assumed), group=pod.pod_group, offline=pod.offline)
+            held.append(  # bound_at_s is read below, for the nodes judged only
+                HeldPod(key=pod.key, node=pod.node, requests=pod.requests, gpus=annotated,
+                        bound_at_s=0.0, group=pod.pod_group, offline=pod.offline)
             )
     on_node: dict[NodeName, list[HeldPod]] = {}
     for pod in held:
@@ -321,6 +322,11 @@ def _repairs(
             suspects.add(found.node)
     if not suspects:
         return (), ()
+    held = [
+        dataclasses.replace(pod, bound_at_s=_bound_at_s(raw_by_key.get(pod.key, {}), assumed))
+        if pod.node in suspects and pod.key in raw_by_key and not pod.bound_at_s else pod
+        for pod in held
+    ]
     groups = snapshot.pod_group_by_key
     min_member = {pod.group: groups[pod.group].min_member for pod in held if pod.group in groups}
     repairs = repair_evictions({name: snapshot.node_by_name[name] for name in suspects}, held, min_member)
