@@ -27,7 +27,8 @@ What happens on the way, in order:
    none is left out of the count. When bound pods do not fit their node together — a GPU
    index held twice, more GPUs than the node has (the loader refuses one of them), or
    requests above its allocatable — `controller.repair` chooses which to evict (those bound
-   last, and the rest of a gang that cuts below its minMember): `repairs`. The Snapshot is
+   last, and the rest of a gang that cuts below its minMember; never another scheduler's
+   pod): `repairs`. The Snapshot is
    built again without them and they are listed as terminating, so their room is counted
    until they are gone, and `plan` evicts them first.
 
@@ -164,7 +165,7 @@ def observe(
     held_pods = {key: reason for key, reason in holds.items()}
     pods = [pod for pod in pods if _key(pod) not in held_pods]
     snapshot, warnings, rejected = _load(_documents(view, pods), scheduler_names)
-    repairs, victims = _repairs(snapshot, rejected, pods, view.nodes, assumed)
+    repairs, victims = _repairs(snapshot, rejected, pods, scheduler_names, assumed)
     if repairs:  # rule 5: built again without the victims, counted as terminating instead
         evicted = {repair.pod for repair in repairs}
         pods = [pod for pod in pods if _key(pod) not in evicted]
@@ -295,7 +296,8 @@ def _pod_ref(pod: JsonObject) -> PodRef:
 
 
 def _repairs(
-    snapshot: Snapshot, rejected: Sequence[Rejected], pods: Sequence[JsonObject], nodes: Sequence[JsonObject], assumed: AssumedState
+    snapshot: Snapshot, rejected: Sequence[Rejected], pods: Sequence[JsonObject], scheduler_names: Collection[str],
+    assumed: AssumedState,
 ) -> tuple[tuple[RepairEviction, ...], tuple[TerminatingPod, ...]]:
     """(the repair evictions, the victims as terminating pods). Judged: the nodes of bound pods
     the loader refused (a GPU already taken, more GPUs than the node has) and the nodes whose
@@ -307,8 +309,8 @@ def _repairs(
             raw = raw_by_key.get(pod.key, {})
             annotated = pod.gpu_indices if GPUS_ANNOTATION in ((raw.get("metadata") or {}).get("annotations") or {}) else None
             held.append(  # bound_at_s is read below, for the nodes judged only
-                HeldPod(key=pod.key, node=pod.node, requests=pod.requests, gpus=annotated,
-                        bound_at_s=0.0, group=pod.pod_group, offline=pod.offline)
+                HeldPod(key=pod.key, node=pod.node, requests=pod.requests, gpus=annotated, bound_at_s=0.0,
+                        group=pod.pod_group, offline=pod.offline, ours=_scheduler_name(raw) in scheduler_names)
             )
     on_node: dict[NodeName, list[HeldPod]] = {}
     for pod in held:
@@ -316,7 +318,7 @@ def _repairs(
     suspects = {name for name, there in on_node.items() if over_allocatable(snapshot.node_by_name[name], there)}
     for item in rejected:
         raw = raw_by_key.get(f"{item.namespace}/{item.name}") if item.kind == "Pod" else None
-        found = _held_pod(raw, snapshot, assumed) if raw is not None else None
+        found = _held_pod(raw, snapshot, scheduler_names, assumed) if raw is not None else None
         if found is not None:
             held.append(found)
             suspects.add(found.node)
@@ -338,7 +340,7 @@ def _repairs(
     return repairs, victims
 
 
-def _held_pod(pod: JsonObject, snapshot: Snapshot, assumed: AssumedState) -> HeldPod | None:
+def _held_pod(pod: JsonObject, snapshot: Snapshot, scheduler_names: Collection[str], assumed: AssumedState) -> HeldPod | None:
     """A bound pod the loader refused, read on its own; None when it is unreadable, finished
     or not on a known node (it stays left out, with the loader's message)."""
     raw = RawObject(pod, Location(object_ref=f"Pod {_key(pod)}"))
@@ -353,7 +355,12 @@ def _held_pod(pod: JsonObject, snapshot: Snapshot, assumed: AssumedState) -> Hel
         key=PodKey(record.key), node=NodeName(record.node), requests=dict(record.template.requests),
         gpus=record.gpu_indices, bound_at_s=_bound_at_s(pod, assumed),
         group=PodGroupKey(f"{record.namespace}/{group}") if group else None, offline=record.template.offline,
+        ours=_scheduler_name(pod) in scheduler_names,
     )
+
+
+def _scheduler_name(pod: JsonObject) -> str:
+    return str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
 
 
 def _bound_at_s(pod: JsonObject, assumed: AssumedState) -> float:

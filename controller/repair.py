@@ -16,6 +16,10 @@ earlier ones (a small CPU pod after a clash on a GPU) is not evicted for nothing
 Example: 8 GPUs, a (6 GPUs, bound 10:00), b (4 GPUs, 10:01), c (1 GPU, 10:02) → b is
 evicted, c stays.
 
+Only pods of the schedulers this controller serves are evicted: another scheduler's pods
+(DaemonSets, kube-scheduler's) are counted first, as if bound before every one of ours —
+evicting one would only see it recreated on the same node.
+
 Gangs: a gang the repair leaves with fewer bound pods than its `minMember` cannot run, so
 its other bound pods are evicted too, on every node, and it is placed again whole.
 
@@ -47,6 +51,7 @@ class HeldPod:
     bound_at_s: float  # when it was bound (seconds since the epoch); +inf for a bind the watch has not shown yet
     group: PodGroupKey | None = None
     offline: bool = False  # an offline pod may borrow a lent device's room (`solver.rules.colocation`)
+    ours: bool = True  # placed by a scheduler name this controller serves; another's pod is never evicted
 
 
 @dataclass(frozen=True)
@@ -70,13 +75,13 @@ def repair_evictions(
             by_node.setdefault(pod.node, []).append(pod)
     victims: dict[PodKey, RepairEviction] = {}
     for name in sorted(by_node):
-        node, held = nodes[name], sorted(by_node[name], key=lambda pod: (pod.bound_at_s, pod.key))
+        node, held = nodes[name], sorted(by_node[name], key=lambda pod: (pod.ours, pod.bound_at_s, pod.key))
         overflow = _overflow(node, held)
         if not overflow:
             continue
         kept: list[HeldPod] = []
         for pod in held:
-            if _overflow(node, [*kept, pod]):
+            if pod.ours and _overflow(node, [*kept, pod]):
                 victims[pod.key] = RepairEviction(
                     pod=pod.key, node=name, overcommitted=name, group=pod.group, overflow=overflow,
                     message=(

@@ -201,3 +201,10 @@ def test_a_released_gang_keeps_the_reason_while_it_waits() -> None:
     why = "gang: 1 of min 3 bound for 61 s; released to be placed whole"
     (gang,) = plan(observation, decision, released={PodGroupKey("ns/old"): why}).gangs
     assert gang.status is not None and gang.status.status.message.endswith(why)
+
+
+def test_another_schedulers_pod_is_counted_first_and_never_evicted() -> None:
+    daemon = HeldPod(key=PodKey("kube-system/agent"), node=NodeName("n1"), requests={"cpu": 3000}, gpus=None, bound_at_s=50, ours=False)
+    pods = [_held("a", 10, cpu_milli=2000), daemon]
+    (repair,) = repair_evictions({NodeName("n1"): _node(cpu_milli=4000, gpus=0)}, pods, {})
+    assert repair.pod == "ns/a", "ours goes, though bound first"
