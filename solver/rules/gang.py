@@ -71,6 +71,7 @@ from models.snapshot import PodGroup, Snapshot
 from solver.after import After
 from solver.memo import memoized
 from solver.rules.dependency import waiting_tasks
+from solver.rules.gated import is_gated
 from solver.violation import Violation
 
 NAME = "gang"
@@ -202,8 +203,9 @@ def is_met(requirement: GangRequirement, placed_per_task: Mapping[str, int]) -> 
 
 def is_partly_bound(snapshot: Snapshot, group: PodGroup) -> bool:
     """Has `group` running pods, but too few to meet its requirement with them alone (and
-    pending pods to complete it with)? Example: min_member 4, 1 running, 3 pending → True;
-    4 running → False; none running → False (a new gang)."""
+    pending pods, not gated, to complete it with)? Example: min_member 4, 1 running, 3
+    pending → True; 4 running → False; none running → False (a new gang); 1 running and 3
+    pending behind a scheduling gate → False (it waits for the gates, not for room)."""
     return memoized(snapshot, ("partly_bound", group.key), lambda: _partly_bound(snapshot, group))
 
 
@@ -213,8 +215,8 @@ def _partly_bound(snapshot: Snapshot, group: PodGroup) -> bool:
     for pod in pods:
         if pod.phase == "running" and pod.task is not None:
             running[pod.task] = running.get(pod.task, 0) + 1
-    if not running or all(pod.phase == "running" for pod in pods):
-        return False
+    if not running or not any(pod.phase == "pending" and not is_gated(pod) for pod in pods):
+        return False  # not started, or nothing to complete it with until gates are lifted
     return not is_met(gang_requirement(snapshot, group), running)
 
 

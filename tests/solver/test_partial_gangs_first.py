@@ -10,7 +10,7 @@ import pytest
 from models.placement import Decision
 from models.snapshot import Snapshot
 from solver.rules.gang import is_partly_bound
-from tests.builders import created_at, make_gang, make_node, make_snapshot, solve_checked
+from tests.builders import created_at, gated, make_gang, make_node, make_snapshot, solve_checked
 
 ENGINES = ("greedy", "cpsat")
 
@@ -30,6 +30,9 @@ def test_a_started_gang_short_of_its_minimum_is_partly_bound() -> None:
     assert not is_partly_bound(snapshot, by_key["default/new"])
     whole = make_snapshot(nodes=[make_node("n1", cpu=64, gpus=5)], groups=[make_gang("g", replicas=2, gpus=1, min_member=1, running_on=["n1"])])
     assert not is_partly_bound(whole, whole.pod_groups[0]), "at its minimum: started, not partly bound"
+    waiting = make_snapshot(nodes=[make_node("n1", cpu=64, gpus=5)],
+                            groups=[gated(make_gang("g", replicas=3, gpus=1, running_on=["n1"]), "example.com/quota", pods=2)])
+    assert not is_partly_bound(waiting, waiting.pod_groups[0]), "its pending pods wait for their gates, not for room"
 
 
 @pytest.mark.parametrize("engine", ENGINES)
