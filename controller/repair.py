@@ -29,7 +29,7 @@ its devices, nothing more. Terminating pods are not counted (they are leaving).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from models.errors import FieldError, Location
@@ -79,9 +79,13 @@ def repair_evictions(
         overflow = _overflow(node, held)
         if not overflow:
             continue
-        kept: list[HeldPod] = []
+        kept: list[HeldPod] = []  # counted in the node's allocatable
+        placed: list[HeldPod] = []  # counted on the devices: another scheduler's pod that clashes is not
         for pod in held:
-            if pod.ours and _overflow(node, [*kept, pod]):
+            uses_gpu = bool(pod.requests.get(GPU, 0)) or pod.gpus is not None
+            asked = {resource for resource, amount in pod.requests.items() if amount > 0}
+            clash = _device_clash(node, [*placed, pod]) if uses_gpu else ""
+            if pod.ours and (over_allocatable(node, [*kept, pod], asked) or clash):
                 victims[pod.key] = RepairEviction(
                     pod=pod.key, node=name, overcommitted=name, group=pod.group, overflow=overflow,
                     message=(
@@ -89,8 +93,10 @@ def repair_evictions(
                         "the pods bound before it, evicted"
                     ),
                 )
-            else:
-                kept.append(pod)
+                continue
+            kept.append(pod)
+            if not clash:
+                placed.append(pod)
     return (*victims.values(), *_cut_gangs(pods, victims, min_member))
 
 
@@ -128,9 +134,10 @@ def _cut_gangs(
     return evictions
 
 
-def over_allocatable(node: Node, pods: Sequence[HeldPod]) -> str:
+def over_allocatable(node: Node, pods: Sequence[HeldPod], asked: Collection[str] | None = None) -> str:
     """Which of `node`'s allocatable `pods` together exceed, its pod count included ("" when
-    none): "gpu 10000 > 8000". Offline pods' batch resources are colocation's to judge."""
+    none): "gpu 10000 > 8000"; only the resources in `asked` when given. Offline pods' batch
+    resources are colocation's to judge."""
     used: dict[str, int] = {}
     for pod in pods:
         for resource, amount in pod.requests.items():
@@ -139,6 +146,7 @@ def over_allocatable(node: Node, pods: Sequence[HeldPod]) -> str:
         f"{resource} {amount} > {node.allocatable.get(resource, 0)}"
         for resource, amount in sorted(used.items())
         if resource not in BATCH_RESOURCES and amount > node.allocatable.get(resource, 0)
+        and (asked is None or resource in asked)
     ]
     if len(pods) > node.allocatable.get(PODS, 0):
         over.append(f"{len(pods)} pods > {node.allocatable.get(PODS, 0)}")
@@ -147,9 +155,12 @@ def over_allocatable(node: Node, pods: Sequence[HeldPod]) -> str:
 
 def _overflow(node: Node, pods: Sequence[HeldPod]) -> str:
     """What `pods` together overflow on `node`, allocatable then devices ("" when they fit)."""
-    over = over_allocatable(node, pods)
-    if over:
-        return over
+    return over_allocatable(node, pods) or _device_clash(node, pods)
+
+
+def _device_clash(node: Node, pods: Sequence[HeldPod]) -> str:
+    """Why the GPU pods among `pods` cannot hold their devices together (the loader's rule,
+    `models.loaders.gpu_assignment`); "" when they can."""
     gpu_pods = [
         RunningGpuPod(key=pod.key, gpu_milli=pod.requests.get(GPU, 0), annotated=pod.gpus, location=Location(), offline=pod.offline)
         for pod in pods

@@ -208,3 +208,19 @@ def test_another_schedulers_pod_is_counted_first_and_never_evicted() -> None:
     pods = [_held("a", 10, cpu_milli=2000), daemon]
     (repair,) = repair_evictions({NodeName("n1"): _node(cpu_milli=4000, gpus=0)}, pods, {})
     assert repair.pod == "ns/a", "ours goes, though bound first"
+
+
+def test_a_pod_that_adds_nothing_to_what_overflows_is_kept() -> None:
+    """Another scheduler's pods overflow the node's cpu and hold GPU 0 twice; our GPU pod on
+    device 1 asks no cpu: it adds to neither, so it stays (evicted, the solver would place
+    it there again), and theirs are not ours to evict."""
+    others = [
+        HeldPod(key=PodKey(f"kube-system/agent-{i}"), node=NodeName("n1"), requests={"cpu": 3000, GPU: GPU_1}, gpus=(0,),
+                bound_at_s=i, ours=False)
+        for i in range(2)
+    ]
+    ours = HeldPod(key=PodKey("ns/trainer"), node=NodeName("n1"), requests={GPU: GPU_1}, gpus=(1,), bound_at_s=9)
+    assert repair_evictions({NodeName("n1"): _node(cpu_milli=4000, gpus=3)}, [*others, ours], {}) == ()
+    clashing = HeldPod(key=PodKey("ns/late"), node=NodeName("n1"), requests={GPU: GPU_1}, gpus=(0,), bound_at_s=10)
+    (repair,) = repair_evictions({NodeName("n1"): _node(cpu_milli=4000, gpus=3)}, [*others, ours, clashing], {})
+    assert repair.pod == "ns/late", "ours on a device theirs hold goes"
