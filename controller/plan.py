@@ -5,6 +5,10 @@ and what earlier cycles reported (to write an Event or a status only when it cha
 Output: a `Plan` — one `GangPlan` per PodGroup, each a unit (the `Statement` idea of
 Volcano): first its evictions, then its binds, then its status, then its Events.
 
+Before every gang: the repairs of overcommitted nodes (`Observation.repairs`, chosen by
+`controller.repair`), one gang of evictions per node, with a Warning `Overcommitted` Event
+on the node and on each pod evicted.
+
 Rules, in the order they apply to a gang:
 1. A gang whose placement needs victims evicts them this cycle and binds nothing: its pods
    are bound in a later cycle, once the victims are gone and the solver places the gang on
