@@ -43,7 +43,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.repair import HeldPod, RepairEviction, over_allocatable, repair_evictions
+from controller.repair import HeldPod, RepairEviction, counted, over_allocatable, repair_evictions
 from models.errors import Location, SnapshotError, format_path
 from models.loaders import load_snapshot_documents
 from models.loaders.keys import GPUS_ANNOTATION, VOLCANO_JOB_NAME_KEY, VOLCANO_TASK_ANNOTATION
@@ -314,7 +314,8 @@ def _repairs(
             )
     on_node: dict[NodeName, list[HeldPod]] = {}
     for pod in held:
-        on_node.setdefault(pod.node, []).append(pod)
+        if counted(pod, snapshot.node_by_name[pod.node]):
+            on_node.setdefault(pod.node, []).append(pod)
     suspects = {name for name, there in on_node.items() if over_allocatable(snapshot.node_by_name[name], there)}
     for item in rejected:
         raw = raw_by_key.get(f"{item.namespace}/{item.name}") if item.kind == "Pod" else None

@@ -23,6 +23,8 @@ evicting one would only see it recreated on the same node.
 Gangs: a gang the repair leaves with fewer bound pods than its `minMember` cannot run, so
 its other bound pods are evicted too, on every node, and it is placed again whole.
 
+Offline pods on colocation nodes are colocation's to judge (`counted`), not the repair's.
+
 Not judged here: node usage, topology, affinity — a repaired node fits its allocatable and
 its devices, nothing more. Terminating pods are not counted (they are leaving).
 """
@@ -37,7 +39,7 @@ from models.snapshot import GPU, PODS, Node, NodeName, PodGroupKey, PodKey, Reso
 from models.loaders.gpu_assignment import RunningGpuPod, assign_gpus
 from solver.rules.colocation import BATCH_RESOURCES
 
-__all__ = ["HeldPod", "RepairEviction", "repair_evictions", "over_allocatable"]
+__all__ = ["HeldPod", "RepairEviction", "repair_evictions", "over_allocatable", "counted"]
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ def repair_evictions(
     order; () when every node fits. Pods on a node not in `nodes` are not judged."""
     by_node: dict[NodeName, list[HeldPod]] = {}
     for pod in pods:
-        if pod.node in nodes:
+        if pod.node in nodes and counted(pod, nodes[pod.node]):
             by_node.setdefault(pod.node, []).append(pod)
     victims: dict[PodKey, RepairEviction] = {}
     for name in sorted(by_node):
@@ -98,6 +100,13 @@ def repair_evictions(
             if not clash:
                 placed.append(pod)
     return (*victims.values(), *_cut_gangs(pods, victims, min_member))
+
+
+def counted(pod: HeldPod, node: Node) -> bool:
+    """Whether the repair counts `pod` on `node`: not an offline pod on a colocation node —
+    there it uses what online pods requested but do not use, judged by measured usage, and
+    `solver.rules.colocation.offline_evictions` makes it leave when that room shrinks."""
+    return not (pod.offline and node.colocation)
 
 
 def _cut_gangs(

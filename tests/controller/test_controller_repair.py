@@ -7,6 +7,8 @@ The live fault (an overcommitted node created before the controller starts) is i
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -224,3 +226,17 @@ def test_a_pod_that_adds_nothing_to_what_overflows_is_kept() -> None:
     clashing = HeldPod(key=PodKey("ns/late"), node=NodeName("n1"), requests={GPU: GPU_1}, gpus=(0,), bound_at_s=10)
     (repair,) = repair_evictions({NodeName("n1"): _node(cpu_milli=4000, gpus=3)}, [*others, ours, clashing], {})
     assert repair.pod == "ns/late", "ours on a device theirs hold goes"
+
+
+def test_offline_pods_on_a_colocation_node_are_colocations_to_judge() -> None:
+    """16 cpu, an online pod requesting 12 and offline pods 3 + 5: over the requests by
+    design (they use what the online pod does not); `offline_evictions` judges them."""
+    colocation = Node(name=NodeName("n1"), allocatable={"cpu": 16000}, labels={"volcano.sh/oversubscription": "true"})
+    pods = [
+        _held("web", 1, cpu_milli=12000),
+        dataclasses.replace(_held("batch-small", 2, cpu_milli=3000), offline=True),
+        dataclasses.replace(_held("batch-big", 3, cpu_milli=5000), offline=True),
+    ]
+    assert repair_evictions({NodeName("n1"): colocation}, pods, {}) == ()
+    plain = colocation.model_copy(update={"labels": {}})
+    assert [r.pod for r in repair_evictions({NodeName("n1"): plain}, pods, {})] == ["ns/batch-big"]
