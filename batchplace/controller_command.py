@@ -139,6 +139,15 @@ def controller(
             "(as Volcano's sla plugin argument). Unset: only annotated PodGroups are guarded.",
         ),
     ] = None,
+    partial_gang_release: Annotated[
+        Optional[float],
+        typer.Option(
+            "--partial-gang-release",
+            min=1,
+            help="Seconds a partly bound gang (some pods bound, fewer than minMember) may hold its bound pods "
+            "while it waits to be completed; then they are evicted and it is placed again whole. Default 60.",
+        ),
+    ] = None,
     usage_threshold: UsageThresholdOption = None,
     usage_weight: UsageWeightOption = None,
     usage_max_age: UsageMaxAgeOption = None,
@@ -269,6 +278,7 @@ def controller(
         usage_window_s=usage_window,
         usage_poll_s=usage_poll,
         sla_waiting_s=sla_waiting_s,
+        **({"partial_gang_release_s": partial_gang_release} if partial_gang_release is not None else {}),
     )
     try:
         client = KubeClient.from_kubeconfig(kubeconfig, pool_size=config.api_connections())

@@ -54,18 +54,28 @@ from controller.status import condition_reason
 from controller.timing import Clock, SystemClock
 from controller.usage import UsageSource, UsageTracker
 from models.placement import Decision
-from models.snapshot import ColocationPolicy, ReservationPolicy, Snapshot, UsagePolicy
+from models.snapshot import ColocationPolicy, PodGroupKey, ReservationPolicy, Snapshot, UsagePolicy
 from models.typical_shapes import TypicalShape
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES
 from solver.place import EngineName, SolveConfig, place
 from solver.rules import colocation
 from solver.rules import usage as usage_rule
+from solver.rules.gang import is_partly_bound
 
 __all__ = ["ControllerConfig", "CycleReport", "Controller", "decide"]
 
 log = logging.getLogger(__name__)
 
 JsonObject = dict[str, Any]
+
+
+PARTIAL_GANG_RELEASE_S = 60.0
+"""How long a partly bound gang may hold its pods' room while it waits to be completed
+(`controller.plan` rule 6), counted from when this process first saw it so — a new leader
+gives an inherited half gang the whole time. 60 s as scheduler-plugins' coscheduling lets a
+gang's bound pods wait at Permit (`permitWaitingTimeSeconds`): long enough for the room of
+pods terminating, a retried bind or the next cycles' completion; short against the minutes
+of GPU time a half gang would otherwise hold idle."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,7 @@ class ControllerConfig:
     usage_poll_s: float = 15.0  # the source read at most this often
     sla_waiting_s: float | None = None  # default `sla-waiting-time` (`solver.rules.reservation`); None: none
     caches_wait_s: float = 5.0  # how long a cycle waits for caches behind to relist before it is skipped
+    partial_gang_release_s: float | None = PARTIAL_GANG_RELEASE_S  # a partly bound gang's time to complete; None: forever
 
     def api_connections(self) -> int:
         """Connections to the API server the controller may use at once: a watch per watched
@@ -193,6 +204,8 @@ class Controller:
         self._numbers = itertools.count(1)
         self._latest: Snapshot | None = None
         self._latest_at = 0.0
+        self._partial_since: dict[PodGroupKey, float] = {}  # partly bound gang → when this process first saw it so
+        self._released: dict[PodGroupKey, str] = {}  # gang released, not placed again yet → why (its status says so)
         self._heartbeat = self.clock.monotonic()
         self._threads: list[threading.Thread] = []
         self.last_report: CycleReport | None = None
@@ -330,10 +343,12 @@ class Controller:
             return CycleReport(number=number, skipped="not leader")
         pending = sum(1 for pod in observation.snapshot.pods if pod.phase == "pending")
         offline = self._offline_evictions(observation)
+        self._report_repairs(number, observation)
         if not observation.snapshot.pod_groups:
             acted = None
-            if offline:  # nothing to place, but online usage rose under offline pods
+            if offline or observation.repairs:  # nothing to place, but a node to repair or online usage rose under offline pods
                 acted = self.actuator.act(offline_plan(observation, offline), now=self.clock.now(), transition_id=f"{self.config.identity}-{number}")
+                self._count_repaired(observation, acted)
             self.metrics.cycles.labels(result="ok").inc()
             return CycleReport(number=number, seconds=self.clock.monotonic() - started, act=acted)
         solve_started = self.clock.monotonic()
@@ -342,10 +357,15 @@ class Controller:
         self.metrics.solve_seconds.observe(solve_seconds)
         if decision.fallback is not None:
             self.metrics.engine_fallbacks.labels(cause=decision.fallback.cause).inc()
-        the_plan = plan(observation, decision, reported=self.actuator.reported, offline=offline)
+        release = self._partial_past_due(observation.snapshot, started)
+        the_plan = plan(
+            observation, decision, reported=self.actuator.reported, offline=offline, release=release, released=self._released
+        )
+        self._remember_releases(observation.snapshot, decision, the_plan)
         act_started = self.clock.monotonic()
         acted = self.actuator.act(the_plan, now=self.clock.now(), transition_id=f"{self.config.identity}-{number}")
         act_seconds = self.clock.monotonic() - act_started
+        self._count_repaired(observation, acted)
         seconds = self.clock.monotonic() - started
         self._finish(number, observation, decision, acted, seconds, observe_seconds=solve_started - started, act_seconds=act_seconds)
         return CycleReport(
@@ -452,6 +472,45 @@ class Controller:
         self.metrics.colocation_oversubscribed.labels(resource="gpu").set(over)
         self.metrics.colocation_room.labels(resource="gpu").set(sum(d.room for d in devices))
         self.metrics.colocation_offline_requested.labels(resource="gpu").set(sum(d.offline for d in devices))
+
+    def _partial_past_due(self, snapshot: Snapshot, now: float) -> dict[PodGroupKey, float]:
+        """Partly bound gangs (`solver.rules.gang.is_partly_bound`) waiting longer than
+        `partial_gang_release_s` → seconds waited; the clock of the others is kept or started."""
+        partial = {group.key for group in snapshot.pod_groups if is_partly_bound(snapshot, group)}
+        self._partial_since = {key: self._partial_since.get(key, now) for key in partial}
+        limit = self.config.partial_gang_release_s
+        if limit is None:
+            return {}
+        return {key: now - since for key, since in self._partial_since.items() if now - since >= limit}
+
+    def _remember_releases(self, snapshot: Snapshot, decision: Decision, the_plan: Plan) -> None:
+        """Gangs released this cycle are remembered until placed again (or gone)."""
+        placed = {outcome.name for outcome in decision.podgroups if outcome.state == "scheduled"}
+        self._released = {
+            key: why for key, why in self._released.items() if key in snapshot.pod_group_by_key and key not in placed
+        }
+        for gang in the_plan.gangs:
+            if gang.evictions and all(evict.reason == "release" for evict in gang.evictions):
+                self._released[gang.group] = gang.note
+
+    def _report_repairs(self, number: int, observation: Observation) -> None:
+        """The overcommitted nodes this cycle repairs: the metrics and one log line each."""
+        by_node: dict[str, list[str]] = {}
+        for repair in observation.repairs:
+            by_node.setdefault(repair.overcommitted, []).append(repair.pod)
+        self.metrics.overcommitted_nodes.set(len(by_node))
+        for node, pods in sorted(by_node.items()):
+            overflow = next(r.overflow for r in observation.repairs if r.overcommitted == node)
+            log.warning(
+                "cycle %d: node %s is overcommitted (%s): evicting %s",
+                number, node, overflow, ", ".join(pods),
+                extra={"cycle": number, "node": node, "repair_evictions": len(pods)},
+            )
+
+    def _count_repaired(self, observation: Observation, acted: ActReport) -> None:
+        if observation.repairs:
+            victims = {repair.pod for repair in observation.repairs}
+            self.metrics.repairs.inc(sum(1 for pod in acted.evicted if pod in victims))
 
     def _count(self, observation: Observation) -> None:
         snapshot = observation.snapshot

@@ -96,6 +96,14 @@ class ControllerMetrics:
             ["resource"],
             registry=r,
         )
+        self.overcommitted_nodes = Gauge(
+            "batchplace_overcommitted_nodes",
+            "Nodes found over their allocatable or with a GPU held twice in the last cycle (controller.repair).",
+            registry=r,
+        )
+        self.repairs = Counter(
+            "batchplace_repairs", "Pods evicted to repair an overcommitted node (controller.repair).", registry=r
+        )
         self.offline_evictions = Counter(
             "batchplace_offline_evictions",
             "Offline pods evicted because online usage rose on their colocation node, by the resource short first.",

@@ -23,19 +23,32 @@ What happens on the way, in order:
    stop the cluster's scheduling: an object the loader rejects — a quantity above its
    ceiling (`memory: 10E` on a pod, `cpu: "1e16"` on a node), a malformed field — is left
    out (`rejected`, with the loader's message and field path) and the rest is loaded again.
+5. Overcommitted nodes: a bound pod's resources are in use whatever a scheduler thinks, so
+   none is left out of the count. When bound pods do not fit their node together — a GPU
+   index held twice, more GPUs than the node has (the loader refuses one of them), or
+   requests above its allocatable — `controller.repair` chooses which to evict (those bound
+   last, and the rest of a gang that cuts below its minMember; never another scheduler's
+   pod): `repairs`. The Snapshot is
+   built again without them and they are listed as terminating, so their room is counted
+   until they are gone, and `plan` evicts them first.
 
 Not promised: that the Snapshot is fresh — it is as current as the caches.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from models.errors import SnapshotError, format_path
+from controller.repair import HeldPod, RepairEviction, counted, over_allocatable, repair_evictions
+from models.errors import Location, SnapshotError, format_path
 from models.loaders import load_snapshot_documents
 from models.loaders.keys import GPUS_ANNOTATION, VOLCANO_JOB_NAME_KEY, VOLCANO_TASK_ANNOTATION
+from models.loaders.raw import RawObject, read_metadata
+from models.loaders.workloads import read_pod
 from models.snapshot import NodeName, PodGroup, PodGroupKey, PodKey, ResourceList, Snapshot
 
 __all__ = [
@@ -141,6 +154,7 @@ class Observation:
     held_pods: Mapping[PodKey, str] = field(default_factory=dict)
     rejected: tuple[Rejected, ...] = ()
     warnings: tuple[str, ...] = ()
+    repairs: tuple[RepairEviction, ...] = ()  # bound pods to evict: their node is overcommitted (rule 5)
 
 
 def observe(
@@ -150,19 +164,14 @@ def observe(
     holds = _dependency_holds(pods, view.vcjobs)
     held_pods = {key: reason for key, reason in holds.items()}
     pods = [pod for pod in pods if _key(pod) not in held_pods]
-    documents = [
-        *_typed(view.nodes, "v1", "Node"),
-        *_typed(view.numatopologies, "nodeinfo.volcano.sh/v1alpha1", "Numatopology"),
-        *_typed(view.hypernodes, "topology.volcano.sh/v1alpha1", "HyperNode"),
-        *_typed(view.queues, "scheduling.volcano.sh/v1beta1", "Queue"),
-        *_typed(view.priority_classes, "scheduling.k8s.io/v1", "PriorityClass"),
-        *_typed(view.volcano_pod_groups, "scheduling.volcano.sh/v1beta1", "PodGroup"),
-        *_typed(view.xk8s_pod_groups, "scheduling.x-k8s.io/v1alpha1", "PodGroup"),
-        *_typed(pods, "v1", "Pod"),
-    ]
-    snapshot, warnings, rejected = _load(documents, scheduler_names)
+    snapshot, warnings, rejected = _load(_documents(view, pods), scheduler_names)
+    repairs, victims = _repairs(snapshot, rejected, pods, scheduler_names, assumed)
+    if repairs:  # rule 5: built again without the victims, counted as terminating instead
+        evicted = {repair.pod for repair in repairs}
+        pods = [pod for pod in pods if _key(pod) not in evicted]
+        snapshot, warnings, rejected = _load(_documents(view, pods), scheduler_names)
     snapshot = _with_dependencies(snapshot, pods, view.vcjobs)
-    pod_refs = {ref.key: ref for ref in (_pod_ref(pod) for pod in (*pods, *terminating_raw))}
+    pod_refs = {ref.key: ref for ref in (_pod_ref(pod) for pod in (*pods, *terminating_raw, *_victims_raw(view.pods, repairs)))}
     group_of = {pod.key: pod.pod_group for pod in snapshot.pods if pod.pod_group is not None}
     running: dict[PodGroupKey, int] = {}
     for key, group in group_of.items():
@@ -183,13 +192,27 @@ def observe(
         pod_groups=_pod_group_refs(view),
         pods=pod_refs,
         running=running,
-        terminating=_terminating(terminating_raw, view.nodes),
+        terminating=(*_terminating(terminating_raw, view.nodes), *victims),
+        repairs=repairs,
         held=held_by_group,
         held_counts=held_counts,
         held_pods=held_pods,
         rejected=tuple(rejected),
         warnings=tuple(warnings),
     )
+
+
+def _documents(view: ClusterView, pods: Sequence[JsonObject]) -> list[JsonObject]:
+    return [
+        *_typed(view.nodes, "v1", "Node"),
+        *_typed(view.numatopologies, "nodeinfo.volcano.sh/v1alpha1", "Numatopology"),
+        *_typed(view.hypernodes, "topology.volcano.sh/v1alpha1", "HyperNode"),
+        *_typed(view.queues, "scheduling.volcano.sh/v1beta1", "Queue"),
+        *_typed(view.priority_classes, "scheduling.k8s.io/v1", "PriorityClass"),
+        *_typed(view.volcano_pod_groups, "scheduling.volcano.sh/v1beta1", "PodGroup"),
+        *_typed(view.xk8s_pod_groups, "scheduling.x-k8s.io/v1alpha1", "PodGroup"),
+        *_typed(pods, "v1", "Pod"),
+    ]
 
 
 # ---- pods ----
@@ -267,6 +290,100 @@ def _pod_ref(pod: JsonObject) -> PodRef:
         uid=str(metadata.get("uid", "")),
         phase=str((pod.get("status") or {}).get("phase", "")),
     )
+
+
+# ---- overcommitted nodes (rule 5) ----
+
+
+def _repairs(
+    snapshot: Snapshot, rejected: Sequence[Rejected], pods: Sequence[JsonObject], scheduler_names: Collection[str],
+    assumed: AssumedState,
+) -> tuple[tuple[RepairEviction, ...], tuple[TerminatingPod, ...]]:
+    """(the repair evictions, the victims as terminating pods). Judged: the nodes of bound pods
+    the loader refused (a GPU already taken, more GPUs than the node has) and the nodes whose
+    pods' requests add up to more than their allocatable; the others fit as loaded."""
+    raw_by_key = {_key(pod): pod for pod in pods}
+    held: list[HeldPod] = []
+    for pod in snapshot.pods:
+        if pod.phase == "running" and pod.node is not None:
+            raw = raw_by_key.get(pod.key, {})
+            annotated = pod.gpu_indices if GPUS_ANNOTATION in ((raw.get("metadata") or {}).get("annotations") or {}) else None
+            held.append(  # bound_at_s is read below, for the nodes judged only
+                HeldPod(key=pod.key, node=pod.node, requests=pod.requests, gpus=annotated, bound_at_s=0.0,
+                        group=pod.pod_group, offline=pod.offline, ours=_scheduler_name(raw) in scheduler_names)
+            )
+    on_node: dict[NodeName, list[HeldPod]] = {}
+    for pod in held:
+        if counted(pod, snapshot.node_by_name[pod.node]):
+            on_node.setdefault(pod.node, []).append(pod)
+    suspects = {name for name, there in on_node.items() if over_allocatable(snapshot.node_by_name[name], there)}
+    for item in rejected:
+        raw = raw_by_key.get(f"{item.namespace}/{item.name}") if item.kind == "Pod" else None
+        found = _held_pod(raw, snapshot, scheduler_names, assumed) if raw is not None else None
+        if found is not None:
+            held.append(found)
+            suspects.add(found.node)
+    if not suspects:
+        return (), ()
+    held = [
+        dataclasses.replace(pod, bound_at_s=_bound_at_s(raw_by_key.get(pod.key, {}), assumed))
+        if pod.node in suspects and pod.key in raw_by_key and not pod.bound_at_s else pod
+        for pod in held
+    ]
+    groups = snapshot.pod_group_by_key
+    min_member = {pod.group: groups[pod.group].min_member for pod in held if pod.group in groups}
+    repairs = repair_evictions({name: snapshot.node_by_name[name] for name in suspects}, held, min_member)
+    by_key = {pod.key: pod for pod in held}
+    victims = tuple(
+        TerminatingPod(key=r.pod, node=r.node, requests=dict(by_key[r.pod].requests), gpus=by_key[r.pod].gpus or ())
+        for r in repairs
+    )
+    return repairs, victims
+
+
+def _held_pod(pod: JsonObject, snapshot: Snapshot, scheduler_names: Collection[str], assumed: AssumedState) -> HeldPod | None:
+    """A bound pod the loader refused, read on its own; None when it is unreadable, finished
+    or not on a known node (it stays left out, with the loader's message)."""
+    raw = RawObject(pod, Location(object_ref=f"Pod {_key(pod)}"))
+    try:
+        record = read_pod(raw, read_metadata(raw), scheduler_names=())
+    except SnapshotError:
+        return None
+    if record is None or record.node is None or record.node not in snapshot.node_by_name:
+        return None
+    group = _group_name(pod)
+    return HeldPod(
+        key=PodKey(record.key), node=NodeName(record.node), requests=dict(record.template.requests),
+        gpus=record.gpu_indices, bound_at_s=_bound_at_s(pod, assumed),
+        group=PodGroupKey(f"{record.namespace}/{group}") if group else None, offline=record.template.offline,
+        ours=_scheduler_name(pod) in scheduler_names,
+    )
+
+
+def _scheduler_name(pod: JsonObject) -> str:
+    return str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
+
+
+def _bound_at_s(pod: JsonObject, assumed: AssumedState) -> float:
+    """When the pod was bound: +inf for our bind the watch has not shown yet, else the time of
+    its PodScheduled condition (the API server sets it when it binds), else its creation."""
+    if _key(pod) in assumed.binds:
+        return math.inf
+    raw = RawObject(pod, Location())
+    try:
+        for condition in raw.child("status").children("conditions"):
+            if condition.optional_string("type") == "PodScheduled" and condition.optional_string("status") == "True":
+                when = condition.timestamp("lastTransitionTime")
+                if when is not None:
+                    return when
+        return raw.child("metadata").timestamp("creationTimestamp") or 0.0
+    except SnapshotError:
+        return 0.0
+
+
+def _victims_raw(pods: Sequence[JsonObject], repairs: Sequence[RepairEviction]) -> list[JsonObject]:
+    evicted = {repair.pod for repair in repairs}
+    return [pod for pod in pods if _key(pod) in evicted] if evicted else []
 
 
 # ---- vcjob dependencies ----

@@ -5,6 +5,10 @@ and what earlier cycles reported (to write an Event or a status only when it cha
 Output: a `Plan` — one `GangPlan` per PodGroup, each a unit (the `Statement` idea of
 Volcano): first its evictions, then its binds, then its status, then its Events.
 
+Before every gang: the repairs of overcommitted nodes (`Observation.repairs`, chosen by
+`controller.repair`), one gang of evictions per node, with a Warning `Overcommitted` Event
+on the node and on each pod evicted.
+
 Rules, in the order they apply to a gang:
 1. A gang whose placement needs victims evicts them this cycle and binds nothing: its pods
    are bound in a later cycle, once the victims are gone and the solver places the gang on
@@ -28,6 +32,13 @@ Rules, in the order they apply to a gang:
    their own reason ("capacity: task worker: 0/4 nodes fit another pod: 4 insufficient
    cpu"), as Volcano raises on them — when the message changed since last reported.
 
+6. A partly bound gang (`solver.rules.gang.is_partly_bound`) that stayed so past the
+   controller's `partial_gang_release_s` and that the solver does not complete this cycle
+   is released: its bound pods are evicted, so the GPUs they hold are not held idle, and
+   its status and a GangReleased Event say "gang: 1 of min 4 bound for 60 s; released to be
+   placed whole". The solver serves partly bound gangs before new ones of their priority,
+   so one is released only when it could not be completed in that time.
+
 Events are capped per cycle (`max_pod_events`), as kube-scheduler's recorder rate-limits:
 the rest follow in later cycles, since what was not reported is reported then.
 """
@@ -39,6 +50,7 @@ from dataclasses import dataclass, field
 
 from controller import status as status_text
 from controller.observe import Observation, PodGroupRef, TerminatingPod
+from controller.repair import RepairEviction
 from models.placement import Bind, Decision, Eviction, PodGroupOutcome
 from models.snapshot import NodeName, PodGroupKey, PodKey, Snapshot
 from solver.reasons import gang_assigned_message
@@ -127,10 +139,16 @@ def plan(
     reported: Mapping[str, str] = {},
     max_pod_events: int = POD_EVENTS_PER_CYCLE,
     offline: Sequence[OfflineEviction] = (),
+    release: Mapping[PodGroupKey, float] = {},
+    released: Mapping[PodGroupKey, str] = {},
 ) -> Plan:
     """What to write this cycle. `offline`: offline pods to evict because online usage rose
     on their colocation node (`solver.rules.colocation.offline_evictions`), one gang each node
-    ahead of the rest, each pod with an `Evicted` Event saying why and the node with one too."""
+    ahead of the rest, each pod with an `Evicted` Event saying why and the node with one too.
+    `release`: partly bound gangs past their time to complete → seconds they have been
+    waiting; one the solver does not complete this cycle has its bound pods evicted (rule 6).
+    `released`: gangs released before → the release's sentence, kept among a pending gang's
+    reasons until it is placed again."""
     snapshot = observation.snapshot
     binds_by_group: dict[PodGroupKey, list[Bind]] = {}
     for bind in decision.placement.binds:
@@ -143,20 +161,63 @@ def plan(
     room = _Room(snapshot, observation.terminating, decision.placement.evictions)
     budget = _EventBudget(max_pod_events, reported)
     gangs = [
-        _gang(outcome, observation, binds_by_group.get(outcome.name, []), evictions_by_group.get(outcome.name, []), room, budget)
+        _released(outcome, observation, release[outcome.name])
+        if outcome.name in release and outcome.name not in binds_by_group and outcome.name not in evictions_by_group
+        else _gang(
+            outcome, observation, binds_by_group.get(outcome.name, []), evictions_by_group.get(outcome.name, []), room, budget,
+            released.get(outcome.name, ""),
+        )
         for outcome in _ordered(decision.podgroups, binds_by_group, evictions_by_group)
     ]
     evicting = {eviction.pod for eviction in decision.placement.evictions}
     offline_gangs = [gang for eviction in offline if (gang := _offline_gang(eviction, observation, evicting)) is not None]
     return Plan(
-        gangs=(*offline_gangs, *(gang for gang in gangs if gang is not None)),
+        gangs=(*_repair_gangs(observation), *offline_gangs, *(gang for gang in gangs if gang is not None)),
         events=tuple(_rejected_events(observation, budget)),
     )
 
 
 def offline_plan(observation: Observation, offline: Sequence[OfflineEviction]) -> Plan:
-    """A cycle with nothing to place: the offline evictions alone."""
-    return Plan(gangs=tuple(gang for eviction in offline if (gang := _offline_gang(eviction, observation, set())) is not None))
+    """A cycle with nothing to place: the repairs and the offline evictions alone."""
+    offline_gangs = (gang for eviction in offline if (gang := _offline_gang(eviction, observation, set())) is not None)
+    return Plan(gangs=(*_repair_gangs(observation), *offline_gangs))
+
+
+OVERCOMMITTED = "Overcommitted"
+"""The reason of the Warning Events on an overcommitted node and on each pod evicted to repair it."""
+
+
+def _repair_gangs(observation: Observation) -> list[GangPlan]:
+    """One gang of evictions per overcommitted node (`Observation.repairs`), ahead of every
+    other write: a Warning Event on the node naming the pods evicted, and one on each pod
+    saying why (after its eviction)."""
+    by_node: dict[NodeName, list[RepairEviction]] = {}
+    for repair in observation.repairs:
+        by_node.setdefault(repair.overcommitted, []).append(repair)
+    gangs = []
+    for node, repairs in sorted(by_node.items()):
+        evicts = tuple(
+            Evict(
+                pod=repair.pod,
+                node=repair.node,
+                for_group=repair.group or PodGroupKey(repair.pod),
+                reason="repair",
+                event=_pod_event(observation, repair.pod, type_="Warning", reason=OVERCOMMITTED, message=repair.message, dedupe=False),
+            )
+            for repair in repairs
+        )
+        message = (
+            f"node {node} is overcommitted ({repairs[0].overflow}): evicting {len(repairs)} pod(s) bound last "
+            f"(and the rest of a gang that cuts below its minMember): {', '.join(r.pod for r in repairs)}"
+        )
+        node_event = _node_warning(node, OVERCOMMITTED, message)
+        gangs.append(
+            GangPlan(
+                group=PodGroupKey(f"repair/{node}"), min_member=0, total_pods=len(repairs), placed_before=len(repairs),
+                running=0, evictions=evicts, events=(node_event,), note=f"repairs overcommitted node {node}: evicts {len(repairs)} pod(s)",
+            )
+        )
+    return gangs
 
 
 OFFLINE_EVICTED = "OfflineEvicted"
@@ -183,19 +244,17 @@ def _offline_gang(eviction: OfflineEviction, observation: Observation, evicting:
         )
         for pod in pods
     )
-    node_event = EmitEvent(
-        namespace="",
-        kind="Node",
-        api_version="v1",
-        name=eviction.node,
-        uid="",
-        type="Warning",
-        reason=OFFLINE_EVICTED,
-        message=f"{eviction.message}: {', '.join(pods)}",
-    )
+    node_event = _node_warning(eviction.node, OFFLINE_EVICTED, f"{eviction.message}: {', '.join(pods)}")
     return GangPlan(
         group=group, min_member=0, total_pods=len(pods), placed_before=len(pods), running=len(pods),
         evictions=evicts, events=(node_event,), note=f"evicts {len(pods)} offline pod(s) from {eviction.node}",
+    )
+
+
+def _node_warning(node: NodeName, reason: str, message: str) -> EmitEvent:
+    """A Warning Event on a Node (it lives in `default`, where `kubectl describe node` finds it)."""
+    return EmitEvent(
+        namespace="", kind="Node", api_version="v1", name=node, uid="", type="Warning", reason=reason, message=message
     )
 
 
@@ -215,6 +274,7 @@ def _gang(
     evictions: list[Eviction],
     room: "_Room",
     budget: "_EventBudget",
+    released: str = "",
 ) -> GangPlan | None:
     snapshot = observation.snapshot
     pods = snapshot.pods_by_group.get(outcome.name, ())
@@ -270,9 +330,9 @@ def _gang(
             events=tuple(_unplaced_events(outcome, observation, budget)),
         )
     reasons = list(outcome.reasons)
-    held = observation.held.get(outcome.name)
-    if held and held not in reasons:
-        reasons.append(held)
+    for extra in (observation.held.get(outcome.name), released):
+        if extra and extra not in reasons:
+            reasons.append(extra)
     status = status_text.unschedulable(
         min_member=outcome.min_member, placed=placed_before, total_pods=total, running=running, reasons=reasons
     )
@@ -282,6 +342,36 @@ def _gang(
         status=_set_status(ref, status, outcome.min_member),
         events=tuple(events),
         note=status.message,
+    )
+
+
+GANG_RELEASED = "GangReleased"
+"""The reason of the Warning Events on a partly bound gang released, and on each of its pods."""
+
+
+def _released(outcome: PodGroupOutcome, observation: Observation, held_s: float) -> GangPlan:
+    """A partly bound gang past its time to complete: its bound pods evicted, its status and
+    Events saying so; it is placed again whole once they are gone."""
+    pods = observation.snapshot.pods_by_group.get(outcome.name, ())
+    bound = [pod for pod in pods if pod.phase == "running" and pod.node is not None]
+    total = len(pods) + observation.held_counts.get(outcome.name, 0)
+    running = observation.running.get(outcome.name, 0)
+    ref = observation.pod_groups.get(outcome.name)
+    status = status_text.released(
+        min_member=outcome.min_member, placed=len(bound), total_pods=total, running=running, held_s=held_s
+    )
+    why = status.message.split(": ", 1)[-1]
+    evicts = tuple(
+        Evict(
+            pod=pod.key, node=NodeName(pod.node or ""), for_group=outcome.name, reason="release",
+            event=_pod_event(observation, pod.key, type_="Warning", reason=GANG_RELEASED, message=why, dedupe=False),
+        )
+        for pod in bound
+    )
+    events = () if ref is None else (podgroup_event(ref, type_="Warning", reason=GANG_RELEASED, message=why),)
+    return GangPlan(
+        group=outcome.name, min_member=outcome.min_member, total_pods=total, placed_before=len(bound), running=running,
+        evictions=evicts, status=_set_status(ref, status, outcome.min_member), events=events, ref=ref, note=why,
     )
 
 

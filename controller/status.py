@@ -42,6 +42,7 @@ __all__ = [
     "unschedulable",
     "pipelined",
     "bind_failed",
+    "released",
     "condition_reason",
     "gang_message",
     "status_patch",
@@ -73,6 +74,7 @@ CONDITION_REASONS: dict[str, str] = {
 READY_REASON = "tasks in gang are ready to be scheduled"  # Volcano's Scheduled condition says this
 PIPELINED_REASON = "Pipelined"
 BIND_FAILED_REASON = "BindFailed"
+RELEASED_REASON = "GangReleased"
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,21 @@ def pipelined(*, min_member: int, placed: int, total_pods: int, running: int, wa
         condition_status="False",
         reason=PIPELINED_REASON,
         message=f"placement decided for {total_pods - placed} pod(s); binding waits for {waiting_for}",
+        running=running,
+        placed=placed,
+    )
+
+
+def released(*, min_member: int, placed: int, total_pods: int, running: int, held_s: float) -> GroupStatus:
+    """A partly bound gang that could not be completed in time: its bound pods are evicted, so
+    the GPUs they hold are not held idle, and it is placed again whole."""
+    why = [f"gang: {placed} of min {min_member} bound for {held_s:.0f} s; released to be placed whole"]
+    return GroupStatus(
+        phase=PENDING,
+        condition_type=UNSCHEDULABLE,
+        condition_status="True",
+        reason=RELEASED_REASON,
+        message=gang_message(min_member=min_member, placed=0, total_pods=total_pods, why=why),
         running=running,
         placed=placed,
     )

@@ -46,7 +46,12 @@ The tiers (each an exact integer; "after" means kept running pods plus this cycl
    milli-GPU counts as one core, so a whole GPU outweighs any node's CPUs (GPUs dominate)
    and memory does not count. weight = 1 + the dense rank of the PodGroup's priority among
    all PodGroups of the snapshot (priorities 0, 5, 100 → weights 1, 2, 3), so huge
-   PriorityClass values stay small numbers. Example: a priority-5 PodGroup binds one
+   PriorityClass values stay small numbers. A partly bound gang (`solver.rules.gang.
+   is_partly_bound`: started, short of its minimum) ranks one step above the gangs of its
+   own priority and below the next priority (priorities 0, 0 partly bound, 5 → weights 1,
+   2, 3), so completing it outweighs starting a new gang of its priority on the same room
+   whenever the new one needs fewer than twice the pods — as Volcano's gang plugin orders
+   not-ready jobs first. With no partly bound gang the weights are the plain ranks. Example: a priority-5 PodGroup binds one
    pod of 8 GPUs and 96 cores → 2 · (1 + 96 + 8000) = 16194.
 3. **disruption** — smaller is better. Σ over evicted pods of
    weight(priority) · (1000 + gpu_milli · age_class), where age_class = 1 + ⌊log2(1 +
@@ -136,6 +141,7 @@ from solver.after import After, build_after
 from solver.fragmentation import PackingMeasure, packing_measure
 from solver.memo import memoized
 from solver.rules import node_affinity, pod_affinity, topology_spread
+from solver.rules.gang import is_partly_bound
 from solver.rules.topology import hard_tier_limit
 from solver.shares import deserved_shares, queue_requests
 from solver.usage_tier import usage_tier
@@ -303,8 +309,8 @@ class ObjectiveContext:
 
     @staticmethod
     def _build(snapshot: Snapshot, typical: Sequence[TypicalShape]) -> ObjectiveContext:
-        priorities = sorted({group.priority for group in snapshot.pod_groups})
-        rank = {priority: i for i, priority in enumerate(priorities)}
+        steps = {group.key: (group.priority, is_partly_bound(snapshot, group)) for group in snapshot.pod_groups}
+        rank = {step: i for i, step in enumerate(sorted(set(steps.values())))}
         deserved, requests = deserved_shares(snapshot), queue_requests(snapshot)
         targets: dict[QueueName, dict[str, int]] = {}
         for queue in snapshot.queues:
@@ -335,7 +341,7 @@ class ObjectiveContext:
                         span_domain[node] = name
                         break
         return ObjectiveContext(
-            weights={group.key: 1 + rank[group.priority] for group in snapshot.pod_groups},
+            weights={key: 1 + rank[step] for key, step in steps.items()},
             now=disruption_clock(snapshot),
             targets=targets,
             units=units,

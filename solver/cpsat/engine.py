@@ -91,6 +91,7 @@ from solver.cpsat.variables import Variables, create_variables
 from solver.objective import TIERS, ObjectiveContext, ObjectiveVector, score
 from solver.problem import Problem
 from solver.rules.colocation import oversubscribed
+from solver.rules.gang import is_partly_bound
 
 __all__ = [
     "CpsatConfig", "CpsatResult", "StageReport", "ModelInvalid", "solve_cpsat", "PRESOLVE_SECONDS_PER_VARIABLE",
@@ -169,6 +170,7 @@ def solve_cpsat(
     model = cp_model.CpModel()
     variables = create_variables(model, data)
     allocation = add_constraints(model, data, variables)
+    _keep_partly_bound_completed(model, data, variables, hint)
     tiers = build_tiers(model, data, variables, allocation)
     order = [TIERS.index(name) for name in config.objective_order]
     stages = plan_stages(tiers, order) if config.merge_tiers else _one_per_tier(tiers, order)
@@ -251,6 +253,17 @@ def _unknown(data: ModelData, reports: Sequence[StageReport], stats: dict[str, f
     return CpsatResult(
         None, "UNKNOWN", None, None, None, tuple(reports), tuple(data.restricted), stats, wall_clock_cut=clock.cut
     )
+
+
+def _keep_partly_bound_completed(model: cp_model.CpModel, data: ModelData, variables: Variables, hint: Placement) -> None:
+    """A partly bound gang (`solver.rules.gang.is_partly_bound`) the greedy hint completes stays
+    completed: greedy serves such gangs before their priority peers, and the hint proves the
+    completion fits. Without this the fairness tier, first, would trade it for a new gang of
+    the same queue that allocates more of the room — and leave the half gang holding GPUs idle."""
+    completed = {data.snapshot.pod_by_key[bind.pod].pod_group for bind in hint.binds if bind.pod in data.snapshot.pod_by_key}
+    for unit, unit_vars in zip(data.units, variables.units):
+        if unit.group.key in completed and is_partly_bound(data.snapshot, unit.group):
+            model.add(unit_vars.admitted == 1)
 
 
 def _kept(

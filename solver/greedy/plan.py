@@ -21,7 +21,7 @@ from models.snapshot import PodGroup, Snapshot
 from solver import reasons
 from solver.outcome import dependency_reasons, gate_reasons
 from solver.problem import GroupFacts, Problem
-from solver.rules.gang import GangRequirement, pod_shortages
+from solver.rules.gang import GangRequirement, is_partly_bound, pod_shortages
 from solver.rules.topology import hard_tier_limit
 
 __all__ = ["GreedyFailure", "PlanTask", "GroupPlan", "build_plan", "dominant_shares", "dominant_share_of_row"]
@@ -70,9 +70,13 @@ class GroupPlan:
     domain: np.ndarray | None = None  # the domain its minimum went into (hard topology)
     exhausted: set[int] = field(default_factory=set)  # task rows whose extras fit nowhere
 
+    partly_bound: bool = False  # `solver.rules.gang.is_partly_bound`: served before its priority peers
+
     @property
-    def order(self) -> tuple[int, float, str]:
-        return (-self.group.priority, self.group.creation_time, self.group.key)
+    def order(self) -> tuple[int, bool, float, str]:
+        """Priority first, then a partly bound gang before a new one (Volcano's priority,
+        then gang, JobOrderFn), then first come."""
+        return (-self.group.priority, not self.partly_bound, self.group.creation_time, self.group.key)
 
     @property
     def fill_order(self) -> list[PlanTask]:
@@ -131,6 +135,7 @@ def build_plan(snapshot: Snapshot, problem: Problem, *, index: int) -> GroupPlan
         static_reasons=dependency_reasons(snapshot, group),
         running_pods=list(facts.running_pods),
         task_rows={t.name: problem.task_row[(group.key, t.name)] for t in group.tasks},
+        partly_bound=is_partly_bound(snapshot, group),
     )
     blocked = _static_blockers(snapshot, plan, facts)
     if blocked:

@@ -46,7 +46,13 @@ numpy state — stay in the engines, fed by these):
   - `minimum_pods`: which pods make its minimum — each task its minimum less its running
     pods (`task_shortfalls`), then the rest of min_member (`members_missing`) from pending
     pods in an order the caller gives;
-  - `victim_may_keep` / `least_kept`: what a victim gang may be left with.
+  - `victim_may_keep` / `least_kept`: what a victim gang may be left with;
+  - `is_partly_bound`: a gang started but short of its minimum (some pods running, too few
+    to meet it) — one a crash or a failed bind left half bound. Volcano's gang plugin orders
+    such not-ready jobs ahead of ready ones among jobs of equal priority (its JobOrderFn,
+    after the priority plugin's in the default tiers), so they complete before a new gang
+    takes the room; here greedy serves them first and the objective weighs their pods one
+    priority step up (`solver.objective`, throughput).
 
 `check` judges two things, counting kept running + bound pods after the placement:
   - a PodGroup with at least one bind meets `gang_requirement` (min_member and, when they
@@ -65,6 +71,7 @@ from models.snapshot import PodGroup, Snapshot
 from solver.after import After
 from solver.memo import memoized
 from solver.rules.dependency import waiting_tasks
+from solver.rules.gated import is_gated
 from solver.violation import Violation
 
 NAME = "gang"
@@ -192,6 +199,25 @@ def is_met(requirement: GangRequirement, placed_per_task: Mapping[str, int]) -> 
     "worker": 3} → True; {"worker": 4} → False (no ps); with min_member 3 < 1 + 3 (task
     minimums do not apply) {"worker": 3} → True."""
     return sum(placed_per_task.values()) >= requirement.min_member and not unmet_tasks(requirement, placed_per_task)
+
+
+def is_partly_bound(snapshot: Snapshot, group: PodGroup) -> bool:
+    """Has `group` running pods, but too few to meet its requirement with them alone (and
+    pending pods, not gated, to complete it with)? Example: min_member 4, 1 running, 3
+    pending → True; 4 running → False; none running → False (a new gang); 1 running and 3
+    pending behind a scheduling gate → False (it waits for the gates, not for room)."""
+    return memoized(snapshot, ("partly_bound", group.key), lambda: _partly_bound(snapshot, group))
+
+
+def _partly_bound(snapshot: Snapshot, group: PodGroup) -> bool:
+    pods = snapshot.pods_by_group.get(group.key, ())
+    running: dict[str, int] = {}
+    for pod in pods:
+        if pod.phase == "running" and pod.task is not None:
+            running[pod.task] = running.get(pod.task, 0) + 1
+    if not running or not any(pod.phase == "pending" and not is_gated(pod) for pod in pods):
+        return False  # not started, or nothing to complete it with until gates are lifted
+    return not is_met(gang_requirement(snapshot, group), running)
 
 
 def task_shortfalls(requirement: GangRequirement, running_per_task: Mapping[str, int]) -> dict[str, int]:
