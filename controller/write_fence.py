@@ -75,24 +75,24 @@ def _sent(method: str, url: str) -> None:
                   extra={"method": method, "url": url})
 
 
-class _FencedHTTPConnection(HTTPConnection):
+class _Fenced:
+    """The checks, before each block a connection writes and after a request went out."""
+
     def send(self, data: Any) -> None:
         _may_send()
-        super().send(data)
+        super().send(data)  # type: ignore[misc]
 
-    def request(self, method: str, url: str, body: Any = None, headers: Any = None, **options: Any) -> None:  # type: ignore[override]
-        super().request(method, url, body, headers, **options)
+    def request(self, method: str, url: str, body: Any = None, headers: Any = None, **options: Any) -> None:
+        super().request(method, url, body, headers, **options)  # type: ignore[misc]
         _sent(method, url)
 
 
-class _FencedHTTPSConnection(HTTPSConnection):
-    def send(self, data: Any) -> None:
-        _may_send()
-        super().send(data)
+class _FencedHTTPConnection(_Fenced, HTTPConnection):
+    pass
 
-    def request(self, method: str, url: str, body: Any = None, headers: Any = None, **options: Any) -> None:  # type: ignore[override]
-        super().request(method, url, body, headers, **options)
-        _sent(method, url)
+
+class _FencedHTTPSConnection(_Fenced, HTTPSConnection):
+    pass
 
 
 class _FencedHTTPConnectionPool(HTTPConnectionPool):

@@ -14,6 +14,14 @@ from typing import Any
 from kubernetes import client as k8s
 
 
+def lease_holder(coordination: k8s.CoordinationV1Api, lease: str, namespace: str) -> str | None:
+    """The Lease's `holderIdentity` ("" once released), None while it does not exist."""
+    try:
+        return coordination.read_namespaced_lease(lease, namespace).spec.holder_identity
+    except k8s.ApiException:
+        return None
+
+
 def wait_until(predicate: Callable[[], Any], *, timeout_s: float = 20.0, interval_s: float = 0.1, what: str = "") -> Any:
     deadline = time.monotonic() + timeout_s
     while True:

@@ -15,7 +15,7 @@ from kubernetes import client as k8s
 
 from controller.kinds import NODES, PODS, VOLCANO_PODGROUPS
 from controller.kube import KubeClient
-from tests.controller._cluster_queries import bound, wait_until
+from tests.controller._cluster_queries import bound, lease_holder, wait_until
 from tests.controller._controller_builders import for_api, node, pod, pod_group
 
 LEASE_DURATION_S = 4.0
@@ -34,13 +34,6 @@ def _controller(kubeconfig: Path, identity: str, lease: str, log: Path) -> subpr
         return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environment)
 
 
-def _holder(coordination: k8s.CoordinationV1Api, lease: str) -> str | None:
-    try:
-        return coordination.read_namespaced_lease(lease, POD_NAMESPACE).spec.holder_identity
-    except k8s.ApiException:
-        return None
-
-
 def _gang(admin: KubeClient, namespace: str, name: str) -> None:
     admin.create(VOLCANO_PODGROUPS, namespace, for_api(pod_group(name, namespace=namespace, min_member=2)))
     for i in range(2):
@@ -56,12 +49,12 @@ def test_the_standby_binds_within_the_lease_duration_after_the_leader_dies(
     first = _controller(controller_kubeconfig, "replica-a", lease, tmp_path / "a.log")
     second: subprocess.Popen[bytes] | None = None
     try:
-        wait_until(lambda: _holder(coordination, lease) == "replica-a", timeout_s=30, what="replica-a to lead")
+        wait_until(lambda: lease_holder(coordination, lease, POD_NAMESPACE) == "replica-a", timeout_s=30, what="replica-a to lead")
         second = _controller(controller_kubeconfig, "replica-b", lease, tmp_path / "b.log")
         _gang(admin, namespace, "before")
         wait_until(lambda: len(bound(core, namespace)) == 2, timeout_s=30, what="the leader to bind")
         time.sleep(3.0)  # replica-b is up and synced by now (it imports and lists in ~2 s)
-        assert _holder(coordination, lease) == "replica-a"
+        assert lease_holder(coordination, lease, POD_NAMESPACE) == "replica-a"
         before = bound(core, namespace)
 
         first.kill()
@@ -71,12 +64,12 @@ def test_the_standby_binds_within_the_lease_duration_after_the_leader_dies(
         wait_until(lambda: len(bound(core, namespace)) == 4, timeout_s=30, what="the standby to bind")
         took_s = time.monotonic() - killed_at
         assert took_s < LEASE_DURATION_S + 2.0, f"the standby took {took_s:.1f} s"
-        assert _holder(coordination, lease) == "replica-b"
+        assert lease_holder(coordination, lease, POD_NAMESPACE) == "replica-b"
         assert {p: n for p, n in bound(core, namespace).items() if p.startswith("before-")} == before
 
         second.terminate()
         assert second.wait(20) == 0
-        assert _holder(coordination, lease) == "", "a clean stop releases the Lease"
+        assert lease_holder(coordination, lease, POD_NAMESPACE) == "", "a clean stop releases the Lease"
     finally:
         for process in (first, second):
             if process is not None and process.poll() is None:

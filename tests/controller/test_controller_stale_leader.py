@@ -36,7 +36,7 @@ from controller.kube import KubeClient
 from controller.leader import LeaderElector, LeaseConfig
 from controller.testing.control_plane import free_port
 from controller.write_fence import WriteNotSent
-from tests.controller._cluster_queries import bound, http_get, stop_controllers, wait_until
+from tests.controller._cluster_queries import bound, http_get, lease_holder, stop_controllers, wait_until
 from tests.controller._controller_builders import for_api, node, pod, pod_group
 from tests.controller.test_controller_pure import _FakeClock, _MemoryLeases
 
@@ -61,13 +61,6 @@ def _controller(kubeconfig: Path, identity: str, lease: str, port: int, log: Pat
     environment = {**os.environ, "POD_NAMESPACE": POD_NAMESPACE}
     with log.open("wb") as out:
         return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environment)
-
-
-def _holder(coordination: k8s.CoordinationV1Api, lease: str) -> str | None:
-    try:
-        return coordination.read_namespaced_lease(lease, POD_NAMESPACE).spec.holder_identity
-    except k8s.ApiException:
-        return None
 
 
 def _bound_pods(core: k8s.CoreV1Api, namespace: str) -> dict[str, tuple[str, str]]:
@@ -177,7 +170,7 @@ def test_a_leader_paused_mid_binding_and_resumed_after_a_takeover_sends_nothing_
     first = _controller(controller_kubeconfig, "replica-a", lease, ports["a"], logs["a"])
     second: subprocess.Popen[bytes] | None = None
     try:
-        wait_until(lambda: _holder(coordination, lease) == "replica-a", timeout_s=30, what="replica-a to lead")
+        wait_until(lambda: lease_holder(coordination, lease, POD_NAMESPACE) == "replica-a", timeout_s=30, what="replica-a to lead")
         second = _controller(controller_kubeconfig, "replica-b", lease, ports["b"], logs["b"])
         wait_until(lambda: http_get(f"http://127.0.0.1:{ports['b']}/readyz")[0] == 200, timeout_s=30, what="replica-b synced")
         stopper = _stop_at_first_bind(core, namespace, first)
@@ -188,7 +181,7 @@ def test_a_leader_paused_mid_binding_and_resumed_after_a_takeover_sends_nothing_
         bound_at_stop = _bound_pods(core, namespace)
         _turn_the_standby_elsewhere(admin, namespace, queue, bound_at_stop)
 
-        wait_until(lambda: _holder(coordination, lease) == "replica-b", timeout_s=30, what="replica-b to take the Lease")
+        wait_until(lambda: lease_holder(coordination, lease, POD_NAMESPACE) == "replica-b", timeout_s=30, what="replica-b to take the Lease")
         full = NODE_COUNT * GPUS_PER_NODE
         wait_until(lambda: len(_bound_pods(core, namespace)) >= full, timeout_s=30, what="replica-b to fill the cluster")
         before_resume, _ = _settled(core, namespace, quiet_s=1.0, timeout_s=30)
@@ -210,7 +203,7 @@ def test_a_leader_paused_mid_binding_and_resumed_after_a_takeover_sends_nothing_
         assert all(line["level"] == "warning" and line["writes_dropped"] >= 0 for line in drops)
         sys.stderr.write(f"paused with {len(bound_at_stop)} bound, {sum(line['writes_dropped'] for line in drops)} writes dropped; "
                          f"settled {settle_s:.1f} s after the pause\n")
-        assert _holder(coordination, lease) == "replica-b"
+        assert lease_holder(coordination, lease, POD_NAMESPACE) == "replica-b"
     finally:
         if first.poll() is None:
             first.send_signal(signal.SIGCONT)
