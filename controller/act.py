@@ -11,7 +11,8 @@ write — and the connection asks again as each bind or eviction try goes out
 1. evictions through the Eviction API. A PodDisruptionBudget refusal (429) is final for
    this cycle: the gang's status says which victim was refused, and nothing of it binds.
 2. binds: first every target node is read from the API server (one GET per distinct node,
-   just before the gang's binds, not from the cache, which lags): a node gone, being
+   just before the gang's binds, from the server's watch cache — milliseconds behind etcd,
+   where our informer may be a relist behind — not from our cache): a node gone, being
    deleted or cordoned since the snapshot fails the gang before anything of it is bound,
    and the next cycle places it from a snapshot without that node. Then all binds go out
    together (a thread pool), one write per pod: the Binding carries the GPU devices the
@@ -79,7 +80,7 @@ class ActApi(Protocol):
 
     def evict(self, namespace: str, name: str, *, lease: WriteLease | None = None) -> None: ...
 
-    def get(self, kind: ResourceKind, namespace: str | None, name: str) -> JsonObject: ...
+    def get(self, kind: ResourceKind, namespace: str | None, name: str, *, from_watch_cache: bool = False) -> JsonObject: ...
 
     def patch(
         self, kind: ResourceKind, namespace: str | None, name: str, body: JsonObject, *, subresource: str | None = None
@@ -303,7 +304,7 @@ class Actuator:
         refusing = []
         for name in nodes:
             try:
-                node = self._call("get", lambda: self._api.get(NODES, None, name))
+                node = self._call("get", lambda: self._api.get(NODES, None, name, from_watch_cache=True))
             except NotFound:
                 refusing.append((name, "is gone"))
                 self._metrics.bind_failures.labels(reason="node_gone").inc()

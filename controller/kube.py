@@ -169,8 +169,11 @@ class KubeClient:
 
     # ---- reading ----
 
-    def get(self, kind: ResourceKind, namespace: str | None, name: str) -> JsonObject:
-        return self._json("GET", kind.object_path(namespace, name), verb="get", what=f"{kind} {_ref(namespace, name)}")
+    def get(self, kind: ResourceKind, namespace: str | None, name: str, *, from_watch_cache: bool = False) -> JsonObject:
+        """The object; `from_watch_cache`: as the API server's watch cache has it
+        (`resourceVersion=0`: no etcd read, at most the watch's few milliseconds behind)."""
+        query = [("resourceVersion", "0")] if from_watch_cache else []
+        return self._json("GET", kind.object_path(namespace, name), query=query, verb="get", what=f"{kind} {_ref(namespace, name)}")
 
     def list(
         self,

@@ -128,7 +128,9 @@ def test_an_informer_is_behind_from_a_watch_error_until_it_has_listed_again() ->
     thread.start()
     try:
         assert source.failed.wait(5)
-        assert not informer.current and "connection refused" in informer.behind
+        # the watch has raised; the informer thread records it a moment later
+        wait_until(lambda: "connection refused" in informer.behind, timeout_s=5, interval_s=0.01, what="the watch error recorded")
+        assert not informer.current
         lists = source.lists
         source.healed.set()
         wait_until(lambda: informer.current, timeout_s=5, interval_s=0.01, what="the informer current again")
