@@ -166,12 +166,13 @@ def observe(
     pods = [pod for pod in pods if _key(pod) not in held_pods]
     snapshot, warnings, rejected = _load(_documents(view, pods), scheduler_names)
     repairs, victims = _repairs(snapshot, rejected, pods, scheduler_names, assumed)
-    if repairs:  # rule 5: built again without the victims, counted as terminating instead
-        evicted = {repair.pod for repair in repairs}
+    evicted = {repair.pod for repair in repairs}
+    victims_raw = [pod for pod in pods if _key(pod) in evicted] if evicted else []
+    if evicted:  # rule 5: built again without the victims, counted as terminating instead
         pods = [pod for pod in pods if _key(pod) not in evicted]
         snapshot, warnings, rejected = _load(_documents(view, pods), scheduler_names)
     snapshot = _with_dependencies(snapshot, pods, view.vcjobs)
-    pod_refs = {ref.key: ref for ref in (_pod_ref(pod) for pod in (*pods, *terminating_raw, *_victims_raw(view.pods, repairs)))}
+    pod_refs = {ref.key: ref for ref in (_pod_ref(pod) for pod in (*pods, *terminating_raw, *victims_raw))}
     group_of = {pod.key: pod.pod_group for pod in snapshot.pods if pod.pod_group is not None}
     running: dict[PodGroupKey, int] = {}
     for key, group in group_of.items():
@@ -379,11 +380,6 @@ def _bound_at_s(pod: JsonObject, assumed: AssumedState) -> float:
         return raw.child("metadata").timestamp("creationTimestamp") or 0.0
     except SnapshotError:
         return 0.0
-
-
-def _victims_raw(pods: Sequence[JsonObject], repairs: Sequence[RepairEviction]) -> list[JsonObject]:
-    evicted = {repair.pod for repair in repairs}
-    return [pod for pod in pods if _key(pod) in evicted] if evicted else []
 
 
 # ---- vcjob dependencies ----
