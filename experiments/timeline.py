@@ -40,6 +40,7 @@ import numpy as np
 
 from experiments.cluster_state import Assignment, ClusterState, PodRequest, requests_of
 from experiments.timeline_batchplace import BatchplaceCycle
+from experiments.timeline_delay import DelayLedger, delay_rows
 from experiments.timeline_llm import (
     QUEUE_WEIGHTS,
     Job,
@@ -105,6 +106,7 @@ class TimelineResult:
     never_by_gpus: dict[int, int] = field(default_factory=dict)  # training job GPUs → jobs never started
     training_waits_s: np.ndarray = field(default_factory=lambda: np.zeros(0))  # every training job's wait, a
     # never-started one's counted to the horizon (a lower bound): the tail that started jobs' delays leave out
+    delay_rows: tuple[dict[str, float | int | str | None], ...] = ()  # llm: per job, where its wait went (timeline_delay)
 
 
 # ---- llm ----
@@ -145,6 +147,7 @@ def run_llm_timeline(config: TimelineConfig, *, jobs: list[Job] | None = None) -
     evicted_gpu_milli = admitted_gpu_milli = 0.0
     dirty = True
     now = 0.0
+    ledger = DelayLedger()
     while now <= horizon:
         # (1) departures
         while ends and ends[0][0] <= now:
@@ -162,7 +165,9 @@ def run_llm_timeline(config: TimelineConfig, *, jobs: list[Job] | None = None) -
             dirty = True
         # (3)+(4) decide and apply
         if dirty and pending:
+            ledger.decided(World(state, leaf, spine, now, pending, running))
             outcome = policy.cycle(World(state, leaf, spine, now, pending, running))  # type: ignore[attr-defined]
+            ledger.evicted(now, outcome)
             solve.append(outcome.solve_seconds)
             reserved_now = 100.0 * outcome.reserved_gpu_milli / capacity
             for job in outcome.evicted:
@@ -174,13 +179,15 @@ def run_llm_timeline(config: TimelineConfig, *, jobs: list[Job] | None = None) -
                 pending.append(job)
             for job, replica, assignment in outcome.binds:
                 job.assignments[replica] = assignment
-            for job in [j for j in pending if len(j.assignments) == j.pods]:
+            started_now = [j for j in pending if len(j.assignments) == j.pods]
+            for job in started_now:
                 job.start_s, job.end_s = now, now + job.duration_s
                 pending.remove(job)
                 running.append(job)
                 admitted_gpu_milli += job.gpus_milli
                 heapq.heappush(ends, (job.end_s, job.ident, job))
             pending.sort(key=lambda j: (j.arrival_s, j.ident))
+            ledger.started(started_now, pending)
             dirty = False
         # metrics for this cycle
         times.append(now / 3600.0)
@@ -189,9 +196,11 @@ def run_llm_timeline(config: TimelineConfig, *, jobs: list[Job] | None = None) -
         fairness.append(_fairness_error(running, pending, capacity))
         reserved.append(reserved_now)
         now += config.cycle_s
+    ledger.close(pending, horizon)
     result = _llm_result(config, jobs, times, util, held, fairness, solve, evicted_gpu_milli, admitted_gpu_milli,
                          leaf, time.perf_counter() - started)  # fmt: skip
-    return replace(result, reserved_pct=np.array(reserved), training_waits_s=_training_waits(jobs, horizon), **_by_size(jobs))
+    return replace(result, reserved_pct=np.array(reserved), training_waits_s=_training_waits(jobs, horizon),
+                   delay_rows=delay_rows(jobs, ledger, horizon), **_by_size(jobs))  # fmt: skip
 
 
 def _by_size(jobs: list[Job]) -> dict[str, dict]:

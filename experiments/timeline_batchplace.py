@@ -46,9 +46,11 @@ class BatchplaceCycle:
         state = world.state
         jobs = {f"{NAMESPACE}/j{job.ident}": job for job in (*world.running, *world.pending)}
         evicted: dict[int, Job] = {}
+        evicted_for: dict[int, int] = {}
         for eviction in decision.placement.evictions:
             job = jobs[eviction.pod.rsplit("-", 1)[0]]
             evicted[job.ident] = job
+            evicted_for[job.ident] = jobs[eviction.for_].ident
         for job in evicted.values():
             for replica, assignment in job.assignments.items():
                 state.release(job.request(replica), assignment)
@@ -62,7 +64,7 @@ class BatchplaceCycle:
         held = {node for reservation in reservations(snapshot) for node in reservation.nodes}
         reserved = sum(int(state.gpu_count[row_of[node]]) * WHOLE for node in held)
         return CycleOutcome(binds=tuple(binds), evicted=tuple(evicted.values()), solve_seconds=decision.solve_seconds,
-                            reserved_gpu_milli=reserved)  # fmt: skip
+                            reserved_gpu_milli=reserved, evicted_for=tuple(evicted_for.items()))  # fmt: skip
 
     def snapshot(self, world: World) -> Snapshot:
         state = world.state

@@ -125,12 +125,13 @@ class World:
 
 @dataclass(frozen=True)
 class CycleOutcome:
-    """Pods bound (job, replica, assignment) and jobs evicted this cycle."""
+    """Pods bound (job, replica, assignment) and jobs evicted this cycle (and for whom)."""
 
     binds: tuple[tuple[Job, int, Assignment], ...] = ()
     evicted: tuple[Job, ...] = ()
     solve_seconds: float = 0.0
     reserved_gpu_milli: int = 0  # GPUs held this cycle for jobs past their waiting time
+    evicted_for: tuple[tuple[int, int], ...] = ()  # (victim, preemptor) idents, when the policy names them
 
 
 LIMIT_CLASS_S = 900.0
