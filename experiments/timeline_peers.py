@@ -135,10 +135,12 @@ class KueueLike:
       ClusterQueue's lower-priority workloads and every workload of a ClusterQueue that
       borrows; repeatedly the ClusterQueue with the highest share gives its first candidate
       (lowest priority, most recently admitted) that the strategy allows — its own always,
-      another's while it still borrows and if the preemptor's share with the workload is
-      ≤ the target's share without the candidate (then, second strategy: < the target's
-      share now) — until the workload fits; the targets are then minimised in reverse order.
-      A ClusterQueue below nominal after admitting has share 0, so it reclaims from any
+      another's if the preemptor's share with the workload is ≤ the target's share without
+      the candidate (then, second strategy: < the target's share now) — until the workload
+      fits; the targets are then minimised in reverse order. With one resource the
+      strategies already spare a queue that does not borrow (its share is 0, and a
+      preemptor of share 0 fits without preempting), so no separate check is made. A
+      ClusterQueue within nominal after admitting has share 0, so it reclaims from any
       borrower; evicted workloads go back to pending with their creation time;
     - placement: Kueue does not place pods; kube-scheduler does once a workload is admitted.
       Admitted workloads' pods are placed all or none (waitForPodsReady, all-or-nothing) by
@@ -239,8 +241,6 @@ class KueueLike:
                 if target == own:
                     take(pool.pop(0))
                 else:
-                    if usage[target] <= cohort.nominal[target] + 1e-6:
-                        continue  # only a borrowing queue gives workloads up
                     mine = cohort.share(own, usage[own] + job.gpus_milli)  # the preemptor's queue with it
                     initial = cohort.share(target, usage[target])
                     victim = next((v for v in pool if (mine < initial if strict else
@@ -358,13 +358,16 @@ class EasyBackfill:
         """The earliest time the job fits as running jobs end by their time limits, and the
         nodes it would take then (best-fit domain at the lowest level, fullest nodes first)."""
         cpu, memory, gpu = state.cpu_free.copy(), state.memory_free.copy(), state.gpu_left.copy()
-        for end_s, holder, pods in sorted(holders, key=lambda h: (h[0], h[1].ident)):
+        ending = sorted(holders, key=lambda h: (h[0], h[1].ident))
+        for k, (end_s, holder, pods) in enumerate(ending):
             for replica, assignment in pods:
                 pod = holder.request(replica)
                 cpu[assignment.node] += pod.cpu_milli
                 memory[assignment.node] += pod.memory_mib
                 for device in assignment.devices:
                     gpu[assignment.node, device] += WHOLE if pod.whole_devices else pod.gpu_milli
+            if k + 1 < len(ending) and ending[k + 1][0] == end_s:
+                continue  # all that end at the same time first
             fit = _replicas(cpu, memory, gpu, job)
             for masks in self._levels_for(job):
                 room = masks @ fit
