@@ -51,7 +51,9 @@ def make_peer_policy(name: str) -> VolcanoWithSla | KueueLike | EasyBackfill:
     raise ValueError(f"unknown peer policy {name!r}; choose one of {', '.join(PEER_POLICIES)}")
 
 
-def _place_gang(state: ClusterState, job: Job, allowed: np.ndarray | None, score: NodeScore) -> list[tuple[int, Assignment]] | None:
+def _place_gang(
+    state: ClusterState, job: Job, allowed: np.ndarray | None, score: NodeScore
+) -> list[tuple[int, Assignment]] | None:
     """All of the job's pods, each on the best node by `score` inside `allowed`, or none
     (what was bound is released again)."""
     placed = _bind_in_order(state, job, allowed, score)
@@ -102,11 +104,11 @@ class _Cohort:
     usage: dict[str, float]
     admitted: dict[str, list[Job]] = field(default_factory=dict)
 
-    def fits(self, gpus_milli: float, freed: float = 0.0) -> bool:
-        """Whether `gpus_milli` more fit the cohort's quota once `freed` is given back: with
-        no borrowingLimit a ClusterQueue may borrow all its cohort leaves unused, so the
-        bound is the cohort's nominal total (the cluster's GPUs)."""
-        return sum(self.usage.values()) - freed + gpus_milli <= self.capacity + 1e-6
+    def fits(self, gpus_milli: float, usage: dict[str, float] | None = None) -> bool:
+        """Whether `gpus_milli` more fit the cohort's quota at `usage` (now unless given):
+        with no borrowingLimit a ClusterQueue may borrow all its cohort leaves unused, so
+        the bound is the cohort's nominal total (the cluster's GPUs)."""
+        return sum((self.usage if usage is None else usage).values()) + gpus_milli <= self.capacity + 1e-6
 
     def share(self, queue: str, usage: float) -> float:
         """Kueue's fair-sharing share value of `queue` at `usage`: what it borrows above its
@@ -176,8 +178,9 @@ class KueueLike:
         binds: list[tuple[Job, int, Assignment]] = []
         evicted: list[Job] = []
         while any(queues.values()):
-            queue = min((q for q in queues if queues[q]), key=lambda q: (
-                cohort.share(q, cohort.usage[q] + queues[q][0].gpus_milli), -queues[q][0].priority, queues[q][0].arrival_s, q))  # fmt: skip
+            heads = {q: waiting[0] for q, waiting in queues.items() if waiting}
+            queue = min(heads, key=lambda q: (cohort.share(q, cohort.usage[q] + heads[q].gpus_milli),
+                                              -heads[q].priority, heads[q].arrival_s, q))  # fmt: skip
             job = queues[queue].pop(0)
             placed, victims = self._admit(state, cohort, job, preemptible)
             if placed is None:
@@ -225,9 +228,6 @@ class KueueLike:
         }  # fmt: skip
         targets: list[Job] = []
 
-        def fits() -> bool:
-            return sum(usage.values()) + job.gpus_milli <= cohort.capacity + 1e-6
-
         def take(victim: Job) -> None:
             targets.append(victim)
             usage[victim.queue] -= victim.gpus_milli
@@ -235,7 +235,7 @@ class KueueLike:
         for strict in (False, True):  # LessThanOrEqualToFinalShare, then LessThanInitialShare
             live = {q: [j for j in c if j not in targets] for q, c in candidates.items()}
             live = {q: c for q, c in live.items() if c}
-            while not fits() and live:
+            while not cohort.fits(job.gpus_milli, usage) and live:
                 target = max(live, key=lambda q: (cohort.share(q, usage[q]), q))
                 pool = live.pop(target)
                 if target == own:
@@ -243,18 +243,19 @@ class KueueLike:
                 else:
                     mine = cohort.share(own, usage[own] + job.gpus_milli)  # the preemptor's queue with it
                     initial = cohort.share(target, usage[target])
-                    victim = next((v for v in pool if (mine < initial if strict else
-                                                       mine <= cohort.share(target, usage[target] - v.gpus_milli))), None)  # fmt: skip
+                    victim = next((v for v in pool if (mine < initial if strict else  # LessThanInitialShare
+                                                       mine <= cohort.share(target, usage[target] - v.gpus_milli))),
+                                  None)  # fmt: skip
                     if victim is None:
                         continue  # no workload of this queue may go under this strategy
                     take(victim)
                     pool.remove(victim)
                 if pool:
                     live[target] = pool
-        if not fits():
+        if not cohort.fits(job.gpus_milli, usage):
             return []
         for victim in reversed(list(targets)):  # keep only what is needed
-            if sum(usage.values()) + victim.gpus_milli + job.gpus_milli <= cohort.capacity + 1e-6:
+            if cohort.fits(victim.gpus_milli + job.gpus_milli, usage):
                 targets.remove(victim)
                 usage[victim.queue] += victim.gpus_milli
         return targets

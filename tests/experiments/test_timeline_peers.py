@@ -6,21 +6,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from experiments.timeline import TimelineConfig, run_llm_timeline
+from experiments.timeline import TimelineConfig, TimelineResult, run_llm_timeline
 from experiments.timeline_llm import Job, llm_workload
 
 
 def _pod(ident: int, arrival_s: float, duration_s: float, gpus: int, *, queue: str = "training", pods: int = 1,
-         priority: int = 0, topology: str = "none", tier: int = 0) -> Job:  # fmt: skip
+         topology: str = "none", tier: int = 0) -> Job:  # fmt: skip
     """`pods` pods of `gpus` whole GPUs each (8 fill a node)."""
-    return Job(ident, queue, arrival_s, duration_s, pods, 8_000, 10_000, gpus, 1000, priority=priority, topology=topology, tier=tier)
+    return Job(ident, queue, arrival_s, duration_s, pods, 8_000, 10_000, gpus, 1000, topology=topology, tier=tier)
 
 
 def _gang(ident: int, arrival_s: float, duration_s: float, gpus: int, **kwargs) -> Job:  # noqa: ANN003
     return _pod(ident, arrival_s, duration_s, 8, pods=gpus // 8, **kwargs)
 
 
-def _run(policy: str, jobs: list[Job], *, nodes: int, hours: float = 2.0, sla_waiting_s: float | None = None):  # noqa: ANN202
+def _run(policy: str, jobs: list[Job], *, nodes: int, hours: float = 2.0, sla_waiting_s: float | None = None) -> TimelineResult:
     return run_llm_timeline(TimelineConfig(scenario="llm", policy=policy, hours=hours, cycle_s=60.0, nodes=nodes,
                                            sla_waiting_s=sla_waiting_s), jobs=jobs)  # fmt: skip
 
