@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from experiments.timeline import TimelineConfig, TimelineResult, run_llm_timeline
 from experiments.timeline_llm import Job, llm_workload
@@ -168,6 +170,51 @@ def test_easy_reserves_a_whole_leaf_for_a_hard_gang_and_backfills_a_soft_one_acr
 # ---- every peer ----
 
 
+def _assert_whole_and_within_nodes(jobs: list[Job], result: TimelineResult, *, nodes: int) -> None:
+    """Every started job holds all its pods, none waits holding some, and at each start the
+    jobs then running fit every node's 8 GPUs and 192 cores (their last runs: an evicted
+    job's earlier run is gone from it)."""
+    started = [j for j in jobs if j.start_s is not None]
+    assert all(len(j.assignments) == j.pods for j in started)
+    assert result.idle_held_pct.max(initial=0.0) == 0.0
+    for moment in np.unique([j.start_s for j in started]):
+        gpus, cpus = np.zeros(nodes), np.zeros(nodes)
+        for job in started:
+            if job.start_s <= moment < job.end_s:
+                for a in job.assignments.values():
+                    gpus[a.node] += job.num_gpu * job.gpu_milli
+                    cpus[a.node] += job.cpu_milli
+        assert gpus.max() <= 8000 and cpus.max() <= 192_000
+
+
+_shapes = st.sampled_from([("gang", 16), ("gang", 32), ("pod", 1), ("pod", 4), ("pod", 8), ("share", 250), ("share", 500)])
+
+
+@st.composite
+def _job_lists(draw: st.DrawFn) -> list[Job]:
+    jobs = []
+    for ident in range(draw(st.integers(1, 10))):
+        kind, size = draw(_shapes)
+        arrival, duration = 60.0 * draw(st.integers(0, 30)), 60.0 * draw(st.integers(1, 90))
+        queue = draw(st.sampled_from(["training", "finetune"]))
+        if kind == "gang":
+            jobs.append(_gang(ident, arrival, duration, size, queue=queue, topology=draw(st.sampled_from(["none", "hard", "soft"])), tier=1))
+        elif kind == "pod":
+            jobs.append(_pod(ident, arrival, duration, size, queue=queue))
+        else:
+            jobs.append(Job(ident, "inference", arrival, duration, 1, 4_000, 32_000, 1, size, priority=1))
+    return sorted(jobs, key=lambda j: (j.arrival_s, j.ident))
+
+
+@pytest.mark.parametrize("policy", ["volcano-sla", "kueue", "kueue-strict", "easy"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(jobs=_job_lists())
+def test_peers_keep_gangs_whole_and_nodes_within_capacity_on_any_small_stream(policy, jobs):
+    result = _run(policy, jobs, nodes=4, hours=2.0)
+    _assert_whole_and_within_nodes(jobs, result, nodes=4)
+    assert result.utilization_pct.max() <= 100.0
+
+
 @pytest.mark.parametrize("policy", ["volcano", "volcano-sla", "kueue", "kueue-strict", "easy"])
 def test_peers_start_gangs_whole_within_capacity_on_a_synthetic_stream(policy):
     """Binds go through `ClusterState.bind`, which raises on an over-commit; here every
@@ -177,16 +224,7 @@ def test_peers_start_gangs_whole_within_capacity_on_a_synthetic_stream(policy):
     result = _run(policy, jobs, nodes=16, hours=3.0)
     started = [j for j in jobs if j.start_s is not None]
     assert len(started) > len(jobs) // 2
-    assert all(len(j.assignments) == j.pods for j in started)
-    assert result.idle_held_pct.max() == 0.0
-    assert result.utilization_pct.max() <= 100.0
-    for moment in np.unique([j.start_s for j in started]):
-        gpus = np.zeros(16)
-        for job in started:
-            if job.start_s <= moment < job.end_s:
-                for a in job.assignments.values():
-                    gpus[a.node] += job.num_gpu * job.gpu_milli
-        assert gpus.max() <= 8000
+    _assert_whole_and_within_nodes(jobs, result, nodes=16)
     if policy == "easy":
         assert all(len({a.node // 8 for a in j.assignments.values()}) == 1
                    for j in started if j.topology == "hard" and j.tier == 1)  # fmt: skip
