@@ -218,7 +218,7 @@ def timeline(
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes.")] = 2,
     trace: Annotated[str, typer.Option(help="openb pod list for the openb scenario.")] = "default",
     compress: Annotated[float, typer.Option(min=1.0, help="openb: divide arrival times by this (lifetimes kept); the trace as recorded keeps < 1 % of GPUs busy.")] = 1.0,
-    sla_waiting_time: Annotated[str, typer.Option("--sla-waiting-time", help="llm: every job's sla-waiting-time (a Go duration, e.g. 2h) for batchplace and Volcano-like, or none.")] = "none",
+    sla_waiting_time: Annotated[str, typer.Option("--sla-waiting-time", help="llm: every job's sla-waiting-time (a Go duration, e.g. 2h) for batchplace, or none (volcano runs with no sla, volcano-sla with its own 2h).")] = "none",
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("results/timeline"),
     trace_dir: Annotated[Path | None, typer.Option("--trace-dir", help=_TRACE_DIR_HELP + " Read by --scenario openb.")] = None,
 ) -> None:

@@ -51,6 +51,7 @@ from experiments.timeline_llm import (
     llm_cluster,
     llm_workload,
 )
+from experiments.timeline_peers import PEER_POLICIES, EasyBackfill, KueueLike, VolcanoWithSla, make_peer_policy
 from experiments.trace_openb import load_nodes, load_pods
 
 __all__ = [
@@ -67,7 +68,7 @@ __all__ = [
     "write_timeline_csv",
 ]
 
-LLM_POLICIES: tuple[str, ...] = ("greedy", "cpsat", "auto", "volcano", "kube")
+LLM_POLICIES: tuple[str, ...] = ("greedy", "cpsat", "auto", "volcano", *PEER_POLICIES, "kube")
 OPENB_POLICIES: tuple[str, ...] = ("bestfit", "fgd", "kube", "volcano", "greedy", "greedy-frag")
 
 
@@ -114,13 +115,16 @@ class TimelineResult:
 
 def make_llm_policy(
     name: str, *, time_limit_s: float = 2.0, sla_waiting_s: float | None = None
-) -> VolcanoLikeGangs | KubeLikePods | BatchplaceCycle:
-    """`greedy`, `cpsat`, `auto` (batchplace), `volcano`, `kube`; `sla_waiting_s` is every
-    job's waiting time for batchplace and Volcano-like (kube-scheduler has none)."""
+) -> VolcanoLikeGangs | KubeLikePods | BatchplaceCycle | VolcanoWithSla | KueueLike | EasyBackfill:
+    """`greedy`, `cpsat`, `auto` (batchplace), `volcano`, `kube`, and the peers of
+    `experiments.timeline_peers`; `sla_waiting_s` is every job's waiting time for batchplace
+    only — `volcano` runs with no `sla`, as Volcano ships, `volcano-sla` with its own."""
     if name == "volcano":
-        return VolcanoLikeGangs(sla_waiting_s=sla_waiting_s)
+        return VolcanoLikeGangs()
     if name == "kube":
         return KubeLikePods()
+    if name in PEER_POLICIES:
+        return make_peer_policy(name)
     if name in ("greedy", "cpsat", "auto"):
         return BatchplaceCycle(name, time_limit_s=time_limit_s, sla_waiting_s=sla_waiting_s)
     raise ValueError(f"unknown llm timeline policy {name!r}")

@@ -20,8 +20,9 @@ as users pick one from a few standard limits: the smallest of 15 min × 2^k (15,
 round up to a limit they will not hit (the kubelet kills a pod at its deadline); the limit
 is 1–2 × the run, 1.4 × on average, which leaves batchplace's backfill
 (`solver.rules.reservation`) the slack a real cluster's limits leave. No job runs past
-its limit, so the simulator never kills one. All policies see the same jobs; only
-batchplace reads the limits (Volcano's `sla` has no backfill, kube-scheduler none either).
+its limit, so the simulator never kills one. All policies see the same jobs; batchplace
+and Slurm-style EASY backfill (`experiments.timeline_peers`) read the limits (Volcano's `sla`
+has no backfill, kube-scheduler and Kueue none either).
 
 Policies (`TimelinePolicy.cycle(world) -> CycleOutcome`):
 - `greedy`, `cpsat`: batchplace — the whole cycle as one validated `Snapshot` (nodes,
@@ -42,6 +43,7 @@ Not promised: realism of the synthetic mix beyond its stated distributions.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,6 +65,9 @@ __all__ = [
     "deserved_gpus",
     "limit_class_s",
 ]
+
+NodeScore = Callable[[ClusterState, PodRequest, np.ndarray], np.ndarray]
+"""A node score of the baselines (`binpack_score`, `least_allocated_score`): higher wins."""
 
 LEAF_NODES = 8
 SPINE_LEAVES = 8
@@ -298,9 +303,12 @@ class VolcanoLikeGangs:
         return None
 
 
-def _bind_in_order(state: ClusterState, job: Job, domain: np.ndarray | None) -> list[tuple[int, Assignment]]:
-    """Bind the job's replicas in order, each on the best binpack node (inside `domain` when
-    given), until one finds none; what was bound, the caller keeps or releases."""
+def _bind_in_order(
+    state: ClusterState, job: Job, domain: np.ndarray | None, score: NodeScore = binpack_score
+) -> list[tuple[int, Assignment]]:
+    """Bind the job's replicas in order, each on the best node by `score` (binpack unless
+    told; inside `domain` when given), until one finds none; what was bound, the caller
+    keeps or releases."""
     placed: list[tuple[int, Assignment]] = []
     for replica in range(job.pods):
         pod = job.request(replica)
@@ -308,7 +316,7 @@ def _bind_in_order(state: ClusterState, job: Job, domain: np.ndarray | None) -> 
         nodes = np.flatnonzero(mask)
         if not nodes.size:
             break
-        node = int(nodes[int(np.argmax(binpack_score(state, pod, nodes)))])
+        node = int(nodes[int(np.argmax(score(state, pod, nodes)))])
         placed.append((replica, state.bind(pod, node, best_fit_devices(state.gpu_left[node].tolist(), pod))))
     return placed
 

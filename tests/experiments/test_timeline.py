@@ -63,7 +63,7 @@ def _starving() -> list[Job]:
     return [*smalls, _gang(100, 60.0, 600.0, 64)]
 
 
-@pytest.mark.parametrize("policy", ["greedy", "volcano"])
+@pytest.mark.parametrize("policy", ["greedy"])  # Volcano-like's sla: tests/experiments/test_timeline_peers.py
 def test_a_waiting_time_lets_a_starved_gang_start(policy):
     config = TimelineConfig(scenario="llm", policy=policy, hours=3.0, cycle_s=60.0, nodes=8)
     unguarded = _starving()
@@ -89,11 +89,11 @@ def _held_and_short() -> list[Job]:
     return [_gang(0, 0.0, 3600.0, 8), _gang(1, 60.0, 600.0, 16), _gang(2, 300.0, 1200.0, 8)]
 
 
-@pytest.mark.parametrize(("policy", "short_start_s"), [("greedy", 300.0), ("auto", 300.0), ("volcano", 4200.0)])
+@pytest.mark.parametrize(("policy", "short_start_s"), [("greedy", 300.0), ("auto", 300.0)])
 def test_batchplace_backfills_the_held_node_with_a_job_gone_before_the_gang_can_start(policy, short_start_s):
     jobs = _held_and_short()
     config = TimelineConfig(scenario="llm", policy=policy, hours=2.0, cycle_s=60.0, nodes=2, sla_waiting_s=120.0)
     run_llm_timeline(config, jobs=jobs)
     running, gang, short = jobs
     assert gang.start_s == 3600.0  # when the running job ends, backfill or not: the gang is not delayed
-    assert short.start_s == short_start_s  # Volcano's sla has no backfill: the short job waits behind the gang
+    assert short.start_s == short_start_s  # (Volcano's sla, which has no backfill: test_timeline_peers.py)
