@@ -21,7 +21,7 @@ POLICIES: tuple[str, ...] = (*BASELINES, *BATCHPLACE_POLICIES)
 _LABELS = {
     "random": "Random", "dotprod": "DotProd", "gpuclustering": "GpuClustering", "gpupacking": "GpuPacking",
     "bestfit": "BestFit", "fgd": "FGD", "volcano": "Volcano-like", "kube": "kube-like",
-    "volcano-sla": "Volcano-like with sla (2 h)", "kueue": "Kueue-like (BestEffortFIFO)", "kueue-strict": "Kueue-like (StrictFIFO)",
+    "volcano-sla": "Volcano-like with sla (2 h)", "kueue": "Kueue-like (BestEffortFIFO)", "kueue-strict": "Kueue-like (StrictFIFO)", "kueue-binpack": "Kueue-like, MostAllocated",
     "easy": "Slurm-like EASY backfill",
     "greedy": "batchplace greedy", "cpsat": "batchplace cpsat", "auto": "batchplace auto (default)", "greedy-large-first": "batchplace greedy, whole GPUs first in a batch", "greedy-bestfit": "batchplace greedy, best fit only",
     "greedy-pending": "batchplace greedy, shapes from pending pods", "greedy-frag": "greedy + frag score (prototype)",

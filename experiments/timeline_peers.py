@@ -36,7 +36,7 @@ from experiments.timeline_llm import (
 
 __all__ = ["PEER_POLICIES", "VOLCANO_SLA_WAITING_S", "VolcanoWithSla", "KueueLike", "EasyBackfill", "make_peer_policy"]
 
-PEER_POLICIES: tuple[str, ...] = ("volcano-sla", "kueue", "kueue-strict", "easy")
+PEER_POLICIES: tuple[str, ...] = ("volcano-sla", "kueue", "kueue-strict", "kueue-binpack", "easy")
 VOLCANO_SLA_WAITING_S = 7200.0
 
 
@@ -46,6 +46,8 @@ def make_peer_policy(name: str) -> VolcanoWithSla | KueueLike | EasyBackfill:
         return VolcanoWithSla()
     if name in ("kueue", "kueue-strict"):
         return KueueLike(strict_fifo=name == "kueue-strict")
+    if name == "kueue-binpack":
+        return KueueLike(strict_fifo=False, score=binpack_score)
     if name == "easy":
         return EasyBackfill()
     raise ValueError(f"unknown peer policy {name!r}; choose one of {', '.join(PEER_POLICIES)}")
@@ -147,7 +149,12 @@ class KueueLike:
     - placement: Kueue does not place pods; kube-scheduler does once a workload is admitted.
       Admitted workloads' pods are placed all or none (waitForPodsReady, all-or-nothing) by
       kube-scheduler's default LeastAllocated score (`least_allocated_score`, CPU and memory,
-      it spreads), no topology (no Topology Aware Scheduling).
+      it spreads), no topology (no Topology Aware Scheduling). `kueue-binpack` is the same
+      Kueue with kube-scheduler's NodeResourcesFit set to MostAllocated (`binpack_score`), as
+      GPU clusters commonly configure it (e.g. GKE's optimize-utilization profile): the
+      default spreads small pods over the nodes an 8-GPU pod needs whole, which costs Kueue
+      17 points of GPU allocated on the llm timeline (62.1 against 79.0 %, seeds 42–44), so
+      the stronger of the two is the opponent the tables judge against.
     Not modelled: the time between admission and the pods running — a workload whose quota
     fits but whose pods do not fit the nodes now (fragmentation) is not admitted this cycle
     (as if waitForPodsReady timed it out and requeued it at once; StrictFIFO's head then
@@ -158,9 +165,10 @@ class KueueLike:
     backoff.
     """
 
-    def __init__(self, *, strict_fifo: bool) -> None:
+    def __init__(self, *, strict_fifo: bool, score: NodeScore = least_allocated_score) -> None:
         self.strict_fifo = strict_fifo
-        self.name = "kueue-strict" if strict_fifo else "kueue"
+        self.score = score
+        self.name = "kueue-strict" if strict_fifo else "kueue" if score is least_allocated_score else "kueue-binpack"
 
     def cycle(self, world: World) -> CycleOutcome:
         started = time.perf_counter()
@@ -177,6 +185,7 @@ class KueueLike:
                   for q in QUEUE_WEIGHTS}  # fmt: skip
         binds: list[tuple[Job, int, Assignment]] = []
         evicted: list[Job] = []
+        evicted_for: list[tuple[int, int]] = []
         while any(queues.values()):
             heads = {q: waiting[0] for q, waiting in queues.items() if waiting}
             queue = min(heads, key=lambda q: (cohort.share(q, cohort.usage[q] + heads[q].gpus_milli),
@@ -192,23 +201,25 @@ class KueueLike:
                 cohort.admitted[victim.queue].remove(victim)
                 preemptible.discard(id(victim))
             evicted.extend(victims)
+            evicted_for.extend((victim.ident, job.ident) for victim in victims)
             binds.extend((job, replica, assignment) for replica, assignment in placed)
             cohort.usage[queue] += job.gpus_milli
             cohort.admitted[queue].append(job)
-        return CycleOutcome(binds=tuple(binds), evicted=tuple(evicted), solve_seconds=time.perf_counter() - started)
+        return CycleOutcome(binds=tuple(binds), evicted=tuple(evicted), solve_seconds=time.perf_counter() - started,
+                            evicted_for=tuple(evicted_for))
 
     def _admit(self, state: ClusterState, cohort: _Cohort, job: Job, preemptible: set[int]
                ) -> tuple[list[tuple[int, Assignment]] | None, list[Job]]:  # fmt: skip
         """The job's pods placed and the workloads preempted for it, or (None, [])."""
         if cohort.fits(job.gpus_milli):
-            return _place_gang(state, job, None, least_allocated_score), []
+            return _place_gang(state, job, None, self.score), []
         victims = self._fair_targets(cohort, job, preemptible)
         if not victims:
             return None, []
         for victim in victims:
             for replica, assignment in victim.assignments.items():
                 state.release(victim.request(replica), assignment)
-        placed = _place_gang(state, job, None, least_allocated_score)
+        placed = _place_gang(state, job, None, self.score)
         if placed is None:  # the quota would admit it, the nodes would not: nobody is evicted
             for victim in victims:
                 for replica, assignment in victim.assignments.items():

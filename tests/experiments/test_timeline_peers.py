@@ -72,6 +72,17 @@ def test_kueue_best_effort_fifo_lets_a_smaller_workload_pass_the_head():
     assert head.start_s == 3600.0  # both earlier jobs gone at 1 h
 
 
+def test_kueue_binpack_keeps_a_node_whole_for_an_8_gpu_pod_where_the_default_spreads():
+    # Two nodes: two 4-GPU fine-tuning jobs, then an 8-GPU one. LeastAllocated puts the
+    # second small job on the empty node; MostAllocated stacks it on the first.
+    jobs = [_pod(0, 0.0, 3600.0, 4, queue="finetune"), _pod(1, 0.0, 3600.0, 4, queue="finetune"), _pod(2, 60.0, 600.0, 8, queue="finetune")]
+    spread = [_pod(0, 0.0, 3600.0, 4, queue="finetune"), _pod(1, 0.0, 3600.0, 4, queue="finetune"), _pod(2, 60.0, 600.0, 8, queue="finetune")]
+    _run("kueue-binpack", jobs, nodes=2)
+    _run("kueue", spread, nodes=2)
+    assert jobs[2].start_s == 60.0
+    assert spread[2].start_s == 3600.0
+
+
 def test_kueue_strict_fifo_blocks_its_queue_behind_the_head():
     jobs = _blocked_head()
     _run("kueue-strict", jobs, nodes=2)
@@ -215,7 +226,7 @@ def test_peers_keep_gangs_whole_and_nodes_within_capacity_on_any_small_stream(po
     assert result.utilization_pct.max() <= 100.0
 
 
-@pytest.mark.parametrize("policy", ["volcano", "volcano-sla", "kueue", "kueue-strict", "easy"])
+@pytest.mark.parametrize("policy", ["volcano", "volcano-sla", "kueue", "kueue-strict", "kueue-binpack", "easy"])
 def test_peers_start_gangs_whole_within_capacity_on_a_synthetic_stream(policy):
     """Binds go through `ClusterState.bind`, which raises on an over-commit; here every
     started job holds all its pods, none waits holding some, GPUs stay ≤ capacity, and
