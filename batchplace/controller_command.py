@@ -46,6 +46,7 @@ from batchplace.options import (
 )
 from models.duration import DurationError, parse_go_duration
 from solver.place import ENGINES
+from solver.rules.reservation import DEFAULT_SLA_WAITING_S
 
 if TYPE_CHECKING:
     from controller.loop import Controller
@@ -136,9 +137,11 @@ def controller(
             "--sla-waiting-time",
             help="Default waiting time (a Go duration, e.g. 30m) after which a pending PodGroup gets nodes held "
             "for it, for PodGroups whose job, PodGroup or Queue sets no sla-waiting-time annotation "
-            "(as Volcano's sla plugin argument). Unset: only annotated PodGroups are guarded.",
+            "(as Volcano's sla plugin argument). A PodGroup with a waiting time evicts nobody: it waits, then "
+            "holds room. `none`: only annotated PodGroups are guarded, and the others preempt and reclaim "
+            "as Volcano's preempt and reclaim actions.",
         ),
-    ] = None,
+    ] = f"{DEFAULT_SLA_WAITING_S / 60:g}m",
     partial_gang_release: Annotated[
         Optional[float],
         typer.Option(
@@ -209,7 +212,7 @@ def controller(
     shapes = typical_shapes_of_file(typical_shapes)
     scheduler_names = scheduler_names_of(scheduler_name, default=("batchplace",))
     try:
-        sla_waiting_s = parse_go_duration(sla_waiting_time) if sla_waiting_time is not None else None
+        sla_waiting_s = None if sla_waiting_time in (None, "none") else parse_go_duration(sla_waiting_time)
     except DurationError as error:
         typer.echo(f"error: --sla-waiting-time: {error}", err=True)
         raise typer.Exit(EXIT_USAGE) from None

@@ -61,6 +61,7 @@ from solver.place import EngineName, SolveConfig, place
 from solver.rules import colocation
 from solver.rules import usage as usage_rule
 from solver.rules.gang import is_partly_bound
+from solver.rules.reservation import DEFAULT_SLA_WAITING_S
 
 __all__ = ["ControllerConfig", "CycleReport", "Controller", "decide"]
 
@@ -100,7 +101,7 @@ class ControllerConfig:
     usage_queries: tuple[tuple[str, str], ...] = ()  # (resource, PromQL) replacing the default queries
     usage_window_s: float = 300.0  # readings averaged over this
     usage_poll_s: float = 15.0  # the source read at most this often
-    sla_waiting_s: float | None = None  # default `sla-waiting-time` (`solver.rules.reservation`); None: none
+    sla_waiting_s: float | None = DEFAULT_SLA_WAITING_S  # default `sla-waiting-time` (`solver.rules.reservation`); None: none
     caches_wait_s: float = 5.0  # how long a cycle waits for caches behind to relist before it is skipped
     partial_gang_release_s: float | None = PARTIAL_GANG_RELEASE_S  # a partly bound gang's time to complete; None: forever
 
