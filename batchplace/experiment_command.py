@@ -88,17 +88,26 @@ def _trace_folder(explicit: Path | None, pod_lists: list[str], *, hint: str = ""
         raise typer.Exit(EXIT_INPUT_ERROR) from None
 
 
-def _acme_file(explicit: Path | None) -> Path:
-    """The acme trace file, found and read once before any worker starts; else one line and exit 2."""
-    from experiments.timeline_streams import ACME_ENV, AcmeTraceError, AcmeTraceNotFound, acme_jobs, acme_trace_file
+def _acme_file(explicit: Path | None, *, nodes: int | None) -> Path:
+    """The acme trace file, found and read once before any worker starts (and its largest
+    job checked against `--nodes`); else one line and exit 2."""
+    from experiments.timeline_streams import (
+        ACME_ENV,
+        ACME_NODES,
+        AcmeTraceError,
+        AcmeTraceNotFound,
+        acme_jobs,
+        acme_trace_file,
+        check_acme_cluster,
+    )
 
     try:
         path = acme_trace_file(explicit)
-        acme_jobs(path)
+        check_acme_cluster(acme_jobs(path), nodes=nodes or ACME_NODES)
     except AcmeTraceNotFound as error:
         print_error(f"{error}: pass --acme-dir DIR or set ${ACME_ENV}; the trace is the Acme trace (Hu et al., NSDI '24)")
         raise typer.Exit(EXIT_INPUT_ERROR) from None
-    except AcmeTraceError as error:
+    except (AcmeTraceError, ValueError) as error:
         print_error(str(error))
         raise typer.Exit(EXIT_INPUT_ERROR) from None
     return path
@@ -236,10 +245,11 @@ def timeline(
     policies: Annotated[str, typer.Option(help="Comma-separated policies, or all.")] = "all",
     seeds: Annotated[str, typer.Option(help="Seeds of the synthetic workload.")] = "42",
     hours: Annotated[float, typer.Option(min=0.1, help="Simulated horizon of the llm, acme and openb-jobs scenarios (h); acme and openb-jobs keep the jobs arriving in it.")] = 12.0,
+    nodes: Annotated[int | None, typer.Option(min=1, help="Cluster nodes of the llm (default 128), acme (default 304, at least 128) and openb-jobs (default all 1,213; fewer are spread over the node list) scenarios.")] = None,
     load: Annotated[float, typer.Option(min=0.1, help="llm: GPU-time offered over the horizon as a multiple of the cluster's (e.g. 0.9, 1.1, 1.3); the tables and CSV name it.")] = 1.1,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes.")] = 2,
     trace: Annotated[str, typer.Option(help="openb pod list for the openb scenario.")] = "default",
-    compress: Annotated[float, typer.Option(min=1.0, help="openb, openb-jobs, acme: divide arrival times by this (durations kept); openb as recorded keeps < 1 % of GPUs busy; acme at 12.7 with --hours 171 offers ~1.1 × the Kalos-like cluster.")] = 1.0,
+    compress: Annotated[float, typer.Option(min=1.0, help="openb, openb-jobs, acme: divide arrival times by this (durations kept); openb as recorded keeps < 1 % of GPUs busy; acme: 15 with --hours 144 asks ~1.1 × the Kalos-like cluster's GPU-time; openb-jobs: 300 with --hours 2 --nodes 200 keeps it busy.")] = 1.0,
     sla_waiting_time: Annotated[str, typer.Option("--sla-waiting-time", help="llm: every job's sla-waiting-time (a Go duration, e.g. 2h) for batchplace and Volcano-like, or none.")] = "none",
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("results/timeline"),
     trace_dir: Annotated[Path | None, typer.Option("--trace-dir", help=_TRACE_DIR_HELP + " Read by --scenario openb and openb-jobs.")] = None,
@@ -280,14 +290,14 @@ def timeline(
     if "openb" in scenarios or "openb-jobs" in scenarios:
         directory = _trace_folder(trace_dir, [trace], hint=" (or --scenario llm, which needs none)")
     if "acme" in scenarios:
-        acme = _acme_file(acme_dir)
+        acme = _acme_file(acme_dir, nodes=nodes)
     configs = []
     for name in scenarios:
         allowed = OPENB_POLICIES if name == "openb" else LLM_POLICIES
         for policy in _names(policies, allowed=allowed, what="--policies") if policies != "all" else allowed:
             for seed in _ints(seeds, what="--seeds"):
                 configs.append(TimelineConfig(scenario=name, policy=policy, seed=seed, hours=hours, trace=trace,
-                                              compress=compress, sla_waiting_s=sla_waiting_s, load=load))  # fmt: skip
+                                              compress=compress, sla_waiting_s=sla_waiting_s, load=load, nodes=nodes))  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     results = []
     with _progress() as progress:

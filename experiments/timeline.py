@@ -52,7 +52,7 @@ from experiments.timeline_llm import (
     deserved_gpus,
     llm_cluster,
 )
-from experiments.timeline_streams import job_stream, offered_load
+from experiments.timeline_streams import LLM_NODES, job_stream, window_load
 from experiments.trace_openb import load_nodes, load_pods
 
 __all__ = [
@@ -82,7 +82,7 @@ class TimelineConfig:
     cycle_s: float = 60.0  # llm cycle; openb uses 300 s
     trace: str = "default"  # openb pod list
     compress: float = 1.0  # openb, openb-jobs, acme: arrivals at the trace's time / compress, durations kept
-    nodes: int = 128  # llm cluster size
+    nodes: int | None = None  # cluster size; None: the stream's own (`timeline_streams.job_stream`: llm 128)
     time_limit_s: float = 2.0
     sla_waiting_s: float | None = None  # llm: every job's sla-waiting-time (batchplace and Volcano-like); None: none
     load: float = 1.1  # llm: offered GPU-time over the horizon, × capacity
@@ -139,7 +139,7 @@ def run_llm_timeline(
         stream = job_stream(config, trace_dir=trace_dir, acme_dir=acme_dir)
         nodes, leaf, spine, jobs = stream.nodes, stream.leaf, stream.spine, stream.jobs
     else:
-        nodes, leaf, spine = llm_cluster(config.nodes)
+        nodes, leaf, spine = llm_cluster(config.nodes or LLM_NODES)
     state = ClusterState(nodes)
     capacity = float(state.gpu_capacity_milli)
     policy = make_llm_policy(config.policy, time_limit_s=config.time_limit_s, sla_waiting_s=config.sla_waiting_s)
@@ -201,7 +201,7 @@ def run_llm_timeline(
     result = _llm_result(config, jobs, times, util, held, fairness, solve, evicted_gpu_milli, admitted_gpu_milli,
                          leaf, time.perf_counter() - started)  # fmt: skip
     return replace(result, reserved_pct=np.array(reserved), training_waits_s=_training_waits(jobs, horizon), **_by_size(jobs),
-                   extra={"offered_load": offered_load(jobs, capacity_gpu_milli=capacity, hours=config.hours)})  # fmt: skip
+                   extra={"window_load": window_load(jobs, capacity_gpu_milli=capacity, hours=config.hours)})  # fmt: skip
 
 
 def _by_size(jobs: list[Job]) -> dict[str, dict]:
@@ -390,7 +390,7 @@ def _stream_key(config: TimelineConfig) -> tuple[str, float]:
 
 def _streams(results: Sequence[TimelineResult]) -> list[tuple[str, list[TimelineResult]]]:
     """The runs grouped by stream, each with its name: "llm, load 1.3", "acme, compress 12.7,
-    offered load 1.08" (the trace streams' load is what their window holds, measured)."""
+    window load 1.08" (the trace streams' load is what their window holds, measured)."""
     groups: dict[tuple[str, float], list[TimelineResult]] = {}
     for r in results:
         groups.setdefault(_stream_key(r.config), []).append(r)
@@ -399,8 +399,8 @@ def _streams(results: Sequence[TimelineResult]) -> list[tuple[str, list[Timeline
         if scenario == "llm":
             name = f"llm, load {amount:g}"
         else:
-            offered = [r.extra["offered_load"] for r in runs if "offered_load" in r.extra]
-            name = f"{scenario}, compress {amount:g}" + (f", offered load {np.mean(offered):.2f}" if offered else "")
+            offered = [r.extra["window_load"] for r in runs if "window_load" in r.extra]
+            name = f"{scenario}, compress {amount:g}" + (f", window load {np.mean(offered):.2f}" if offered else "")
         named.append((name, runs))
     return named
 
@@ -476,7 +476,7 @@ def write_timeline_csv(results: Sequence[TimelineResult], out: Path) -> None:
         writer.writerow(["scenario", "policy", "seed", "queue", "started", "never_started", "delay_p50_s", "delay_p99_s",
                          "util_mean_pct", "jct_mean_s", "fairness_error_pct", "evictions_per_admitted_gpu",
                          "leaves_spanned_mean", "leaves_excess_mean", "solve_ms_mean", "solve_ms_p99", "wall_s",
-                         "load", "compress", "offered_load"])  # fmt: skip
+                         "load", "compress", "window_load"])  # fmt: skip
         for r in results:
             for queue, delays in r.delays_by_queue.items():
                 writer.writerow([r.config.scenario, r.config.policy, r.config.seed, queue, delays.size,
@@ -497,9 +497,9 @@ def write_timeline_csv(results: Sequence[TimelineResult], out: Path) -> None:
 
 
 def _load_cells(r: TimelineResult) -> list[str]:
-    """`load` (llm's, as configured), `compress` (the trace scenarios'), `offered_load` (measured
+    """`load` (llm's, as configured), `compress` (the trace scenarios'), `window_load` (measured
     over the horizon; empty for `openb`): blank where the scenario has none."""
-    offered = r.extra.get("offered_load")
+    offered = r.extra.get("window_load")
     return [f"{r.config.load:g}" if r.config.scenario == "llm" else "",
             f"{r.config.compress:g}" if r.config.scenario != "llm" else "",
             f"{offered:.4f}" if offered is not None else ""]  # fmt: skip

@@ -2,46 +2,54 @@
 (`experiments.timeline.run_llm_timeline`) runs, so every llm policy (`cycle(world)`) runs on
 every stream unchanged.
 
-Input: a `TimelineConfig` (scenario, seed, horizon `hours`, `load`, `compress`) and, for the
+Input: a `TimelineConfig` (scenario, seed, horizon `hours`, `load`, `compress`, `nodes`) and, for the
 trace streams, the trace's folder. Output: a `JobStream` — the nodes, each node's leaf and
 spine, and the jobs in arrival order, all arriving within the horizon. Three streams:
 
 - `llm` — the synthetic mix of `experiments.timeline_llm` on its leaf-spine cluster
-  (`TimelineConfig.nodes`), Poisson arrivals at `load` × capacity (0.9, 1.1, 1.3, …).
+  (`TimelineConfig.nodes`, 128 by default), Poisson arrivals at `load` × capacity (0.9,
+  1.1, 1.3, …).
 - `acme` — the gang arrivals of the Acme trace's Kalos cluster (Hu et al., "Characterization
   of Large Language Model Development in the Datacenter", NSDI '24; 319 jobs of 1–1,024 GPUs
   over 90 days in `converted_kalos_trace.csv`, a third-party conversion of the trace's
   `trace_kalos.csv`), found by `acme_trace_file` (an explicit folder or file, else
-  `$BATCHPLACE_ACME_DIR`; nothing is shipped). Each row is one job: `gpu_workers` pods of `gpu_per_worker` whole
-  GPUs (12 cores and 125,000 MiB per GPU, as the llm training pods), running
-  `num_iteration` × 0.5 s (the converter's unit), arriving at `arrival_time` / `compress`.
-  The converter's other columns (CPUs per worker, iteration split, tensor sizes) are its
-  own inventions and are not read. Cluster: Kalos-like, `ACME_NODES` = 304 nodes of 8
-  GPUs (2,432 GPUs; Kalos has about 300 8-A100 nodes, rounded up to whole leaves) under
-  leaves of 8 nodes and spines of 8 leaves as the llm cluster — so a 1,024-GPU job
-  (16 leaves, 2 spines) starts on the empty cluster. Queues: a job of ≥ 64 GPUs is
-  `training` (weight 4), a smaller one `finetune` (weight 2); `inference` stays empty.
-  Topology, the tightest domain it fits: hard tier 1 when it fits a leaf (≤ 64 GPUs),
-  else hard tier 2 when it fits a spine (≤ 512 GPUs), else soft (tier 1 preferred) — the
-  trace records none, and this is what a user of a leaf-spine cluster would ask. Time
-  limits: `limit_class_s` of the duration, as every job of the timeline. Load: the trace's
-  GPU-time is 456,843 GPU-hours over 90 days, so `--compress 12.7 --hours 171` replays the
-  whole trace at an offered load of ~1.1 on the 2,432 GPUs; a shorter `hours` keeps the
-  jobs arriving in that window (the offered load of the window is reported, not promised:
-  the trace is bursty). The trace is fixed: the seed changes nothing.
+  `$BATCHPLACE_ACME_DIR`; nothing is shipped). Each row is one job: `gpu_workers` pods of
+  `gpu_per_worker` whole GPUs (12 cores and 125,000 MiB per GPU, as the llm training
+  pods), running `num_iteration` × 0.5 s (the converter's unit), arriving at
+  `arrival_time` / `compress`; the jobs arriving within `hours` are kept. The converter's
+  other columns (CPUs per worker, iteration split, tensor sizes) are its own inventions and
+  are not read.
+  Cluster: Kalos-like, `ACME_NODES` = 304 nodes of 8 GPUs by default (2,432 GPUs; Kalos
+  has about 300 8-A100 nodes, rounded up to whole leaves) under leaves of 8 nodes and
+  spines of 8 leaves as the llm cluster; at least 128 nodes, so the 1,024-GPU jobs (16
+  leaves, 2 spines) start on the empty cluster.
+  Queues: a job of ≥ 64 GPUs is `training` (weight 4), a smaller one `finetune` (weight
+  2); `inference` stays empty. Topology (the trace records none; this is what a user of a
+  leaf-spine cluster would ask): hard tier 1 when the gang fits a leaf (≤ 64 GPUs), else
+  hard tier 2 when it fits a spine (≤ 512 GPUs), else soft (tier 1 preferred); a one-pod
+  job none. Time limits: `limit_class_s` of the duration, as every job of the timeline.
+  Load: 456,843 GPU-hours over 90 days, so `--compress 15 --hours 144` replays the whole
+  trace with a window load (`window_load`) of 1.09 on the 2,432 GPUs. The trace is fixed:
+  the seed changes nothing.
 - `openb-jobs` — the openb pods (`experiments.trace_openb`, folder `trace_dir`) as
-  single-pod jobs on the openb GPU nodes: a pod arrives at `creation_time` / `compress`,
-  runs its lifetime (`deletion − creation`, as the `openb` scenario) and is never withdrawn;
-  only pods arriving within `hours` are kept. No topology (every node in leaf 0, spine 0).
+  single-pod jobs: a pod arrives at `creation_time` / `compress`, runs its lifetime
+  (`deletion − creation`, as the `openb` scenario) and is never withdrawn. The window is
+  the last `hours` of the compressed trace, shifted to start at 0; a pod alive at its start
+  arrives at 0 with the rest of its lifetime. Why the end: 97 % of the pods arrive in the
+  trace's last 34 of 149 days, so a window from its start would be mostly idle.
+  Cluster: the 1,213 openb GPU nodes, or `nodes` of them spread evenly over the node list
+  (which keeps its mix of GPU models and sizes); no topology (every node in leaf 0, spine
+  0). Why fewer nodes: as recorded the trace never loads the cluster (< 1 % of the GPUs,
+  `docs/results.md`), and compression alone cannot keep it loaded — lifetimes are kept, so
+  a large `compress` turns the pods into one burst that drains (all nodes, `--compress
+  3000`: a peak of ~60 % of the GPUs, a mean of ~30 % over the last hour). The trace's
+  arrivals on fewer nodes load it: `--compress 300 --hours 2 --nodes 200` (the last 25 days,
+  on 200 nodes) keeps ~85 % of the GPUs allocated with pods waiting.
   Queues: a pod of ≥ 2 whole GPUs `training` (the trace's multi-GPU pods, its nearest to
-  training gangs), of 1 whole GPU `finetune`, a GPU share or no GPU `inference`. Not
-  expressed: the pod's `gpu_spec` (allowed GPU models) — a `Job` states no model and the
-  batchplace snapshot of the timeline has no node labels, so a restricted pod may land on
-  any model (the `default` pod list restricts none; the `gpuspec*` lists do). As recorded
-  the trace never loads the cluster (see `docs/results.md`, openb timeline) and compressing
-  arrivals cannot make it stay loaded: lifetimes are kept, and 97 % of the pods arrive in
-  the last 34 days, so a large `compress` turns them into one burst that then drains
-  (`--compress 3000 --hours 2`: the burst peaks at ~60 % of the GPUs). The seed changes
+  training gangs), of 1 whole GPU `finetune`, a GPU share or no GPU `inference`.
+  Not expressed: a pod's `gpu_spec` (allowed GPU models) — a `Job` states no model and the
+  timeline's batchplace snapshot has no node labels, so such a pod may land on any model
+  (the `default` pod list restricts none; the `gpuspec*` lists do). The seed changes
   nothing.
 
 Errors: a missing acme trace raises `AcmeTraceNotFound` (the caller says which option or
@@ -66,15 +74,18 @@ __all__ = [
     "ACME_ENV",
     "ACME_FILE",
     "ACME_NODES",
+    "LLM_NODES",
     "STREAMS",
     "AcmeTraceError",
     "AcmeTraceNotFound",
     "JobStream",
     "acme_trace_file",
+    "check_acme_cluster",
     "acme_jobs",
     "job_stream",
-    "offered_load",
+    "window_load",
     "openb_jobs",
+    "openb_node_sample",
 ]
 
 STREAMS: tuple[str, ...] = ("llm", "acme", "openb-jobs")
@@ -83,6 +94,7 @@ STREAMS: tuple[str, ...] = ("llm", "acme", "openb-jobs")
 ACME_ENV = "BATCHPLACE_ACME_DIR"
 ACME_FILE = "converted_kalos_trace.csv"
 ACME_SUBFOLDER = "third-party-derived"  # where the trace's snapshot keeps the converted file
+LLM_NODES = 128
 ACME_NODES = 304
 ACME_COLUMNS = ("arrival_time", "gpu_workers", "gpu_per_worker", "num_iteration")
 ACME_SECONDS_PER_ITERATION = 0.5  # the converter's: num_iteration = duration_s / 0.5
@@ -113,29 +125,41 @@ class JobStream:
 def job_stream(config, *, trace_dir: Path | None = None, acme_dir: Path | None = None) -> JobStream:  # noqa: ANN001
     """The stream `config.scenario` names (one of `STREAMS`); `config` is a `TimelineConfig`."""
     if config.scenario == "llm":
-        nodes, leaf, spine = llm_cluster(config.nodes)
+        nodes, leaf, spine = llm_cluster(config.nodes or LLM_NODES)
         jobs = llm_workload(config.seed, hours=config.hours, capacity_gpus=int(nodes.gpus.sum()), load=config.load)
         return JobStream(nodes, leaf, spine, jobs)
     if config.scenario == "acme":
-        nodes, leaf, spine = llm_cluster(ACME_NODES)
-        return JobStream(nodes, leaf, spine, acme_jobs(acme_trace_file(acme_dir), compress=config.compress, hours=config.hours))
+        nodes, leaf, spine = llm_cluster(config.nodes or ACME_NODES)
+        jobs = acme_jobs(acme_trace_file(acme_dir), compress=config.compress, hours=config.hours)
+        check_acme_cluster(jobs, nodes=nodes.count)
+        return JobStream(nodes, leaf, spine, jobs)
     if config.scenario == "openb-jobs":
-        nodes = load_nodes(trace_dir)
+        nodes = openb_node_sample(load_nodes(trace_dir), config.nodes)
         flat = np.zeros(nodes.count, dtype=np.int64)
         return JobStream(nodes, flat, flat, openb_jobs(config.trace, trace_dir, compress=config.compress, hours=config.hours))
     raise ValueError(f"unknown job stream {config.scenario!r}; choose one of {', '.join(STREAMS)}")
 
 
-def offered_load(jobs: list[Job], *, capacity_gpu_milli: float, hours: float) -> float:
-    """GPU-time asked by the jobs arriving within the horizon over the GPU-time the cluster
-    has in it (durations not clipped, as `llm_workload`'s load): 10 jobs × 8 GPUs × 1 h on
-    80 GPUs over 1 h → 1.0."""
+def window_load(jobs: list[Job], *, capacity_gpu_milli: float, hours: float) -> float:
+    """GPU-time the jobs ask within the horizon (a job running past it counted to the
+    horizon) over the GPU-time the cluster has in it: above 1, no policy can keep up.
+    Example: 80 GPUs, 1 h; 10 jobs of 8 GPUs × 1 h at 0 s → 1.0; at 1,800 s → 0.5. Clipped,
+    unlike `llm_workload`'s load (arrival rate × mean GPU-time), because a trace's months-
+    long pods would otherwise count months into an hour's window."""
     horizon_s = hours * 3600.0
-    asked = sum(job.gpus_milli * job.duration_s for job in jobs if job.arrival_s <= horizon_s)
+    asked = sum(job.gpus_milli * min(job.duration_s, horizon_s - job.arrival_s) for job in jobs if job.arrival_s <= horizon_s)
     return asked / (capacity_gpu_milli * horizon_s) if capacity_gpu_milli and horizon_s else 0.0
 
 
 # ---- acme ----
+
+
+def check_acme_cluster(jobs: list[Job], *, nodes: int) -> None:
+    """Every job must fit the empty cluster: a 1,024-GPU gang needs 128 nodes of 8 GPUs."""
+    largest = max((job.gpus_milli // WHOLE for job in jobs), default=0)
+    if largest > nodes * NODE_GPUS:
+        raise ValueError(f"acme: {nodes} nodes of {NODE_GPUS} GPUs cannot host the trace's largest job ({largest} GPUs); "
+                         f"use at least {math.ceil(largest / NODE_GPUS)} nodes")  # fmt: skip
 
 
 def acme_trace_file(explicit: str | Path | None = None) -> Path:
@@ -228,23 +252,44 @@ def _count(row: dict[str, str], column: str, path: Path, line: int, *, least: in
 
 
 def openb_jobs(trace: str, trace_dir: Path | None = None, *, compress: float = 1.0, hours: float = math.inf) -> list[Job]:
-    """The pods of openb pod list `trace` as single-pod jobs arriving within `hours` after
-    compression, in arrival order; see the module docstring."""
+    """The pods of openb pod list `trace` as single-pod jobs, in arrival order, over the last
+    `hours` of the compressed trace (its end: the trace's last arrival), shifted to start at
+    0; a pod created before the window and alive at its start arrives at 0 with what is left
+    of its lifetime. Example: `compress` 100, `hours` 1, last creation at 720,000 s → the
+    window is 7,200 − 3,600 … 7,200 s; a pod created at 350,000 s (3,500 s) living
+    1,000 s arrives at 0 for 900 s."""
     pods = load_pods(trace, trace_dir)
     if np.isnan(pods.creation_time).all():
         raise ValueError(f"pod list {trace!r} has no times (the multigpu variants have none)")
+    lifetimes_s = pods.deletion_time - pods.creation_time
+    bad = np.flatnonzero(~(lifetimes_s >= 0.0))  # NaN or negative: a pod the replay cannot time
+    if bad.size:
+        raise ValueError(f"openb pod list {trace!r}, pod {pods.names[bad[0]]}: deletion_time missing or before creation_time")
+    arrivals_s = pods.creation_time / compress
+    start_s = max(0.0, float(np.nanmax(arrivals_s)) - hours * 3600.0)
     jobs: list[Job] = []
     for p in np.argsort(pods.creation_time, kind="stable").tolist():
-        arrival_s = float(pods.creation_time[p]) / compress
-        if arrival_s > hours * 3600.0:
-            break
-        lifetime_s = float(pods.deletion_time[p] - pods.creation_time[p])
-        if not lifetime_s >= 0.0:  # NaN or negative: a row the replay cannot time
-            raise ValueError(f"openb pod list {trace!r}, pod {pods.names[p]}: deletion_time before creation_time or missing")
+        arrival_s, lifetime_s = float(arrivals_s[p]) - start_s, float(lifetimes_s[p])
+        if arrival_s < 0.0:  # before the window: in it only if still alive at its start
+            if arrival_s + lifetime_s <= 0.0:
+                continue
+            arrival_s, lifetime_s = 0.0, arrival_s + lifetime_s
         num_gpu, gpu_milli = int(pods.num_gpu[p]), int(pods.gpu_milli[p])
         jobs.append(Job(len(jobs), _openb_queue(num_gpu, gpu_milli), arrival_s, lifetime_s, 1, int(pods.cpu_milli[p]),
                         int(pods.memory_mib[p]), num_gpu, gpu_milli))  # fmt: skip
     return jobs
+
+
+def openb_node_sample(nodes: OpenbNodes, count: int | None) -> OpenbNodes:
+    """`count` nodes spread evenly over the list (all when None or more): 10 of 1,213 →
+    rows 0, 135, 270, …, 1,212."""
+    if count is None or count >= nodes.count:
+        return nodes
+    if count < 1:
+        raise ValueError(f"openb-jobs: the cluster needs at least one node, got {count}")
+    rows = np.unique(np.linspace(0, nodes.count - 1, count).round().astype(np.int64))
+    return OpenbNodes(names=tuple(nodes.names[r] for r in rows.tolist()), cpu_milli=nodes.cpu_milli[rows],
+                      memory_mib=nodes.memory_mib[rows], gpus=nodes.gpus[rows], model=nodes.model[rows])  # fmt: skip
 
 
 def _openb_queue(num_gpu: int, gpu_milli: int) -> str:

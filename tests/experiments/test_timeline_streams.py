@@ -21,7 +21,7 @@ from experiments.timeline_streams import (
     acme_jobs,
     acme_trace_file,
     job_stream,
-    offered_load,
+    window_load,
     openb_jobs,
 )
 from tests.experiments._openb_builders import write_tiny_trace
@@ -44,8 +44,12 @@ def test_the_llm_load_scales_the_offered_gpu_hours(seed):
     low, mid, high = (_gpu_seconds(load, seed) for load in (0.9, 1.1, 1.3))
     assert low < mid < high
     assert high / low == pytest.approx(1.3 / 0.9, rel=0.25)
-    jobs = llm_workload(seed, hours=12.0, capacity_gpus=1024, load=1.3)
-    assert offered_load(jobs, capacity_gpu_milli=1024_000, hours=12.0) == pytest.approx(1.3, rel=0.25)
+
+
+def test_the_window_load_counts_gpu_time_up_to_the_horizon(tmp_path):
+    path = _write_acme(tmp_path, "0,0,7200,0.5,0.25,1,0,8", "1,1800,7200,0.5,0.25,1,0,8", "2,7200,7200,0.5,0.25,1,0,8")
+    jobs = acme_jobs(path)  # 8 GPUs for 1 h at 0 s, 1,800 s and 7,200 s
+    assert window_load(jobs, capacity_gpu_milli=8_000, hours=1.0) == pytest.approx(1.5)
 
 
 def test_the_config_s_load_reaches_the_llm_stream():
@@ -124,7 +128,7 @@ def test_an_acme_stream_runs_volcano_and_batchplace_with_every_gang_whole(tmp_pa
         assert stream.nodes.count == ACME_NODES and int(stream.leaf.max()) + 1 == ACME_NODES // 8
         result = run_llm_timeline(config, jobs=None, acme_dir=path)
         assert sum(d.size for d in result.delays_by_queue.values()) == 4  # the 1,024-GPU gang fits the empty cluster
-        assert result.extra["offered_load"] == pytest.approx(
+        assert result.extra["window_load"] == pytest.approx(
             (1024 * 3600 + 64 * 600 + 2 * 600 + 512 * 300) / (ACME_NODES * 8 * 7200), rel=1e-9
         )
         assert result.leaves_excess.max() == 0  # hard gangs in the fewest leaves
@@ -132,23 +136,41 @@ def test_an_acme_stream_runs_volcano_and_batchplace_with_every_gang_whole(tmp_pa
 
 @pytest.mark.skipif(not os.environ.get(ACME_ENV), reason=f"${ACME_ENV} is not set: the acme trace is not shipped")
 def test_the_real_acme_trace_loads_into_1_to_1024_gpu_gangs():
-    jobs = acme_jobs(acme_trace_file(), compress=12.7)
+    jobs = acme_jobs(acme_trace_file(), compress=15.0, hours=144.0)  # the module docstring's whole-trace replay
     sizes = [j.gpus_milli // 1000 for j in jobs]
-    assert len(jobs) == 319 and min(sizes) == 1 and max(sizes) == 1024
-    assert max(sizes) <= ACME_NODES * 8
-    hours = jobs[-1].arrival_s / 3600.0
-    assert 0.9 < offered_load(jobs, capacity_gpu_milli=ACME_NODES * 8000, hours=hours) < 1.3
+    assert len(jobs) > 300 and min(sizes) == 1 and max(sizes) == 1024
+    assert 1.0 < window_load(jobs, capacity_gpu_milli=ACME_NODES * 8000, hours=144.0) < 1.2
 
 
 def test_openb_pods_become_single_pod_jobs_queued_by_their_gpus(tmp_path):
-    write_tiny_trace(tmp_path)
-    jobs = openb_jobs("default", tmp_path, compress=2.0, hours=10.0 / 3600.0)
-    assert len(jobs) == 21  # creation 0…20 s, compressed to 0…10 s
-    assert [j.arrival_s for j in jobs[:3]] == [0.0, 0.5, 1.0]
+    write_tiny_trace(tmp_path)  # pods created at 0…59 s, each living 100 s
+    jobs = openb_jobs("default", tmp_path, compress=2.0)
+    assert [j.arrival_s for j in jobs[:3]] == [0.0, 0.5, 1.0] and jobs[-1].arrival_s == 29.5
     assert all(j.pods == 1 and j.duration_s == 100.0 for j in jobs)
     shapes = {(j.num_gpu, j.gpu_milli): j.queue for j in jobs}
     assert shapes == {(1, 1000): "finetune", (1, 500): "inference", (2, 1000): "training", (1, 250): "inference",
                       (0, 0): "inference", (4, 1000): "training"}  # fmt: skip
+
+
+def test_the_openb_window_is_the_trace_s_end_with_the_pods_alive_at_its_start(tmp_path):
+    write_tiny_trace(tmp_path)
+    pods = (tmp_path / "openb_pod_list_default.csv").read_text().splitlines()
+    pods[1] = pods[1].replace(",0,100,0", ",0,10,0")  # pod 0 lives 10 s: gone before the window
+    (tmp_path / "openb_pod_list_default.csv").write_text("\n".join(pods) + "\n")
+    jobs = openb_jobs("default", tmp_path, compress=2.0, hours=10.0 / 3600.0)  # 19.5 … 29.5 s
+    assert len(jobs) == 59
+    assert jobs[0].arrival_s == 0.0 and jobs[0].duration_s == 100.0 - 19.0  # pod 1: 0.5 s, alive at 19.5 s
+    assert [j.arrival_s for j in jobs[-21:]] == [c / 2 - 19.5 for c in range(39, 60)]
+    assert all(j.duration_s == 100.0 for j in jobs[-21:])
+
+
+def test_fewer_openb_nodes_are_spread_over_the_node_list(tmp_path):
+    write_tiny_trace(tmp_path)
+    config = TimelineConfig(scenario="openb-jobs", policy="volcano", nodes=4)
+    stream = job_stream(config, trace_dir=tmp_path)
+    assert stream.nodes.names == ("node-00", "node-04", "node-07", "node-11")
+    assert stream.nodes.gpus.tolist() == [2, 4, 4, 6] and stream.leaf.tolist() == [0, 0, 0, 0]
+    assert job_stream(replace(config, nodes=None), trace_dir=tmp_path).nodes.count == 12
 
 
 @pytest.mark.parametrize("policy", ["volcano", "greedy"])
@@ -182,10 +204,14 @@ def test_the_cli_runs_acme_from_its_option_and_refuses_a_bad_row(tmp_path):
                                "--acme-dir", str(good), "--out", str(out), "--jobs", "1"])  # fmt: skip
     assert done.exit_code == 0, done.output
     summary = (out / "timeline_summary.csv").read_text().splitlines()
-    assert summary[0].endswith("load,compress,offered_load") and summary[1].startswith("acme,volcano,42,")
+    assert summary[0].endswith("load,compress,window_load") and summary[1].startswith("acme,volcano,42,")
     bad = tmp_path / "bad"
     bad.mkdir()
     _write_acme(bad, "0,0,1200,0.5,0.25,-8,0,8")
     refused = runner.invoke(app, ["experiment", "timeline", "--scenario", "acme", "--acme-dir", str(bad), "--out", str(out)])
     assert refused.exit_code == 2
     assert "line 2, column 'gpu_workers'" in refused.output
+    _write_acme(bad, "0,0,1200,0.5,0.25,128,0,8")  # 1,024 GPUs
+    small = runner.invoke(app, ["experiment", "timeline", "--scenario", "acme", "--acme-dir", str(bad), "--nodes", "64"])
+    assert small.exit_code == 2
+    assert "64 nodes of 8 GPUs cannot host the trace's largest job (1024 GPUs); use at least 128 nodes" in small.output
