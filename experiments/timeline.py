@@ -78,14 +78,14 @@ class TimelineConfig:
     scenario: str  # llm | acme | openb-jobs (the llm event loop, `timeline_streams`) | openb
     policy: str
     seed: int = 42
-    hours: float = 12.0  # llm horizon
+    hours: float = 12.0  # horizon of llm, acme, openb-jobs
     cycle_s: float = 60.0  # llm cycle; openb uses 300 s
     trace: str = "default"  # openb pod list
     compress: float = 1.0  # openb, openb-jobs, acme: arrivals at the trace's time / compress, durations kept
     nodes: int | None = None  # cluster size; None: the stream's own (`timeline_streams.job_stream`: llm 128)
     time_limit_s: float = 2.0
     sla_waiting_s: float | None = None  # llm: every job's sla-waiting-time (batchplace and Volcano-like); None: none
-    load: float = 1.1  # llm: offered GPU-time over the horizon, × capacity
+    load: float = 1.1  # llm: offered load, arrival rate × mean GPU-time per job / capacity
 
 
 @dataclass(frozen=True, eq=False)
@@ -383,24 +383,26 @@ def _pct(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if values.size else float("nan")
 
 
-def _stream_key(config: TimelineConfig) -> tuple[str, float]:
-    """What tells two runs' streams apart: the scenario, then llm's load or a trace's compression."""
-    return config.scenario, config.load if config.scenario == "llm" else config.compress
+def _stream_key(config: TimelineConfig) -> tuple[str, float, int]:
+    """What tells two runs' streams apart: the scenario, llm's load or a trace's compression,
+    the cluster's nodes (0: the stream's own)."""
+    return config.scenario, config.load if config.scenario == "llm" else config.compress, config.nodes or 0
 
 
 def _streams(results: Sequence[TimelineResult]) -> list[tuple[str, list[TimelineResult]]]:
-    """The runs grouped by stream, each with its name: "llm, load 1.3", "acme, compress 12.7,
-    window load 1.08" (the trace streams' load is what their window holds, measured)."""
-    groups: dict[tuple[str, float], list[TimelineResult]] = {}
+    """The runs grouped by stream, each with its name: "llm, load 1.3", "acme, compress 15,
+    window load 1.09", "openb-jobs, compress 300, 200 nodes, window load 1.4" (a trace
+    stream's load is the GPU-time its window asks, measured: `timeline_streams.window_load`)."""
+    groups: dict[tuple[str, float, int], list[TimelineResult]] = {}
     for r in results:
         groups.setdefault(_stream_key(r.config), []).append(r)
     named = []
-    for (scenario, amount), runs in sorted(groups.items()):
-        if scenario == "llm":
-            name = f"llm, load {amount:g}"
-        else:
-            offered = [r.extra["window_load"] for r in runs if "window_load" in r.extra]
-            name = f"{scenario}, compress {amount:g}" + (f", window load {np.mean(offered):.2f}" if offered else "")
+    for (scenario, amount, nodes), runs in sorted(groups.items()):
+        name = f"llm, load {amount:g}" if scenario == "llm" else f"{scenario}, compress {amount:g}"
+        name += f", {nodes} nodes" if nodes else ""
+        asked = [r.extra["window_load"] for r in runs if "window_load" in r.extra]
+        if scenario != "llm" and asked:
+            name += f", window load {np.mean(asked):.2f}"
         named.append((name, runs))
     return named
 
@@ -499,7 +501,7 @@ def write_timeline_csv(results: Sequence[TimelineResult], out: Path) -> None:
 def _load_cells(r: TimelineResult) -> list[str]:
     """`load` (llm's, as configured), `compress` (the trace scenarios'), `window_load` (measured
     over the horizon; empty for `openb`): blank where the scenario has none."""
-    offered = r.extra.get("window_load")
+    asked = r.extra.get("window_load")
     return [f"{r.config.load:g}" if r.config.scenario == "llm" else "",
             f"{r.config.compress:g}" if r.config.scenario != "llm" else "",
-            f"{offered:.4f}" if offered is not None else ""]  # fmt: skip
+            f"{asked:.4f}" if asked is not None else ""]  # fmt: skip

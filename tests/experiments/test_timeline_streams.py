@@ -190,8 +190,9 @@ def test_the_tables_name_each_llm_load():
     runs = [run_llm_timeline(TimelineConfig(scenario="llm", policy="volcano", hours=0.5, load=load, nodes=16))
             for load in (0.9, 1.3)]  # fmt: skip
     table = timeline_markdown(runs) + timeline_policy_summary(runs)
-    assert "### timeline: llm, load 0.9" in table and "### timeline: llm, load 1.3" in table
-    assert "### llm, load 0.9, mean of seeds 42" in table and "### llm, load 1.3, mean of seeds 42" in table
+    for load in ("0.9", "1.3"):
+        assert f"### timeline: llm, load {load}, 16 nodes" in table
+        assert f"### llm, load {load}, 16 nodes, mean of seeds 42" in table
 
 
 def test_the_cli_runs_acme_from_its_option_and_refuses_a_bad_row(tmp_path):
