@@ -249,7 +249,7 @@ def timeline(
     load: Annotated[float, typer.Option(min=0.1, help="llm: GPU-time offered over the horizon as a multiple of the cluster's (e.g. 0.9, 1.1, 1.3); the tables and CSV name it.")] = 1.1,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes.")] = 2,
     trace: Annotated[str, typer.Option(help="openb pod list for the openb scenario.")] = "default",
-    compress: Annotated[float, typer.Option(min=1.0, help="openb, openb-jobs, acme: divide arrival times by this (durations kept); openb as recorded keeps < 1 % of GPUs busy; acme: 15 with --hours 144 asks ~1.1 × the Kalos-like cluster's GPU-time; openb-jobs: 300 with --hours 2 --nodes 200 keeps it busy.")] = 1.0,
+    compress: Annotated[float, typer.Option(min=1.0, help="openb, openb-jobs, acme: divide arrival times by this (durations kept); openb as recorded keeps < 1 % of GPUs busy; acme: 15 with --hours 144 asks ~1.1 × the Kalos-like cluster's GPU-time; openb-jobs: 300 with --hours 1 --nodes 200 keeps it busy.")] = 1.0,
     sla_waiting_time: Annotated[str, typer.Option("--sla-waiting-time", help="llm: every job's sla-waiting-time (a Go duration, e.g. 2h) for batchplace and Volcano-like, or none.")] = "none",
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("results/timeline"),
     trace_dir: Annotated[Path | None, typer.Option("--trace-dir", help=_TRACE_DIR_HELP + " Read by --scenario openb and openb-jobs.")] = None,
