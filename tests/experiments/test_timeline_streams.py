@@ -10,7 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from batchplace.cli import app
-from experiments.timeline import TimelineConfig, run_llm_timeline, timeline_markdown, timeline_policy_summary
+from experiments.timeline import (
+    LLM_POLICIES,
+    TimelineConfig,
+    run_llm_timeline,
+    timeline_markdown,
+    timeline_policy_summary,
+)
 from experiments.timeline_llm import QUEUE_WEIGHTS, llm_workload
 from experiments.timeline_streams import (
     ACME_ENV,
@@ -173,17 +179,17 @@ def test_fewer_openb_nodes_are_spread_over_the_node_list(tmp_path):
     assert job_stream(replace(config, nodes=None), trace_dir=tmp_path).nodes.count == 12
 
 
-@pytest.mark.parametrize("policy", ["volcano", "greedy"])
-def test_openb_jobs_run_end_to_end_under_an_llm_policy(tmp_path, policy):
+@pytest.mark.parametrize("scenario", ["acme", "openb-jobs"])
+@pytest.mark.parametrize("policy", LLM_POLICIES)
+def test_every_llm_policy_runs_on_every_trace_stream(tmp_path, scenario, policy):
     write_tiny_trace(tmp_path)
-    config = TimelineConfig(scenario="openb-jobs", policy=policy, hours=0.1, cycle_s=60.0, compress=1.0)
-    result = run_llm_timeline(config, trace_dir=tmp_path)
-    started = sum(d.size for d in result.delays_by_queue.values())
-    assert started + sum(result.never_started.values()) == 60
-    assert started == 60  # 60 pods of the tiny trace fit its 12 nodes over 6 min
-    assert result.utilization_pct.max() > 0.0 and result.utilization_pct.max() <= 100.0
-    assert result.evictions_per_admitted_gpu == 0.0
-    assert "### timeline: openb-jobs, compress 1" in timeline_markdown([result])
+    _write_acme(tmp_path, "0,0,7200,0.5,0.25,128,0,8", "1,60,1200,0.5,0.25,8,0,8", "2,120,1200,0.5,0.25,1,0,2")
+    config = TimelineConfig(scenario=scenario, policy=policy, hours=0.1 if scenario == "openb-jobs" else 1.0)
+    stream = job_stream(config, trace_dir=tmp_path, acme_dir=tmp_path)
+    result = run_llm_timeline(config, trace_dir=tmp_path, acme_dir=tmp_path)
+    assert sum(d.size for d in result.delays_by_queue.values()) == len(stream.jobs) == (60 if scenario == "openb-jobs" else 3)
+    assert 0.0 < result.utilization_pct.max() <= 100.0
+    assert f"### timeline: {scenario}, compress 1, window load" in timeline_markdown([result])
 
 
 def test_the_tables_name_each_llm_load():
