@@ -243,10 +243,10 @@ def fgd(
 def timeline(
     scenario: Annotated[str, typer.Option(help="llm (synthetic gangs/queues on a leaf-spine cluster), openb (the trace's own times), acme (the Acme trace's Kalos gangs on a Kalos-like leaf-spine cluster), openb-jobs (the openb pods as jobs under the llm policies), colocation (offline GPU/CPU hours with and without online/offline colocation), or all (llm and openb).")] = "all",
     policies: Annotated[str, typer.Option(help="Comma-separated policies, or all.")] = "all",
-    seeds: Annotated[str, typer.Option(help="Seeds of the synthetic workload.")] = "42",
+    seeds: Annotated[str, typer.Option(help="Seeds of the synthetic workload (acme and openb-jobs are their trace's, the same for every seed).")] = "42",
     hours: Annotated[float, typer.Option(min=0.1, help="Simulated horizon of the llm, acme and openb-jobs scenarios (h); acme and openb-jobs keep the jobs arriving in it.")] = 12.0,
     nodes: Annotated[int | None, typer.Option(min=1, help="Cluster nodes of the llm (default 128), acme (default 304, at least 128) and openb-jobs (default all 1,213; fewer are spread over the node list) scenarios.")] = None,
-    load: Annotated[float, typer.Option(min=0.1, help="llm: GPU-time offered over the horizon as a multiple of the cluster's (e.g. 0.9, 1.1, 1.3); the tables and CSV name it.")] = 1.1,
+    load: Annotated[float, typer.Option(min=0.1, help="llm: offered load, the arrival rate × mean GPU-time per job over the cluster's GPUs (e.g. 0.9, 1.1, 1.3); the tables and CSV name it.")] = 1.1,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes.")] = 2,
     trace: Annotated[str, typer.Option(help="openb pod list for the openb scenario.")] = "default",
     compress: Annotated[float, typer.Option(min=1.0, help="openb, openb-jobs, acme: divide arrival times by this (durations kept); openb as recorded keeps < 1 % of GPUs busy; acme: 15 with --hours 144 asks ~1.1 × the Kalos-like cluster's GPU-time; openb-jobs: 300 with --hours 1 --nodes 200 keeps it busy.")] = 1.0,
