@@ -54,7 +54,9 @@ spine, and the jobs in arrival order, all arriving within the horizon. Three str
   nothing.
 
 Errors: a missing acme trace raises `AcmeTraceNotFound` (the caller says which option or
-variable to set); a bad row raises `AcmeTraceError` naming the file, the line and the column.
+variable to set); a bad row raises `AcmeTraceError` naming the file, the line and the column;
+a cluster too small for the trace's largest gang, or an openb pod without a lifetime, a
+`ValueError` saying which.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -80,13 +83,14 @@ __all__ = [
     "AcmeTraceError",
     "AcmeTraceNotFound",
     "JobStream",
+    "StreamConfig",
+    "acme_jobs",
     "acme_trace_file",
     "check_acme_cluster",
-    "acme_jobs",
     "job_stream",
-    "window_load",
     "openb_jobs",
     "openb_node_sample",
+    "window_load",
 ]
 
 STREAMS: tuple[str, ...] = ("llm", "acme", "openb-jobs")
@@ -106,11 +110,30 @@ MEMORY_MIB_PER_GPU = 125_000
 
 
 class AcmeTraceNotFound(FileNotFoundError):
-    """No acme trace where `acme_dir` looked: set the option or `$BATCHPLACE_ACME_DIR`."""
+    """No acme trace where `acme_trace_file` looked: set the option or `$BATCHPLACE_ACME_DIR`."""
 
 
 class AcmeTraceError(ValueError):
     """A row of the acme trace the stream cannot use: the message names file, line and column."""
+
+
+class StreamConfig(Protocol):
+    """What a stream reads of `experiments.timeline.TimelineConfig` (which imports this module)."""
+
+    @property
+    def scenario(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def hours(self) -> float: ...
+    @property
+    def load(self) -> float: ...
+    @property
+    def compress(self) -> float: ...
+    @property
+    def nodes(self) -> int | None: ...
+    @property
+    def trace(self) -> str: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,8 +146,8 @@ class JobStream:
     jobs: list[Job]
 
 
-def job_stream(config, *, trace_dir: Path | None = None, acme_dir: Path | None = None) -> JobStream:  # noqa: ANN001
-    """The stream `config.scenario` names (one of `STREAMS`); `config` is a `TimelineConfig`."""
+def job_stream(config: StreamConfig, *, trace_dir: Path | None = None, acme_dir: Path | None = None) -> JobStream:
+    """The stream `config.scenario` names (one of `STREAMS`)."""
     if config.scenario == "llm":
         nodes, leaf, spine = llm_cluster(config.nodes or LLM_NODES)
         jobs = llm_workload(config.seed, hours=config.hours, capacity_gpus=int(nodes.gpus.sum()), load=config.load)
