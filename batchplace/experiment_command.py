@@ -315,17 +315,17 @@ def timeline(
                                  out / f"timeline_util_{name}.png", title=f"GPU allocated over time — {name}")  # fmt: skip
             plot_queueing_cdf({r.config.policy: r.delays_by_queue for r in chosen},
                               out / f"timeline_queueing_{name}.png", title=f"queueing delay — {name}")  # fmt: skip
-        if name == "llm":
+        if name in ("llm", "acme"):  # the streams of gangs
             runs = [r for r in results if r.config.scenario == name]
             pooled: dict[str, dict[int, list]] = {}
             for r in runs:
                 for size, values in r.delays_by_gpus.items():
                     pooled.setdefault(r.config.policy, {}).setdefault(size, []).extend(values.tolist())
             plot_delay_by_size({p: {s: np.array(v) for s, v in by.items()} for p, by in pooled.items()},
-                               out / "timeline_delay_by_size_llm.png", title="training delay by job size — llm, seeds pooled")  # fmt: skip
+                               out / f"timeline_delay_by_size_{name}.png", title=f"training delay by job size — {name}, seeds pooled")  # fmt: skip
             plot_timeline_series({r.config.policy: (r.times_h, r.reserved_pct) for r in chosen},
-                                 out / "timeline_reserved_llm.png", ylabel="GPUs reserved (%)", ylim=None,
-                                 title=f"GPUs reserved for overdue jobs — llm, seed {results[0].config.seed}")  # fmt: skip
+                                 out / f"timeline_reserved_{name}.png", ylabel="GPUs reserved (%)", ylim=None,
+                                 title=f"GPUs reserved for overdue jobs — {name}, seed {results[0].config.seed}")  # fmt: skip
     console.print(table, highlight=False, markup=False)
     console.print(f"wrote {out}/timeline_*.csv, summary.md and plots", markup=False)
 
