@@ -8,7 +8,8 @@ baselines (a thin CLI over `experiments.fgd`, `experiments.timeline`, `experimen
   `bounds.csv`, `bound_shapes.csv`, `summary.md` and PNG plots under `--out`, and prints
   the tables and the validity gate.
 - `batchplace experiment timeline` — arrivals, durations, gangs, queues: the synthetic LLM
-  cluster mix and the openb pods with their own creation/deletion times.
+  cluster mix at a chosen load, the openb pods with their own creation/deletion times, and
+  the job streams of the Acme trace's gangs and of the openb pods as jobs.
 
 Exit status: 0 when the runs finished (and, for `fgd` with `--require-gate`, the gate
 holds), 1 when the gate fails, 2 for bad arguments.
@@ -25,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from batchplace.render import print_error
 from models.duration import DurationError, parse_go_duration
+from solver.rules.reservation import DEFAULT_SLA_WAITING_S
 
 __all__ = ["experiment_app"]
 
@@ -66,6 +68,10 @@ def _names(text: str, *, allowed: tuple[str, ...], what: str) -> list[str]:
     return names
 
 
+_ACME_DIR_HELP = (
+    "acme: folder holding converted_kalos_trace.csv (the Acme trace's Kalos jobs, Hu et al., NSDI '24, as converted "
+    "in the hyunnnchoi/AcmeTrace fork), or its third-party-derived/ subfolder. Default: $BATCHPLACE_ACME_DIR."
+)
 _TRACE_DIR_HELP = (
     "Folder holding the openb trace's CSVs (openb_node_list_gpu_node.csv, openb_pod_list_*.csv) from Alibaba's "
     "clusterdata repository, cluster-trace-gpu-v2023. Default: $BATCHPLACE_OPENB_DIR."
@@ -81,6 +87,31 @@ def _trace_folder(explicit: Path | None, pod_lists: list[str], *, hint: str = ""
     except TraceNotFound as error:
         print_error(f"{error}: pass --trace-dir DIR or set ${TRACE_ENV}{hint}; the trace is {TRACE_SOURCE}")
         raise typer.Exit(EXIT_INPUT_ERROR) from None
+
+
+def _acme_file(explicit: Path | None, *, nodes: int | None) -> Path:
+    """The acme trace file, found and read once before any worker starts (and its largest
+    job checked against `--nodes`); else one line and exit 2."""
+    from experiments.timeline_streams import (
+        ACME_ENV,
+        ACME_NODES,
+        AcmeTraceError,
+        AcmeTraceNotFound,
+        acme_jobs,
+        acme_trace_file,
+        check_acme_cluster,
+    )
+
+    try:
+        path = acme_trace_file(explicit)
+        check_acme_cluster(acme_jobs(path), nodes=nodes or ACME_NODES)
+    except AcmeTraceNotFound as error:
+        print_error(f"{error}: pass --acme-dir DIR or set ${ACME_ENV}; the trace is the Acme trace (Hu et al., NSDI '24)")
+        raise typer.Exit(EXIT_INPUT_ERROR) from None
+    except (AcmeTraceError, ValueError) as error:
+        print_error(str(error))
+        raise typer.Exit(EXIT_INPUT_ERROR) from None
+    return path
 
 
 def _progress() -> Progress:
@@ -211,20 +242,24 @@ def fgd(
 
 @experiment_app.command()
 def timeline(
-    scenario: Annotated[str, typer.Option(help="llm (synthetic gangs/queues on a leaf-spine cluster), openb (the trace's own times), colocation (offline GPU/CPU hours with and without online/offline colocation), or all (llm and openb).")] = "all",
+    scenario: Annotated[str, typer.Option(help="llm (synthetic gangs/queues on a leaf-spine cluster), openb (the trace's own times), acme (the Acme trace's Kalos gangs on a Kalos-like leaf-spine cluster), openb-jobs (the openb pods as jobs under the llm policies), colocation (offline GPU/CPU hours with and without online/offline colocation), or all (llm and openb).")] = "all",
     policies: Annotated[str, typer.Option(help="Comma-separated policies, or all.")] = "all",
-    seeds: Annotated[str, typer.Option(help="Seeds of the synthetic workload.")] = "42",
-    hours: Annotated[float, typer.Option(min=0.1, help="Simulated horizon of the llm scenario (h).")] = 12.0,
+    seeds: Annotated[str, typer.Option(help="Seeds of the synthetic workload (acme and openb-jobs are their trace's, the same for every seed).")] = "42",
+    hours: Annotated[float, typer.Option(min=0.1, help="Simulated horizon of the llm, acme and openb-jobs scenarios (h); acme and openb-jobs keep the jobs arriving in it.")] = 12.0,
+    nodes: Annotated[int | None, typer.Option(min=1, help="Cluster nodes of the llm (default 128), acme (default 304, at least 128) and openb-jobs (default all 1,213; fewer are spread over the node list) scenarios.")] = None,
+    load: Annotated[float, typer.Option(min=0.1, help="llm: offered load, the arrival rate × mean GPU-time per job over the cluster's GPUs (e.g. 0.9, 1.1, 1.3); the tables and CSV name it.")] = 1.1,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes.")] = 2,
     trace: Annotated[str, typer.Option(help="openb pod list for the openb scenario.")] = "default",
-    compress: Annotated[float, typer.Option(min=1.0, help="openb: divide arrival times by this (lifetimes kept); the trace as recorded keeps < 1 % of GPUs busy.")] = 1.0,
-    sla_waiting_time: Annotated[str, typer.Option("--sla-waiting-time", help="llm: every job's sla-waiting-time (a Go duration, e.g. 2h) for batchplace, or none (volcano runs with no sla, volcano-sla with its own 2h).")] = "none",
+    compress: Annotated[float, typer.Option(min=1.0, help="openb, openb-jobs, acme: divide arrival times by this (durations kept); openb as recorded keeps < 1 % of GPUs busy; acme: 15 with --hours 144 asks ~1.1 × the Kalos-like cluster's GPU-time; openb-jobs: 300 with --hours 1 --nodes 200 keeps it busy.")] = 1.0,
+    sla_waiting_time: Annotated[str, typer.Option("--sla-waiting-time", help="batchplace's default sla-waiting-time for every job (a Go duration), as the controller's flag: its default is the controller's; none turns the guard off (batchplace then preempts and reclaims). volcano runs with no sla, volcano-sla with its own 2h.")] = f"{DEFAULT_SLA_WAITING_S / 60:g}m",
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("results/timeline"),
-    trace_dir: Annotated[Path | None, typer.Option("--trace-dir", help=_TRACE_DIR_HELP + " Read by --scenario openb.")] = None,
+    trace_dir: Annotated[Path | None, typer.Option("--trace-dir", help=_TRACE_DIR_HELP + " Read by --scenario openb and openb-jobs.")] = None,
+    acme_dir: Annotated[Path | None, typer.Option("--acme-dir", help=_ACME_DIR_HELP)] = None,
 ) -> None:
     """Timeline protocol: utilization, queueing delay, JCT, fairness, evictions, HyperNodes per gang, solver time.
 
-    The openb scenario replays Alibaba's cluster-trace-gpu-v2023 (pass --trace-dir); the llm scenario needs no trace.
+    The openb and openb-jobs scenarios replay Alibaba's cluster-trace-gpu-v2023 (pass --trace-dir), acme the Acme
+    trace's Kalos jobs (pass --acme-dir); the llm scenario needs no trace.
     """
     import numpy as np
 
@@ -238,6 +273,7 @@ def timeline(
         timeline_policy_summary,
         write_timeline_csv,
     )
+    from experiments.timeline_streams import STREAMS
 
     if scenario == "colocation":
         _colocation_timeline(hours if hours != 12.0 else 24.0, out)
@@ -248,24 +284,26 @@ def timeline(
         print_error(f"--sla-waiting-time: {error}")
         raise typer.Exit(EXIT_INPUT_ERROR) from None
     scenarios = ["llm", "openb"] if scenario == "all" else [scenario]
-    if any(s not in ("llm", "openb") for s in scenarios):
-        print_error(f"--scenario: choose llm, openb or all, got {scenario!r}")
+    if any(s not in ("llm", "openb", *STREAMS) for s in scenarios):
+        print_error(f"--scenario: choose llm, openb, acme, openb-jobs, colocation or all, got {scenario!r}")
         raise typer.Exit(EXIT_INPUT_ERROR)
-    directory = None
-    if "openb" in scenarios:
+    directory = acme = None
+    if "openb" in scenarios or "openb-jobs" in scenarios:
         directory = _trace_folder(trace_dir, [trace], hint=" (or --scenario llm, which needs none)")
+    if "acme" in scenarios:
+        acme = _acme_file(acme_dir, nodes=nodes)
     configs = []
     for name in scenarios:
-        allowed = LLM_POLICIES if name == "llm" else OPENB_POLICIES
+        allowed = OPENB_POLICIES if name == "openb" else LLM_POLICIES
         for policy in _names(policies, allowed=allowed, what="--policies") if policies != "all" else allowed:
             for seed in _ints(seeds, what="--seeds"):
                 configs.append(TimelineConfig(scenario=name, policy=policy, seed=seed, hours=hours, trace=trace,
-                                              compress=compress, sla_waiting_s=sla_waiting_s))  # fmt: skip
+                                              compress=compress, sla_waiting_s=sla_waiting_s, load=load, nodes=nodes))  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     results = []
     with _progress() as progress:
         task = progress.add_task("timeline", total=len(configs), last="")
-        for result in run_timelines(configs, trace_dir=directory, jobs=jobs):
+        for result in run_timelines(configs, trace_dir=directory, acme_dir=acme, jobs=jobs):
             results.append(result)
             progress.update(task, advance=1, last=f"{result.config.scenario}/{result.config.policy}")
     write_timeline_csv(results, out)
@@ -278,17 +316,17 @@ def timeline(
                                  out / f"timeline_util_{name}.png", title=f"GPU allocated over time — {name}")  # fmt: skip
             plot_queueing_cdf({r.config.policy: r.delays_by_queue for r in chosen},
                               out / f"timeline_queueing_{name}.png", title=f"queueing delay — {name}")  # fmt: skip
-        if name == "llm":
+        if name in ("llm", "acme"):  # the streams of gangs
             runs = [r for r in results if r.config.scenario == name]
             pooled: dict[str, dict[int, list]] = {}
             for r in runs:
                 for size, values in r.delays_by_gpus.items():
                     pooled.setdefault(r.config.policy, {}).setdefault(size, []).extend(values.tolist())
             plot_delay_by_size({p: {s: np.array(v) for s, v in by.items()} for p, by in pooled.items()},
-                               out / "timeline_delay_by_size_llm.png", title="training delay by job size — llm, seeds pooled")  # fmt: skip
+                               out / f"timeline_delay_by_size_{name}.png", title=f"training delay by job size — {name}, seeds pooled")  # fmt: skip
             plot_timeline_series({r.config.policy: (r.times_h, r.reserved_pct) for r in chosen},
-                                 out / "timeline_reserved_llm.png", ylabel="GPUs reserved (%)", ylim=None,
-                                 title=f"GPUs reserved for overdue jobs — llm, seed {results[0].config.seed}")  # fmt: skip
+                                 out / f"timeline_reserved_{name}.png", ylabel="GPUs reserved (%)", ylim=None,
+                                 title=f"GPUs reserved for overdue jobs — {name}, seed {results[0].config.seed}")  # fmt: skip
     console.print(table, highlight=False, markup=False)
     console.print(f"wrote {out}/timeline_*.csv, summary.md and plots", markup=False)
 

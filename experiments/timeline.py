@@ -10,6 +10,9 @@ and a kube-scheduler-like scheduler when jobs come and go? Two scenarios:
   pending at its deletion time is withdrawn), FIFO with retry, policies of the FGD protocol.
   As recorded, at most ~50 pods (< 1 % of the GPUs) are alive at once, so every policy
   looks the same; `compress` divides arrival times (lifetimes kept) to load the cluster.
+- `acme` (the Acme trace's Kalos gangs of 1–1,024 GPUs on a Kalos-like leaf-spine cluster)
+  and `openb-jobs` (the openb pods as single-pod jobs on the openb nodes): job streams of
+  `experiments.timeline_streams`, run by the llm event loop and its policies unchanged.
 
 The event loop is pure, with its own clock: at each cycle time t, in this order,
 (1) jobs whose end ≤ t finish and free their pods, (2) jobs whose arrival ≤ t join the
@@ -49,10 +52,11 @@ from experiments.timeline_llm import (
     World,
     deserved_gpus,
     llm_cluster,
-    llm_workload,
 )
 from experiments.timeline_peers import PEER_POLICIES, EasyBackfill, KueueLike, VolcanoWithSla, make_peer_policy
+from experiments.timeline_streams import LLM_NODES, job_stream, window_load
 from experiments.trace_openb import load_nodes, load_pods
+from solver.rules.reservation import DEFAULT_SLA_WAITING_S
 
 __all__ = [
     "LLM_POLICIES",
@@ -74,16 +78,18 @@ OPENB_POLICIES: tuple[str, ...] = ("bestfit", "fgd", "kube", "volcano", "greedy"
 
 @dataclass(frozen=True)
 class TimelineConfig:
-    scenario: str  # llm | openb
+    scenario: str  # llm | acme | openb-jobs (the llm event loop, `timeline_streams`) | openb
     policy: str
     seed: int = 42
-    hours: float = 12.0  # llm horizon
+    hours: float = 12.0  # horizon of llm, acme, openb-jobs
     cycle_s: float = 60.0  # llm cycle; openb uses 300 s
     trace: str = "default"  # openb pod list
-    compress: float = 1.0  # openb: arrivals at creation / compress, lifetimes kept
-    nodes: int = 128  # llm cluster size
+    compress: float = 1.0  # openb, openb-jobs, acme: arrivals at the trace's time / compress, durations kept
+    nodes: int | None = None  # cluster size; None: the stream's own (`timeline_streams.job_stream`: llm 128)
     time_limit_s: float = 2.0
-    sla_waiting_s: float | None = None  # llm: every job's sla-waiting-time (batchplace and Volcano-like); None: none
+    sla_waiting_s: float | None = DEFAULT_SLA_WAITING_S  # every job's sla-waiting-time under batchplace (the
+    # controller's default unless set); None: none, and batchplace preempts and reclaims
+    load: float = 1.1  # llm: offered load, arrival rate × mean GPU-time per job / capacity
 
 
 @dataclass(frozen=True, eq=False)
@@ -114,7 +120,7 @@ class TimelineResult:
 
 
 def make_llm_policy(
-    name: str, *, time_limit_s: float = 2.0, sla_waiting_s: float | None = None
+    name: str, *, time_limit_s: float = 2.0, sla_waiting_s: float | None = DEFAULT_SLA_WAITING_S
 ) -> VolcanoLikeGangs | KubeLikePods | BatchplaceCycle | VolcanoWithSla | KueueLike | EasyBackfill:
     """`greedy`, `cpsat`, `auto` (batchplace), `volcano`, `kube`, and the peers of
     `experiments.timeline_peers`; `sla_waiting_s` is every job's waiting time for batchplace
@@ -130,15 +136,20 @@ def make_llm_policy(
     raise ValueError(f"unknown llm timeline policy {name!r}")
 
 
-def run_llm_timeline(config: TimelineConfig, *, jobs: list[Job] | None = None) -> TimelineResult:
-    """The `llm` scenario; see the module docstring. `jobs` replaces the synthetic
-    workload (tests hand-make one)."""
+def run_llm_timeline(
+    config: TimelineConfig, *, jobs: list[Job] | None = None, trace_dir: Path | None = None, acme_dir: Path | None = None
+) -> TimelineResult:
+    """The `llm` scenario and the other job streams (`experiments.timeline_streams`: `acme`
+    reads `acme_dir`, `openb-jobs` reads `trace_dir`); see the module docstring. `jobs`
+    replaces the stream on the llm cluster of `config.nodes` (tests hand-make one)."""
     started = time.perf_counter()
-    nodes, leaf, spine = llm_cluster(config.nodes)
+    if jobs is None:
+        stream = job_stream(config, trace_dir=trace_dir, acme_dir=acme_dir)
+        nodes, leaf, spine, jobs = stream.nodes, stream.leaf, stream.spine, stream.jobs
+    else:
+        nodes, leaf, spine = llm_cluster(config.nodes or LLM_NODES)
     state = ClusterState(nodes)
     capacity = float(state.gpu_capacity_milli)
-    if jobs is None:
-        jobs = llm_workload(config.seed, hours=config.hours, capacity_gpus=int(nodes.gpus.sum()))
     policy = make_llm_policy(config.policy, time_limit_s=config.time_limit_s, sla_waiting_s=config.sla_waiting_s)
     arrivals = list(jobs)  # arrival order
     pending: list[Job] = []
@@ -203,8 +214,9 @@ def run_llm_timeline(config: TimelineConfig, *, jobs: list[Job] | None = None) -
     ledger.close(pending, horizon)
     result = _llm_result(config, jobs, times, util, held, fairness, solve, evicted_gpu_milli, admitted_gpu_milli,
                          leaf, time.perf_counter() - started)  # fmt: skip
-    return replace(result, reserved_pct=np.array(reserved), training_waits_s=_training_waits(jobs, horizon),
-                   delay_rows=delay_rows(jobs, ledger, horizon), **_by_size(jobs))  # fmt: skip
+    return replace(result, reserved_pct=np.array(reserved), training_waits_s=_training_waits(jobs, horizon), **_by_size(jobs),
+                   delay_rows=delay_rows(jobs, ledger, horizon),
+                   extra={"window_load": window_load(jobs, capacity_gpu_milli=capacity, hours=config.hours)})  # fmt: skip
 
 
 def _by_size(jobs: list[Job]) -> dict[str, dict]:
@@ -356,24 +368,26 @@ def run_openb_timeline(config: TimelineConfig, trace_dir: Path | None = None) ->
     )
 
 
-def run_timeline(config: TimelineConfig, trace_dir: Path | None = None) -> TimelineResult:
-    return run_llm_timeline(config) if config.scenario == "llm" else run_openb_timeline(config, trace_dir)
+def run_timeline(config: TimelineConfig, trace_dir: Path | None = None, acme_dir: Path | None = None) -> TimelineResult:
+    if config.scenario == "openb":
+        return run_openb_timeline(config, trace_dir)
+    return run_llm_timeline(config, trace_dir=trace_dir, acme_dir=acme_dir)
 
 
 def run_timelines(
-    configs: Sequence[TimelineConfig], *, trace_dir: Path | None = None, jobs: int = 1
+    configs: Sequence[TimelineConfig], *, trace_dir: Path | None = None, acme_dir: Path | None = None, jobs: int = 1
 ) -> Iterator[TimelineResult]:
     """Every configuration, in `jobs` processes, yielded as they finish (`trace_dir`: see
-    `run_openb_timeline`)."""
+    `run_openb_timeline`; `acme_dir`: `timeline_streams.acme_trace_file`)."""
     if jobs <= 1:
         for config in configs:
-            yield run_timeline(config, trace_dir)
+            yield run_timeline(config, trace_dir, acme_dir)
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        for future in as_completed([pool.submit(run_timeline, config, trace_dir) for config in configs]):
+        for future in as_completed([pool.submit(run_timeline, config, trace_dir, acme_dir) for config in configs]):
             yield future.result()
 
 
@@ -384,15 +398,38 @@ def _pct(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if values.size else float("nan")
 
 
+def _stream_key(config: TimelineConfig) -> tuple[str, float, int]:
+    """What tells two runs' streams apart: the scenario, llm's load or a trace's compression,
+    the cluster's nodes (0: the stream's own)."""
+    return config.scenario, config.load if config.scenario == "llm" else config.compress, config.nodes or 0
+
+
+def _streams(results: Sequence[TimelineResult]) -> list[tuple[str, list[TimelineResult]]]:
+    """The runs grouped by stream, each with its name: "llm, load 1.3", "acme, compress 15,
+    window load 1.09", "openb-jobs, compress 300, 200 nodes, window load 1.4" (a trace
+    stream's load is the GPU-time its window asks, measured: `timeline_streams.window_load`)."""
+    groups: dict[tuple[str, float, int], list[TimelineResult]] = {}
+    for r in results:
+        groups.setdefault(_stream_key(r.config), []).append(r)
+    named = []
+    for (scenario, amount, nodes), runs in sorted(groups.items()):
+        name = f"llm, load {amount:g}" if scenario == "llm" else f"{scenario}, compress {amount:g}"
+        name += f", {nodes} nodes" if nodes else ""
+        asked = [r.extra["window_load"] for r in runs if "window_load" in r.extra]
+        if scenario != "llm" and asked:
+            name += f", window load {np.mean(asked):.2f}"
+        named.append((name, runs))
+    return named
+
+
 def timeline_markdown(results: Sequence[TimelineResult]) -> str:
-    """One table per scenario."""
+    """One table per stream (scenario and load)."""
     from experiments.policies import policy_label
 
     lines = []
-    for scenario in sorted({r.config.scenario for r in results}):
-        chosen = [r for r in results if r.config.scenario == scenario]
+    for stream, chosen in _streams(results):
         queues = sorted({q for r in chosen for q in r.delays_by_queue})
-        lines += [f"### timeline: {scenario}", ""]
+        lines += [f"### timeline: {stream}", ""]
         head = ["policy", "seed", "GPU alloc mean %", "held by unstarted gangs %"]
         head += [f"delay p50/p99 {q} (min)" for q in queues]
         head += ["never started", "JCT mean (h)", "fairness error %", "evictions / admitted GPU",
@@ -417,16 +454,18 @@ def timeline_markdown(results: Sequence[TimelineResult]) -> str:
 
 
 def timeline_policy_summary(results: Sequence[TimelineResult]) -> str:
-    """The llm columns the starvation guard is judged on, per policy, mean over seeds (the
-    training p99 is each seed's, averaged; never started is a mean count)."""
+    """The columns the starvation guard is judged on, per stream of the llm event loop and
+    policy, mean over seeds (the training p99 is each seed's, averaged; never started is a
+    mean count)."""
+    return "\n".join(_stream_summary(stream, runs) for stream, runs in _streams(results) if runs[0].config.scenario != "openb")
+
+
+def _stream_summary(stream: str, chosen: list[TimelineResult]) -> str:
     from experiments.policies import policy_label
 
-    chosen = [r for r in results if r.config.scenario == "llm"]
-    if not chosen:
-        return ""
     seeds = sorted({r.config.seed for r in chosen})
     sla = chosen[0].config.sla_waiting_s
-    lines = [f"### llm, mean of seeds {', '.join(map(str, seeds))}; sla-waiting-time "
+    lines = [f"### {stream}, mean of seeds {', '.join(map(str, seeds))}; sla-waiting-time "
              f"{'none' if sla is None else f'{sla / 60:.0f} min'}", "",
              "| policy | GPU alloc % | training delay p99 (min) | never started | evictions / admitted GPU "
              "| fairness error % | GPUs reserved % | training wait p99, never started counted (min) |",
@@ -453,7 +492,8 @@ def write_timeline_csv(results: Sequence[TimelineResult], out: Path) -> None:
         writer = csv.writer(handle)
         writer.writerow(["scenario", "policy", "seed", "queue", "started", "never_started", "delay_p50_s", "delay_p99_s",
                          "util_mean_pct", "jct_mean_s", "fairness_error_pct", "evictions_per_admitted_gpu",
-                         "leaves_spanned_mean", "leaves_excess_mean", "solve_ms_mean", "solve_ms_p99", "wall_s"])  # fmt: skip
+                         "leaves_spanned_mean", "leaves_excess_mean", "solve_ms_mean", "solve_ms_p99", "wall_s",
+                         "load", "compress", "window_load"])  # fmt: skip
         for r in results:
             for queue, delays in r.delays_by_queue.items():
                 writer.writerow([r.config.scenario, r.config.policy, r.config.seed, queue, delays.size,
@@ -463,10 +503,20 @@ def write_timeline_csv(results: Sequence[TimelineResult], out: Path) -> None:
                                  r.leaves_spanned.mean() if r.leaves_spanned.size else "",
                                  r.leaves_excess.mean() if r.leaves_excess.size else "",
                                  1000 * r.solve_seconds.mean() if r.solve_seconds.size else "",
-                                 1000 * _pct(r.solve_seconds, 99), f"{r.wall_seconds:.1f}"])  # fmt: skip
+                                 1000 * _pct(r.solve_seconds, 99), f"{r.wall_seconds:.1f}", *_load_cells(r)])  # fmt: skip
     with open(out / "timeline_series.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["scenario", "policy", "seed", "time_h", "gpu_alloc_pct", "held_by_unstarted_pct"])
+        writer.writerow(["scenario", "policy", "seed", "time_h", "gpu_alloc_pct", "held_by_unstarted_pct", "load", "compress"])
         for r in results:
+            cells = _load_cells(r)[:2]
             for t, u, h in zip(r.times_h, r.utilization_pct, r.idle_held_pct):
-                writer.writerow([r.config.scenario, r.config.policy, r.config.seed, f"{t:.4f}", f"{u:.3f}", f"{h:.3f}"])
+                writer.writerow([r.config.scenario, r.config.policy, r.config.seed, f"{t:.4f}", f"{u:.3f}", f"{h:.3f}", *cells])
+
+
+def _load_cells(r: TimelineResult) -> list[str]:
+    """`load` (llm's, as configured), `compress` (the trace scenarios'), `window_load` (measured
+    over the horizon; empty for `openb`): blank where the scenario has none."""
+    asked = r.extra.get("window_load")
+    return [f"{r.config.load:g}" if r.config.scenario == "llm" else "",
+            f"{r.config.compress:g}" if r.config.scenario != "llm" else "",
+            f"{asked:.4f}" if asked is not None else ""]  # fmt: skip

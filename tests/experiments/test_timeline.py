@@ -65,7 +65,7 @@ def _starving() -> list[Job]:
 
 @pytest.mark.parametrize("policy", ["greedy"])  # Volcano-like's sla: tests/experiments/test_timeline_peers.py
 def test_a_waiting_time_lets_a_starved_gang_start(policy):
-    config = TimelineConfig(scenario="llm", policy=policy, hours=3.0, cycle_s=60.0, nodes=8)
+    config = TimelineConfig(scenario="llm", policy=policy, hours=3.0, cycle_s=60.0, nodes=8, sla_waiting_s=None)
     unguarded = _starving()
     run_llm_timeline(config, jobs=unguarded)
     guarded = _starving()

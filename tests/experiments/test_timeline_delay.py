@@ -38,7 +38,8 @@ def test_a_gang_behind_a_full_cluster_waits_for_room_and_the_classes_add_up_to_i
 def test_an_eviction_charges_the_victim_its_lost_run_and_names_who_evicted_it():
     # greedy without a waiting time preempts: a priority-1 gang arrives on a full cluster.
     jobs = [_gang(0, 0.0, 7200.0, 64), _gang(1, 600.0, 1200.0, 64, priority=1)]
-    result = run_llm_timeline(TimelineConfig(scenario="llm", policy="greedy", hours=2.0, nodes=8), jobs=jobs)
+    config = TimelineConfig(scenario="llm", policy="greedy", hours=2.0, nodes=8, sla_waiting_s=None)
+    result = run_llm_timeline(config, jobs=jobs)
     rows = _rows(result)
     victim = rows[0]
     assert victim["evictions"] == 1 and victim["evicted_by"] == "1"
@@ -61,3 +62,11 @@ def test_fits_free_capacity_keeps_a_hard_gang_inside_one_leaf():
     assert fits_free_capacity(world, _gang(1, 0.0, 1.0, 32, topology="hard", tier=1))
     assert fits_free_capacity(world, _gang(1, 0.0, 1.0, 64, topology="hard", tier=2))
     assert np.all(state.full_free[[0, 1, 2, 3]] == 0)
+
+
+def test_by_default_batchplace_evicts_nobody_and_the_preemptor_waits_for_room():
+    jobs = [_gang(0, 0.0, 7200.0, 64), _gang(1, 600.0, 1200.0, 64, priority=1)]
+    result = run_llm_timeline(TimelineConfig(scenario="llm", policy="greedy", hours=2.0, nodes=8), jobs=jobs)
+    rows = _rows(result)
+    assert rows[0]["evictions"] == 0 and jobs[0].start_s == 0.0
+    assert jobs[1].start_s == 7200.0 and rows[1]["no_room_s"] > 0.0
