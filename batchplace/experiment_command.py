@@ -271,6 +271,7 @@ def timeline(
         run_timelines,
         timeline_markdown,
         timeline_policy_summary,
+        timeline_delay_breakdown,
         write_timeline_csv,
     )
     from experiments.timeline_streams import STREAMS
@@ -307,7 +308,7 @@ def timeline(
             results.append(result)
             progress.update(task, advance=1, last=f"{result.config.scenario}/{result.config.policy}")
     write_timeline_csv(results, out)
-    table = timeline_markdown(results) + "\n" + timeline_policy_summary(results)
+    table = timeline_markdown(results) + "\n" + timeline_policy_summary(results) + "\n" + timeline_delay_breakdown(results)
     (out / "summary.md").write_text(table)
     for name in scenarios:
         chosen = [r for r in results if r.config.scenario == name and r.config.seed == results[0].config.seed]

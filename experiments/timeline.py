@@ -69,6 +69,7 @@ __all__ = [
     "run_timelines",
     "timeline_markdown",
     "timeline_policy_summary",
+    "timeline_delay_breakdown",
     "write_timeline_csv",
 ]
 
@@ -486,8 +487,23 @@ def _stream_summary(stream: str, chosen: list[TimelineResult]) -> str:
     return "\n".join([*lines, ""])
 
 
+def timeline_delay_breakdown(results: Sequence[TimelineResult]) -> str:
+    """Where the training waits went, per job stream and policy, seeds pooled
+    (`experiments.timeline_delay.breakdown_markdown`)."""
+    from experiments.policies import policy_label
+    from experiments.timeline_delay import breakdown_markdown
+
+    parts = []
+    for stream, runs in _streams(results):
+        chosen = [(policy_label(r.config.policy), r.config.seed, r.delay_rows) for r in runs if r.delay_rows]
+        if chosen:
+            parts += [f"### where the training waits went: {stream}", "", breakdown_markdown(chosen)]
+    return "\n".join(parts)
+
+
 def write_timeline_csv(results: Sequence[TimelineResult], out: Path) -> None:
-    """`timeline_summary.csv` (one row per run) and `timeline_series.csv` (utilization per cycle)."""
+    """`timeline_summary.csv` (one row per run), `timeline_series.csv` (utilization per cycle)
+    and `timeline_delays.csv` (one row per job of the job streams: where its wait went)."""
     with open(out / "timeline_summary.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["scenario", "policy", "seed", "queue", "started", "never_started", "delay_p50_s", "delay_p99_s",
@@ -504,6 +520,15 @@ def write_timeline_csv(results: Sequence[TimelineResult], out: Path) -> None:
                                  r.leaves_excess.mean() if r.leaves_excess.size else "",
                                  1000 * r.solve_seconds.mean() if r.solve_seconds.size else "",
                                  1000 * _pct(r.solve_seconds, 99), f"{r.wall_seconds:.1f}", *_load_cells(r)])  # fmt: skip
+    rows = [(r, row) for r in results for row in r.delay_rows]
+    if rows:
+        with open(out / "timeline_delays.csv", "w", newline="") as handle:
+            writer = csv.writer(handle)
+            names = list(rows[0][1])
+            writer.writerow(["scenario", "policy", "seed", *names, "load", "compress"])
+            for r, row in rows:
+                writer.writerow([r.config.scenario, r.config.policy, r.config.seed, *(("" if row[n] is None else row[n]) for n in names),
+                                 *_load_cells(r)[:2]])  # fmt: skip
     with open(out / "timeline_series.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["scenario", "policy", "seed", "time_h", "gpu_alloc_pct", "held_by_unstarted_pct", "load", "compress"])

@@ -92,3 +92,18 @@ def test_fgd_judges_the_gate_once_all_six_baselines_ran(tmp_path: Path) -> None:
     assert completed.returncode == 1, completed.stderr
     assert "validity gate (paper baselines, default trace, k=1, ±0.5 points): NOT MET" in completed.stdout
     assert "not judged" not in completed.stdout
+
+
+def test_timeline_writes_where_each_job_s_wait_went(tmp_path: Path) -> None:
+    args = ("--scenario", "llm", "--policies", "volcano,greedy", "--seeds", "42", "--hours", "2", "--jobs", "1",
+            "--out", str(tmp_path / "out"))  # fmt: skip
+    completed = _batchplace("experiment", "timeline", *args, cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert "### where the training waits went: llm, load 1.1" in summary
+    assert "| Volcano-like | training | all |" in summary and "| batchplace greedy | training | all |" in summary
+    rows = list(csv.DictReader((tmp_path / "out" / "timeline_delays.csv").open()))
+    assert {row["policy"] for row in rows} == {"volcano", "greedy"}
+    for row in rows:
+        parts = sum(float(row[f"{name}_s"]) for name in ("cycle", "no_room", "fairness", "passed_over", "requeued", "ran_then_evicted"))
+        assert abs(parts - float(row["wait_s"])) < 1e-6
