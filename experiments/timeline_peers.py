@@ -149,7 +149,12 @@ class KueueLike:
     - placement: Kueue does not place pods; kube-scheduler does once a workload is admitted.
       Admitted workloads' pods are placed all or none (waitForPodsReady, all-or-nothing) by
       kube-scheduler's default LeastAllocated score (`least_allocated_score`, CPU and memory,
-      it spreads), no topology (no Topology Aware Scheduling). `kueue-binpack` is the same
+      it spreads), inside the domain the job's topology asks, as Kueue's Topology Aware
+      Scheduling does for a PodSet annotated `kueue.x-k8s.io/podset-required-topology`
+      (hard: one leaf, or one spine past tier 1) or `podset-preferred-topology` (soft: the
+      lowest level that holds it, else higher), choosing the fullest domain that holds the
+      gang (TAS's default BestFit). Without TAS, Kueue spreads a hard-topology gang over
+      2.6 leaves on average (1.3 more than it needs) — placements these jobs refuse. `kueue-binpack` is the same
       Kueue with kube-scheduler's NodeResourcesFit set to MostAllocated (`binpack_score`), as
       GPU clusters commonly configure it (e.g. GKE's optimize-utilization profile): the
       default spreads small pods over the nodes an 8-GPU pod needs whole, which costs Kueue
@@ -169,10 +174,13 @@ class KueueLike:
         self.strict_fifo = strict_fifo
         self.score = score
         self.name = "kueue-strict" if strict_fifo else "kueue" if score is least_allocated_score else "kueue-binpack"
+        self._levels: list[np.ndarray] | None = None
 
     def cycle(self, world: World) -> CycleOutcome:
         started = time.perf_counter()
         state = world.state
+        if self._levels is None:
+            self._levels = _levels_of(world)
         capacity = float(state.gpu_capacity_milli)
         weights = sum(QUEUE_WEIGHTS.values())
         cohort = _Cohort(capacity, {q: capacity * w / weights for q, w in QUEUE_WEIGHTS.items()},
@@ -212,20 +220,25 @@ class KueueLike:
                ) -> tuple[list[tuple[int, Assignment]] | None, list[Job]]:  # fmt: skip
         """The job's pods placed and the workloads preempted for it, or (None, [])."""
         if cohort.fits(job.gpus_milli):
-            return _place_gang(state, job, None, self.score), []
+            return self._place(state, job), []
         victims = self._fair_targets(cohort, job, preemptible)
         if not victims:
             return None, []
         for victim in victims:
             for replica, assignment in victim.assignments.items():
                 state.release(victim.request(replica), assignment)
-        placed = _place_gang(state, job, None, self.score)
+        placed = self._place(state, job)
         if placed is None:  # the quota would admit it, the nodes would not: nobody is evicted
             for victim in victims:
                 for replica, assignment in victim.assignments.items():
                     state.bind(victim.request(replica), assignment.node, assignment.devices)
             return None, []
         return placed, victims
+
+    def _place(self, state: ClusterState, job: Job) -> list[tuple[int, Assignment]] | None:
+        """Topology Aware Scheduling: the gang whole inside the domain its topology asks."""
+        assert self._levels is not None
+        return _place_in_domains(state, job, self._levels, self.score)
 
     def _fair_targets(self, cohort: _Cohort, job: Job, preemptible: set[int]) -> list[Job]:
         """Kueue's fair-sharing preemption targets for `job` (class docstring), or [] if
@@ -321,7 +334,7 @@ class EasyBackfill:
         started = time.perf_counter()
         state = world.state
         if self._levels is None:
-            self._levels = [_domain_masks(world.leaf), _domain_masks(world.spine), np.ones((1, state.node_count), dtype=bool)]
+            self._levels = _levels_of(world)
         holders = [(job.start_s + job.active_deadline_s, job, list(job.assignments.items()))
                    for job in world.running if job.start_s is not None]  # fmt: skip
         binds: list[tuple[Job, int, Assignment]] = []
@@ -340,30 +353,13 @@ class EasyBackfill:
         return CycleOutcome(binds=tuple(binds), solve_seconds=time.perf_counter() - started, reserved_gpu_milli=reserved)
 
     def _levels_for(self, job: Job) -> list[np.ndarray]:
-        """The job's allowed domains, lowest level first (module-level masks)."""
         assert self._levels is not None
-        leaves, spines, cluster = self._levels
-        if job.pods == 1 or job.topology == "none":
-            return [cluster]
-        if job.topology == "hard":
-            return [leaves] if job.tier <= 1 else [leaves, spines]
-        return [leaves, spines, cluster]
+        return _levels_for(self._levels, job)
 
     def _place(self, state: ClusterState, job: Job, allowed: np.ndarray | None) -> list[tuple[int, Assignment]] | None:
         """The job whole in its best-fit domain now (inside `allowed`), or None."""
-        fit = _replicas(state.cpu_free, state.memory_free, state.gpu_left, job)
-        if allowed is not None:
-            fit = np.where(allowed, fit, 0)
-        for masks in self._levels_for(job):
-            room = masks @ fit
-            for d in np.argsort(room, kind="stable"):
-                if room[d] < job.pods:
-                    continue
-                domain = masks[d] if allowed is None else masks[d] & allowed
-                placed = _place_gang(state, job, domain, binpack_score)
-                if placed is not None:
-                    return placed
-        return None
+        assert self._levels is not None
+        return _place_in_domains(state, job, self._levels, binpack_score, allowed)
 
     def _reserve(self, state: ClusterState, job: Job, holders: list[tuple[float, Job, list[tuple[int, Assignment]]]]
                  ) -> _Reservation | None:  # fmt: skip
@@ -393,6 +389,41 @@ class EasyBackfill:
                 mask[chosen] = True
                 return _Reservation(start_s=end_s, nodes=mask)
         return None
+
+
+def _levels_of(world: World) -> list[np.ndarray]:
+    """`[domains, N]` masks of the leaves, the spines and the whole cluster."""
+    return [_domain_masks(world.leaf), _domain_masks(world.spine), np.ones((1, world.state.node_count), dtype=bool)]
+
+
+def _levels_for(levels: list[np.ndarray], job: Job) -> list[np.ndarray]:
+    """The job's allowed domains, lowest level first: hard topology one leaf (or one spine
+    past its tier 1), soft the lowest level that holds it, none the cluster."""
+    leaves, spines, cluster = levels
+    if job.pods == 1 or job.topology == "none":
+        return [cluster]
+    if job.topology == "hard":
+        return [leaves] if job.tier <= 1 else [leaves, spines]
+    return [leaves, spines, cluster]
+
+
+def _place_in_domains(state: ClusterState, job: Job, levels: list[np.ndarray], score: NodeScore,
+                      allowed: np.ndarray | None = None) -> list[tuple[int, Assignment]] | None:  # fmt: skip
+    """The job whole in the best-fit domain (the fullest that holds it) of the lowest level
+    it may use, pods on nodes by `score`, inside `allowed`; or None."""
+    fit = _replicas(state.cpu_free, state.memory_free, state.gpu_left, job)
+    if allowed is not None:
+        fit = np.where(allowed, fit, 0)
+    for masks in _levels_for(levels, job):
+        room = masks @ fit
+        for d in np.argsort(room, kind="stable"):
+            if room[d] < job.pods:
+                continue
+            domain = masks[d] if allowed is None else masks[d] & allowed
+            placed = _place_gang(state, job, domain, score)
+            if placed is not None:
+                return placed
+    return None
 
 
 def _domain_masks(ids: np.ndarray) -> np.ndarray:
