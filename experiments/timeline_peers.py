@@ -158,8 +158,8 @@ class KueueLike:
       Kueue with kube-scheduler's NodeResourcesFit set to MostAllocated (`binpack_score`), as
       GPU clusters commonly configure it (e.g. GKE's optimize-utilization profile): the
       default spreads small pods over the nodes an 8-GPU pod needs whole, which costs Kueue
-      17 points of GPU allocated on the llm timeline (62.1 against 79.0 %, seeds 42–44), so
-      the stronger of the two is the opponent the tables judge against.
+      14 points of GPU allocated on the llm timeline (60.7 against 74.5 %, load 1.1, seeds
+      42–51), so the stronger of the two is the opponent the tables judge against.
     Not modelled: the time between admission and the pods running — a workload whose quota
     fits but whose pods do not fit the nodes now (fragmentation) is not admitted this cycle
     (as if waitForPodsReady timed it out and requeued it at once; StrictFIFO's head then
