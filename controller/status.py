@@ -37,6 +37,7 @@ __all__ = [
     "SCHEDULED",
     "UNSCHEDULABLE",
     "CONDITION_REASONS",
+    "REPORTED_UNDER",
     "GroupStatus",
     "scheduled",
     "unschedulable",
@@ -70,6 +71,15 @@ CONDITION_REASONS: dict[str, str] = {
     "eviction": "EvictionRefused",
     "unplaced": "NotEnoughResources",
     "reservation": "Reserved",  # waiting past its sla-waiting-time: nodes are held for it (rule reservation)
+    "pod_affinity": "PodAffinityUnsatisfiable",  # inter-pod (anti-)affinity (rule pod_affinity)
+    "topology_spread": "TopologySpreadUnsatisfiable",  # maxSkew with DoNotSchedule (rule topology_spread)
+    "usage": "NodesOverloaded",  # the nodes it fits are hot by measured usage (rule usage)
+    "colocation": "NoColocationRoom",  # offline pods: no oversubscribed room or lent GPU (rule colocation)
+}
+REPORTED_UNDER: dict[str, str] = {
+    # rules whose facts a pending PodGroup's reasons carry under another rule's prefix
+    "node_affinity": "eligibility",  # a node its affinity or selector refuses is not eligible
+    "binding": "eligibility",  # a bind's own shape (node exists, devices valid) is checked, never a wait
 }
 READY_REASON = "tasks in gang are ready to be scheduled"  # Volcano's Scheduled condition says this
 PIPELINED_REASON = "Pipelined"

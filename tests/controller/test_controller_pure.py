@@ -261,12 +261,33 @@ def test_plan_writes_no_event_or_status_that_is_already_reported() -> None:
         (["quota: queue q capability 2 cpu"], "QueueQuotaExceeded"),
         (["dependency: waits for task-a"], "WaitingForDependency"),
         (["topology: no tier-1 domain"], "TopologyUnsatisfiable"),
+        (["pod_affinity: task web: 0/3 nodes fit another pod"], "PodAffinityUnsatisfiable"),
+        (["topology_spread: task web: 0/3 nodes keep maxSkew 1"], "TopologySpreadUnsatisfiable"),
+        (["usage: 3 nodes too loaded"], "NodesOverloaded"),
+        (["colocation: offline pods go to colocation nodes only"], "NoColocationRoom"),
         (["something new"], "Unschedulable"),
     ],
-    ids=["gang is not enough resources", "quota", "dependency", "topology", "unknown prefix falls back"],
+    ids=["gang is not enough resources", "quota", "dependency", "topology", "pod affinity", "topology spread",
+         "usage", "colocation", "unknown prefix falls back"],
 )
 def test_condition_reason_names_the_rule(reasons: list[str], expected: str) -> None:
     assert status_text.condition_reason(reasons) == expected
+
+
+def test_every_rule_and_every_reason_prefix_has_a_condition_reason() -> None:
+    """A rule added without a PodGroup condition would leave its PodGroups with a generic
+    `Unschedulable`: every reason prefix the solver writes maps to a word, and every rule of
+    `RULES` either writes its own prefix or is named where its facts are reported."""
+    from solver import reasons
+    from solver.rules import RULES
+
+    prefixes = {value.rstrip(": ") for name, value in vars(reasons).items() if name.isupper() and isinstance(value, str)
+                and value.endswith(": ")}  # fmt: skip
+    assert {"capacity", "gang", "pod_affinity", "usage"} <= prefixes  # the walk finds them
+    assert prefixes - set(status_text.CONDITION_REASONS) == set()
+    for rule in RULES:
+        name = rule.NAME
+        assert name in status_text.CONDITION_REASONS or status_text.REPORTED_UNDER.get(name) in status_text.CONDITION_REASONS, name
 
 
 def test_gang_message_counts_like_volcano() -> None:
