@@ -263,7 +263,7 @@ def timeline(
     """
     import numpy as np
 
-    from experiments.plots import plot_delay_by_size, plot_queueing_cdf, plot_timeline_series
+    from experiments.plots import plot_delay_by_size, plot_queueing_cdf, plot_timeline_series, plot_wait_classes
     from experiments.timeline import (
         LLM_POLICIES,
         OPENB_POLICIES,
@@ -317,6 +317,11 @@ def timeline(
                                  out / f"timeline_util_{name}.png", title=f"GPU allocated over time — {name}")  # fmt: skip
             plot_queueing_cdf({r.config.policy: r.delays_by_queue for r in chosen},
                               out / f"timeline_queueing_{name}.png", title=f"queueing delay — {name}")  # fmt: skip
+        waits = {r.config.policy: [row for run in results if run.config.scenario == name and run.config.policy == r.config.policy
+                                   for row in run.delay_rows] for r in results if r.config.scenario == name and r.delay_rows}  # fmt: skip
+        if waits:
+            plot_wait_classes(waits, out / f"timeline_wait_classes_{name}.png",
+                              title=f"where a training job's wait goes — {name}, seeds pooled")  # fmt: skip
         if name in ("llm", "acme"):  # the streams of gangs
             runs = [r for r in results if r.config.scenario == name]
             pooled: dict[str, dict[int, list]] = {}

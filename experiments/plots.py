@@ -168,3 +168,27 @@ def plot_delay_by_size(delays: Mapping[str, Mapping[int, np.ndarray]], path: Pat
     return path
 
 
+
+
+def plot_wait_classes(runs: Mapping[str, Sequence[Mapping]], path: Path, *, title: str, queue: str = "training") -> Path:
+    """`runs`: policy → its jobs' delay rows (`experiments.timeline_delay.delay_rows`, seeds
+    pooled); one bar per policy, the mean wait of `queue`'s jobs split by wait class."""
+    from experiments.timeline_delay import WAIT_CLASSES
+
+    fig, ax = plt.subplots(figsize=(8, 1.6 + 0.45 * len(runs)))
+    labels = [policy_label(policy) for policy in runs]
+    left = np.zeros(len(runs))
+    colors = plt.get_cmap("tab10")
+    for k, name in enumerate(WAIT_CLASSES):
+        minutes = np.array([np.mean([float(row[f"{name}_s"]) for row in rows if row["queue"] == queue] or [0.0]) / 60.0
+                            for rows in runs.values()])  # fmt: skip
+        ax.barh(labels, minutes, left=left, color=colors(k), label=name.replace("_", " "))
+        left += minutes
+    ax.invert_yaxis()
+    ax.set_xlabel(f"mean wait of a {queue} job (min)")
+    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.4, -0.3), frameon=False)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path

@@ -102,6 +102,7 @@ def test_timeline_writes_where_each_job_s_wait_went(tmp_path: Path) -> None:
     summary = (tmp_path / "out" / "summary.md").read_text()
     assert "### where the training waits went: llm, load 1.1" in summary
     assert "| Volcano-like | training | all |" in summary and "| batchplace greedy | training | all |" in summary
+    assert (tmp_path / "out" / "timeline_wait_classes_llm.png").stat().st_size > 0
     rows = list(csv.DictReader((tmp_path / "out" / "timeline_delays.csv").open()))
     assert {row["policy"] for row in rows} == {"volcano", "greedy"}
     for row in rows:
