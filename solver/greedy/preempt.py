@@ -71,9 +71,9 @@ from solver.problem import Problem
 from solver.rules.capacity import device_fits, fits
 from solver.rules.gang import GangRequirement, victim_may_keep
 from solver.rules.preemption import (
+    ReclaimShare,
     above_deserved,
     queue_overused,
-    reclaim_share_refusal,
     victim_refusal,
     waits_instead,
 )
@@ -325,7 +325,7 @@ class Preemptor:
         self.extra_free = victims.free_if_all_gone - gone
         self.extra_gpu = victims.gpu_if_all_gone - gone_gpu
         self.has_victims = victims.count_per_node - gone_count > 0
-        self._share: dict[str, object] = {}  # reclaim: `_share_terms` of the pod being placed
+        self._share: ReclaimShare | None = None  # reclaim: `_share_terms` of the pod being placed
 
     @staticmethod
     def hypothetical(engine: AllocatingEngine, plan: GroupPlan, action: str) -> tuple[np.ndarray, np.ndarray]:
@@ -352,7 +352,7 @@ class Preemptor:
             return False
         if self.action == "reclaim":
             self._share = self._share_terms(shape)
-            if not self._may_reclaim_for(shape):
+            if not self._may_reclaim_for(self._share):
                 return False
         if quota.any() and state.fit_mask(shape, base).any():
             anywhere = self._select_pass(None, shape, quota, whole_gangs=False)
@@ -400,34 +400,26 @@ class Preemptor:
             if self.action == "reclaim":
                 self.reclaimed.append(victim)
 
-    def _share_terms(self, shape: TaskShape) -> dict[str, object]:
-        """What `reclaim_share_refusal` compares for one more pod of `shape`: the reclaiming
-        queue's allocation now (this cycle's binds included), its deserved share, the pod's
-        requests."""
+    def _share_terms(self, shape: TaskShape) -> ReclaimShare:
+        """What `reclaim_share_refusal` compares for one more pod of `shape`."""
         queue, problem = self.plan.queue, self.engine.problem
-        return {
-            "queue": problem.queue_names[queue],
-            "allocated": problem.resources_dict(self.engine.state.queue_used[queue]),
-            "deserved": problem.resources_dict(problem.queue_deserved[queue]),
-            "request": problem.resources_dict(shape.requests),
-        }
-
-    def _may_reclaim_for(self, shape: TaskShape) -> bool:
-        """Could any victim be reclaimed for one more pod of `shape`: one that frees a
-        single resource the pod asks, the most lenient the share rule meets?"""
-        request = self._share["request"]
-        return any(
-            reclaim_share_refusal(**self._share, victim={name: 1}) is None  # type: ignore[arg-type]
-            for name in request  # type: ignore[attr-defined]
+        return ReclaimShare(
+            queue=problem.queue_names[queue],
+            allocated=problem.resources_dict(self.engine.state.queue_used[queue]),
+            deserved=problem.resources_dict(problem.queue_deserved[queue]),
+            request=problem.resources_dict(shape.requests),
         )
+
+    def _may_reclaim_for(self, share: ReclaimShare) -> bool:
+        """Could any victim be reclaimed for the pod `share` is of: one that frees a single
+        resource the pod asks, the most lenient the share rule meets?"""
+        return any(share.refusal({name: 1}) is None for name in share.request)
 
     def _share_allows(self, pods: list[int]) -> bool:
         """May each of `pods` be reclaimed for the pod `make_room` is placing?"""
-        snapshot = self.engine.snapshot
-        return all(
-            reclaim_share_refusal(**self._share, victim=snapshot.pods[pod].requests) is None  # type: ignore[arg-type]
-            for pod in pods
-        )
+        assert self._share is not None, "make_room sets the share terms before a reclaim selects"
+        snapshot, share = self.engine.snapshot, self._share
+        return all(share.refusal(snapshot.pods[pod].requests) is None for pod in pods)
 
     def _forget(self, pod: int) -> None:
         problem, state = self.engine.problem, self.engine.state

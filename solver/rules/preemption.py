@@ -64,6 +64,7 @@ The gang of victims is rule 3's (`gang`), the guarantee rule 4's (`quota`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 from models.snapshot import Pod, PodGroup, QueueName, Snapshot
@@ -172,6 +173,22 @@ def reclaim_share_refusal(
                 f"{allocated.get(name, 0)} held + {request[name]} asked > {deserved.get(name, 0)}"
             )
     return None
+
+
+@dataclass(frozen=True)
+class ReclaimShare:
+    """What `reclaim_share_refusal` compares for one more pod of a reclaiming queue: the
+    queue, its allocation now (this cycle's binds included), its deserved share and the
+    pod's requests; `refusal(victim)` asks it for one victim."""
+
+    queue: QueueName
+    allocated: Mapping[str, int]
+    deserved: Mapping[str, int]
+    request: Mapping[str, int]
+
+    def refusal(self, victim: Mapping[str, int]) -> str | None:
+        return reclaim_share_refusal(self.queue, allocated=self.allocated, deserved=self.deserved,
+                                     request=self.request, victim=victim)  # fmt: skip
 
 
 def _plus(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
