@@ -321,12 +321,14 @@ class FleetManager:
         return swept
 
     def _delete_copy(self, client: KubeClient, namespace: str, name: str) -> None:
-        """The copy, its PodGroup and its pods (what Volcano's owner references would collect)."""
+        """The copy, then its PodGroup and its pods (what Volcano's owner references would
+        collect). The job goes first: while it exists, Volcano's job controller recreates a
+        PodGroup deleted under it, and the new one and its pods would outlive the job."""
+        _ignore_missing(lambda: client.delete(VCJOBS, namespace, name))
         selector = f"{VOLCANO_JOB_NAME_KEY}={name}"
-        for kind in (PODS, VOLCANO_PODGROUPS):
+        for kind in (VOLCANO_PODGROUPS, PODS):
             for obj in client.list(kind, namespace=namespace, label_selector=selector).items:
                 _ignore_missing(lambda: client.delete(kind, namespace, obj["metadata"]["name"], grace_period_s=0))
-        _ignore_missing(lambda: client.delete(VCJOBS, namespace, name))
 
     def _lose(self, jobs: Mapping[str, _Job], now: float) -> list[str]:
         """Jobs of workers unreachable for `worker_lost_s` are unassigned (placed again this cycle)."""
