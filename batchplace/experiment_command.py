@@ -317,8 +317,11 @@ def timeline(
                                  out / f"timeline_util_{name}.png", title=f"GPU allocated over time — {name}")  # fmt: skip
             plot_queueing_cdf({r.config.policy: r.delays_by_queue for r in chosen},
                               out / f"timeline_queueing_{name}.png", title=f"queueing delay — {name}")  # fmt: skip
-        waits = {r.config.policy: [row for run in results if run.config.scenario == name and run.config.policy == r.config.policy
-                                   for row in run.delay_rows] for r in results if r.config.scenario == name and r.delay_rows}  # fmt: skip
+        waits: dict[str, list] = {}  # policy → its jobs' delay rows, seeds pooled
+        for r in results:
+            if r.config.scenario == name:
+                waits.setdefault(r.config.policy, []).extend(r.delay_rows)
+        waits = {policy: rows for policy, rows in waits.items() if rows}
         if waits:
             plot_wait_classes(waits, out / f"timeline_wait_classes_{name}.png",
                               title=f"where a training job's wait goes — {name}, seeds pooled")  # fmt: skip

@@ -50,8 +50,8 @@ from experiments.timeline_llm import (
     KubeLikePods,
     VolcanoLikeGangs,
     World,
-    deserved_gpus,
     llm_cluster,
+    queue_gpus,
 )
 from experiments.timeline_peers import PEER_POLICIES, EasyBackfill, KueueLike, VolcanoWithSla, make_peer_policy
 from experiments.timeline_streams import LLM_NODES, job_stream, window_load
@@ -181,8 +181,9 @@ def run_llm_timeline(
             dirty = True
         # (3)+(4) decide and apply
         if dirty and pending:
-            ledger.decided(World(state, leaf, spine, now, pending, running))
-            outcome = policy.cycle(World(state, leaf, spine, now, pending, running))  # type: ignore[attr-defined]
+            world = World(state, leaf, spine, now, pending, running)
+            ledger.decided(world)
+            outcome = policy.cycle(world)  # type: ignore[attr-defined]
             ledger.evicted(now, outcome)
             solve.append(outcome.solve_seconds)
             reserved_now = 100.0 * outcome.reserved_gpu_milli / capacity
@@ -243,14 +244,7 @@ def _training_waits(jobs: list[Job], horizon_s: float) -> np.ndarray:
 
 
 def _fairness_error(running: list[Job], pending: list[Job], capacity: float) -> float:
-    allocated = {q: 0.0 for q in QUEUE_WEIGHTS}
-    demand = {q: 0.0 for q in QUEUE_WEIGHTS}
-    for job in running:
-        allocated[job.queue] += job.gpus_milli
-        demand[job.queue] += job.gpus_milli
-    for job in pending:
-        demand[job.queue] += job.gpus_milli
-    deserved = deserved_gpus(demand, capacity)
+    allocated, deserved = queue_gpus(running, pending, capacity)
     return 50.0 * sum(abs(allocated[q] - deserved[q]) for q in QUEUE_WEIGHTS) / capacity
 
 

@@ -8,8 +8,8 @@ is eviction churn (the run lost to an eviction and the wait after it)?
 At every decision the ledger classifies each pending job by the cluster as the policy
 found it (before its binds and evictions):
 - `no_room`: the job would not fit on the free capacity (its gang whole, inside one domain
-  of its tier when its topology is hard; the checks of `ClusterState.feasible`, one 8-GPU
-  pod per free node as the timeline's whole-node gangs take);
+  of its tier when its topology is hard; `ClusterState.feasible` for one pod,
+  `timeline_llm.pods_fitting` per node for a gang);
 - `fairness`: it would fit, but its queue holds at least its deserved GPUs (weighted
   water-filling, `timeline_llm.deserved_gpus`), so a proportion scheduler serves others first;
 - `passed_over`: it would fit, its queue is below its share, and it did not start — the
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from experiments.timeline_llm import QUEUE_WEIGHTS, CycleOutcome, Job, World, deserved_gpus
+from experiments.timeline_llm import CycleOutcome, Job, World, pods_fitting, queue_gpus
 
 __all__ = ["WAIT_CLASSES", "DelayLedger", "JobDelay", "fits_free_capacity"]
 
@@ -60,15 +60,9 @@ def fits_free_capacity(world: World, job: Job) -> bool:
     missing = job.pods - len(job.assignments)
     if missing <= 0:
         return True
-    pod = job.request(0)
-    mask = state.feasible(pod)
     if missing == 1:
-        return bool(mask.any())
-    per_node = mask.astype(np.int64)
-    if not pod.fractional and pod.num_gpu:
-        per_node = np.where(mask, state.full_free // pod.num_gpu, 0)
-        per_node = np.minimum(per_node, state.cpu_free // max(pod.cpu_milli, 1))
-        per_node = np.minimum(per_node, state.memory_free // max(pod.memory_mib, 1))
+        return bool(state.feasible(job.request(0)).any())
+    per_node = pods_fitting(state.cpu_free, state.memory_free, state.gpu_left, job)
     if job.topology != "hard":
         return int(per_node.sum()) >= missing
     ids = world.leaf if job.tier <= 1 else world.spine
@@ -98,14 +92,7 @@ class DelayLedger:
 
     def decided(self, world: World) -> None:
         """Classify every pending job by the cluster the policy is about to decide on."""
-        used = dict.fromkeys(QUEUE_WEIGHTS, 0.0)
-        demand = dict.fromkeys(QUEUE_WEIGHTS, 0.0)
-        for job in world.running:
-            used[job.queue] += job.gpus_milli
-            demand[job.queue] += job.gpus_milli
-        for job in world.pending:
-            demand[job.queue] += job.gpus_milli
-        deserved = deserved_gpus(demand, float(world.state.gpu_capacity_milli))
+        used, deserved = queue_gpus(world.running, world.pending, float(world.state.gpu_capacity_milli))
         for job in world.pending:
             self._charge(job, world.now_s)
             entry = self._entry(job)

@@ -43,7 +43,7 @@ Not promised: realism of the synthetic mix beyond its stated distributions.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,6 +63,8 @@ __all__ = [
     "llm_cluster",
     "llm_workload",
     "deserved_gpus",
+    "queue_gpus",
+    "pods_fitting",
     "limit_class_s",
 ]
 
@@ -203,6 +205,28 @@ def _duration(rng: np.random.Generator, mean_s: float) -> float:
     return float(rng.lognormal(np.log(mean_s) - sigma**2 / 2, sigma))
 
 
+def queue_gpus(running: Iterable[Job], pending: Iterable[Job], capacity: float) -> tuple[dict[str, float], dict[str, float]]:
+    """(GPUs each queue holds, GPUs it deserves) in milli-GPU: `deserved_gpus` of what each
+    queue holds plus what it waits for."""
+    used = dict.fromkeys(QUEUE_WEIGHTS, 0.0)
+    for job in running:
+        used[job.queue] += job.gpus_milli
+    demand = dict(used)
+    for job in pending:
+        demand[job.queue] += job.gpus_milli
+    return used, deserved_gpus(demand, capacity)
+
+
+def pods_fitting(cpu_free: np.ndarray, memory_free: np.ndarray, gpu_left: np.ndarray, job: Job) -> np.ndarray:
+    """`[N]` how many of the job's pods fit each node given these free amounts."""
+    pod = job.request(0)
+    fit = np.minimum(cpu_free // max(pod.cpu_milli, 1), memory_free // max(pod.memory_mib, 1))
+    if pod.num_gpu:
+        devices = (gpu_left // pod.gpu_milli).sum(axis=1) if pod.fractional else (gpu_left == WHOLE).sum(axis=1) // pod.num_gpu
+        fit = np.minimum(fit, devices)
+    return fit.astype(np.int64)
+
+
 def deserved_gpus(demand: dict[str, float], capacity: float) -> dict[str, float]:
     """Water-filling of `capacity` over queues by `QUEUE_WEIGHTS`, capped by demand
     (Volcano's proportion). Example: capacity 100, demand training 10, finetune 80,
@@ -244,13 +268,7 @@ class VolcanoLikeGangs:
         state = world.state
         binds: list[tuple[Job, int, Assignment]] = []
         held: list[tuple[Job, int, Assignment]] = []
-        used: dict[str, float] = {q: 0.0 for q in QUEUE_WEIGHTS}
-        for job in world.running:
-            used[job.queue] += job.gpus_milli
-        demand = dict(used)
-        for job in world.pending:
-            demand[job.queue] += job.gpus_milli
-        deserved = deserved_gpus(demand, float(state.gpu_capacity_milli))
+        used, deserved = queue_gpus(world.running, world.pending, float(state.gpu_capacity_milli))
 
         def order(job: Job) -> tuple[int, int, float, float]:  # priority, then sla's deadline order, then age
             late = self._overdue(world, job)

@@ -32,6 +32,7 @@ from experiments.timeline_llm import (
     VolcanoLikeGangs,
     World,
     _bind_in_order,
+    pods_fitting,
 )
 
 __all__ = ["PEER_POLICIES", "VOLCANO_SLA_WAITING_S", "VolcanoWithSla", "KueueLike", "EasyBackfill", "make_peer_policy"]
@@ -376,7 +377,7 @@ class EasyBackfill:
                     gpu[assignment.node, device] += WHOLE if pod.whole_devices else pod.gpu_milli
             if k + 1 < len(ending) and ending[k + 1][0] == end_s:
                 continue  # all that end at the same time first
-            fit = _replicas(cpu, memory, gpu, job)
+            fit = pods_fitting(cpu, memory, gpu, job)
             for masks in self._levels_for(job):
                 room = masks @ fit
                 if room.max(initial=0) < job.pods:
@@ -411,7 +412,7 @@ def _place_in_domains(state: ClusterState, job: Job, levels: list[np.ndarray], s
                       allowed: np.ndarray | None = None) -> list[tuple[int, Assignment]] | None:  # fmt: skip
     """The job whole in the best-fit domain (the fullest that holds it) of the lowest level
     it may use, pods on nodes by `score`, inside `allowed`; or None."""
-    fit = _replicas(state.cpu_free, state.memory_free, state.gpu_left, job)
+    fit = pods_fitting(state.cpu_free, state.memory_free, state.gpu_left, job)
     if allowed is not None:
         fit = np.where(allowed, fit, 0)
     for masks in _levels_for(levels, job):
@@ -429,13 +430,3 @@ def _place_in_domains(state: ClusterState, job: Job, levels: list[np.ndarray], s
 def _domain_masks(ids: np.ndarray) -> np.ndarray:
     """`[domains, N]` bool: row d marks the nodes whose id is d."""
     return np.arange(int(ids.max()) + 1)[:, None] == ids[None, :]
-
-
-def _replicas(cpu_free: np.ndarray, memory_free: np.ndarray, gpu_left: np.ndarray, job: Job) -> np.ndarray:
-    """`[N]` how many of the job's pods fit each node given these free amounts."""
-    pod = job.request(0)
-    fit = np.minimum(cpu_free // max(pod.cpu_milli, 1), memory_free // max(pod.memory_mib, 1))
-    if pod.num_gpu:
-        devices = (gpu_left // pod.gpu_milli).sum(axis=1) if pod.fractional else (gpu_left == WHOLE).sum(axis=1) // pod.num_gpu
-        fit = np.minimum(fit, devices)
-    return fit.astype(np.int64)
