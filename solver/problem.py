@@ -36,14 +36,19 @@ Layout choices, and why:
   are gone before the holder can start there (rule `reservation`). Example: j7 holds n24
   with 2,280 s until its domain drains → n24 is eligible for j7's tasks and for a task of
   deadline 1,800 s, not for one of 3,600 s nor one without a deadline.
-- `pods` is a fixed column every pod requests `POD_SLOT` (1) of, running or pending
-  (`models.snapshot`: the kubelet's count), so node capacity — `free`, every engine's fit
-  test, CP-SAT's patterns, what an eviction frees — counts pods like any resource. Example:
-  a node with `pods` 3 running 2 pods has `free[pods] == 1`.
+- Columns a rule declares (`solver.columns`, `solver.rules.declared_columns`) are rows like
+  any resource: the node offers, each pod and task asks, running pods take theirs off
+  `free`. So node capacity — `free`, every engine's fit test, CP-SAT's patterns, what an
+  eviction frees — counts them like any resource, and a new node-local rule needs no
+  engine edit. `pods` is rule `capacity`'s (every pod asks `POD_SLOT`, the kubelet's
+  count), each host port rule `nodeports`'s. Example: a node with `pods` 3 running 2 pods
+  has `free[pods] == 1`. Per row, `column_rule` names the rule that limits it (`capacity`
+  for the snapshot's own resources), `column_dealt` whether queues deal it, `column_packs`
+  whether it is a packing dimension, `column_shortage` how a node short of it is counted.
 - Queues: `queue_allocated` and `queue_deserved` come from `solver.shares` (subtree
-  included), `queue_capability` uses `-1` for "not capped". Queues do not deal pods: in the
-  `pods` column a queue holds its pod count but is never capped (`NO_CAP`), guaranteed
-  nothing, and deserves `UNLIMITED`, so no queue rule — quota, the fairness order (one pod
+  included), `queue_capability` uses `-1` for "not capped". A column no queue deals (the
+  pod count, a host port) is held by a queue but never capped (`NO_CAP`), guaranteed
+  nothing, and deserved `UNLIMITED`, so no queue rule — quota, the fairness order (one pod
   is 2^-60 of a share), reclaim's "above its deserved share" — is ever decided by it.
 
 - PodGroups: `group_facts[k]` holds what every reader asks of PodGroup k's pods and gang,
@@ -76,7 +81,6 @@ from models.snapshot import (
     GPU,
     GPU_MILLI_PER_DEVICE,
     MEMORY,
-    POD_SLOT,
     PODS,
     LENT_GPU,
     Node,
@@ -89,7 +93,8 @@ from models.snapshot import (
 )
 from solver.after import milli_per_device
 from solver.memo import memoized_each
-from solver.rules import colocation, node_affinity, usage
+from solver.columns import Column
+from solver.rules import capacity, colocation, declared_columns, node_affinity, usage
 from solver.rules.eligibility import eligible
 from solver.rules.gang import GangRequirement, can_be_met, gang_requirement
 from solver.rules.gated import is_gated
@@ -144,6 +149,10 @@ class Problem:
     # ---- resources ----
     resource_names: tuple[str, ...]
     resource_index: Mapping[str, int]
+    column_rule: tuple[str, ...]  # [R] the rule that limits each row: `capacity` for the snapshot's resources
+    column_dealt: np.ndarray  # [R] bool: queues deal it (quota, shares, reclaim)
+    column_packs: np.ndarray  # [R] bool: a packing dimension (greedy's best fit)
+    column_shortage: tuple[str, ...]  # [R] how a node short of it is counted in a reason
     # ---- nodes ----
     node_names: tuple[NodeName, ...]
     node_index: Mapping[NodeName, int]
@@ -244,11 +253,12 @@ class Problem:
         return self.usage_band_by_class[self.node_class]
 
     def resources_dict(self, row: np.ndarray) -> dict[str, int]:
-        """An `[R]` row as the snapshot writes a resource list: without zeros and without
-        `pods`, which no request or share names — `{"cpu": 2000, "gpu": 8000}`. So queue rows
-        turned back into shares compare as the checker's do (`victim_refusal`)."""
-        pods = self.pods_column
-        return {name: int(row[i]) for i, name in enumerate(self.resource_names) if row[i] and i != pods}
+        """An `[R]` row as the snapshot writes a resource list: without zeros and without the
+        columns no queue deals (`pods`, host ports), which no request or share names —
+        `{"cpu": 2000, "gpu": 8000}`. So queue rows turned back into shares compare as the
+        checker's do (`victim_refusal`)."""
+        dealt = self.column_dealt
+        return {name: int(row[i]) for i, name in enumerate(self.resource_names) if row[i] and dealt[i]}
 
 
 @dataclass(frozen=True)
@@ -330,12 +340,13 @@ def build_problem(snapshot: Snapshot) -> Problem:
     `kubernetes.io/batch-cpu` and `-memory`, colocation nodes offer them), so every engine
     reads the rule in its capacity arithmetic; engines read that snapshot too."""
     snapshot = colocation.oversubscribed(snapshot)
-    resource_names = _resource_names(snapshot)
+    columns = declared_columns(snapshot)
+    resource_names = _resource_names(snapshot, columns)
     resource_index = {name: i for i, name in enumerate(resource_names)}
     task_keys = tuple((group.key, task.name) for group in snapshot.pod_groups for task in group.tasks)
     task_row = {key: t for t, key in enumerate(task_keys)}
-    nodes = _nodes(snapshot, resource_names)
-    pods = _pods(snapshot, resource_index, nodes, task_row)
+    nodes = _nodes(snapshot, resource_names, columns)
+    pods = _pods(snapshot, resource_index, nodes, task_row, columns)
     online_free, lent_free = _lent_devices(snapshot, nodes)
     if lent_free is not None:
         nodes = dataclasses.replace(nodes, gpu_free_milli=np.where(lent_free >= 0, np.minimum(online_free, lent_free), online_free))
@@ -346,8 +357,9 @@ def build_problem(snapshot: Snapshot) -> Problem:
         nodes.cell_ids, nodes.cell_cpu_free, nodes.cell_memory_free,
     ):
         array.setflags(write=False)
-    eligibility = _eligibility(snapshot, resource_index)
-    queues = _queues(snapshot, resource_index, pods)
+    eligibility = _eligibility(snapshot, resource_index, columns)
+    rows = _column_rows(resource_names, columns)
+    queues = _queues(snapshot, resource_index, pods, rows.dealt)
     topology = _topology(snapshot, nodes.node_index)
     group_keys = tuple(group.key for group in snapshot.pod_groups)
     owner = pods.pod_group
@@ -363,6 +375,10 @@ def build_problem(snapshot: Snapshot) -> Problem:
     return Problem(
         resource_names=resource_names,
         resource_index=resource_index,
+        column_rule=rows.rule,
+        column_dealt=rows.dealt,
+        column_packs=rows.packs,
+        column_shortage=rows.shortage,
         node_names=nodes.node_names,
         node_index=nodes.node_index,
         allocatable=nodes.allocatable,
@@ -415,6 +431,28 @@ def build_problem(snapshot: Snapshot) -> Problem:
         group_facts=group_facts,
         gpu_online_free_milli=online_free if lent_free is not None else None,
         gpu_lent_free_milli=lent_free,
+    )
+
+
+class _ColumnRows(NamedTuple):
+    rule: tuple[str, ...]
+    dealt: np.ndarray
+    packs: np.ndarray
+    shortage: tuple[str, ...]
+
+
+def _column_rows(resource_names: tuple[str, ...], columns: tuple[Column, ...]) -> _ColumnRows:
+    """Per row: the rule that limits it and how (`Problem.column_rule` …). A resource the
+    snapshot names is rule `capacity`'s, dealt to queues, a packing dimension."""
+    declared = {column.name: column for column in columns}
+    rows = [declared.get(name) for name in resource_names]
+    return _ColumnRows(
+        rule=tuple(capacity.NAME if column is None else column.rule for column in rows),
+        dealt=_readonly(np.array([column is None or column.dealt_to_queues for column in rows], dtype=bool)),
+        packs=_readonly(np.array([column is None or column.packs for column in rows], dtype=bool)),
+        shortage=tuple(
+            f"insufficient {name}" if column is None else column.shortage for name, column in zip(resource_names, rows)
+        ),
     )
 
 
@@ -509,9 +547,10 @@ _GPU_INDEX = attrgetter("gpu_index")
 _CELL_IDS = attrgetter("cell_ids")
 
 
-def _resource_names(snapshot: Snapshot) -> tuple[str, ...]:
-    """cpu, memory, gpu, pods first (fixed columns), then every other resource named anywhere, sorted."""
-    others: set[str] = set().union(*map(_ALLOCATABLE, snapshot.nodes))
+def _resource_names(snapshot: Snapshot, columns: tuple[Column, ...]) -> tuple[str, ...]:
+    """cpu, memory, gpu, pods first (fixed columns), then every other resource named anywhere
+    and every declared column, sorted."""
+    others: set[str] = set().union(*map(_ALLOCATABLE, snapshot.nodes), (column.name for column in columns))
     for group in snapshot.pod_groups:
         for task in group.tasks:
             others.update(task.requests)
@@ -614,9 +653,9 @@ def _compute_node_row(node: Node) -> _NodeRow:
     )
 
 
-def _nodes(snapshot: Snapshot, resource_names: tuple[str, ...]) -> _NodeTables:
+def _nodes(snapshot: Snapshot, resource_names: tuple[str, ...], columns: tuple[Column, ...]) -> _NodeTables:
     """Node tables: every node's `_NodeRow` packed in this snapshot's layout, all read with
-    one `np.frombuffer`, then sliced into the tables."""
+    one `np.frombuffer`, then sliced into the tables; then what the declared columns offer."""
     nodes = snapshot.nodes
     rows = _node_rows(nodes)
     gpu_slots = max(map(len, map(_GPU_INDEX, rows)), default=0)
@@ -628,6 +667,7 @@ def _nodes(snapshot: Snapshot, resource_names: tuple[str, ...]) -> _NodeTables:
     table = np.frombuffer(packed, dtype=np.int64).reshape(len(rows), width).copy()  # writable: `_pods` takes running pods off
     at = np.cumsum([0, len(resource_names), gpu_slots, gpu_slots, gpu_slots, cell_slots, cell_slots, cell_slots])
     allocatable = np.ascontiguousarray(table[:, : at[1]].T)
+    _offer(allocatable, resource_names, columns, nodes)
     free = allocatable.copy()
     free[resource_names.index(GPU)] -= table[:, -1]
     names = tuple(map(_NAME, nodes))
@@ -646,11 +686,37 @@ def _nodes(snapshot: Snapshot, resource_names: tuple[str, ...]) -> _NodeTables:
     )
 
 
+def _offer(allocatable: np.ndarray, resource_names: tuple[str, ...], columns: tuple[Column, ...], nodes: tuple[Node, ...]) -> None:
+    """Each declared column's offer into its `[N]` row of `allocatable`, in place."""
+    for column in columns:
+        if column.offer is None:
+            continue  # the node's allocatable states it
+        row = allocatable[resource_names.index(column.name)]
+        if isinstance(column.offer, int):
+            row[:] = column.offer
+        else:
+            row[:] = [column.offer.get(node.name, 0) for node in nodes]
+
+
+def _asks(table: np.ndarray, r: int, ask: int | Mapping | None, index: Mapping) -> None:
+    """A declared column's asks into column `r` of a `[rows, R]` table: one amount for every
+    row, or by key (rows not named ask 0), in place; None: the requests stated it already."""
+    if ask is None:
+        return
+    if isinstance(ask, int):
+        table[:, r] = ask
+    else:
+        table[:, r] = 0
+        for key, amount in ask.items():
+            table[index[key], r] = amount
+
+
 def _pods(
     snapshot: Snapshot,
     resource_index: Mapping[str, int],
     nodes: _NodeTables,
     task_row: Mapping[TaskKey, int],
+    columns: tuple[Column, ...],
 ) -> _PodTables:
     """Pod tables; takes running pods' usage off the node, device and cell tables in place."""
     node_index, free, gpu_index, gpu_free = nodes.node_index, nodes.free, nodes.gpu_index, nodes.gpu_free_milli
@@ -718,7 +784,9 @@ def _pods(
                 cell_memory_used.append(pod.requests.get(MEMORY, 0))
     pod_requests = np.zeros((count, len(resource_index)), dtype=np.int64)
     pod_requests[_ints(request_p), _ints(request_r)] = request_v
-    pod_requests[:, resource_index[PODS]] = POD_SLOT
+    pod_index = {pod.key: p for p, pod in enumerate(pods)}
+    for column in columns:
+        _asks(pod_requests, resource_index[column.name], column.ask, pod_index)
     pod_group[_ints(grouped)] = groups_of
     pod_task_row[_ints(grouped)] = task_rows
     pod_node[_ints(running)] = nodes_of
@@ -737,7 +805,7 @@ def _pods(
         free -= usage.T
     return _PodTables(
         pod_keys=tuple(pod.key for pod in pods),
-        pod_index={pod.key: p for p, pod in enumerate(pods)},
+        pod_index=pod_index,
         pod_requests=_readonly(pod_requests),
         pod_node=_readonly(pod_node),
         pod_group=_readonly(pod_group),
@@ -748,7 +816,9 @@ def _pods(
     )
 
 
-def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _EligibilityTables:
+def _eligibility(
+    snapshot: Snapshot, resource_index: Mapping[str, int], columns: tuple[Column, ...]
+) -> _EligibilityTables:
     """Per (task class, node class) predicate calls; see the module docstring."""
     tasks: list[Task] = [task for group in snapshot.pod_groups for task in group.tasks]
     held = reserved_for(snapshot)
@@ -806,7 +876,9 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _Elig
         class_holder[task_cls] = task_holder[t]
         for name, amount in task.requests.items():
             task_requests[t, resource_index[name]] = amount
-    task_requests[:, resource_index[PODS]] = POD_SLOT
+    task_row = {key: t for t, key in enumerate((group.key, task.name) for group in snapshot.pod_groups for task in group.tasks)}
+    for column in columns:
+        _asks(task_requests, resource_index[column.name], column.task_ask, task_row)
 
     pair_ok = np.array(
         [[eligible(snapshot.nodes[rep], task) for rep in representatives] for task in class_tasks],
@@ -870,7 +942,9 @@ def _topology(snapshot: Snapshot, node_index: Mapping[NodeName, int]) -> _Topolo
     )
 
 
-def _queues(snapshot: Snapshot, resource_index: Mapping[str, int], pods_part: _PodTables) -> _QueueTables:
+def _queues(
+    snapshot: Snapshot, resource_index: Mapping[str, int], pods_part: _PodTables, dealt: np.ndarray
+) -> _QueueTables:
     """Queue tables. `queue_allocated` is `solver.shares.queue_allocated` computed from the
     pod tables (running pods of each queue's PodGroups, added to the queue and every
     ancestor) — one pass of numpy instead of another pass over the pod objects."""
@@ -891,10 +965,10 @@ def _queues(snapshot: Snapshot, resource_index: Mapping[str, int], pods_part: _P
         for name, amount in deserved_map.get(queue.name, {}).items():
             if name in resource_index:
                 deserved[q, resource_index[name]] = amount
-    pods = resource_index[PODS]  # not dealt to queues (module docstring)
-    capability[:, pods] = NO_CAP
-    guarantee[:, pods] = 0
-    deserved[:, pods] = UNLIMITED
+    not_dealt = ~dealt  # the pod count, host ports (module docstring)
+    capability[:, not_dealt] = NO_CAP
+    guarantee[:, not_dealt] = 0
+    deserved[:, not_dealt] = UNLIMITED
     own = np.zeros_like(allocated)
     owner = pods_part.pod_group
     running = np.flatnonzero(pods_part.pod_running & (owner >= 0))

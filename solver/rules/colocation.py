@@ -108,6 +108,7 @@ from models.snapshot import (
     is_fractional_gpu,
 )
 from solver.after import After
+from solver.columns import Column
 from solver.memo import memoized
 from solver.rules import usage
 from solver.violation import Violation, describe_amount
@@ -128,6 +129,7 @@ __all__ = [
     "active",
     "rooms",
     "oversubscribed",
+    "columns",
     "offline_evictions",
     "check",
 ]
@@ -144,6 +146,26 @@ REASON_NO_OVERSUBSCRIPTION = "no oversubscribed room: usage stale, missing or no
 REASON_NO_GPU_LENDING = "no GPU lent: per-device online usage stale, missing or not measured"
 
 State = Literal["fresh", "stale", "missing", "unmeasured"]
+
+
+def columns(snapshot: Snapshot) -> tuple[Column, ...]:
+    """What offline pods count against on colocation nodes, as columns (`solver.columns`):
+    the `batch-*` resources and `LENT_GPU`, named in the view `oversubscribed` makes (nodes
+    offer them there, offline pods ask them there), dealt to queues and packed like the
+    cpu and memory they stand for. Declared when the view names them; the capacity rule
+    leaves them to this one."""
+    named: set[str] = set().union(*(node.allocatable.keys() for node in snapshot.nodes))
+    if BATCH_RESOURCES.isdisjoint(named) and not active(snapshot):
+        return ()
+    asked = (task.requests.keys() for group in snapshot.pod_groups for task in group.tasks)
+    named = named.union(*(pod.requests.keys() for pod in snapshot.pods), *asked)
+    return tuple(
+        Column(
+            name=name, rule=NAME, offer=None, ask=None, task_ask=None, shortage=f"insufficient {name}",
+            dealt_to_queues=True, packs=True,
+        )
+        for name in sorted(BATCH_RESOURCES & named)
+    )
 
 
 @dataclass(frozen=True)
