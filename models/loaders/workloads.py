@@ -266,12 +266,15 @@ _PROTOCOLS = ("TCP", "UDP", "SCTP")
 def read_host_ports(spec: RawObject) -> tuple[HostPort, ...]:
     """The host ports the pod's containers bind, as kube-scheduler's NodePorts plugin reads them:
     `containers[].ports[]` with a `hostPort` (0 or unset binds none), `protocol` TCP when unset,
-    `hostIP` 0.0.0.0 (every address) when unset. A `hostNetwork` pod binds each container port
+    `hostIP` 0.0.0.0 (every address) when unset; sidecars (init containers with `restartPolicy:
+    Always`, which run beside the app) bind theirs too, other init containers have exited by
+    then and bind none. A `hostNetwork` pod binds each container port
     on the node: the API server defaults `hostPort` to `containerPort` there. Listed once each,
     in first-seen order."""
     host_network = spec.boolean("hostNetwork", False)
     found: list[HostPort] = []
-    for container in spec.children("containers"):
+    sidecars = [init for init in spec.children("initContainers") if init.optional_string("restartPolicy") == "Always"]
+    for container in (*spec.children("containers"), *sidecars):
         for port in container.children("ports"):
             number = port.optional_integer("hostPort", minimum=0)
             if number is None and host_network:
