@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from models.loaders import load_snapshot_documents
@@ -178,3 +180,31 @@ def test_a_pending_pod_must_bind_its_tasks_ports() -> None:
     pods = tuple(p.model_copy(update={"host_ports": (LOCAL,)}) for p in job.pods)
     with pytest.raises(ValidationError, match="binds host ports"):
         Snapshot.model_validate(make_snapshot(nodes=NODES, groups=[replace(job, pods=pods)]).model_dump())
+
+
+_PORTS = st.builds(
+    HostPort,
+    port=st.sampled_from([80, 8080]),
+    protocol=st.sampled_from(["TCP", "UDP"]),
+    host_ip=st.sampled_from(["0.0.0.0", "127.0.0.1", "10.0.0.1"]),
+)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    asked=st.lists(st.lists(_PORTS, min_size=1, max_size=2, unique=True), min_size=1, max_size=5),
+    held=st.lists(st.tuples(st.sampled_from(["n1", "n2"]), _PORTS), max_size=3),
+    engine=st.sampled_from(ENGINES),
+)
+def test_no_engine_ever_binds_two_clashing_ports_on_a_node(asked, held, engine) -> None:  # noqa: ANN001
+    jobs = [binding(make_gang(f"job-{i}", cpu=0.5), *ports) for i, ports in enumerate(asked)]
+    running = [holding(f"held-{i}", node, port) for i, (node, port) in enumerate(held)]
+    decision = solve_checked(make_snapshot(nodes=NODES, groups=jobs, running=running), engine)  # the checker judges it
+    on_node: dict[str, list[HostPort]] = {}
+    for pod in running:
+        on_node.setdefault(pod.node, []).extend(pod.host_ports)
+    ports_of = {pod.key: pod.host_ports for job in jobs for pod in job.pods}
+    for bind in decision.placement.binds:
+        mine = ports_of[bind.pod]
+        assert not any(nodeports.clash(a, b) for a in mine for b in on_node.get(bind.node, []))
+        on_node.setdefault(bind.node, []).extend(mine)
