@@ -165,3 +165,26 @@ def test_measured_phrases_are_caught(text: str) -> None:
 )
 def test_examples_and_definitions_pass(text: str) -> None:
     assert measured_phrases(text) == []
+
+
+_CITATION = re.compile(r'docs/results\.md[^"]{0,40}?"([^"]+)"')
+
+
+def test_citations_name_a_section_of_the_results() -> None:
+    """A docstring's `docs/results.md, "Section"` names a heading or a bold lead-in there
+    (case aside), so a renamed section fails here rather than leaving the code pointing
+    nowhere."""
+    results = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    titles = [line.lower() for line in results.splitlines() if line.startswith("#")]
+    titles += [bold.lower() for bold in re.findall(r"\*\*([^*]+)\*\*", results)]
+    cited = 0
+    dangling = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for line, text in _documentation(path):
+                for citation in _CITATION.finditer(text):
+                    cited += 1
+                    if not any(citation.group(1).lower() in title for title in titles):
+                        dangling.append(f"{path.relative_to(ROOT)}:{line}: {citation.group(1)!r}")
+    assert cited > 0
+    assert not dangling, "citations of docs/results.md naming no section there:\n" + "\n".join(dangling)
