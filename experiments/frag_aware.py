@@ -12,12 +12,11 @@ Rule, per batch of arrivals (defaults = the variant we report):
 3. per node keep the device with the least growth, then the tightest one (least free);
    between nodes, ties go to the run's node order (`ties="rank"`) — first fit.
 
-Measured on the default trace at 130 % (seed 42, k = 1 unless said), which is why these
-are the defaults: exact growth instead of the integer score: 94.24 % (buckets of
-40 milli: 95.40 %, 100: 95.18 %, 250: 94.86 %); best-fit instead of node order among ties:
-95.40 %; defaults: 95.58 %. Batch order at k = 64: largest-first 93.95 %, smallest-first
-92.93 %, GPU pods first 95.54 %, arrival 95.58 %. Coarse scores with a fixed first-fit
-order among near-equal nodes are what make FGD strong; exact greed on a few milli is not.
+Why these are the defaults: on the default trace at 130 %, exact growth instead of the
+integer score allocated less, and so did finer buckets, best fit instead of node order
+among ties, and every batch order but arrival (measured: docs/results.md, "The
+fragmentation-aware prototype"). Coarse scores with a fixed first-fit order among
+near-equal nodes are what make FGD strong; exact greed on a few milli is not.
 
 Not promised: optimality over the batch (no lookahead between pods beyond the order).
 """

@@ -81,7 +81,8 @@ __all__ = [
 ]
 
 TIME_LIMIT_S = 60.0
-"""Per MIP solve; a default-trace seed takes 1–30 s (CBC, 2 cores)."""
+"""Per MIP solve; above what the slowest default-trace seed took (docs/results.md,
+"Offline bound: how far from the best possible")."""
 MAX_SHARE_PATTERNS = 50_000
 """Past this many share patterns (many distinct share sizes) the pattern rows are left
 out: the bound stays valid on the milli row alone, only looser."""

@@ -81,8 +81,8 @@ class VolcanoWithSla(VolcanoLikeGangs):
     configuration does not list it. The behaviour is `VolcanoLikeGangs`'s; this class fixes
     the waiting time.
 
-    Why 2 h: it is the setting docs/results.md judged the guard at (Volcano-like with sla at
-    2 h: 70.0 % GPU allocated, 151 min training p99), it equals the mix's mean training run
+    Why 2 h: it is the setting docs/results.md judged the guard at ("Starvation guard and
+    preemption on the llm timeline": Volcano-like with sla at 2 h), it equals the mix's mean training run
     (2 h), so a big gang waits about one training job's length before it is guarded, and it
     stays fixed whatever `--sla-waiting-time` gives batchplace, so this peer's row does not
     move with the option the rows of batchplace are swept over.
@@ -155,12 +155,13 @@ class KueueLike:
       (hard: one leaf, or one spine past tier 1) or `podset-preferred-topology` (soft: the
       lowest level that holds it, else higher), choosing the fullest domain that holds the
       gang (TAS's default BestFit). Without TAS, Kueue spreads a hard-topology gang over
-      2.6 leaves on average (1.3 more than it needs) — placements these jobs refuse. `kueue-binpack` is the same
+      more leaves than it needs — placements these jobs refuse. `kueue-binpack` is the same
       Kueue with kube-scheduler's NodeResourcesFit set to MostAllocated (`binpack_score`), as
       GPU clusters commonly configure it (e.g. GKE's optimize-utilization profile): the
       default spreads small pods over the nodes an 8-GPU pod needs whole, which costs Kueue
-      14 points of GPU allocated on the llm timeline (60.7 against 74.5 %, load 1.1, seeds
-      42–51), so the stronger of the two is the opponent the tables judge against.
+      much of its GPU allocation on the llm timeline, so the stronger of the two is the
+      opponent the tables judge against (measured: docs/results.md, "Over time, by default",
+      the streams' table; the spread without TAS in the same section).
     Not modelled: the time between admission and the pods running — a workload whose quota
     fits but whose pods do not fit the nodes now (fragmentation) is not admitted this cycle
     (as if waitForPodsReady timed it out and requeued it at once; StrictFIFO's head then

@@ -42,10 +42,10 @@ spine, and the jobs in arrival order, all arriving within the horizon. Three str
   0). Why fewer nodes: as recorded the trace never loads the cluster (< 1 % of the GPUs,
   `docs/results.md`), and compression alone cannot keep it loaded — lifetimes are kept, so
   a large `compress` turns the pods into one burst that drains (all 1,213 nodes,
-  `--compress 3000 --hours 1`, Volcano-like: a peak of 64 % of the GPUs, a mean of 9 %, no
-  pod waiting past a cycle). The trace's arrivals on fewer nodes load it: `--compress 300
-  --hours 1 --nodes 200` (the last 12.5 days on 200 nodes; window load 1.06) keeps 92 % of
-  the GPUs allocated under Volcano-like, pods waiting up to 13 min (p99).
+  `--compress 3000 --hours 1`: a brief peak, a low mean, no pod waiting past a cycle). The
+  trace's arrivals on fewer nodes load it: `--compress 300 --hours 1 --nodes 200` (the last
+  12.5 days on 200 nodes) keeps most of the GPUs allocated with pods waiting (measured:
+  docs/results.md, "The openb-jobs stream").
   Queues: a pod of ≥ 2 whole GPUs `training` (the trace's multi-GPU pods, its nearest to
   training gangs), of 1 whole GPU `finetune`, a GPU share or no GPU `inference`.
   Not expressed: a pod's `gpu_spec` (allowed GPU models) — a `Job` states no model and the

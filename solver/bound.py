@@ -11,7 +11,8 @@ pending pod its GPUs (milli / 1000), kept running pods worth nothing.
 The relaxation is built once as sparse rows (`relaxation`) and solved by one of two
 backends: `pulp` (HiGHS when pulp finds it, else CBC — the default, and what the CLI
 uses) or `scipy` (HiGHS in-process through `scipy.optimize.linprog`: no subprocess, no
-files, ~10× faster on 1,000 nodes, which is what lets the engine afford it).
+files, and so much faster than pulp that the engine can afford it: docs/results.md,
+"The LP bound's backends").
 
 Every valid placement is a feasible point, so the optimum is a valid bound:
   - pods per (task, eligibility class of nodes) `x ≥ 0`; admission `a ∈ [0, 1]` per
@@ -233,8 +234,8 @@ def _solve_pulp(lp: Relaxation, *, integral: bool, time_limit_s: float) -> float
 
 
 def _solve_scipy(lp: Relaxation, *, integral: bool, time_limit_s: float) -> float:
-    from scipy import sparse  # here, not at the top: SciPy takes ~0.3 s to import, and most
-    from scipy.optimize import linprog  # commands and cycles never ask for this bound
+    from scipy import sparse  # here, not at the top: SciPy is slow to import, and most commands
+    from scipy.optimize import linprog  # and cycles never ask for this bound (docs/results.md, "Import times")
 
     if not lp.names:
         return lp.constant

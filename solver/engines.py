@@ -55,9 +55,9 @@ class Engines:
 
     def model_search(self) -> ModelSearch:
         """The model search. CP-SAT's module is imported here, on the first search and in the
-        caller's process: not at start-up (~0.5 s of OR-Tools, pandas and SciPy that a
-        greedy-only run never needs), and not in the forked child that runs the search,
-        which would import it again on every call."""
+        caller's process: not at start-up (OR-Tools, pandas and SciPy, slow to import, that a
+        greedy-only run never needs: docs/results.md, "Import times"), and not in the forked
+        child that runs the search, which would import it again on every call."""
         if self.cpsat is not None:
             return self.cpsat
         from solver.cpsat.engine import solve_cpsat

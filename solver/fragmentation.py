@@ -23,8 +23,9 @@ for b all 1,300 → 0.5 · 300 + 0.5 · 1300 = 800 milli.
 Score: growth = fragmentation after the pod − before (milli; the pod's own device choice,
 as `greedy.state.choose_devices` makes it: the tightest device for a share, any idle
 devices for whole GPUs). It is made coarse as FGD does — int(100 · sigmoid(−growth /
-1000)), i.e. ≈ 40-milli steps around 0 — because exact growth is worse: measured on the
-openb trace (docs/results.md), exact greed on a few milli loses 1.2 points of allocation.
+1000)), i.e. ≈ 40-milli steps around 0 — because exact growth is worse: on the openb
+trace, exact greed on a few milli loses allocation to the coarse buckets (measured:
+docs/results.md, section 1, "What was tried and did not help").
 Nodes are then ranked by that bucket (larger wins), then by the engine's best-fit score,
 then by node index (snapshot order).
 

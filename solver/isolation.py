@@ -32,11 +32,11 @@ search that would have fit.
 An address-space limit the process inherited (`ulimit -v` in the shell that started it)
 cannot be raised by the child: asking for the ceiling above it made `setrlimit` fail, and
 every search died before it began ("exited with code 71"). The child now takes the lower
-of the two, so the search runs under the inherited limit whenever it fits there — measured
-on 2 workers: the quick-start job solves under `ulimit -v 320000` (0.31 GiB; below 0.29
-GiB the parent cannot load OR-Tools itself), the openb snapshot (1,213 nodes) under 0.57
-GiB but not always under 0.48 GiB, where glibc cannot give a worker thread its
-thread-local data. When a search dies under such a limit, its reason names the limit and
+of the two, so the search runs under the inherited limit whenever it fits there: a small
+job solves under a limit barely above what the parent needs to load OR-Tools, a large
+snapshot needs more, and under a limit too tight for it glibc cannot give a worker thread its
+thread-local data (the limits measured: docs/results.md, "The search's sub-process and its
+memory"). When a search dies under such a limit, its reason names the limit and
 what to do (`_Limit.reached`), not a ceiling it never reached.
 
 The child's standard error (CP-SAT's own messages, its log lines) is read by the parent and
@@ -71,10 +71,10 @@ T = TypeVar("T")
 DeathCause = Literal["crashed", "memory", "timeout"]
 
 DEFAULT_MEMORY_LIMIT_BYTES = 4 << 30
-"""What one CP-SAT search may allocate, 4 GiB: the search process peaked at 0.30 GB resident
-(shared pages included) on the openb regression snapshot (1,213 nodes, 6,208 running pods)
-and at 0.39 GB on 10,000 nodes / 5,000 pending pods, so the default leaves 10× room and
-still lets five searches run side by side on a 24 GB machine."""
+"""What one CP-SAT search may allocate, 4 GiB: an order of magnitude above the search
+process's peak on the openb regression snapshot and on 10,000 nodes / 5,000 pending pods
+(the peaks measured: docs/results.md, "The search's sub-process and its memory"), and
+still five searches side by side on a 24 GB machine."""
 
 KILL_GRACE_S = 2.0
 """How long past its deadline the child may take (it extracts the placement after the

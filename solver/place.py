@@ -134,7 +134,7 @@ class SolveConfig:
     """CP-SAT presolve; None: per stage, when its expected cost (`PRESOLVE_SECONDS_PER_VARIABLE`
     of `solver.cpsat.engine`) is at most half the stage's time and the stage lasts at least
     `PRESOLVE_MIN_STAGE_S` — else the stage may end inside presolve without searching
-    (measured 0.5 s per stage at 3,400 variables; 1.7 s at 1,300 on openb batches)."""
+    (docs/results.md, "CP-SAT presolve")."""
     objective_order: tuple[str, ...] = TIERS
     """The soft objective's tiers, most important first (a permutation of `TIERS`): CP-SAT
     solves its stages in this order and `auto` compares CP-SAT with greedy in it."""
@@ -182,11 +182,13 @@ class SolveConfig:
 MIN_MEMORY_LIMIT_BYTES = 64 << 20
 """Below this CP-SAT cannot even start its workers (their stacks and arenas alone)."""
 AFTER_SECONDS_PER_ITEM = 3.5e-5
-"""Extraction, scoring, the checker and the Decision after CP-SAT, per node + pod, quiet
-(measured 0.11 s at 1,000 nodes / 1,637 pods, 0.6 s at 10,000 / 11,259)."""
+"""Extraction, scoring, the checker and the Decision after CP-SAT, per node + pod, on a
+quiet machine (set from the times measured at 1,000 and 10,000 nodes: docs/results.md,
+"`place()`'s time estimates")."""
 LP_SECONDS_PER_ITEM = 2e-5
-"""The LP bound, per node + pod (0.04 s at 1,000 nodes / 2,376 items, 0.2–0.4 s at 10,000 /
-18,749–23,849, measured at load 3.5; the objective context it reads is memoized)."""
+"""The LP bound, per node + pod (set from the times measured at 1,000 and 10,000 nodes:
+docs/results.md, "`place()`'s time estimates"; the objective context it reads is
+memoized)."""
 SAFETY_SHARE = 0.05
 """Kept back on top of the measured estimates, which are means (at 1 s: 50 ms). CP-SAT's
 own overshoot past its limit is kept inside each search's share by the engine
@@ -198,15 +200,16 @@ this share of the time limit; past it the bound is computed only if CP-SAT leave
 GREEDY_SECONDS_PER_ITEM = 2e-6
 GREEDY_SECONDS_PER_POD_NODE = 3e-8
 """Greedy's expected CPU time, per node + pod and per pending pod × node (it scores nodes for
-each pending pod), for the deterministic budget: measured 0.013 s at 1,213 nodes / 6,258
-pods (50 pending), 0.09 s at 1,000 / 1,637 (1,000 pending), 0.32 s at 10,000 / 7,259
-(1,000 pending), 1.25 s at 10,000 / 11,259 (5,000 pending)."""
+each pending pod), for the deterministic budget: set from greedy's CPU time measured from
+1,000 to 10,000 nodes and 50 to 5,000 pending pods (docs/results.md, "`place()`'s time
+estimates")."""
 SAFETY_NET_FACTOR = 10.0
 """With `deterministic`, the wall-clock limit of the call (`SolveConfig.safety_net_s`), in
 time limits: the deterministic budget is meant to end near `time_limit_s` on an idle core
 (within about 2×: `solver.cpsat.clock.DETERMINISTIC_TIME_PER_S`), so the net fires only
-when the call gets less than about a fifth of a core. Measured: on 2 cores shared with
-other test suites (load 3–10), a search got 10–50 % of a core."""
+when the call gets less than about a fifth of a core, as a search may on a heavily shared
+machine (what one got on 2 cores shared with other test suites: docs/results.md,
+"`place()`'s time estimates")."""
 
 
 @dataclass(frozen=True)
@@ -287,8 +290,8 @@ def _full_collections_deferred() -> Iterator[None]:
     """Hold off Python's full (generation 2) garbage collections while `place()` runs.
 
     A snapshot of 10,000 nodes is a few hundred thousand long-lived objects, and every
-    full collection walks all of them: measured 0.1–0.2 s each, two to four per
-    `place()` at 10,000 nodes / 5,000 pods — up to a fifth of the call. Young collections
+    full collection walks all of them, several times per `place()` at 10,000 nodes — a
+    sizeable part of the call (docs/results.md, "`place()`'s time estimates"). Young collections
     keep running, so short-lived cycles are still freed; the deferred full collection
     happens after the call, when the thresholds are restored. Counted across threads
     (the HTTP service solves in a pool): the last call to finish restores them."""

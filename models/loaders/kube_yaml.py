@@ -86,9 +86,9 @@ class _UniqueKeyLoader(_BaseLoader):  # type: ignore[misc, valid-type]
     check is Python) refusing a key written twice in one mapping, as kubectl does: with
     "last one wins" a Node with `status:` twice, or two objects run together without `---`,
     would load as something nobody wrote. Keys are compared as written (tag and text), before
-    `<<` merges: a key a merge brings in may be overridden, as YAML means it to be. Cost,
-    measured on the 3.7 MB openb regression input and a 4.2 MB 2,000-node / 10,000-pod
-    input (best of 7 each, interleaved): 0.68 → 0.77 s (+12 %) and 1.36 → 1.44 s (+6 %)."""
+    `<<` merges: a key a merge brings in may be overridden, as YAML means it to be. Cost: a
+    small share of a large file's load time (measured: docs/results.md, "Refusing duplicate
+    keys when loading YAML")."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
         if isinstance(node, yaml.MappingNode):

@@ -5,8 +5,8 @@ constraints (`constraints`), objective (`objective`) — warm-started from greed
 and read back (`extract`). `solver.place` reaches it through the `solver.engines`
 protocol. What a search is given and gives back is re-exported here; the search itself,
 `engine.solve_cpsat`, is imported where it runs (`solver.engines.Engines.model_search`):
-OR-Tools (with pandas) and SciPy take ~0.5 s to import, which every command and cycle that
-never searches would otherwise pay."""
+OR-Tools (with pandas) and SciPy are slow to import, which every command and cycle that
+never searches would otherwise pay (docs/results.md, "Import times")."""
 
 from solver.cpsat.config import CpsatConfig, CpsatResult, ModelInvalid, StageReport
 

@@ -48,7 +48,8 @@ class BuildContext:
     hint_nodes: dict[str, set[int]]  # group key → nodes the hint binds it to
     declared: list[tuple[int, ...]]  # per node: its declared NUMA cell ids
     # The node tables as Python lists, read once: the per-node steps index them tens of
-    # thousands of times, and a numpy scalar read costs ~10x a list's.
+    # thousands of times, and a numpy scalar read costs far more than a list's
+    # (docs/results.md, "Building the CP-SAT model").
     free_by_node: list[list[int]]
     devices_by_node: list[list[tuple[int, int, int]]]  # (cell, free milli, index)
     cells_by_node: list[list[tuple[int, int]]]  # (cell id, cpu or UNKNOWN)

@@ -37,21 +37,21 @@ __all__ = ["SearchClock", "DETERMINISTIC_TIME_PER_S", "SEARCH_OVERSHOOT"]
 
 DETERMINISTIC_TIME_PER_S = 0.5
 """OR-Tools' deterministic time per CPU second of one worker's search, on this engine's
-models. CP-SAT aims its unit at about a second, but the ratio depends on the model: 0.96 on
-the openb packing batches (FGD replay: the packing tier's fragment constants), 0.25–0.33 on
-the synthetic bench's gang models (1,000 nodes), 0.2–0.5 on small ones. Half a unit per
-second sits between (their geometric mean): an openb search gets about half the CPU time
-a nominal second buys, a bench search about 1.7 times it (docs/results.md, "Same input,
-same answer")."""
+models. CP-SAT aims its unit at about a second, but the ratio depends on the model: high on
+the openb packing batches (FGD replay: the packing tier's fragment constants), low on the
+synthetic bench's gang models, spread on small ones. Half a unit per second sits between
+(about their geometric mean): an openb search gets less CPU time than a nominal second
+buys, a bench search more (the ratios measured: docs/results.md, "Same input, same
+answer")."""
 
 SEARCH_OVERSHOOT = 0.2
 """How far past its `max_time_in_seconds` a wall-clock search may run, as a share of it: a
 search given `s` seconds gets `s / (1 + SEARCH_OVERSHOOT)` as its limit, so it ends within
 `s`. Why: CP-SAT checks its limit between steps, and on the packing models some steps run
-long (one worker, no presolve, 2,300–4,100 variables of openb batches at k = 64: limits of
-0.2 / 0.5 / 0.7 s ran 0.014–0.029 / 0.003–0.098 / 0.061–0.123 s over, 7–20 %, by its own
-`wall_time`). Without this, a call's last stage took its whole share and then the
-overshoot: `place()` at 1 s returned in 1.01–1.04 s at p99 on the FGD protocol."""
+long, so a search overshoots its limit by a share of it, which this margin covers. Without
+it, a call's last stage took its whole share and then the overshoot, and `place()` returned
+past its limit at p99 on the FGD protocol (both measured: docs/results.md, "CP-SAT past its
+own limit")."""
 
 _CUT_SHARE = 0.99
 """A search whose wall time reached this share of its wall-clock limit was stopped by it."""

@@ -55,11 +55,12 @@ or the wall clock when the caller asks for it.
 Presolve runs only when the stage has time for it (`PRESOLVE_SECONDS_PER_VARIABLE`):
 CP-SAT presolves the model anew for every stage, and its cost grows with the model, not
 with the stage's time limit — a stage shorter than its presolve ends without searching,
-with at best the hint it was given. Measured on 2 cores: 0.3–0.7 s per stage at
-1,300–3,800 variables, 1.3 s at 12,000. And presolve is not interruptible: on openb
-batches (1,300 variables, the packing tier's many distinct fragment constants) its
-domain reasoning alone took 1.7 s in a stage given 0.5 s, which then ended UNKNOWN and
-the call overran its limit. So it also needs a stage of `PRESOLVE_MIN_STAGE_S`.
+with at best the hint it was given, as on the bench's models at 1,000 nodes every stage of
+a 1 s call did. And presolve is not interruptible: on openb batches (small
+models, but the packing tier's many distinct fragment constants) its domain reasoning
+alone outlasted the stage it was given, which then ended UNKNOWN, and the call overran its
+limit. So it also needs a stage of `PRESOLVE_MIN_STAGE_S` (both measured:
+docs/results.md, "CP-SAT presolve").
 
 Statuses: OPTIMAL only when every stage proved optimality and nothing was restricted;
 FEASIBLE otherwise; UNKNOWN when no stage produced a solution in time (the caller falls
@@ -102,9 +103,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 PRESOLVE_SECONDS_PER_VARIABLE = 2e-4
-"""What CP-SAT's presolve costs per model variable, per stage (measured 1.1–2.6e-4 on the
-bench's models, 1,300–12,000 variables); with `presolve=None` it runs when this estimate
-is at most `PRESOLVE_SHARE` of the stage's time."""
+"""What CP-SAT's presolve costs per model variable, per stage, on the bench's models (the
+upper half of what was measured: docs/results.md, "CP-SAT presolve"); with
+`presolve=None` it runs when this estimate is at most `PRESOLVE_SHARE` of the stage's
+time."""
 PRESOLVE_SHARE = 0.5
 PRESOLVE_MIN_STAGE_S = 1.0
 """Shorter stages never presolve (with `presolve=None`): presolve ignores the time limit,
@@ -116,16 +118,16 @@ REPACK_WEIGHT = 8.0
 runs weighs 2 and one that only chooses among equals 1: most of the time (8 of 13 with
 three stages), because on a large model a short limit finds its improvements there —
 the stages seldom improve on the hint in the little time they get — and a repack that
-proves its optimum early hands the rest back. Measured on the `tight` bench family at
-1,000 nodes and 1 s, the same 10 snapshots each: weight 4 won back 60 % and 66 % of
-greedy's loss on average (0 % on the worst), 8 won 95 % and 91 % (76 %, 50 %); on the
-standard family's 1,000-node sizes the two gave the same answers (docs/results.md)."""
+proves its optimum early hands the rest back. On the `tight` bench family at 1,000 nodes
+and 1 s, weight 8 won back clearly more of greedy's loss than 4, on average and on the
+worst snapshot, and 16 no more than 8; on the standard family's 1,000-node sizes 4 and 8
+gave the same answers (measured: docs/results.md, section 4, point 3)."""
 TIE_BREAK_MIN_S = 0.2
 """The first-come tie-break may take as long as the tiers' search took, or this much."""
 BUILD_SECONDS_PER_VARIABLE = 3e-5
 """Building the model in Python and completing the hint, per variable counted by
-`_build_seconds`, measured on this machine: 0.59 s for ~21,500 (10,000 nodes / 5,000
-pending pods), 2.7e-5 each; a margin on top."""
+`_build_seconds`: what was measured at 10,000 nodes / 5,000 pending pods, with a margin on
+top (docs/results.md, "Building the CP-SAT model")."""
 
 
 class _Incumbents(cp_model.CpSolverSolutionCallback):

@@ -2,10 +2,11 @@
 greedy hint's nodes and, per pod shape, the best-fitting few — a large neighbourhood of
 the hint, the way LNS searches around an incumbent.
 
-Why: on a trace replay a batch of 64 pods meets 450–750 partly used nodes, nearly every
-one its own profile (free CPU differs node by node), so the model carries ~65 packing
-patterns per node — 20,000–40,000 variables whose build alone outlasts a 1 s budget, and
-`auto` falls back to greedy on half the batches (openb, seed 42, k = 64). Yet the choices
+Why: on a trace replay a batch of 64 pods meets hundreds of partly used nodes, nearly
+every one its own profile (free CPU differs node by node), so the model carries dozens of
+packing patterns per node — tens of thousands of variables whose build alone outlasts a
+1 s budget, and `auto` fell back to greedy on many batches (openb, seed 42, k = 64;
+measured: docs/results.md, "The candidate-node neighbourhood"). Yet the choices
 that decide packing are among the nodes a pod fits tightest; a node with most of its GPUs
 free is one more such node, interchangeable for the batch.
 
@@ -28,8 +29,8 @@ node total (1,190 m) would rank it behind one with (500 m, 500 m), where it leav
 
 A restriction: the result is reported, so the answer is FEASIBLE, never OPTIMAL.
 Example: 551 nodes, 64 pending pods of 30 shapes, `per_pod` 1 (the default) → at most
-64 hint nodes + 64 best fits (with `per_pod` 4, 256: measured 200–320 kept on openb
-batches).
+64 hint nodes + 64 best fits (with `per_pod` 4, 256; how many were kept on openb batches:
+docs/results.md, "The candidate-node neighbourhood").
 """
 
 from __future__ import annotations

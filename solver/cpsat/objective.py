@@ -28,9 +28,9 @@ provably keep the order (a unit of tier k outweighs the whole span of the tiers 
 and otherwise solved in separate stages: solve stage s, constrain its expression to ≤ the
 value found, hint that solution, solve stage s + 1. Each stage gets a share of the time
 left (fairness and throughput double). The limit is lower than the integer range allows
-because a huge weight ruins the LP relaxation's bound (measured at 1,000 nodes: merged
-fairness + throughput bounded throughput at 19.2M, i.e. nothing; apart, the stages keep
-their own bounds). Typical small snapshot: one stage; the benchmark: fairness |
+because a huge weight ruins the LP relaxation's bound (at 1,000 nodes, merged fairness +
+throughput bounded throughput by nothing useful, while apart the stages keep their own
+bounds: docs/results.md, "Merged tiers and the LP bound"). Typical small snapshot: one stage; the benchmark: fairness |
 throughput | disruption | locality (packing is constant there).
 """
 

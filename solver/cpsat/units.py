@@ -34,9 +34,9 @@ class DataLimits:
     pending pods go only to the hint's nodes and the best-fitting this-many per pod of each
     shape (`cpsat.neighbourhood`); 0: all.
     1: on the FGD protocol (openb default, k = 16, 1 s) the tighter the neighbourhood, the
-    more GPU at 130 % — 16 per pod 95.69 %, 4 95.87 %, 2 95.99 %, 1 96.00 % (seeds 42–44
-    or 42–43) — and the faster (p99 per batch 0.93, 0.91, 0.80, 0.48 s): a batch's optimum
-    over every node spends the tight spots a later batch needs (docs/results.md)."""
+    more GPU allocated at 130 % and the faster each batch, from 16 per pod down to 1: a
+    batch's optimum over every node spends the tight spots a later batch needs (measured:
+    docs/results.md, "A tighter neighbourhood")."""
 
 
 @dataclass

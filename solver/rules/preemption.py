@@ -18,11 +18,12 @@
 - A PodGroup with a waiting time (`sla-waiting-time`, its queue's or the controller's
   default) evicts nobody, by preempt or reclaim: its wait is bounded by the starvation
   guard (`solver.rules.reservation`), so an eviction would only buy a shorter wait with
-  the GPU-time the victim has run since its start. Measured on the `llm` timeline
-  (`docs/results.md`): evictions come from priority-1 training preempting priority-0
-  training; refusing only equal-priority reclaim of gangs would refuse nothing there (0.108
-  evicted GPU per admitted GPU), refusing gang victims (min_member > 1) leaves single-pod
-  8-GPU jobs evicted (0.027), refusing every victim gives 0.000 and a lower training p99.
+  the GPU-time the victim has run since its start. On the `llm` timeline evictions come
+  from priority-1 training preempting priority-0 training; refusing only equal-priority
+  reclaim of gangs would refuse nothing there, refusing gang victims (min_member > 1)
+  leaves single-pod 8-GPU jobs evicted, refusing every victim evicts nothing and gives the
+  lowest training p99 (measured: docs/results.md, "Starvation guard and preemption on the
+  llm timeline").
   Without a waiting time the rules above hold as in Volcano, and the objective's
   disruption tier weighs each victim by its priority and the GPU-time it loses
   (`solver.objective`).

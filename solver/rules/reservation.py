@@ -43,8 +43,9 @@ What is held: the chosen nodes whose room is free now — not those still to dra
 that must drain keeps taking other pods, and the PodGroup takes each node as it empties
 (the choice is made again every cycle, and an emptied node of the domain is the first
 chosen). Why: holding a node that still runs a 4-hour inference pod idles its seven
-other GPUs for those hours; on the `llm` timeline holding to-drain nodes held 16 % of the
-GPUs on average, holding free ones 6 % (`docs/results.md`).
+other GPUs for those hours; on the `llm` timeline holding to-drain nodes held far more of
+the GPUs on average than holding free ones (measured: docs/results.md, "Starvation guard
+and preemption on the llm timeline").
 
 Not promised: an exact fit. The pods still needed are counted in the shape of the
 PodGroup's largest pending task (GPUs, then CPU), per node on its allocatable for "once
@@ -69,9 +70,9 @@ fine-tuning pod with a 30-min deadline may take n24 (gone by then), one with 60 
 Why not estimates of run time: a job that overruns its estimate would delay the holder, the
 one PodGroup the guard is there to start; a deadline cannot be overrun. Nodes still to drain stay
 unheld (above) even when every pod there has a deadline: holding them too, backfill only,
-so that the holder's start can only come sooner, measured worse on the `llm` timeline
-(`docs/results.md`: 0.3 points less allocated, more jobs never started, a longer tail
-counting them).
+so that the holder's start can only come sooner, did worse on the `llm` timeline: less
+allocated, more jobs never started, a longer tail counting them (measured: docs/results.md,
+"Starvation guard and preemption on the llm timeline").
 
 The rule, as the checker judges it: each pod bound this cycle to a held node belongs to
 the PodGroup it is held for, or backfills it (above). Pods already running there stay;
@@ -146,7 +147,7 @@ wait to start again — was half of the training jobs' wait, and big gangs that 
 whole spine never started while free nodes were split over both (docs/results.md, "Where
 the delay comes from"). With it, a PodGroup evicts nobody (rule `preemption`: its wait is
 bounded here instead) and the head of each queue gets room held, backfilled by deadlines.
-Why 30 min: measured against 1 min to 4 h (same docs section)."""
+Why 30 min: compared there with waiting times from 1 min to 4 h (same docs section)."""
 
 
 @dataclass(frozen=True)
