@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -75,10 +76,16 @@ def shown_commands(hooks: ModuleType) -> list[Shown]:
     return shown
 
 
+@cache
+def _cli() -> Any:
+    """The command line as click sees it (typer builds it anew on every call)."""
+    return typer.main.get_command(app)
+
+
 def resolve(shown: Shown) -> list[tuple[tuple[str, ...], Any]]:
     """The subcommand paths the words name (`experiment fgd|timeline` names two), each with
     the click command at its end. A word where a subcommand must be that is none fails here."""
-    top: Any = typer.main.get_command(app)
+    top: Any = _cli()
     ends: list[tuple[tuple[str, ...], Any]] = []
 
     def walk(command: Any, path: tuple[str, ...], words: list[str]) -> None:
