@@ -29,12 +29,13 @@ class RuleDocError(ValueError):
     """A rule whose page cannot be written (no docstring, a name that is no file name)."""
 
 
-def _rules() -> tuple[ModuleType, ...]:
+def _rules() -> tuple[Any, ...]:
+    """`solver.rules.RULES`, read when the site is built (the repository importable)."""
     if str(REPO_ROOT) not in sys.path:
         sys.path.insert(0, str(REPO_ROOT))
     from solver.rules import RULES
 
-    return tuple(RULES)  # type: ignore[arg-type]
+    return tuple(RULES)
 
 
 def rule_doc(rule: ModuleType) -> str:
@@ -73,7 +74,8 @@ def rule_page(rule: ModuleType, position: int) -> str:
     module_path = rule.__name__.replace(".", "/") + ".py"
     return (
         f"# {rule.NAME}\n\n{text}\n\n---\n\n"
-        f"Written from the docstring of `{module_path}`, rule {position} of `solver.rules.RULES`. "
+        f"Written from the docstring of `{module_path}`; position {position} in `solver.rules.RULES`, "
+        "the order the checker runs the rules in. "
         f"Tests: `tests/solver/rules/test_rule_{rule.NAME}.py`.\n"
     )
 

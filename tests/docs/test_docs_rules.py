@@ -66,7 +66,7 @@ def test_a_rule_appended_to_rules_gets_its_page_its_row_and_its_nav_entry(hooks:
     page = hooks.rule_pages()["rules/hostports.md"]
     assert page.startswith("# hostports\n\nHost ports: two pods asking the same port cannot share a node.\n")
     assert "a violation.\n\n- a list item" in page  # the list gets the blank line Markdown needs
-    assert f"rule {len(appended)} of `solver.rules.RULES`" in page
+    assert f"position {len(appended)} in `solver.rules.RULES`" in page
     assert "| [`hostports`](hostports.md) | Host ports: two pods asking the same port cannot share a node. |" in hooks.rules_table()
     config: dict[str, Any] = {"nav": [{"Home": "index.md"}, {"Rules": [{"Overview": "rules/index.md"}]}]}
     hooks.on_config(config)
