@@ -153,7 +153,7 @@ def solve(
 ) -> None:
     """Place the pending pods of FILES and print binds, evictions and the reason for each pending PodGroup.
 
-    With --cluster, over several clusters at once: each job lands in one cluster (README, Multi-cluster)."""
+    With --cluster, over several clusters at once: each job lands in one cluster (docs/multi-cluster.md)."""
     if engine not in ENGINES:
         print_error(f"--engine: unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         raise typer.Exit(EXIT_INPUT_ERROR)

@@ -189,7 +189,7 @@ def controller(
         typer.Option(
             "--manager-kubeconfig",
             help="Run as the multi-cluster manager: place the vcjobs submitted to this cluster over the --cluster "
-            "workers (README, Multi-cluster).",
+            "workers (docs/multi-cluster.md).",
         ),
     ] = None,
     cluster: Annotated[

@@ -3,7 +3,7 @@
 Composes `controller.fleet_manager`: the manager cluster's client (where vcjobs are
 submitted, with the Queues and PriorityClasses that hold for the whole fleet and the Lease),
 and one client per worker cluster. Each worker runs its own `batchplace controller`, which
-binds what the manager dispatches there (README, Multi-cluster).
+binds what the manager dispatches there (docs/multi-cluster.md).
 
 Errors: a malformed `--cluster`, a cluster named twice or not a DNS label, an unreadable
 kubeconfig: one line on stderr, exit 2.

@@ -101,7 +101,7 @@ def what_if(
 
     Per added job: does it start this cycle, on which nodes, whom it preempts — and if not, the
     blocking rules with their numbers and how many GPUs it is short. The same question and
-    answer as `POST /v1/what-if` (README, HTTP service). Example:
+    answer as `POST /v1/what-if` (docs/service.md). Example:
     batchplace what-if cluster.yaml --add-jobs finetune.yaml --drain gpu-3"""
     if output not in ("table", "json"):
         print_error(f"--output: must be table or json, got {output!r}")

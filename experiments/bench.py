@@ -524,7 +524,7 @@ def _greedy_throughput(summaries: Sequence[BenchSummary]) -> tuple[float | None,
 
 
 def check_targets(summaries: Sequence[BenchSummary], *, family: FamilyName = "standard") -> tuple[TargetCheck, ...]:
-    """The README's targets of `family`, for the sizes and engines that ran. A cpsat/auto
+    """The targets of `family` (docs/benchmarks.md), for the sizes and engines that ran. A cpsat/auto
     target is not judged (`met` None) when greedy answered every run: that measures
     greedy, not CP-SAT."""
     if family == "tight":

@@ -403,7 +403,7 @@ def _py_spy() -> str:
 
 
 def report(result: BenchResult) -> str:
-    """The result as the Markdown tables the README quotes."""
+    """The result as the Markdown tables docs/controller.md quotes."""
     headline = {k: v for k, v in asdict(result).items() if not isinstance(v, dict)}
     lines = [
         "| " + " | ".join(headline) + " |",

@@ -2,7 +2,7 @@
 
 Engines produce it, the checker judges it, the CLI prints it, the HTTP service will
 return it and the controller will act on it. `Decision.to_contract()` is the JSON output
-contract of the README; its field names are part of the public API.
+contract (docs/output.md); its field names are part of the public API.
 
 A `Placement` is a pure proposal: it says which pending pods go where (with GPU device
 indices and, for single-numa-node pods, the NUMA cell) and which running pods must leave

@@ -8,7 +8,7 @@
 #
 # Needs: docker, kind, kubectl. Volcano itself is not installed: batchplace schedules the
 # PodGroup and pods that Volcano's job controller would create (with Volcano installed, set
-# its scheduler's replicas to 0 and keep its controllers; see the README).
+# its scheduler's replicas to 0 and keep its controllers; see docs/controller.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLUSTER="${CLUSTER:-batchplace}"

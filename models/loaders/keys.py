@@ -1,7 +1,7 @@
 """The label and annotation keys the Kubernetes loader reads: batchplace's own contract,
 plus the Volcano / Kubernetes / scheduler-plugins / Kubeflow keys it honours.
 
-batchplace's own keys (documented for users in the README):
+batchplace's own keys (documented for users in docs/input.md):
 
     batchplace.io/gpu-milli      resource  a pod's fraction of one GPU, 1-999 milli-GPU
     batchplace.io/gpus           Pod       "0,1": device indices a running pod holds

@@ -1,8 +1,8 @@
-"""The README's command summary names every command and every flag each command has
-(issue 29, item 11: `controller --engine`, serve's `--solver-slots`, `--solver-queue`,
-`--max-body-bytes`, `--max-time-limit`, `--log-level` were missing). The commands and
-their options are read from the command line itself, so a flag added later must be added
-to the README too."""
+"""The command summary of the docs (`docs/cli.md`, once the README's) names every command
+and every flag each command has (issue 29, item 11: `controller --engine`, serve's
+`--solver-slots`, `--solver-queue`, `--max-body-bytes`, `--max-time-limit`, `--log-level`
+were missing). The commands and their options are read from the command line itself, so a
+flag added later must be added to the summary too."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ import typer
 
 from batchplace.cli import app
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CLI_PAGE = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
 
 def summary_lines() -> list[str]:
-    """The lines of the code block under `## Command line`."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Command line"):]
+    """The lines of the code block under the page's `# Command line`."""
+    text = CLI_PAGE.read_text(encoding="utf-8")
+    section = text[text.index("# Command line"):]
     block = section[section.index("```\n") + 4:]
     return block[: block.index("```")].splitlines()
 
@@ -36,7 +36,7 @@ def commands(group: Any, prefix: tuple[str, ...] = ()) -> dict[str, Any]:
     return found
 
 
-def test_every_command_and_every_flag_is_in_the_readme_summary() -> None:
+def test_every_command_and_every_flag_is_in_the_cli_page_summary() -> None:
     lines = summary_lines()
     every = commands(typer.main.get_group(app))
     assert {"serve", "controller", "experiment fgd"} <= every.keys()  # the walk finds them

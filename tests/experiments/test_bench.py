@@ -1,6 +1,6 @@
 """The bench harness on tiny sizes: it writes CSV, Markdown and PNG with the promised
 columns, compares every engine with greedy and with the GPU bound on the same snapshot,
-records a failing run instead of stopping, judges the README's targets of each family,
+records a failing run instead of stopping, judges the targets of each family (docs/benchmarks.md),
 and the `bench` command drives it."""
 
 from __future__ import annotations

@@ -128,9 +128,9 @@ def test_a_malformed_preferred_term_is_an_error_naming_its_field(item: dict[str,
     assert f"spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution{path}: {message}" in error
 
 
-def test_the_readme_names_each_affinity_field_hard_and_soft_as_the_rules_read_them() -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    section = readme.split("### Affinity and spread", 1)[1].split("\n#", 1)[0]
+def test_the_docs_name_each_affinity_field_hard_and_soft_as_the_rules_read_them() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "affinity.md").read_text()
+    section = page.split("# Affinity and spread", 1)[1].split("\n#", 1)[0]
     rows = {line.split("|")[1].strip(): line.split("|")[3].strip() for line in section.splitlines() if line.startswith("| `")}
     assert rows[f"`spec.affinity.nodeAffinity.{REQUIRED}`"].startswith("**hard**")
     assert rows["`spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution`"].startswith("**soft**")
