@@ -359,7 +359,7 @@ def build_problem(snapshot: Snapshot) -> Problem:
         array.setflags(write=False)
     eligibility = _eligibility(snapshot, resource_index, columns)
     rows = _column_rows(resource_names, columns)
-    queues = _queues(snapshot, resource_index, pods, rows.dealt)
+    queues = _queues(snapshot, resource_index, pods, rows.column_dealt)
     topology = _topology(snapshot, nodes.node_index)
     group_keys = tuple(group.key for group in snapshot.pod_groups)
     owner = pods.pod_group
@@ -372,73 +372,59 @@ def build_problem(snapshot: Snapshot) -> Problem:
         _group_facts(snapshot, k, group_pods[k], pods.pod_task_row, pods.pod_running, task_keys)
         for k in range(len(group_keys))
     )
-    return Problem(
-        resource_names=resource_names,
-        resource_index=resource_index,
-        column_rule=rows.rule,
-        column_dealt=rows.dealt,
-        column_packs=rows.packs,
-        column_shortage=rows.shortage,
-        node_names=nodes.node_names,
-        node_index=nodes.node_index,
-        allocatable=nodes.allocatable,
-        free=nodes.free,
-        schedulable=nodes.schedulable,
-        gpu_index=nodes.gpu_index,
-        gpu_free_milli=nodes.gpu_free_milli,
-        gpu_cell=nodes.gpu_cell,
-        cell_ids=nodes.cell_ids,
-        cell_cpu_free=nodes.cell_cpu_free,
-        cell_memory_free=nodes.cell_memory_free,
-        node_class=eligibility.node_class,
-        node_class_representative=eligibility.node_class_representative,
-        eligible_by_class=eligibility.eligible_by_class,
-        preference_missed_by_class=eligibility.preference_missed_by_class,
-        usage_band_by_class=eligibility.usage_band_by_class,
-        task_requests=eligibility.task_requests,
-        task_eligibility_class=eligibility.task_eligibility_class,
-        task_single_numa=eligibility.task_single_numa,
-        pod_keys=pods.pod_keys,
-        pod_index=pods.pod_index,
-        pod_requests=pods.pod_requests,
-        pod_node=pods.pod_node,
-        pod_group=pods.pod_group,
-        pod_task_row=pods.pod_task_row,
-        pod_running=pods.pod_running,
-        pod_gpu_slots=pods.pod_gpu_slots,
-        pod_cell_slot=pods.pod_cell_slot,
-        tiers=topology.tiers,
-        domain_of=topology.domain_of,
-        domain_names=topology.domain_names,
-        queue_names=queues.queue_names,
-        queue_index=queues.queue_index,
-        queue_parent=queues.queue_parent,
-        queue_ancestors=queues.queue_ancestors,
-        queue_weight=queues.queue_weight,
-        queue_priority=queues.queue_priority,
-        queue_open=queues.queue_open,
-        queue_reclaimable=queues.queue_reclaimable,
-        queue_capability=queues.queue_capability,
-        queue_guarantee=queues.queue_guarantee,
-        queue_deserved=queues.queue_deserved,
-        queue_allocated=queues.queue_allocated,
-        task_keys=task_keys,
-        task_row=task_row,
+    groups = _GroupTables(
         group_keys=group_keys,
         group_index={key: k for k, key in enumerate(group_keys)},
         group_queue=_readonly(group_queue),
         group_pods=group_pods,
         group_facts=group_facts,
-        gpu_online_free_milli=online_free if lent_free is not None else None,
-        gpu_lent_free_milli=lent_free,
     )
+    lent = _LentTables(
+        gpu_online_free_milli=online_free if lent_free is not None else None, gpu_lent_free_milli=lent_free
+    )
+    return Problem(
+        resource_names=resource_names,
+        resource_index=resource_index,
+        task_keys=task_keys,
+        task_row=task_row,
+        **_fields(rows), **_fields(nodes), **_fields(eligibility), **_fields(pods),
+        **_fields(topology), **_fields(queues), **_fields(groups), **_fields(lent),
+    )  # fmt: skip
 
 
-class _ColumnRows(NamedTuple):
-    rule: tuple[str, ...]
-    dealt: np.ndarray
-    packs: np.ndarray
-    shortage: tuple[str, ...]
+def _fields(table: object) -> dict[str, object]:
+    """A part's fields by name: each part's field names are the `Problem`'s (a name that is
+    not one fails at construction), so the `Problem` is its parts laid side by side."""
+    return {field.name: getattr(table, field.name) for field in dataclasses.fields(table)}  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _ColumnRows:
+    """`_column_rows`' part of the `Problem`."""
+
+    column_rule: tuple[str, ...]
+    column_dealt: np.ndarray
+    column_packs: np.ndarray
+    column_shortage: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _GroupTables:
+    """The PodGroups' part of the `Problem`."""
+
+    group_keys: tuple[PodGroupKey, ...]
+    group_index: Mapping[PodGroupKey, int]
+    group_queue: np.ndarray
+    group_pods: tuple[np.ndarray, ...]
+    group_facts: tuple[GroupFacts, ...]
+
+
+@dataclass(frozen=True)
+class _LentTables:
+    """`_lent_devices`' part of the `Problem` (None when no device is lent)."""
+
+    gpu_online_free_milli: np.ndarray | None
+    gpu_lent_free_milli: np.ndarray | None
 
 
 def _column_rows(resource_names: tuple[str, ...], columns: tuple[Column, ...]) -> _ColumnRows:
@@ -447,10 +433,10 @@ def _column_rows(resource_names: tuple[str, ...], columns: tuple[Column, ...]) -
     declared = {column.name: column for column in columns}
     rows = [declared.get(name) for name in resource_names]
     return _ColumnRows(
-        rule=tuple(capacity.NAME if column is None else column.rule for column in rows),
-        dealt=_readonly(np.array([column is None or column.dealt_to_queues for column in rows], dtype=bool)),
-        packs=_readonly(np.array([column is None or column.packs for column in rows], dtype=bool)),
-        shortage=tuple(
+        column_rule=tuple(capacity.NAME if column is None else column.rule for column in rows),
+        column_dealt=_readonly(np.array([column is None or column.dealt_to_queues for column in rows], dtype=bool)),
+        column_packs=_readonly(np.array([column is None or column.packs for column in rows], dtype=bool)),
+        column_shortage=tuple(
             f"insufficient {name}" if column is None else column.shortage for name, column in zip(resource_names, rows)
         ),
     )
