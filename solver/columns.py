@@ -1,4 +1,11 @@
-"""Columns: countable quantities per node that a rule limits, declared by the rule.
+"""Columns and node filters: what a rule declares so that every engine enforces it unread.
+
+A `Column` is a countable quantity per node that a rule limits; a `NodeFilter` keeps some
+tasks off some nodes for what the rule knows of the node at this snapshot (a node too hot
+to take pods, a node held for an overdue PodGroup). Both become tables of the `Problem`
+(`solver.problem`): columns rows of `free`, filters part of the eligibility classes.
+
+Columns.
 
 kube-scheduler's `NodeResourcesFit` and `NodePorts` are two plugins with two filters; in
 batchplace both are one arithmetic — a node offers an amount, each pod asks some, what
@@ -26,12 +33,12 @@ of a task asks, likewise by task key. (`None` is colocation's: offline pods ask
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 
-from models.snapshot import NodeName, PodGroupKey, PodKey
+from models.snapshot import NodeName, PodGroup, PodGroupKey, PodKey, Task
 
-__all__ = ["Column", "TaskKey"]
+__all__ = ["Column", "NodeFilter", "TaskKey"]
 
 TaskKey = tuple[PodGroupKey, str]
 """A task of a PodGroup: (PodGroup key, task name)."""
@@ -49,3 +56,21 @@ class Column:
     shortage: str  # how a node without enough of it is counted in a reason: "free ports"
     dealt_to_queues: bool = False  # queues hold, cap and deserve it (quota, fairness, reclaim)
     packs: bool = False  # a packing dimension: best fit ranks nodes by what is left of it
+
+
+@dataclass(frozen=True)
+class NodeFilter:
+    """Tasks kept off nodes by what a rule knows of each node this snapshot (module docstring).
+
+    `node_part` is what the rule knows of each node it has something to say of (others:
+    nothing, every task may go there); `task_part(group, task)` what it reads of a task;
+    `allows(task, task_part, node_part)` whether a pod of the task may go to such a node.
+    Nodes with equal parts and tasks with equal parts are judged once (the eligibility
+    classes of `solver.problem`). Example: rule `usage` says `{"n3": "hot"}` and allows no
+    task there; rule `reservation` says `{"n24": "llm/j7"}` and allows j7's tasks there and
+    the tasks that backfill it."""
+
+    rule: str
+    node_part: Mapping[NodeName, Hashable]
+    task_part: Callable[[PodGroup, Task], Hashable]
+    allows: Callable[[Task, Hashable, Hashable], bool]

@@ -27,15 +27,15 @@ Layout choices, and why:
   `eligible_nodes(task_row)` gives one task's `[N]` mask; `eligible_by_class[S, N]` holds
   them all (rather than a `[T, N]` table, which would not fit at 100,000 PodGroups);
   `preference_missed_by_class[S, node class]` is the preferred node affinity weight
-  missed (`solver.rules.node_affinity.preference_missed`), per pair likewise. Node usage
-  joins the node signature twice: whether `solver.rules.usage` finds the node hot (then
-  no task is eligible there) and its usage band (`usage_band_by_class`, `solver.usage_tier`).
-  A node held for an overdue PodGroup (`solver.rules.reservation`) joins it by its holder, and a
-  task by its PodGroup when that PodGroup holds nodes and by its activeDeadlineSeconds: a
-  held node is eligible for its holder's tasks and for tasks that backfill it — their pods
-  are gone before the holder can start there (rule `reservation`). Example: j7 holds n24
-  with 2,280 s until its domain drains → n24 is eligible for j7's tasks and for a task of
-  deadline 1,800 s, not for one of 3,600 s nor one without a deadline.
+  missed (`solver.rules.node_affinity.preference_missed`), per pair likewise. A node's
+  usage band (`usage_band_by_class`, `solver.usage_tier`) joins the node signature. So does
+  what each node filter a rule declares knows of the node (`solver.columns.NodeFilter`,
+  `solver.rules.declared_node_filters`), and what it reads of a task joins the task's:
+  rule `usage` finds a node hot (then no task is eligible there); rule `reservation` holds a
+  node for an overdue PodGroup and reads a task's PodGroup and activeDeadlineSeconds (a
+  held node is eligible for its holder's tasks and for tasks that backfill it). Example:
+  j7 holds n24 with 2,280 s until its domain drains → n24 is eligible for j7's tasks and
+  for a task of deadline 1,800 s, not for one of 3,600 s nor one without a deadline.
 - Columns a rule declares (`solver.columns`, `solver.rules.declared_columns`) are rows like
   any resource: the node offers, each pod and task asks, running pods take theirs off
   `free`. So node capacity — `free`, every engine's fit test, CP-SAT's patterns, what an
@@ -94,11 +94,10 @@ from models.snapshot import (
 from solver.after import milli_per_device
 from solver.memo import memoized_each
 from solver.columns import Column
-from solver.rules import capacity, colocation, declared_columns, node_affinity, usage
+from solver.rules import capacity, colocation, declared_columns, declared_node_filters, node_affinity
 from solver.rules.eligibility import eligible
 from solver.rules.gang import GangRequirement, can_be_met, gang_requirement
 from solver.rules.gated import is_gated
-from solver.rules.reservation import by_holder, reserved_for
 from solver.shares import deserved_shares
 from solver.usage_tier import usage_bands
 
@@ -807,32 +806,27 @@ def _eligibility(
 ) -> _EligibilityTables:
     """Per (task class, node class) predicate calls; see the module docstring."""
     tasks: list[Task] = [task for group in snapshot.pod_groups for task in group.tasks]
-    held = reserved_for(snapshot)
-    holders = set(held.values())
-    task_holder = [group.key if group.key in holders else None for group in snapshot.pod_groups for _ in group.tasks]
+    task_groups = [group for group in snapshot.pod_groups for _ in group.tasks]
+    filters = declared_node_filters(snapshot)
     affinity_terms = [term for task in tasks for term in node_affinity.terms_of(task)]
     selector_keys = sorted({key for task in tasks for key in task.node_selector} | node_affinity.keys_read(affinity_terms))
     named_nodes = node_affinity.names_read(affinity_terms)
 
     nodes = snapshot.nodes
-    judged = usage.judgements(snapshot) if any(node.usage is not None for node in nodes) else {}
-    hot = {name for name, judgement in judged.items() if judgement.state == "hot"}
     bands = usage_bands(snapshot)
     # A node's signature: the label values selectors read, taints, unschedulable, then — only
     # when some node of the snapshot has one, since a part every node shares splits no class
-    # — its name (read by `matchFields`), being hot, its usage band and its holder.
+    # — its name (read by `matchFields`) and its usage band, then what each node filter a
+    # rule declares knows of it (`solver.columns.NodeFilter`: being hot, its holder).
     names = tuple(map(_NAME, nodes))
     parts: list[Iterable[object]] = [
         [tuple(map(node.labels.get, selector_keys)) for node in nodes], map(_TAINTS, nodes), map(_UNSCHEDULABLE, nodes)
     ]
     if named_nodes:
         parts.append([name if name in named_nodes else None for name in names])
-    if hot:
-        parts.append([name in hot for name in names])
     if any(bands.values()):
         parts.append(list(map(bands.__getitem__, names)))
-    if held:
-        parts.append(list(map(held.get, names)))
+    parts.extend(list(map(node_filter.node_part.get, names)) for node_filter in filters)
     class_of_signature: dict[object, int] = {}
     node_class = np.array(
         [class_of_signature.setdefault(signature, len(class_of_signature)) for signature in zip(*parts)], dtype=np.int64
@@ -844,22 +838,22 @@ def _eligibility(
     class_tasks: list[Task] = []
     task_class = np.zeros(len(tasks), dtype=np.int64)
     task_requests = np.zeros((len(tasks), len(resource_index)), dtype=np.int64)
-    class_holder: dict[int, object] = {}
+    class_filter_parts: list[tuple[object, ...]] = []  # per task class: what each node filter reads of it
     for t, task in enumerate(tasks):
+        filter_parts = tuple(node_filter.task_part(task_groups[t], task) for node_filter in filters)
         signature = (
             tuple(sorted(task.node_selector.items())),
             task.required_node_affinity,
             task.preferred_node_affinity,
             task.tolerations,
-            task_holder[t],
-            task.active_deadline_s if held else None,  # whether it backfills a held node (rule `reservation`)
+            *filter_parts,
         )
         task_cls = task_class_of_signature.get(signature)
         if task_cls is None:
             task_cls = task_class_of_signature[signature] = len(class_tasks)
             class_tasks.append(task)
+            class_filter_parts.append(filter_parts)
         task_class[t] = task_cls
-        class_holder[task_cls] = task_holder[t]
         for name, amount in task.requests.items():
             task_requests[t, resource_index[name]] = amount
     task_row = {key: t for t, key in enumerate((group.key, task.name) for group in snapshot.pod_groups for task in group.tasks)}
@@ -870,17 +864,14 @@ def _eligibility(
         [[eligible(snapshot.nodes[rep], task) for rep in representatives] for task in class_tasks],
         dtype=bool,
     ).reshape(len(class_tasks), len(representatives))
-    class_hot = np.array([name in hot for name in representative_names], dtype=bool)
-    pair_ok[:, class_hot] = False  # rule `usage`: a hot node takes no new pod, whatever the task
-    if held:  # rule `reservation`: a held node takes its holder's pods, and pods that backfill it, only
-        held_by = by_holder(snapshot)
+    for f, node_filter in enumerate(filters):  # rules `usage` (hot nodes), `reservation` (held nodes), …
         for node_cls, name in enumerate(representative_names):
-            holder = held.get(name)
-            if holder is not None:
+            node_part = node_filter.node_part.get(name)
+            if node_part is not None:
                 kept_off = [
                     c
-                    for c in range(len(class_tasks))
-                    if class_holder[c] != holder and not held_by[holder].backfills(class_tasks[c])
+                    for c, task in enumerate(class_tasks)
+                    if not node_filter.allows(task, class_filter_parts[c][f], node_part)
                 ]
                 pair_ok[kept_off, node_cls] = False
     class_band = np.array([bands[name] for name in representative_names], dtype=np.int64)

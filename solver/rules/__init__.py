@@ -9,7 +9,9 @@ stating the rule with a worked example, plain exported predicates engines reuse
 A rule that limits a countable quantity per node (the pod count, host ports, offline pods'
 oversubscribed room) also has `columns(snapshot) -> tuple[Column, ...]` (`solver.columns`):
 `declared_columns` asks every rule once and `solver.problem` builds the tables from the
-answers, so every engine enforces the rule with no engine edit.
+answers, so every engine enforces the rule with no engine edit. A rule that keeps tasks off
+nodes for what it knows of them this snapshot has `node_filter(snapshot) -> NodeFilter |
+None` likewise (`declared_node_filters`), folded into the eligibility classes.
 
 `RULES` is an explicit tuple, as kube-scheduler's `plugins/registry.go`, not filled by
 import side effects: a new rule is one file, one line here, one test file. The order is
@@ -23,7 +25,7 @@ from typing import Protocol
 
 from models.snapshot import Snapshot
 from solver.after import After
-from solver.columns import Column
+from solver.columns import Column, NodeFilter
 from solver.rules import (
     binding,
     capacity,
@@ -45,7 +47,7 @@ from solver.rules import (
 )
 from solver.violation import Violation
 
-__all__ = ["Rule", "RULES", "declared_columns"]
+__all__ = ["Rule", "RULES", "declared_columns", "declared_node_filters"]
 
 
 class Rule(Protocol):
@@ -85,3 +87,12 @@ def declared_columns(snapshot: Snapshot) -> tuple[Column, ...]:
     if len(set(names)) != len(names):
         raise ValueError(f"rules declare a column twice: {sorted(n for n in set(names) if names.count(n) > 1)}")
     return columns
+
+
+def declared_node_filters(snapshot: Snapshot) -> tuple[NodeFilter, ...]:
+    """Every node filter the rules declare for `snapshot`, in `RULES` order (module docstring)."""
+    return tuple(
+        node_filter
+        for rule in RULES
+        if hasattr(rule, "node_filter") and (node_filter := rule.node_filter(snapshot)) is not None
+    )
