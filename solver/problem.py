@@ -69,7 +69,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import NamedTuple
@@ -84,6 +84,7 @@ from models.snapshot import (
     PODS,
     LENT_GPU,
     Node,
+    Pod,
     NodeName,
     PodGroupKey,
     PodKey,
@@ -704,90 +705,21 @@ def _pods(
     columns: tuple[Column, ...],
 ) -> _PodTables:
     """Pod tables; takes running pods' usage off the node, device and cell tables in place."""
-    node_index, free, gpu_index, gpu_free = nodes.node_index, nodes.free, nodes.gpu_index, nodes.gpu_free_milli
-    cell_ids, cell_cpu, cell_memory = nodes.cell_ids, nodes.cell_cpu_free, nodes.cell_memory_free
     pods = snapshot.pods
-    count = len(pods)
-    group_index = {group.key: k for k, group in enumerate(snapshot.pod_groups)}
-    request_p: list[int] = []
-    request_r: list[int] = []
-    request_v: list[int] = []
-    pod_node = np.full(count, -1, dtype=np.int64)
-    pod_group = np.full(count, -1, dtype=np.int64)
-    pod_task_row = np.full(count, -1, dtype=np.int64)
-    nodes_of: list[int] = []
-    running: list[int] = []
-    groups_of: list[int] = []
-    grouped: list[int] = []
-    task_rows: list[int] = []
-    device_slots: dict[int, tuple[int, ...]] = {}
-    device_n: list[int] = []
-    device_g: list[int] = []
-    device_milli: list[int] = []
-    cell_slots: dict[int, int] = {}
-    cell_n: list[int] = []
-    cell_c: list[int] = []
-    cell_cpu_used: list[int] = []
-    cell_memory_used: list[int] = []
-    slot_maps: dict[int, dict[int, int]] = {}  # node → {device index: slot}, built on first use
-    gpu_index_rows: list[list[int]] | None = None  # gpu_index as lists, made on first use
-    for p, pod in enumerate(pods):
-        for name, amount in pod.requests.items():
-            request_p.append(p)
-            request_r.append(resource_index[name])
-            request_v.append(amount)
-        if pod.pod_group is not None:
-            grouped.append(p)
-            groups_of.append(group_index[pod.pod_group])
-            task_rows.append(task_row[(pod.pod_group, pod.task or "")])
-        if pod.phase != "running":
-            continue
-        n = node_index[pod.node]  # type: ignore[index]
-        running.append(p)
-        nodes_of.append(n)
-        if pod.gpu_indices:
-            slot_of = slot_maps.get(n)
-            if slot_of is None:
-                if gpu_index_rows is None:
-                    gpu_index_rows = gpu_index.tolist()
-                slot_of = slot_maps[n] = {index: g for g, index in enumerate(gpu_index_rows[n]) if index >= 0}
-            slots = tuple(slot_of[i] for i in pod.gpu_indices if i in slot_of)
-            gpu_milli = pod.requests.get(GPU, 0)
-            per_device = milli_per_device(gpu_milli)
-            device_slots[p] = slots
-            for g in slots:
-                device_n.append(n)
-                device_g.append(g)
-                device_milli.append(per_device)
-        if pod.numa_cell is not None:
-            found = np.flatnonzero(cell_ids[n] == pod.numa_cell)
-            if found.size:
-                cell_slots[p] = int(found[0])
-                cell_n.append(n)
-                cell_c.append(int(found[0]))
-                cell_cpu_used.append(pod.requests.get(CPU, 0))
-                cell_memory_used.append(pod.requests.get(MEMORY, 0))
-    pod_requests = np.zeros((count, len(resource_index)), dtype=np.int64)
-    pod_requests[_ints(request_p), _ints(request_r)] = request_v
     pod_index = {pod.key: p for p, pod in enumerate(pods)}
+    pod_requests = _pod_requests(pods, resource_index)
     for column in columns:
         _asks(pod_requests, resource_index[column.name], column.ask, pod_index)
-    pod_group[_ints(grouped)] = groups_of
-    pod_task_row[_ints(grouped)] = task_rows
-    pod_node[_ints(running)] = nodes_of
-    running_index = _ints(running)
-    pod_running = pod_node >= 0
-    np.subtract.at(gpu_free, (_ints(device_n), _ints(device_g)), _ints(device_milli))
-    # A cell of unknown capacity stays UNLIMITED: what runs there is not counted against it.
-    at = (_ints(cell_n), _ints(cell_c))
-    known_cpu = cell_cpu[at] != UNLIMITED
-    known_memory = cell_memory[at] != UNLIMITED
-    np.subtract.at(cell_cpu, (at[0][known_cpu], at[1][known_cpu]), _ints(cell_cpu_used)[known_cpu])
-    np.subtract.at(cell_memory, (at[0][known_memory], at[1][known_memory]), _ints(cell_memory_used)[known_memory])
-    if running:
-        usage = np.zeros_like(free.T)
-        np.add.at(usage, pod_node[running_index], pod_requests[running_index])
-        free -= usage.T
+    pod_group, pod_task_row = _membership(snapshot, task_row)
+    pod_node = np.full(len(pods), -1, dtype=np.int64)
+    running = _ints([p for p, pod in enumerate(pods) if pod.phase == "running"])
+    pod_node[running] = [nodes.node_index[pods[p].node] for p in running.tolist()]  # type: ignore[index]
+    device_slots = _hold_devices(pods, running, pod_node, nodes)
+    cell_slots = _hold_cells(pods, running, pod_node, nodes)
+    if running.size:
+        usage = np.zeros_like(nodes.free.T)
+        np.add.at(usage, pod_node[running], pod_requests[running])
+        nodes.free[...] -= usage.T
     return _PodTables(
         pod_keys=tuple(pod.key for pod in pods),
         pod_index=pod_index,
@@ -795,10 +727,83 @@ def _pods(
         pod_node=_readonly(pod_node),
         pod_group=_readonly(pod_group),
         pod_task_row=_readonly(pod_task_row),
-        pod_running=_readonly(pod_running),
+        pod_running=_readonly(pod_node >= 0),
         pod_gpu_slots=device_slots,
         pod_cell_slot=cell_slots,
     )
+
+
+def _pod_requests(pods: Sequence[Pod], resource_index: Mapping[str, int]) -> np.ndarray:
+    """`[P, R]`: each pod's requests (the declared columns' asks are set after)."""
+    entries = [(p, resource_index[name], amount) for p, pod in enumerate(pods) for name, amount in pod.requests.items()]
+    table = np.zeros((len(pods), len(resource_index)), dtype=np.int64)
+    if entries:
+        at_p, at_r, amounts = zip(*entries)
+        table[_ints(list(at_p)), _ints(list(at_r))] = amounts
+    return table
+
+
+def _membership(snapshot: Snapshot, task_row: Mapping[TaskKey, int]) -> tuple[np.ndarray, np.ndarray]:
+    """`[P]` PodGroup index and `[P]` task row of each pod, −1 for pods of other schedulers."""
+    group_index = {group.key: k for k, group in enumerate(snapshot.pod_groups)}
+    pod_group = np.full(len(snapshot.pods), -1, dtype=np.int64)
+    pod_task_row = np.full(len(snapshot.pods), -1, dtype=np.int64)
+    grouped = [(p, pod.pod_group) for p, pod in enumerate(snapshot.pods) if pod.pod_group is not None]
+    if grouped:
+        at = _ints([p for p, _ in grouped])
+        pod_group[at] = [group_index[key] for _, key in grouped]
+        pod_task_row[at] = [task_row[(key, snapshot.pods[p].task or "")] for p, key in grouped]
+    return pod_group, pod_task_row
+
+
+def _hold_devices(pods: Sequence[Pod], running: np.ndarray, pod_node: np.ndarray, nodes: _NodeTables) -> dict[int, tuple[int, ...]]:
+    """Running pod → the GPU slots it holds (those that list devices); takes their milli off
+    `nodes.gpu_free_milli` in place."""
+    slots_of_pod: dict[int, tuple[int, ...]] = {}
+    taken: list[tuple[int, int, int]] = []  # (node, slot, milli)
+    slot_maps: dict[int, dict[int, int]] = {}  # node → {device index: slot}, built on first use
+    gpu_index_rows: list[list[int]] | None = None  # gpu_index as lists, made on first use
+    for p in running.tolist():
+        pod = pods[p]
+        if not pod.gpu_indices:
+            continue
+        n = int(pod_node[p])
+        slot_of = slot_maps.get(n)
+        if slot_of is None:
+            if gpu_index_rows is None:
+                gpu_index_rows = nodes.gpu_index.tolist()
+            slot_of = slot_maps[n] = {index: g for g, index in enumerate(gpu_index_rows[n]) if index >= 0}
+        slots = tuple(slot_of[i] for i in pod.gpu_indices if i in slot_of)
+        slots_of_pod[p] = slots
+        per_device = milli_per_device(pod.requests.get(GPU, 0))
+        taken.extend((n, g, per_device) for g in slots)
+    if taken:
+        at_n, at_g, milli = zip(*taken)
+        np.subtract.at(nodes.gpu_free_milli, (_ints(list(at_n)), _ints(list(at_g))), _ints(list(milli)))
+    return slots_of_pod
+
+
+def _hold_cells(pods: Sequence[Pod], running: np.ndarray, pod_node: np.ndarray, nodes: _NodeTables) -> dict[int, int]:
+    """Running pod → the slot of the NUMA cell it holds (those that name one); takes its cpu
+    and memory off the cell tables in place. A cell of unknown capacity stays UNLIMITED: what
+    runs there is not counted against it."""
+    cell_of_pod: dict[int, int] = {}
+    held: list[tuple[int, int, int, int]] = []  # (node, cell slot, cpu, memory)
+    for p in running.tolist():
+        pod = pods[p]
+        if pod.numa_cell is None:
+            continue
+        n = int(pod_node[p])
+        found = np.flatnonzero(nodes.cell_ids[n] == pod.numa_cell)
+        if found.size:
+            cell_of_pod[p] = int(found[0])
+            held.append((n, int(found[0]), pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0)))
+    if held:
+        at_n, at_c, cpu, memory = (_ints(list(values)) for values in zip(*held))
+        for table, used in ((nodes.cell_cpu_free, cpu), (nodes.cell_memory_free, memory)):
+            known = table[at_n, at_c] != UNLIMITED
+            np.subtract.at(table, (at_n[known], at_c[known]), used[known])
+    return cell_of_pod
 
 
 def _eligibility(
