@@ -711,11 +711,13 @@ def _pods(
     for column in columns:
         _asks(pod_requests, resource_index[column.name], column.ask, pod_index)
     pod_group, pod_task_row = _membership(snapshot, task_row)
+    node_index = nodes.node_index
+    running_on = [(p, node_index[pod.node]) for p, pod in enumerate(pods) if pod.phase == "running"]  # type: ignore[index]
+    running = _ints([p for p, _ in running_on])
     pod_node = np.full(len(pods), -1, dtype=np.int64)
-    running = _ints([p for p, pod in enumerate(pods) if pod.phase == "running"])
-    pod_node[running] = [nodes.node_index[pods[p].node] for p in running.tolist()]  # type: ignore[index]
-    device_slots = _hold_devices(pods, running, pod_node, nodes)
-    cell_slots = _hold_cells(pods, running, pod_node, nodes)
+    pod_node[running] = [n for _, n in running_on]
+    device_slots = _hold_devices(pods, running_on, nodes)
+    cell_slots = _hold_cells(pods, running_on, nodes)
     if running.size:
         usage = np.zeros_like(nodes.free.T)
         np.add.at(usage, pod_node[running], pod_requests[running])
@@ -735,11 +737,16 @@ def _pods(
 
 def _pod_requests(pods: Sequence[Pod], resource_index: Mapping[str, int]) -> np.ndarray:
     """`[P, R]`: each pod's requests (the declared columns' asks are set after)."""
-    entries = [(p, resource_index[name], amount) for p, pod in enumerate(pods) for name, amount in pod.requests.items()]
+    at_p: list[int] = []
+    at_r: list[int] = []
+    amounts: list[int] = []
+    for p, pod in enumerate(pods):
+        for name, amount in pod.requests.items():
+            at_p.append(p)
+            at_r.append(resource_index[name])
+            amounts.append(amount)
     table = np.zeros((len(pods), len(resource_index)), dtype=np.int64)
-    if entries:
-        at_p, at_r, amounts = zip(*entries)
-        table[_ints(list(at_p)), _ints(list(at_r))] = amounts
+    table[_ints(at_p), _ints(at_r)] = amounts
     return table
 
 
@@ -756,18 +763,17 @@ def _membership(snapshot: Snapshot, task_row: Mapping[TaskKey, int]) -> tuple[np
     return pod_group, pod_task_row
 
 
-def _hold_devices(pods: Sequence[Pod], running: np.ndarray, pod_node: np.ndarray, nodes: _NodeTables) -> dict[int, tuple[int, ...]]:
+def _hold_devices(pods: Sequence[Pod], running_on: list[tuple[int, int]], nodes: _NodeTables) -> dict[int, tuple[int, ...]]:
     """Running pod → the GPU slots it holds (those that list devices); takes their milli off
     `nodes.gpu_free_milli` in place."""
     slots_of_pod: dict[int, tuple[int, ...]] = {}
     taken: list[tuple[int, int, int]] = []  # (node, slot, milli)
     slot_maps: dict[int, dict[int, int]] = {}  # node → {device index: slot}, built on first use
     gpu_index_rows: list[list[int]] | None = None  # gpu_index as lists, made on first use
-    for p in running.tolist():
+    for p, n in running_on:
         pod = pods[p]
         if not pod.gpu_indices:
             continue
-        n = int(pod_node[p])
         slot_of = slot_maps.get(n)
         if slot_of is None:
             if gpu_index_rows is None:
@@ -783,17 +789,16 @@ def _hold_devices(pods: Sequence[Pod], running: np.ndarray, pod_node: np.ndarray
     return slots_of_pod
 
 
-def _hold_cells(pods: Sequence[Pod], running: np.ndarray, pod_node: np.ndarray, nodes: _NodeTables) -> dict[int, int]:
+def _hold_cells(pods: Sequence[Pod], running_on: list[tuple[int, int]], nodes: _NodeTables) -> dict[int, int]:
     """Running pod → the slot of the NUMA cell it holds (those that name one); takes its cpu
     and memory off the cell tables in place. A cell of unknown capacity stays UNLIMITED: what
     runs there is not counted against it."""
     cell_of_pod: dict[int, int] = {}
     held: list[tuple[int, int, int, int]] = []  # (node, cell slot, cpu, memory)
-    for p in running.tolist():
+    for p, n in running_on:
         pod = pods[p]
         if pod.numa_cell is None:
             continue
-        n = int(pod_node[p])
         found = np.flatnonzero(nodes.cell_ids[n] == pod.numa_cell)
         if found.size:
             cell_of_pod[p] = int(found[0])
