@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-__all__ = ["Number", "Reason"]
+__all__ = ["Number", "Reason", "UNREAD"]
 
 Number = int | float | str | tuple[str, ...] | Mapping[str, int] | None
 """What a reason's numbers are: counts and amounts, the names it cites (a task, a queue, a

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.placement import PodGroupOutcome
-from models.reason import Reason
+from models.reason import UNREAD, Reason
 from solver import reasons
 from solver.rules import RULES
 
@@ -134,7 +134,7 @@ def test_a_decision_keeps_the_reasons_it_is_given_and_reads_plain_sentences_back
     )  # type: ignore[arg-type]
     kept, read = outcome.reasons
     assert kept is made
-    assert (read.rule, read.code, dict(read.numbers)) == ("quota", "", {})
+    assert (read.rule, read.code, dict(read.numbers)) == ("quota", UNREAD, {})
     back = PodGroupOutcome.model_validate_json(outcome.model_dump_json())
     assert back.reasons == outcome.reasons and [r.rule for r in back.reasons] == ["gang", "quota"]
     assert outcome.model_dump_json().count('"gang: 3 of min 20 pods fit (needs 80 cpu, 12 cpu free)"') == 1
