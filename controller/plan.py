@@ -53,8 +53,7 @@ from controller.observe import Observation, PodGroupRef, TerminatingPod
 from controller.repair import RepairEviction
 from models.placement import Bind, Decision, Eviction, PodGroupOutcome
 from models.snapshot import NodeName, PodGroupKey, PodKey, Snapshot
-from solver import reasons
-from solver.reasons import gang_assigned_message
+from solver.reasons import gang_assigned_message, gang_released
 from solver.rules import gated
 from solver.rules.colocation import OfflineEviction
 
@@ -358,7 +357,7 @@ def _released(outcome: PodGroupOutcome, observation: Observation, held_s: float)
     total = len(pods) + observation.held_counts.get(outcome.name, 0)
     running = observation.running.get(outcome.name, 0)
     ref = observation.pod_groups.get(outcome.name)
-    why = reasons.gang_released(placed=len(bound), minimum=outcome.min_member, held_s=held_s)
+    why = gang_released(placed=len(bound), minimum=outcome.min_member, held_s=held_s)
     status = status_text.released(min_member=outcome.min_member, placed=len(bound), total_pods=total, running=running, why=why)
     evicts = tuple(
         Evict(

@@ -82,7 +82,7 @@ CONDITION_REASONS: dict[str, str] = {
     "cluster": "TopologyUnsatisfiable",  # a fleet's job fits in no one cluster: the cluster tier of its topology
 }
 REPORTED_UNDER: dict[str, str] = {
-    # rules whose facts a pending PodGroup's reasons carry under another rule's prefix
+    # rules whose facts a pending PodGroup's reasons carry under another rule
     "node_affinity": "eligibility",  # a node its affinity or selector refuses is not eligible
     "binding": "eligibility",  # a bind's own shape (node exists, devices valid) is checked, never a wait
 }
