@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 from controller.testing.files import EXAMPLES_DIR
 from models.loaders import load_snapshot_files
-from models.placement import Decision
+from models.placement import Decision, PodGroupOutcome
 from models.snapshot import Snapshot
 from solver.place import SolveConfig, place
+from solver.rules import dependency, gang
 
 __all__ = ["EXAMPLES_DIR", "Scenario", "Verdict", "SCENARIOS", "run_scenario", "run_demo"]
 
@@ -55,10 +56,15 @@ def _queue_weights(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
     return (scheduled["queue-a"], scheduled["queue-b"]) == (2, 4), got
 
 
+def _first_rule(outcome: PodGroupOutcome) -> str:
+    """The rule of a PodGroup's first reason, "" when it has none."""
+    return outcome.reasons[0].rule if outcome.reasons else ""
+
+
 def _gang_20(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
     outcome = next(o for o in decision.podgroups if o.min_member == 20)
     reason = outcome.reasons[0] if outcome.reasons else "no reason"
-    ok = outcome.state == "pending" and outcome.placed == 0 and reason.startswith("gang:")
+    ok = outcome.state == "pending" and outcome.placed == 0 and _first_rule(outcome) == gang.NAME
     return ok, f"{outcome.name} {outcome.state}, {outcome.placed} placed: {reason}"
 
 
@@ -70,7 +76,7 @@ def _gang_4(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
 
 def _workflow(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
     tasks = Counter(snapshot.pod_by_key[b.pod].task for b in decision.placement.binds)
-    waiting = [r for o in decision.podgroups for r in o.reasons if r.startswith("dependency:")]
+    waiting = [r for o in decision.podgroups for r in o.reasons if r.rule == dependency.NAME]
     ok = tasks["task-a"] > 0 and tasks["task-b"] == 0
     detail = f"; {waiting[0]}" if waiting else ""
     return ok, f"task-a {tasks['task-a']} bound, task-b {tasks['task-b']} bound{detail}"
@@ -118,7 +124,7 @@ def _pytorch(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
     leaves = _leaves(snapshot, bert)
     waiting = next(o for o in decision.podgroups if o.name == "default/resnet-ddp")
     reason = waiting.reasons[0] if waiting.reasons else "no reason"
-    ok = len(bert) == 4 and leaves == {"leaf-b"} and not resnet and reason.startswith("gang:")
+    ok = len(bert) == 4 and leaves == {"leaf-b"} and not resnet and _first_rule(waiting) == gang.NAME
     where = ", ".join(sorted(leaves)) or "-"
     return ok, f"bert-finetune {len(bert)} of 4 bound, in {where}; resnet-ddp {len(resnet)} of 4 bound: {reason}"
 

@@ -60,7 +60,7 @@ from controller.timing import BackoffPolicy, Clock, SystemClock, rfc3339
 from controller.write_fence import WriteLease, WriteNotSent
 from models.loaders.keys import GPUS_ANNOTATION
 from models.snapshot import NodeName, PodKey
-from solver.reasons import EVENT_MESSAGE_CHARS
+from solver.reasons import EVENT_MESSAGE_CHARS, eviction_refused
 
 __all__ = ["ActApi", "LeaderCheck", "ActReport", "Actuator", "GANGS_AT_ONCE", "EVENT_SENDERS"]
 
@@ -269,7 +269,7 @@ class Actuator:
         return refused
 
     def _refused_status(self, gang: GangPlan, refused: list[tuple[PodKey, str]]) -> status_text.GroupStatus:
-        why = [f"eviction: {pod} refused by the API server: {message}" for pod, message in refused[:3]]
+        why = [eviction_refused(pod, message=message) for pod, message in refused[:3]]
         return status_text.unschedulable(
             min_member=gang.min_member, placed=gang.placed_before, total_pods=gang.total_pods, running=gang.running, reasons=why
         )

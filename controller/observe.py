@@ -50,6 +50,7 @@ from models.loaders.keys import GPUS_ANNOTATION, VOLCANO_JOB_NAME_KEY, VOLCANO_T
 from models.loaders.raw import RawObject, read_metadata
 from models.loaders.workloads import read_pod
 from models.snapshot import NodeName, PodGroup, PodGroupKey, PodKey, ResourceList, Snapshot
+from solver.reasons import dependency_starting
 
 __all__ = [
     "ClusterView",
@@ -440,7 +441,7 @@ def _dependency_holds(pods: Sequence[JsonObject], vcjobs: Sequence[JsonObject]) 
             pending, starting, running = counts.get((job, dependency), [0, 0, 0])
             if pending == 0 and starting > 0:
                 total = starting + running
-                held[_key(pod)] = f"dependency: waits for {dependency} to run ({running} of {total} running)"
+                held[_key(pod)] = dependency_starting(dependency=dependency, running=running, total=total)
                 break
     return held
 

@@ -53,7 +53,7 @@ from controller.observe import Observation, PodGroupRef, TerminatingPod
 from controller.repair import RepairEviction
 from models.placement import Bind, Decision, Eviction, PodGroupOutcome
 from models.snapshot import NodeName, PodGroupKey, PodKey, Snapshot
-from solver.reasons import gang_assigned_message
+from solver.reasons import gang_assigned_message, gang_released
 from solver.rules import gated
 from solver.offline_evictions import OfflineEviction
 
@@ -357,10 +357,8 @@ def _released(outcome: PodGroupOutcome, observation: Observation, held_s: float)
     total = len(pods) + observation.held_counts.get(outcome.name, 0)
     running = observation.running.get(outcome.name, 0)
     ref = observation.pod_groups.get(outcome.name)
-    status = status_text.released(
-        min_member=outcome.min_member, placed=len(bound), total_pods=total, running=running, held_s=held_s
-    )
-    why = status.message.split(": ", 1)[-1]
+    why = gang_released(placed=len(bound), minimum=outcome.min_member, held_s=held_s)
+    status = status_text.released(min_member=outcome.min_member, placed=len(bound), total_pods=total, running=running, why=why)
     evicts = tuple(
         Evict(
             pod=pod.key, node=NodeName(pod.node or ""), for_group=outcome.name, reason="release",

@@ -14,7 +14,10 @@ Phases, as `kubectl get podgroups` shows them (Volcano's names):
 Messages follow Volcano's gang plugin: "20/20 tasks in gang unschedulable: <why>", where the
 first number is minMember minus the pods placed and the second the PodGroup's pods, and
 <why> is the solver's reasons, e.g. "gang: 3 of min 20 pods fit (needs 80 cpu, 12 cpu free)".
-The condition's `reason` is one CamelCase word per rule (`CONDITION_REASONS`).
+The condition's `reason` is one CamelCase word per rule (`CONDITION_REASONS`), looked up by
+the first reason's `rule` (`models.reason.Reason`): every rule of `solver.rules.RULES` and
+every other source a reason may come from (`solver.reasons.NOT_RULES`) has its word, or is
+named where its facts are reported (`REPORTED_UNDER`); tests walk both.
 
 scheduler-plugins' PodGroup has no conditions: its phase (Pending / Scheduling / Scheduled /
 Running) and `scheduled` count carry the same facts.
@@ -28,6 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from controller.timing import rfc3339
+from models.reason import Reason
 from solver.reasons import gang_message
 
 __all__ = [
@@ -57,7 +61,7 @@ SCHEDULED = "Scheduled"
 UNSCHEDULABLE = "Unschedulable"
 
 CONDITION_REASONS: dict[str, str] = {
-    # reason prefix (solver.reasons) → the condition's one-word reason
+    # a reason's rule (solver.reasons) → the condition's one-word reason
     "capacity": "NotEnoughResources",
     "gang": "NotEnoughResources",
     "eligibility": "NoEligibleNode",
@@ -75,9 +79,10 @@ CONDITION_REASONS: dict[str, str] = {
     "topology_spread": "TopologySpreadUnsatisfiable",  # maxSkew with DoNotSchedule (rule topology_spread)
     "usage": "NodesOverloaded",  # the nodes it fits are hot by measured usage (rule usage)
     "colocation": "NoColocationRoom",  # offline pods: no oversubscribed room or lent GPU (rule colocation)
+    "cluster": "TopologyUnsatisfiable",  # a fleet's job fits in no one cluster: the cluster tier of its topology
 }
 REPORTED_UNDER: dict[str, str] = {
-    # rules whose facts a pending PodGroup's reasons carry under another rule's prefix
+    # rules whose facts a pending PodGroup's reasons carry under another rule
     "node_affinity": "eligibility",  # a node its affinity or selector refuses is not eligible
     "binding": "eligibility",  # a bind's own shape (node exists, devices valid) is checked, never a wait
     "nodeports": "capacity",  # a taken host port is folded into the capacity fit error, as kube-scheduler folds NodePorts
@@ -103,11 +108,12 @@ class GroupStatus:
 
 
 def condition_reason(reasons: Sequence[str]) -> str:
-    """`["quota: queue …"]` → "QueueQuotaExceeded"; the first reason decides."""
+    """`[quota_exceeded(…)]` → "QueueQuotaExceeded": the first reason whose rule has a word
+    decides (a sentence read back from text is `Reason.read`)."""
     for reason in reasons:
-        prefix = reason.split(":", 1)[0].strip()
-        if prefix in CONDITION_REASONS:
-            return CONDITION_REASONS[prefix]
+        rule = Reason.read(reason).rule
+        if rule in CONDITION_REASONS:
+            return CONDITION_REASONS[rule]
     return UNSCHEDULABLE
 
 
@@ -151,16 +157,15 @@ def pipelined(*, min_member: int, placed: int, total_pods: int, running: int, wa
     )
 
 
-def released(*, min_member: int, placed: int, total_pods: int, running: int, held_s: float) -> GroupStatus:
-    """A partly bound gang that could not be completed in time: its bound pods are evicted, so
-    the GPUs they hold are not held idle, and it is placed again whole."""
-    why = [f"gang: {placed} of min {min_member} bound for {held_s:.0f} s; released to be placed whole"]
+def released(*, min_member: int, placed: int, total_pods: int, running: int, why: Reason) -> GroupStatus:
+    """A partly bound gang that could not be completed in time (`why`, `solver.reasons.gang_released`):
+    its bound pods are evicted, so the GPUs they hold are not held idle, and it is placed again whole."""
     return GroupStatus(
         phase=PENDING,
         condition_type=UNSCHEDULABLE,
         condition_status="True",
         reason=RELEASED_REASON,
-        message=gang_message(min_member=min_member, placed=0, total_pods=total_pods, why=why),
+        message=gang_message(min_member=min_member, placed=0, total_pods=total_pods, why=[why]),
         running=running,
         placed=placed,
     )

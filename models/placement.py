@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from models.reason import Reason
 from models.snapshot import NodeName, PodGroupKey, PodKey, QueueName
 
 __all__ = [
@@ -75,7 +76,7 @@ class PodGroupOutcome(_Frozen):
     state: Literal["scheduled", "pending"] = Field(
         description="scheduled: its gang minimum is met after this cycle; pending: it waits (`reasons` say why)"
     )
-    reasons: tuple[str, ...] = Field((), description="why it stays pending: the rule and the numbers")
+    reasons: tuple[Reason, ...] = Field((), description="why it stays pending: the rule and the numbers")
     unplaced_pods: tuple[UnplacedPod, ...] = Field(
         (), description="scheduled only: each of its pending pods this cycle leaves unplaced, with why"
     )

@@ -48,6 +48,8 @@ from models.snapshot import CPU, GPU, GPU_MILLI_PER_DEVICE, MEMORY, PODS, NodeNa
 from solver import reasons
 from solver.after import After, build_after
 from solver.place import SolveConfig, place
+from solver.reasons import Reason
+from solver.rules import topology
 from solver.whatif import (
     ChangedSnapshot,
     Changes,
@@ -59,7 +61,6 @@ from solver.whatif import (
 )
 
 __all__ = [
-    "CLUSTER",
     "ClusterVerdict",
     "FleetDecision",
     "FleetJobVerdict",
@@ -70,9 +71,6 @@ __all__ = [
     "fleet_what_if",
     "place_fleet",
 ]
-
-CLUSTER = "cluster: "
-"""Prefix of the per-cluster sentence of a submitted job, as `solver.reasons` prefixes a rule's."""
 
 Solve = Callable[[Snapshot, SolveConfig], Decision]
 
@@ -86,9 +84,9 @@ class JobDispatch:
     clusters: tuple[str, ...]
 
     @property
-    def reason(self) -> str:
+    def reason(self) -> Reason:
         """`"cluster: gpu-west: placed, 64 gpu on 8 nodes; gpu-east: 12 gpu short (52 free, 64 to start)"`."""
-        return CLUSTER + "; ".join(self.clusters)
+        return reasons.cluster_dispatch(self.clusters)
 
 
 @dataclass(frozen=True)
@@ -125,7 +123,7 @@ def place_fleet(fleet: Fleet, config: SolveConfig = SolveConfig(), *, solve: Sol
 def fleet_decision(fleet: Fleet, decision: Decision) -> FleetDecision:
     """A decision over the merged snapshot, split back per cluster and explained per job."""
     jobs = explain_dispatch(fleet, decision.placement)
-    said = {job.pod_group: f"{CLUSTER}the gang fits in no one cluster: {'; '.join(job.clusters)}" for job in jobs}
+    said = {job.pod_group: reasons.no_one_cluster(job.clusters) for job in jobs}
     return FleetDecision(
         decision=_in_cluster_words(fleet, decision, said),
         placements=split_placement(fleet, decision.placement),
@@ -133,7 +131,7 @@ def fleet_decision(fleet: Fleet, decision: Decision) -> FleetDecision:
     )
 
 
-def _in_cluster_words(fleet: Fleet, decision: Decision, said: Mapping[PodGroupKey, str]) -> Decision:
+def _in_cluster_words(fleet: Fleet, decision: Decision, said: Mapping[PodGroupKey, Reason]) -> Decision:
     """A submitted job that asked no tighter topology is kept in one cluster by a hard limit
     at the cluster tier (`models.clusters`); the topology rule's sentence about it ("no
     domain of tier ≤ 2 holds the whole gang") would name a constraint the job never asked
@@ -146,7 +144,7 @@ def _in_cluster_words(fleet: Fleet, decision: Decision, said: Mapping[PodGroupKe
             outcomes.append(outcome)
             continue
         words = said[outcome.name]
-        rewritten = tuple(dict.fromkeys(words if r.startswith(reasons.TOPOLOGY) else r for r in outcome.reasons))
+        rewritten = tuple(dict.fromkeys(words if r.rule == topology.NAME else r for r in outcome.reasons))
         outcomes.append(outcome.model_copy(update={"reasons": rewritten}))
     return decision.model_copy(update={"podgroups": tuple(outcomes)})
 
@@ -323,7 +321,7 @@ def _pinned_decision(fleet: Fleet, cluster: ClusterName, config: SolveConfig, so
     decision = solve(fleet.snapshot, config)
     index = fleet.clusters.index(cluster)
     said = {
-        job.pod_group: f"{CLUSTER}the gang does not fit in {cluster}: {job.clusters[index]}"
+        job.pod_group: reasons.not_in_cluster(cluster, why=job.clusters[index])
         for job in explain_dispatch(fleet, decision.placement)
     }
     return _in_cluster_words(fleet, decision, said)

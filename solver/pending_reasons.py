@@ -2,8 +2,8 @@
 that placement — whichever engine made it.
 
 Input: the snapshot, its `Problem`, a `Placement` (CP-SAT's, typically) and the keys of
-the PodGroups it leaves pending. Output: per key, reason sentences of `solver.reasons`,
-each naming its rule and numbers; and for a PodGroup it starts whose tasks cannot place a
+the PodGroups it leaves pending. Output: per key, the reasons of `solver.reasons`, each
+carrying its rule and numbers; and for a PodGroup it starts whose tasks cannot place a
 pod this cycle (no node matches one, one waits on a dependency), those tasks' sentences.
 
 Why not greedy's reasons: greedy explains the state *its* placement left. When CP-SAT
@@ -44,6 +44,7 @@ from solver.greedy.explain import unplaceable_tasks
 from solver.greedy.plan import GreedyFailure, GroupPlan
 from solver.outcome import dependency_waits
 from solver.problem import Problem
+from solver.reasons import Reason
 from solver.rules import gated
 
 __all__ = ["pending_reasons", "with_unplaced_pods"]
@@ -57,15 +58,15 @@ def pending_reasons(
     *,
     status: str,
     deadline: float,
-    otherwise: Mapping[PodGroupKey, Sequence[str]],
-) -> dict[PodGroupKey, list[str]]:
+    otherwise: Mapping[PodGroupKey, Sequence[Reason]],
+) -> dict[PodGroupKey, list[Reason]]:
     """Reasons for each PodGroup in `pending`, in the state after `placement`; those not
     reached by `deadline` (`time.perf_counter()`) get their `otherwise` reasons."""
     wanted = set(pending)
     if not wanted:  # nothing to explain but the tasks no node matches (no replay needed)
         return unplaceable_tasks(snapshot, problem)
     engine = _replayed(snapshot, problem, placement)
-    out: dict[PodGroupKey, list[str]] = {}
+    out: dict[PodGroupKey, list[Reason]] = {}
     for plan in engine.plans:
         key = plan.group.key
         if key not in wanted:

@@ -1,50 +1,52 @@
-"""Why a PodGroup stays pending: reason constants and the sentences they fold into.
+"""Why a PodGroup stays pending: one function per reason, each returning a `Reason` whose
+sentence is rendered from the rule, code and numbers it carries (`models.reason`).
 
-Engines call the functions below with numbers; each returns one sentence that starts with
-the rule's name, as kube-scheduler's `FitError` folds per-node statuses into
-"0/120 nodes: 80 insufficient gpu, 40 outside tier 2" and `RunFilterPlugins` stamps the
-plugin's name on a status. The prefixes are the constants (`GANG`, `QUOTA`, …), so a test
-or a dashboard matches `reason.startswith(QUOTA)` and never parses the numbers.
+Engines call the functions below with numbers, as kube-scheduler's `FitError` folds per-node
+statuses into "0/120 nodes: 80 insufficient gpu, 40 outside tier 2" and `RunFilterPlugins`
+stamps the plugin's name on a status. Each function is declared with its code and the rule
+it speaks for (`@_says("exceeded", "quota")`), so the code that acts on a reason reads
+`reason.rule` and `reason.code` — `quota_exceeded.code`, the rule's `NAME` — and never parses
+the words; every sentence starts with its rule ("quota: queue ml …") for the people reading it.
+
+A reason's rule is a rule's `NAME` (`solver.rules.RULES`) or a source that is no rule
+(`NOT_RULES`); `REASON_MAKERS` lists every function, so a test can walk them and the
+controller's table of PodGroup conditions can be checked against every rule they produce.
 
 Quantities are formatted for people: cpu in cores ("2.5 cpu"), gpu in devices ("8 gpu",
 "0.5 gpu"), memory in binary units ("1.5Gi memory"), other resources as plain integers.
 
-Not promised: the exact wording after the prefix — it may gain detail; the prefix stays.
+Not promised: the exact wording after the rule — it may gain detail; rule and code stay.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+import functools
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Generic, ParamSpec
 
+from models.duration import format_minutes
 from models.quantity import format_bytes, format_milli
+from models.reason import Reason
 from models.snapshot import CPU, GPU, MEMORY, PODS
 
 __all__ = [
-    "CAPACITY",
-    "DEPENDENCY",
-    "ELIGIBILITY",
-    "GANG",
-    "GATED",
-    "NUMA",
-    "POD_AFFINITY",
-    "PREEMPTION",
-    "QUEUE",
-    "QUOTA",
-    "TOPOLOGY",
-    "TOPOLOGY_SPREAD",
-    "UNPLACED",
-    "USAGE",
-    "RESERVATION",
+    "NOT_RULES",
+    "REASON_MAKERS",
+    "Reason",
+    "Says",
     "format_quantity",
     "format_resources",
     "capacity_fit_error",
     "dependency_waits",
+    "dependency_starting",
     "waiting_task",
     "eligibility_none",
     "evicted",
+    "eviction_refused",
     "fits_after",
     "gang_below_minimum",
+    "gang_released",
     "gang_message",
     "gang_assigned_message",
     "EVENT_MESSAGE_CHARS",
@@ -53,6 +55,9 @@ __all__ = [
     "gated_waiting",
     "inter_pod_breach",
     "inter_pod_fit_error",
+    "cluster_dispatch",
+    "no_one_cluster",
+    "not_in_cluster",
     "numa_no_cell",
     "pods_full",
     "preemption_not_enough",
@@ -60,6 +65,8 @@ __all__ = [
     "queue_closed",
     "queue_missing",
     "quota_exceeded",
+    "backfill_clause",
+    "reservation_holding",
     "topology_no_domain",
     "unplaced",
     "left_out",
@@ -68,22 +75,54 @@ __all__ = [
     "gpu_not_lent",
 ]
 
-CAPACITY = "capacity: "
-DEPENDENCY = "dependency: "
-ELIGIBILITY = "eligibility: "
-GANG = "gang: "
-GATED = "gated: "
-NUMA = "numa: "
-POD_AFFINITY = "pod_affinity: "
-PREEMPTION = "preemption: "
-QUEUE = "queue: "
-QUOTA = "quota: "
-RESERVATION = "reservation: "
-TOPOLOGY = "topology: "
-TOPOLOGY_SPREAD = "topology_spread: "
-UNPLACED = "unplaced: "
-USAGE = "usage: "
-COLOCATION = "colocation: "
+NOT_RULES: Mapping[str, str] = {
+    "queue": "its queue is missing or closed, judged before any rule (Volcano's enqueue)",
+    "unplaced": "no rule refuses it: the search ended first, or the placement leaves it out",
+    "eviction": "the API server refused an eviction its placement needs (the controller)",
+    "cluster": "a fleet's job fits in no one cluster (`solver.fleet`)",
+}
+"""The sources of reasons that are no rule of `RULES`, and what each means."""
+
+P = ParamSpec("P")
+
+
+class Says(Generic[P]):
+    """A reason function: called with its numbers, it returns the `Reason` rendered from them.
+    `code` and `rules` (the rule it speaks for, or the ones a `rule` argument may name) are
+    what callers and tests compare a reason against: `reason.code == pods_full.code`."""
+
+    def __init__(self, code: str, rules: tuple[str, ...], render: Callable[P, str]) -> None:
+        self.code, self.rules, self.render = code, rules, render
+        parameters = inspect.signature(render).parameters
+        self._positional = tuple(name for name, p in parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD)
+        self._defaults = {name: p.default for name, p in parameters.items() if p.default is not p.empty}
+        self._takes_rule = "rule" in parameters
+        functools.update_wrapper(self, render)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Reason:
+        if len(args) > len(self._positional) or kwargs.keys() & set(self._positional[: len(args)]):
+            raise TypeError(f"{self.render.__name__}: arguments {args} {kwargs} do not match its parameters")
+        numbers = {**self._defaults, **dict(zip(self._positional, args)), **kwargs}
+        rule = numbers.pop("rule") if self._takes_rule else self.rules[0]
+        if rule not in self.rules:
+            raise ValueError(f"{self.render.__name__}: rule {rule!r} is none of {self.rules}")
+        sentence = self.render(**({"rule": rule} if self._takes_rule else {}), **numbers)  # type: ignore[arg-type]
+        return Reason(sentence, rule=rule, code=self.code, numbers=numbers)  # type: ignore[arg-type]
+
+
+_MAKERS: list[Says] = []  # type: ignore[type-arg]
+
+
+def _says(code: str, *rules: str) -> Callable[[Callable[P, str]], Says[P]]:
+    """Declare a reason function: its `code`, and the rule it speaks for — or, when it takes a
+    `rule` argument, every rule that argument may name."""
+
+    def declare(render: Callable[P, str]) -> Says[P]:
+        made = Says(code, rules, render)
+        _MAKERS.append(made)
+        return made
+
+    return declare
 
 
 def format_quantity(resource: str, amount: int) -> str:
@@ -112,19 +151,22 @@ def _fold(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{count} {what}" for what, count in ordered if count)
 
 
+@_says("missing", "queue")
 def queue_missing(queue: str) -> str:
-    return f"{QUEUE}queue {queue} does not exist"
+    return f"queue: queue {queue} does not exist"
 
 
+@_says("closed", "queue")
 def queue_closed(queue: str) -> str:
-    return f"{QUEUE}queue {queue} is closed"
+    return f"queue: queue {queue} is closed"
 
 
+@_says("exceeded", "quota")
 def quota_exceeded(queue: str, *, resource: str, capability: int, in_use: int, needs: int) -> str:
     """"quota: queue ml-team capability 64 gpu, 60 in use, job needs 8"."""
     unit = format_quantity(resource, capability)
     return (
-        f"{QUOTA}queue {queue} capability {unit}, {_bare(resource, in_use)} in use, "
+        f"quota: queue {queue} capability {unit}, {_bare(resource, in_use)} in use, "
         f"job needs {_bare(resource, needs)}"
     )
 
@@ -135,31 +177,41 @@ def _bare(resource: str, amount: int) -> str:
     return text.removesuffix(f" {resource}").removesuffix(" memory")
 
 
+@_says("waits", "dependency")
 def dependency_waits(task: str, *, dependency: str, running: int, total: int) -> str:
     """"dependency: task-b waits for task-a (1 of 2 running)"."""
-    return f"{DEPENDENCY}{task} waits for {dependency} ({running} of {total} running)"
+    return f"dependency: {task} waits for {dependency} ({running} of {total} running)"
 
 
-_DEPENDENCY_WAIT = re.compile(rf"^{DEPENDENCY}(?P<task>\S+) waits for (?P<dependency>\S+) \(")
+@_says("not_running", "dependency")
+def dependency_starting(*, dependency: str, running: int, total: int) -> str:
+    """A pod the controller holds out of the cycle while its dependency's pods are bound but
+    not all Running yet: "dependency: waits for task-a to run (1 of 2 running)"."""
+    return f"dependency: waits for {dependency} to run ({running} of {total} running)"
 
 
-def waiting_task(sentence: str) -> tuple[str, str] | None:
-    """The (task, dependency) a `dependency_waits` sentence names, None for any other
-    sentence: what a status line shows of a started gang ("task-b waiting on dependency task-a")."""
-    found = _DEPENDENCY_WAIT.match(sentence)
-    return (found["task"], found["dependency"]) if found else None
+def waiting_task(reason: str) -> tuple[str, str] | None:
+    """The (task, dependency) a `dependency_waits` reason names, None for any other reason:
+    what a status line shows of a started gang ("task-b waiting on dependency task-a")."""
+    reason = Reason.read(reason)
+    if (reason.rule, reason.code) != (dependency_waits.rules[0], dependency_waits.code):
+        return None
+    return str(reason.numbers["task"]), str(reason.numbers["dependency"])
 
 
+@_says("no_node", "eligibility")
 def eligibility_none(task: str, *, nodes: int, counts: Mapping[str, int]) -> str:
     """"eligibility: task worker: 0/3 nodes: 2 node selector mismatch, 1 untolerated taint"."""
-    return f"{ELIGIBILITY}task {task}: 0/{nodes} nodes: {_fold(counts) or 'the cluster has no nodes'}"
+    return f"eligibility: task {task}: 0/{nodes} nodes: {_fold(counts) or 'the cluster has no nodes'}"
 
 
+@_says("no_fit", "capacity")
 def capacity_fit_error(task: str, *, nodes: int, fitting: int, counts: Mapping[str, int]) -> str:
     """"capacity: task worker: 0/120 nodes fit another pod: 80 insufficient gpu, 40 node selector mismatch"."""
-    return f"{CAPACITY}task {task}: {fitting}/{nodes} nodes fit another pod: {_fold(counts)}"
+    return f"capacity: task {task}: {fitting}/{nodes} nodes fit another pod: {_fold(counts)}"
 
 
+@_says("no_fit", "pod_affinity", "topology_spread")
 def inter_pod_fit_error(rule: str, task: str, *, nodes: int, fitting: int, counts: Mapping[str, int]) -> str:
     """The nodes with room that an inter-pod rule (`pod_affinity`, `topology_spread`) turns
     away, folded as `capacity_fit_error`'s: "pod_affinity: task web: 0/3 nodes fit another
@@ -169,6 +221,7 @@ def inter_pod_fit_error(rule: str, task: str, *, nodes: int, fitting: int, count
     return f"{rule}: task {task}: {fitting}/{nodes} nodes fit another pod: {_fold(counts)}"
 
 
+@_says("breach", "pod_affinity", "topology_spread")
 def inter_pod_breach(rule: str, message: str) -> str:
     """A PodGroup whose placement broke an inter-pod rule in the cycle's end state, so it
     waits: "pod_affinity: pod default/cache-0 on node n1: affinity {app=web} on zone: no pod
@@ -176,83 +229,165 @@ def inter_pod_breach(rule: str, message: str) -> str:
     return f"{rule}: {message} (at the end of the cycle)"
 
 
+@_says("pods_full", "capacity")
 def pods_full(task: str, *, node: str, allows: int, in_use: int, more_nodes: int = 0) -> str:
     """"capacity: task worker: pods: node n1 allows 3, 3 in use" (", and 4 more nodes full"):
     the kubelet's pod count, named for one node, as kube-scheduler's "Too many pods"."""
     more = f", and {more_nodes} more nodes full" if more_nodes else ""
-    return f"{CAPACITY}task {task}: pods: node {node} allows {allows}, {in_use} in use{more}"
+    return f"capacity: task {task}: pods: node {node} allows {allows}, {in_use} in use{more}"
 
 
+@_says("shortfall", "gang")
 def gang_shortfall(*, placed: int, minimum: int, needs: Mapping[str, int], free: Mapping[str, int]) -> str:
     """"gang: 6 of min 20 pods fit (needs 80 cpu, 24 cpu free)"."""
-    return f"{GANG}{placed} of min {minimum} pods fit (needs {format_resources(needs)}, {format_resources(free)} free)"
+    return f"gang: {placed} of min {minimum} pods fit (needs {format_resources(needs)}, {format_resources(free)} free)"
 
 
+@_says("too_few_pods", "gang")
 def gang_too_few_pods(*, minimum: int, pods: int, task: str | None = None) -> str:
     """"gang: min 8 pods but only 5 exist" (or per task: "task worker needs min 4 pods but only 2 exist")."""
     if task is None:
-        return f"{GANG}min {minimum} pods but only {pods} exist"
-    return f"{GANG}task {task} needs min {minimum} pods but only {pods} exist"
+        return f"gang: min {minimum} pods but only {pods} exist"
+    return f"gang: task {task} needs min {minimum} pods but only {pods} exist"
 
 
+@_says("waiting", "gated")
 def gated_waiting(gates: Sequence[str]) -> str:
     """Pods held by scheduling gates (`solver.rules.gated`), each gate named once:
     "gated: waiting for example.com/quota-check"."""
-    return f"{GATED}waiting for {', '.join(gates)}"
+    return f"gated: waiting for {', '.join(gates)}"
 
 
+@_says("no_domain", "topology")
 def topology_no_domain(*, tier: int, needs: Mapping[str, int], best: str | None, best_free: Mapping[str, int]) -> str:
     """"topology: no domain of tier ≤ 1 holds the whole gang (needs 16 gpu; best: leaf-a with 8 gpu)"."""
     best_text = f"best: {best} with {format_resources(best_free)}" if best else "no domain has room"
-    return f"{TOPOLOGY}no domain of tier ≤ {tier} holds the whole gang (needs {format_resources(needs)}; {best_text})"
+    return f"topology: no domain of tier ≤ {tier} holds the whole gang (needs {format_resources(needs)}; {best_text})"
 
 
+@_says("no_cell", "numa")
 def numa_no_cell(task: str, *, nodes: int, needs: Mapping[str, int]) -> str:
     """"numa: task worker: 3 nodes have room but none on one NUMA cell (needs 4 gpu, 16 cpu)"."""
-    return f"{NUMA}task {task}: {nodes} nodes have room but none on one NUMA cell (needs {format_resources(needs)})"
+    return f"numa: task {task}: {nodes} nodes have room but none on one NUMA cell (needs {format_resources(needs)})"
 
 
+@_says("not_enough", "preemption")
 def preemption_not_enough(*, action: str, victims: int) -> str:
     """"preemption: evicting all 5 eligible victims (preempt) would still not make room"."""
-    return f"{PREEMPTION}evicting all {victims} eligible victims ({action}) would still not make room"
+    return f"preemption: evicting all {victims} eligible victims ({action}) would still not make room"
 
 
+@_says("past_share", "preemption")
 def reclaim_past_share(queue: str, *, resource: str, deserved: int, in_use: int, needs: int) -> str:
     """"preemption: reclaim stops at queue team-b's deserved 2 cpu, 2 in use, job needs 1"."""
     unit = format_quantity(resource, deserved)
     return (
-        f"{PREEMPTION}reclaim stops at queue {queue}'s deserved {unit}, {_bare(resource, in_use)} in use, "
+        f"preemption: reclaim stops at queue {queue}'s deserved {unit}, {_bare(resource, in_use)} in use, "
         f"job needs {_bare(resource, needs)}"
     )
 
 
+@_says("evicted", "preemption")
 def evicted(*, pods: int, reason: str, for_groups: Sequence[str]) -> str:
     """"preemption: 1 pod evicted (preempt) for default/high"."""
     noun = "pod" if pods == 1 else "pods"
-    return f"{PREEMPTION}{pods} {noun} evicted ({reason}) for {', '.join(for_groups)}"
+    return f"preemption: {pods} {noun} evicted ({reason}) for {', '.join(for_groups)}"
 
 
+@_says("refused", "eviction")
+def eviction_refused(pod: str, *, message: str) -> str:
+    """An eviction the API server refused, so the room it was to make is not there:
+    "eviction: ns/victim-0 refused by the API server: …" (the controller says it)."""
+    return f"eviction: {pod} refused by the API server: {message}"
+
+
+@_says("below_minimum", "gang")
 def gang_below_minimum(*, placed: int, minimum: int) -> str:
     """"gang: 10 of min 11 pods running or placed"."""
-    return f"{GANG}{placed} of min {minimum} pods running or placed"
+    return f"gang: {placed} of min {minimum} pods running or placed"
 
 
+@_says("released", "gang")
+def gang_released(*, placed: int, minimum: int, held_s: float) -> str:
+    """A partly bound gang released so its GPUs are not held idle (the controller):
+    "gang: 1 of min 4 bound for 60 s; released to be placed whole"."""
+    return f"gang: {placed} of min {minimum} bound for {held_s:.0f} s; released to be placed whole"
+
+
+@_says("holding", "reservation")
+def reservation_holding(
+    domain: str,
+    *,
+    nodes: int,
+    waited_s: float,
+    limit_s: float,
+    drain_gpus: int,
+    free_gpus: int,
+    total_gpus: int,
+    drained_in_s: float | None = None,
+) -> str:
+    """A PodGroup past its sla-waiting-time that holds nodes (`solver.rules.reservation`):
+    "reservation: waiting 47 min > 30 min; holding leaf-3 (2 nodes held, 8 GPUs to drain), 24 of 64
+    GPUs free; backfill allowed for jobs ending within 38 min"; "...; no backfill: a pod on the
+    nodes to drain has no activeDeadlineSeconds" when they drain at no known time (`drained_in_s` None)."""
+    return (
+        f"reservation: waiting {format_minutes(waited_s)} > {format_minutes(limit_s)}; "
+        f"holding {domain} ({nodes} node{'s' if nodes != 1 else ''} held, {drain_gpus} GPUs to drain), "
+        f"{free_gpus} of {total_gpus} GPUs free{backfill_clause(drained_in_s)}"
+    )
+
+
+def backfill_clause(drained_in_s: float | None, *, lead: str = "backfill allowed") -> str:
+    """What may run on held nodes meanwhile: "; backfill allowed for jobs ending within 38 min";
+    "" when nothing is left to drain; "; no backfill: …" when the drain has no known end."""
+    if drained_in_s is None:
+        return "; no backfill: a pod on the nodes to drain has no activeDeadlineSeconds"
+    if drained_in_s <= 0:
+        return ""  # nothing to drain: the holder can start now
+    return f"; {lead} for jobs ending within {format_minutes(drained_in_s)}"
+
+
+@_says("dispatch", "cluster")
+def cluster_dispatch(clusters: Sequence[str]) -> str:
+    """Where a fleet's submitted job went, a sentence per cluster (`solver.fleet`):
+    "cluster: gpu-west: placed, 64 gpu on 8 nodes; gpu-east: 52 gpu short (12 free, 64 to start)"."""
+    return "cluster: " + "; ".join(clusters)
+
+
+@_says("no_one_cluster", "cluster")
+def no_one_cluster(clusters: Sequence[str]) -> str:
+    """A fleet's job kept in one cluster that fits in none, said instead of the topology
+    reason of a cluster tier it never asked for: "cluster: the gang fits in no one cluster:
+    gpu-west: 440 cpu short (360 cpu free, 800 cpu to start); gpu-east: …"."""
+    return f"cluster: the gang fits in no one cluster: {'; '.join(clusters)}"
+
+
+@_says("not_in_cluster", "cluster")
+def not_in_cluster(cluster: str, *, why: str) -> str:
+    """The same, of a job pinned to one cluster: "cluster: the gang does not fit in gpu-west:
+    440 cpu short (…)"."""
+    return f"cluster: the gang does not fit in {cluster}: {why}"
+
+
+@_says("fits_after", "unplaced")
 def fits_after(*, pending: int, status: str) -> str:
     """A minimum that fits beside the placement, left out because the search stopped:
     "unplaced: 2 pending pods fit after this placement; the search ended first (FEASIBLE)"."""
-    return f"{UNPLACED}{pending} pending pods fit after this placement; the search ended first ({status})"
+    return f"unplaced: {pending} pending pods fit after this placement; the search ended first ({status})"
 
 
+@_says("not_placed", "unplaced")
 def unplaced(*, pending: int) -> str:
     """The generic reason an engine's silence gets: "unplaced: 3 pending pods not placed this cycle"."""
-    return f"{UNPLACED}{pending} pending pods not placed this cycle"
+    return f"unplaced: {pending} pending pods not placed this cycle"
 
 
+@_says("left_out", "unplaced")
 def left_out(task: str, *, pending: int, status: str) -> str:
     """A started PodGroup's pods that a node could still take, which the placement leaves
     out (a search that ended first, a topology domain, the objective's order):
     "unplaced: task worker: 2 pending pods fit beside this placement, which leaves them out (FEASIBLE)"."""
-    return f"{UNPLACED}task {task}: {pending} pending pods fit beside this placement, which leaves them out ({status})"
+    return f"unplaced: task {task}: {pending} pending pods fit beside this placement, which leaves them out ({status})"
 
 
 
@@ -295,6 +430,7 @@ def gang_assigned_message(assignments: Sequence[tuple[str, str]]) -> str:
     return head + ", ".join(parts)
 
 
+@_says("no_oversubscribed_room", "colocation")
 def colocation_not_oversubscribed(*, stale: int, missing: int, unmeasured: int, colocation_nodes: int) -> str:
     """Beside a reason that counts nodes short of `kubernetes.io/batch-*`: how many colocation
     nodes offered offline pods only what online pods have not requested, and why. Example:
@@ -305,11 +441,12 @@ def colocation_not_oversubscribed(*, stale: int, missing: int, unmeasured: int, 
     total = stale + missing + unmeasured
     nodes = f"{colocation_nodes} colocation node{'s' if colocation_nodes != 1 else ''}"
     if not total:
-        return f"{COLOCATION}offline pods go to the {nodes} only"
+        return f"colocation: offline pods go to the {nodes} only"
     verb = "offers" if total == 1 else "offer"
-    return f"{COLOCATION}{total} of {nodes} {verb} offline pods no oversubscribed room (fail safe): {', '.join(parts)}"
+    return f"colocation: {total} of {nodes} {verb} offline pods no oversubscribed room (fail safe): {', '.join(parts)}"
 
 
+@_says("no_gpu_lent", "colocation")
 def gpu_not_lent(*, stale: int, missing: int, unmeasured: int, colocation_nodes: int) -> str:
     """Beside the reasons of an offline PodGroup asking a fraction of a GPU: how many
     colocation nodes lend no GPU device, and why. Example: "colocation: 2 of 3 colocation
@@ -320,7 +457,7 @@ def gpu_not_lent(*, stale: int, missing: int, unmeasured: int, colocation_nodes:
     total = stale + missing + unmeasured
     verb = "lends" if total == 1 else "lend"
     return (
-        f"{COLOCATION}{total} of {colocation_nodes} colocation node{'s' if colocation_nodes != 1 else ''} {verb} offline "
+        f"colocation: {total} of {colocation_nodes} colocation node{'s' if colocation_nodes != 1 else ''} {verb} offline "
         f"pods no GPU (fail safe: no GPU lent: per-device online usage stale, missing or not measured): {', '.join(parts)}"
     )
 
@@ -331,6 +468,7 @@ def _unjudged_nodes(stale: int, missing: int, unmeasured: tuple[int, str]) -> li
     return [f"{count} {words}" for count, words in counted if count]
 
 
+@_says("not_judged", "usage")
 def usage_not_judged(*, stale: int, missing: int, max_age_s: float) -> str:
     """Beside a reason that counts nodes too loaded to take a pod: the nodes whose load was
     not judged, which were candidates like any other. Example: "usage: 3 nodes not judged
@@ -341,4 +479,8 @@ def usage_not_judged(*, stale: int, missing: int, max_age_s: float) -> str:
     if missing:
         parts.append(f"{missing} without one")
     total = stale + missing
-    return f"{USAGE}{total} node{'s' if total != 1 else ''} not judged for load (never held back): {', '.join(parts)}"
+    return f"usage: {total} node{'s' if total != 1 else ''} not judged for load (never held back): {', '.join(parts)}"
+
+
+REASON_MAKERS: tuple[Says, ...] = tuple(_MAKERS)  # type: ignore[type-arg]
+"""Every reason function above, in the order declared."""

@@ -60,6 +60,7 @@ from models.errors import FieldError, InputFormatError, Location
 from models.loaders import DEFAULT_SCHEDULER_NAMES, load_snapshot_documents
 from models.loaders.kube_yaml import Document
 from models.placement import Bind, Decision, Eviction, UnplacedPod
+from models.reason import Reason
 from models.snapshot import (
     GPU,
     GPU_MILLI_PER_DEVICE,
@@ -414,14 +415,9 @@ def _devices(gpu_milli: int) -> float:
     return gpu_milli / GPU_MILLI_PER_DEVICE
 
 
-def _rule_names(reasons: Iterable[str]) -> tuple[str, ...]:
-    """`("gang: 3 of min 20 …", "capacity: task …")` → `("gang", "capacity")`, first seen first."""
-    names: list[str] = []
-    for reason in reasons:
-        name = reason.split(":", 1)[0].strip()
-        if name and name not in names:
-            names.append(name)
-    return tuple(names)
+def _rule_names(reasons: Iterable[Reason]) -> tuple[str, ...]:
+    """`(gang_shortfall(…), capacity_fit_error(…))` → `("gang", "capacity")`, first seen first."""
+    return tuple(dict.fromkeys(reason.rule for reason in reasons if reason.rule))
 
 
 def amount_to_start(snapshot: Snapshot, group: PodGroup, pods: Sequence[Pod], *, resource: str = GPU) -> int:

@@ -2,7 +2,7 @@
 
 Input: the greedy `CycleState` at the moment a gang's transaction failed (before it is
 rolled back, so the gang's own tentative pods count), the task, and the domain it was
-confined to. Output: the reason sentences of `solver.reasons`, e.g.
+confined to. Output: the reasons of `solver.reasons` (values that read as sentences), e.g.
 "capacity: task worker: 0/120 nodes fit another pod: 80 insufficient gpu, 40 node selector
 mismatch", or "eligibility: task worker: 0/3 nodes: 2 node selector mismatch, 1 untolerated
 taint" when no node is eligible at all. Nodes a required node affinity excludes say which:
@@ -28,6 +28,7 @@ import numpy as np
 
 from models.snapshot import GPU, PodGroupKey, Snapshot, Task
 from solver import reasons
+from solver.reasons import Reason
 from solver.greedy.state import CycleState, TaskShape
 from solver.problem import Problem
 from solver.rules import node_affinity, reservation, usage
@@ -60,18 +61,18 @@ def _ineligible_counts(snapshot: Snapshot, problem: Problem, task: Task, eligibl
     return counts
 
 
-def eligibility_error(state: CycleState, task: Task, task_row: int) -> str:
+def eligibility_error(state: CycleState, task: Task, task_row: int) -> Reason:
     return _no_node_matches(state.snapshot, state.problem, task, task_row)
 
 
-def _no_node_matches(snapshot: Snapshot, problem: Problem, task: Task, task_row: int) -> str:
+def _no_node_matches(snapshot: Snapshot, problem: Problem, task: Task, task_row: int) -> Reason:
     eligible = problem.eligible_nodes(task_row)
     return reasons.eligibility_none(
         task.name, nodes=problem.node_count, counts=_ineligible_counts(snapshot, problem, task, eligible)
     )
 
 
-def unplaceable_tasks(snapshot: Snapshot, problem: Problem) -> dict[PodGroupKey, list[str]]:
+def unplaceable_tasks(snapshot: Snapshot, problem: Problem) -> dict[PodGroupKey, list[Reason]]:
     """Per PodGroup, a sentence for each task with pending pods that no node matches: they
     stay pending whatever any engine does, even beside a started gang (a master whose
     nodeSelector matches nothing while its workers run). One pass over eligibility classes."""
@@ -81,7 +82,7 @@ def unplaceable_tasks(snapshot: Snapshot, problem: Problem) -> dict[PodGroupKey,
         return {}
     waiting = ~problem.pod_running & (problem.pod_task_row >= 0)
     pending = np.bincount(problem.pod_task_row[waiting], minlength=len(problem.task_keys))
-    out: dict[PodGroupKey, list[str]] = {}
+    out: dict[PodGroupKey, list[Reason]] = {}
     for row in rows.tolist():
         if pending[row]:
             key, name = problem.task_keys[row]
@@ -90,7 +91,7 @@ def unplaceable_tasks(snapshot: Snapshot, problem: Problem) -> dict[PodGroupKey,
     return out
 
 
-def fit_error(state: CycleState, shape: TaskShape, task: Task, domain: np.ndarray | None) -> list[str]:
+def fit_error(state: CycleState, shape: TaskShape, task: Task, domain: np.ndarray | None) -> list[Reason]:
     """The sentences for "no node takes one more pod of `task`" in the current state."""
     problem = state.problem
     eligible = problem.eligible_nodes(shape.row)

@@ -92,7 +92,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from models.duration import format_minutes
 from models.snapshot import (
     GPU,
     GPU_MILLI_PER_DEVICE,
@@ -108,6 +107,7 @@ from models.snapshot import (
 from solver.after import After
 from solver.columns import NodeFilter
 from solver.memo import memoized
+from solver.reasons import Reason, backfill_clause, reservation_holding
 from solver.rules.eligibility import eligible
 from solver.rules.gang import gang_requirement
 from solver.rules.topology import hard_tier_limit
@@ -419,34 +419,26 @@ def _hold(
     )
 
 
-def reserved_reason(reservation: Reservation) -> str:
+def reserved_reason(reservation: Reservation) -> Reason:
     """`"reservation: waiting 47 min > 30 min; holding leaf-3 (2 nodes held, 8 GPUs to drain), 24 of 64
-    GPUs free; backfill allowed for jobs ending within 38 min"`; `"...; no backfill: a pod on the nodes
-    to drain has no activeDeadlineSeconds"` when the holder's start is unknown."""
-    free = reservation.free_gpu_milli // GPU_MILLI_PER_DEVICE
-    total = reservation.domain_gpu_milli // GPU_MILLI_PER_DEVICE
-    count = len(reservation.nodes)
-    drain = reservation.drain_gpu_milli // GPU_MILLI_PER_DEVICE
-    return (
-        f"{NAME}: waiting {format_minutes(reservation.waited_s)} > {format_minutes(reservation.limit_s)}; "
-        f"holding {reservation.domain} ({count} node{'s' if count != 1 else ''} held, {drain} GPUs to drain), "
-        f"{free} of {total} GPUs free{_backfill_clause(reservation)}"
+    GPUs free; backfill allowed for jobs ending within 38 min"` (`solver.reasons.reservation_holding`)."""
+    return reservation_holding(
+        reservation.domain,
+        nodes=len(reservation.nodes),
+        waited_s=reservation.waited_s,
+        limit_s=reservation.limit_s,
+        drain_gpus=reservation.drain_gpu_milli // GPU_MILLI_PER_DEVICE,
+        free_gpus=reservation.free_gpu_milli // GPU_MILLI_PER_DEVICE,
+        total_gpus=reservation.domain_gpu_milli // GPU_MILLI_PER_DEVICE,
+        drained_in_s=reservation.drained_in_s,
     )
-
-
-def _backfill_clause(reservation: Reservation, *, lead: str = "backfill allowed") -> str:
-    if reservation.drained_in_s is None:
-        return "; no backfill: a pod on the nodes to drain has no activeDeadlineSeconds"
-    if reservation.drained_in_s <= 0:
-        return ""  # nothing to drain: the holder can start now
-    return f"; {lead} for jobs ending within {format_minutes(reservation.drained_in_s)}"
 
 
 def held_reason(snapshot: Snapshot, node: NodeName) -> str:
     """Why a held node is kept from a task that does not backfill it: `"held for a PodGroup
     waiting past its sla-waiting-time (llm/j7; backfill for jobs ending within 38 min)"`."""
     held = by_holder(snapshot)[reserved_for(snapshot)[node]]
-    return f"{REASON} ({held.group}{_backfill_clause(held, lead='backfill')})"
+    return f"{REASON} ({held.group}{backfill_clause(held.drained_in_s, lead='backfill')})"
 
 
 def by_holder(snapshot: Snapshot) -> Mapping[PodGroupKey, Reservation]:

@@ -63,8 +63,7 @@ def test_case_outcome_matches_origin(case: Case, engine: EngineName) -> None:
         if "placed" in want:
             assert got.placed == want["placed"], f"{key}: {got}"
         if "reason" in want:
-            prefix = f"{want['reason']}: "
-            assert any(reason.startswith(prefix) for reason in got.reasons), f"{key}: {got.reasons}"
+            assert any(reason.rule == want["reason"] for reason in got.reasons), f"{key}: {got.reasons}"
 
     shares = {share.name: share for share in decision.queues}
     for queue, want in expected.queues.items():

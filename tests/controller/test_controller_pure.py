@@ -274,20 +274,53 @@ def test_condition_reason_names_the_rule(reasons: list[str], expected: str) -> N
     assert status_text.condition_reason(reasons) == expected
 
 
-def test_every_rule_and_every_reason_prefix_has_a_condition_reason() -> None:
-    """A rule added without a PodGroup condition would leave its PodGroups with a generic
-    `Unschedulable`: every reason prefix the solver writes maps to a word, and every rule of
-    `RULES` either writes its own prefix or is named where its facts are reported."""
+def _without_a_condition(table: dict[str, str], reported_under: dict[str, str]) -> set[str]:
+    """The rules of `RULES` and the rules and sources a reason function may name (its
+    `rules`, `solver.reasons.REASON_MAKERS`) that `table` gives no condition word, directly or
+    through the rule they are reported under."""
     from solver import reasons
     from solver.rules import RULES
 
-    prefixes = {value.rstrip(": ") for name, value in vars(reasons).items() if name.isupper() and isinstance(value, str)
-                and value.endswith(": ")}  # fmt: skip
-    assert {"capacity", "gang", "pod_affinity", "usage"} <= prefixes  # the walk finds them
-    assert prefixes - set(status_text.CONDITION_REASONS) == set()
-    for rule in RULES:
-        name = rule.NAME
-        assert name in status_text.CONDITION_REASONS or status_text.REPORTED_UNDER.get(name) in status_text.CONDITION_REASONS, name
+    named = {rule.NAME for rule in RULES} | {rule for maker in reasons.REASON_MAKERS for rule in maker.rules}
+    return {name for name in named if name not in table and reported_under.get(name) not in table}
+
+
+def test_every_rule_and_every_rule_a_reason_names_has_a_condition_reason() -> None:
+    """A rule added without a PodGroup condition would leave its PodGroups with a generic
+    `Unschedulable`: every rule of `RULES`, and every rule or other source a reason function
+    may name, maps to a word (or is named where its facts are reported)."""
+    assert _without_a_condition(status_text.CONDITION_REASONS, status_text.REPORTED_UNDER) == set()
+
+
+def test_the_walk_finds_a_rule_without_a_condition() -> None:
+    table = {rule: word for rule, word in status_text.CONDITION_REASONS.items() if rule not in ("usage", "unplaced")}
+    assert _without_a_condition(table, status_text.REPORTED_UNDER) == {"usage", "unplaced"}
+    assert _without_a_condition(status_text.CONDITION_REASONS, {}) == {"node_affinity", "binding"}
+
+
+def test_every_reason_a_function_makes_gets_its_rule_s_condition() -> None:
+    """What the controller writes for each reason function, called: the word of its rule."""
+    from solver import reasons
+
+    made = [
+        reasons.quota_exceeded("q", resource="cpu", capability=2000, in_use=2000, needs=1000),
+        reasons.usage_not_judged(stale=1, missing=0, max_age_s=300),
+        reasons.inter_pod_fit_error("topology_spread", "web", nodes=3, fitting=0, counts={"spread": 3}),
+        reasons.eviction_refused("ns/victim", message="forbidden"),
+        reasons.gang_released(placed=1, minimum=4, held_s=60),
+        reasons.no_one_cluster(["west: 8 gpu short"]),
+    ]
+    assert [status_text.condition_reason([reason]) for reason in made] == [
+        "QueueQuotaExceeded", "NodesOverloaded", "TopologySpreadUnsatisfiable", "EvictionRefused", "NotEnoughResources",
+        "TopologyUnsatisfiable",
+    ]  # fmt: skip
+
+
+def test_the_condition_is_read_from_the_reason_s_rule_not_its_words() -> None:
+    from models.reason import Reason
+
+    worded_otherwise = Reason("capacity: every node is full", rule="quota", code="exceeded")
+    assert status_text.condition_reason([worded_otherwise]) == "QueueQuotaExceeded"
 
 
 def test_gang_message_counts_like_volcano() -> None:

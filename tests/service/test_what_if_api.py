@@ -13,7 +13,7 @@ from service.app import create_app
 from service.dependencies import get_live_source
 from service.live import FixedSnapshot
 from service.settings import ServiceSettings
-from solver import reasons
+from solver.rules import capacity, gang
 from tests.builders import make_gang, make_node, make_queue, make_snapshot, resources
 from tests.service.service_helpers import example_text, snapshot_json, split_example
 
@@ -91,9 +91,8 @@ def test_the_20_pod_gang_does_not_start_and_says_gang(client: TestClient) -> Non
     (job,) = answer["jobs"]
     assert job["name"] == "default/gang-job" and job["starts"] is False
     assert job["placed"] == 0 and job["binds"] == [] and job["nodes"] == []
-    assert job["blocking"][0].startswith(reasons.GANG)
     assert job["blocking"][0] == "gang: 3 of min 20 pods fit (needs 80 cpu, 12 cpu free)"
-    assert job["blocking_rules"][0] == "gang"
+    assert job["blocking_rules"][0] == gang.NAME
     assert answer["base"] == "posted_yaml"
 
 
@@ -312,5 +311,5 @@ def test_gpus_on_a_node_that_runs_all_the_pods_it_may_are_not_free_for_a_job(cli
     assert job["gpus_free_eligible"] == 0.0  # after the solve: n1 full of the job, n0 full of pods
     answer = ask(client, {"snapshot": base, "changes": {"add_jobs": [vcjob("big", replicas=3, gpus=4)]}})
     (job,) = answer["jobs"]
-    assert job["starts"] is False and any(r.startswith(reasons.CAPACITY) for r in job["blocking"])
+    assert job["starts"] is False and capacity.NAME in job["blocking_rules"]
     assert (job["gpus_to_start"], job["gpus_free_eligible"], job["gpus_short"]) == (12.0, 8.0, 4.0)

@@ -13,8 +13,9 @@ from models.clusters import cluster_of_node, merge_clusters
 from models.snapshot import Snapshot
 from solver import reasons
 from solver.checker import check_placement
-from solver.fleet import CLUSTER, fleet_what_if, place_fleet
+from solver.fleet import fleet_what_if, place_fleet
 from solver.place import SolveConfig
+from solver.rules import quota, topology
 from solver.whatif import Changes
 from tests.builders import make_gang, make_node, make_queue, make_snapshot, resources
 from tests.strategies import snapshots
@@ -47,7 +48,8 @@ def test_a_job_goes_to_the_cluster_where_its_gang_fits(engine: str) -> None:
     assert sorted(b.node for b in decided.placements["gpu-east"].binds) == ["n0", "n1", "n2", "n3"]
     assert decided.placements["gpu-west"].binds == ()
     assert job.clusters == ("gpu-west: 16 gpu short (16 free, 32 to start)", "gpu-east: placed, 32 gpu on 4 nodes")
-    assert job.reason.startswith(CLUSTER)
+    assert job.reason.code == reasons.cluster_dispatch.code and job.reason.rule in reasons.NOT_RULES
+    assert job.reason.startswith("cluster: gpu-west: 16 gpu short")
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -88,7 +90,7 @@ def test_a_global_queue_quota_holds_over_all_clusters_together(engine: str) -> N
     decided = _solve(fleet, engine)
     assert decided.decision.placement.binds == ()  # east is empty, but team-a may run 16 GPUs fleet-wide and runs 8
     (outcome,) = [o for o in decided.decision.podgroups if o.name == "default/llm"]
-    assert any(r.startswith(reasons.QUOTA) for r in outcome.reasons)
+    assert any(r.rule == quota.NAME for r in outcome.reasons)
     assert decided.jobs[0].clusters[1] == "gpu-east: gang of 16 gpu fits in 32 free"
 
 
@@ -219,8 +221,9 @@ def test_a_cpu_only_job_too_big_for_any_one_cluster_says_so_per_cluster_without_
     )
     (outcome,) = [o for o in decided.decision.podgroups if o.name == "default/etl"]
     assert outcome.state == "pending"
-    assert not any("tier" in r or r.startswith(reasons.TOPOLOGY) for r in outcome.reasons), outcome.reasons
-    assert f"{CLUSTER}the gang fits in no one cluster: {'; '.join(job.clusters)}" in outcome.reasons
+    assert not any("tier" in r or r.rule == topology.NAME for r in outcome.reasons), outcome.reasons
+    assert f"cluster: the gang fits in no one cluster: {'; '.join(job.clusters)}" in outcome.reasons
+    assert reasons.no_one_cluster(job.clusters) in outcome.reasons
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -233,7 +236,7 @@ def test_a_job_that_asks_a_topology_tier_keeps_its_topology_reason_in_a_fleet(en
     decided = _solve(fleet, engine)
     (outcome,) = [o for o in decided.decision.podgroups if o.name == "default/etl"]
     assert outcome.state == "pending"
-    assert any(r.startswith(reasons.TOPOLOGY) and "tier ≤ 1" in r for r in outcome.reasons), outcome.reasons
+    assert any(r.rule == topology.NAME and "tier ≤ 1" in r for r in outcome.reasons), outcome.reasons
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -12,6 +12,7 @@ from solver import reasons
 from solver.checker import check_placement
 from solver.greedy import GreedyConfig, solve_greedy
 from solver.problem import build_problem
+from solver.rules import capacity, numa
 from solver.rules.eligibility import eligible
 from solver.shares import deserved_shares, queue_allocated
 from tests.builders import (
@@ -175,7 +176,7 @@ def test_gang_min_available_per_task_must_hold_for_every_task() -> None:
     gang = make_gang("job", tasks=tasks, min_member=2)
     decision = solve(make_snapshot(nodes=[make_node("n1", cpu=8)], groups=[gang]))  # no GPU: ps cannot go
     assert nodes_of(decision) == {}
-    assert any(r.startswith(reasons.CAPACITY) and "task ps" in r for r in outcome(decision, gang).reasons)
+    assert any(r.rule == capacity.NAME and r.numbers.get("task") == "ps" for r in outcome(decision, gang).reasons)
 
 
 def test_gang_counts_its_running_pods_toward_min_member() -> None:
@@ -322,7 +323,7 @@ def test_single_numa_pod_larger_than_any_cell_cpu_stays_pending() -> None:
     job = make_gang("job", gpus=2, cpu=20, numa_policy="single-numa-node")
     decision = solve(make_snapshot(nodes=[node], groups=[job]))
     assert nodes_of(decision) == {}
-    assert any(r.startswith(reasons.NUMA) for r in outcome(decision, job).reasons)
+    assert any(r.rule == numa.NAME for r in outcome(decision, job).reasons)
 
 
 def test_single_numa_pods_count_cell_cpu_already_in_use() -> None:

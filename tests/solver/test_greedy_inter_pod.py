@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from models.placement import Decision, PodGroupOutcome
 from models.snapshot import Snapshot
-from solver import reasons
 from solver.checker import check_placement
 from solver.greedy import solve_greedy
+from solver.rules import topology_spread as spread_rule
 from tests.builders import (
     Gang,
     labelled,
@@ -71,7 +71,7 @@ def test_anti_affinity_gang_that_cannot_be_whole_waits_and_says_which_term() -> 
     decision = solve(make_snapshot(nodes=[make_node("n1"), make_node("n2")], groups=[web]))
     assert decision.placement.binds == ()
     assert (
-        f"{reasons.POD_AFFINITY}task worker: 0/2 nodes fit another pod: 2 anti-affinity {{app=web}} on {HOST}"
+        f"pod_affinity: task worker: 0/2 nodes fit another pod: 2 anti-affinity {{app=web}} on {HOST}"
         in outcome(decision, web).reasons
     )
 
@@ -118,7 +118,7 @@ def test_affinity_to_pods_that_exist_nowhere_waits_with_the_term() -> None:
     decision = solve(make_snapshot(nodes=[zone("n1", "a"), zone("n2", "b")], groups=[web]))
     assert decision.placement.binds == ()
     assert (
-        f"{reasons.POD_AFFINITY}task worker: 0/2 nodes fit another pod: 2 affinity {{app=cache}} on zone"
+        f"pod_affinity: task worker: 0/2 nodes fit another pod: 2 affinity {{app=cache}} on zone"
         in outcome(decision, web).reasons
     )
 
@@ -175,7 +175,7 @@ def test_spread_past_max_skew_waits_with_the_domain_and_the_numbers() -> None:
     decision = solve(make_snapshot(nodes=[zone("n1", "a"), zone("n2", "b")], groups=[web], running=running))
     assert decision.placement.binds == ()
     assert (
-        f"{reasons.TOPOLOGY_SPREAD}task worker: 0/2 nodes fit another pod: 1 spread {{app=web}} over zone "
+        f"topology_spread: task worker: 0/2 nodes fit another pod: 1 spread {{app=web}} over zone "
         "(maxSkew 1): zone=a would end 4 above the emptiest"
     ) in outcome(decision, web).reasons
 
@@ -213,7 +213,7 @@ def test_node_affinity_policy_ignore_counts_the_unreachable_empty_domain() -> No
     snapshot, web = _policy_snapshot("Ignore")
     decision = solve(snapshot)
     assert decision.placement.binds == ()
-    assert any(r.startswith(reasons.TOPOLOGY_SPREAD) for r in outcome(decision, web).reasons)
+    assert any(r.rule == spread_rule.NAME for r in outcome(decision, web).reasons)
 
 
 def test_pods_without_the_constraint_do_not_push_a_bound_pods_zone_past_its_skew() -> None:

@@ -16,7 +16,7 @@ from solver.cpsat.data import DataLimits, build_model_data
 from solver.objective import ObjectiveContext
 from solver.place import ENGINES
 from solver.problem import build_problem
-from solver.reasons import CAPACITY
+from solver import reasons
 from solver.rules import capacity
 from tests.builders import (
     make_bind,
@@ -45,7 +45,7 @@ def test_a_node_allowing_3_pods_takes_3_of_5_and_says_why_the_others_wait(engine
     pending = [outcome for outcome in decision.podgroups if outcome.state == "pending"]
     assert len(pending) == 2
     for outcome in pending:
-        assert any(r.startswith(CAPACITY) and "pods: node n1 allows 3, 3 in use" in r for r in outcome.reasons)
+        assert any(r.code == reasons.pods_full.code and "pods: node n1 allows 3, 3 in use" in r for r in outcome.reasons)
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 
 from models.placement import Decision
 from models.snapshot import Snapshot
+from models.reason import Reason
 from solver import reasons
 from solver.place import ENGINES
+from solver.rules import capacity, dependency, eligibility, gang, numa, preemption, quota, topology
 from solver.rules.gang import gang_requirement
 from tests.builders import (
     make_gang,
@@ -27,10 +29,10 @@ from tests.builders import (
 )
 from tests.strategies import snapshots
 
-RULES = (
-    reasons.CAPACITY, reasons.DEPENDENCY, reasons.ELIGIBILITY, reasons.GANG, reasons.NUMA,
-    reasons.PREEMPTION, reasons.QUEUE, reasons.QUOTA, reasons.TOPOLOGY,
-)
+RULES = frozenset({
+    capacity.NAME, dependency.NAME, eligibility.NAME, gang.NAME, numa.NAME, preemption.NAME, quota.NAME, topology.NAME,
+    *reasons.queue_missing.rules,
+})  # fmt: skip
 
 
 _solve = partial(solve_checked, time_limit_s=5.0)
@@ -48,7 +50,7 @@ def test_a_job_greedy_starts_and_cpsat_leaves_out_gets_a_capacity_reason_with_nu
     decision = _solve(snapshot, engine)
     for outcome in decision.podgroups:
         if outcome.state == "pending":
-            assert outcome.reasons and all(r.startswith(RULES) for r in outcome.reasons), outcome
+            assert outcome.reasons and all(r.rule in RULES for r in outcome.reasons), outcome
     pending_b = [o for o in decision.podgroups if o.name.startswith("default/job-b-") and o.state == "pending"]
     assert pending_b
     assert all("2 insufficient cpu" in " ".join(o.reasons) for o in pending_b)
@@ -78,9 +80,13 @@ def test_every_pending_podgroup_and_waiting_task_has_a_reason_with_its_rule(snap
         if outcome.state == "pending":
             assert outcome.reasons, outcome
         for reason in outcome.reasons:
-            assert reason.startswith(RULES) or (not proven and reason.startswith(reasons.UNPLACED)), outcome
+            assert isinstance(reason, Reason) and reason.code, outcome  # made by solver.reasons, not read from text
+            assert reason.rule in RULES or (not proven and reason.rule in reasons.unplaced.rules), outcome
         assert len(set(outcome.reasons)) == len(outcome.reasons), outcome
         waiting = gang_requirement(snapshot, group).waiting
         for task in waiting:
             if any(p.task == task and p.phase == "pending" for p in snapshot.pods_by_group.get(group.key, ())):
-                assert any(r.startswith(f"{reasons.DEPENDENCY}{task} waits") for r in outcome.reasons), outcome
+                assert any(
+                    (r.rule, r.code) == (dependency.NAME, reasons.dependency_waits.code) and r.numbers["task"] == task
+                    for r in outcome.reasons
+                ), outcome

@@ -9,10 +9,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models.placement import Decision
+from models.reason import Reason
 from models.snapshot import Snapshot
 from solver import reasons
 from solver.checker import check_placement
 from solver.place import SolveConfig, place
+from solver.rules import capacity, dependency, eligibility, numa, pod_affinity, quota, topology_spread
 from tests.builders import gated, make_gang, make_node, make_queue, make_snapshot, make_task, resources
 from tests.strategies import snapshots
 
@@ -68,7 +70,7 @@ def test_a_started_gangs_pods_over_its_queue_capability_name_the_quota(engine: s
     decision = _solve(snapshot, engine)
     unplaced = _unplaced(decision, "default/job")
     assert len(unplaced) == 2
-    assert all(r.startswith(reasons.QUOTA) and "queue team capability 3 cpu" in r for r in unplaced.values()), unplaced
+    assert all(Reason.read(r).rule == quota.NAME and "queue team capability 3 cpu" in r for r in unplaced.values()), unplaced
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -88,8 +90,8 @@ def test_the_pods_of_a_task_waiting_on_its_dependency_say_what_they_wait_for(eng
 def test_every_scheduled_gangs_pending_pods_left_unplaced_and_only_those_have_a_reason(snapshot: Snapshot, engine: str) -> None:
     decision = _solve(snapshot, engine)
     bound = {b.pod for b in decision.placement.binds}
-    prefixes = (reasons.CAPACITY, reasons.QUOTA, reasons.DEPENDENCY, reasons.ELIGIBILITY, reasons.NUMA,
-                reasons.UNPLACED, reasons.POD_AFFINITY, reasons.TOPOLOGY_SPREAD)
+    rules = {capacity.NAME, quota.NAME, dependency.NAME, eligibility.NAME, numa.NAME, *reasons.unplaced.rules,
+             pod_affinity.NAME, topology_spread.NAME}  # fmt: skip
     for outcome in decision.podgroups:
         left = {p.key for p in snapshot.pods_by_group[outcome.name] if p.phase == "pending" and p.key not in bound}
         if outcome.state == "pending":
@@ -97,4 +99,4 @@ def test_every_scheduled_gangs_pending_pods_left_unplaced_and_only_those_have_a_
             continue
         assert {pod.pod for pod in outcome.unplaced_pods} == left
         for pod in outcome.unplaced_pods:
-            assert pod.reason.startswith(prefixes), pod.reason
+            assert Reason.read(pod.reason).rule in rules, pod.reason  # an Event's text: its rule first

@@ -9,7 +9,7 @@ import pytest
 from models.placement import Decision
 from models.snapshot import Snapshot
 from solver.place import ENGINES
-from solver.reasons import QUOTA
+from solver.reasons import quota_exceeded
 from tests.builders import solve_checked
 from tests.models._kube_builders import (
     container,
@@ -75,7 +75,7 @@ def test_a_running_pod_named_only_by_its_queue_counts_against_the_queue_capabili
     decision = solve_checked(loaded, engine)
     assert decision.placement.binds == ()
     (outcome,) = [o for o in decision.podgroups if o.name == "default/podgroup-waiting"]
-    assert any(reason.startswith(QUOTA) and "4 cpu, 3 in use, job needs 2" in reason for reason in outcome.reasons)
+    assert any(reason.code == quota_exceeded.code and "4 cpu, 3 in use, job needs 2" in reason for reason in outcome.reasons)
     (held,) = [q for q in decision.queues if q.name == "q"]
     assert held.allocated["cpu"] == 3000
 

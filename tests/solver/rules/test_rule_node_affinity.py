@@ -11,7 +11,6 @@ from hypothesis import HealthCheck, given, settings
 
 from models.node_affinity import PreferredSchedulingTerm
 from models.snapshot import Snapshot
-from solver import reasons
 from solver.checker import check_placement
 from solver.objective import score
 from solver.place import ENGINES, SolveConfig, place
@@ -144,7 +143,7 @@ def test_a_pod_no_node_admits_stays_pending_saying_which_affinity_and_how_many_n
     (outcome,) = decision.podgroups
     assert outcome.state == "pending"
     assert outcome.reasons == (
-        f"{reasons.ELIGIBILITY}task worker: 0/3 nodes: 3 {node_affinity.REASON} (requires gpu In [v100])",
+        f"eligibility: task worker: 0/3 nodes: 3 {node_affinity.REASON} (requires gpu In [v100])",
     )
 
 
@@ -155,7 +154,7 @@ def test_a_pod_its_affinity_admits_only_on_a_full_node_names_both_causes() -> No
     decision = place(snapshot, SolveConfig(engine="greedy"))
     outcome = next(o for o in decision.podgroups if o.name == "default/job")
     assert outcome.reasons[0] == (
-        f"{reasons.CAPACITY}task worker: 0/3 nodes fit another pod: "
+        f"capacity: task worker: 0/3 nodes fit another pod: "
         f"2 {node_affinity.REASON} (requires gpu In [h100]), 1 insufficient gpu"
     )
 

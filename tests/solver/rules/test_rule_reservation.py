@@ -91,7 +91,7 @@ def test_no_other_pod_lands_on_held_nodes_and_the_holder_says_why(engine: str) -
     assert all(bind.node not in held for bind in decision.placement.binds if not bind.pod.startswith("default/big"))
     outcome = next(g for g in decision.podgroups if g.name == "default/big")
     assert outcome.state == "pending"
-    assert outcome.reasons[0].startswith(reasons.RESERVATION)
+    assert (outcome.reasons[0].rule, outcome.reasons[0].code) == (reservation.NAME, reasons.reservation_holding.code)
     assert "waiting 60 min > 30 min" in outcome.reasons[0]
     placed_small = sum(1 for g in decision.podgroups if g.name.startswith("default/small") and g.state == "scheduled")
     assert placed_small == 4  # 16 GPUs free outside the held node take four, the fifth waits
