@@ -190,7 +190,7 @@ _PORTS = st.builds(
 )
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     asked=st.lists(st.lists(_PORTS, min_size=1, max_size=2, unique=True), min_size=1, max_size=5),
     held=st.lists(st.tuples(st.sampled_from(["n1", "n2"]), _PORTS), max_size=3),
