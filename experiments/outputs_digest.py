@@ -258,9 +258,10 @@ def _fgd_record(
         "capacity_milli": run.capacity_milli,
         "pods": run.pods,
         "placed": run.placed,
-        "results_row": {"alloc_at_130_pct": run.alloc_at_130, "frag_at_130_pct": run.frag_at_130,
-                        "frag_rate_at_130_pct": _finite([float(run.frag_rate_curve[130])])[0],
-                        "final_alloc_pct": run.final_alloc},  # fmt: skip
+        "results_row": dict(zip(
+            ("alloc_at_130_pct", "frag_at_130_pct", "frag_rate_at_130_pct", "final_alloc_pct"),
+            _finite([run.alloc_at_130, run.frag_at_130, float(run.frag_rate_curve[130]), run.final_alloc]),
+        )),  # fmt: skip
         "turned_away": {shape: asdict(away) for shape, away in sorted(run.turned_away.items())},
         "idle_at_end": None if idle is None else {"whole_devices": idle.whole_devices,
                                                   "leftover_milli": list(idle.leftover_milli),

@@ -11,20 +11,27 @@ from pathlib import Path
 import pytest
 
 from experiments.outputs_digest import CONFORMANCE_DIR, canonical_json, first_difference, main
+from tests.experiments._openb_builders import write_tiny_trace
 
 CONFORMANCE_CASE = "volcano/preempt_test/preempt-low-priority-job-in-same-queue.yaml"
-TINY = ["--bench-sizes", "20x10", "--bench-repeats", "1", "--engines", "greedy,auto", "--fgd-seeds", ""]
+TINY = ["--bench-sizes", "20x10", "--bench-repeats", "1", "--engines", "greedy,auto"]
+TINY_FGD = ["--fgd-seeds", "42", "--fgd-policies", "greedy,auto", "--fgd-batch-size", "16", "--fgd-model-batches", "2"]
+CASES = [
+    "bench/20x10/r0/auto", "bench/20x10/r0/greedy", "conformance/preempt/auto", "conformance/preempt/greedy",
+    "fgd/default/auto/k16/seed42-first2", "fgd/default/greedy/k16/seed42",
+]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The same tiny cases written twice: a bench snapshot and a conformance case with an
-    eviction, each through greedy and auto."""
-    cases = tmp_path_factory.mktemp("conformance")
+    eviction, each through greedy and auto, and the FGD replay of a 60-pod trace."""
+    cases, trace = tmp_path_factory.mktemp("conformance"), tmp_path_factory.mktemp("trace")
+    write_tiny_trace(trace)
     (cases / "preempt.yaml").write_text((CONFORMANCE_DIR / CONFORMANCE_CASE).read_text(encoding="utf-8"), encoding="utf-8")
     first, second = tmp_path_factory.mktemp("first"), tmp_path_factory.mktemp("second")
     for out in (first, second):
-        assert main([*TINY, "--conformance-dir", str(cases), "--out", str(out)]) == 0
+        assert main([*TINY, *TINY_FGD, "--trace-dir", str(trace), "--conformance-dir", str(cases), "--out", str(out)]) == 0
     return first, second
 
 
@@ -35,12 +42,10 @@ def _digest(folder: Path) -> dict[str, str]:
 def test_two_runs_of_the_same_code_give_the_same_digest(two_runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     first, second = two_runs
     digest = _digest(first)
-    assert sorted(digest) == [
-        "bench/20x10/r0/auto", "bench/20x10/r0/greedy", "conformance/preempt/auto", "conformance/preempt/greedy",
-    ]  # fmt: skip
+    assert sorted(digest) == CASES
     assert digest == _digest(second)
     assert main(["--compare", str(first), str(second)]) == 0
-    assert "4 of 4 cases identical, 0 differ" in capsys.readouterr().out
+    assert "6 of 6 cases identical, 0 differ" in capsys.readouterr().out
 
 
 def test_a_case_records_binds_evictions_and_reasons_but_no_seconds(two_runs: tuple[Path, Path]) -> None:
@@ -49,6 +54,22 @@ def test_a_case_records_binds_evictions_and_reasons_but_no_seconds(two_runs: tup
     assert {"pod", "node", "gpus", "numa_cell"} == set(record["binds"][0])
     assert "solve_seconds" not in record
     assert {"engine", "status", "fallback", "reproducible", "podgroups", "queues", "input_sha256"} <= set(record)
+
+
+def test_an_fgd_case_records_each_arrival_of_each_solved_batch(two_runs: tuple[Path, Path]) -> None:
+    """The tiny trace tuned to 130 % is 49 arrivals: at k = 16 four batches; auto solves its
+    first 2 and turns the rest away."""
+    folder = two_runs[0] / "cases"
+    greedy = json.loads((folder / "fgd__default__greedy__k16__seed42.json").read_text(encoding="utf-8"))
+    auto = json.loads((folder / "fgd__default__auto__k16__seed42-first2.json").read_text(encoding="utf-8"))
+    assert greedy["pods"] == 49
+    assert [len(step) for step in greedy["steps"]] == [16, 16, 16, 1]
+    assert [len(step) for step in auto["steps"]] == [16, 16]
+    placed = [arrival for step in greedy["steps"] for arrival in step if arrival is not None]
+    assert len(placed) == greedy["placed"] > 0
+    assert all(isinstance(node, str) and isinstance(devices, list) for node, devices in placed)
+    assert auto["placed"] <= 32 and len(auto["allocated_milli"]) == 4
+    assert {"alloc_at_130_pct", "frag_at_130_pct", "final_alloc_pct"} <= set(greedy["results_row"])
 
 
 def test_compare_names_the_field_of_a_moved_bind(two_runs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -63,7 +84,7 @@ def test_compare_names_the_field_of_a_moved_bind(two_runs: tuple[Path, Path], tm
     out = capsys.readouterr().out
     assert 'DIFFERS bench/20x10/r0/greedy: first at binds[1].node:' in out
     assert '"elsewhere" (after)' in out
-    assert "3 of 4 cases identical, 1 differ" in out
+    assert "5 of 6 cases identical, 1 differ" in out
 
 
 def test_compare_counts_a_case_missing_on_one_side(two_runs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
