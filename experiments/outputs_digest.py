@@ -167,14 +167,18 @@ def bench_cases(
 
 
 def conformance_cases(folder: Path = CONFORMANCE_DIR, *, engines: Sequence[EngineName] = ENGINES) -> list[DigestCase]:
-    """Every YAML case under `folder` through each engine, as the conformance suite solves it."""
+    """Every YAML case under `folder` through each engine, as the conformance suite solves it;
+    ValueError when `folder` holds none (a mistyped folder must not pass as "no difference")."""
+    paths = sorted(folder.rglob("*.yaml"))
+    if not paths:
+        raise ValueError(f"{folder}: no conformance case (*.yaml) here")
 
     def case(path: Path, engine: EngineName) -> DigestCase:
         name = path.relative_to(folder).with_suffix("").as_posix()
         config = SolveConfig(engine=engine, time_limit_s=CONFORMANCE_TIME_LIMIT_S)
         return DigestCase(f"conformance/{name}/{engine}", lambda: _solved(_conformance_snapshot(path), config))
 
-    return [case(path, engine) for path in sorted(folder.rglob("*.yaml")) for engine in engines]
+    return [case(path, engine) for path in paths for engine in engines]
 
 
 def _conformance_snapshot(path: Path) -> Snapshot:
@@ -397,13 +401,27 @@ def _short(value: object, limit: int = 160) -> str:
 # ---- the thin CLI ----
 
 
-def _int_list(text: str) -> list[int]:
-    """`"42-46"` → 42…46; `"42,45"` → [42, 45]."""
+def _int_list(text: str, *, option: str) -> list[int]:
+    """`"42-46"` → 42…46; `"42,45"` → [42, 45]; ValueError names `option`."""
     values: list[int] = []
-    for part in (p.strip() for p in text.split(",")):
-        low, dash, high = part.partition("-")
-        values.extend(range(int(low), int(high) + 1) if dash else [int(part)] if part else [])
+    try:
+        for part in (p.strip() for p in text.split(",")):
+            low, dash, high = part.partition("-")
+            values.extend(range(int(low), int(high) + 1) if dash else [int(part)] if part else [])
+    except ValueError:
+        raise ValueError(f"{option}: expected numbers like 42-46 or 42,45, got {text!r}") from None
     return values
+
+
+def _policies(text: str) -> list[str]:
+    """`"greedy,auto"` → ["greedy", "auto"]; ValueError for a policy that is not batchplace's."""
+    from experiments.policies import BATCHPLACE_POLICIES
+
+    policies = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in policies if p not in BATCHPLACE_POLICIES]
+    if unknown:
+        raise ValueError(f"--fgd-policies: unknown {', '.join(unknown)}; choose from {', '.join(BATCHPLACE_POLICIES)}")
+    return policies
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -441,11 +459,11 @@ def _select(args: argparse.Namespace) -> list[DigestCase]:
     cases = bench_cases(parse_sizes(args.bench_sizes), repeats=args.bench_repeats, engines=engines) if args.bench_sizes else []
     if not args.no_conformance:
         cases += conformance_cases(args.conformance_dir, engines=engines)
-    seeds = _int_list(args.fgd_seeds)
+    seeds = _int_list(args.fgd_seeds, option="--fgd-seeds")
     if seeds:
         from experiments.trace_openb import check_trace
 
-        policies = [p.strip() for p in args.fgd_policies.split(",") if p.strip()]
+        policies = _policies(args.fgd_policies)
         trace_dir = check_trace(args.trace_dir, ["default"])
         cases += fgd_cases(seeds=seeds, policies=policies, batch_size=args.fgd_batch_size, trace_dir=trace_dir,
                            model_batches=args.fgd_model_batches)  # fmt: skip

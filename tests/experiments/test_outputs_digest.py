@@ -103,3 +103,18 @@ def test_first_difference_walks_keys_then_lists() -> None:
     assert first_difference(before, {**before, "binds": [{"node": "n1", "gpus": [0, 2]}]}) == ("binds[0].gpus[1]", "1", "2")
     assert first_difference(before, {**before, "binds": []}) == ("binds (length)", "1", "0")
     assert first_difference({"gap": 0}, {"gap": 0.0}) == ("gap", "0", "0.0")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        (["--fgd-seeds", "4x"], "--fgd-seeds"),
+        (["--fgd-policies", "fgd"], "--fgd-policies"),
+        (["--conformance-dir", "no-such-folder", "--fgd-seeds", ""], "no-such-folder"),
+        (["--compare", "no-such-before", "no-such-after"], "no-such-before"),
+    ],
+    ids=["seeds that are not numbers", "a policy that is not batchplace's", "a folder without cases", "a folder without a digest"],
+)
+def test_bad_arguments_exit_2_naming_the_option(arguments: list[str], named: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*arguments, "--list"]) == 2
+    assert named in capsys.readouterr().err
