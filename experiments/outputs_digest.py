@@ -41,6 +41,8 @@ What a case records:
 Excluded, because they measure the machine and not the answer: `Decision.solve_seconds`;
 an FGD run's `solve_seconds`, `wall_seconds` and the results row's `wall_s`,
 `solve_ms_mean`, `solve_ms_p99`; `EngineAnswers.place_seconds` and `comparison_seconds`.
+Not compared either: the order an engine lists binds, evictions, PodGroups and queues in
+(a placement is a set; the lists are sorted by key before writing).
 
 Not promised: identical answers when `reproducible` is false (the wall-clock safety net
 cut a CP-SAT search: the answer then depends on the machine's load) — such a case is
