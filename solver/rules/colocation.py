@@ -154,7 +154,11 @@ def columns(snapshot: Snapshot) -> tuple[Column, ...]:
     the `batch-*` resources and `LENT_GPU`, named in the view `oversubscribed` makes (nodes
     offer them there, offline pods ask them there), dealt to queues and packed like the
     cpu and memory they stand for. Declared when the view names them; the capacity rule
-    leaves them to this one."""
+    leaves them to this one. Computed once per snapshot (the problem and the checker ask)."""
+    return memoized(snapshot, ("colocation_columns",), lambda: _columns(snapshot))
+
+
+def _columns(snapshot: Snapshot) -> tuple[Column, ...]:
     named: set[str] = set().union(*(node.allocatable.keys() for node in snapshot.nodes))
     if BATCH_RESOURCES.isdisjoint(named) and not active(snapshot):
         return ()

@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from models.snapshot import WILDCARD_HOST_IP, HostPort, NodeName, Pod, Snapshot
 from solver.after import After
 from solver.columns import Column, TaskKey
+from solver.memo import memoized
 from solver.violation import Violation
 
 __all__ = ["NAME", "clash", "columns", "check"]
@@ -67,7 +68,12 @@ def _asked(ports: Iterable[HostPort], ips_of: dict[tuple[str, int], set[str]]) -
 
 def columns(snapshot: Snapshot) -> tuple[Column, ...]:
     """One column per (protocol, port, host IP) some pod or task binds (module docstring);
-    none when nobody binds a host port, so the tables of such a snapshot do not change."""
+    none when nobody binds a host port, so the tables of such a snapshot do not change.
+    Computed once per snapshot (the problem and the checker ask)."""
+    return memoized(snapshot, ("nodeports_columns",), lambda: _columns(snapshot))
+
+
+def _columns(snapshot: Snapshot) -> tuple[Column, ...]:
     pods = [pod for pod in snapshot.pods if pod.host_ports]
     tasks = [((group.key, task.name), task.host_ports) for group in snapshot.pod_groups for task in group.tasks if task.host_ports]
     if not pods and not tasks:
