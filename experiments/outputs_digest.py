@@ -115,7 +115,7 @@ class DigestCase:
 @dataclass(frozen=True)
 class Difference:
     """The first field where two records of `case` differ (`path` like `binds[3].node`);
-    `before`/`after` are the values, or a note when the case is missing on one side."""
+    `before`/`after` are the values (path `(case)`: whether the case was run at all)."""
 
     case: str
     path: str
@@ -348,8 +348,7 @@ def compare_folders(before: Path, after: Path) -> list[Difference]:
     differences = []
     for case in [*a, *(name for name in b if name not in a)]:
         if case not in b or case not in a:
-            missing, present = (after, before) if case not in b else (before, after)
-            differences.append(Difference(case, "(case)", f"missing in {missing}", f"present in {present}"))
+            differences.append(Difference(case, "(case)", _presence(case in a), _presence(case in b)))
         else:
             left_text = _case_file(before, case).read_text(encoding="utf-8")
             right_text = _case_file(after, case).read_text(encoding="utf-8")
@@ -359,6 +358,10 @@ def compare_folders(before: Path, after: Path) -> list[Difference]:
             path, x, y = first_difference(left, right) or ("(file)", "its text", "another text")
             differences.append(Difference(case, path, x, y, _objectives(left, right)))
     return differences
+
+
+def _presence(present: bool) -> str:
+    return "present" if present else "absent (not run)"
 
 
 def _objectives(before: object, after: object) -> str:
