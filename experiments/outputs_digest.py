@@ -15,10 +15,10 @@ Data — the cases, each named by a path-like id (`--list` prints them):
   - `fgd/<pod list>/<policy>/k<k>/seed<seed>`: the FGD replay (`experiments.fgd.run_fgd`,
     as `batchplace experiment fgd` runs it) at k = 16, seeds 42–46, for batchplace's
     policies: greedy and its variants (best fit, shapes from pending pods, whole GPUs
-    first) in full; `auto` and `cpsat` only their first `--fgd-model-batches` batches
-    (a CP-SAT solve is up to a second: a whole replay takes half an hour a seed), their
-    later arrivals turned away unsolved (the case id says `-first<N>`). The published
-    baselines are left out: they do not call the solver.
+    first), `auto` and `cpsat`, each replay whole. For a quicker look, `--fgd-model-batches
+    N` has `auto` and `cpsat` solve only their first N batches and turn later arrivals
+    away unsolved (the case id then says `-first<N>`). The published baselines are left
+    out: they do not call the solver.
 Run: each case in this process, one after the other; a case that raises is recorded as
 its error (type and first line), which is an output like any other.
 Report: under `--out`, one canonical JSON per case in `cases/` (keys sorted, one-space
@@ -97,8 +97,8 @@ CONFORMANCE_CASE_KIND = "ConformanceCase"
 FGD_SEEDS = "42-46"
 FGD_BATCH_SIZE = 16
 FGD_POLICIES = "greedy,greedy-bestfit,greedy-pending,greedy-large-first,auto,cpsat"
-FGD_MODEL_BATCHES = 200
-"""Batches an `auto`/`cpsat` replay solves before it turns the rest away (module docstring)."""
+FGD_MODEL_BATCHES = 0
+"""Batches an `auto`/`cpsat` replay solves before it turns the rest away; 0: all (module docstring)."""
 CASES_FOLDER = "cases"
 DIGEST_FILE = "digest.tsv"
 TIMINGS_FILE = "timings.tsv"
@@ -115,7 +115,7 @@ class DigestCase:
 @dataclass(frozen=True)
 class Difference:
     """The first field where two records of `case` differ (`path` like `binds[3].node`);
-    `before`/`after` are the values, or a note when the case is missing on one side."""
+    `before`/`after` are the values (path `(case)`: whether the case was run at all)."""
 
     case: str
     path: str
@@ -348,8 +348,7 @@ def compare_folders(before: Path, after: Path) -> list[Difference]:
     differences = []
     for case in [*a, *(name for name in b if name not in a)]:
         if case not in b or case not in a:
-            missing, present = (after, before) if case not in b else (before, after)
-            differences.append(Difference(case, "(case)", f"missing in {missing}", f"present in {present}"))
+            differences.append(Difference(case, "(case)", _presence(case in a), _presence(case in b)))
         else:
             left_text = _case_file(before, case).read_text(encoding="utf-8")
             right_text = _case_file(after, case).read_text(encoding="utf-8")
@@ -359,6 +358,10 @@ def compare_folders(before: Path, after: Path) -> list[Difference]:
             path, x, y = first_difference(left, right) or ("(file)", "its text", "another text")
             differences.append(Difference(case, path, x, y, _objectives(left, right)))
     return differences
+
+
+def _presence(present: bool) -> str:
+    return "present" if present else "absent (not run)"
 
 
 def _objectives(before: object, after: object) -> str:
@@ -451,7 +454,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--fgd-policies", default=FGD_POLICIES, help=f"FGD policies (default {FGD_POLICIES}).")
     parser.add_argument("--fgd-batch-size", type=int, default=FGD_BATCH_SIZE, help=f"Batch size k (default {FGD_BATCH_SIZE}).")
     parser.add_argument("--fgd-model-batches", type=int, default=FGD_MODEL_BATCHES,
-                        help=f"Batches auto/cpsat replays solve before turning the rest away (default {FGD_MODEL_BATCHES}; 0: all, ~30 min a seed).")  # fmt: skip
+                        help="Batches auto/cpsat replays solve before turning the rest away, for a quicker look (default 0: all).")  # fmt: skip
     parser.add_argument("--trace-dir", type=Path, default=None, help="Folder of the openb trace CSVs (default $BATCHPLACE_OPENB_DIR or found beside the repo).")
     return parser
 

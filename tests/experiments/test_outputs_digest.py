@@ -94,7 +94,7 @@ def test_compare_counts_a_case_missing_on_one_side(two_runs: tuple[Path, Path], 
     digest = after / "digest.tsv"
     digest.write_text("".join(line + "\n" for line in digest.read_text(encoding="utf-8").splitlines()[1:]), encoding="utf-8")
     assert main(["--compare", str(first), str(after)]) == 1
-    assert "missing in" in capsys.readouterr().out
+    assert "DIFFERS bench/20x10/r0/greedy: first at (case): present (before) vs absent (not run) (after)" in capsys.readouterr().out
 
 
 def test_first_difference_walks_keys_then_lists() -> None:
