@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, POD_SLOT, PODS, Snapshot, gpu_devices, is_fractional_gpu
 from solver.after import After, BoundPod
 from solver.columns import Column
+from solver.rules import colocation
 from solver.violation import Violation, describe_amount
 
 __all__ = ["NAME", "fits", "devices_needed", "device_fits", "columns", "check"]
@@ -95,7 +96,10 @@ def _device_count(bound: BoundPod) -> Violation | None:
 
 def check(snapshot: Snapshot, after: After) -> list[Violation]:
     violations: list[Violation] = []
-    others = {column.name for rule in _other_rules() for column in rule.columns(snapshot)}
+    # Offline pods' room is asked in their requests (the view `colocation.oversubscribed`
+    # makes): those columns are rule colocation's, which says it with its numbers. Other
+    # rules' columns (host ports) are never requests, so never in `after.node_used`.
+    others = {column.name for column in colocation.columns(snapshot)}
     for node_name, added in sorted(after.node_bound.items()):
         node = snapshot.node_by_name[node_name]
         used = after.node_used[node_name]
@@ -152,9 +156,3 @@ def _overfull_devices(snapshot: Snapshot, after: After, node_name: str, overfull
         ),
     )
 
-
-def _other_rules():  # noqa: ANN202 — rule modules
-    """The rules other than this one that declare columns (imported here: the registry imports this module)."""
-    from solver.rules import RULES
-
-    return [rule for rule in RULES if rule.NAME != NAME and hasattr(rule, "columns")]
