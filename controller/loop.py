@@ -57,6 +57,7 @@ from models.placement import Decision
 from models.snapshot import ColocationPolicy, PodGroupKey, ReservationPolicy, Snapshot, UsagePolicy
 from models.typical_shapes import TypicalShape
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES
+from solver.offline_evictions import OfflineEviction, offline_evictions
 from solver.place import EngineName, SolveConfig, place
 from solver.rules import colocation
 from solver.rules import usage as usage_rule
@@ -449,30 +450,23 @@ class Controller:
         self._colocation_metrics(snapshot)
         return dataclasses.replace(observation, snapshot=snapshot)
 
-    def _offline_evictions(self, observation: Observation) -> list[colocation.OfflineEviction]:
-        """Offline pods to evict from colocation nodes whose online usage rose (`solver.rules.colocation`)."""
-        evictions = colocation.offline_evictions(observation.snapshot)
+    def _offline_evictions(self, observation: Observation) -> list[OfflineEviction]:
+        """Offline pods to evict from colocation nodes whose online usage rose (`solver.offline_evictions`)."""
+        evictions = offline_evictions(observation.snapshot)
         for eviction in evictions:
             self.metrics.offline_evictions.labels(resource=next(iter(eviction.short_by))).inc(len(eviction.pods))
             log.info("colocation: %s", eviction.message, extra={"node": eviction.node, "offline_evictions": len(eviction.pods)})
         return evictions
 
     def _colocation_metrics(self, snapshot: Snapshot) -> None:
-        rooms = colocation.rooms(snapshot)
-        states = Counter(room.state for room in rooms.values())
-        for state in ("fresh", "stale", "missing", "unmeasured"):
-            self.metrics.colocation_nodes.labels(state=state).set(states.get(state, 0))
-        for resource in colocation.BATCH_OF:
-            of = [r for node_room in rooms.values() for r in node_room.resources if r.resource == resource]
-            over = sum(max(0, r.room - max(0, r.allocatable - r.online_requested)) for r in of if r.usage_based)
-            self.metrics.colocation_oversubscribed.labels(resource=resource).set(over)
-            self.metrics.colocation_room.labels(resource=resource).set(sum(r.room for r in of))
-            self.metrics.colocation_offline_requested.labels(resource=resource).set(sum(r.offline for r in of))
-        devices = [d for node_room in rooms.values() for d in node_room.devices]  # lent GPU devices, milli
-        over = sum(max(0, d.room - max(0, 1000 - d.online_requested - d.outside)) for d in devices)
-        self.metrics.colocation_oversubscribed.labels(resource="gpu").set(over)
-        self.metrics.colocation_room.labels(resource="gpu").set(sum(d.room for d in devices))
-        self.metrics.colocation_offline_requested.labels(resource="gpu").set(sum(d.offline for d in devices))
+        """The rule's own numbers (`solver.rules.colocation.totals`), exported as they are."""
+        totals = colocation.totals(snapshot)
+        for state, count in totals.nodes.items():
+            self.metrics.colocation_nodes.labels(state=state).set(count)
+        for resource, room in totals.room.items():
+            self.metrics.colocation_oversubscribed.labels(resource=resource).set(totals.oversubscribed[resource])
+            self.metrics.colocation_room.labels(resource=resource).set(room)
+            self.metrics.colocation_offline_requested.labels(resource=resource).set(totals.offline[resource])
 
     def _partial_past_due(self, snapshot: Snapshot, now: float) -> dict[PodGroupKey, float]:
         """Partly bound gangs (`solver.rules.gang.is_partly_bound`) waiting longer than

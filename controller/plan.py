@@ -55,7 +55,7 @@ from models.placement import Bind, Decision, Eviction, PodGroupOutcome
 from models.snapshot import NodeName, PodGroupKey, PodKey, Snapshot
 from solver.reasons import gang_assigned_message, gang_released
 from solver.rules import gated
-from solver.rules.colocation import OfflineEviction
+from solver.offline_evictions import OfflineEviction
 
 __all__ = [
     "Evict",
@@ -143,7 +143,7 @@ def plan(
     released: Mapping[PodGroupKey, str] = {},
 ) -> Plan:
     """What to write this cycle. `offline`: offline pods to evict because online usage rose
-    on their colocation node (`solver.rules.colocation.offline_evictions`), one gang each node
+    on their colocation node (`solver.offline_evictions`), one gang each node
     ahead of the rest, each pod with an `Evicted` Event saying why and the node with one too.
     `release`: partly bound gangs past their time to complete → seconds they have been
     waiting; one the solver does not complete this cycle has its bound pods evicted (rule 6).

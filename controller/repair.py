@@ -105,7 +105,7 @@ def repair_evictions(
 def counted(pod: HeldPod, node: Node) -> bool:
     """Whether the repair counts `pod` on `node`: not an offline pod on a colocation node —
     there it uses what online pods requested but do not use, judged by measured usage, and
-    `solver.rules.colocation.offline_evictions` makes it leave when that room shrinks."""
+    `solver.offline_evictions` makes it leave when that room shrinks."""
     return not (pod.offline and node.colocation)
 
 

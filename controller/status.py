@@ -85,6 +85,7 @@ REPORTED_UNDER: dict[str, str] = {
     # rules whose facts a pending PodGroup's reasons carry under another rule
     "node_affinity": "eligibility",  # a node its affinity or selector refuses is not eligible
     "binding": "eligibility",  # a bind's own shape (node exists, devices valid) is checked, never a wait
+    "nodeports": "capacity",  # a taken host port is folded into the capacity fit error, as kube-scheduler folds NodePorts
 }
 READY_REASON = "tasks in gang are ready to be scheduled"  # Volcano's Scheduled condition says this
 PIPELINED_REASON = "Pipelined"

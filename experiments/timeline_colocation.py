@@ -23,8 +23,8 @@ fine-tuning pods borrow the unused part of the devices the model replicas share
 
 Each step (`step_s`, 15 min) the controller's cycle runs as in the cluster: node usage is
 measured (the online pods' actual use: `online-cpu` / `online-memory`, fresh), offline
-pods that no longer fit their node's room are evicted (`solver.rules.colocation.
-offline_evictions`; an evicted job loses its progress and waits again), then `place()`
+pods that no longer fit their node's room are evicted (`solver.offline_evictions`;
+an evicted job loses its progress and waits again), then `place()`
 decides (greedy, or `engine`), binds start pods and preemptions evict them. Without
 colocation (`--no-colocation`, `ColocationPolicy(enabled=False)`) offline pods are
 ordinary pods of low priority: online pods preempt them when they need the room.
@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from models.snapshot import ColocationPolicy, NodeUsage, Pod, PodGroup, Snapshot, UsagePolicy
+from solver.offline_evictions import offline_evictions
 from solver.place import SolveConfig, place
 from solver.rules import colocation
 
@@ -155,11 +156,11 @@ def run_colocation(config: ColocationConfig) -> ColocationResult:
             next_online_s += config.online_every_h * 3600
         snapshot = _snapshot(nodes, jobs, share, now, policy, devices=config.gpu_lending)
         # the controller's colocation evictions, then the decision
-        for eviction in colocation.offline_evictions(snapshot):
+        for eviction in offline_evictions(snapshot):
             for key in eviction.pods:
                 _requeue(jobs[key.split("/", 1)[1]], now)
                 result.evicted += 1
-        if any(e.pods for e in colocation.offline_evictions(snapshot)):
+        if any(e.pods for e in offline_evictions(snapshot)):
             snapshot = _snapshot(nodes, jobs, share, now, policy, devices=config.gpu_lending)
         decision = place(snapshot, SolveConfig(engine=config.engine, time_limit_s=2.0))  # type: ignore[arg-type]
         for eviction in decision.placement.evictions:

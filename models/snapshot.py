@@ -97,6 +97,8 @@ __all__ = [
     "Toleration",
     "Gpu",
     "NumaCell",
+    "HostPort",
+    "WILDCARD_HOST_IP",
     "NodeUsage",
     "UsagePolicy",
     "ColocationPolicy",
@@ -188,6 +190,9 @@ means zero (or, in a capability, no cap)."""
 
 NumaPolicy = Literal["none", "best-effort", "restricted", "single-numa-node"]
 
+WILDCARD_HOST_IP = "0.0.0.0"
+"""A host port bound on every address of the node (`hostIP` unset, as the kubelet binds it)."""
+
 
 def pod_group_key(namespace: str, name: str) -> PodGroupKey:
     return PodGroupKey(f"{namespace}/{name}")
@@ -260,6 +265,16 @@ class Gpu(_Frozen):
         "online pods requested: 1000 − online usage − margin (`solver.rules.colocation.oversubscribed` sets it "
         "on a colocation node's shared devices); None: the device is not lent, offline pods count as any pod",
     )
+
+
+class HostPort(_Frozen):
+    """One `containers[].ports[]` entry with a `hostPort`: the node's port the kubelet binds for
+    the pod, so no other pod on that node may bind it (rule `nodeports`). `host_ip` "0.0.0.0"
+    (the default, `hostIP` unset) binds every address of the node."""
+
+    port: int = Field(ge=1, le=65535, description="`hostPort`")
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+    host_ip: str = Field(WILDCARD_HOST_IP, min_length=1, description="`hostIP`; 0.0.0.0: every address")
 
 
 class NumaCell(_Frozen):
@@ -519,6 +534,9 @@ class Task(_Frozen):
         description="offline (best-effort) pods: Volcano's volcano.sh/qos-level BE, or an offline PriorityClass; "
         "on colocation nodes they use what online pods requested but do not use (solver.rules.colocation)",
     )
+    host_ports: tuple[HostPort, ...] = Field(
+        (), description="the host ports each of its pods binds on its node (solver.rules.nodeports)"
+    )
     active_deadline_s: DeadlineS | None = Field(
         None,
         description="`activeDeadlineSeconds` of its pods: each runs at most this long once started (the kubelet "
@@ -625,6 +643,9 @@ class Pod(_Frozen):
         (), description="a running pod's required pod anti-affinity, which keeps pods it selects off its domain"
     )
     offline: bool = Field(False, description="an offline pod (`Task.offline`); a pending pod's is its task's")
+    host_ports: tuple[HostPort, ...] = Field(
+        (), description="the host ports it binds on its node (`Task.host_ports`); a pending pod's are its task's"
+    )
     active_deadline_s: DeadlineS | None = Field(
         None,
         description="`activeDeadlineSeconds`: a running pod ends by `start_time` + this (the kubelet ends it); "
@@ -801,6 +822,11 @@ class Snapshot(_Frozen):
                     raise ValueError(
                         f"pending pod {pod.key} requests {pod.requests} but its task {task.name!r} "
                         f"requests {task.requests}"
+                    )
+                if pod.phase == "pending" and pod.host_ports != task.host_ports:
+                    raise ValueError(
+                        f"pending pod {pod.key} binds host ports {[p.model_dump() for p in pod.host_ports]} but its "
+                        f"task {task.name!r} binds {[p.model_dump() for p in task.host_ports]}"
                     )
                 if pod.phase == "pending" and pod.offline != task.offline:
                     raise ValueError(

@@ -27,23 +27,28 @@ Layout choices, and why:
   `eligible_nodes(task_row)` gives one task's `[N]` mask; `eligible_by_class[S, N]` holds
   them all (rather than a `[T, N]` table, which would not fit at 100,000 PodGroups);
   `preference_missed_by_class[S, node class]` is the preferred node affinity weight
-  missed (`solver.rules.node_affinity.preference_missed`), per pair likewise. Node usage
-  joins the node signature twice: whether `solver.rules.usage` finds the node hot (then
-  no task is eligible there) and its usage band (`usage_band_by_class`, `solver.usage_tier`).
-  A node held for an overdue PodGroup (`solver.rules.reservation`) joins it by its holder, and a
-  task by its PodGroup when that PodGroup holds nodes and by its activeDeadlineSeconds: a
-  held node is eligible for its holder's tasks and for tasks that backfill it — their pods
-  are gone before the holder can start there (rule `reservation`). Example: j7 holds n24
-  with 2,280 s until its domain drains → n24 is eligible for j7's tasks and for a task of
-  deadline 1,800 s, not for one of 3,600 s nor one without a deadline.
-- `pods` is a fixed column every pod requests `POD_SLOT` (1) of, running or pending
-  (`models.snapshot`: the kubelet's count), so node capacity — `free`, every engine's fit
-  test, CP-SAT's patterns, what an eviction frees — counts pods like any resource. Example:
-  a node with `pods` 3 running 2 pods has `free[pods] == 1`.
+  missed (`solver.rules.node_affinity.preference_missed`), per pair likewise. A node's
+  usage band (`usage_band_by_class`, `solver.usage_tier`) joins the node signature. So does
+  what each node filter a rule declares knows of the node (`solver.columns.NodeFilter`,
+  `solver.rules.declared_node_filters`), and what it reads of a task joins the task's:
+  rule `usage` finds a node hot (then no task is eligible there); rule `reservation` holds a
+  node for an overdue PodGroup and reads a task's PodGroup and activeDeadlineSeconds (a
+  held node is eligible for its holder's tasks and for tasks that backfill it). Example:
+  j7 holds n24 with 2,280 s until its domain drains → n24 is eligible for j7's tasks and
+  for a task of deadline 1,800 s, not for one of 3,600 s nor one without a deadline.
+- Columns a rule declares (`solver.columns`, `solver.rules.declared_columns`) are rows like
+  any resource: the node offers, each pod and task asks, running pods take theirs off
+  `free`. So node capacity — `free`, every engine's fit test, CP-SAT's patterns, what an
+  eviction frees — counts them like any resource, and a new node-local rule needs no
+  engine edit. `pods` is rule `capacity`'s (every pod asks `POD_SLOT`, the kubelet's
+  count), each host port rule `nodeports`'s. Example: a node with `pods` 3 running 2 pods
+  has `free[pods] == 1`. Per row, `column_rule` names the rule that limits it (`capacity`
+  for the snapshot's own resources), `column_dealt` whether queues deal it, `column_packs`
+  whether it is a packing dimension, `column_shortage` how a node short of it is counted.
 - Queues: `queue_allocated` and `queue_deserved` come from `solver.shares` (subtree
-  included), `queue_capability` uses `-1` for "not capped". Queues do not deal pods: in the
-  `pods` column a queue holds its pod count but is never capped (`NO_CAP`), guaranteed
-  nothing, and deserves `UNLIMITED`, so no queue rule — quota, the fairness order (one pod
+  included), `queue_capability` uses `-1` for "not capped". A column no queue deals (the
+  pod count, a host port) is held by a queue but never capped (`NO_CAP`), guaranteed
+  nothing, and deserved `UNLIMITED`, so no queue rule — quota, the fairness order (one pod
   is 2^-60 of a share), reclaim's "above its deserved share" — is ever decided by it.
 
 - PodGroups: `group_facts[k]` holds what every reader asks of PodGroup k's pods and gang,
@@ -64,7 +69,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import NamedTuple
@@ -76,10 +81,10 @@ from models.snapshot import (
     GPU,
     GPU_MILLI_PER_DEVICE,
     MEMORY,
-    POD_SLOT,
     PODS,
     LENT_GPU,
     Node,
+    Pod,
     NodeName,
     PodGroupKey,
     PodKey,
@@ -89,11 +94,11 @@ from models.snapshot import (
 )
 from solver.after import milli_per_device
 from solver.memo import memoized_each
-from solver.rules import colocation, node_affinity, usage
+from solver.columns import Column
+from solver.rules import capacity, colocation, declared_columns, declared_node_filters, node_affinity
 from solver.rules.eligibility import eligible
 from solver.rules.gang import GangRequirement, can_be_met, gang_requirement
 from solver.rules.gated import is_gated
-from solver.rules.reservation import by_holder, reserved_for
 from solver.shares import deserved_shares
 from solver.usage_tier import usage_bands
 
@@ -144,6 +149,10 @@ class Problem:
     # ---- resources ----
     resource_names: tuple[str, ...]
     resource_index: Mapping[str, int]
+    column_rule: tuple[str, ...]  # [R] the rule that limits each row: `capacity` for the snapshot's resources
+    column_dealt: np.ndarray  # [R] bool: queues deal it (quota, shares, reclaim)
+    column_packs: np.ndarray  # [R] bool: a packing dimension (greedy's best fit)
+    column_shortage: tuple[str, ...]  # [R] how a node short of it is counted in a reason
     # ---- nodes ----
     node_names: tuple[NodeName, ...]
     node_index: Mapping[NodeName, int]
@@ -244,11 +253,12 @@ class Problem:
         return self.usage_band_by_class[self.node_class]
 
     def resources_dict(self, row: np.ndarray) -> dict[str, int]:
-        """An `[R]` row as the snapshot writes a resource list: without zeros and without
-        `pods`, which no request or share names — `{"cpu": 2000, "gpu": 8000}`. So queue rows
-        turned back into shares compare as the checker's do (`victim_refusal`)."""
-        pods = self.pods_column
-        return {name: int(row[i]) for i, name in enumerate(self.resource_names) if row[i] and i != pods}
+        """An `[R]` row as the snapshot writes a resource list: without zeros and without the
+        columns no queue deals (`pods`, host ports), which no request or share names —
+        `{"cpu": 2000, "gpu": 8000}`. So queue rows turned back into shares compare as the
+        checker's do (`victim_refusal`)."""
+        dealt = self.column_dealt
+        return {name: int(row[i]) for i, name in enumerate(self.resource_names) if row[i] and dealt[i]}
 
 
 @dataclass(frozen=True)
@@ -330,12 +340,13 @@ def build_problem(snapshot: Snapshot) -> Problem:
     `kubernetes.io/batch-cpu` and `-memory`, colocation nodes offer them), so every engine
     reads the rule in its capacity arithmetic; engines read that snapshot too."""
     snapshot = colocation.oversubscribed(snapshot)
-    resource_names = _resource_names(snapshot)
+    columns = declared_columns(snapshot)
+    resource_names = _resource_names(snapshot, columns)
     resource_index = {name: i for i, name in enumerate(resource_names)}
     task_keys = tuple((group.key, task.name) for group in snapshot.pod_groups for task in group.tasks)
     task_row = {key: t for t, key in enumerate(task_keys)}
-    nodes = _nodes(snapshot, resource_names)
-    pods = _pods(snapshot, resource_index, nodes, task_row)
+    nodes = _nodes(snapshot, resource_names, columns)
+    pods = _pods(snapshot, resource_index, nodes, task_row, columns)
     online_free, lent_free = _lent_devices(snapshot, nodes)
     if lent_free is not None:
         nodes = dataclasses.replace(nodes, gpu_free_milli=np.where(lent_free >= 0, np.minimum(online_free, lent_free), online_free))
@@ -346,8 +357,9 @@ def build_problem(snapshot: Snapshot) -> Problem:
         nodes.cell_ids, nodes.cell_cpu_free, nodes.cell_memory_free,
     ):
         array.setflags(write=False)
-    eligibility = _eligibility(snapshot, resource_index)
-    queues = _queues(snapshot, resource_index, pods)
+    eligibility = _eligibility(snapshot, resource_index, columns)
+    rows = _column_rows(resource_names, columns)
+    queues = _queues(snapshot, resource_index, pods, rows.column_dealt)
     topology = _topology(snapshot, nodes.node_index)
     group_keys = tuple(group.key for group in snapshot.pod_groups)
     owner = pods.pod_group
@@ -360,61 +372,73 @@ def build_problem(snapshot: Snapshot) -> Problem:
         _group_facts(snapshot, k, group_pods[k], pods.pod_task_row, pods.pod_running, task_keys)
         for k in range(len(group_keys))
     )
-    return Problem(
-        resource_names=resource_names,
-        resource_index=resource_index,
-        node_names=nodes.node_names,
-        node_index=nodes.node_index,
-        allocatable=nodes.allocatable,
-        free=nodes.free,
-        schedulable=nodes.schedulable,
-        gpu_index=nodes.gpu_index,
-        gpu_free_milli=nodes.gpu_free_milli,
-        gpu_cell=nodes.gpu_cell,
-        cell_ids=nodes.cell_ids,
-        cell_cpu_free=nodes.cell_cpu_free,
-        cell_memory_free=nodes.cell_memory_free,
-        node_class=eligibility.node_class,
-        node_class_representative=eligibility.node_class_representative,
-        eligible_by_class=eligibility.eligible_by_class,
-        preference_missed_by_class=eligibility.preference_missed_by_class,
-        usage_band_by_class=eligibility.usage_band_by_class,
-        task_requests=eligibility.task_requests,
-        task_eligibility_class=eligibility.task_eligibility_class,
-        task_single_numa=eligibility.task_single_numa,
-        pod_keys=pods.pod_keys,
-        pod_index=pods.pod_index,
-        pod_requests=pods.pod_requests,
-        pod_node=pods.pod_node,
-        pod_group=pods.pod_group,
-        pod_task_row=pods.pod_task_row,
-        pod_running=pods.pod_running,
-        pod_gpu_slots=pods.pod_gpu_slots,
-        pod_cell_slot=pods.pod_cell_slot,
-        tiers=topology.tiers,
-        domain_of=topology.domain_of,
-        domain_names=topology.domain_names,
-        queue_names=queues.queue_names,
-        queue_index=queues.queue_index,
-        queue_parent=queues.queue_parent,
-        queue_ancestors=queues.queue_ancestors,
-        queue_weight=queues.queue_weight,
-        queue_priority=queues.queue_priority,
-        queue_open=queues.queue_open,
-        queue_reclaimable=queues.queue_reclaimable,
-        queue_capability=queues.queue_capability,
-        queue_guarantee=queues.queue_guarantee,
-        queue_deserved=queues.queue_deserved,
-        queue_allocated=queues.queue_allocated,
-        task_keys=task_keys,
-        task_row=task_row,
+    groups = _GroupTables(
         group_keys=group_keys,
         group_index={key: k for k, key in enumerate(group_keys)},
         group_queue=_readonly(group_queue),
         group_pods=group_pods,
         group_facts=group_facts,
-        gpu_online_free_milli=online_free if lent_free is not None else None,
-        gpu_lent_free_milli=lent_free,
+    )
+    lent = _LentTables(
+        gpu_online_free_milli=online_free if lent_free is not None else None, gpu_lent_free_milli=lent_free
+    )
+    return Problem(
+        resource_names=resource_names,
+        resource_index=resource_index,
+        task_keys=task_keys,
+        task_row=task_row,
+        **_fields(rows), **_fields(nodes), **_fields(eligibility), **_fields(pods),
+        **_fields(topology), **_fields(queues), **_fields(groups), **_fields(lent),
+    )  # fmt: skip
+
+
+def _fields(table: object) -> dict[str, object]:
+    """A part's fields by name: each part's field names are the `Problem`'s (a name that is
+    not one fails at construction), so the `Problem` is its parts laid side by side."""
+    return {field.name: getattr(table, field.name) for field in dataclasses.fields(table)}  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _ColumnRows:
+    """`_column_rows`' part of the `Problem`."""
+
+    column_rule: tuple[str, ...]
+    column_dealt: np.ndarray
+    column_packs: np.ndarray
+    column_shortage: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _GroupTables:
+    """The PodGroups' part of the `Problem`."""
+
+    group_keys: tuple[PodGroupKey, ...]
+    group_index: Mapping[PodGroupKey, int]
+    group_queue: np.ndarray
+    group_pods: tuple[np.ndarray, ...]
+    group_facts: tuple[GroupFacts, ...]
+
+
+@dataclass(frozen=True)
+class _LentTables:
+    """`_lent_devices`' part of the `Problem` (None when no device is lent)."""
+
+    gpu_online_free_milli: np.ndarray | None
+    gpu_lent_free_milli: np.ndarray | None
+
+
+def _column_rows(resource_names: tuple[str, ...], columns: tuple[Column, ...]) -> _ColumnRows:
+    """Per row: the rule that limits it and how (`Problem.column_rule` …). A resource the
+    snapshot names is rule `capacity`'s, dealt to queues, a packing dimension."""
+    declared = {column.name: column for column in columns}
+    rows = [declared.get(name) for name in resource_names]
+    return _ColumnRows(
+        column_rule=tuple(capacity.NAME if column is None else column.rule for column in rows),
+        column_dealt=_readonly(np.array([column is None or column.dealt_to_queues for column in rows], dtype=bool)),
+        column_packs=_readonly(np.array([column is None or column.packs for column in rows], dtype=bool)),
+        column_shortage=tuple(
+            f"insufficient {name}" if column is None else column.shortage for name, column in zip(resource_names, rows)
+        ),
     )
 
 
@@ -509,9 +533,10 @@ _GPU_INDEX = attrgetter("gpu_index")
 _CELL_IDS = attrgetter("cell_ids")
 
 
-def _resource_names(snapshot: Snapshot) -> tuple[str, ...]:
-    """cpu, memory, gpu, pods first (fixed columns), then every other resource named anywhere, sorted."""
-    others: set[str] = set().union(*map(_ALLOCATABLE, snapshot.nodes))
+def _resource_names(snapshot: Snapshot, columns: tuple[Column, ...]) -> tuple[str, ...]:
+    """cpu, memory, gpu, pods first (fixed columns), then every other resource named anywhere
+    and every declared column, sorted."""
+    others: set[str] = set().union(*map(_ALLOCATABLE, snapshot.nodes), (column.name for column in columns))
     for group in snapshot.pod_groups:
         for task in group.tasks:
             others.update(task.requests)
@@ -614,9 +639,9 @@ def _compute_node_row(node: Node) -> _NodeRow:
     )
 
 
-def _nodes(snapshot: Snapshot, resource_names: tuple[str, ...]) -> _NodeTables:
+def _nodes(snapshot: Snapshot, resource_names: tuple[str, ...], columns: tuple[Column, ...]) -> _NodeTables:
     """Node tables: every node's `_NodeRow` packed in this snapshot's layout, all read with
-    one `np.frombuffer`, then sliced into the tables."""
+    one `np.frombuffer`, then sliced into the tables; then what the declared columns offer."""
     nodes = snapshot.nodes
     rows = _node_rows(nodes)
     gpu_slots = max(map(len, map(_GPU_INDEX, rows)), default=0)
@@ -628,6 +653,7 @@ def _nodes(snapshot: Snapshot, resource_names: tuple[str, ...]) -> _NodeTables:
     table = np.frombuffer(packed, dtype=np.int64).reshape(len(rows), width).copy()  # writable: `_pods` takes running pods off
     at = np.cumsum([0, len(resource_names), gpu_slots, gpu_slots, gpu_slots, cell_slots, cell_slots, cell_slots])
     allocatable = np.ascontiguousarray(table[:, : at[1]].T)
+    _offer(allocatable, resource_names, columns, nodes)
     free = allocatable.copy()
     free[resource_names.index(GPU)] -= table[:, -1]
     names = tuple(map(_NAME, nodes))
@@ -646,137 +672,171 @@ def _nodes(snapshot: Snapshot, resource_names: tuple[str, ...]) -> _NodeTables:
     )
 
 
+def _offer(allocatable: np.ndarray, resource_names: tuple[str, ...], columns: tuple[Column, ...], nodes: tuple[Node, ...]) -> None:
+    """Each declared column's offer into its `[N]` row of `allocatable`, in place."""
+    for column in columns:
+        if column.offer is None:
+            continue  # the node's allocatable states it
+        row = allocatable[resource_names.index(column.name)]
+        if isinstance(column.offer, int):
+            row[:] = column.offer
+        else:
+            row[:] = [column.offer.get(node.name, 0) for node in nodes]
+
+
+def _asks(table: np.ndarray, r: int, ask: int | Mapping | None, index: Mapping) -> None:
+    """A declared column's asks into column `r` of a `[rows, R]` table: one amount for every
+    row, or by key (rows not named ask 0), in place; None: the requests stated it already."""
+    if ask is None:
+        return
+    if isinstance(ask, int):
+        table[:, r] = ask
+    else:
+        table[:, r] = 0
+        for key, amount in ask.items():
+            table[index[key], r] = amount
+
+
 def _pods(
     snapshot: Snapshot,
     resource_index: Mapping[str, int],
     nodes: _NodeTables,
     task_row: Mapping[TaskKey, int],
+    columns: tuple[Column, ...],
 ) -> _PodTables:
     """Pod tables; takes running pods' usage off the node, device and cell tables in place."""
-    node_index, free, gpu_index, gpu_free = nodes.node_index, nodes.free, nodes.gpu_index, nodes.gpu_free_milli
-    cell_ids, cell_cpu, cell_memory = nodes.cell_ids, nodes.cell_cpu_free, nodes.cell_memory_free
     pods = snapshot.pods
-    count = len(pods)
-    group_index = {group.key: k for k, group in enumerate(snapshot.pod_groups)}
-    request_p: list[int] = []
-    request_r: list[int] = []
-    request_v: list[int] = []
-    pod_node = np.full(count, -1, dtype=np.int64)
-    pod_group = np.full(count, -1, dtype=np.int64)
-    pod_task_row = np.full(count, -1, dtype=np.int64)
-    nodes_of: list[int] = []
-    running: list[int] = []
-    groups_of: list[int] = []
-    grouped: list[int] = []
-    task_rows: list[int] = []
-    device_slots: dict[int, tuple[int, ...]] = {}
-    device_n: list[int] = []
-    device_g: list[int] = []
-    device_milli: list[int] = []
-    cell_slots: dict[int, int] = {}
-    cell_n: list[int] = []
-    cell_c: list[int] = []
-    cell_cpu_used: list[int] = []
-    cell_memory_used: list[int] = []
-    slot_maps: dict[int, dict[int, int]] = {}  # node → {device index: slot}, built on first use
-    gpu_index_rows: list[list[int]] | None = None  # gpu_index as lists, made on first use
-    for p, pod in enumerate(pods):
-        for name, amount in pod.requests.items():
-            request_p.append(p)
-            request_r.append(resource_index[name])
-            request_v.append(amount)
-        if pod.pod_group is not None:
-            grouped.append(p)
-            groups_of.append(group_index[pod.pod_group])
-            task_rows.append(task_row[(pod.pod_group, pod.task or "")])
-        if pod.phase != "running":
-            continue
-        n = node_index[pod.node]  # type: ignore[index]
-        running.append(p)
-        nodes_of.append(n)
-        if pod.gpu_indices:
-            slot_of = slot_maps.get(n)
-            if slot_of is None:
-                if gpu_index_rows is None:
-                    gpu_index_rows = gpu_index.tolist()
-                slot_of = slot_maps[n] = {index: g for g, index in enumerate(gpu_index_rows[n]) if index >= 0}
-            slots = tuple(slot_of[i] for i in pod.gpu_indices if i in slot_of)
-            gpu_milli = pod.requests.get(GPU, 0)
-            per_device = milli_per_device(gpu_milli)
-            device_slots[p] = slots
-            for g in slots:
-                device_n.append(n)
-                device_g.append(g)
-                device_milli.append(per_device)
-        if pod.numa_cell is not None:
-            found = np.flatnonzero(cell_ids[n] == pod.numa_cell)
-            if found.size:
-                cell_slots[p] = int(found[0])
-                cell_n.append(n)
-                cell_c.append(int(found[0]))
-                cell_cpu_used.append(pod.requests.get(CPU, 0))
-                cell_memory_used.append(pod.requests.get(MEMORY, 0))
-    pod_requests = np.zeros((count, len(resource_index)), dtype=np.int64)
-    pod_requests[_ints(request_p), _ints(request_r)] = request_v
-    pod_requests[:, resource_index[PODS]] = POD_SLOT
-    pod_group[_ints(grouped)] = groups_of
-    pod_task_row[_ints(grouped)] = task_rows
-    pod_node[_ints(running)] = nodes_of
-    running_index = _ints(running)
-    pod_running = pod_node >= 0
-    np.subtract.at(gpu_free, (_ints(device_n), _ints(device_g)), _ints(device_milli))
-    # A cell of unknown capacity stays UNLIMITED: what runs there is not counted against it.
-    at = (_ints(cell_n), _ints(cell_c))
-    known_cpu = cell_cpu[at] != UNLIMITED
-    known_memory = cell_memory[at] != UNLIMITED
-    np.subtract.at(cell_cpu, (at[0][known_cpu], at[1][known_cpu]), _ints(cell_cpu_used)[known_cpu])
-    np.subtract.at(cell_memory, (at[0][known_memory], at[1][known_memory]), _ints(cell_memory_used)[known_memory])
-    if running:
-        usage = np.zeros_like(free.T)
-        np.add.at(usage, pod_node[running_index], pod_requests[running_index])
-        free -= usage.T
+    pod_index = {pod.key: p for p, pod in enumerate(pods)}
+    pod_requests = _pod_requests(pods, resource_index)
+    for column in columns:
+        _asks(pod_requests, resource_index[column.name], column.ask, pod_index)
+    pod_group, pod_task_row = _membership(snapshot, task_row)
+    node_index = nodes.node_index
+    running_on = [(p, node_index[pod.node]) for p, pod in enumerate(pods) if pod.phase == "running"]  # type: ignore[index]
+    running = _ints([p for p, _ in running_on])
+    pod_node = np.full(len(pods), -1, dtype=np.int64)
+    pod_node[running] = [n for _, n in running_on]
+    device_slots = _hold_devices(pods, running_on, nodes)
+    cell_slots = _hold_cells(pods, running_on, nodes)
+    if running.size:
+        usage = np.zeros_like(nodes.free.T)
+        np.add.at(usage, pod_node[running], pod_requests[running])
+        nodes.free[...] -= usage.T
     return _PodTables(
         pod_keys=tuple(pod.key for pod in pods),
-        pod_index={pod.key: p for p, pod in enumerate(pods)},
+        pod_index=pod_index,
         pod_requests=_readonly(pod_requests),
         pod_node=_readonly(pod_node),
         pod_group=_readonly(pod_group),
         pod_task_row=_readonly(pod_task_row),
-        pod_running=_readonly(pod_running),
+        pod_running=_readonly(pod_node >= 0),
         pod_gpu_slots=device_slots,
         pod_cell_slot=cell_slots,
     )
 
 
-def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _EligibilityTables:
+def _pod_requests(pods: Sequence[Pod], resource_index: Mapping[str, int]) -> np.ndarray:
+    """`[P, R]`: each pod's requests (the declared columns' asks are set after)."""
+    at_p: list[int] = []
+    at_r: list[int] = []
+    amounts: list[int] = []
+    for p, pod in enumerate(pods):
+        for name, amount in pod.requests.items():
+            at_p.append(p)
+            at_r.append(resource_index[name])
+            amounts.append(amount)
+    table = np.zeros((len(pods), len(resource_index)), dtype=np.int64)
+    table[_ints(at_p), _ints(at_r)] = amounts
+    return table
+
+
+def _membership(snapshot: Snapshot, task_row: Mapping[TaskKey, int]) -> tuple[np.ndarray, np.ndarray]:
+    """`[P]` PodGroup index and `[P]` task row of each pod, −1 for pods of other schedulers."""
+    group_index = {group.key: k for k, group in enumerate(snapshot.pod_groups)}
+    pod_group = np.full(len(snapshot.pods), -1, dtype=np.int64)
+    pod_task_row = np.full(len(snapshot.pods), -1, dtype=np.int64)
+    grouped = [(p, pod.pod_group) for p, pod in enumerate(snapshot.pods) if pod.pod_group is not None]
+    if grouped:
+        at = _ints([p for p, _ in grouped])
+        pod_group[at] = [group_index[key] for _, key in grouped]
+        pod_task_row[at] = [task_row[(key, snapshot.pods[p].task or "")] for p, key in grouped]
+    return pod_group, pod_task_row
+
+
+def _hold_devices(pods: Sequence[Pod], running_on: list[tuple[int, int]], nodes: _NodeTables) -> dict[int, tuple[int, ...]]:
+    """Running pod → the GPU slots it holds (those that list devices); takes their milli off
+    `nodes.gpu_free_milli` in place."""
+    slots_of_pod: dict[int, tuple[int, ...]] = {}
+    taken: list[tuple[int, int, int]] = []  # (node, slot, milli)
+    slot_maps: dict[int, dict[int, int]] = {}  # node → {device index: slot}, built on first use
+    gpu_index_rows: list[list[int]] | None = None  # gpu_index as lists, made on first use
+    for p, n in running_on:
+        pod = pods[p]
+        if not pod.gpu_indices:
+            continue
+        slot_of = slot_maps.get(n)
+        if slot_of is None:
+            if gpu_index_rows is None:
+                gpu_index_rows = nodes.gpu_index.tolist()
+            slot_of = slot_maps[n] = {index: g for g, index in enumerate(gpu_index_rows[n]) if index >= 0}
+        slots = tuple(slot_of[i] for i in pod.gpu_indices if i in slot_of)
+        slots_of_pod[p] = slots
+        per_device = milli_per_device(pod.requests.get(GPU, 0))
+        taken.extend((n, g, per_device) for g in slots)
+    if taken:
+        at_n, at_g, milli = zip(*taken)
+        np.subtract.at(nodes.gpu_free_milli, (_ints(list(at_n)), _ints(list(at_g))), _ints(list(milli)))
+    return slots_of_pod
+
+
+def _hold_cells(pods: Sequence[Pod], running_on: list[tuple[int, int]], nodes: _NodeTables) -> dict[int, int]:
+    """Running pod → the slot of the NUMA cell it holds (those that name one); takes its cpu
+    and memory off the cell tables in place. A cell of unknown capacity stays UNLIMITED: what
+    runs there is not counted against it."""
+    cell_of_pod: dict[int, int] = {}
+    held: list[tuple[int, int, int, int]] = []  # (node, cell slot, cpu, memory)
+    for p, n in running_on:
+        pod = pods[p]
+        if pod.numa_cell is None:
+            continue
+        found = np.flatnonzero(nodes.cell_ids[n] == pod.numa_cell)
+        if found.size:
+            cell_of_pod[p] = int(found[0])
+            held.append((n, int(found[0]), pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0)))
+    if held:
+        at_n, at_c, cpu, memory = (_ints(list(values)) for values in zip(*held))
+        for table, used in ((nodes.cell_cpu_free, cpu), (nodes.cell_memory_free, memory)):
+            known = table[at_n, at_c] != UNLIMITED
+            np.subtract.at(table, (at_n[known], at_c[known]), used[known])
+    return cell_of_pod
+
+
+def _eligibility(
+    snapshot: Snapshot, resource_index: Mapping[str, int], columns: tuple[Column, ...]
+) -> _EligibilityTables:
     """Per (task class, node class) predicate calls; see the module docstring."""
     tasks: list[Task] = [task for group in snapshot.pod_groups for task in group.tasks]
-    held = reserved_for(snapshot)
-    holders = set(held.values())
-    task_holder = [group.key if group.key in holders else None for group in snapshot.pod_groups for _ in group.tasks]
+    task_groups = [group for group in snapshot.pod_groups for _ in group.tasks]
+    filters = declared_node_filters(snapshot)
     affinity_terms = [term for task in tasks for term in node_affinity.terms_of(task)]
     selector_keys = sorted({key for task in tasks for key in task.node_selector} | node_affinity.keys_read(affinity_terms))
     named_nodes = node_affinity.names_read(affinity_terms)
 
     nodes = snapshot.nodes
-    judged = usage.judgements(snapshot) if any(node.usage is not None for node in nodes) else {}
-    hot = {name for name, judgement in judged.items() if judgement.state == "hot"}
     bands = usage_bands(snapshot)
     # A node's signature: the label values selectors read, taints, unschedulable, then — only
     # when some node of the snapshot has one, since a part every node shares splits no class
-    # — its name (read by `matchFields`), being hot, its usage band and its holder.
+    # — its name (read by `matchFields`) and its usage band, then what each node filter a
+    # rule declares knows of it (`solver.columns.NodeFilter`: being hot, its holder).
     names = tuple(map(_NAME, nodes))
     parts: list[Iterable[object]] = [
         [tuple(map(node.labels.get, selector_keys)) for node in nodes], map(_TAINTS, nodes), map(_UNSCHEDULABLE, nodes)
     ]
     if named_nodes:
         parts.append([name if name in named_nodes else None for name in names])
-    if hot:
-        parts.append([name in hot for name in names])
     if any(bands.values()):
         parts.append(list(map(bands.__getitem__, names)))
-    if held:
-        parts.append(list(map(held.get, names)))
+    parts.extend(list(map(node_filter.node_part.get, names)) for node_filter in filters)
     class_of_signature: dict[object, int] = {}
     node_class = np.array(
         [class_of_signature.setdefault(signature, len(class_of_signature)) for signature in zip(*parts)], dtype=np.int64
@@ -788,41 +848,40 @@ def _eligibility(snapshot: Snapshot, resource_index: Mapping[str, int]) -> _Elig
     class_tasks: list[Task] = []
     task_class = np.zeros(len(tasks), dtype=np.int64)
     task_requests = np.zeros((len(tasks), len(resource_index)), dtype=np.int64)
-    class_holder: dict[int, object] = {}
+    class_filter_parts: list[tuple[object, ...]] = []  # per task class: what each node filter reads of it
     for t, task in enumerate(tasks):
+        filter_parts = tuple(node_filter.task_part(task_groups[t], task) for node_filter in filters)
         signature = (
             tuple(sorted(task.node_selector.items())),
             task.required_node_affinity,
             task.preferred_node_affinity,
             task.tolerations,
-            task_holder[t],
-            task.active_deadline_s if held else None,  # whether it backfills a held node (rule `reservation`)
+            *filter_parts,
         )
         task_cls = task_class_of_signature.get(signature)
         if task_cls is None:
             task_cls = task_class_of_signature[signature] = len(class_tasks)
             class_tasks.append(task)
+            class_filter_parts.append(filter_parts)
         task_class[t] = task_cls
-        class_holder[task_cls] = task_holder[t]
         for name, amount in task.requests.items():
             task_requests[t, resource_index[name]] = amount
-    task_requests[:, resource_index[PODS]] = POD_SLOT
+    task_row = {key: t for t, key in enumerate((group.key, task.name) for group in snapshot.pod_groups for task in group.tasks)}
+    for column in columns:
+        _asks(task_requests, resource_index[column.name], column.task_ask, task_row)
 
     pair_ok = np.array(
         [[eligible(snapshot.nodes[rep], task) for rep in representatives] for task in class_tasks],
         dtype=bool,
     ).reshape(len(class_tasks), len(representatives))
-    class_hot = np.array([name in hot for name in representative_names], dtype=bool)
-    pair_ok[:, class_hot] = False  # rule `usage`: a hot node takes no new pod, whatever the task
-    if held:  # rule `reservation`: a held node takes its holder's pods, and pods that backfill it, only
-        held_by = by_holder(snapshot)
+    for f, node_filter in enumerate(filters):  # rules `usage` (hot nodes), `reservation` (held nodes), …
         for node_cls, name in enumerate(representative_names):
-            holder = held.get(name)
-            if holder is not None:
+            node_part = node_filter.node_part.get(name)
+            if node_part is not None:
                 kept_off = [
                     c
-                    for c in range(len(class_tasks))
-                    if class_holder[c] != holder and not held_by[holder].backfills(class_tasks[c])
+                    for c, task in enumerate(class_tasks)
+                    if not node_filter.allows(task, class_filter_parts[c][f], node_part)
                 ]
                 pair_ok[kept_off, node_cls] = False
     class_band = np.array([bands[name] for name in representative_names], dtype=np.int64)
@@ -870,7 +929,9 @@ def _topology(snapshot: Snapshot, node_index: Mapping[NodeName, int]) -> _Topolo
     )
 
 
-def _queues(snapshot: Snapshot, resource_index: Mapping[str, int], pods_part: _PodTables) -> _QueueTables:
+def _queues(
+    snapshot: Snapshot, resource_index: Mapping[str, int], pods_part: _PodTables, dealt: np.ndarray
+) -> _QueueTables:
     """Queue tables. `queue_allocated` is `solver.shares.queue_allocated` computed from the
     pod tables (running pods of each queue's PodGroups, added to the queue and every
     ancestor) — one pass of numpy instead of another pass over the pod objects."""
@@ -891,10 +952,10 @@ def _queues(snapshot: Snapshot, resource_index: Mapping[str, int], pods_part: _P
         for name, amount in deserved_map.get(queue.name, {}).items():
             if name in resource_index:
                 deserved[q, resource_index[name]] = amount
-    pods = resource_index[PODS]  # not dealt to queues (module docstring)
-    capability[:, pods] = NO_CAP
-    guarantee[:, pods] = 0
-    deserved[:, pods] = UNLIMITED
+    not_dealt = ~dealt  # the pod count, host ports (module docstring)
+    capability[:, not_dealt] = NO_CAP
+    guarantee[:, not_dealt] = 0
+    deserved[:, not_dealt] = UNLIMITED
     own = np.zeros_like(allocated)
     owner = pods_part.pod_group
     running = np.flatnonzero(pods_part.pod_running & (owner >= 0))

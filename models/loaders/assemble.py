@@ -307,6 +307,7 @@ def _pod(pod: PodRecord, context: _PodContext) -> Pod:
         required_anti_affinity=pod.template.inter_pod.required_anti_affinity if not pod.pending else (),
         offline=offline,
         scheduling_gates=pod.template.scheduling_gates,
+        host_ports=pod.template.host_ports,
     )
 
 

@@ -192,6 +192,8 @@ def _shape(pod: PodRecord) -> str:
         shape["inter_pod"] = template.inter_pod.model_dump()
     if template.active_deadline_s is not None:
         shape["active_deadline_s"] = template.active_deadline_s
+    if template.host_ports:
+        shape["host_ports"] = [port.model_dump() for port in template.host_ports]
     return json.dumps(shape, sort_keys=True)
 
 
@@ -221,7 +223,7 @@ def _derive_tasks(workload: Workload, group: PodGroupRecord, pods: list[PodRecor
             warnings.add(
                 group.location,
                 f"pods of task {name!r} differ in requests, node selector, node affinity, "
-                "pod affinity, spread constraints, tolerations, NUMA policy or activeDeadlineSeconds; "
+                "pod affinity, spread constraints, tolerations, NUMA policy, host ports or activeDeadlineSeconds; "
                 f"split into tasks {', '.join(task_of_shape[(name, shape)] for shape in shapes)}"
                 + (" (its minTaskMember is not applied)" if name in group.min_task_member else ""),
             )

@@ -41,6 +41,8 @@ from models.snapshot import (
     DEFAULT_QUEUE,
     GPU,
     GPU_MILLI_PER_DEVICE,
+    WILDCARD_HOST_IP,
+    HostPort,
     NetworkTopology,
     PreemptionPolicy,
     ResourceList,
@@ -217,6 +219,7 @@ class PodTemplate:
     offline: bool = False  # annotation volcano.sh/qos-level: BE  # Volcano vGPU asks of the containers, not yet in `requests`
     active_deadline_s: float | None = None  # spec.activeDeadlineSeconds: the kubelet ends the pod this long after start
     scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates[].name: not to be scheduled while any remains
+    host_ports: tuple[HostPort, ...] = ()  # containers[].ports[] with a hostPort (rule nodeports)
 
 
 def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPolicy = "none") -> PodTemplate:
@@ -253,7 +256,41 @@ def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPoli
         offline=meta.annotations.get(QOS_LEVEL_ANNOTATION) in OFFLINE_QOS_LEVELS,
         active_deadline_s=spec.optional_integer("activeDeadlineSeconds", minimum=1),
         scheduling_gates=read_scheduling_gates(spec),
+        host_ports=read_host_ports(spec),
     )
+
+
+_PROTOCOLS = ("TCP", "UDP", "SCTP")
+
+
+def read_host_ports(spec: RawObject) -> tuple[HostPort, ...]:
+    """The host ports the pod's containers bind, as kube-scheduler's NodePorts plugin reads them:
+    `containers[].ports[]` with a `hostPort` (0 or unset binds none), `protocol` TCP when unset,
+    `hostIP` 0.0.0.0 (every address) when unset; sidecars (init containers with `restartPolicy:
+    Always`, which run beside the app) bind theirs too, other init containers have exited by
+    then and bind none. A `hostNetwork` pod binds each container port
+    on the node: the API server defaults `hostPort` to `containerPort` there. Listed once each,
+    in first-seen order."""
+    host_network = spec.boolean("hostNetwork", False)
+    found: list[HostPort] = []
+    sidecars = [init for init in spec.children("initContainers") if init.optional_string("restartPolicy") == "Always"]
+    for container in (*spec.children("containers"), *sidecars):
+        for port in container.children("ports"):
+            number = port.optional_integer("hostPort", minimum=0)
+            if number is None and host_network:
+                number = port.optional_integer("containerPort", minimum=0)
+            if not number:
+                continue
+            if number > 65535:
+                raise port.error("hostPort", f"{number} is not a port number (1-65535)")
+            protocol = port.string("protocol", "TCP") or "TCP"
+            if protocol not in _PROTOCOLS:
+                raise port.error("protocol", f"{protocol!r} is not one of {', '.join(_PROTOCOLS)}")
+            host_ip = port.string("hostIP", WILDCARD_HOST_IP) or WILDCARD_HOST_IP
+            host_port = HostPort(port=number, protocol=protocol, host_ip=host_ip)  # type: ignore[arg-type]
+            if host_port not in found:
+                found.append(host_port)
+    return tuple(found)
 
 
 def read_scheduling_gates(spec: RawObject) -> tuple[str, ...]:
@@ -478,6 +515,7 @@ def task_from_template(
         active_deadline_s=template.active_deadline_s,
         labels=template.labels if labels is None else labels,
         inter_pod=template.inter_pod,
+        host_ports=template.host_ports,
     )
 
 

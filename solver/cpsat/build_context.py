@@ -45,6 +45,7 @@ class BuildContext:
     held: frozenset[str]  # PodGroups the inter-pod part fixes: no units
     protected: frozenset[int]  # pods the inter-pod part protects: no victims
     gpu_column: int
+    count_columns: tuple[int, ...]  # columns no packing ranks by (the pod count, host ports): `patterns.dominated`
     hint_nodes: dict[str, set[int]]  # group key → nodes the hint binds it to
     declared: list[tuple[int, ...]]  # per node: its declared NUMA cell ids
     # The node tables as Python lists, read once: the per-node steps index them tens of
@@ -87,6 +88,7 @@ def new_build_context(
         held=fixed.held if fixed is not None else frozenset(),
         protected=fixed.protected if fixed is not None else frozenset(),
         gpu_column=problem.gpu_column,
+        count_columns=tuple(np.flatnonzero(~problem.column_packs).tolist()),
         hint_nodes=hint_nodes,
         declared=[tuple(sorted(c.id for c in node.numa_cells)) for node in snapshot.nodes],
         free_by_node=problem.free.T.tolist(),
@@ -132,7 +134,7 @@ def profile_of(
     )
     eligible = build.eligible_shapes[profile.eligibility] if considered else []
     pending = sum(build.pending_by_shape.get(shape.index, 0) for shape in eligible)
-    profile = dominated(profile, eligible, build.gpu_column, pods_column=build.problem.pods_column, pending=pending)
+    profile = dominated(profile, eligible, build.gpu_column, counts=build.count_columns, pending=pending)
     profile = dataclasses.replace(
         profile,
         packing_cpu=_packing_cpu(build, profile, eligible, left[build.problem.cpu_column], device_total),

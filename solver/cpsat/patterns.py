@@ -84,11 +84,12 @@ class PatternSet:
 
 
 def dominated(
-    profile: Profile, shapes: Sequence[Shape], gpu_column: int, *, pods_column: int, pending: int
+    profile: Profile, shapes: Sequence[Shape], gpu_column: int, *, counts: Sequence[int], pending: int
 ) -> Profile:
-    """`profile` with every node resource that can never bind set to DOMINATED: the pod
-    count when the node has room for more pods than can come (`_pods_dominated`), then every
-    non-GPU resource its devices already bound.
+    """`profile` with every node resource that can never bind set to DOMINATED: each column
+    a pod asks a few of and no packing ranks by (`counts`: the pod count, host ports —
+    `Problem.column_packs`) when the node has room for more than can come
+    (`_count_dominated`), then every other non-GPU resource its devices already bound.
 
     A resource r is dominated when every shape that may come asks GPUs and the most
     r-hungry shape per milli-GPU, times all free device milli, still fits r: then no
@@ -98,15 +99,17 @@ def dominated(
     free → 48 ≤ 64, cpu is dominated; with 4 GPUs (64 ≤ 64) too; with 5 GPUs not.
     """
     free = list(profile.free)
-    changed = _pods_dominated(profile, shapes, pods_column, pending)
-    if changed:
-        free[pods_column] = DOMINATED
+    changed = False
+    for r in counts:
+        if _count_dominated(profile, shapes, r, pending, counts):
+            free[r] = DOMINATED
+            changed = True
     if profile.unindexed_gpu or not shapes or any(shape.gpu_milli == 0 for shape in shapes):
         # (a cell's CPU may bind a CPU-only single-numa-node pod: keep it too)
         return _with_free(profile, free) if changed else profile
     device_total = sum(free for _, free in profile.devices)
     for r, amount in enumerate(free):
-        if r in (gpu_column, pods_column) or amount < 0:
+        if r == gpu_column or r in counts or amount < 0:
             continue
         worst = max(shapes, key=lambda shape: shape.requests[r] / shape.gpu_milli)
         if worst.requests[r] * device_total <= amount * worst.gpu_milli:
@@ -142,21 +145,25 @@ def dominated(
     )
 
 
-def _pods_dominated(profile: Profile, shapes: Sequence[Shape], pods_column: int, pending: int) -> bool:
-    """Can the node's pod count never bind? When it has room for every pod that may come
-    to it (`pending`), or for more pods than some resource every shape asks allows (the
-    fewest asked of it, into what is free). Example: 40 pending pods, 110 free → never
-    binds; 1,000 pending, all asking ≥ 1 core, 64 cores free → at most 64 pods ≤ 110.
-    The resource bound is the real free amount, which stays checked or is itself
-    dominated by the devices — so the pod count is still implied."""
-    slots = profile.free[pods_column]
-    if pending <= slots:
+def _count_dominated(profile: Profile, shapes: Sequence[Shape], column: int, pending: int, counts: Sequence[int]) -> bool:
+    """Can `column` never bind? When the node has room for every pod that may come to it
+    (`pending`, each asking at most the most a shape asks of it), or for more pods than some
+    resource every shape asks allows (the fewest asked of it, into what is free). Example,
+    the pod count (every pod asks 1): 40 pending pods, 110 free → never binds; 1,000
+    pending, all asking ≥ 1 core, 64 cores free → at most 64 pods ≤ 110. The resource bound
+    is the real free amount of a resource that is no such column, which stays checked or is
+    itself dominated by the devices — so the column is still implied. (Another such column
+    may not bound it: it may be dropped by the same argument, and two host ports of one pod
+    would each drop the other.)"""
+    room = profile.free[column]
+    most = max((shape.requests[column] for shape in shapes), default=1)
+    if pending * most <= room:
         return True
     for r, amount in enumerate(profile.free):
-        if r == pods_column or amount < 0 or not shapes:
+        if r in counts or amount < 0 or not shapes:
             continue
         least = min(shape.requests[r] for shape in shapes)
-        if least > 0 and amount // least <= slots:
+        if least > 0 and (amount // least) * most <= room:
             return True
     return False
 

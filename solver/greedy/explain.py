@@ -12,7 +12,9 @@ nodes held for an overdue PodGroup (`solver.rules.reservation`) say for whom.
 
 Each node is counted once, under the first filter it fails, in this order: eligibility
 (the predicate's own reason, asked once per node class), outside the topology domain,
-insufficient resource (gpu, cpu, memory, others), GPU device shape, NUMA cell, then the
+insufficient resource (gpu, cpu, memory, others; a column a rule declares counts as its
+rule says, `Problem.column_shortage`: "2 hostPort 0.0.0.0:8080/TCP in use"), GPU device
+shape, NUMA cell, then the
 inter-pod filters (`greedy.interpod`: pod affinity, anti-affinity, spread), which get a
 sentence per rule naming the term or domain, e.g. "pod_affinity: task web: 0/2 nodes fit
 another pod: 2 anti-affinity {app=web} on kubernetes.io/hostname" (the capacity sentence
@@ -109,7 +111,7 @@ def fit_error(state: CycleState, shape: TaskShape, task: Task, domain: np.ndarra
     full = np.zeros_like(remaining)
     for r in order:
         lacking = remaining & (state.free[r] < shape.requests[r])
-        name = f"insufficient {problem.resource_names[r]}"
+        name = problem.column_shortage[r]  # "insufficient cpu"; a rule's column says it its way
         counts[name] = counts.get(name, 0) + int(lacking.sum())
         remaining &= ~lacking
         if r == problem.pods_column:

@@ -62,7 +62,7 @@ from typing import Protocol
 
 import numpy as np
 
-from models.snapshot import Snapshot
+from models.snapshot import QueueName, Snapshot
 from solver import reasons
 from solver.greedy.plan import GreedyFailure, GroupPlan
 from solver.greedy.state import WHOLE, CycleState, TaskShape, choose_devices
@@ -79,6 +79,9 @@ from solver.rules.preemption import (
 )
 
 __all__ = ["AllocatingEngine", "Preemptor", "VictimPool", "VictimSet", "run_preemption", "CANDIDATE_NODES"]
+
+QueueShares = dict[QueueName, dict[str, int]]
+"""Per queue, a resource list (`Problem.resources_dict`): allocated or deserved, subtree included."""
 
 class AllocatingEngine(Protocol):
     """What preemption needs of the engine that allocated (`solver.greedy.engine.GreedyEngine`):
@@ -190,19 +193,20 @@ class VictimPool:
     def __init__(self, engine: AllocatingEngine):
         self.engine = engine
         self._sets: dict[tuple[str, int, int, bool, bool], VictimSet] = {}
-        self._shares: tuple[dict, dict] | None = None  # type: ignore[type-arg]
+        self._shares: tuple[QueueShares, QueueShares] | None = None
 
-    def snapshot_shares(self) -> tuple[dict, dict]:  # type: ignore[type-arg]
+    def snapshot_shares(self) -> tuple[QueueShares, QueueShares]:
         """(allocated, deserved) per queue at the snapshot, as the checker judges them."""
         if self._shares is None:
             # The Problem holds `queue_allocated` and `deserved_shares` as arrays; back to
             # dicts (zeros left out, which no comparison of victim_refusal tells apart).
             problem = self.engine.problem
-            self._shares = tuple(  # type: ignore[assignment]
-                {name: problem.resources_dict(rows[q]) for q, name in enumerate(problem.queue_names)}
-                for rows in (problem.queue_allocated, problem.queue_deserved)
-            )
-        return self._shares  # type: ignore[return-value]
+
+            def per_queue(rows: np.ndarray) -> QueueShares:
+                return {name: problem.resources_dict(rows[q]) for q, name in enumerate(problem.queue_names)}
+
+            self._shares = (per_queue(problem.queue_allocated), per_queue(problem.queue_deserved))
+        return self._shares
 
     def victim_set(self, plan: GroupPlan, action: str) -> VictimSet:
         key = (action, plan.queue, plan.group.priority, plan.group.may_preempt,

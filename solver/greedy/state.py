@@ -231,10 +231,9 @@ class CycleState:
             gpu_column = problem.gpu_column
             gpu_milli = values[gpu_column]
             amounts = tuple((r, amount) for r, amount in enumerate(values) if amount)
-            # The pod count is no packing dimension: every pod asks one.
-            relative = [
-                (amount / self._scale_list[r], -r) for r, amount in amounts if r not in (gpu_column, problem.pods_column)
-            ]
+            # Only packing dimensions rank nodes: not the pod count (every pod asks one) nor a port.
+            packs = problem.column_packs
+            relative = [(amount / self._scale_list[r], -r) for r, amount in amounts if r != gpu_column and packs[r]]
             shape = TaskShape(
                 row=task_row,
                 requests=requests,

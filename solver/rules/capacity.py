@@ -23,14 +23,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, Snapshot, gpu_devices, is_fractional_gpu
+from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, POD_SLOT, PODS, Snapshot, gpu_devices, is_fractional_gpu
 from solver.after import After, BoundPod
-from solver.rules.colocation import BATCH_RESOURCES
+from solver.columns import Column
+from solver.rules import colocation
 from solver.violation import Violation, describe_amount
 
-__all__ = ["NAME", "fits", "devices_needed", "device_fits", "check"]
+__all__ = ["NAME", "fits", "devices_needed", "device_fits", "columns", "check"]
 
 NAME = "capacity"
+
+_POD_COUNT = Column(
+    name=PODS, rule=NAME, offer=None, ask=POD_SLOT, task_ask=POD_SLOT, shortage=f"insufficient {PODS}"
+)
+
+
+def columns(snapshot: Snapshot) -> tuple[Column, ...]:
+    """The pod count: each node's `pods` allocatable, one per pod whatever it asks (the
+    kubelet's count), dealt to no queue and no packing dimension (`solver.columns`)."""
+    return (_POD_COUNT,)
 
 
 def fits(free, requests, asked: Iterable):  # noqa: ANN001, ANN201 — any indexable, see below
@@ -85,12 +96,16 @@ def _device_count(bound: BoundPod) -> Violation | None:
 
 def check(snapshot: Snapshot, after: After) -> list[Violation]:
     violations: list[Violation] = []
+    # Offline pods' room is asked in their requests (the view `colocation.oversubscribed`
+    # makes): those columns are rule colocation's, which says it with its numbers. Other
+    # rules' columns (host ports) are never requests, so never in `after.node_used`.
+    others = {column.name for column in colocation.columns(snapshot)}
     for node_name, added in sorted(after.node_bound.items()):
         node = snapshot.node_by_name[node_name]
         used = after.node_used[node_name]
         for resource in sorted(added):
-            if resource in BATCH_RESOURCES:
-                continue  # offline pods' room on colocation nodes: rule colocation says it with its numbers
+            if resource in others:
+                continue  # a column another rule declares: that rule says it, with its numbers
             if added[resource] > 0 and used.get(resource, 0) > node.allocatable.get(resource, 0):
                 violations.append(
                     Violation(
@@ -140,3 +155,4 @@ def _overfull_devices(snapshot: Snapshot, after: After, node_name: str, overfull
             f"({'; '.join(notes)})"
         ),
     )
+

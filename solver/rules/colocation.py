@@ -70,7 +70,7 @@ offers offline pods 16 − 12 = 4 cpu, 1 free.
 Each resource stands alone: a node whose cpu is measured apart and memory not offers
 oversubscribed cpu and requests-based memory (its state is then "unmeasured").
 
-Evictions (`offline_evictions`): when online usage rises on a colocation node with fresh,
+Evictions (`solver.offline_evictions`, which the controller calls): when online usage rises on a colocation node with fresh,
 measured usage (per resource, and per lent device) so that the offline pods there ask more
 than `batch-r` (or the device's lent room) allows, the offline pods to evict are the fewest
 whose leaving makes every resource and device fit, then among as few
@@ -87,7 +87,6 @@ pods already over it are not the placement's fault.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -108,6 +107,7 @@ from models.snapshot import (
     is_fractional_gpu,
 )
 from solver.after import After
+from solver.columns import Column
 from solver.memo import memoized
 from solver.rules import usage
 from solver.violation import Violation, describe_amount
@@ -124,11 +124,14 @@ __all__ = [
     "Room",
     "DeviceRoom",
     "NodeRoom",
-    "OfflineEviction",
     "active",
     "rooms",
     "oversubscribed",
-    "offline_evictions",
+    "columns",
+    "ColocationTotals",
+    "totals",
+    "offline_amount",
+    "fractional_milli",
     "check",
 ]
 
@@ -144,6 +147,30 @@ REASON_NO_OVERSUBSCRIPTION = "no oversubscribed room: usage stale, missing or no
 REASON_NO_GPU_LENDING = "no GPU lent: per-device online usage stale, missing or not measured"
 
 State = Literal["fresh", "stale", "missing", "unmeasured"]
+
+
+def columns(snapshot: Snapshot) -> tuple[Column, ...]:
+    """What offline pods count against on colocation nodes, as columns (`solver.columns`):
+    the `batch-*` resources and `LENT_GPU`, named in the view `oversubscribed` makes (nodes
+    offer them there, offline pods ask them there), dealt to queues and packed like the
+    cpu and memory they stand for. Declared when the view names them; the capacity rule
+    leaves them to this one. Computed once per snapshot (the problem and the checker ask)."""
+    return memoized(snapshot, ("colocation_columns",), lambda: _columns(snapshot))
+
+
+def _columns(snapshot: Snapshot) -> tuple[Column, ...]:
+    named: set[str] = set().union(*(node.allocatable.keys() for node in snapshot.nodes))
+    if BATCH_RESOURCES.isdisjoint(named) and not active(snapshot):
+        return ()
+    asked = (task.requests.keys() for group in snapshot.pod_groups for task in group.tasks)
+    named = named.union(*(pod.requests.keys() for pod in snapshot.pods), *asked)
+    return tuple(
+        Column(
+            name=name, rule=NAME, offer=None, ask=None, task_ask=None, shortage=f"insufficient {name}",
+            dealt_to_queues=True, packs=True,
+        )
+        for name in sorted(BATCH_RESOURCES & named)
+    )
 
 
 @dataclass(frozen=True)
@@ -223,17 +250,6 @@ class NodeRoom:
         return self.state == "fresh"
 
 
-@dataclass(frozen=True)
-class OfflineEviction:
-    """Offline pods to evict from one node, and why (`message`, with the numbers)."""
-
-    node: NodeName
-    pods: tuple[PodKey, ...]
-    message: str
-    short_by: Mapping[str, int]
-    """Per resource: how much the offline pods asked over their room (`gpu`: summed over devices)."""
-
-
 def active(snapshot: Snapshot) -> bool:
     """Whether colocation changes anything: enabled, some colocation node, some offline pod or task."""
     return memoized(snapshot, ("colocation_active",), lambda: _active(snapshot))
@@ -253,12 +269,12 @@ def _percent_of(percent: float, allocatable: int) -> int:
     return math.ceil(percent * allocatable / 100)
 
 
-def _offline_amount(pod: Pod, resource: str) -> int:
+def offline_amount(pod: Pod, resource: str) -> int:
     """What an offline pod asks of `resource`, before or after `oversubscribed` moved it."""
     return pod.requests.get(resource, 0) + pod.requests.get(BATCH_OF[resource], 0)
 
 
-def _fractional_milli(pod: Pod) -> int:
+def fractional_milli(pod: Pod) -> int:
     """A pod's fractional GPU request (before or after `oversubscribed` moved it), else 0."""
     milli = pod.requests.get(GPU, 0) + pod.requests.get(LENT_GPU, 0)
     return milli if is_fractional_gpu(milli) else 0
@@ -295,7 +311,7 @@ def _rooms(snapshot: Snapshot) -> dict[NodeName, NodeRoom]:
         into = offline_requested if pod.offline else online_requested
         totals = into.setdefault(pod.node, {})
         for resource in BATCH_OF:
-            totals[resource] = totals.get(resource, 0) + (_offline_amount(pod, resource) if pod.offline else pod.requests.get(resource, 0))
+            totals[resource] = totals.get(resource, 0) + (offline_amount(pod, resource) if pod.offline else pod.requests.get(resource, 0))
     judged = usage.judgements(snapshot)
     margins = {CPU: policy.cpu_margin_percent, MEMORY: policy.memory_margin_percent}
     result: dict[NodeName, NodeRoom] = {}
@@ -343,7 +359,7 @@ def _device_rooms(node: Node, running: Sequence[Pod], margin_percent: float) -> 
     offline: dict[int, int] = {}
     whole: set[int] = set()
     for pod in running:
-        milli = _fractional_milli(pod)
+        milli = fractional_milli(pod)
         if not milli:
             whole.update(pod.gpu_indices)
             continue
@@ -382,7 +398,7 @@ def _holds_lent(pod: Pod, lent: set[tuple[NodeName, int]]) -> bool:
     """A running offline pod with a fractional request on a lent device."""
     return (
         pod.phase == "running"
-        and bool(_fractional_milli(pod))
+        and bool(fractional_milli(pod))
         and any((pod.node, index) in lent for index in pod.gpu_indices)
     )
 
@@ -443,101 +459,43 @@ def _oversubscribed(snapshot: Snapshot) -> Snapshot:
     return result
 
 
-# ---- evictions ----
-
-_SUBSETS_TRIED = 20_000
-"""Subsets of one node's offline pods tried for the fewest that cover the excess; past it, greedy."""
+# ---- what the controller's metrics report ----
 
 
-def offline_evictions(snapshot: Snapshot) -> list[OfflineEviction]:
-    """Per colocation node with fresh, measured usage whose offline pods ask more than its
-    room (cpu, memory, or a lent GPU device): the fewest offline pods to evict (module
-    docstring), in node order."""
-    evictions = []
-    room_of = rooms(snapshot)
-    by_node: dict[NodeName, list[Pod]] = {}
-    for pod in snapshot.pods:
-        if pod.offline and pod.phase == "running" and pod.node in room_of:
-            by_node.setdefault(pod.node, []).append(pod)
-    for name, node_room in room_of.items():
-        short = {room.resource: room.excess for room in node_room.resources if room.usage_based and room.excess > 0}
-        short |= {_device_key(device.index): device.excess for device in node_room.devices if device.excess > 0}
-        if not short:
-            continue
-        pods = by_node.get(name, [])
-        amounts = {pod.key: _amounts(pod, short) for pod in pods}
-        victims = _fewest(pods, short, amounts)
-        if not victims:
-            continue
-        short_by = {key: need for key, need in short.items() if key in BATCH_OF}
-        gpu_short = sum(need for key, need in short.items() if key not in BATCH_OF)
-        if gpu_short:
-            short_by[GPU] = gpu_short
-        message = _message(node_room, short, victims, len(pods))
-        evictions.append(OfflineEviction(name, tuple(pod.key for pod in victims), message, short_by))
-    return evictions
+@dataclass(frozen=True)
+class ColocationTotals:
+    """The cluster's colocation numbers, per resource (cpu, memory, and `gpu` in milli over
+    lent devices): `room` offline pods may use, `offline` they request, `oversubscribed`
+    the part of the room online pods requested but do not use (room past what online
+    requests leave). `nodes` counts colocation nodes per state of their usage."""
+
+    nodes: Mapping[State, int]
+    room: Mapping[str, int]
+    offline: Mapping[str, int]
+    oversubscribed: Mapping[str, int]
 
 
-def _device_key(index: int) -> str:
-    return f"{GPU} {index}"
-
-
-def _amounts(pod: Pod, short: Mapping[str, int]) -> dict[str, int]:
-    """What evicting `pod` frees of each short resource or lent device (`"gpu 2"`)."""
-    milli = _fractional_milli(pod)
-    return {
-        key: _offline_amount(pod, key) if key in BATCH_OF else (milli if int(key.split()[1]) in pod.gpu_indices else 0)
-        for key in short
-    }
-
-
-def _order(pod: Pod) -> tuple[int, float, str]:
-    """Lowest priority first, then newest (latest start) first."""
-    return (pod.priority, -(pod.start_time or 0.0), pod.key)
-
-
-def _fewest(pods: Sequence[Pod], short: Mapping[str, int], amounts: Mapping[PodKey, Mapping[str, int]]) -> list[Pod]:
-    candidates = sorted(pods, key=_order)
-
-    def covers(chosen: Sequence[Pod]) -> bool:
-        return all(sum(amounts[pod.key][key] for pod in chosen) >= need for key, need in short.items())
-
-    tried = 0
-    for size in range(1, len(candidates) + 1):
-        for chosen in itertools.combinations(candidates, size):  # in `_order`'s order: the first found is the best
-            tried += 1
-            if covers(chosen):
-                return list(chosen)
-            if tried >= _SUBSETS_TRIED:
-                return _greedy(candidates, short, amounts)
-    return list(candidates)
-
-
-def _greedy(candidates: Sequence[Pod], short: Mapping[str, int], amounts: Mapping[PodKey, Mapping[str, int]]) -> list[Pod]:
-    """Largest share of what is still short first, until it is covered."""
-    left, chosen, rest = dict(short), [], list(candidates)
-    while any(value > 0 for value in left.values()) and rest:
-        best = max(
-            rest,
-            key=lambda pod: (sum(min(amounts[pod.key][k], v) / max(v, 1) for k, v in left.items() if v > 0), -_order(pod)[0]),
-        )
-        rest.remove(best)
-        chosen.append(best)
-        left = {k: v - amounts[best.key][k] for k, v in left.items()}
-    return sorted(chosen, key=_order)
-
-
-def _message(node_room: NodeRoom, short: Mapping[str, int], victims: Sequence[Pod], running: int) -> str:
-    parts = [
-        f"{room.describe()} < offline requests {describe_amount(room.resource, room.offline)}"
-        for room in node_room.resources
-        if room.resource in short
-    ]
-    parts += [device.describe(node_room.node) for device in node_room.devices if _device_key(device.index) in short]
-    return (
-        f"online usage rose on colocation node {node_room.node}: {'; '.join(parts)}; evicting "
-        f"{len(victims)} of {running} offline pod(s) there, the fewest that make room"
-    )
+def totals(snapshot: Snapshot) -> ColocationTotals:
+    """`ColocationTotals` of `snapshot`, from the rooms this rule computes (`rooms`). Example:
+    one fresh node, cpu room 10.4 cores of which online requests leave 4, offline pods
+    asking 3 → room 10400, offline 3000, oversubscribed 6400 milli-CPU."""
+    node_rooms = rooms(snapshot).values()
+    states: dict[State, int] = {state: 0 for state in ("fresh", "stale", "missing", "unmeasured")}
+    for node_room in node_rooms:
+        states[node_room.state] += 1
+    room: dict[str, int] = {}
+    offline: dict[str, int] = {}
+    over: dict[str, int] = {}
+    for resource in BATCH_OF:
+        of = [r for node_room in node_rooms for r in node_room.resources if r.resource == resource]
+        over[resource] = sum(max(0, r.room - max(0, r.allocatable - r.online_requested)) for r in of if r.usage_based)
+        room[resource] = sum(r.room for r in of)
+        offline[resource] = sum(r.offline for r in of)
+    devices = [d for node_room in node_rooms for d in node_room.devices]
+    over[GPU] = sum(max(0, d.room - max(0, GPU_MILLI_PER_DEVICE - d.online_requested - d.outside)) for d in devices)
+    room[GPU] = sum(d.room for d in devices)
+    offline[GPU] = sum(d.offline for d in devices)
+    return ColocationTotals(nodes=states, room=room, offline=offline, oversubscribed=over)
 
 
 # ---- the checker ----

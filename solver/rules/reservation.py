@@ -105,6 +105,7 @@ from models.snapshot import (
     Task,
 )
 from solver.after import After
+from solver.columns import NodeFilter
 from solver.memo import memoized
 from solver.reasons import Reason, backfill_clause, reservation_holding
 from solver.rules.eligibility import eligible
@@ -129,6 +130,7 @@ __all__ = [
     "by_holder",
     "reserved_reason",
     "held_reason",
+    "node_filter",
     "check",
 ]
 
@@ -446,6 +448,27 @@ def by_holder(snapshot: Snapshot) -> Mapping[PodGroupKey, Reservation]:
 
 def reservation_of(snapshot: Snapshot, group: PodGroupKey) -> Reservation | None:
     return by_holder(snapshot).get(group)
+
+
+def node_filter(snapshot: Snapshot) -> NodeFilter | None:
+    """A held node takes its holder's pods, and pods that backfill it, only
+    (`solver.columns.NodeFilter`); None when no node is held. What it reads of a task: the
+    PodGroup when that PodGroup holds nodes, and its activeDeadlineSeconds (whether it
+    backfills). Example: j7 holds n24, drained in 2,280 s → j7's tasks and a task of deadline
+    1,800 s may go to n24; one of 3,600 s or without a deadline may not."""
+    held = reserved_for(snapshot)
+    if not held:
+        return None
+    holders = set(held.values())
+    held_by = by_holder(snapshot)
+
+    def task_part(group: PodGroup, task: Task) -> tuple[PodGroupKey | None, float | None]:
+        return (group.key if group.key in holders else None, task.active_deadline_s)
+
+    def allows(task: Task, part: object, holder: object) -> bool:
+        return part[0] == holder or held_by[holder].backfills(task)  # type: ignore[index]
+
+    return NodeFilter(rule=NAME, node_part=held, task_part=task_part, allows=allows)
 
 
 def check(snapshot: Snapshot, after: After) -> list[Violation]:

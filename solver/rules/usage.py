@@ -33,8 +33,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from models.snapshot import CPU, GPU, MEMORY, Node, NodeName, NodeUsage, Snapshot, UsagePolicy
+from models.snapshot import CPU, GPU, MEMORY, Node, NodeName, NodeUsage, PodGroup, Snapshot, Task, UsagePolicy
 from solver.after import After
+from solver.columns import NodeFilter
 from solver.memo import memoized
 from solver.violation import Violation
 
@@ -50,6 +51,7 @@ __all__ = [
     "usage_reason",
     "fresh_usage",
     "not_judged",
+    "node_filter",
     "check",
 ]
 
@@ -149,6 +151,28 @@ def not_judged(snapshot: Snapshot) -> tuple[int, int]:
 def describe(judgement: Judgement) -> str:
     """`"cpu usage 91.5% > threshold 80%"` for a hot node."""
     return f"{judgement.resource} usage {judgement.percent:g}% > threshold {judgement.threshold_percent:g}%"
+
+
+_HOT = "hot"
+
+
+def node_filter(snapshot: Snapshot) -> NodeFilter | None:
+    """Hot nodes take no new pod, whatever the task (`solver.columns.NodeFilter`); None when no
+    node is hot or none reports usage."""
+    if not any(node.usage is not None for node in snapshot.nodes):
+        return None
+    hot = {name: _HOT for name, judgement in judgements(snapshot).items() if judgement.state == "hot"}
+    if not hot:
+        return None
+    return NodeFilter(rule=NAME, node_part=hot, task_part=_nothing, allows=_refuses)
+
+
+def _nothing(group: PodGroup, task: Task) -> None:
+    """What rule `usage` reads of a task: nothing, a hot node refuses every pod."""
+
+
+def _refuses(task: Task, task_part: object, node_part: object) -> bool:
+    return False
 
 
 def check(snapshot: Snapshot, after: After) -> list[Violation]:

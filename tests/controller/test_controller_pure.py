@@ -295,7 +295,7 @@ def test_every_rule_and_every_rule_a_reason_names_has_a_condition_reason() -> No
 def test_the_walk_finds_a_rule_without_a_condition() -> None:
     table = {rule: word for rule, word in status_text.CONDITION_REASONS.items() if rule not in ("usage", "unplaced")}
     assert _without_a_condition(table, status_text.REPORTED_UNDER) == {"usage", "unplaced"}
-    assert _without_a_condition(status_text.CONDITION_REASONS, {}) == {"node_affinity", "binding"}
+    assert _without_a_condition(status_text.CONDITION_REASONS, {}) == set(status_text.REPORTED_UNDER) == {"node_affinity", "binding", "nodeports"}
 
 
 def test_every_reason_a_function_makes_gets_its_rule_s_condition() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from models.snapshot import ColocationPolicy, PodGroup, Snapshot, UsagePolicy
 from solver.checker import check_placement
+from solver.offline_evictions import offline_evictions
 from solver.place import ENGINES
 from solver.rules import colocation
 from tests.builders import (
@@ -96,7 +97,7 @@ def test_offline_pods_measured_by_nobody_make_the_node_unmeasured() -> None:
     snapshot = worked_example(usage={"cpu_percent": 40, "memory_percent": 10})
     assert colocation.rooms(snapshot)["n1"].state == "unmeasured"
     assert _cpu(snapshot).room == 4000
-    assert colocation.offline_evictions(snapshot) == []
+    assert offline_evictions(snapshot) == []
 
 
 def test_without_offline_pods_there_the_whole_usage_is_online() -> None:
@@ -165,12 +166,12 @@ def _rising(offline_cpus: list[float], *, online_percent: float, priorities: lis
 
 
 def test_nothing_is_evicted_while_the_offline_pods_fit() -> None:
-    assert colocation.offline_evictions(_rising([2, 2, 4], online_percent=25)) == []  # 8 ≤ 10.4
+    assert offline_evictions(_rising([2, 2, 4], online_percent=25)) == []  # 8 ≤ 10.4
 
 
 def test_online_usage_rising_evicts_the_fewest_offline_pods_with_the_numbers() -> None:
     # online 50 %: room 16 − 8 − 1.6 = 6.4 cpu; offline 2 + 2 + 4 = 8: 1.6 short — one pod does it.
-    (eviction,) = colocation.offline_evictions(_rising([2, 2, 4], online_percent=50))
+    (eviction,) = offline_evictions(_rising([2, 2, 4], online_percent=50))
     assert len(eviction.pods) == 1
     assert eviction.short_by == {"cpu": 1600}
     assert "cpu room 6400m = allocatable 16000m − online usage 8000m − margin 1600m < offline requests 8000m" in eviction.message
@@ -178,18 +179,18 @@ def test_online_usage_rising_evicts_the_fewest_offline_pods_with_the_numbers() -
 
 
 def test_among_as_few_the_lowest_priority_then_the_newest_go() -> None:
-    (eviction,) = colocation.offline_evictions(_rising([2, 2, 4], online_percent=50, priorities=[5, 1, 5]))
+    (eviction,) = offline_evictions(_rising([2, 2, 4], online_percent=50, priorities=[5, 1, 5]))
     assert eviction.pods == ("default/batch-1",)  # priority 1
-    (eviction,) = colocation.offline_evictions(_rising([2, 2, 4], online_percent=50))
+    (eviction,) = offline_evictions(_rising([2, 2, 4], online_percent=50))
     assert eviction.pods == ("default/batch-2",)  # all priority 0: the newest (started last)
-    (eviction,) = colocation.offline_evictions(_rising([2, 2, 4], online_percent=70))
+    (eviction,) = offline_evictions(_rising([2, 2, 4], online_percent=70))
     # room 16 − 11.2 − 1.6 = 3.2: 4.8 short — two pods at least, and {2, 4} is the newest pair
     assert sorted(eviction.pods) == ["default/batch-1", "default/batch-2"]
 
 
 def test_stale_usage_evicts_nothing() -> None:
     snapshot = _rising([2, 2, 4], online_percent=90).with_usage_policy(UsagePolicy(judged_at_s=USAGE_OBSERVED_S + 301))
-    assert colocation.offline_evictions(snapshot) == []
+    assert offline_evictions(snapshot) == []
 
 
 def test_gpus_are_not_oversubscribed() -> None:
@@ -199,3 +200,17 @@ def test_gpus_are_not_oversubscribed() -> None:
     decision = solve_checked(make_snapshot(nodes=[node], running=[online], groups=[gang]), "greedy")
     assert decision.placement.binds == ()  # 600 + 500 > 1000 on the one device, however idle it is
     assert replace is not None
+
+
+def test_the_totals_the_controller_exports_are_the_rooms_added_up() -> None:
+    """`totals` is what the controller's colocation metrics read: hand-computed on the
+    eviction example — one fresh node, cpu room 16 − 8 − 1.6 = 6.4 cores, online pods
+    requesting 12 leave 4, offline pods asking 2 + 2 + 4."""
+    snapshot = _rising([2, 2, 4], online_percent=50)
+    totals = colocation.totals(snapshot)
+    # memory is not measured apart from the offline pods: the node counts as "unmeasured" (cpu alone is)
+    assert totals.nodes == {"fresh": 0, "stale": 0, "missing": 0, "unmeasured": 1}
+    assert totals.room["cpu"] == 6400
+    assert totals.offline["cpu"] == 8000
+    assert totals.oversubscribed["cpu"] == 6400 - (16000 - 12000)  # room past what online requests leave
+    assert totals.room["gpu"] == totals.offline["gpu"] == totals.oversubscribed["gpu"] == 0

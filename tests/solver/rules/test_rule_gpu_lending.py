@@ -16,6 +16,7 @@ import pytest
 
 from models.snapshot import ColocationPolicy, Snapshot, UsagePolicy
 from solver.checker import check_placement
+from solver.offline_evictions import offline_evictions
 from solver.place import ENGINES
 from solver.rules import colocation
 from tests.builders import (
@@ -130,7 +131,7 @@ def test_rising_online_usage_evicts_the_fewest_offline_pods(engine: str) -> None
     """Online usage 80 %: room 1000 − 800 − 100 = 100m < offline 300m + 100m: evicting the
     300m pod alone makes room."""
     snapshot = worked_example(online_percent=80, offline_pods=(300, 100))
-    (eviction,) = colocation.offline_evictions(snapshot)
+    (eviction,) = offline_evictions(snapshot)
     assert eviction.pods == ("default/train-0",)
     assert eviction.short_by == {"gpu": 300}
     assert "gpu 0 of n7: offline 400m > room 100m = 1000 − online usage 800m − margin 100m" in eviction.message
