@@ -28,6 +28,7 @@ from models.placement import Bind, Decision, Eviction, Placement
 from models.pod_affinity import InterPodConstraints, PodAffinityTerm
 from models.snapshot import (
     GPU,
+    HostPort,
     HyperNode,
     Node,
     NodeUsage,
@@ -355,6 +356,17 @@ def gated(gang: Gang, *gates: str, pods: int = 1) -> Gang:
     return replace(
         gang,
         pods=tuple(pod.model_copy(update={"scheduling_gates": gates}) if pod.key in chosen else pod for pod in gang.pods),
+    )
+
+
+def with_host_ports(gang: Gang, *ports: HostPort) -> Gang:
+    """`gang` with every task and pod binding host `ports` (rule nodeports):
+    `with_host_ports(make_gang("web"), HostPort(port=8080))`."""
+    tasks = tuple(task.model_copy(update={"host_ports": ports}) for task in gang.group.tasks)
+    return replace(
+        gang,
+        group=gang.group.model_copy(update={"tasks": tasks}),
+        pods=tuple(pod.model_copy(update={"host_ports": ports}) for pod in gang.pods),
     )
 
 

@@ -20,7 +20,6 @@ from solver.problem import build_problem
 from solver.rules import capacity, nodeports
 from solver.whatif import Changes, apply_changes
 from tests.builders import (
-    Gang,
     bind_gang,
     make_gang,
     make_node,
@@ -29,17 +28,12 @@ from tests.builders import (
     make_snapshot,
     rule_violations,
     solve_checked,
+    with_host_ports,
 )
 
 WEB = HostPort(port=8080)  # 0.0.0.0:8080/TCP
 LOCAL = HostPort(port=8080, host_ip="127.0.0.1")
 NODES = [make_node("n1", cpu=8), make_node("n2", cpu=8)]
-
-
-def binding(gang: Gang, *ports: HostPort) -> Gang:
-    """`gang` with every task and pod binding `ports`."""
-    group = gang.group.model_copy(update={"tasks": tuple(t.model_copy(update={"host_ports": ports}) for t in gang.group.tasks)})
-    return replace(gang, group=group, pods=tuple(p.model_copy(update={"host_ports": ports}) for p in gang.pods))
 
 
 def holding(name: str, node: str, *ports: HostPort):  # noqa: ANN201 - a running Pod
@@ -62,7 +56,7 @@ def test_two_host_ports_clash_on_the_same_protocol_and_port_and_a_shared_address
 
 
 def test_the_checker_rejects_a_bind_beside_a_running_pod_that_holds_the_port() -> None:
-    web = binding(make_gang("web"), WEB)
+    web = with_host_ports(make_gang("web"), WEB)
     snapshot = make_snapshot(nodes=NODES, groups=[web], running=[holding("proxy", "n1", LOCAL)])
     violations = rule_violations(nodeports, snapshot, make_placement(binds=bind_gang(web, ["n1"])))
     assert [(v.rule, v.subject) for v in violations] == [("nodeports", "default/web-worker-0")]
@@ -71,7 +65,7 @@ def test_the_checker_rejects_a_bind_beside_a_running_pod_that_holds_the_port() -
 
 
 def test_the_checker_rejects_the_second_of_two_binds_that_clash_on_one_node() -> None:
-    web = binding(make_gang("web", replicas=2), WEB)
+    web = with_host_ports(make_gang("web", replicas=2), WEB)
     snapshot = make_snapshot(nodes=NODES, groups=[web])
     violations = rule_violations(nodeports, snapshot, make_placement(binds=bind_gang(web, ["n1", "n1"])))
     assert [v.subject for v in violations] == ["default/web-worker-1"]
@@ -79,8 +73,8 @@ def test_the_checker_rejects_the_second_of_two_binds_that_clash_on_one_node() ->
 
 
 def test_the_columns_are_one_per_address_and_a_wildcard_asks_every_address_of_its_port() -> None:
-    wildcard = binding(make_gang("wild"), WEB)
-    local = binding(make_gang("local"), LOCAL)
+    wildcard = with_host_ports(make_gang("wild"), WEB)
+    local = with_host_ports(make_gang("local"), LOCAL)
     snapshot = make_snapshot(nodes=NODES, groups=[wildcard, local], running=[holding("proxy", "n1", LOCAL)])
     problem = build_problem(snapshot)
     star, lo = (problem.resource_index[f"hostPort {ip}:8080/TCP"] for ip in ("0.0.0.0", "127.0.0.1"))
@@ -103,7 +97,7 @@ def test_a_snapshot_without_host_ports_has_no_port_column() -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_every_engine_spreads_pods_of_one_port_over_nodes_and_says_why_the_third_waits(engine: str) -> None:
-    jobs = [binding(make_gang(f"web-{i}", cpu=0.5), WEB) for i in range(3)]
+    jobs = [with_host_ports(make_gang(f"web-{i}", cpu=0.5), WEB) for i in range(3)]
     decision = solve_checked(make_snapshot(nodes=NODES, groups=jobs), engine)
     nodes = sorted(bind.node for bind in decision.placement.binds)
     assert nodes == ["n1", "n2"]
@@ -115,18 +109,18 @@ def test_every_engine_spreads_pods_of_one_port_over_nodes_and_says_why_the_third
 @pytest.mark.parametrize("engine", ENGINES)
 def test_every_engine_places_a_port_beside_a_running_pod_on_another_address(engine: str) -> None:
     other = HostPort(port=8080, host_ip="127.0.0.2")
-    job = binding(make_gang("web"), other)
+    job = with_host_ports(make_gang("web"), other)
     one_node = [make_node("n1", cpu=8)]
     decision = solve_checked(make_snapshot(nodes=one_node, groups=[job], running=[holding("proxy", "n1", LOCAL)]), engine)
     assert [bind.node for bind in decision.placement.binds] == ["n1"]
-    clashing = binding(make_gang("web"), WEB)
+    clashing = with_host_ports(make_gang("web"), WEB)
     decision = solve_checked(make_snapshot(nodes=one_node, groups=[clashing], running=[holding("proxy", "n1", LOCAL)]), engine)
     assert decision.placement.binds == ()
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_gang_whose_pods_all_bind_one_port_needs_a_node_per_pod(engine: str) -> None:
-    gang = binding(make_gang("ring", replicas=3, cpu=0.5), WEB)
+    gang = with_host_ports(make_gang("ring", replicas=3, cpu=0.5), WEB)
     decision = solve_checked(make_snapshot(nodes=NODES, groups=[gang]), engine)
     assert decision.placement.binds == ()  # 3 pods, 2 nodes: the gang cannot start
     three = [*NODES, make_node("n3", cpu=8)]
@@ -135,7 +129,7 @@ def test_a_gang_whose_pods_all_bind_one_port_needs_a_node_per_pod(engine: str) -
 
 
 def test_what_if_a_node_is_added_the_waiting_port_starts() -> None:
-    job = binding(make_gang("web-0", cpu=0.5), WEB)
+    job = with_host_ports(make_gang("web-0", cpu=0.5), WEB)
     base = make_snapshot(nodes=[make_node("n1", cpu=8)], groups=[job], running=[holding("proxy", "n1", WEB)])
     assert solve_checked(base, "auto").placement.binds == ()  # the proxy holds 8080 on the only node
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"}, "status": {"allocatable": {"cpu": "8", "pods": "110"}}}
@@ -176,7 +170,7 @@ def test_an_unknown_protocol_is_an_error_naming_the_field() -> None:
 
 
 def test_a_pending_pod_must_bind_its_tasks_ports() -> None:
-    job = binding(make_gang("web"), WEB)
+    job = with_host_ports(make_gang("web"), WEB)
     pods = tuple(p.model_copy(update={"host_ports": (LOCAL,)}) for p in job.pods)
     with pytest.raises(ValidationError, match="binds host ports"):
         Snapshot.model_validate(make_snapshot(nodes=NODES, groups=[replace(job, pods=pods)]).model_dump())
@@ -197,7 +191,7 @@ _PORTS = st.builds(
     engine=st.sampled_from(ENGINES),
 )
 def test_no_engine_ever_binds_two_clashing_ports_on_a_node(asked, held, engine) -> None:  # noqa: ANN001
-    jobs = [binding(make_gang(f"job-{i}", cpu=0.5), *ports) for i, ports in enumerate(asked)]
+    jobs = [with_host_ports(make_gang(f"job-{i}", cpu=0.5), *ports) for i, ports in enumerate(asked)]
     running = [holding(f"held-{i}", node, port) for i, (node, port) in enumerate(held)]
     decision = solve_checked(make_snapshot(nodes=NODES, groups=jobs, running=running), engine)  # the checker judges it
     on_node: dict[str, list[HostPort]] = {}
