@@ -202,3 +202,14 @@ def test_no_engine_ever_binds_two_clashing_ports_on_a_node(asked, held, engine) 
         mine = ports_of[bind.pod]
         assert not any(nodeports.clash(a, b) for a in mine for b in on_node.get(bind.node, []))
         on_node.setdefault(bind.node, []).extend(mine)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("-1", "must be >= 0, got -1"), ("70000", "70000 is not a port number (1-65535)"), ("http", "expected an integer")],
+)
+def test_a_bad_host_port_is_an_error_naming_the_field(value: str, message: str) -> None:
+    text = YAML.replace("  hostNetwork: true\n", "").replace("{containerPort: 9153}", f"{{containerPort: 9153, hostPort: {value}}}")
+    with pytest.raises(FieldError) as error:
+        _load(text)
+    assert "spec.containers[0].ports[1].hostPort" in str(error.value) and message in str(error.value)
