@@ -53,7 +53,7 @@ class Column:
     offer: int | Mapping[NodeName, int] | None  # per node; None: the node's allocatable states it
     ask: int | Mapping[PodKey, int] | None  # per pod, running or pending; None: its requests state it
     task_ask: int | Mapping[TaskKey, int] | None  # per pending pod of a task; None: the task's requests state it
-    shortage: str  # how a node without enough of it is counted in a reason: "free ports"
+    shortage: str | None = None  # how a node short of it is counted in a reason; None: "insufficient <name>"
     dealt_to_queues: bool = False  # queues hold, cap and deserve it (quota, fairness, reclaim)
     packs: bool = False  # a packing dimension: best fit ranks nodes by what is left of it
 

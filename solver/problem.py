@@ -345,8 +345,10 @@ def build_problem(snapshot: Snapshot) -> Problem:
     resource_index = {name: i for i, name in enumerate(resource_names)}
     task_keys = tuple((group.key, task.name) for group in snapshot.pod_groups for task in group.tasks)
     task_row = {key: t for t, key in enumerate(task_keys)}
+    group_keys = tuple(group.key for group in snapshot.pod_groups)
+    group_index = {key: k for k, key in enumerate(group_keys)}
     nodes = _nodes(snapshot, resource_names, columns)
-    pods = _pods(snapshot, resource_index, nodes, task_row, columns)
+    pods = _pods(snapshot, resource_index, nodes, task_row, group_index, columns)
     online_free, lent_free = _lent_devices(snapshot, nodes)
     if lent_free is not None:
         nodes = dataclasses.replace(nodes, gpu_free_milli=np.where(lent_free >= 0, np.minimum(online_free, lent_free), online_free))
@@ -357,11 +359,10 @@ def build_problem(snapshot: Snapshot) -> Problem:
         nodes.cell_ids, nodes.cell_cpu_free, nodes.cell_memory_free,
     ):
         array.setflags(write=False)
-    eligibility = _eligibility(snapshot, resource_index, columns)
+    eligibility = _eligibility(snapshot, resource_index, task_row, columns)
     rows = _column_rows(resource_names, columns)
     queues = _queues(snapshot, resource_index, pods, rows.column_dealt)
     topology = _topology(snapshot, nodes.node_index)
-    group_keys = tuple(group.key for group in snapshot.pod_groups)
     owner = pods.pod_group
     grouped = np.flatnonzero(owner >= 0)
     by_group = grouped[np.argsort(owner[grouped], kind="stable")]
@@ -374,7 +375,7 @@ def build_problem(snapshot: Snapshot) -> Problem:
     )
     groups = _GroupTables(
         group_keys=group_keys,
-        group_index={key: k for k, key in enumerate(group_keys)},
+        group_index=group_index,
         group_queue=_readonly(group_queue),
         group_pods=group_pods,
         group_facts=group_facts,
@@ -437,7 +438,8 @@ def _column_rows(resource_names: tuple[str, ...], columns: tuple[Column, ...]) -
         column_dealt=_readonly(np.array([column is None or column.dealt_to_queues for column in rows], dtype=bool)),
         column_packs=_readonly(np.array([column is None or column.packs for column in rows], dtype=bool)),
         column_shortage=tuple(
-            f"insufficient {name}" if column is None else column.shortage for name, column in zip(resource_names, rows)
+            f"insufficient {name}" if column is None or column.shortage is None else column.shortage
+            for name, column in zip(resource_names, rows)
         ),
     )
 
@@ -702,6 +704,7 @@ def _pods(
     resource_index: Mapping[str, int],
     nodes: _NodeTables,
     task_row: Mapping[TaskKey, int],
+    group_index: Mapping[PodGroupKey, int],
     columns: tuple[Column, ...],
 ) -> _PodTables:
     """Pod tables; takes running pods' usage off the node, device and cell tables in place."""
@@ -710,7 +713,7 @@ def _pods(
     pod_requests = _pod_requests(pods, resource_index)
     for column in columns:
         _asks(pod_requests, resource_index[column.name], column.ask, pod_index)
-    pod_group, pod_task_row = _membership(snapshot, task_row)
+    pod_group, pod_task_row = _membership(snapshot, task_row, group_index)
     node_index = nodes.node_index
     running_on = [(p, node_index[pod.node]) for p, pod in enumerate(pods) if pod.phase == "running"]  # type: ignore[index]
     running = _ints([p for p, _ in running_on])
@@ -750,9 +753,10 @@ def _pod_requests(pods: Sequence[Pod], resource_index: Mapping[str, int]) -> np.
     return table
 
 
-def _membership(snapshot: Snapshot, task_row: Mapping[TaskKey, int]) -> tuple[np.ndarray, np.ndarray]:
+def _membership(
+    snapshot: Snapshot, task_row: Mapping[TaskKey, int], group_index: Mapping[PodGroupKey, int]
+) -> tuple[np.ndarray, np.ndarray]:
     """`[P]` PodGroup index and `[P]` task row of each pod, −1 for pods of other schedulers."""
-    group_index = {group.key: k for k, group in enumerate(snapshot.pod_groups)}
     pod_group = np.full(len(snapshot.pods), -1, dtype=np.int64)
     pod_task_row = np.full(len(snapshot.pods), -1, dtype=np.int64)
     grouped = [(p, pod.pod_group) for p, pod in enumerate(snapshot.pods) if pod.pod_group is not None]
@@ -812,7 +816,7 @@ def _hold_cells(pods: Sequence[Pod], running_on: list[tuple[int, int]], nodes: _
 
 
 def _eligibility(
-    snapshot: Snapshot, resource_index: Mapping[str, int], columns: tuple[Column, ...]
+    snapshot: Snapshot, resource_index: Mapping[str, int], task_row: Mapping[TaskKey, int], columns: tuple[Column, ...]
 ) -> _EligibilityTables:
     """Per (task class, node class) predicate calls; see the module docstring."""
     tasks: list[Task] = [task for group in snapshot.pod_groups for task in group.tasks]
@@ -866,7 +870,6 @@ def _eligibility(
         task_class[t] = task_cls
         for name, amount in task.requests.items():
             task_requests[t, resource_index[name]] = amount
-    task_row = {key: t for t, key in enumerate((group.key, task.name) for group in snapshot.pod_groups for task in group.tasks)}
     for column in columns:
         _asks(task_requests, resource_index[column.name], column.task_ask, task_row)
 

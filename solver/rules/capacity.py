@@ -33,9 +33,7 @@ __all__ = ["NAME", "fits", "devices_needed", "device_fits", "columns", "check"]
 
 NAME = "capacity"
 
-_POD_COUNT = Column(
-    name=PODS, rule=NAME, offer=None, ask=POD_SLOT, task_ask=POD_SLOT, shortage=f"insufficient {PODS}"
-)
+_POD_COUNT = Column(name=PODS, rule=NAME, offer=None, ask=POD_SLOT, task_ask=POD_SLOT)
 
 
 def columns(snapshot: Snapshot) -> tuple[Column, ...]:

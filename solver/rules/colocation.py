@@ -158,16 +158,20 @@ def columns(snapshot: Snapshot) -> tuple[Column, ...]:
     return memoized(snapshot, ("colocation_columns",), lambda: _columns(snapshot))
 
 
+def _concerned(snapshot: Snapshot) -> bool:
+    """Whether this rule has anything to say of `snapshot`: colocation changes something
+    (`active`), or some node lists a `batch-*` resource itself."""
+    return active(snapshot) or not BATCH_RESOURCES.isdisjoint(set().union(*map(attrgetter("allocatable"), snapshot.nodes)))
+
+
 def _columns(snapshot: Snapshot) -> tuple[Column, ...]:
-    named: set[str] = set().union(*(node.allocatable.keys() for node in snapshot.nodes))
-    if BATCH_RESOURCES.isdisjoint(named) and not active(snapshot):
+    if not _concerned(snapshot):
         return ()
     asked = (task.requests.keys() for group in snapshot.pod_groups for task in group.tasks)
-    named = named.union(*(pod.requests.keys() for pod in snapshot.pods), *asked)
+    named = set().union(*map(attrgetter("allocatable"), snapshot.nodes), *(pod.requests.keys() for pod in snapshot.pods), *asked)
     return tuple(
         Column(
-            name=name, rule=NAME, offer=None, ask=None, task_ask=None, shortage=f"insufficient {name}",
-            dealt_to_queues=True, packs=True,
+            name=name, rule=NAME, offer=None, ask=None, task_ask=None, dealt_to_queues=True, packs=True,
         )
         for name in sorted(BATCH_RESOURCES & named)
     )
@@ -506,7 +510,7 @@ def check(snapshot: Snapshot, after: After) -> list[Violation]:
     a lent device's offline milli past its `lent_milli` (`snapshot` is as `oversubscribed`
     made it: the checker's)."""
     violations: list[Violation] = _lent_devices_overfull(snapshot, after)
-    if not active(snapshot) and BATCH_RESOURCES.isdisjoint(set().union(*map(attrgetter("allocatable"), snapshot.nodes))):
+    if not _concerned(snapshot):
         return violations
     room_of = rooms(snapshot)
     for node_name, added in sorted(after.node_bound.items()):
