@@ -43,7 +43,8 @@ a colocation node's allocatable is kept back from offline pods (`ColocationPolic
 node's usage may say how much of it online pods use apart from offline ones
 (`NodeUsage.online_cpu_percent`, `online_memory_percent`), and how much of each GPU device
 online pods use (`NodeUsage.online_gpu_device_percent`), which lets offline pods borrow the
-unused part of a device online pods share (`Gpu.lent_milli`, set by colocation's view).
+unused part of a device online pods share (`Gpu.lent_milli`, set from rule colocation's
+columns by `solver.rules.counted`).
 
 What it does not promise: that the cluster it describes is schedulable, or that a
 PodGroup's queue exists (a PodGroup naming an unknown queue is valid input; it stays
@@ -262,8 +263,8 @@ class Gpu(_Frozen):
         ge=0,
         le=GPU_MILLI_PER_DEVICE,
         description="milli-GPU offline pods with fractional requests may hold on this device, apart from what "
-        "online pods requested: 1000 − online usage − margin (`solver.rules.colocation.oversubscribed` sets it "
-        "on a colocation node's shared devices); None: the device is not lent, offline pods count as any pod",
+        "online pods requested: 1000 − online usage − margin (`solver.rules.counted` sets it on a colocation "
+        "node's shared devices, from rule colocation's columns); None: the device is not lent, offline pods count as any pod",
     )
 
 

@@ -24,7 +24,7 @@ Lent devices (`Gpu.lent_milli`, colocation): an offline pod bound with a fractio
 to a lent device is `BoundPod.lent` — its milli counts as `LENT_GPU` on its node, not as
 `gpu`, and not in the device's `gpu_used_milli`, which online pods fill; rule `colocation`
 holds the lent pods of a device to its `lent_milli`. Running lent pods
-come so already: colocation's view asks their request as `LENT_GPU`.
+come so already: the counted snapshot (`solver.rules.counted`) asks their request as `LENT_GPU`.
 
 What it does not promise: that the placement is valid. It only adds up.
 """

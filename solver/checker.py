@@ -29,8 +29,7 @@ from collections.abc import Sequence
 from models.placement import Placement
 from models.snapshot import Snapshot
 from solver.after import build_after
-from solver.rules import RULES
-from solver.rules.colocation import oversubscribed
+from solver.rules import RULES, counted
 from solver.violation import Violation
 
 __all__ = ["Violation", "PlacementRejected", "check_placement", "require_valid"]
@@ -51,9 +50,9 @@ class PlacementRejected(Exception):
 
 def check_placement(snapshot: Snapshot, placement: Placement) -> tuple[Violation, ...]:
     """Every hard-rule violation of `placement` on `snapshot`, rule by rule; () when valid.
-    Judged on the snapshot as colocation makes it (`solver.rules.colocation.oversubscribed`),
+    Judged on the snapshot as the rules' columns count it (`solver.rules.counted`),
     as every engine sees it."""
-    snapshot = oversubscribed(snapshot)
+    snapshot = counted(snapshot)
     after = build_after(snapshot, placement)
     violations: list[Violation] = []
     for rule in RULES:

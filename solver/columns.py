@@ -27,8 +27,18 @@ node, in every engine, with no engine edit.
 offer 0), or `None` when each node's `allocatable` states it (`pods`). `ask` is what each
 pod asks, running or pending: one amount for every pod, a mapping by pod key (pods not
 in it ask 0), or `None` when each pod's requests state it; `task_ask`, what each pending pod
-of a task asks, likewise by task key. (`None` is colocation's: offline pods ask
-`kubernetes.io/batch-cpu` in the view it makes, `solver.rules.colocation.oversubscribed`.)
+of a task asks, likewise by task key.
+
+A column may stand in for a resource the snapshot names (`moves`): the pods in its `ask`
+and the tasks in its `task_ask` ask the column instead of that resource, the nodes in its
+`offer` offer the column's amount, and everything else keeps what the snapshot states of
+the column's name. Rule `colocation` declares `kubernetes.io/batch-cpu` so: an offline
+pod's 2 cpu are asked as 2000 batch-cpu, which a colocation node offers as what online
+pods leave unused (a node that lists batch-cpu itself keeps it). `device_room` is the
+same per device: what each device offers the pods of the tasks in `device_takers` that ask
+a fraction of one device (a GPU device lent to offline pods, `Gpu.lent_milli`); other pods
+count against the device as always. `solver.rules.counted` applies every such column to the
+snapshot once, and every engine, the bound and the checker read the result.
 """
 
 from __future__ import annotations
@@ -56,6 +66,9 @@ class Column:
     shortage: str | None = None  # how a node short of it is counted in a reason; None: "insufficient <name>"
     dealt_to_queues: bool = False  # queues hold, cap and deserve it (quota, fairness, reclaim)
     packs: bool = False  # a packing dimension: best fit ranks nodes by what is left of it
+    moves: str | None = None  # the snapshot resource it stands in for, for the pods, tasks and nodes it names
+    device_room: Mapping[tuple[NodeName, int], int] | None = None  # per (node, GPU index): what the device offers
+    device_takers: frozenset[TaskKey] = frozenset()  # tasks whose fractional pods may take `device_room`
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,7 @@ from solver.objective import TIERS, ObjectiveContext, score
 from solver.outcome import build_decision
 from solver.pending_reasons import pending_reasons, with_unplaced_pods
 from solver.problem import Problem, build_problem
-from solver.rules.colocation import oversubscribed
+from solver.rules import counted
 
 __all__ = ["EngineName", "SolveConfig", "place", "ENGINES", "ModelInvalid"]
 
@@ -321,7 +321,7 @@ def place(snapshot: Snapshot, config: SolveConfig = SolveConfig(), *, engines: E
 
 def _place(snapshot: Snapshot, config: SolveConfig, engines: Engines) -> Decision:
     started, cpu_started = time.perf_counter(), time.thread_time()
-    snapshot = oversubscribed(snapshot)  # colocation: offline pods ask batch-cpu/-memory (solver.rules.colocation)
+    snapshot = counted(snapshot)  # as the rules' columns count it: offline pods ask batch-cpu/-memory (solver.rules.counted)
     problem = build_problem(snapshot)
     decision = _decide(snapshot, problem, config, engines, started=started, cpu_started=cpu_started)
     deadline = _call_deadline(config, started)

@@ -95,7 +95,7 @@ from models.snapshot import (
 from solver.after import milli_per_device
 from solver.memo import memoized_each
 from solver.columns import Column
-from solver.rules import capacity, colocation, declared_columns, declared_node_filters, node_affinity
+from solver.rules import capacity, counted, declared_columns, declared_node_filters, node_affinity
 from solver.rules.eligibility import eligible
 from solver.rules.gang import GangRequirement, can_be_met, gang_requirement
 from solver.rules.gated import is_gated
@@ -213,6 +213,7 @@ class Problem:
     # ---- lent GPU devices (colocation; None when no device is lent) ----
     gpu_online_free_milli: np.ndarray | None = None  # [N, Gmax] free milli per device for online pods
     gpu_lent_free_milli: np.ndarray | None = None  # [N, Gmax] lent room left for offline pods, −1 where not lent
+    task_takes_lent: np.ndarray | None = None  # [T] bool: a fractional pod of it may take lent room (`Column.device_takers`)
 
     @property
     def node_count(self) -> int:
@@ -336,10 +337,10 @@ class _QueueTables:
 
 def build_problem(snapshot: Snapshot) -> Problem:
     """Turn `snapshot` into arrays; see the module docstring for the layout. Built from the
-    snapshot as colocation makes it (`solver.rules.colocation.oversubscribed`: offline pods ask
+    snapshot as the rules' columns count it (`solver.rules.counted`: offline pods ask
     `kubernetes.io/batch-cpu` and `-memory`, colocation nodes offer them), so every engine
-    reads the rule in its capacity arithmetic; engines read that snapshot too."""
-    snapshot = colocation.oversubscribed(snapshot)
+    reads those rules in its capacity arithmetic; engines read that snapshot too."""
+    snapshot = counted(snapshot)
     columns = declared_columns(snapshot)
     resource_names = _resource_names(snapshot, columns)
     resource_index = {name: i for i, name in enumerate(resource_names)}
@@ -381,7 +382,9 @@ def build_problem(snapshot: Snapshot) -> Problem:
         group_facts=group_facts,
     )
     lent = _LentTables(
-        gpu_online_free_milli=online_free if lent_free is not None else None, gpu_lent_free_milli=lent_free
+        gpu_online_free_milli=online_free if lent_free is not None else None,
+        gpu_lent_free_milli=lent_free,
+        task_takes_lent=None if lent_free is None else _task_takes_lent(columns, task_keys),
     )
     return Problem(
         resource_names=resource_names,
@@ -426,6 +429,13 @@ class _LentTables:
 
     gpu_online_free_milli: np.ndarray | None
     gpu_lent_free_milli: np.ndarray | None
+    task_takes_lent: np.ndarray | None
+
+
+def _task_takes_lent(columns: tuple[Column, ...], task_keys: tuple[TaskKey, ...]) -> np.ndarray:
+    """`[T]`: the tasks a column that offers device room names (`Column.device_takers`)."""
+    takers = frozenset().union(*(column.device_takers for column in columns if column.device_room is not None))
+    return _readonly(np.array([key in takers for key in task_keys], dtype=bool))
 
 
 def _column_rows(resource_names: tuple[str, ...], columns: tuple[Column, ...]) -> _ColumnRows:
@@ -450,7 +460,7 @@ def _lent_devices(snapshot: Snapshot, nodes: _NodeTables) -> tuple[np.ndarray, n
 
     Online pods count against the online table, offline pods with fractional requests on
     a lent device against the lent one (their room `lent_milli` less the lent pods running
-    there, whose request the view asks as `LENT_GPU`). The `gpu_free_milli` an engine reads
+    there, whose request the counted snapshot asks as `LENT_GPU`). The `gpu_free_milli` an engine reads
     when it tells no pod class apart is the smaller of the two on a lent device: any pod it
     puts there then fits both. Example: device 2 lent with online pods requesting 600 and
     using 300, margin 100, a 400-milli offline pod running there → online free 1000 − 600 =
@@ -677,8 +687,8 @@ def _nodes(snapshot: Snapshot, resource_names: tuple[str, ...], columns: tuple[C
 def _offer(allocatable: np.ndarray, resource_names: tuple[str, ...], columns: tuple[Column, ...], nodes: tuple[Node, ...]) -> None:
     """Each declared column's offer into its `[N]` row of `allocatable`, in place."""
     for column in columns:
-        if column.offer is None:
-            continue  # the node's allocatable states it
+        if column.offer is None or column.moves is not None:
+            continue  # the node's allocatable states it (`counted` put a moving column's offer there)
         row = allocatable[resource_names.index(column.name)]
         if isinstance(column.offer, int):
             row[:] = column.offer
@@ -712,7 +722,8 @@ def _pods(
     pod_index = {pod.key: p for p, pod in enumerate(pods)}
     pod_requests = _pod_requests(pods, resource_index)
     for column in columns:
-        _asks(pod_requests, resource_index[column.name], column.ask, pod_index)
+        if column.moves is None:  # a moving column's asks are requests already (`counted`)
+            _asks(pod_requests, resource_index[column.name], column.ask, pod_index)
     pod_group, pod_task_row = _membership(snapshot, task_row, group_index)
     node_index = nodes.node_index
     running_on = [(p, node_index[pod.node]) for p, pod in enumerate(pods) if pod.phase == "running"]  # type: ignore[index]
@@ -871,7 +882,8 @@ def _eligibility(
         for name, amount in task.requests.items():
             task_requests[t, resource_index[name]] = amount
     for column in columns:
-        _asks(task_requests, resource_index[column.name], column.task_ask, task_row)
+        if column.moves is None:  # a moving column's asks are requests already (`counted`)
+            _asks(task_requests, resource_index[column.name], column.task_ask, task_row)
 
     pair_ok = np.array(
         [[eligible(snapshot.nodes[rep], task) for rep in representatives] for task in class_tasks],

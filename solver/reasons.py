@@ -12,6 +12,16 @@ A reason's rule is a rule's `NAME` (`solver.rules.RULES`) or a source that is no
 (`NOT_RULES`); `REASON_MAKERS` lists every function, so a test can walk them and the
 controller's table of PodGroup conditions can be checked against every rule they produce.
 
+Each function also says whether nodes added to the cluster could lift its reason
+(`nodes_help`), which is what an autoscaler needs to know: Cluster Autoscaler and Karpenter
+buy nodes for a pending pod whose `PodScheduled` condition has reason `Unschedulable` and
+for no other. A gang short of free GPUs, a task no node's labels admit, a topology tier
+with no domain big enough — a node could lift these. A queue at its capability, a closed
+queue, a dependency not yet running, scheduling gates, nodes held for an overdue PodGroup,
+a gang with fewer pods than its minimum, pods that fit but the search ended first — no
+node lifts these, and a node bought for them idles. `nodes_would_help(reasons)` says it of a
+PodGroup: every one of its reasons must be one a node could lift.
+
 Quantities are formatted for people: cpu in cores ("2.5 cpu"), gpu in devices ("8 gpu",
 "0.5 gpu"), memory in binary units ("1.5Gi memory"), other resources as plain integers.
 
@@ -33,6 +43,7 @@ from models.snapshot import CPU, GPU, MEMORY, PODS
 __all__ = [
     "NOT_RULES",
     "REASON_MAKERS",
+    "nodes_would_help",
     "Reason",
     "Says",
     "format_quantity",
@@ -89,10 +100,11 @@ P = ParamSpec("P")
 class Says(Generic[P]):
     """A reason function: called with its numbers, it returns the `Reason` rendered from them.
     `code` and `rules` (the rule it speaks for, or the ones a `rule` argument may name) are
-    what callers and tests compare a reason against: `reason.code == pods_full.code`."""
+    what callers and tests compare a reason against: `reason.code == pods_full.code`.
+    `nodes_help`: whether nodes added to the cluster could lift it (`nodes_would_help`)."""
 
-    def __init__(self, code: str, rules: tuple[str, ...], render: Callable[P, str]) -> None:
-        self.code, self.rules, self.render = code, rules, render
+    def __init__(self, code: str, rules: tuple[str, ...], render: Callable[P, str], *, nodes_help: bool) -> None:
+        self.code, self.rules, self.render, self.nodes_help = code, rules, render, nodes_help
         parameters = inspect.signature(render).parameters
         self._positional = tuple(name for name, p in parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD)
         self._defaults = {name: p.default for name, p in parameters.items() if p.default is not p.empty}
@@ -113,12 +125,13 @@ class Says(Generic[P]):
 _MAKERS: list[Says] = []  # type: ignore[type-arg]
 
 
-def _says(code: str, *rules: str) -> Callable[[Callable[P, str]], Says[P]]:
-    """Declare a reason function: its `code`, and the rule it speaks for — or, when it takes a
-    `rule` argument, every rule that argument may name."""
+def _says(code: str, *rules: str, nodes_help: bool) -> Callable[[Callable[P, str]], Says[P]]:
+    """Declare a reason function: its `code`, the rule it speaks for — or, when it takes a
+    `rule` argument, every rule that argument may name — and whether nodes added to the
+    cluster could lift it (`nodes_would_help`)."""
 
     def declare(render: Callable[P, str]) -> Says[P]:
-        made = Says(code, rules, render)
+        made = Says(code, rules, render, nodes_help=nodes_help)
         _MAKERS.append(made)
         return made
 
@@ -151,17 +164,17 @@ def _fold(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{count} {what}" for what, count in ordered if count)
 
 
-@_says("missing", "queue")
+@_says("missing", "queue", nodes_help=False)
 def queue_missing(queue: str) -> str:
     return f"queue: queue {queue} does not exist"
 
 
-@_says("closed", "queue")
+@_says("closed", "queue", nodes_help=False)
 def queue_closed(queue: str) -> str:
     return f"queue: queue {queue} is closed"
 
 
-@_says("exceeded", "quota")
+@_says("exceeded", "quota", nodes_help=False)
 def quota_exceeded(queue: str, *, resource: str, capability: int, in_use: int, needs: int) -> str:
     """"quota: queue ml-team capability 64 gpu, 60 in use, job needs 8"."""
     unit = format_quantity(resource, capability)
@@ -177,13 +190,13 @@ def _bare(resource: str, amount: int) -> str:
     return text.removesuffix(f" {resource}").removesuffix(" memory")
 
 
-@_says("waits", "dependency")
+@_says("waits", "dependency", nodes_help=False)
 def dependency_waits(task: str, *, dependency: str, running: int, total: int) -> str:
     """"dependency: task-b waits for task-a (1 of 2 running)"."""
     return f"dependency: {task} waits for {dependency} ({running} of {total} running)"
 
 
-@_says("not_running", "dependency")
+@_says("not_running", "dependency", nodes_help=False)
 def dependency_starting(*, dependency: str, running: int, total: int) -> str:
     """A pod the controller holds out of the cycle while its dependency's pods are bound but
     not all Running yet: "dependency: waits for task-a to run (1 of 2 running)"."""
@@ -199,19 +212,19 @@ def waiting_task(reason: str) -> tuple[str, str] | None:
     return str(reason.numbers["task"]), str(reason.numbers["dependency"])
 
 
-@_says("no_node", "eligibility")
+@_says("no_node", "eligibility", nodes_help=True)
 def eligibility_none(task: str, *, nodes: int, counts: Mapping[str, int]) -> str:
     """"eligibility: task worker: 0/3 nodes: 2 node selector mismatch, 1 untolerated taint"."""
     return f"eligibility: task {task}: 0/{nodes} nodes: {_fold(counts) or 'the cluster has no nodes'}"
 
 
-@_says("no_fit", "capacity")
+@_says("no_fit", "capacity", nodes_help=True)
 def capacity_fit_error(task: str, *, nodes: int, fitting: int, counts: Mapping[str, int]) -> str:
     """"capacity: task worker: 0/120 nodes fit another pod: 80 insufficient gpu, 40 node selector mismatch"."""
     return f"capacity: task {task}: {fitting}/{nodes} nodes fit another pod: {_fold(counts)}"
 
 
-@_says("no_fit", "pod_affinity", "topology_spread")
+@_says("no_fit", "pod_affinity", "topology_spread", nodes_help=True)
 def inter_pod_fit_error(rule: str, task: str, *, nodes: int, fitting: int, counts: Mapping[str, int]) -> str:
     """The nodes with room that an inter-pod rule (`pod_affinity`, `topology_spread`) turns
     away, folded as `capacity_fit_error`'s: "pod_affinity: task web: 0/3 nodes fit another
@@ -221,7 +234,7 @@ def inter_pod_fit_error(rule: str, task: str, *, nodes: int, fitting: int, count
     return f"{rule}: task {task}: {fitting}/{nodes} nodes fit another pod: {_fold(counts)}"
 
 
-@_says("breach", "pod_affinity", "topology_spread")
+@_says("breach", "pod_affinity", "topology_spread", nodes_help=True)
 def inter_pod_breach(rule: str, message: str) -> str:
     """A PodGroup whose placement broke an inter-pod rule in the cycle's end state, so it
     waits: "pod_affinity: pod default/cache-0 on node n1: affinity {app=web} on zone: no pod
@@ -229,7 +242,7 @@ def inter_pod_breach(rule: str, message: str) -> str:
     return f"{rule}: {message} (at the end of the cycle)"
 
 
-@_says("pods_full", "capacity")
+@_says("pods_full", "capacity", nodes_help=True)
 def pods_full(task: str, *, node: str, allows: int, in_use: int, more_nodes: int = 0) -> str:
     """"capacity: task worker: pods: node n1 allows 3, 3 in use" (", and 4 more nodes full"):
     the kubelet's pod count, named for one node, as kube-scheduler's "Too many pods"."""
@@ -237,13 +250,13 @@ def pods_full(task: str, *, node: str, allows: int, in_use: int, more_nodes: int
     return f"capacity: task {task}: pods: node {node} allows {allows}, {in_use} in use{more}"
 
 
-@_says("shortfall", "gang")
+@_says("shortfall", "gang", nodes_help=True)
 def gang_shortfall(*, placed: int, minimum: int, needs: Mapping[str, int], free: Mapping[str, int]) -> str:
     """"gang: 6 of min 20 pods fit (needs 80 cpu, 24 cpu free)"."""
     return f"gang: {placed} of min {minimum} pods fit (needs {format_resources(needs)}, {format_resources(free)} free)"
 
 
-@_says("too_few_pods", "gang")
+@_says("too_few_pods", "gang", nodes_help=False)
 def gang_too_few_pods(*, minimum: int, pods: int, task: str | None = None) -> str:
     """"gang: min 8 pods but only 5 exist" (or per task: "task worker needs min 4 pods but only 2 exist")."""
     if task is None:
@@ -251,33 +264,33 @@ def gang_too_few_pods(*, minimum: int, pods: int, task: str | None = None) -> st
     return f"gang: task {task} needs min {minimum} pods but only {pods} exist"
 
 
-@_says("waiting", "gated")
+@_says("waiting", "gated", nodes_help=False)
 def gated_waiting(gates: Sequence[str]) -> str:
     """Pods held by scheduling gates (`solver.rules.gated`), each gate named once:
     "gated: waiting for example.com/quota-check"."""
     return f"gated: waiting for {', '.join(gates)}"
 
 
-@_says("no_domain", "topology")
+@_says("no_domain", "topology", nodes_help=True)
 def topology_no_domain(*, tier: int, needs: Mapping[str, int], best: str | None, best_free: Mapping[str, int]) -> str:
     """"topology: no domain of tier ≤ 1 holds the whole gang (needs 16 gpu; best: leaf-a with 8 gpu)"."""
     best_text = f"best: {best} with {format_resources(best_free)}" if best else "no domain has room"
     return f"topology: no domain of tier ≤ {tier} holds the whole gang (needs {format_resources(needs)}; {best_text})"
 
 
-@_says("no_cell", "numa")
+@_says("no_cell", "numa", nodes_help=True)
 def numa_no_cell(task: str, *, nodes: int, needs: Mapping[str, int]) -> str:
     """"numa: task worker: 3 nodes have room but none on one NUMA cell (needs 4 gpu, 16 cpu)"."""
     return f"numa: task {task}: {nodes} nodes have room but none on one NUMA cell (needs {format_resources(needs)})"
 
 
-@_says("not_enough", "preemption")
+@_says("not_enough", "preemption", nodes_help=True)
 def preemption_not_enough(*, action: str, victims: int) -> str:
     """"preemption: evicting all 5 eligible victims (preempt) would still not make room"."""
     return f"preemption: evicting all {victims} eligible victims ({action}) would still not make room"
 
 
-@_says("past_share", "preemption")
+@_says("past_share", "preemption", nodes_help=True)
 def reclaim_past_share(queue: str, *, resource: str, deserved: int, in_use: int, needs: int) -> str:
     """"preemption: reclaim stops at queue team-b's deserved 2 cpu, 2 in use, job needs 1"."""
     unit = format_quantity(resource, deserved)
@@ -287,34 +300,34 @@ def reclaim_past_share(queue: str, *, resource: str, deserved: int, in_use: int,
     )
 
 
-@_says("evicted", "preemption")
+@_says("evicted", "preemption", nodes_help=False)
 def evicted(*, pods: int, reason: str, for_groups: Sequence[str]) -> str:
     """"preemption: 1 pod evicted (preempt) for default/high"."""
     noun = "pod" if pods == 1 else "pods"
     return f"preemption: {pods} {noun} evicted ({reason}) for {', '.join(for_groups)}"
 
 
-@_says("refused", "eviction")
+@_says("refused", "eviction", nodes_help=True)
 def eviction_refused(pod: str, *, message: str) -> str:
     """An eviction the API server refused, so the room it was to make is not there:
     "eviction: ns/victim-0 refused by the API server: …" (the controller says it)."""
     return f"eviction: {pod} refused by the API server: {message}"
 
 
-@_says("below_minimum", "gang")
+@_says("below_minimum", "gang", nodes_help=True)
 def gang_below_minimum(*, placed: int, minimum: int) -> str:
     """"gang: 10 of min 11 pods running or placed"."""
     return f"gang: {placed} of min {minimum} pods running or placed"
 
 
-@_says("released", "gang")
+@_says("released", "gang", nodes_help=True)
 def gang_released(*, placed: int, minimum: int, held_s: float) -> str:
     """A partly bound gang released so its GPUs are not held idle (the controller):
     "gang: 1 of min 4 bound for 60 s; released to be placed whole"."""
     return f"gang: {placed} of min {minimum} bound for {held_s:.0f} s; released to be placed whole"
 
 
-@_says("holding", "reservation")
+@_says("holding", "reservation", nodes_help=False)
 def reservation_holding(
     domain: str,
     *,
@@ -347,14 +360,14 @@ def backfill_clause(drained_in_s: float | None, *, lead: str = "backfill allowed
     return f"; {lead} for jobs ending within {format_minutes(drained_in_s)}"
 
 
-@_says("dispatch", "cluster")
+@_says("dispatch", "cluster", nodes_help=True)
 def cluster_dispatch(clusters: Sequence[str]) -> str:
     """Where a fleet's submitted job went, a sentence per cluster (`solver.fleet`):
     "cluster: gpu-west: placed, 64 gpu on 8 nodes; gpu-east: 52 gpu short (12 free, 64 to start)"."""
     return "cluster: " + "; ".join(clusters)
 
 
-@_says("no_one_cluster", "cluster")
+@_says("no_one_cluster", "cluster", nodes_help=True)
 def no_one_cluster(clusters: Sequence[str]) -> str:
     """A fleet's job kept in one cluster that fits in none, said instead of the topology
     reason of a cluster tier it never asked for: "cluster: the gang fits in no one cluster:
@@ -362,27 +375,27 @@ def no_one_cluster(clusters: Sequence[str]) -> str:
     return f"cluster: the gang fits in no one cluster: {'; '.join(clusters)}"
 
 
-@_says("not_in_cluster", "cluster")
+@_says("not_in_cluster", "cluster", nodes_help=True)
 def not_in_cluster(cluster: str, *, why: str) -> str:
     """The same, of a job pinned to one cluster: "cluster: the gang does not fit in gpu-west:
     440 cpu short (…)"."""
     return f"cluster: the gang does not fit in {cluster}: {why}"
 
 
-@_says("fits_after", "unplaced")
+@_says("fits_after", "unplaced", nodes_help=False)
 def fits_after(*, pending: int, status: str) -> str:
     """A minimum that fits beside the placement, left out because the search stopped:
     "unplaced: 2 pending pods fit after this placement; the search ended first (FEASIBLE)"."""
     return f"unplaced: {pending} pending pods fit after this placement; the search ended first ({status})"
 
 
-@_says("not_placed", "unplaced")
+@_says("not_placed", "unplaced", nodes_help=True)
 def unplaced(*, pending: int) -> str:
     """The generic reason an engine's silence gets: "unplaced: 3 pending pods not placed this cycle"."""
     return f"unplaced: {pending} pending pods not placed this cycle"
 
 
-@_says("left_out", "unplaced")
+@_says("left_out", "unplaced", nodes_help=False)
 def left_out(task: str, *, pending: int, status: str) -> str:
     """A started PodGroup's pods that a node could still take, which the placement leaves
     out (a search that ended first, a topology domain, the objective's order):
@@ -430,7 +443,7 @@ def gang_assigned_message(assignments: Sequence[tuple[str, str]]) -> str:
     return head + ", ".join(parts)
 
 
-@_says("no_oversubscribed_room", "colocation")
+@_says("no_oversubscribed_room", "colocation", nodes_help=True)
 def colocation_not_oversubscribed(*, stale: int, missing: int, unmeasured: int, colocation_nodes: int) -> str:
     """Beside a reason that counts nodes short of `kubernetes.io/batch-*`: how many colocation
     nodes offered offline pods only what online pods have not requested, and why. Example:
@@ -446,7 +459,7 @@ def colocation_not_oversubscribed(*, stale: int, missing: int, unmeasured: int, 
     return f"colocation: {total} of {nodes} {verb} offline pods no oversubscribed room (fail safe): {', '.join(parts)}"
 
 
-@_says("no_gpu_lent", "colocation")
+@_says("no_gpu_lent", "colocation", nodes_help=True)
 def gpu_not_lent(*, stale: int, missing: int, unmeasured: int, colocation_nodes: int) -> str:
     """Beside the reasons of an offline PodGroup asking a fraction of a GPU: how many
     colocation nodes lend no GPU device, and why. Example: "colocation: 2 of 3 colocation
@@ -468,7 +481,7 @@ def _unjudged_nodes(stale: int, missing: int, unmeasured: tuple[int, str]) -> li
     return [f"{count} {words}" for count, words in counted if count]
 
 
-@_says("not_judged", "usage")
+@_says("not_judged", "usage", nodes_help=True)
 def usage_not_judged(*, stale: int, missing: int, max_age_s: float) -> str:
     """Beside a reason that counts nodes too loaded to take a pod: the nodes whose load was
     not judged, which were candidates like any other. Example: "usage: 3 nodes not judged
@@ -484,3 +497,21 @@ def usage_not_judged(*, stale: int, missing: int, max_age_s: float) -> str:
 
 REASON_MAKERS: tuple[Says, ...] = tuple(_MAKERS)  # type: ignore[type-arg]
 """Every reason function above, in the order declared."""
+
+
+_NODES_HELP: Mapping[tuple[str, str], bool] = {
+    (rule, made.code): made.nodes_help for made in REASON_MAKERS for rule in made.rules
+}
+
+
+def nodes_would_help(reasons: Sequence[str]) -> bool:
+    """Whether nodes added to the cluster could start a PodGroup that waits for `reasons`
+    (module docstring): there is a reason, and each is one a node could lift — one reason of
+    policy holds the group whatever the nodes. A sentence read back from JSON, whose code is
+    lost, counts as one no node lifts: no node is bought on a guess.
+
+    Example: ["capacity: task worker: 0/3 nodes fit another pod: 3 insufficient gpu"] → True;
+    the same with "quota: queue ml capability 64 gpu, 60 in use, job needs 8" → False."""
+    return bool(reasons) and all(
+        _NODES_HELP.get((reason.rule, reason.code), False) for reason in map(Reason.read, reasons)
+    )

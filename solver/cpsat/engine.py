@@ -91,7 +91,7 @@ from solver.cpsat.polish import pack_shares
 from solver.cpsat.variables import Variables, create_variables
 from solver.objective import TIERS, ObjectiveContext, ObjectiveVector, score
 from solver.problem import Problem
-from solver.rules.colocation import oversubscribed
+from solver.rules import counted
 from solver.rules.gang import is_partly_bound
 
 __all__ = [
@@ -152,7 +152,7 @@ def solve_cpsat(
 ) -> CpsatResult:
     started = time.perf_counter()
     clock = SearchClock(deadline=deadline, search_s=config.search_s)
-    snapshot = oversubscribed(snapshot)  # what `build_problem` reads (solver.rules.colocation)
+    snapshot = counted(snapshot)  # what `build_problem` reads (solver.rules.counted)
     stats: dict[str, float] = {}
     # 1. data (the PodGroups inter-pod constraints touch: as the hint places them)
     fixed = fix_inter_pod(snapshot, problem, context, hint or Placement())

@@ -65,7 +65,7 @@ from solver.greedy.topology import BestDomain, Domain, candidate_domains, key_re
 from solver.outcome import build_decision
 from solver.problem import Problem, build_problem
 from solver.rules import pod_affinity, topology_spread
-from solver.rules.colocation import oversubscribed
+from solver.rules import counted
 from solver.rules.gang import members_missing, minimum_pods, task_shortfalls
 
 __all__ = ["GreedyConfig", "solve_greedy", "GreedyEngine", "GroupPlan", "dominant_shares"]
@@ -90,7 +90,7 @@ def solve_greedy(
 ) -> Decision:
     """One greedy cycle over `snapshot`; see the module docstring."""
     started = time.perf_counter()
-    snapshot = oversubscribed(snapshot)  # what `build_problem` reads (solver.rules.colocation)
+    snapshot = counted(snapshot)  # what `build_problem` reads (solver.rules.counted)
     problem = problem if problem is not None else build_problem(snapshot)
     engine = GreedyEngine(snapshot, problem, config)
     placement, group_reasons = engine.run()

@@ -165,7 +165,7 @@ class CycleState:
         online = problem.gpu_online_free_milli
         self.gpu_free = (problem.gpu_free_milli if online is None else online).copy()
         self.gpu_lent = None if problem.gpu_lent_free_milli is None else problem.gpu_lent_free_milli.copy()
-        self._offline_rows = _offline_task_rows(snapshot, problem) if self.gpu_lent is not None else frozenset()
+        self._takes_lent = problem.task_takes_lent
         self.cell_cpu = problem.cell_cpu_free.copy()  # [N, C]
         self.cell_memory = problem.cell_memory_free.copy()
         self.cell_exists = problem.cell_ids >= 0
@@ -246,7 +246,7 @@ class CycleState:
                 memory_bytes=values[problem.memory_column],
                 dominant=-max(relative)[1] if relative else -1,
                 amounts=amounts,
-                lends=0 < gpu_milli < WHOLE and task_row in self._offline_rows,
+                lends=0 < gpu_milli < WHOLE and self._takes_lent is not None and bool(self._takes_lent[task_row]),
             )
             self._shapes[task_row] = shape
         return shape
@@ -593,9 +593,3 @@ class CycleState:
                 short[r] = max(int(short[r]), int(self.queue_used[ancestor, r]) + asked - cap)
         return short
 
-
-def _offline_task_rows(snapshot: Snapshot, problem: Problem) -> frozenset[int]:
-    """Task rows of offline tasks (`Task.offline`): the pods that may take lent GPU room."""
-    return frozenset(
-        problem.task_row[(group.key, task.name)] for group in snapshot.pod_groups for task in group.tasks if task.offline
-    )

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, POD_SLOT, PODS, Snapshot, gpu_devices, is_fractional_gpu
 from solver.after import After, BoundPod
 from solver.columns import Column
-from solver.rules import colocation
+import solver.rules as rules  # the registry, which lists this module: read at call time
 from solver.violation import Violation, describe_amount
 
 __all__ = ["NAME", "fits", "devices_needed", "device_fits", "columns", "check"]
@@ -94,10 +94,9 @@ def _device_count(bound: BoundPod) -> Violation | None:
 
 def check(snapshot: Snapshot, after: After) -> list[Violation]:
     violations: list[Violation] = []
-    # Offline pods' room is asked in their requests (the view `colocation.oversubscribed`
-    # makes): those columns are rule colocation's, which says it with its numbers. Other
-    # rules' columns (host ports) are never requests, so never in `after.node_used`.
-    others = {column.name for column in colocation.columns(snapshot)}
+    # A column another rule declares is that rule's to judge, with its own numbers: offline
+    # pods' batch-cpu (in their requests in the counted snapshot), host ports (never requests).
+    others = {column.name for column in rules.declared_columns(snapshot) if column.rule != NAME}
     for node_name, added in sorted(after.node_bound.items()):
         node = snapshot.node_by_name[node_name]
         used = after.node_used[node_name]

@@ -8,8 +8,9 @@ that annotation (batchplace's addition: one place to mark a whole class of work)
 is a *colocation node* by the labels `volcano.sh/oversubscription` / `volcano.sh/colocation`
 (`models.snapshot.Node.colocation`). Offline capacity is counted as Volcano's agent
 publishes it, in the extended resources `kubernetes.io/batch-cpu` (milli-CPU) and
-`kubernetes.io/batch-memory` (bytes): `oversubscribed(snapshot)` is the snapshot every
-engine and the checker see, in which
+`kubernetes.io/batch-memory` (bytes), which the rule declares as columns standing in for
+cpu and memory (`columns`; `solver.columns.Column.moves`). In the snapshot every engine
+and the checker see (`solver.rules.counted` applies the columns)
 
 - each offline pod's (and offline task's) `cpu` and `memory` requests are asked as
   `kubernetes.io/batch-cpu` and `kubernetes.io/batch-memory` instead — a running offline
@@ -41,9 +42,9 @@ fractional requests: they may hold there `lent_milli = 1000 − online usage −
 used_milli` (`ColocationPolicy.gpu_margin_percent` of one device; `Gpu.used_milli`, work no
 pod is listed for, is kept back too), less what offline pods hold there already, while
 online pods are admitted against `1000 − online requests` as on any device, never counting
-the offline pods. The view (`oversubscribed`) marks lent devices (`Gpu.lent_milli`) and
-asks a running offline pod's fraction on one as `LENT_GPU`, so it leaves the device's and
-the node's `gpu`; a pod bound this cycle counts so too (`solver.after.BoundPod.lent`). The
+the offline pods. The rule's `LENT_GPU` column offers each lent device's room
+(`Gpu.lent_milli` in the counted snapshot) and asks a running offline pod's fraction on one
+as `LENT_GPU`, so it leaves the device's and the node's `gpu`; a pod bound this cycle counts so too (`solver.after.BoundPod.lent`). The
 greedy engine tells the two pod classes apart on a lent device; an engine that does not
 (CP-SAT, and everything reading `Problem.gpu_free_milli`) sees the smaller of the online
 free milli and the lent room, so whatever it puts there fits both. Whole-device requests,
@@ -126,7 +127,6 @@ __all__ = [
     "NodeRoom",
     "active",
     "rooms",
-    "oversubscribed",
     "columns",
     "ColocationTotals",
     "totals",
@@ -150,11 +150,15 @@ State = Literal["fresh", "stale", "missing", "unmeasured"]
 
 
 def columns(snapshot: Snapshot) -> tuple[Column, ...]:
-    """What offline pods count against on colocation nodes, as columns (`solver.columns`):
-    the `batch-*` resources and `LENT_GPU`, named in the view `oversubscribed` makes (nodes
-    offer them there, offline pods ask them there), dealt to queues and packed like the
-    cpu and memory they stand for. Declared when the view names them; the capacity rule
-    leaves them to this one. Computed once per snapshot (the problem and the checker ask)."""
+    """What offline pods count against on colocation nodes, as columns (`solver.columns`)
+    dealt to queues and packed like the resources they stand for: `batch-cpu` and
+    `batch-memory` move the cpu and memory requests of offline tasks and of offline pods
+    pending or running on a colocation node, and colocation nodes offer their room
+    (`rooms`); `LENT_GPU` moves a running offline pod's fraction on a lent device, and
+    lent devices offer their room (declared when a device is lent or the snapshot names
+    it). When colocation changes nothing but a node or pod names a `batch-*` resource
+    itself, those columns count what is listed. The capacity rule leaves them to this one.
+    Computed once per snapshot."""
     return memoized(snapshot, ("colocation_columns",), lambda: _columns(snapshot))
 
 
@@ -167,13 +171,60 @@ def _concerned(snapshot: Snapshot) -> bool:
 def _columns(snapshot: Snapshot) -> tuple[Column, ...]:
     if not _concerned(snapshot):
         return ()
-    asked = (task.requests.keys() for group in snapshot.pod_groups for task in group.tasks)
-    named = set().union(*map(attrgetter("allocatable"), snapshot.nodes), *(pod.requests.keys() for pod in snapshot.pods), *asked)
-    return tuple(
-        Column(
-            name=name, rule=NAME, offer=None, ask=None, task_ask=None, dealt_to_queues=True, packs=True,
+    if not active(snapshot):  # nodes or pods name a `batch-*` resource themselves: counted as listed
+        asked = (task.requests.keys() for group in snapshot.pod_groups for task in group.tasks)
+        named = set().union(*map(attrgetter("allocatable"), snapshot.nodes), *(pod.requests.keys() for pod in snapshot.pods), *asked)
+        return tuple(
+            Column(name=name, rule=NAME, offer=None, ask=None, task_ask=None, dealt_to_queues=True, packs=True)
+            for name in sorted(BATCH_RESOURCES & named)
         )
-        for name in sorted(BATCH_RESOURCES & named)
+    room_of = rooms(snapshot)
+    moved = [pod for pod in snapshot.pods if pod.offline and (pod.phase == "pending" or pod.node in room_of)]
+    tasks = [((group.key, task.name), task) for group in snapshot.pod_groups for task in group.tasks if task.offline]
+    columns = [
+        Column(
+            name=batch,
+            rule=NAME,
+            offer={name: node_room.room_of(resource) for name, node_room in room_of.items()},
+            ask={pod.key: offline_amount(pod, resource) for pod in moved},
+            task_ask={key: task.requests.get(resource, 0) + task.requests.get(batch, 0) for key, task in tasks},
+            dealt_to_queues=True,
+            packs=True,
+            moves=resource,
+        )
+        for resource, batch in BATCH_OF.items()
+    ]
+    device_room = {(name, device.index): device.room for name, node_room in room_of.items() for device in node_room.devices}
+    lent = {(name, index) for name, index in device_room}
+    named = (
+        any(LENT_GPU in node.allocatable for node in snapshot.nodes)
+        or any(LENT_GPU in pod.requests for pod in snapshot.pods)
+        or any(LENT_GPU in task.requests for _, task in tasks)
+    )
+    if device_room or named:
+        columns.append(
+            Column(
+                name=LENT_GPU,
+                rule=NAME,
+                offer={name: sum(device.room for device in node_room.devices) for name, node_room in room_of.items() if node_room.devices},
+                ask={pod.key: pod.requests[GPU] for pod in moved if GPU in pod.requests and _holds_lent(pod, lent)},
+                task_ask={},
+                dealt_to_queues=True,
+                packs=True,
+                moves=GPU,
+                device_room=device_room,
+                device_takers=frozenset(key for key, _ in tasks),
+            )
+        )
+    return tuple(columns)
+
+
+def _holds_lent(pod: Pod, lent: set[tuple[NodeName, int]]) -> bool:
+    """A running offline pod with a fractional request on a lent device."""
+    return (
+        pod.phase == "running"
+        and bool(fractional_milli(pod))
+        and any((pod.node, index) in lent for index in pod.gpu_indices)
     )
 
 
@@ -253,6 +304,10 @@ class NodeRoom:
     def oversubscribed(self) -> bool:
         return self.state == "fresh"
 
+    def room_of(self, resource: str) -> int:
+        """The `batch-*` allocatable of `resource` (cpu or memory) here."""
+        return next(room.room for room in self.resources if room.resource == resource)
+
 
 def active(snapshot: Snapshot) -> bool:
     """Whether colocation changes anything: enabled, some colocation node, some offline pod or task."""
@@ -274,12 +329,12 @@ def _percent_of(percent: float, allocatable: int) -> int:
 
 
 def offline_amount(pod: Pod, resource: str) -> int:
-    """What an offline pod asks of `resource`, before or after `oversubscribed` moved it."""
+    """What an offline pod asks of `resource`, before or after `counted` moved it."""
     return pod.requests.get(resource, 0) + pod.requests.get(BATCH_OF[resource], 0)
 
 
 def fractional_milli(pod: Pod) -> int:
-    """A pod's fractional GPU request (before or after `oversubscribed` moved it), else 0."""
+    """A pod's fractional GPU request (before or after `counted` moved it), else 0."""
     milli = pod.requests.get(GPU, 0) + pod.requests.get(LENT_GPU, 0)
     return milli if is_fractional_gpu(milli) else 0
 
@@ -383,86 +438,6 @@ def _device_rooms(node: Node, running: Sequence[Pod], margin_percent: float) -> 
     return tuple(rooms)
 
 
-def _moved(requests: Mapping[str, int], *, lent: bool = False) -> dict[str, int]:
-    """`{"cpu": 2000, "gpu": 500}` → `{"kubernetes.io/batch-cpu": 2000, "gpu": 500}`; with
-    `lent` (a running pod on a lent device) the gpu too: `{…, "batchplace.io/lent-gpu": 500}`."""
-    result = {name: amount for name, amount in requests.items() if name not in BATCH_OF}
-    for resource, batch in BATCH_OF.items():
-        amount = requests.get(resource, 0) + requests.get(batch, 0)
-        if amount:
-            result[batch] = amount
-        else:
-            result.pop(batch, None)
-    if lent and GPU in result:
-        result[LENT_GPU] = result.pop(GPU)
-    return result
-
-
-def _holds_lent(pod: Pod, lent: set[tuple[NodeName, int]]) -> bool:
-    """A running offline pod with a fractional request on a lent device."""
-    return (
-        pod.phase == "running"
-        and bool(fractional_milli(pod))
-        and any((pod.node, index) in lent for index in pod.gpu_indices)
-    )
-
-
-def _offering(node: Node, node_room: NodeRoom) -> Node:
-    """`node` as offline pods see it: `batch-*` allocatable, and its lent devices' room
-    (`Gpu.lent_milli`, their sum as `LENT_GPU` allocatable)."""
-    allocatable = {
-        **{name: amount for name, amount in node.allocatable.items() if name not in BATCH_RESOURCES},
-        **{BATCH_OF[room.resource]: room.room for room in node_room.resources},
-    }
-    if not node_room.devices:
-        return node.model_copy(update={"allocatable": allocatable})
-    room_by_index = {device.index: device.room for device in node_room.devices}
-    gpus = tuple(
-        gpu.model_copy(update={"lent_milli": room_by_index[gpu.index]}) if gpu.index in room_by_index else gpu
-        for gpu in node.gpus
-    )
-    allocatable[LENT_GPU] = sum(room_by_index.values())
-    return node.model_copy(update={"allocatable": allocatable, "gpus": gpus})
-
-
-def oversubscribed(snapshot: Snapshot) -> Snapshot:
-    """The snapshot engines and the checker see (module docstring); `snapshot` itself when
-    colocation changes nothing. Idempotent: a result maps to itself."""
-    if not active(snapshot) or memoized(snapshot, ("colocation_effective",), lambda: False):
-        return snapshot
-    return memoized(snapshot, ("oversubscribed",), lambda: _oversubscribed(snapshot))
-
-
-def _oversubscribed(snapshot: Snapshot) -> Snapshot:
-    room_of = rooms(snapshot)
-    nodes = tuple(_offering(node, room_of[node.name]) if node.name in room_of else node for node in snapshot.nodes)
-    lent = {(name, device.index) for name, node_room in room_of.items() for device in node_room.devices}
-    pods = tuple(
-        pod.model_copy(update={"requests": _moved(pod.requests, lent=_holds_lent(pod, lent))})
-        if pod.offline and (pod.phase == "pending" or pod.node in room_of)
-        else pod
-        for pod in snapshot.pods
-    )
-    groups = tuple(
-        group.model_copy(
-            update={
-                "tasks": tuple(
-                    task.model_copy(update={"requests": _moved(task.requests)}) if task.offline else task
-                    for task in group.tasks
-                )
-            }
-        )
-        if any(task.offline for task in group.tasks)
-        else group
-        for group in snapshot.pod_groups
-    )
-    changed = {"nodes": nodes, "pods": pods, "pod_groups": groups}
-    result = Snapshot(**{name: changed.get(name, getattr(snapshot, name)) for name in Snapshot.model_fields})
-    memoized(result, ("colocation_effective",), lambda: True)  # a marker: the result must not hold itself
-    memoized(result, ("colocation_rooms",), lambda: room_of)  # the same numbers, not computed again
-    return result
-
-
 # ---- what the controller's metrics report ----
 
 
@@ -507,7 +482,7 @@ def totals(snapshot: Snapshot) -> ColocationTotals:
 
 def check(snapshot: Snapshot, after: After) -> list[Violation]:
     """Offline binds that take a node's offline requests past its `batch-*` allocatable, or
-    a lent device's offline milli past its `lent_milli` (`snapshot` is as `oversubscribed`
+    a lent device's offline milli past its `lent_milli` (`snapshot` is as `solver.rules.counted`
     made it: the checker's)."""
     violations: list[Violation] = _lent_devices_overfull(snapshot, after)
     if not _concerned(snapshot):
@@ -542,7 +517,7 @@ def check(snapshot: Snapshot, after: After) -> list[Violation]:
 
 def _lent_devices_overfull(snapshot: Snapshot, after: After) -> list[Violation]:
     """Lent devices that binds took past their room: running lent pods (their request is
-    `LENT_GPU` in the view) plus lent binds, against `Gpu.lent_milli`."""
+    `LENT_GPU` in the counted snapshot) plus lent binds, against `Gpu.lent_milli`."""
     bound: dict[tuple[NodeName, int], list[PodKey]] = {}
     added: dict[tuple[NodeName, int], int] = {}
     for b in after.bound:

@@ -25,8 +25,9 @@ from solver.rules import RULES
 RULE_NAMES = frozenset(rule.NAME for rule in RULES)
 
 NOT_REASONS = {
-    # the functions of solver.reasons that render no reason: quantities, messages, a clause, a reader
+    # the functions of solver.reasons that render no reason: quantities, messages, a clause, readers
     reasons.format_quantity,
+    reasons.nodes_would_help,
     reasons.format_resources,
     reasons.backfill_clause,
     reasons.waiting_task,
@@ -147,3 +148,30 @@ def test_a_waiting_task_is_read_from_the_dependency_reason_fields() -> None:
     )
     assert reasons.waiting_task(reasons.dependency_starting(dependency="task-a", running=0, total=1)) is None
     assert reasons.waiting_task(reasons.unplaced(pending=1)) is None
+
+
+def test_every_reason_says_whether_a_node_could_lift_it() -> None:
+    assert all(isinstance(made.nodes_help, bool) for made in reasons.REASON_MAKERS)
+    lifted = {(rule, made.code) for made in reasons.REASON_MAKERS for rule in made.rules if made.nodes_help}
+    # what an autoscaler may buy nodes for: room, labels, topology; never policy
+    assert {("capacity", "no_fit"), ("eligibility", "no_node"), ("topology", "no_domain"), ("gang", "shortfall")} <= lifted
+    assert not lifted & {
+        ("quota", "exceeded"),
+        ("queue", "closed"),
+        ("queue", "missing"),
+        ("dependency", "waits"),
+        ("gated", "waiting"),
+        ("reservation", "holding"),
+        ("gang", "too_few_pods"),
+        ("unplaced", "fits_after"),
+    }
+
+
+def test_nodes_would_help_a_group_only_when_every_reason_is_one_a_node_lifts() -> None:
+    short = reasons.gang_shortfall(placed=6, minimum=20, needs={"cpu": 80000}, free={"cpu": 24000})
+    capped = reasons.quota_exceeded("ml", resource="gpu", capability=64000, in_use=60000, needs=8000)
+    assert reasons.nodes_would_help([short])
+    assert not reasons.nodes_would_help([short, capped])  # the quota holds it whatever the nodes
+    assert not reasons.nodes_would_help([capped])
+    assert not reasons.nodes_would_help([])
+    assert not reasons.nodes_would_help([str(short)])  # read back from JSON: its code is lost, no guess

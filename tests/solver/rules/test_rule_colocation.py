@@ -13,7 +13,7 @@ from models.snapshot import ColocationPolicy, PodGroup, Snapshot, UsagePolicy
 from solver.checker import check_placement
 from solver.offline_evictions import offline_evictions
 from solver.place import ENGINES
-from solver.rules import colocation
+from solver.rules import colocation, counted
 from tests.builders import (
     USAGE_OBSERVED_S,
     Gang,
@@ -55,10 +55,27 @@ def _cpu(snapshot: Snapshot, node: str = "n1") -> colocation.Room:
 def test_the_worked_example_offers_allocatable_minus_online_usage_minus_margin() -> None:
     room = _cpu(worked_example())
     assert (room.allocatable, room.online, room.margin, room.room, room.offline) == (16000, 4000, 1600, 10400, 3000)
-    effective = colocation.oversubscribed(worked_example())
+    effective = counted(worked_example())
     assert effective.node_by_name["n1"].allocatable[colocation.BATCH_CPU] == 10400
     assert effective.pod_by_key["default/batch-0"].requests == {colocation.BATCH_CPU: 3000}
     assert effective.pod_by_key["default/web"].requests == {"cpu": 12000}
+
+
+def test_the_room_is_declared_as_columns_that_stand_in_for_cpu_and_memory() -> None:
+    """What `counted` applies is the rule's own declaration: n1 offers its room, the running
+    offline pod and the pending offline task ask batch-cpu instead of cpu; the online pod is
+    not named (it keeps asking cpu)."""
+    gang = offline(make_gang("etl", cpu=2))
+    snapshot = worked_example(pending=gang)
+    by_name = {column.name: column for column in colocation.columns(snapshot)}
+    assert sorted(by_name) == [colocation.BATCH_CPU, colocation.BATCH_MEMORY]  # no device is lent here
+    cpu = by_name[colocation.BATCH_CPU]
+    assert (cpu.rule, cpu.moves, cpu.dealt_to_queues, cpu.packs) == ("colocation", "cpu", True, True)
+    assert cpu.offer == {"n1": 10400}
+    assert cpu.ask == {"default/batch-0": 3000, **{pod.key: 2000 for pod in gang.pods}}
+    assert cpu.task_ask == {(gang.group.key, task.name): 2000 for task in gang.group.tasks}
+    online_and_margin = 2 * 6_871_947_674  # 10 % online usage, 10 % margin, of 64 GiB, rounded up
+    assert by_name[colocation.BATCH_MEMORY].offer == {"n1": 64 * 2**30 - online_and_margin}
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -132,12 +149,12 @@ def test_the_labels_are_read_as_volcano_reads_them() -> None:
 def test_disabled_colocation_changes_nothing() -> None:
     snapshot = worked_example(pending=offline(make_gang("etl", cpu=2)))
     off = snapshot.model_copy(update={"colocation_policy": ColocationPolicy(enabled=False)})
-    assert colocation.oversubscribed(off) is off
+    assert counted(off) is off
 
 
 def test_the_transform_is_idempotent() -> None:
-    effective = colocation.oversubscribed(worked_example(pending=offline(make_gang("etl", cpu=2))))
-    assert colocation.oversubscribed(effective) is effective
+    effective = counted(worked_example(pending=offline(make_gang("etl", cpu=2))))
+    assert counted(effective) is effective
 
 
 def test_the_checker_reports_an_offline_bind_past_the_room_with_the_numbers() -> None:

@@ -18,7 +18,7 @@ from models.snapshot import ColocationPolicy, Snapshot, UsagePolicy
 from solver.checker import check_placement
 from solver.offline_evictions import offline_evictions
 from solver.place import ENGINES
-from solver.rules import colocation
+from solver.rules import colocation, counted
 from tests.builders import (
     USAGE_OBSERVED_S,
     Gang,
@@ -66,7 +66,7 @@ def test_the_worked_example_lends_device_0_only(engine: str) -> None:
     room = colocation.rooms(worked_example())["n7"]
     assert room.gpu_state == "fresh"
     assert [(d.index, d.online, d.margin, d.room, d.offline, d.online_requested) for d in room.devices] == [(0, 300, 100, 600, 200, 600)]
-    view = colocation.oversubscribed(worked_example())
+    view = counted(worked_example())
     assert [gpu.lent_milli for gpu in view.node_by_name["n7"].gpus] == [600, None]
     assert view.pod_by_key["default/train-0"].requests.get(colocation.LENT_GPU) == 200
     assert "gpu" not in view.pod_by_key["default/train-0"].requests
@@ -101,7 +101,7 @@ def test_a_node_without_per_device_usage_lends_nothing(engine: str) -> None:
     node = snapshot.nodes[0]
     unmeasured = snapshot.replaced(nodes=[node.model_copy(update={"usage": node.usage.model_copy(update={"online_gpu_device_percent": None})})])
     assert colocation.rooms(unmeasured)["n7"].gpu_state == "unmeasured"
-    assert colocation.oversubscribed(unmeasured).node_by_name["n7"].gpus == node.gpus
+    assert counted(unmeasured).node_by_name["n7"].gpus == node.gpus
     assert _bound(unmeasured, engine) == []
 
 
