@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, POD_SLOT, PODS, Snapshot, gpu_devices, is_fractional_gpu
 from solver.after import After, BoundPod
 from solver.columns import Column
-import solver.rules as rules  # the registry, which lists this module: read at call time
+from solver.rules import colocation
 from solver.violation import Violation, describe_amount
 
 __all__ = ["NAME", "fits", "devices_needed", "device_fits", "columns", "check"]
@@ -94,9 +94,10 @@ def _device_count(bound: BoundPod) -> Violation | None:
 
 def check(snapshot: Snapshot, after: After) -> list[Violation]:
     violations: list[Violation] = []
-    # A column another rule declares is that rule's to judge, with its own numbers: offline
-    # pods' batch-cpu (in their requests in the counted snapshot), host ports (never requests).
-    others = {column.name for column in rules.declared_columns(snapshot) if column.rule != NAME}
+    # A column another rule declares is that rule's to judge, with its own numbers. Only
+    # colocation's are requests (offline pods ask batch-cpu in the counted snapshot,
+    # `solver.rules.counted`); other rules' columns (host ports) are never in `after.node_used`.
+    others = {column.name for column in colocation.columns(snapshot)}
     for node_name, added in sorted(after.node_bound.items()):
         node = snapshot.node_by_name[node_name]
         used = after.node_used[node_name]
