@@ -1,0 +1,127 @@
+"""The PodScheduled condition on pending pods (`controller.status.pod_scheduled`,
+`controller.plan` rule 7), at the pure seam: `Unschedulable` — the one reason Cluster
+Autoscaler and Karpenter buy nodes for — only when an added node could start the pod;
+another word for every reason no node lifts; written only when the pod does not say it yet."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from controller import status as status_text
+from controller.observe import ClusterView, Observation, observe
+from controller.plan import SetPodCondition, plan, pod_condition_key
+from solver import reasons
+from solver.place import SolveConfig, place
+from tests.controller._controller_builders import node, pod, pod_group
+
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+
+def test_every_reason_no_node_lifts_has_a_word_an_autoscaler_ignores() -> None:
+    for maker in reasons.REASON_MAKERS:
+        for rule in maker.rules:
+            if maker.nodes_help:
+                continue
+            word = status_text.POD_WAITING_REASONS.get(rule)
+            assert word is not None, f"{maker.__name__} ({rule}, {maker.code}): no PodScheduled reason for it"
+            assert word != status_text.UNSCHEDULABLE, f"{maker.__name__} ({rule}, {maker.code}) would buy nodes"
+    assert status_text.POD_UNDETERMINED != status_text.UNSCHEDULABLE
+
+
+CAPACITY = reasons.capacity_fit_error("worker", nodes=3, fitting=0, counts={"insufficient gpu": 3})
+QUOTA = reasons.quota_exceeded("ml", resource="gpu", capability=64000, in_use=60000, needs=8000)
+
+
+@pytest.mark.parametrize(
+    ("why", "word"),
+    [
+        ([CAPACITY], "Unschedulable"),
+        ([reasons.topology_no_domain(tier=1, needs={"gpu": 16000}, best="leaf-a", best_free={"gpu": 8000})], "Unschedulable"),
+        ([CAPACITY, QUOTA], "QueueQuotaExceeded"),  # the quota holds it whatever the nodes
+        ([QUOTA, CAPACITY], "QueueQuotaExceeded"),
+        ([reasons.queue_closed("ml")], "QueueNotReady"),
+        ([reasons.dependency_waits("b", dependency="a", running=0, total=2)], "WaitingForDependency"),
+        ([reasons.gated_waiting(["example.com/quota-check"])], "SchedulingGated"),
+        ([reasons.gang_too_few_pods(minimum=8, pods=5)], "NotEnoughTasks"),
+        ([reasons.gang_shortfall(placed=6, minimum=20, needs={"cpu": 80000}, free={"cpu": 24000})], "Unschedulable"),
+        ([reasons.fits_after(pending=2, status="FEASIBLE")], "Schedulable"),
+        ([reasons.left_out("worker", pending=2, status="FEASIBLE")], "Schedulable"),
+        ([reasons.unplaced(pending=3)], "Unschedulable"),
+        (["capacity: task worker: 0/3 nodes fit another pod"], "Undetermined"),  # read back from text: no guess
+        ([], "Undetermined"),
+    ],
+)
+def test_the_pod_s_reason_word(why: list[str], word: str) -> None:
+    assert status_text.pod_scheduled(why, message="m").reason == word
+
+
+def test_the_message_is_cut_as_an_event_s() -> None:
+    long = "x" * (reasons.EVENT_MESSAGE_CHARS + 10)
+    assert status_text.pod_scheduled([CAPACITY], message=long).message == "x" * reasons.EVENT_MESSAGE_CHARS
+
+
+def test_the_transition_time_moves_only_when_the_status_changes() -> None:
+    desired = status_text.PodScheduled("QueueQuotaExceeded", "quota: …")
+    fresh = status_text.pod_condition_patch(desired, observed_status=None, now=NOW)
+    assert fresh == {"status": {"conditions": [{
+        "type": "PodScheduled", "status": "False", "reason": "QueueQuotaExceeded", "message": "quota: …",
+        "lastTransitionTime": "2026-01-02T03:04:05Z",
+    }]}}
+    assert "lastTransitionTime" in status_text.pod_condition_patch(desired, observed_status="True", now=NOW)["status"]["conditions"][0]
+    assert "lastTransitionTime" not in status_text.pod_condition_patch(desired, observed_status="False", now=NOW)["status"]["conditions"][0]
+
+
+def _queue(name: str, *, cpu: str) -> dict:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
+            "spec": {"weight": 1, "capability": {"cpu": cpu}}, "status": {"state": "Open"}}
+
+
+def _view(*, big_pod: dict | None = None) -> ClusterView:
+    """n1 has 4 cpu. `big` (8 cpu) fits no node: capacity. `capped` (2 cpu) is in queue q
+    whose capability is 1 cpu: quota. `small` (1 cpu) binds."""
+    return ClusterView(
+        nodes=(node("n1", cpu=4),),
+        queues=(_queue("q", cpu="1"),),
+        volcano_pod_groups=(pod_group("big"), pod_group("capped", queue="q"), pod_group("small")),
+        pods=(big_pod or pod("big-0", group="big", cpu="8"), pod("capped-0", group="capped", cpu="2"), pod("small-0", group="small", cpu="1")),
+    )
+
+
+def _conditions(observation: Observation, reported: dict[str, str] | None = None) -> dict[str, SetPodCondition]:
+    decision = place(observation.snapshot, SolveConfig(engine="greedy", time_limit_s=2.0))
+    the_plan = plan(observation, decision, reported=reported or {})
+    return {write.pod: write for gang in the_plan.gangs for write in gang.pod_conditions}
+
+
+def test_capacity_reads_unschedulable_quota_its_own_word_and_a_bound_pod_none() -> None:
+    writes = _conditions(observe(_view(), scheduler_names=("batchplace",)))
+    assert sorted(writes) == ["ns/big-0", "ns/capped-0"]
+    assert writes["ns/big-0"].desired.reason == "Unschedulable"
+    assert writes["ns/big-0"].desired.message.startswith("1/1 tasks in gang unschedulable: capacity: task")
+    assert writes["ns/capped-0"].desired.reason == "QueueQuotaExceeded"
+    assert "quota: queue q capability 1 cpu" in writes["ns/capped-0"].desired.message
+
+
+def test_a_pod_that_already_says_it_is_not_written_again() -> None:
+    first = _conditions(observe(_view(), scheduler_names=("batchplace",)))["ns/big-0"]
+    said = pod("big-0", group="big", cpu="8")
+    said["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": first.desired.reason,
+                                     "message": first.desired.message, "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+    assert "ns/big-0" not in _conditions(observe(_view(big_pod=said), scheduler_names=("batchplace",)))
+    other = dict(said["status"]["conditions"][0], message="an older message")
+    said["status"]["conditions"] = [other]
+    rewritten = _conditions(observe(_view(big_pod=said), scheduler_names=("batchplace",)))["ns/big-0"]
+    assert (rewritten.desired, rewritten.observed and rewritten.observed.message) == (first.desired, "an older message")
+
+
+def test_a_write_the_watch_has_not_shown_yet_is_not_sent_twice() -> None:
+    observation = observe(_view(), scheduler_names=("batchplace",))
+    first = _conditions(observation)["ns/big-0"]
+    reported = {pod_condition_key(first.pod): first.reported_as()}
+    assert "ns/big-0" not in _conditions(observation, reported)
+    # the pod changed since (someone else wrote it): written again
+    moved = pod("big-0", group="big", cpu="8")
+    moved["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Other", "message": "m"}]
+    assert "ns/big-0" in _conditions(observe(_view(big_pod=moved), scheduler_names=("batchplace",)), reported)
