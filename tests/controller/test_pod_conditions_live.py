@@ -5,6 +5,7 @@ changes, set to True by the binding itself, and not written again while nothing 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s
@@ -12,9 +13,11 @@ from kubernetes import client as k8s
 from controller.kinds import NODES, PODS, QUEUES, VOLCANO_PODGROUPS
 from controller.kube import KubeClient
 from controller.loop import Controller, ControllerConfig
+from controller.testing.control_plane import ControlPlane
 from tests.controller._cluster_queries import wait_until
 from tests.controller._controller_builders import for_api, node, pod, pod_group
 from tests.controller.conftest import StartController
+from tests.controller.fault_proxy import FaultProxy, Faults
 
 
 def _scheduled(core: k8s.CoreV1Api, namespace: str, name: str) -> tuple[str, str, str] | None:
@@ -90,3 +93,25 @@ def test_live_a_capability_lowered_turns_unschedulable_into_the_quota_word(
     )
     assert quota[0] == "False"
     assert _transition(core, namespace, "wide-0") == since, "False stays False: no transition"
+
+
+def test_live_a_refused_condition_write_is_retried_the_next_cycle_and_the_loop_goes_on(
+    namespace: str,
+    control_plane: ControlPlane,
+    admin: KubeClient,
+    core: k8s.CoreV1Api,
+    fault_proxy: FaultProxy,
+    start_controller: StartController,
+    tmp_path: Path,
+) -> None:
+    admin.create(NODES, None, for_api(node("n1", cpu=4)))
+    admin.create(VOLCANO_PODGROUPS, namespace, for_api(pod_group("big", namespace=namespace)))
+    admin.create(PODS, namespace, for_api(pod("big-0", namespace=namespace, group="big", cpu="6")))
+    kubeconfig = control_plane.write_kubeconfig(tmp_path / "proxied", token=control_plane.controller_token, server=fault_proxy.url)
+    fault_proxy.faults = Faults(fail_rate=1.0, match=lambda method, path: method == "PATCH" and path.endswith("/status"))
+    controller = start_controller(ControllerConfig(period_s=0.3, engine="greedy"), kubeconfig=kubeconfig)
+    wait_until(lambda: fault_proxy.counts.failed >= 2, what="condition writes refused")
+    _cycles(controller, 2)  # the loop goes on
+    assert _scheduled(core, namespace, "big-0") is None
+    fault_proxy.heal()
+    assert wait_until(lambda: _scheduled(core, namespace, "big-0"), what="the condition written once healed")[1] == "Unschedulable"

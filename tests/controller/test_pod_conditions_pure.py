@@ -14,7 +14,7 @@ from controller.observe import ClusterView, Observation, observe
 from controller.plan import SetPodCondition, plan, pod_condition_key
 from solver import reasons
 from solver.place import SolveConfig, place
-from tests.controller._controller_builders import node, pod, pod_group
+from tests.controller._controller_builders import node, pod, pod_group, priority_class
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 
@@ -125,3 +125,45 @@ def test_a_write_the_watch_has_not_shown_yet_is_not_sent_twice() -> None:
     moved = pod("big-0", group="big", cpu="8")
     moved["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Other", "message": "m"}]
     assert "ns/big-0" in _conditions(observe(_view(big_pod=moved), scheduler_names=("batchplace",)), reported)
+
+
+def test_a_gated_pod_keeps_the_api_server_s_condition_and_its_ungated_sibling_reads_scheduling_gated() -> None:
+    gated = pod("train-0", group="train", cpu="1")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/quota-check"}]
+    gated["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+                                      "message": "Scheduling is blocked due to non-empty scheduling gates"}]
+    view = ClusterView(
+        nodes=(node("n1"),), volcano_pod_groups=(pod_group("train", min_member=2),),
+        pods=(gated, pod("train-1", group="train", cpu="1")),
+    )
+    writes = _conditions(observe(view, scheduler_names=("batchplace",)))
+    assert sorted(writes) == ["ns/train-1"]
+    assert writes["ns/train-1"].desired.reason == "SchedulingGated"
+    assert "gated: waiting for example.com/quota-check" in writes["ns/train-1"].desired.message
+
+
+def test_a_pod_whose_gang_waits_for_its_victims_reads_pipelined() -> None:
+    view = ClusterView(
+        nodes=(node("n1", cpu=4),),
+        priority_classes=(priority_class("low", 1), priority_class("high", 100)),
+        volcano_pod_groups=(pod_group("low", priority_class="low"), pod_group("high", priority_class="high")),
+        pods=(pod("low-0", group="low", cpu="4", node_name="n1", phase="Running", priority=1),
+              pod("high-0", group="high", cpu="4", priority=100)),
+    )
+    writes = _conditions(observe(view, scheduler_names=("batchplace",)))
+    assert writes["ns/high-0"].desired.reason == "Pipelined"
+    assert "binding waits for 1 preempted pod(s) to terminate: ns/low-0" in writes["ns/high-0"].desired.message
+
+
+def test_a_started_gang_s_pod_left_pending_says_its_own_reason_and_the_pods_it_binds_none() -> None:
+    view = ClusterView(
+        nodes=(node("n1", cpu=4),), volcano_pod_groups=(pod_group("job", min_member=1),),
+        pods=tuple(pod(f"job-{i}", group="job", cpu="2") for i in range(3)),
+    )
+    observation = observe(view, scheduler_names=("batchplace",))
+    decision = place(observation.snapshot, SolveConfig(engine="greedy", time_limit_s=2.0))
+    (gang,) = plan(observation, decision).gangs
+    (left,) = {f"ns/job-{i}" for i in range(3)} - {bind.pod for bind in gang.binds}
+    assert [(w.pod, w.desired) for w in gang.pod_conditions] == [
+        (left, status_text.PodScheduled("Unschedulable", "capacity: task main: 0/1 nodes fit another pod: 1 insufficient cpu"))
+    ]
