@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from controller import status as status_text
 from controller.observe import ClusterView, Observation, observe
@@ -55,6 +57,40 @@ QUOTA = reasons.quota_exceeded("ml", resource="gpu", capability=64000, in_use=60
 )
 def test_the_pod_s_reason_word(why: list[str], word: str) -> None:
     assert status_text.pod_scheduled(why, message="m").reason == word
+
+
+NODES_HELP = [
+    CAPACITY,
+    reasons.eligibility_none("worker", nodes=3, counts={"node selector mismatch": 3}),
+    reasons.topology_no_domain(tier=1, needs={"gpu": 16000}, best=None, best_free={}),
+    reasons.gang_shortfall(placed=1, minimum=4, needs={"gpu": 32000}, free={"gpu": 8000}),
+    reasons.pods_full("worker", node="n1", allows=3, in_use=3),
+    reasons.unplaced(pending=2),
+]
+POLICY = [
+    QUOTA,
+    reasons.queue_missing("ml"),
+    reasons.dependency_waits("b", dependency="a", running=0, total=1),
+    reasons.gated_waiting(["example.com/quota-check"]),
+    reasons.gang_too_few_pods(minimum=4, pods=2),
+    reasons.left_out("worker", pending=1, status="FEASIBLE"),
+]
+
+
+@given(
+    helping=st.lists(st.sampled_from(NODES_HELP), max_size=4),
+    policy=st.lists(st.sampled_from(POLICY), min_size=1, max_size=3),
+    order=st.randoms(use_true_random=False),
+)
+def test_one_reason_no_node_lifts_keeps_any_mix_off_unschedulable(helping: list[str], policy: list[str], order: object) -> None:
+    mixed = [*helping, *policy]
+    order.shuffle(mixed)  # type: ignore[attr-defined]
+    word = status_text.pod_scheduled(mixed, message="m").reason
+    assert word != "Unschedulable"
+    first_policy = next(reason for reason in mixed if reason in policy)
+    assert word == status_text.POD_WAITING_REASONS[first_policy.rule]  # type: ignore[attr-defined]
+    if helping:
+        assert status_text.pod_scheduled(helping, message="m").reason == "Unschedulable"
 
 
 def test_the_message_is_cut_as_an_event_s() -> None:
