@@ -56,7 +56,7 @@ the rest follow in later cycles, since what was not reported is reported then.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from controller import status as status_text
@@ -133,10 +133,10 @@ class SetPodCondition:
     observed: SeenCondition | None
 
     def reported_as(self) -> str:
-        """What `reported` keeps once written: the condition and the pod's state it was written over."""
-        seen = self.observed
-        before = "" if seen is None else f"{seen.status}/{seen.reason}/{seen.message}"
-        return f"{self.desired.reason}/{self.desired.message} over {before}"
+        """What `reported` keeps once written: a digest of the condition and of the pod's state
+        it was written over (this process's `hash`, as `reported` lives no longer; a few
+        bytes a pod where the messages would be a kilobyte or two)."""
+        return str(hash((self.desired, self.observed)))
 
 
 def pod_condition_key(pod: PodKey) -> str:
@@ -194,12 +194,13 @@ def plan(
         evictions_by_group.setdefault(eviction.for_, []).append(eviction)
     room = _Room(snapshot, observation.terminating, decision.placement.evictions)
     budget = _EventBudget(max_pod_events, reported)
+    conditions = _Conditions(observation, reported)
     gangs = [
         _released(outcome, observation, release[outcome.name])
         if outcome.name in release and outcome.name not in binds_by_group and outcome.name not in evictions_by_group
         else _gang(
             outcome, observation, binds_by_group.get(outcome.name, []), evictions_by_group.get(outcome.name, []), room, budget,
-            released.get(outcome.name, ""), _Conditions(observation, reported),
+            released.get(outcome.name, ""), conditions,
         )
         for outcome in _ordered(decision.podgroups, binds_by_group, evictions_by_group)
     ]
@@ -331,7 +332,7 @@ def _gang(
             evictions=tuple(_evict(e, observation) for e in evictions),
             status=_set_status(ref, status, outcome.min_member),
             note=f"evicts {len(evictions)} victim(s), binds once they are gone",
-            pod_conditions=conditions.pending(pods, lambda _: status_text.pod_pipelined(status.message)),
+            pod_conditions=conditions.pending(pods, status_text.pod_pipelined(status.message)),
         )
     if binds:
         blocked = room.blocking(binds)
@@ -344,7 +345,7 @@ def _gang(
                 **base,  # type: ignore[arg-type]
                 status=_set_status(ref, status, outcome.min_member),
                 note=f"waits: {blocked}",
-                pod_conditions=conditions.pending(pods, lambda _: status_text.pod_pipelined(status.message)),
+                pod_conditions=conditions.pending(pods, status_text.pod_pipelined(status.message)),
             )
         room.take(binds)
         placed = placed_before + len(binds)
@@ -386,7 +387,7 @@ def _gang(
         status=_set_status(ref, status, outcome.min_member),
         events=tuple(events),
         note=status.message,
-        pod_conditions=conditions.pending(pods, lambda _: waiting),
+        pod_conditions=conditions.pending(pods, waiting),
     )
 
 
@@ -544,13 +545,9 @@ class _Conditions:
     observation: Observation
     reported: Mapping[str, str]
 
-    def pending(
-        self, pods: Sequence[Pod], desired: Callable[[Pod], status_text.PodScheduled]
-    ) -> tuple[SetPodCondition, ...]:
-        """For each pending pod of `pods` not held by a scheduling gate: `desired(pod)`, when new."""
-        wanted = (
-            self._set(pod.key, desired(pod)) for pod in pods if pod.phase == "pending" and not gated.is_gated(pod)
-        )
+    def pending(self, pods: Sequence[Pod], desired: status_text.PodScheduled) -> tuple[SetPodCondition, ...]:
+        """`desired` for each pending pod of `pods` not held by a scheduling gate, where new."""
+        wanted = (self._set(pod.key, desired) for pod in pods if pod.phase == "pending" and not gated.is_gated(pod))
         return tuple(write for write in wanted if write is not None)
 
     def unplaced(self, outcome: PodGroupOutcome) -> tuple[SetPodCondition, ...]:
