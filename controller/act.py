@@ -28,7 +28,10 @@ write — and the connection asks again as each bind or eviction try goes out
 3. the status: as planned when every bind landed; else `status.bind_failed` says how many
    landed and why the rest did not, and the next cycle completes the gang (its bound pods
    count toward it) or reports it.
-4. Events: the gang's one Scheduled Event on its PodGroup when every bind landed (a pod
+4. the PodScheduled condition of each of its pods left pending (`controller.plan` rule 7),
+   a strategic merge patch of pods/status each, sent together (the bind pool); one the API
+   server refuses is logged and not remembered, so the next cycle writes it again.
+5. Events: the gang's one Scheduled Event on its PodGroup when every bind landed (a pod
    without a PodGroup object: its own, after its bind); Preempted after each eviction;
    FailedScheduling as planned, or on the PodGroup when a bind was rejected.
 
@@ -55,7 +58,7 @@ from controller.assumed import AssumedPods, bound_to
 from controller.errors import ApiError, Conflict, NotFound, ServerError, TooManyRequests, Unavailable
 from controller.kinds import NODES, PODS, VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
 from controller.metrics import ControllerMetrics
-from controller.plan import BindPod, EmitEvent, Evict, GangPlan, Plan, podgroup_event
+from controller.plan import BindPod, EmitEvent, Evict, GangPlan, Plan, SetPodCondition, pod_condition_key, podgroup_event
 from controller.timing import BackoffPolicy, Clock, SystemClock, rfc3339
 from controller.write_fence import WriteLease, WriteNotSent
 from models.loaders.keys import GPUS_ANNOTATION
@@ -83,7 +86,8 @@ class ActApi(Protocol):
     def get(self, kind: ResourceKind, namespace: str | None, name: str, *, from_watch_cache: bool = False) -> JsonObject: ...
 
     def patch(
-        self, kind: ResourceKind, namespace: str | None, name: str, body: JsonObject, *, subresource: str | None = None
+        self, kind: ResourceKind, namespace: str | None, name: str, body: JsonObject, *,
+        subresource: str | None = None, strategic: bool = False,
     ) -> JsonObject: ...
 
     def create_event(self, namespace: str, body: JsonObject) -> None: ...
@@ -114,6 +118,7 @@ class ActReport:
     evicted: list[PodKey] = field(default_factory=list)
     evictions_refused: list[tuple[PodKey, str]] = field(default_factory=list)
     statuses_written: int = 0
+    pod_conditions_written: int = 0
     events_written: int = 0
     stopped: str = ""  # why the plan was not finished ("" when it was)
     writes_dropped: int = 0  # binds, evictions and statuses not sent because the Lease may be lost
@@ -227,6 +232,7 @@ class Actuator:
                 return
         if planned is not None:
             self._write_status(gang, planned.status, report, now=now, transition_id=transition_id)
+        self._pod_conditions(gang.pod_conditions, report, now=now)
         for event in gang.events:
             self._event(event, report, now=now)
 
@@ -237,6 +243,8 @@ class Actuator:
             log.info("dry-run: would bind %s to %s%s", bind.pod, bind.node, f" gpus {list(bind.gpus)}" if bind.gpus else "")
         if gang.status is not None:
             log.info("dry-run: would set %s to %s", gang.group, gang.status.status.describe())
+        for write in gang.pod_conditions:
+            log.info("dry-run: would set %s PodScheduled=False %s", write.pod, write.desired.reason)
 
     # ---- evictions ----
 
@@ -408,6 +416,33 @@ class Actuator:
             pass
         except ApiError as error:
             log.warning("status of %s not written: %s", ref.key, error)
+
+    def _pod_conditions(self, writes: tuple[SetPodCondition, ...], report: ActReport, *, now: datetime) -> None:
+        """Each pod's PodScheduled condition, sent together; each only while the Lease covers it."""
+        if not writes:
+            return
+        self._require_leader(report, dropping=len(writes))
+        lost = sum(not sent for sent in self._pool.map(lambda write: self._pod_condition(write, report, now=now), writes))
+        self._dropped(report, lost)
+
+    def _pod_condition(self, write: SetPodCondition, report: ActReport, *, now: datetime) -> bool:
+        """Write one pod's condition; False when it was not sent because the Lease may be lost."""
+        if not self._leader.may_write():
+            return False
+        namespace, _, name = write.pod.partition("/")
+        observed_status = write.observed.status if write.observed is not None else None
+        body = status_text.pod_condition_patch(write.desired, observed_status=observed_status, now=now)
+        try:
+            self._call("patch", lambda: self._api.patch(PODS, namespace, name, body, subresource="status", strategic=True))
+        except NotFound:
+            return True  # the pod is gone
+        except ApiError as error:
+            log.warning("PodScheduled condition of %s not written: %s", write.pod, error)
+            return True
+        self.reported[pod_condition_key(write.pod)] = write.reported_as()
+        with self._count_lock:
+            report.pod_conditions_written += 1
+        return True
 
     def _event(self, event: EmitEvent, report: ActReport, *, now: datetime) -> None:
         if self._dry_run:

@@ -98,6 +98,7 @@ VERBS: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "pods"): ("get", "list", "watch"),  # get: re-read after a 409 or a bind of unknown outcome
     ("", "pods/binding"): ("create",),
     ("", "pods/eviction"): ("create",),
+    ("", "pods/status"): ("patch",),  # a pending pod's PodScheduled condition, as kube-scheduler writes it
     ("", "nodes"): ("get", "list", "watch"),  # get: each target node read just before a gang's binds
     ("", "events"): ("create",),
     ("scheduling.k8s.io", "priorityclasses"): ("list", "watch"),

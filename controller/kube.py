@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 
 JsonObject = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 DEFAULT_TIMEOUT_S = (5.0, 30.0)  # (connect, read)
 METRICS_GROUP, METRICS_VERSION = "metrics.k8s.io", "v1beta1"
 _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, OSError, socket.timeout)
@@ -295,13 +296,16 @@ class KubeClient:
         body: Mapping[str, Any],
         *,
         subresource: str | None = None,
+        strategic: bool = False,
     ) -> JsonObject:
-        """A JSON merge patch (RFC 7386) of the object or of its `subresource` ("status")."""
+        """A JSON merge patch (RFC 7386) of the object or of its `subresource` ("status");
+        `strategic`: a strategic merge patch instead (built-in kinds only), whose lists merge
+        by their key — a pod's conditions by type, so one condition is written without the others."""
         return self._json(
             "PATCH",
             kind.object_path(namespace, name, subresource),
             body=dict(body),
-            content_type=MERGE_PATCH,
+            content_type=STRATEGIC_MERGE_PATCH if strategic else MERGE_PATCH,
             verb="patch",
             what=f"{kind}{'/' + subresource if subresource else ''} {_ref(namespace, name)}",
         )

@@ -58,6 +58,7 @@ __all__ = [
     "AssumedState",
     "PodGroupRef",
     "PodRef",
+    "SeenCondition",
     "TerminatingPod",
     "Rejected",
     "Observation",
@@ -112,12 +113,23 @@ class PodGroupRef:
 
 
 @dataclass(frozen=True)
+class SeenCondition:
+    """A pending pod's PodScheduled condition as the API server has it: what `plan` compares
+    the condition it wants against, so an unchanged one is not written again."""
+
+    status: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
 class PodRef:
     key: PodKey
     namespace: str
     name: str
     uid: str
     phase: str  # the kubelet's status.phase
+    scheduled: SeenCondition | None = None  # a pending pod's PodScheduled condition; None when bound or without one
 
 
 @dataclass(frozen=True)
@@ -285,13 +297,27 @@ def _detached(pod: JsonObject) -> JsonObject:
 
 def _pod_ref(pod: JsonObject) -> PodRef:
     metadata = pod.get("metadata") or {}
+    status = pod.get("status") or {}
     return PodRef(
         key=PodKey(_key(pod)),
         namespace=_namespace(pod),
         name=str(metadata.get("name", "")),
         uid=str(metadata.get("uid", "")),
-        phase=str((pod.get("status") or {}).get("phase", "")),
+        phase=str(status.get("phase", "")),
+        scheduled=None if (pod.get("spec") or {}).get("nodeName") else _seen_scheduled(status),
     )
+
+
+def _seen_scheduled(status: JsonObject) -> SeenCondition | None:
+    """The PodScheduled condition of a pod's `status`, None when it has none."""
+    for condition in status.get("conditions") or ():
+        if isinstance(condition, dict) and condition.get("type") == "PodScheduled":
+            return SeenCondition(
+                status=str(condition.get("status", "")),
+                reason=str(condition.get("reason") or ""),
+                message=str(condition.get("message") or ""),
+            )
+    return None
 
 
 # ---- overcommitted nodes (rule 5) ----

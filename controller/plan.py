@@ -39,6 +39,17 @@ Rules, in the order they apply to a gang:
    placed whole". The solver serves partly bound gangs before new ones of their priority,
    so one is released only when it could not be completed in that time.
 
+7. Every pending pod of a gang that the cycle does not bind carries the PodScheduled
+   condition kube-scheduler writes (`status.pod_scheduled`): `Unschedulable` only when
+   added nodes could start it (an autoscaler buys nodes for that reason alone), another
+   word when policy holds it (`QueueQuotaExceeded`, …), `Pipelined` while its binds wait for
+   victims. A pending gang's pods say its message; a started gang's pods left pending each
+   say their own reason. Written only when the pod does not already say it (status, reason,
+   message), and not twice for one state of the pod — the watch may not have shown the last
+   write yet (`reported`). A gated pod is left as the API server marked it
+   (`SchedulingGated`), as kube-scheduler leaves it; a pod held out of the cycle for a
+   dependency starting keeps the `WaitingForDependency` it had while that waited for nodes.
+
 Events are capped per cycle (`max_pod_events`), as kube-scheduler's recorder rate-limits:
 the rest follow in later cycles, since what was not reported is reported then.
 """
@@ -49,10 +60,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from controller import status as status_text
-from controller.observe import Observation, PodGroupRef, TerminatingPod
+from controller.observe import Observation, PodGroupRef, SeenCondition, TerminatingPod
 from controller.repair import RepairEviction
 from models.placement import Bind, Decision, Eviction, PodGroupOutcome
-from models.snapshot import NodeName, PodGroupKey, PodKey, Snapshot
+from models.snapshot import NodeName, Pod, PodGroupKey, PodKey, Snapshot
 from solver.reasons import gang_assigned_message, gang_released
 from solver.rules import gated
 from solver.offline_evictions import OfflineEviction
@@ -62,6 +73,8 @@ __all__ = [
     "BindPod",
     "SetStatus",
     "EmitEvent",
+    "SetPodCondition",
+    "pod_condition_key",
     "GangPlan",
     "Plan",
     "plan",
@@ -112,6 +125,26 @@ class SetStatus:
 
 
 @dataclass(frozen=True)
+class SetPodCondition:
+    """Write `desired` as a pending pod's PodScheduled condition (rule 7); `observed`: what it says now."""
+
+    pod: PodKey
+    desired: status_text.PodScheduled
+    observed: SeenCondition | None
+
+    def reported_as(self) -> str:
+        """What `reported` keeps once written: a digest of the condition and of the pod's state
+        it was written over (this process's `hash`, as `reported` lives no longer; a few
+        bytes a pod where the messages would be a kilobyte or two)."""
+        return str(hash((self.desired, self.observed)))
+
+
+def pod_condition_key(pod: PodKey) -> str:
+    """The key of a pod's PodScheduled condition in `reported`."""
+    return f"Pod/{pod}/PodScheduled"
+
+
+@dataclass(frozen=True)
 class GangPlan:
     group: PodGroupKey
     min_member: int
@@ -124,6 +157,7 @@ class GangPlan:
     events: tuple[EmitEvent, ...] = ()
     ref: PodGroupRef | None = None
     note: str = ""  # for the log: what the plan does and why
+    pod_conditions: tuple[SetPodCondition, ...] = ()  # rule 7, after the status
 
 
 @dataclass(frozen=True)
@@ -160,12 +194,13 @@ def plan(
         evictions_by_group.setdefault(eviction.for_, []).append(eviction)
     room = _Room(snapshot, observation.terminating, decision.placement.evictions)
     budget = _EventBudget(max_pod_events, reported)
+    conditions = _Conditions(observation, reported)
     gangs = [
         _released(outcome, observation, release[outcome.name])
         if outcome.name in release and outcome.name not in binds_by_group and outcome.name not in evictions_by_group
         else _gang(
             outcome, observation, binds_by_group.get(outcome.name, []), evictions_by_group.get(outcome.name, []), room, budget,
-            released.get(outcome.name, ""),
+            released.get(outcome.name, ""), conditions,
         )
         for outcome in _ordered(decision.podgroups, binds_by_group, evictions_by_group)
     ]
@@ -274,7 +309,8 @@ def _gang(
     evictions: list[Eviction],
     room: "_Room",
     budget: "_EventBudget",
-    released: str = "",
+    released: str,
+    conditions: "_Conditions",
 ) -> GangPlan | None:
     snapshot = observation.snapshot
     pods = snapshot.pods_by_group.get(outcome.name, ())
@@ -296,6 +332,7 @@ def _gang(
             evictions=tuple(_evict(e, observation) for e in evictions),
             status=_set_status(ref, status, outcome.min_member),
             note=f"evicts {len(evictions)} victim(s), binds once they are gone",
+            pod_conditions=conditions.pending(pods, status_text.pod_pipelined(status.message)),
         )
     if binds:
         blocked = room.blocking(binds)
@@ -304,7 +341,12 @@ def _gang(
                 min_member=outcome.min_member, placed=placed_before, total_pods=total, running=running,
                 waiting_for=blocked,
             )
-            return GangPlan(**base, status=_set_status(ref, status, outcome.min_member), note=f"waits: {blocked}")  # type: ignore[arg-type]
+            return GangPlan(
+                **base,  # type: ignore[arg-type]
+                status=_set_status(ref, status, outcome.min_member),
+                note=f"waits: {blocked}",
+                pod_conditions=conditions.pending(pods, status_text.pod_pipelined(status.message)),
+            )
         room.take(binds)
         placed = placed_before + len(binds)
         status = status_text.scheduled(min_member=outcome.min_member, placed=placed, total_pods=total, running=running)
@@ -321,6 +363,7 @@ def _gang(
             status=_set_status(ref, status, outcome.min_member),
             events=(*events, *_unplaced_events(outcome, observation, budget)),
             note=f"binds {len(binds)} pod(s)",
+            pod_conditions=conditions.unplaced(outcome),
         )
     if outcome.state == "scheduled":
         status = status_text.scheduled(min_member=outcome.min_member, placed=placed_before, total_pods=total, running=running)
@@ -328,6 +371,7 @@ def _gang(
             **base,  # type: ignore[arg-type]
             status=_set_status(ref, status, outcome.min_member),
             events=tuple(_unplaced_events(outcome, observation, budget)),
+            pod_conditions=conditions.unplaced(outcome),
         )
     reasons = list(outcome.reasons)
     for extra in (observation.held.get(outcome.name), released):
@@ -337,11 +381,13 @@ def _gang(
         min_member=outcome.min_member, placed=placed_before, total_pods=total, running=running, reasons=reasons
     )
     events = list(_pending_events(outcome, status, observation, ref, budget))
+    waiting = status_text.pod_scheduled(reasons, message=status.message)
     return GangPlan(
         **base,  # type: ignore[arg-type]
         status=_set_status(ref, status, outcome.min_member),
         events=tuple(events),
         note=status.message,
+        pod_conditions=conditions.pending(pods, waiting),
     )
 
 
@@ -489,6 +535,42 @@ def _rejected_events(observation: Observation, budget: "_EventBudget") -> list[E
         if budget.wants(event, counted=True):
             events.append(event)
     return events
+
+
+@dataclass(frozen=True)
+class _Conditions:
+    """Rule 7: the PodScheduled conditions to write, leaving out each a pod already says or
+    that was written over the pod as it is now (`reported`)."""
+
+    observation: Observation
+    reported: Mapping[str, str]
+
+    def pending(self, pods: Sequence[Pod], desired: status_text.PodScheduled) -> tuple[SetPodCondition, ...]:
+        """`desired` for each pending pod of `pods` not held by a scheduling gate, where new."""
+        wanted = (self._set(pod.key, desired) for pod in pods if pod.phase == "pending" and not gated.is_gated(pod))
+        return tuple(write for write in wanted if write is not None)
+
+    def unplaced(self, outcome: PodGroupOutcome) -> tuple[SetPodCondition, ...]:
+        """A started gang's pods left pending, each with its own reason."""
+        pods = self.observation.snapshot.pod_by_key
+        wanted = (
+            self._set(unplaced.pod, status_text.pod_scheduled([unplaced.reason], message=unplaced.reason))
+            for unplaced in outcome.unplaced_pods
+            if unplaced.pod in pods and not gated.is_gated(pods[unplaced.pod])
+        )
+        return tuple(write for write in wanted if write is not None)
+
+    def _set(self, pod: PodKey, desired: status_text.PodScheduled) -> SetPodCondition | None:
+        ref = self.observation.pods.get(pod)
+        if ref is None:
+            return None
+        seen = ref.scheduled
+        if seen is not None and (seen.status, seen.reason, seen.message) == ("False", desired.reason, desired.message):
+            return None
+        write = SetPodCondition(pod=pod, desired=desired, observed=seen)
+        if self.reported.get(pod_condition_key(pod)) == write.reported_as():
+            return None
+        return write
 
 
 @dataclass

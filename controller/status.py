@@ -21,6 +21,16 @@ named where its facts are reported (`REPORTED_UNDER`); tests walk both.
 
 scheduler-plugins' PodGroup has no conditions: its phase (Pending / Scheduling / Scheduled /
 Running) and `scheduled` count carry the same facts.
+
+Each pending pod of ours carries the `PodScheduled` condition kube-scheduler writes
+(`pod_scheduled`): status False, and reason `Unschedulable` only when nodes added to the
+cluster could start it (`solver.reasons.nodes_would_help` of its PodGroup's reasons) —
+Cluster Autoscaler and Karpenter buy nodes for that reason and for no other. A pod held by
+policy gets another word (`POD_WAITING_REASONS`, looked up by the first reason no node
+lifts), so no node is bought for it: a pod of a gang whose queue is at its capability reads
+`QueueQuotaExceeded`; a gang short of free GPUs reads `Unschedulable`. The message is the
+PodGroup's, cut at `EVENT_MESSAGE_CHARS`. The binding sets `PodScheduled=True` itself (the
+API server's pod binding storage), so nothing is written on bind.
 """
 
 from __future__ import annotations
@@ -32,7 +42,7 @@ from typing import Any
 
 from controller.timing import rfc3339
 from models.reason import Reason
-from solver.reasons import gang_message
+from solver.reasons import EVENT_MESSAGE_CHARS, gang_message, nodes_would_help
 
 __all__ = [
     "PENDING",
@@ -42,6 +52,13 @@ __all__ = [
     "UNSCHEDULABLE",
     "CONDITION_REASONS",
     "REPORTED_UNDER",
+    "POD_SCHEDULED",
+    "POD_WAITING_REASONS",
+    "POD_UNDETERMINED",
+    "PodScheduled",
+    "pod_scheduled",
+    "pod_pipelined",
+    "pod_condition_patch",
     "GroupStatus",
     "scheduled",
     "unschedulable",
@@ -91,6 +108,23 @@ READY_REASON = "tasks in gang are ready to be scheduled"  # Volcano's Scheduled 
 PIPELINED_REASON = "Pipelined"
 BIND_FAILED_REASON = "BindFailed"
 RELEASED_REASON = "GangReleased"
+POD_SCHEDULED = "PodScheduled"
+POD_WAITING_REASONS: dict[str, str] = {
+    # a reason's rule → a pending pod's PodScheduled reason when that reason is one no added
+    # node lifts (`solver.reasons`, nodes_help=False); none is "Unschedulable", so an autoscaler
+    # buys no node for the pod
+    "quota": "QueueQuotaExceeded",  # its queue is at its capability
+    "queue": "QueueNotReady",  # its queue is missing or closed
+    "dependency": "WaitingForDependency",  # a task it depends on is not running yet
+    "gated": "SchedulingGated",  # scheduling gates hold the gang (kube-scheduler's word for gated pods)
+    "reservation": "Reserved",  # nodes are held for an overdue PodGroup, not for it
+    "gang": "NotEnoughTasks",  # fewer pods exist than its minimum (Volcano's word)
+    "preemption": PIPELINED_REASON,  # victims are evicted for it: it binds once they are gone
+    "unplaced": "Schedulable",  # it fits, but the search ended first or the placement leaves it out (Volcano's word)
+}
+POD_UNDETERMINED = "Undetermined"
+"""A pending pod's reason when none of its PodGroup's reasons has a known rule and code (a
+sentence read back from text): no node is bought on a guess (Volcano's word)."""
 
 
 @dataclass(frozen=True)
@@ -189,6 +223,46 @@ def bind_failed(
         running=running,
         placed=placed_now,
     )
+
+
+@dataclass(frozen=True)
+class PodScheduled:
+    """The PodScheduled condition a pending pod is to carry: status False, `reason`, `message`."""
+
+    reason: str
+    message: str
+
+
+def pod_scheduled(reasons: Sequence[str], *, message: str) -> PodScheduled:
+    """The condition of a pending pod whose PodGroup waits for `reasons`, saying `message`.
+
+    Example: [capacity_fit_error(…)] → Unschedulable; [capacity_fit_error(…), quota_exceeded(…)]
+    → QueueQuotaExceeded (the quota holds it whatever the nodes)."""
+    message = message[:EVENT_MESSAGE_CHARS]
+    if nodes_would_help(reasons):
+        return PodScheduled(UNSCHEDULABLE, message)
+    for reason in map(Reason.read, reasons):
+        if reason.rule in POD_WAITING_REASONS and not nodes_would_help([reason]):
+            return PodScheduled(POD_WAITING_REASONS[reason.rule], message)
+    return PodScheduled(POD_UNDETERMINED, message)
+
+
+def pod_pipelined(message: str) -> PodScheduled:
+    """A pod placed this cycle that binds once victims or terminating pods are gone."""
+    return PodScheduled(PIPELINED_REASON, message[:EVENT_MESSAGE_CHARS])
+
+
+def pod_condition_patch(desired: PodScheduled, *, observed_status: str | None, now: datetime) -> dict[str, Any]:
+    """The strategic merge patch of pods/status that writes `desired` (conditions merge by
+    type, so the pod's other conditions stay). `lastTransitionTime` is set only when the
+    condition's status changes (`observed_status`: the pod's PodScheduled status, None when
+    it has none), as Kubernetes counts a transition."""
+    condition: dict[str, Any] = {
+        "type": POD_SCHEDULED, "status": "False", "reason": desired.reason, "message": desired.message
+    }
+    if observed_status != "False":
+        condition["lastTransitionTime"] = rfc3339(now)
+    return {"status": {"conditions": [condition]}}
 
 
 def _xk8s_phase(status: GroupStatus, min_member: int) -> str:

@@ -3,7 +3,10 @@ many pods per second does the controller bind, with 1,000 nodes and 5,000 pendin
 
 Data: synthetic, seeded: 1,000 Nodes of 8 GPUs, 64 cpu, 512Gi; 500 Volcano PodGroups of
 10 pods each (minMember 10), every pod asking 1 GPU and 4 cpu — 5,000 GPUs of 8,000, so
-everything fits and every pod must be bound.
+everything fits and every pod must be bound. With more pods than GPUs (`--nodes 100 --pods
+1200`) the gangs that fit are bound and the rest wait, each pending pod with its
+PodScheduled condition (`Unschedulable`: capacity); the run then also counts the requests
+of `STEADY_S` seconds of cycles once the writes settled, when nothing changes.
 
 Run: the local control plane (etcd + kube-apiserver v1.20.2, `python -m
 controller.testing.control_plane`) and `batchplace controller` as separate processes (the
@@ -22,7 +25,9 @@ included). Where the time goes:
   during the first cycle (utime + stime from /proc, sampled every 0.1 s), against the
   cycle's wall time × cores;
 - requests the API server served, by verb and resource (its `apiserver_request_total`,
-  read before the controller starts and once its writes settle), and per pod;
+  read before the controller starts and once its writes settle), and per pod; with pods
+  left pending, the `PATCH pods/status` (their PodScheduled condition) per pending pod, up
+  to the settle and in the steady cycles after it;
 - with `--profile`, the controller's Python CPU by part (py-spy `--gil` samples: informers,
   observe, solve, plan, act). The profiler takes CPU itself: time other runs.
 Baseline: none — `batchplace bench` times `place()` alone on comparable sizes.
@@ -58,6 +63,8 @@ from kubernetes import config as k8s_config
 RESULTS = Path("results") / "controller-bench"
 NAMESPACE = "bench"
 PODS_PER_GROUP = 10
+GPUS_PER_NODE = 8  # each pod asks one
+STEADY_S = 5.0  # seconds of cycles (period 1 s) counted once the writes settled
 
 
 @dataclass(frozen=True)
@@ -89,11 +96,13 @@ class BenchResult:
     first_cycle_cpu_seconds: dict[str, float]  # per process, and the machine's total
     controller_cpu_seconds: float  # controller start → all bound
     requests: dict[str, int]  # `VERB resource` → count, controller start → writes settled
+    pending_pods: int  # pods left pending: their gangs do not fit the GPUs
+    steady_requests: dict[str, int]  # `VERB resource` → count in STEADY_S seconds after the writes settled
     controller_profile_samples: dict[str, int]  # py-spy samples per part of the controller (--profile)
 
 
 def _node(index: int) -> dict:
-    resources = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"}
+    resources = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(GPUS_PER_NODE), "pods": "110"}
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -126,6 +135,13 @@ def _pod(group: int, index: int) -> dict:
                 "requests": {"cpu": "4", "nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}}],
         },
     }
+
+
+def _fitting_pods(config: BenchConfig) -> int:
+    """Pods of the gangs that fit: whole gangs of PODS_PER_GROUP, one GPU each.
+    Example: 100 nodes × 8 GPUs, 1,200 pods → 80 gangs, 800 pods (400 left pending)."""
+    gangs = min(config.pods // PODS_PER_GROUP, config.nodes * GPUS_PER_NODE // PODS_PER_GROUP)
+    return gangs * PODS_PER_GROUP
 
 
 def _create(admin: k8s.ApiClient, config: BenchConfig) -> float:
@@ -323,7 +339,8 @@ def run(config: BenchConfig) -> BenchResult:
         admin = k8s.ApiClient(configuration)
         create_seconds = _create(admin, config)
         core = k8s.CoreV1Api(admin)
-        watch = _BindWatch(core, config.pods)
+        fitting = _fitting_pods(config)
+        watch = _BindWatch(core, fitting)
         sampler = _CpuSampler({**pids, "bench client": os.getpid()})
         sampler.start()
         before = _request_counts(admin)
@@ -349,12 +366,14 @@ def run(config: BenchConfig) -> BenchResult:
         deadline = time.monotonic() + config.timeout_s
         while not watch.done.wait(0.5):
             if time.monotonic() > deadline or controller.poll() is not None:
-                raise RuntimeError(f"{watch.count()} of {config.pods} pods bound; controller log:\n{log_path.read_text()[-3000:]}")
+                raise RuntimeError(f"{watch.count()} of {fitting} pods bound; controller log:\n{log_path.read_text()[-3000:]}")
         all_bound_at = watch.all_bound_unix or time.time()
         if profiler is not None:
             profiler.send_signal(signal.SIGINT)
             profiler.wait(60)
         after, settled_at = _settled_counts(admin)
+        time.sleep(STEADY_S)
+        steady = _request_counts(admin) - after
         sampler.stop()
         cycles = [json.loads(l) for l in log_path.read_text().splitlines() if l.startswith("{") and '"cycle"' in l]
         acting = [c for c in cycles if c.get("bound")]
@@ -375,11 +394,13 @@ def run(config: BenchConfig) -> BenchResult:
             first_cycle_bound=first["bound"],
             cycles_that_bound=len(acting),
             all_bound_seconds=round(elapsed, 2),
-            binds_per_second=round(config.pods / elapsed, 1),
+            binds_per_second=round(fitting / elapsed, 1),
             writes_settled_seconds=round(settled_at - first_start, 2),
             first_cycle_cpu_seconds=sampler.between(first_start, first["finished_unix"]),
             controller_cpu_seconds=sampler.between(started_unix, all_bound_at).get("controller", 0.0),
             requests=requests,
+            pending_pods=config.pods - fitting,
+            steady_requests={what: n for what, n in steady.most_common() if n},
             controller_profile_samples=profile,
         )
     finally:
@@ -425,6 +446,17 @@ def report(result: BenchResult) -> str:
     lines += ["", "| request (controller start → writes settled) | count | per pod |", "|---|---|---|"]
     for what, count in result.requests.items():
         lines.append(f"| {what} | {count} | {count / result.pods:.2f} |")
+    if result.pending_pods:
+        condition_writes = "PATCH pods/status"
+        lines += [
+            "",
+            f"| {condition_writes} per pending pod ({result.pending_pods} pending) | count | per pending pod |",
+            "|---|---|---|",
+            f"| controller start → writes settled | {result.requests.get(condition_writes, 0)} | "
+            f"{result.requests.get(condition_writes, 0) / result.pending_pods:.2f} |",
+            f"| the {STEADY_S:.0f} s of cycles after | {result.steady_requests.get(condition_writes, 0)} | "
+            f"{result.steady_requests.get(condition_writes, 0) / result.pending_pods:.2f} |",
+        ]
     if result.controller_profile_samples:
         total = sum(result.controller_profile_samples.values())
         lines += [

@@ -65,7 +65,7 @@ class UnplacedPod(_Frozen):
     sentence Volcano's FailedScheduling Event on the pod carries)."""
 
     pod: PodKey = Field(description="the pending pod, namespace/name")
-    reason: str = Field(description="the rule and the numbers, as a PodGroup's reasons")
+    reason: Reason = Field(description="the rule and the numbers, as a PodGroup's reasons")
 
 
 class PodGroupOutcome(_Frozen):

@@ -658,6 +658,12 @@ class Pod(_Frozen):
         "pod is not ready to be scheduled — no engine places it, the API server refuses to bind it, it counts as "
         "pending and its PodGroup's reason names the gates (solver.rules.gated); a running pod has none",
     )
+    scheduled_reason: str | None = Field(
+        None,
+        description="a pending pod's `PodScheduled` condition reason as its object says it: `Unschedulable` when "
+        "an added node could start it (what autoscalers act on), another word when policy holds it "
+        "(`QueueQuotaExceeded`, …; the controller writes them); None when it has none. Shown, never decided on",
+    )
 
     @property
     def key(self) -> PodKey:

@@ -157,10 +157,13 @@ def with_unplaced_pods(snapshot: Snapshot, problem: Problem, decision: Decision,
 
 
 def _no_more(engine: GreedyEngine, plan: GroupPlan, task: str, *, pending: int, status: str) -> str:
-    """Why no more pods of `task` place in the engine's state, or that one would fit."""
+    """Why no more pods of `task` place in the engine's state, or that one would fit. One
+    reason is returned as it is, its rule and code kept (the controller reads whether a node
+    would help); several are one sentence, whose code is lost."""
     state, row = engine.state, plan.task_rows[task]
     shape = state.shape(row)
     room, _ = state.quota_room(plan.queue, shape)
     if room > 0 and state.fit_mask(shape, state.inter_pod_base(row, engine.problem.eligible_nodes(row))).any():
         return reasons.left_out(task, pending=pending, status=status)
-    return "; ".join(engine.no_more_pods(plan, row, task))
+    why = engine.no_more_pods(plan, row, task)
+    return why[0] if len(why) == 1 else "; ".join(why)

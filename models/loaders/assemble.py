@@ -308,6 +308,7 @@ def _pod(pod: PodRecord, context: _PodContext) -> Pod:
         offline=offline,
         scheduling_gates=pod.template.scheduling_gates,
         host_ports=pod.template.host_ports,
+        scheduled_reason=pod.scheduled_reason,
     )
 
 

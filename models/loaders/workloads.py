@@ -323,6 +323,7 @@ class PodRecord:
     location: Location
     path: tuple[PathPart, ...] = ()
     checkpoint_time: float | None = None  # `batchplace.io/last-checkpoint`
+    scheduled_reason: str | None = None  # a pending pod's PodScheduled condition reason
 
     @property
     def key(self) -> str:
@@ -365,7 +366,17 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
         location=obj.location,
         path=obj.path,
         checkpoint_time=obj.child("metadata").child("annotations").timestamp(CHECKPOINT_ANNOTATION),
+        scheduled_reason=_scheduled_reason(status) if node is None else None,
     )
+
+
+def _scheduled_reason(status: RawObject) -> str | None:
+    """The reason of a pending pod's PodScheduled condition ("Unschedulable",
+    "QueueQuotaExceeded", …), None when it has none: what the dashboard shows of it."""
+    for condition in status.children("conditions"):
+        if condition.optional_string("type") == "PodScheduled":
+            return condition.optional_string("reason")
+    return None
 
 
 def _creating_job(meta: Metadata) -> tuple[JobController, str] | None:

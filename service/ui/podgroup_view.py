@@ -3,7 +3,8 @@
 Input: an `Analysis`. Output: `PodGroupRow`s — state, queue, priority, placed/min_member,
 age and its reason sentences from this cycle's decision (why a pending one waits; what of
 a started one waits: a dependent task, a task no node matches) — and for one
-PodGroup a `PodGroupDetail` with its tasks (and where each may run), its pods (node, GPU devices, what this cycle
+PodGroup a `PodGroupDetail` with its tasks (and where each may run), its pods (node, GPU devices, a pending
+one's PodScheduled reason as its object says it — `Unschedulable` when a node would help —, what this cycle
 does to each), whom it preempts and the Events the controller writes for this decision.
 
 States (this cycle's decision, as the controller would act on it):
@@ -154,6 +155,7 @@ class PodLine:
     gpus: str
     requests: str
     this_cycle: str
+    scheduled_reason: str = ""  # a pending pod's PodScheduled reason as its object says it
 
 
 @dataclass(frozen=True)
@@ -225,6 +227,7 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
                 gpus=_indices(pod.gpu_indices or (bind.gpus if bind else ())),
                 requests=resources_text(pod.requests),
                 this_cycle=this_cycle,
+                scheduled_reason=pod.scheduled_reason or "",
             )
         )
     if assigned:  # the gang's one Scheduled Event, on its PodGroup
