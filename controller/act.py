@@ -44,7 +44,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -408,6 +408,12 @@ class Actuator:
             pass
         except ApiError as error:
             log.warning("status of %s not written: %s", ref.key, error)
+
+    def emit(self, events: Sequence[EmitEvent], *, now: datetime) -> None:
+        """Events from outside a plan (`controller.provisioning`), deduplicated and sent as a plan's."""
+        report = ActReport(dry_run=self._dry_run)
+        for event in events:
+            self._event(event, report, now=now)
 
     def _event(self, event: EmitEvent, report: ActReport, *, now: datetime) -> None:
         if self._dry_run:

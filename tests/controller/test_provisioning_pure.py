@@ -1,0 +1,189 @@
+"""`controller.provisioning` without an API server: the request builder (podSets counted by
+hand), which gangs get a request (solved by the real engines), and `reconcile`'s answer for
+each condition the autoscaler writes."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from controller import provisioning as prov
+from controller.observe import ClusterView, PodGroupRef, observe
+from models.snapshot import PodGroupKey, PodKey
+from tests.builders import solve_checked
+from tests.controller._controller_builders import node, pod, pod_group
+
+NOW = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
+REF = PodGroupRef(key=PodGroupKey("ns/train"), flavor="volcano", namespace="ns", name="train", uid="uid-pg-train", status={})
+
+
+def _gang(*pods: dict[str, Any]) -> prov.WaitingGang:
+    return prov.WaitingGang(ref=REF, pods=tuple(pods), why="capacity: short of gpu")
+
+
+def _request(attempt: int = 1, **true: str) -> dict[str, Any]:
+    """Our request for REF, as the API server returns it, with conditions type → lastTransitionTime (True)."""
+    request, _ = prov.build_request(_gang(pod("train-0", gpus=8)), class_name=prov.ATOMIC_SCALE_UP, attempt=attempt)
+    conditions = [
+        {"type": kind, "status": "True", "reason": "R", "message": "m", "lastTransitionTime": at} for kind, at in true.items()
+    ]
+    return {**request, "status": {"conditions": conditions}}
+
+
+def _reconcile(requests: list[dict[str, Any]], *, gangs: dict[str, prov.WaitingGang] | None = None,
+               pending: dict[str, dict[str, Any]] | None = None, now: datetime = NOW) -> prov.Reconciliation:
+    pending = pending or {}
+    return prov.reconcile(
+        {REF.uid: _gang()} if gangs is None else gangs, requests, refs={REF.uid: REF},
+        pending_pods={PodKey(k): v for k, v in pending.items()}, binding=set(),
+        group_of={PodKey(k): REF.uid for k in pending}, class_name=prov.ATOMIC_SCALE_UP, backoff_s=60, now=now,
+    )
+
+
+def _at(seconds_ago: float) -> str:
+    return (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ---- the builder ----
+
+
+def test_one_template_per_pod_shape_counted_by_its_pods() -> None:
+    ps = pod("train-ps-0", cpu="4")
+    workers = [pod(f"train-worker-{i}", cpu="8", gpus=8) for i in range(3)]
+    request, templates = prov.build_request(_gang(ps, *workers), class_name=prov.ATOMIC_SCALE_UP, attempt=2)
+    assert request["metadata"]["name"] == "batchplace-train-2"
+    assert request["spec"] == {
+        "provisioningClassName": "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
+        "podSets": [
+            {"podTemplateRef": {"name": "batchplace-train-2-t0"}, "count": 1},
+            {"podTemplateRef": {"name": "batchplace-train-2-t1"}, "count": 3},
+        ],
+    }
+    assert [t["metadata"]["name"] for t in templates] == ["batchplace-train-2-t0", "batchplace-train-2-t1"]
+    worker_container = templates[1]["template"]["spec"]["containers"][0]
+    assert worker_container["resources"]["requests"] == {"cpu": "8", "nvidia.com/gpu": "8"}
+    owner = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "name": "train", "uid": "uid-pg-train"}
+    for obj in (request, *templates):
+        assert obj["metadata"]["ownerReferences"] == [owner]
+        assert obj["metadata"]["namespace"] == "ns"
+        assert obj["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "batchplace"}
+
+
+def test_fields_the_api_server_fills_per_pod_do_not_split_a_shape() -> None:
+    first, second = pod("w-0", gpus=8), pod("w-1", gpus=8)
+    for index, member in enumerate((first, second)):
+        member["spec"].update(nodeName="", hostname=f"w-{index}", volumes=[{"name": f"kube-api-access-{index}"}])
+        member["spec"]["containers"][0]["volumeMounts"] = [{"name": f"kube-api-access-{index}", "mountPath": "/var"}]
+    request, templates = prov.build_request(_gang(first, second), class_name=prov.CHECK_CAPACITY, attempt=1)
+    assert request["spec"]["podSets"] == [{"podTemplateRef": {"name": "batchplace-train-1-t0"}, "count": 2}]
+    assert "volumes" not in templates[0]["template"]["spec"]
+
+
+def test_a_long_podgroup_name_gives_names_within_253_characters_and_apart() -> None:
+    first, second = "a" * 250, "a" * 249 + "b"
+    names = {prov.request_name(first, 1), prov.request_name(second, 1)}
+    assert len(names) == 2 and all(len(name) + len("-t31") <= 253 for name in names)
+
+
+# ---- which gangs ----
+
+
+def _observed(queue_capability: dict[str, str] | None) -> tuple[Any, Any]:
+    """A 16-GPU gang (2 pods × 8 GPUs) on one 8-GPU node, in queue q (capability given or none)."""
+    group = pod_group("big", min_member=2, queue="q")
+    members = [pod(f"big-{i}", group="big", gpus=8) for i in range(2)]
+    queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q"},
+             "spec": {"weight": 1, **({"capability": queue_capability} if queue_capability else {})}}
+    view = ClusterView(nodes=(node("n0", cpu=64, memory="256Gi", gpus=8),), volcano_pod_groups=(group,),
+                       pods=tuple(members), queues=(queue,))
+    observation = observe(view, scheduler_names=("batchplace",))
+    return observation, {f"ns/{m['metadata']['name']}": m for m in members}
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_a_gang_short_of_gpus_waits_for_capacity_and_asks_for_both_pods(engine: str) -> None:
+    observation, raw = _observed(None)
+    gangs = prov.waiting_for_capacity(observation, solve_checked(observation.snapshot, engine), raw)
+    (gang,) = gangs.values()
+    assert gang.ref.name == "big" and [p["metadata"]["name"] for p in gang.pods] == ["big-0", "big-1"]
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_a_gang_held_by_its_queue_capability_gets_no_request(engine: str) -> None:
+    observation, raw = _observed({"nvidia.com/gpu": "8"})
+    decision = solve_checked(observation.snapshot, engine)
+    (outcome,) = decision.podgroups
+    assert outcome.state == "pending" and any(reason.rule == "quota" for reason in outcome.reasons)
+    assert prov.waiting_for_capacity(observation, decision, raw) == {}
+
+
+# ---- reconcile ----
+
+
+def test_a_waiting_gang_without_a_request_gets_attempt_1_and_its_pods_the_annotations() -> None:
+    answer = _reconcile([], pending={"ns/train-0": pod("train-0")})
+    assert [(c.gang.ref.name, c.attempt) for c in answer.creates] == [("train", 1)]
+    assert answer.annotations == (prov.Annotate("ns", "train-0", "batchplace-train-1"),)
+    assert [e.reason for e in answer.events] == ["ProvisioningRequested"]
+
+
+def test_pods_already_annotated_are_not_written_again() -> None:
+    annotated = pod("train-0")
+    annotated["metadata"]["annotations"].update(
+        {prov.CONSUME_ANNOTATION: "batchplace-train-1", prov.CLASS_ANNOTATION: prov.ATOMIC_SCALE_UP}
+    )
+    answer = _reconcile([_request()], pending={"ns/train-0": annotated})
+    assert answer == prov.Reconciliation()
+
+
+def test_provisioned_says_so_and_keeps_the_request() -> None:
+    answer = _reconcile([_request(Provisioned=_at(1))])
+    assert (answer.creates, answer.deletes) == ((), ())
+    assert [(e.type, e.reason) for e in answer.events] == [("Normal", "Provisioned")]
+
+
+def test_failed_waits_its_backoff_then_a_new_attempt_replaces_it() -> None:
+    soon = _reconcile([_request(Failed=_at(30))])
+    assert (soon.creates, soon.deletes) == ((), ())
+    assert [(e.type, e.reason) for e in soon.events] == [("Warning", "ProvisioningFailed")]
+    later = _reconcile([_request(Failed=_at(61))])
+    assert [d.request["metadata"]["name"] for d in later.deletes] == ["batchplace-train-1"]
+    assert [c.attempt for c in later.creates] == [2]
+    assert soon.events[0].message == later.events[0].message  # one Event per failure, however many cycles see it
+
+
+def test_the_backoff_doubles_with_each_attempt() -> None:
+    assert _reconcile([_request(3, Failed=_at(200))]).creates == ()  # 60 s × 2² = 240 s
+    assert [c.attempt for c in _reconcile([_request(3, Failed=_at(241))]).creates] == [4]
+
+
+@pytest.mark.parametrize("lost", ["CapacityRevoked", "BookingExpired"])
+def test_capacity_lost_while_the_gang_waits_asks_again_at_once(lost: str) -> None:
+    answer = _reconcile([_request(Provisioned=_at(600), **{lost: _at(1)})])
+    assert [c.attempt for c in answer.creates] == [2] and len(answer.deletes) == 1
+
+
+def test_a_gang_that_no_longer_waits_for_capacity_loses_its_request_and_its_pods_the_annotations() -> None:
+    annotated = pod("train-0")
+    annotated["metadata"]["annotations"].update(
+        {prov.CONSUME_ANNOTATION: "batchplace-train-1", prov.CLASS_ANNOTATION: prov.ATOMIC_SCALE_UP}
+    )
+    answer = _reconcile([_request()], gangs={}, pending={"ns/train-0": annotated})
+    assert [d.why for d in answer.deletes] == ["its gang started or waits for another reason than capacity"]
+    assert answer.creates == () and answer.annotations == (prov.Annotate("ns", "train-0", None),)
+
+
+def test_a_request_whose_podgroup_is_gone_is_deleted() -> None:
+    answer = prov.reconcile(
+        {}, [_request()], refs={}, pending_pods={}, binding=set(), group_of={}, class_name=prov.ATOMIC_SCALE_UP,
+        backoff_s=60, now=NOW,
+    )
+    assert [d.why for d in answer.deletes] == ["its PodGroup is gone"]
+
+
+def test_an_annotation_someone_else_wrote_is_left_alone() -> None:
+    theirs = pod("train-0")
+    theirs["metadata"]["annotations"][prov.CONSUME_ANNOTATION] = "their-request"
+    assert _reconcile([], gangs={}, pending={"ns/train-0": theirs}).annotations == ()
