@@ -8,7 +8,9 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from batchplace.cli import app
 from controller import provisioning as prov
 from controller.observe import ClusterView, PodGroupRef, observe
 from models.snapshot import PodGroupKey, PodKey
@@ -187,3 +189,12 @@ def test_an_annotation_someone_else_wrote_is_left_alone() -> None:
     theirs = pod("train-0")
     theirs["metadata"]["annotations"][prov.CONSUME_ANNOTATION] = "their-request"
     assert _reconcile([], gangs={}, pending={"ns/train-0": theirs}).annotations == ()
+
+
+# ---- the flag ----
+
+
+def test_a_class_that_is_no_dns_subdomain_is_one_line_naming_the_flag() -> None:
+    result = CliRunner().invoke(app, ["controller", "--no-leader-elect", "--provisioning-class", "Atomic_ScaleUp"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "--provisioning-class: 'Atomic_ScaleUp' is not a DNS subdomain name" in result.stderr
