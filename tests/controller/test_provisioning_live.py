@@ -8,8 +8,10 @@ second node."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +20,7 @@ from kubernetes import client as k8s
 from controller import provisioning as prov
 from controller.kinds import NODES, PODS, QUEUES, VOLCANO_PODGROUPS
 from controller.kube import KubeClient
-from controller.loop import ControllerConfig
+from controller.loop import Controller, ControllerConfig
 from controller.testing.control_plane import REPO_ROOT, ControlPlane
 from tests.controller._cluster_queries import bound, events, wait_until
 from tests.controller._controller_builders import for_api, node, pod, pod_group
@@ -118,6 +120,29 @@ def test_a_failed_request_is_said_and_asked_again_after_the_backoff(
     wait_until(lambda: _annotations(core, namespace, "big-0").get(prov.CONSUME_ANNOTATION) == "batchplace-big-2",
                what="the pods consuming the second request")
     assert len(events(core, namespace, name="big", reason="ProvisioningFailed")) == 1
+
+
+def test_a_restarted_controller_keeps_the_request_it_finds(
+    namespace: str, admin: KubeClient, core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, controller_kubeconfig: Path,
+    start_controller: StartController, provisioning_crd: None,
+) -> None:
+    admin.create(NODES, None, for_api(node("gpu-0", cpu=64, memory="256Gi", gpus=8)))
+    _create_gang(admin, namespace, "big")
+    first = Controller(KubeClient.from_kubeconfig(controller_kubeconfig), _config())
+    stop = threading.Event()
+    first.start(stop)
+    try:
+        request = wait_until(lambda: _requests(custom, namespace).get("batchplace-big-1"), what="the request")
+        wait_until(lambda: _annotations(core, namespace, "big-1").get(prov.CONSUME_ANNOTATION), what="the pods annotated")
+    finally:
+        stop.set()
+        first.join(5)
+    second = start_controller(_config())
+    wait_until(lambda: second.last_report and second.last_report.number >= 3, what="three cycles of the new controller")
+    again = _requests(custom, namespace)
+    assert set(again) == {"batchplace-big-1"}
+    assert again["batchplace-big-1"]["metadata"]["uid"] == request["metadata"]["uid"], "found, not made again"
+    assert len(events(core, namespace, name="big", reason="ProvisioningRequested")) == 1
 
 
 def test_a_gang_held_by_its_queue_gets_no_request_while_one_short_of_capacity_does(
