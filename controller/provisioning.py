@@ -53,6 +53,7 @@ from typing import Any
 
 from controller.errors import ApiError, Conflict, Forbidden, NotFound
 from controller.kinds import POD_TEMPLATES, PODS, PROVISIONING_REQUESTS
+from controller.kube import KubeClient
 from controller.observe import Observation, PodGroupRef
 from controller.plan import EmitEvent, podgroup_event
 from models.placement import Decision
@@ -390,12 +391,13 @@ def _event(ref: PodGroupRef, type_: str, reason: str, request: str, condition: J
 class Provisioner:
     """Reads our requests, `reconcile`s, and writes the answer (one cycle's worth at most)."""
 
-    client: Any  # controller.kube.KubeClient
+    client: KubeClient
     class_name: str
     backoff_s: float = 60.0
     parameters: Mapping[str, str] = field(default_factory=dict)
     _unserved_until: float = 0.0
     _unserved_said: str = ""
+    _logged: dict[str, str] = field(default_factory=dict)  # the last answer's Events: dedupe key → message
 
     def sync(
         self, observation: Observation, decision: Decision | None, raw_pods: Sequence[JsonObject], *, now: datetime,
@@ -431,6 +433,11 @@ class Provisioner:
             group_of=group_of, class_name=self.class_name, backoff_s=self.backoff_s, now=now,
         )
         self._apply(answer, monotonic_s)
+        for event in answer.events:  # each logged once: an Event of this answer not said in the last one
+            if event.dedupe_key is not None and self._logged.get(event.dedupe_key) != event.message:
+                log.log(logging.WARNING if event.type == "Warning" else logging.INFO, "%s/%s: %s", event.namespace, event.name,
+                        event.message, extra={"podgroup": f"{event.namespace}/{event.name}", "reason": event.reason})
+        self._logged = {event.dedupe_key: event.message for event in answer.events if event.dedupe_key is not None}
         return answer
 
     def _unserved(self, error: ApiError, monotonic_s: float) -> None:
