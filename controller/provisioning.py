@@ -25,11 +25,12 @@ its own) and the controller carries out its answer:
     gang started, left, or no longer waits  request and PodTemplates deleted
     for capacity (now e.g. its quota)
 
-Every pending pod of a gang with a request carries the annotations the autoscaler reads to
-count it as consuming the request (`autoscaling.x-k8s.io/consume-provisioning-request`,
+Every pending pod of a gang whose request exists carries the annotations the autoscaler reads
+to count it as consuming the request (`autoscaling.x-k8s.io/consume-provisioning-request`,
 `autoscaling.x-k8s.io/provisioning-class-name`), so it buys no node for the pod by itself;
-a pod left pending once its request is gone loses them again. Annotations are written only
-when they differ from the pod's.
+they are written the cycle after the request is created (never naming one the API refused),
+only when they differ from the pod's, and removed from a pod left pending once its request
+is gone. The Event `ProvisioningRequested` follows a create that succeeded.
 
 A request asks for every pending pod of the gang (the gang's minimum and the pods beyond
 it alike: the pods beyond it would otherwise be annotated-out of scale-up, or scale it up one
@@ -43,6 +44,7 @@ tried again a minute later; scheduling is never held up by it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -75,6 +77,7 @@ __all__ = [
     "build_request",
     "waiting_for_capacity",
     "reconcile",
+    "requested_event",
     "Provisioner",
 ]
 
@@ -96,7 +99,7 @@ NAME_PREFIX = "batchplace-"
 MAX_NAME_CHARS = 253  # a DNS subdomain, for both kinds
 MAX_BACKOFF_S = 1800.0
 RETRY_UNSERVED_S = 60.0  # how long to wait before asking again an API that was not served or refused
-CREATES_PER_CYCLE = 20  # gangs given a request per cycle: the rest next cycle, so a cycle stays short
+CREATES_PER_CYCLE = 20  # requests created per cycle (new attempts first): the rest next cycle, so a cycle stays short
 ANNOTATIONS_PER_CYCLE = 500  # pod patches per cycle, likewise
 
 _POD_FIELDS = (  # what the autoscaler's scheduling simulation of a template pod reads
@@ -314,7 +317,7 @@ def reconcile(
     deletes: list[Delete] = []
     creates: list[Create] = []
     events: list[EmitEvent] = []
-    live: dict[str, str] = {}  # PodGroup uid → the name of the request its pods consume
+    live: dict[str, str] = {}  # PodGroup uid → the name of its existing request, which its pods consume
     for uid, found in sorted(by_gang.items()):
         found.sort(key=_attempt)
         *older, latest = found
@@ -349,31 +352,35 @@ def reconcile(
             events.append(_event(gang.ref, "Normal", "Provisioned", name, true["Provisioned"],
                                  "the gang is placed as the new nodes join", key="Provisioned"))
         live[uid] = str((latest.get("metadata") or {}).get("name"))
-    for uid, gang in sorted(gangs.items()):
-        if uid not in by_gang:
-            creates.append(Create(gang, 1))
-    for create in creates:
-        name = request_name(create.gang.ref.name, create.attempt)
-        live[create.gang.ref.uid] = name
-        pods = len(create.gang.pods)
-        events.append(podgroup_event(
-            create.gang.ref, type_="Normal", reason="ProvisioningRequested",
-            message=f"ProvisioningRequest {create.gang.ref.namespace}/{name} ({class_name}) asks for {pods} "
-            f"pod{'s' if pods != 1 else ''} the cluster has no room for: {create.gang.why}",
-            dedupe_key=f"provisioning/{create.gang.ref.namespace}/{name}/Requested",
-        ))
+    recreations = len(creates)
+    firsts = [Create(gang, 1) for uid, gang in sorted(gangs.items()) if uid not in by_gang]
+    creates.extend(firsts[: max(0, CREATES_PER_CYCLE - recreations)])
+    creating = {create.gang.ref.uid for create in creates}
     annotations = []
     for key, pod in sorted(pending_pods.items()):
-        if key in binding:
+        group = group_of.get(key, "")
+        if key in binding or group in creating:  # a new request's pods are annotated once it exists
             continue
         has = ((pod.get("metadata") or {}).get("annotations") or {})
-        wanted = live.get(group_of.get(key, ""))
+        wanted = live.get(group)
         current = has.get(CONSUME_ANNOTATION)
         if wanted is not None and (current != wanted or has.get(CLASS_ANNOTATION) != class_name):
             annotations.append(Annotate(str(pod["metadata"].get("namespace")), str(pod["metadata"]["name"]), wanted))
         elif wanted is None and current is not None and str(current).startswith(NAME_PREFIX):
             annotations.append(Annotate(str(pod["metadata"].get("namespace")), str(pod["metadata"]["name"]), None))
-    return Reconciliation(tuple(deletes), tuple(creates), tuple(annotations), tuple(events))
+    return Reconciliation(tuple(deletes), tuple(creates), tuple(annotations[:ANNOTATIONS_PER_CYCLE]), tuple(events))
+
+
+def requested_event(create: Create, *, class_name: str) -> EmitEvent:
+    """The Event on the PodGroup once its request is created."""
+    ref, pods = create.gang.ref, len(create.gang.pods)
+    name = request_name(ref.name, create.attempt)
+    return podgroup_event(
+        ref, type_="Normal", reason="ProvisioningRequested",
+        message=f"ProvisioningRequest {ref.namespace}/{name} ({class_name}) asks for {pods} pod{'s' if pods != 1 else ''} "
+        f"the cluster has no room for: {create.gang.why}",
+        dedupe_key=f"provisioning/{ref.namespace}/{name}/Requested",
+    )
 
 
 def _event(ref: PodGroupRef, type_: str, reason: str, request: str, condition: JsonObject, then: str, *, key: str) -> EmitEvent:
@@ -432,7 +439,8 @@ class Provisioner:
             gangs, requests, refs=refs, pending_pods=pending, binding={bind.pod for bind in decision.placement.binds} if decision is not None else set(),
             group_of=group_of, class_name=self.class_name, backoff_s=self.backoff_s, now=now,
         )
-        self._apply(answer, monotonic_s)
+        created = self._apply(answer, monotonic_s)
+        answer = dataclasses.replace(answer, events=(*answer.events, *created))
         for event in answer.events:  # each logged once: an Event of this answer not said in the last one
             if event.dedupe_key is not None and self._logged.get(event.dedupe_key) != event.message:
                 log.log(logging.WARNING if event.type == "Warning" else logging.INFO, "%s/%s: %s", event.namespace, event.name,
@@ -451,13 +459,18 @@ class Provisioner:
             )
             self._unserved_said = said
 
-    def _apply(self, answer: Reconciliation, monotonic_s: float) -> None:
+    def _apply(self, answer: Reconciliation, monotonic_s: float) -> list[EmitEvent]:
+        """Write the answer; the Events of the requests created."""
         for delete in answer.deletes:
             self._delete(delete)
-        for create in answer.creates[:CREATES_PER_CYCLE]:
-            if not self._create(create, monotonic_s):
-                return
-        for annotate in answer.annotations[:ANNOTATIONS_PER_CYCLE]:
+        created = []
+        for create in answer.creates:
+            done = self._create(create, monotonic_s)
+            if done is None:
+                break
+            if done:
+                created.append(requested_event(create, class_name=self.class_name))
+        for annotate in answer.annotations:
             value = annotate.request
             body = {"metadata": {"annotations": {CONSUME_ANNOTATION: value, CLASS_ANNOTATION: self.class_name if value else None}}}
             try:
@@ -466,6 +479,7 @@ class Provisioner:
                 pass
             except ApiError as error:
                 log.warning("provisioning annotations of pod %s/%s not written: %s", annotate.namespace, annotate.name, error)
+        return created
 
     def _delete(self, delete: Delete) -> None:
         metadata = delete.request.get("metadata") or {}
@@ -486,8 +500,9 @@ class Provisioner:
         log.info("provisioning request %s/%s deleted: %s", namespace, name, delete.why,
                  extra={"provisioning_request": f"{namespace}/{name}"})
 
-    def _create(self, create: Create, monotonic_s: float) -> bool:
-        """False when the API refuses (the rest waits for a later cycle)."""
+    def _create(self, create: Create, monotonic_s: float) -> bool | None:
+        """True when created; False when not (logged; tried again next cycle); None when the
+        API is not served or refused (no more creates this cycle)."""
         request, templates = build_request(create.gang, class_name=self.class_name, attempt=create.attempt, parameters=self.parameters)
         namespace = create.gang.ref.namespace
         try:
@@ -498,13 +513,13 @@ class Provisioner:
                     pass
             self.client.create(PROVISIONING_REQUESTS, namespace, request)
         except Conflict:
-            return True  # already there: read next cycle
+            return False  # already there: read next cycle
         except (NotFound, Forbidden) as error:
             self._unserved(error, monotonic_s)
-            return False
+            return None
         except ApiError as error:
             log.warning("provisioning request for %s not created: %s", create.gang.ref.key, error)
-            return True
+            return False
         pods = sum(pod_set["count"] for pod_set in request["spec"]["podSets"])
         log.info(
             "provisioning request %s/%s created (%s, %d pods): %s", namespace, request["metadata"]["name"], self.class_name, pods,

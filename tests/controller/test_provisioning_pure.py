@@ -44,6 +44,13 @@ def _reconcile(requests: list[dict[str, Any]], *, gangs: dict[str, prov.WaitingG
     )
 
 
+def _annotated(name: str, request: str) -> dict[str, Any]:
+    """A pending pod of the gang that consumes `request`."""
+    member = pod(name)
+    member["metadata"]["annotations"].update({prov.CONSUME_ANNOTATION: request, prov.CLASS_ANNOTATION: prov.ATOMIC_SCALE_UP})
+    return member
+
+
 def _at(seconds_ago: float) -> str:
     return (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -124,19 +131,38 @@ def test_a_gang_held_by_its_queue_capability_gets_no_request(engine: str) -> Non
 # ---- reconcile ----
 
 
-def test_a_waiting_gang_without_a_request_gets_attempt_1_and_its_pods_the_annotations() -> None:
+def test_a_waiting_gang_without_a_request_gets_attempt_1_and_its_pods_wait_for_it_to_exist() -> None:
     answer = _reconcile([], pending={"ns/train-0": pod("train-0")})
     assert [(c.gang.ref.name, c.attempt) for c in answer.creates] == [("train", 1)]
-    assert answer.annotations == (prov.Annotate("ns", "train-0", "batchplace-train-1"),)
-    assert [e.reason for e in answer.events] == ["ProvisioningRequested"]
+    assert (answer.annotations, answer.events) == ((), ())  # annotated once the request is read back
+    listed = _reconcile([_request()], pending={"ns/train-0": pod("train-0")})
+    assert listed.annotations == (prov.Annotate("ns", "train-0", "batchplace-train-1"),) and listed.creates == ()
+
+
+def test_the_requested_event_names_the_request_its_class_and_the_pods() -> None:
+    event = prov.requested_event(prov.Create(_gang(pod("train-0"), pod("train-1")), 3), class_name=prov.CHECK_CAPACITY)
+    assert (event.kind, event.name, event.reason) == ("PodGroup", "train", "ProvisioningRequested")
+    assert event.message == (
+        "ProvisioningRequest ns/batchplace-train-3 (check-capacity.autoscaling.x-k8s.io) asks for 2 pods the cluster "
+        "has no room for: capacity: short of gpu"
+    )
+
+
+def test_a_cycle_creates_at_most_its_share_and_new_attempts_first() -> None:
+    refs = [PodGroupRef(key=PodGroupKey(f"ns/g{i:02d}"), flavor="volcano", namespace="ns", name=f"g{i:02d}",
+                        uid=f"uid-{i:02d}", status={}) for i in range(25)]
+    gangs = {ref.uid: prov.WaitingGang(ref=ref, pods=(pod(f"{ref.name}-0"),), why="") for ref in refs}
+    revoked, _ = prov.build_request(gangs["uid-24"], class_name=prov.ATOMIC_SCALE_UP, attempt=1)
+    revoked["status"] = {"conditions": [{"type": "CapacityRevoked", "status": "True", "lastTransitionTime": _at(1)}]}
+    answer = prov.reconcile(gangs, [revoked], refs={ref.uid: ref for ref in refs}, pending_pods={}, binding=set(),
+                            group_of={}, class_name=prov.ATOMIC_SCALE_UP, backoff_s=60, now=NOW)
+    assert len(answer.creates) == 20
+    assert (answer.creates[0].gang.ref.name, answer.creates[0].attempt) == ("g24", 2)
+    assert [c.gang.ref.name for c in answer.creates[1:]] == [f"g{i:02d}" for i in range(19)]
 
 
 def test_pods_already_annotated_are_not_written_again() -> None:
-    annotated = pod("train-0")
-    annotated["metadata"]["annotations"].update(
-        {prov.CONSUME_ANNOTATION: "batchplace-train-1", prov.CLASS_ANNOTATION: prov.ATOMIC_SCALE_UP}
-    )
-    answer = _reconcile([_request()], pending={"ns/train-0": annotated})
+    answer = _reconcile([_request()], pending={"ns/train-0": _annotated("train-0", "batchplace-train-1")})
     assert answer == prov.Reconciliation()
 
 
@@ -150,9 +176,10 @@ def test_failed_waits_its_backoff_then_a_new_attempt_replaces_it() -> None:
     soon = _reconcile([_request(Failed=_at(30))])
     assert (soon.creates, soon.deletes) == ((), ())
     assert [(e.type, e.reason) for e in soon.events] == [("Warning", "ProvisioningFailed")]
-    later = _reconcile([_request(Failed=_at(61))])
+    later = _reconcile([_request(Failed=_at(61))], pending={"ns/train-0": _annotated("train-0", "batchplace-train-1")})
     assert [d.request["metadata"]["name"] for d in later.deletes] == ["batchplace-train-1"]
     assert [c.attempt for c in later.creates] == [2]
+    assert later.annotations == ()  # not stripped then written again: named once the new request exists
     assert soon.events[0].message == later.events[0].message  # one Event per failure, however many cycles see it
 
 
@@ -168,11 +195,7 @@ def test_capacity_lost_while_the_gang_waits_asks_again_at_once(lost: str) -> Non
 
 
 def test_a_gang_that_no_longer_waits_for_capacity_loses_its_request_and_its_pods_the_annotations() -> None:
-    annotated = pod("train-0")
-    annotated["metadata"]["annotations"].update(
-        {prov.CONSUME_ANNOTATION: "batchplace-train-1", prov.CLASS_ANNOTATION: prov.ATOMIC_SCALE_UP}
-    )
-    answer = _reconcile([_request()], gangs={}, pending={"ns/train-0": annotated})
+    answer = _reconcile([_request()], gangs={}, pending={"ns/train-0": _annotated("train-0", "batchplace-train-1")})
     assert [d.why for d in answer.deletes] == ["its gang started or waits for another reason than capacity"]
     assert answer.creates == () and answer.annotations == (prov.Annotate("ns", "train-0", None),)
 
@@ -186,9 +209,7 @@ def test_a_request_whose_podgroup_is_gone_is_deleted() -> None:
 
 
 def test_an_annotation_someone_else_wrote_is_left_alone() -> None:
-    theirs = pod("train-0")
-    theirs["metadata"]["annotations"][prov.CONSUME_ANNOTATION] = "their-request"
-    assert _reconcile([], gangs={}, pending={"ns/train-0": theirs}).annotations == ()
+    assert _reconcile([], gangs={}, pending={"ns/train-0": _annotated("train-0", "their-request")}).annotations == ()
 
 
 # ---- the flag ----
