@@ -8,6 +8,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from batchplace.cli import app
@@ -78,6 +80,19 @@ def test_one_template_per_pod_shape_counted_by_its_pods() -> None:
         assert obj["metadata"]["ownerReferences"] == [owner]
         assert obj["metadata"]["namespace"] == "ns"
         assert obj["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "batchplace"}
+
+
+@given(st.lists(st.tuples(st.sampled_from(["1", "4", "8"]), st.sampled_from([0, 1, 8])), min_size=1, max_size=40))
+def test_every_pod_is_counted_once_in_the_podset_of_its_shape(shapes: list[tuple[str, int]]) -> None:
+    pods = [pod(f"p-{index:02d}", cpu=cpu, gpus=gpus) for index, (cpu, gpus) in enumerate(shapes)]
+    request, templates = prov.build_request(_gang(*pods), class_name=prov.ATOMIC_SCALE_UP, attempt=1)
+    counts = {s["podTemplateRef"]["name"]: s["count"] for s in request["spec"]["podSets"]}
+    assert list(counts) == [t["metadata"]["name"] for t in templates]
+    by_shape = {}
+    for template in templates:
+        requests = template["template"]["spec"]["containers"][0]["resources"]["requests"]
+        by_shape[(requests["cpu"], int(requests.get("nvidia.com/gpu", 0)))] = counts[template["metadata"]["name"]]
+    assert by_shape == {shape: shapes.count(shape) for shape in set(shapes)}
 
 
 def test_fields_the_api_server_fills_per_pod_do_not_split_a_shape() -> None:
@@ -219,3 +234,45 @@ def test_a_class_that_is_no_dns_subdomain_is_one_line_naming_the_flag() -> None:
     result = CliRunner().invoke(app, ["controller", "--no-leader-elect", "--provisioning-class", "Atomic_ScaleUp"])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "--provisioning-class: 'Atomic_ScaleUp' is not a DNS subdomain name" in result.stderr
+
+
+CONDITIONS = st.sampled_from([None, "Provisioned", "Failed", "CapacityRevoked", "BookingExpired", "Accepted"])
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3), CONDITIONS, st.integers(0, 600)), min_size=1, max_size=8))
+def test_pods_name_only_requests_that_exist_and_every_waiting_gang_has_or_gets_one(
+    cases: list[tuple[bool, int, str | None, int]]
+) -> None:
+    """Per gang: does it wait for capacity; its request's attempt (0: none); the request's one
+    True condition; seconds since it turned True."""
+    refs, gangs, requests, pending, group_of = {}, {}, [], {}, {}
+    for index, (waits, attempt, condition, age_s) in enumerate(cases):
+        ref = PodGroupRef(key=PodGroupKey(f"ns/g{index}"), flavor="xk8s", namespace="ns", name=f"g{index}",
+                          uid=f"uid-{index}", status={})
+        refs[ref.uid] = ref
+        member = _annotated(f"g{index}-0", prov.request_name(ref.name, attempt)) if attempt else pod(f"g{index}-0")
+        gang = prov.WaitingGang(ref=ref, pods=(member,), why="")
+        if waits:
+            gangs[ref.uid] = gang
+        pending[PodKey(f"ns/g{index}-0")], group_of[PodKey(f"ns/g{index}-0")] = member, ref.uid
+        if attempt:
+            request, _ = prov.build_request(gang, class_name=prov.ATOMIC_SCALE_UP, attempt=attempt)
+            if condition:
+                request["status"] = {"conditions": [{"type": condition, "status": "True", "lastTransitionTime": _at(age_s)}]}
+            requests.append(request)
+    answer = prov.reconcile(gangs, requests, refs=refs, pending_pods=pending, binding=set(), group_of=group_of,
+                            class_name=prov.ATOMIC_SCALE_UP, backoff_s=60, now=NOW)
+    deleted = {d.request["metadata"]["name"] for d in answer.deletes}
+    kept = {r["metadata"]["name"] for r in requests} - deleted
+    assert {a.request for a in answer.annotations} <= kept | {None}
+    created = {c.gang.ref.uid for c in answer.creates}
+    written = {f"ns/{a.name}": a.request for a in answer.annotations}
+    for key, member in pending.items():  # a waiting gang's pods consume its request once it exists
+        after = written.get(key, member["metadata"]["annotations"].get(prov.CONSUME_ANNOTATION))
+        if group_of[key] in gangs and group_of[key] not in created:
+            assert after in kept
+    for uid in gangs:
+        assert uid in created or any(r["metadata"]["ownerReferences"][0]["uid"] == uid and r["metadata"]["name"] in kept for r in requests)
+    for uid in set(refs) - set(gangs):
+        assert uid not in created
+        assert not any(r["metadata"]["ownerReferences"][0]["uid"] == uid and r["metadata"]["name"] in kept for r in requests)
