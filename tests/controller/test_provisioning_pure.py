@@ -4,10 +4,13 @@ each condition the autoscaler writes."""
 
 from __future__ import annotations
 
+import shlex
+import subprocess
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -15,6 +18,7 @@ from typer.testing import CliRunner
 from batchplace.cli import app
 from controller import provisioning as prov
 from controller.observe import ClusterView, PodGroupRef, observe
+from controller.testing.control_plane import REPO_ROOT
 from models.snapshot import PodGroupKey, PodKey
 from tests.builders import solve_checked
 from tests.controller._controller_builders import node, pod, pod_group
@@ -276,3 +280,19 @@ def test_pods_name_only_requests_that_exist_and_every_waiting_gang_has_or_gets_o
     for uid in set(refs) - set(gangs):
         assert uid not in created
         assert not any(r["metadata"]["ownerReferences"][0]["uid"] == uid and r["metadata"]["name"] in kept for r in requests)
+
+
+@pytest.mark.parametrize("configured", ["", prov.ATOMIC_SCALE_UP])
+def test_the_deployment_passes_the_configmap_s_class_and_nothing_when_it_is_empty(configured: str) -> None:
+    """The Deployment's command line, run by sh as in the container (echoed, not executed)."""
+    deployment = yaml.safe_load((REPO_ROOT / "deploy" / "deployment.yaml").read_text())
+    script = deployment["spec"]["template"]["spec"]["containers"][0]["args"][0].replace("exec batchplace", "echo batchplace", 1)
+    configmap = yaml.safe_load((REPO_ROOT / "deploy" / "configmap.yaml").read_text())
+    env = {"PERIOD": "1", "TIME_LIMIT": "2", "ENGINE": "auto", "SCHEDULER_NAMES": "batchplace", "LOG_LEVEL": "info",
+           "PROVISIONING_CLASS": configured, "PATH": "/usr/bin:/bin"}
+    words = shlex.split(subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, check=True).stdout)
+    assert configmap["data"]["provisioning-class"] == ""
+    if configured:
+        assert words[words.index("--provisioning-class") + 1] == configured
+    else:
+        assert "--provisioning-class" not in words
