@@ -32,9 +32,8 @@ they are written the cycle after the request is created (never naming one the AP
 only when they differ from the pod's, and removed from a pod left pending once its request
 is gone. The Event `ProvisioningRequested` follows a create that succeeded.
 
-A request asks for every pending pod of the gang (the gang's minimum and the pods beyond
-it alike: the pods beyond it would otherwise be annotated-out of scale-up, or scale it up one
-by one). The spec is immutable upstream: a gang whose pods change keeps its request until a
+A request asks for every pending pod of the gang, its minimum and the pods beyond it alike:
+a pod left out would be bought a node for on its own, one at a time. The spec is immutable upstream: a gang whose pods change keeps its request until a
 new attempt. Objects are owner-referenced to the PodGroup (the garbage collector removes them
 with it) and deleted explicitly too (the gang may leave while the controller runs).
 
