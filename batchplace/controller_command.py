@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import sys
@@ -55,6 +56,7 @@ __all__ = ["controller", "build_http_app", "JsonLogFormatter"]
 
 EXIT_USAGE = 2
 USAGE_SOURCES = ("none", "metrics-server", "prometheus")  # `controller.usage_sources.SOURCES`, without importing it
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")  # a class name, as the CRD checks it
 _STANDARD_LOG_FIELDS = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
 
 
@@ -151,6 +153,20 @@ def controller(
             "while it waits to be completed; then they are evicted and it is placed again whole. Default 60.",
         ),
     ] = None,
+    provisioning_class: Annotated[
+        Optional[str],
+        typer.Option(
+            "--provisioning-class",
+            help="Ask Cluster Autoscaler for the nodes of each gang that waits for capacity alone: a ProvisioningRequest "
+            "of this class (best-effort-atomic-scale-up.autoscaling.x-k8s.io, check-capacity.autoscaling.x-k8s.io, or a "
+            "cloud's own), with its PodTemplates, and its pods annotated as consuming it (docs/autoscaling.md). Off by default.",
+        ),
+    ] = None,
+    provisioning_backoff: Annotated[
+        float,
+        typer.Option("--provisioning-backoff", min=1, help="Seconds before a Failed ProvisioningRequest is asked again, "
+                     "doubling with each attempt (at most 30 min)."),
+    ] = 60.0,
     usage_threshold: UsageThresholdOption = None,
     usage_weight: UsageWeightOption = None,
     usage_max_age: UsageMaxAgeOption = None,
@@ -216,6 +232,10 @@ def controller(
     except DurationError as error:
         typer.echo(f"error: --sla-waiting-time: {error}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
+    if provisioning_class is not None and not _DNS_SUBDOMAIN.fullmatch(provisioning_class):
+        typer.echo(f"error: --provisioning-class: {provisioning_class!r} is not a DNS subdomain name "
+                   "(lower-case letters, digits, '-' and '.')", err=True)
+        raise typer.Exit(EXIT_USAGE)
     usage_policy = usage_policy_of(usage_threshold, usage_weight, usage_max_age)
     queries = _usage_queries(usage_query)
     if usage_source not in USAGE_SOURCES:
@@ -282,6 +302,8 @@ def controller(
         usage_poll_s=usage_poll,
         sla_waiting_s=sla_waiting_s,
         **({"partial_gang_release_s": partial_gang_release} if partial_gang_release is not None else {}),
+        provisioning_class=provisioning_class,
+        provisioning_backoff_s=provisioning_backoff,
     )
     try:
         client = KubeClient.from_kubeconfig(kubeconfig, pool_size=config.api_connections())

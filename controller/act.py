@@ -47,7 +47,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -443,6 +443,12 @@ class Actuator:
         with self._count_lock:
             report.pod_conditions_written += 1
         return True
+
+    def emit(self, events: Sequence[EmitEvent], *, now: datetime) -> None:
+        """Events from outside a plan (`controller.provisioning`), deduplicated and sent as a plan's."""
+        report = ActReport(dry_run=self._dry_run)
+        for event in events:
+            self._event(event, report, now=now)
 
     def _event(self, event: EmitEvent, report: ActReport, *, now: datetime) -> None:
         if self._dry_run:

@@ -26,6 +26,8 @@ __all__ = [
     "LEASES",
     "EVENTS",
     "NAMESPACES",
+    "PROVISIONING_REQUESTS",
+    "POD_TEMPLATES",
     "WATCHED",
     "VERBS",
 ]
@@ -79,6 +81,9 @@ QUEUES = ResourceKind("scheduling.volcano.sh", "v1beta1", "queues", "Queue", Fal
 HYPERNODES = ResourceKind("topology.volcano.sh", "v1alpha1", "hypernodes", "HyperNode", False, crd=True)
 NUMATOPOLOGIES = ResourceKind("nodeinfo.volcano.sh", "v1alpha1", "numatopologies", "Numatopology", False, crd=True)
 VCJOBS = ResourceKind("batch.volcano.sh", "v1alpha1", "jobs", "Job", True, crd=True)
+# --provisioning-class only (`controller.provisioning`): read each cycle, never watched.
+PROVISIONING_REQUESTS = ResourceKind("autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest", True, crd=True)
+POD_TEMPLATES = ResourceKind("", "v1", "podtemplates", "PodTemplate", namespaced=True)
 
 WATCHED: tuple[ResourceKind, ...] = (
     PODS,
@@ -95,7 +100,7 @@ WATCHED: tuple[ResourceKind, ...] = (
 
 VERBS: dict[tuple[str, str], tuple[str, ...]] = {
     # (API group, resource) → the verbs the controller uses on it, and nothing more.
-    ("", "pods"): ("get", "list", "watch"),  # get: re-read after a 409 or a bind of unknown outcome
+    ("", "pods"): ("get", "list", "watch", "patch"),  # get: re-read after a 409 or a bind of unknown outcome; patch: provisioning annotations
     ("", "pods/binding"): ("create",),
     ("", "pods/eviction"): ("create",),
     ("", "pods/status"): ("patch",),  # a pending pod's PodScheduled condition, as kube-scheduler writes it
@@ -111,5 +116,7 @@ VERBS: dict[tuple[str, str], tuple[str, ...]] = {
     ("nodeinfo.volcano.sh", "numatopologies"): ("list", "watch"),
     ("batch.volcano.sh", "jobs"): ("list", "watch"),
     ("metrics.k8s.io", "nodes"): ("list",),  # --usage-source metrics-server: NodeMetrics
+    ("autoscaling.x-k8s.io", "provisioningrequests"): ("list", "create", "delete"),  # --provisioning-class
+    ("", "podtemplates"): ("create", "delete"),  # --provisioning-class: the requests' pod templates
 }
 """The least privilege the controller needs; `deploy/rbac.yaml` grants exactly this."""

@@ -47,8 +47,9 @@ from controller.kinds import NODES, PODS, VOLCANO_PODGROUPS, WATCHED, XK8S_PODGR
 from controller.kube import KubeClient
 from controller.leader import LeaderElector, LeaderStatus, LeaseConfig
 from controller.metrics import ControllerMetrics
-from controller.observe import Observation, ObserveError, observe
+from controller.observe import ClusterView, Observation, ObserveError, observe
 from controller.plan import Plan, offline_plan, plan
+from controller.provisioning import Provisioner
 from controller.shape_history import DEFAULT_HALF_LIFE_S, ShapeHistory
 from controller.status import condition_reason
 from controller.timing import Clock, SystemClock
@@ -105,6 +106,8 @@ class ControllerConfig:
     sla_waiting_s: float | None = DEFAULT_SLA_WAITING_S  # default `sla-waiting-time` (`solver.rules.reservation`); None: none
     caches_wait_s: float = 5.0  # how long a cycle waits for caches behind to relist before it is skipped
     partial_gang_release_s: float | None = PARTIAL_GANG_RELEASE_S  # a partly bound gang's time to complete; None: forever
+    provisioning_class: str | None = None  # a ProvisioningRequest per gang waiting for capacity (`controller.provisioning`); None: off
+    provisioning_backoff_s: float = 60.0  # first wait before a Failed request is tried again (doubling)
 
     def api_connections(self) -> int:
         """Connections to the API server the controller may use at once: a watch per watched
@@ -199,6 +202,11 @@ class Controller:
             typical_shapes=config.typical_shapes,
         )
         self.shapes = ShapeHistory(half_life_s=config.shape_half_life_s)
+        self.provisioner = (
+            Provisioner(client, config.provisioning_class, backoff_s=config.provisioning_backoff_s)
+            if config.provisioning_class and not config.dry_run
+            else None
+        )
         self.usage = UsageTracker(
             usage_source(config, client), policy=config.usage_policy, window_s=config.usage_window_s, poll_s=config.usage_poll_s
         )
@@ -330,8 +338,9 @@ class Controller:
             return CycleReport(number=number, skipped="not leader")
         self.actuator.reread_unknown()
         self.assumed.prune(self.caches.pod)
+        view = self.caches.view()
         try:
-            observation = observe(self.caches.view(), scheduler_names=self.config.scheduler_names, assumed=self.assumed.state())
+            observation = observe(view, scheduler_names=self.config.scheduler_names, assumed=self.assumed.state())
         except ObserveError as error:
             self.metrics.cycles.labels(result="failed").inc()
             log.error("cycle %d: %s", number, error)
@@ -351,6 +360,7 @@ class Controller:
             if offline or observation.repairs:  # nothing to place, but a node to repair or online usage rose under offline pods
                 acted = self.actuator.act(offline_plan(observation, offline), now=self.clock.now(), transition_id=f"{self.config.identity}-{number}")
                 self._count_repaired(observation, acted)
+            self._provision(observation, None, view)
             self.metrics.cycles.labels(result="ok").inc()
             return CycleReport(number=number, seconds=self.clock.monotonic() - started, act=acted)
         solve_started = self.clock.monotonic()
@@ -368,6 +378,7 @@ class Controller:
         acted = self.actuator.act(the_plan, now=self.clock.now(), transition_id=f"{self.config.identity}-{number}")
         act_seconds = self.clock.monotonic() - act_started
         self._count_repaired(observation, acted)
+        self._provision(observation, decision, view)
         seconds = self.clock.monotonic() - started
         self._finish(number, observation, decision, acted, seconds, observe_seconds=solve_started - started, act_seconds=act_seconds)
         return CycleReport(
@@ -430,6 +441,19 @@ class Controller:
                     "dry_run": acted.dry_run,
                 },
             )
+
+    def _provision(self, observation: Observation, decision: Decision | None, view: ClusterView) -> None:
+        """With --provisioning-class: ProvisioningRequests for the gangs waiting for capacity
+        (`controller.provisioning`). Its failures are its own: the cycle's binds are done."""
+        if self.provisioner is None:
+            return
+        try:
+            answer = self.provisioner.sync(observation, decision, view.pods, now=self.clock.now(), monotonic_s=self.clock.monotonic())
+        except Exception:
+            log.exception("provisioning requests not reconciled")
+            return
+        if answer is not None:
+            self.actuator.emit(answer.events, now=self.clock.now())
 
     def _with_usage(self, observation: Observation) -> Observation:
         """The observation with node usage and its policy, judged by this clock (`controller.usage`),
