@@ -9,10 +9,11 @@ Steps:
   1. the ordinary solve (`solver.place.place`) of the snapshot;
   2. its pending PodGroups that an added node could start (`solver.reasons.nodes_would_help`)
      are the candidates, with the pods each needs (`solver.scale_up.demand`); one a queue's
-     capability, a dependency, gates or a reservation hold keeps waiting is never bought for;
+     capability (what it has left after the solve, too), a dependency, gates or a
+     reservation hold keeps waiting is never bought for;
   3. CP-SAT chooses the nodes (`solver.scale_up.cpsat_choice`: most gangs by the solver's
      order, then least price; per-node capacity, GPU devices, eligibility of the template's
-     node, hard topology, max counts), greedy when CP-SAT has no answer
+     node, hard topology, max counts, the queues' capabilities left), greedy when CP-SAT has no answer
      (`solver.scale_up.greedy_choice`);
   4. verify: the snapshot with the bought nodes (`solver.scale_up.slots.extended`) is solved
      again by `place()` and judged by the checker; bought nodes that no started candidate's
@@ -40,7 +41,7 @@ from solver.checker import require_valid
 from solver.place import SolveConfig, place
 from solver.rules.eligibility import ineligibility_reason
 from solver.scale_up.cpsat_choice import Choice, choose_with_cpsat
-from solver.scale_up.demand import GangDemand, candidate_demands
+from solver.scale_up.demand import GangDemand, candidate_demands, over_queue_room, queue_room
 from solver.scale_up.greedy_choice import choose_greedily
 from solver.scale_up.slots import BoughtNode, Slot, extended, pods_per_node, slots_of
 
@@ -59,10 +60,12 @@ def plan_scale_up(
     caller has it already; `source`: how errors name the templates (a file, a request field)."""
     templates.check_against(snapshot, source=source)
     decision = decision if decision is not None else place(snapshot, config)
-    demands = candidate_demands(snapshot, decision)
+    room = queue_room(snapshot, decision)
+    capped = {d.group.key: note for d in candidate_demands(snapshot, decision) if (note := over_queue_room(d, room))}
+    demands = tuple(d for d in candidate_demands(snapshot, decision) if d.group.key not in capped)
     candidates = {d.group.key for d in demands}
     not_planned = tuple(
-        WaitingGroup(pod_group=o.name, reasons=o.reasons)
+        WaitingGroup(pod_group=o.name, reasons=o.reasons, plan_note=capped.get(o.name))
         for o in decision.podgroups
         if o.state == "pending" and o.name not in candidates
     )
@@ -73,10 +76,10 @@ def plan_scale_up(
         )
     slots = slots_of(snapshot, templates, node_bound=sum(d.pod_count for d in demands))
     fit = _fit(demands, slots)
-    choice = choose_with_cpsat(demands, slots, fit, time_limit_s=config.time_limit_s)
+    choice = choose_with_cpsat(demands, slots, fit, room, time_limit_s=config.time_limit_s)
     engine = "cpsat"
     if choice is None:
-        choice, engine = choose_greedily(demands, slots, fit), "greedy"
+        choice, engine = choose_greedily(demands, slots, fit, room), "greedy"
     verified, bought = _verified(snapshot, slots, choice, candidates, config)
     started = {o.name for o in verified.podgroups if o.state == "scheduled" and o.name in candidates}
     bought_groups: dict[int, list[NodeName]] = {}
@@ -111,7 +114,7 @@ def plan_scale_up(
 def extended_by_plan(snapshot: Snapshot, templates: NodeTemplates, plan: ScaleUpPlan) -> Snapshot:
     """`snapshot` with the plan's bought nodes, as the plan's solve saw it (for a caller that
     checks the plan's binds: `solver.checker.check_placement(extended_by_plan(...), …)`)."""
-    slots = slots_of(snapshot, templates, node_bound=max((len(row.nodes) for row in plan.bought), default=0))
+    slots = slots_of(snapshot, templates, node_bound=sum(len(row.nodes) for row in plan.bought))
     counts: dict[int, int] = {}
     for row in plan.bought:
         index = next(s for s, slot in enumerate(slots) if slot.template.name == row.template and slot.domain == row.domain)

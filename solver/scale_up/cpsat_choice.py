@@ -13,18 +13,18 @@ same input gives the same nodes. Two stages: first the weighted count of started
 then, that count fixed, the price (the first stage's answer as the hint).
 
 Not modelled (the solve on the extended snapshot judges them): NUMA cells, pod
-(anti-)affinity, spread, host ports, queue capabilities shared by two started gangs, and
+(anti-)affinity, spread, host ports, and
 which GPU device a fractional pod shares (devices are counted, not assigned).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, PODS, gpu_devices, is_fractional_gpu
+from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, PODS, QueueName, gpu_devices, is_fractional_gpu
 from solver.cpsat.clock import DETERMINISTIC_TIME_PER_S
 from solver.scale_up.demand import GangDemand
 from solver.scale_up.slots import Slot
@@ -63,11 +63,13 @@ def choose_with_cpsat(
     demands: Sequence[GangDemand],
     slots: Sequence[Slot],
     fit: dict[tuple[int, int, int], int],
+    queue_room: Mapping[QueueName, Mapping[str, int]],
     *,
     time_limit_s: float,
 ) -> Choice | None:
     """The nodes to buy, or None when the model is too large or CP-SAT finds nothing in time.
-    `fit[(gang, task, slot)]`: pods of that task one node of the slot holds."""
+    `fit[(gang, task, slot)]`: pods of that task one node of the slot holds; `queue_room`:
+    what each capped queue has left (`solver.scale_up.demand.queue_room`)."""
     nodes, assignments = _model_size(demands, slots, fit)
     if nodes > MAX_MODELLED_NODES or assignments > MAX_MODELLED_ASSIGNMENTS:
         return None
@@ -77,6 +79,7 @@ def choose_with_cpsat(
     _node_capacity(model, demands, slots, variables)
     _max_counts(model, slots, variables)
     _hard_topology(model, demands, slots, variables)
+    _queue_capabilities(model, demands, queue_room, variables)
     started = sum(d.weight * v for d, v in zip(demands, variables.started, strict=True))
     model.maximize(started)
     first = _solve(model, time_limit_s / 2)
@@ -104,6 +107,8 @@ def _variables(
     for s, slot in enumerate(slots):
         for j in range(1, slot.capacity):
             model.add(bought[s, j] <= bought[s, j - 1])  # symmetry: a slot's nodes are bought in order
+        if s > 0 and slot.new_tier is not None and slots[s - 1].template is slot.template and slots[s - 1].new_tier is not None:
+            model.add(bought[s, 0] <= bought[s - 1, 0])  # and a template's new domains are filled in order
     pods = {}
     for (g, t, s), per_node in fit.items():
         if per_node <= 0:
@@ -154,6 +159,18 @@ def _max_counts(model: cp_model.CpModel, slots: Sequence[Slot], variables: _Vars
         template = next(slot.template for slot in slots if slot.template.name == name)
         if len(bought) > template.max_count:
             model.add(sum(bought) <= template.max_count)
+
+
+def _queue_capabilities(
+    model: cp_model.CpModel, demands: Sequence[GangDemand], queue_room: Mapping[QueueName, Mapping[str, int]], variables: _Vars
+) -> None:
+    """The gangs started together stay within what each capped queue has left."""
+    for queue, room in sorted(queue_room.items()):
+        members = [(d, v) for d, v in zip(demands, variables.started, strict=True) if queue in d.queues]
+        for name, left in sorted(room.items()):
+            asked = [(d.requests.get(name, 0), v) for d, v in members if d.requests.get(name, 0)]
+            if len(asked) > 1:
+                model.add(sum(amount * v for amount, v in asked) <= max(0, left))
 
 
 def _hard_topology(model: cp_model.CpModel, demands: Sequence[GangDemand], slots: Sequence[Slot], variables: _Vars) -> None:

@@ -13,6 +13,10 @@ by name — and every candidate counts more than any order between them: weight 
 n + (n − rank), so starting two gangs always beats starting one, and among equal counts the
 earlier ones win.
 
+A candidate that asks more than its queue (or an ancestor) has left under its capability
+after the solve is none either (`over_queue_room`): the reasons may name capacity first
+when both block, and no node lifts the capability.
+
 Not promised: that the pods fit anywhere (`solver.scale_up.slots` says which templates host
 which task).
 """
@@ -20,15 +24,17 @@ which task).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from models.placement import Decision
-from models.snapshot import GPU, NodeName, PodGroup, Snapshot, Task
-from solver.reasons import nodes_would_help
+from models.snapshot import GPU, NodeName, PodGroup, QueueName, Snapshot, Task
+from solver.outcome import allocated_after
+from solver.reasons import format_quantity, nodes_would_help
 from solver.rules.gang import gang_requirement, minimum_pods
 from solver.rules.topology import domains_within, hard_tier_limit
 
-__all__ = ["GangDemand", "candidate_demands"]
+__all__ = ["GangDemand", "candidate_demands", "queue_room", "over_queue_room"]
 
 
 @dataclass(frozen=True)
@@ -43,10 +49,47 @@ class GangDemand:
     allowed_domains: frozenset[str] | None
     """A hard-topology gang with running pods: the HyperNodes of tier ≤ its limit that hold
     them all, the only ones its bought nodes may lie in; None: any."""
+    queues: tuple[QueueName, ...]
+    """Its queue and the queue's ancestors: whose capabilities its pods count against."""
 
     @property
     def pod_count(self) -> int:
         return sum(count for _, count in self.pods_per_task)
+
+    @property
+    def requests(self) -> dict[str, int]:
+        """What its pods to place ask in all."""
+        total: dict[str, int] = {}
+        for task, count in self.pods_per_task:
+            for name, amount in task.requests.items():
+                total[name] = total.get(name, 0) + amount * count
+        return total
+
+
+def queue_room(snapshot: Snapshot, decision: Decision) -> dict[QueueName, dict[str, int]]:
+    """What each capped queue may still take after the solve, per resource its capability
+    names (its subtree counted, as rule quota counts it): capability − allocation."""
+    allocated = allocated_after(snapshot, decision.placement)
+    return {
+        queue.name: {name: cap - allocated[queue.name].get(name, 0) for name, cap in queue.capability.items()}
+        for queue in snapshot.queues
+        if queue.capability
+    }
+
+
+def over_queue_room(demand: GangDemand, room: Mapping[QueueName, Mapping[str, int]]) -> str | None:
+    """Why its queue's capability keeps it waiting whatever the nodes (a gang asking more
+    than its queue has left is no candidate), or None. Example: "queue small capability
+    leaves 8 gpu, the gang needs 16 gpu"."""
+    asked = demand.requests
+    for queue in demand.queues:
+        for name, left in sorted(room.get(queue, {}).items()):
+            if asked.get(name, 0) > left:
+                return (
+                    f"queue {queue} capability leaves {format_quantity(name, max(0, left))}, "
+                    f"the gang needs {format_quantity(name, asked[name])}"
+                )
+    return None
 
 
 def candidate_demands(snapshot: Snapshot, decision: Decision) -> tuple[GangDemand, ...]:
@@ -79,6 +122,7 @@ def candidate_demands(snapshot: Snapshot, decision: Decision) -> tuple[GangDeman
                 pods_per_task=per_task,
                 tier_limit=hard_tier_limit(group),
                 allowed_domains=_domains_holding(snapshot, group, {p.node for p in pods if p.node is not None}),
+                queues=snapshot.queue_ancestors(group.queue),
             )
         )
     return tuple(demands)

@@ -11,12 +11,12 @@ Used when CP-SAT has no answer in its time or its model would be too large
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, PODS, POD_SLOT, Task, gpu_devices
+from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, PODS, POD_SLOT, QueueName, Task, gpu_devices
 from solver.scale_up.cpsat_choice import Choice
-from solver.scale_up.demand import GangDemand
+from solver.scale_up.demand import GangDemand, over_queue_room
 from solver.scale_up.slots import Slot
 
 __all__ = ["choose_greedily"]
@@ -60,9 +60,18 @@ class _State:
     price_milli: int = 0
 
 
-def choose_greedily(demands: Sequence[GangDemand], slots: Sequence[Slot], fit: dict[tuple[int, int, int], int]) -> Choice:
+def choose_greedily(
+    demands: Sequence[GangDemand],
+    slots: Sequence[Slot],
+    fit: dict[tuple[int, int, int], int],
+    queue_room: Mapping[QueueName, Mapping[str, int]],
+) -> Choice:
+    """The nodes to buy (module docstring); a gang its queues have no room left for is skipped."""
     state = _State()
+    room = {queue: dict(left) for queue, left in queue_room.items()}
     for g in sorted(range(len(demands)), key=lambda g: -demands[g].weight):
+        if over_queue_room(demands[g], room) is not None:
+            continue
         best: _State | None = None
         for allowed, one_node in _options(demands[g], slots):
             trial = _packed(g, demands[g], slots, fit, allowed, one_node=one_node, state=copy.deepcopy(state))
@@ -70,6 +79,9 @@ def choose_greedily(demands: Sequence[GangDemand], slots: Sequence[Slot], fit: d
                 best = trial
         if best is not None:
             state = best
+            for queue in demands[g].queues:
+                for name in room.get(queue, {}):
+                    room[queue][name] -= demands[g].requests.get(name, 0)
     return Choice(counts=dict(state.per_slot), status="GREEDY")
 
 
