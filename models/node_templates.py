@@ -35,16 +35,15 @@ is checked against it (`check_against`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from models.errors import FieldError, InputFormatError, Location
+from models.errors import FieldError, Location
 from models.loaders.raw import pydantic_message
+from models.option_files import read_option_file
 from models.snapshot import (
     INT32_MAX,
     Gpu,
@@ -187,13 +186,4 @@ def read_node_templates(data: object, *, source: str) -> NodeTemplates:
 
 def load_node_templates(path: Path) -> NodeTemplates:
     """`read_node_templates` of a YAML or JSON file; one that does not parse is an `InputFormatError`."""
-    location = Location(source=str(path))
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise InputFormatError(f"cannot read node templates: {error.strerror or error}", location=location) from None
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as error:
-        raise InputFormatError(f"not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {error}", location=location) from None
-    return read_node_templates(data, source=str(path))
+    return read_node_templates(read_option_file(path, what="node templates"), source=str(path))
