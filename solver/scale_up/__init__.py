@@ -31,12 +31,12 @@ snapshot broke a hard rule).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from models.node_templates import NodeTemplates
 from models.placement import Decision
 from models.scale_up_plan import BoughtNodes, ScaleUpPlan, WaitingGroup
-from models.snapshot import GPU, PODS, NodeName, PodGroupKey, Snapshot, Task
+from models.snapshot import GPU, PODS, NodeName, PodGroupKey, QueueName, Snapshot, Task
 from solver.checker import require_valid
 from solver.place import SolveConfig, place
 from solver.rules.eligibility import ineligibility_reason
@@ -82,6 +82,7 @@ def plan_scale_up(
         choice, engine = choose_greedily(demands, slots, fit, room), "greedy"
     verified, bought = _verified(snapshot, slots, choice, candidates, config)
     started = {o.name for o in verified.podgroups if o.state == "scheduled" and o.name in candidates}
+    left = _room_left(room, [d for d in demands if d.group.key in started])
     bought_groups: dict[int, list[NodeName]] = {}
     for node in bought:
         bought_groups.setdefault(node.slot, []).append(node.name)
@@ -101,7 +102,7 @@ def plan_scale_up(
         price_per_hour=sum(row.price_per_hour for row in rows),
         started=tuple(d.group.key for d in demands if d.group.key in started),
         still_waiting=tuple(
-            WaitingGroup(pod_group=o.name, reasons=o.reasons, plan_note=_why_not_bought(_demand(demands, o.name), slots, fit))
+            WaitingGroup(pod_group=o.name, reasons=o.reasons, plan_note=_why_not_bought(_demand(demands, o.name), slots, fit, left))
             for o in verified.podgroups
             if o.name in candidates and o.name not in started
         ),
@@ -164,14 +165,33 @@ def _demand(demands: Sequence[GangDemand], key: PodGroupKey) -> tuple[int, GangD
     return next((g, d) for g, d in enumerate(demands) if d.group.key == key)
 
 
-def _why_not_bought(found: tuple[int, GangDemand], slots: Sequence[Slot], fit: dict[tuple[int, int, int], int]) -> str:
+def _room_left(room: Mapping[QueueName, Mapping[str, int]], started: Sequence[GangDemand]) -> dict[QueueName, dict[str, int]]:
+    """What each capped queue has left once the started gangs run."""
+    left = {queue: dict(amounts) for queue, amounts in room.items()}
+    for demand in started:
+        for queue in demand.queues:
+            for name in left.get(queue, {}):
+                left[queue][name] -= demand.requests.get(name, 0)
+    return left
+
+
+def _why_not_bought(
+    found: tuple[int, GangDemand],
+    slots: Sequence[Slot],
+    fit: dict[tuple[int, int, int], int],
+    room_left: Mapping[QueueName, Mapping[str, int]],
+) -> str:
     """Why no bought node starts it: a task no template's node holds (each template's first
-    refusal), else the max counts and the other gangs' share of them."""
+    refusal), its queue's capability taken by the gangs the plan starts, else the max counts
+    and the other gangs' share of them."""
     g, demand = found
     for t, (task, _) in enumerate(demand.pods_per_task):
         if not any(fit[g, t, s] > 0 for s in range(len(slots))):
             refusals = sorted({f"{slot.template.name}: {_refusal(slot, task)}" for slot in slots})
             return f"no template's node holds a pod of task {task.name} ({'; '.join(refusals) or 'no template may be bought'})"
+    capped = over_queue_room(demand, room_left)
+    if capped is not None:
+        return f"{capped} once the gangs the plan starts run"
     if demand.tier_limit is not None:
         return f"not within one domain of tier <= {demand.tier_limit} the templates' max counts allow, beside the gangs started"
     return "not within the templates' max counts, beside the gangs started"

@@ -216,4 +216,6 @@ def test_nodes_go_to_the_gang_its_queue_leaves_room_for() -> None:
     chosen = templates(template("p5", max_count=5))
     plan = checked(snapshot, chosen, plan_scale_up(snapshot, chosen, config=CONFIG))
     assert set(plan.started) == {"default/a", "default/b"}
-    assert [w.pod_group for w in plan.still_waiting] == ["default/c"]
+    assert [(w.pod_group, w.plan_note) for w in plan.still_waiting] == [
+        ("default/c", "queue team capability leaves 0 gpu, the gang needs 16 gpu once the gangs the plan starts run")
+    ]
