@@ -100,7 +100,7 @@ def _options(demand: GangDemand, slots: Sequence[Slot]) -> list[tuple[frozenset[
                 domains.setdefault(name, set()).add(s)
         if not within and demand.allowed_domains is None:
             options.append((frozenset({s}), True))
-    return [(frozenset(domains[name]), False) for name in sorted(domains)] + options
+    return [(frozenset(slots_in), False) for slots_in in domains.values()] + options  # in slot order
 
 
 def _packed(
