@@ -61,8 +61,9 @@ def plan_scale_up(
     templates.check_against(snapshot, source=source)
     decision = decision if decision is not None else place(snapshot, config)
     room = queue_room(snapshot, decision)
-    capped = {d.group.key: note for d in candidate_demands(snapshot, decision) if (note := over_queue_room(d, room))}
-    demands = tuple(d for d in candidate_demands(snapshot, decision) if d.group.key not in capped)
+    helped = candidate_demands(snapshot, decision)
+    capped = {d.group.key: note for d in helped if (note := over_queue_room(d, room)) is not None}
+    demands = tuple(d for d in helped if d.group.key not in capped)
     candidates = {d.group.key for d in demands}
     not_planned = tuple(
         WaitingGroup(pod_group=o.name, reasons=o.reasons, plan_note=capped.get(o.name))
@@ -80,21 +81,10 @@ def plan_scale_up(
     engine = "cpsat"
     if choice is None:
         choice, engine = choose_greedily(demands, slots, fit, room), "greedy"
-    verified, bought = _verified(snapshot, slots, choice, candidates, config)
+    verified, bought = _verified(snapshot, slots, choice, candidates, config) if choice.counts else (decision, ())
     started = {o.name for o in verified.podgroups if o.state == "scheduled" and o.name in candidates}
     left = _room_left(room, [d for d in demands if d.group.key in started])
-    bought_groups: dict[int, list[NodeName]] = {}
-    for node in bought:
-        bought_groups.setdefault(node.slot, []).append(node.name)
-    rows = tuple(
-        BoughtNodes(
-            template=slots[s].template.name,
-            domain=slots[s].domain,
-            nodes=tuple(names),
-            price_per_hour=slots[s].template.price_per_hour * len(names),
-        )
-        for s, names in sorted(bought_groups.items())
-    )
+    rows = _rows(slots, bought)
     return ScaleUpPlan(
         engine=engine,  # type: ignore[arg-type]
         status=choice.status,
@@ -121,6 +111,22 @@ def extended_by_plan(snapshot: Snapshot, templates: NodeTemplates, plan: ScaleUp
         index = next(s for s, slot in enumerate(slots) if slot.template.name == row.template and slot.domain == row.domain)
         counts[index] = len(row.nodes)
     return extended(snapshot, slots, counts)[0]
+
+
+def _rows(slots: Sequence[Slot], bought: Sequence[BoughtNode]) -> tuple[BoughtNodes, ...]:
+    """The bought nodes per slot (template and domain), with their price."""
+    names_per_slot: dict[int, list[NodeName]] = {}
+    for node in bought:
+        names_per_slot.setdefault(node.slot, []).append(node.name)
+    return tuple(
+        BoughtNodes(
+            template=slots[s].template.name,
+            domain=slots[s].domain,
+            nodes=tuple(names),
+            price_per_hour=slots[s].template.price_per_hour * len(names),
+        )
+        for s, names in sorted(names_per_slot.items())
+    )
 
 
 def _fit(demands: Sequence[GangDemand], slots: Sequence[Slot]) -> dict[tuple[int, int, int], int]:
