@@ -53,7 +53,7 @@ class _Vars:
     started: list[cp_model.IntVar]
 
 
-def _model_size(demands: Sequence[GangDemand], slots: Sequence[Slot], fit: dict[tuple[int, int, int], int]) -> tuple[int, int]:
+def _model_size(slots: Sequence[Slot], fit: dict[tuple[int, int, int], int]) -> tuple[int, int]:
     nodes = sum(slot.capacity for slot in slots)
     assignments = sum(slots[s].capacity for (_, _, s), per_node in fit.items() if per_node > 0)
     return nodes, assignments
@@ -70,7 +70,7 @@ def choose_with_cpsat(
     """The nodes to buy, or None when the model is too large or CP-SAT finds nothing in time.
     `fit[(gang, task, slot)]`: pods of that task one node of the slot holds; `queue_room`:
     what each capped queue has left (`solver.scale_up.demand.queue_room`)."""
-    nodes, assignments = _model_size(demands, slots, fit)
+    nodes, assignments = _model_size(slots, fit)
     if nodes > MAX_MODELLED_NODES or assignments > MAX_MODELLED_ASSIGNMENTS:
         return None
     model = cp_model.CpModel()
@@ -93,7 +93,8 @@ def choose_with_cpsat(
     for (s, _), var in variables.bought.items():
         if second.value(var):
             counts[s] = counts.get(s, 0) + 1
-    return Choice(counts=counts, status=second.status)
+    proven = first.status == second.status == "OPTIMAL"  # both stages: the count, then the price for it
+    return Choice(counts=counts, status="OPTIMAL" if proven else "FEASIBLE")
 
 
 def _variables(
@@ -122,10 +123,12 @@ def _variables(
 
 def _each_gang_all_or_nothing(model: cp_model.CpModel, demands: Sequence[GangDemand], variables: _Vars) -> None:
     """Each gang places on bought nodes exactly the pods it needs per task, or none."""
+    placed: dict[tuple[int, int], list[cp_model.IntVar]] = {}
+    for (g, t, _, _), var in variables.pods.items():
+        placed.setdefault((g, t), []).append(var)
     for g, demand in enumerate(demands):
         for t, (_, count) in enumerate(demand.pods_per_task):
-            placed = [v for (gg, tt, _, _), v in variables.pods.items() if gg == g and tt == t]
-            model.add(sum(placed) == count * variables.started[g])
+            model.add(sum(placed.get((g, t), [])) == count * variables.started[g])
 
 
 def _node_capacity(model: cp_model.CpModel, demands: Sequence[GangDemand], slots: Sequence[Slot], variables: _Vars) -> None:
