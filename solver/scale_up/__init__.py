@@ -77,10 +77,11 @@ def plan_scale_up(
         )
     slots = slots_of(snapshot, templates, node_bound=sum(d.pod_count for d in demands))
     fit = _fit(demands, slots)
-    choice = choose_with_cpsat(demands, slots, fit, room, time_limit_s=config.time_limit_s)
+    greedy = choose_greedily(demands, slots, fit, room)
+    choice = choose_with_cpsat(demands, slots, fit, room, time_limit_s=config.time_limit_s, hint=greedy)
     engine = "cpsat"
     if choice is None:
-        choice, engine = choose_greedily(demands, slots, fit, room), "greedy"
+        choice, engine = greedy, "greedy"
     verified, bought = _verified(snapshot, slots, choice, candidates, config) if choice.counts else (decision, ())
     started = {o.name for o in verified.podgroups if o.state == "scheduled" and o.name in candidates}
     left = _room_left(room, [d for d in demands if d.group.key in started])

@@ -9,8 +9,9 @@ runs on the cluster with the bought nodes (so a plan may buy a node more than st
 needed; never one that the solve leaves empty: `solver.scale_up` drops those).
 
 Deterministic: one worker, a fixed seed, limited in OR-Tools' deterministic time, so the
-same input gives the same nodes. Two stages: first the weighted count of started gangs,
-then, that count fixed, the price (the first stage's answer as the hint).
+same input gives the same nodes. Two stages: first the weighted count of started gangs
+(greedy's nodes as the hint), then, that count fixed, the price (the first stage's answer
+as the hint).
 
 Not modelled (the solve on the extended snapshot judges them): NUMA cells, pod
 (anti-)affinity, spread, host ports, and
@@ -66,10 +67,12 @@ def choose_with_cpsat(
     queue_room: Mapping[QueueName, Mapping[str, int]],
     *,
     time_limit_s: float,
+    hint: Choice | None = None,
 ) -> Choice | None:
     """The nodes to buy, or None when the model is too large or CP-SAT finds nothing in time.
     `fit[(gang, task, slot)]`: pods of that task one node of the slot holds; `queue_room`:
-    what each capped queue has left (`solver.scale_up.demand.queue_room`)."""
+    what each capped queue has left (`solver.scale_up.demand.queue_room`); `hint`: greedy's
+    nodes, where the search starts."""
     nodes, assignments = _model_size(slots, fit)
     if nodes > MAX_MODELLED_NODES or assignments > MAX_MODELLED_ASSIGNMENTS:
         return None
@@ -82,9 +85,13 @@ def choose_with_cpsat(
     _queue_capabilities(model, demands, queue_room, variables)
     started = sum(d.weight * v for d, v in zip(demands, variables.started, strict=True))
     model.maximize(started)
+    if hint is not None:
+        for (s, j), var in variables.bought.items():
+            model.add_hint(var, int(j < hint.counts.get(s, 0)))
     first = _solve(model, time_limit_s / 2)
     if first is None:
         return None
+    model.clear_hints()
     _hint(model, first, variables)
     model.add(started >= round(first.solver.objective_value))
     model.minimize(sum(slots[s].template.price_milli_per_hour * v for (s, _), v in variables.bought.items()))
