@@ -22,13 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-from ortools.sat.python import cp_model
+from typing import TYPE_CHECKING
 
 from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, PODS, QueueName, gpu_devices, is_fractional_gpu
-from solver.cpsat.clock import DETERMINISTIC_TIME_PER_S
 from solver.scale_up.demand import GangDemand
 from solver.scale_up.slots import Slot
+
+if TYPE_CHECKING:  # loaded when a plan is searched, not when the CLI starts (tests/cli/test_cli_start_up.py)
+    from ortools.sat.python import cp_model
 
 __all__ = ["Choice", "choose_with_cpsat", "MAX_MODELLED_NODES", "MAX_MODELLED_ASSIGNMENTS"]
 
@@ -76,6 +77,8 @@ def choose_with_cpsat(
     nodes, assignments = _model_size(slots, fit)
     if nodes > MAX_MODELLED_NODES or assignments > MAX_MODELLED_ASSIGNMENTS:
         return None
+    from ortools.sat.python import cp_model
+
     model = cp_model.CpModel()
     variables = _variables(model, demands, slots, fit)
     _each_gang_all_or_nothing(model, demands, variables)
@@ -212,6 +215,10 @@ def _hard_topology(model: cp_model.CpModel, demands: Sequence[GangDemand], slots
 
 
 def _solve(model: cp_model.CpModel, time_limit_s: float) -> _Solved | None:
+    from ortools.sat.python import cp_model
+
+    from solver.cpsat.clock import DETERMINISTIC_TIME_PER_S  # (its module loads CP-SAT too)
+
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = SEED
