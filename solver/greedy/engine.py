@@ -546,6 +546,11 @@ class GreedyEngine:
         if room == 0 and blocker is not None:
             sentences.append(self._quota_exceeded(blocker, needs=int(demand[blocker[1]])))
             plan.failure = GreedyFailure.QUOTA
+        elif (whole := state.quota_blocker(plan.queue, demand)) is not None:
+            # The nodes ran out before the capability did, but the whole minimum crosses it: the
+            # quota holds the gang whatever the nodes (an autoscaler must not buy for it).
+            sentences.append(self._quota_exceeded(whole, needs=int(demand[whole[1]])))
+            plan.failure = GreedyFailure.QUOTA
         else:
             plan.failure = GreedyFailure.CAPACITY
         plan.reasons = [*sentences, *details, *plan.static_reasons]
