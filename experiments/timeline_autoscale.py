@@ -81,7 +81,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -118,6 +118,7 @@ __all__ = [
     "autoscale_jobs",
     "autoscale_markdown",
     "run_autoscale",
+    "run_autoscales",
     "write_autoscale_csv",
 ]
 
@@ -472,6 +473,17 @@ def run_autoscale(config: AutoscaleConfig, *, jobs: list[Job] | None = None, buy
         idle_gpus.append(idle)
         step += 1
     return _result(config, jobs, bought, horizon, times, bought_gpus, idle_gpus, solve, time.perf_counter() - started)
+
+
+def run_autoscales(configs: Sequence[AutoscaleConfig], *, jobs: int = 1) -> Iterator[AutoscaleResult]:
+    """Every configuration, in `jobs` worker processes, yielded as each finishes."""
+    if jobs <= 1:
+        yield from map(run_autoscale, configs)
+        return
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(min(jobs, len(configs))) as pool:
+        yield from pool.imap_unordered(run_autoscale, configs)
 
 
 def _bought_gpus(cluster: AutoscaledCluster, bought: Sequence[BoughtNode]) -> tuple[float, float]:
