@@ -429,7 +429,7 @@ def run_autoscale(config: AutoscaleConfig, *, jobs: list[Job] | None = None, buy
     every = max(1, round(config.cycle_s / config.scan_s))
     times, bought_gpus, idle_gpus, solve = [], [], [], []
     next_arrival, step, dirty, scan_due = 0, 0, True, False
-    while (now := step * config.scan_s) <= horizon:
+    while (now := step * config.scan_s) < horizon:  # each step stands for [now, now + scan_s)
         dirty = finish_due(cluster.state, ends, running, now) or dirty  # (1)
         while next_arrival < len(jobs) and jobs[next_arrival].arrival_s <= now:  # (2)
             pending.append(jobs[next_arrival])
