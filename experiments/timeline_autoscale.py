@@ -163,7 +163,7 @@ class AutoscaleConfig:
     groups: tuple[NodeGroup, ...] = NODE_GROUPS
     training_capability_gpus: int = 64
     workload_gpus: int = 160  # the llm mix's arrival rate is sized to this many GPUs at `load`
-    load: float = 1.0
+    load: float = 1.1  # as `batchplace experiment timeline --load` defaults
     time_limit_s: float = 2.0
     sla_waiting_s: float | None = DEFAULT_SLA_WAITING_S
 
