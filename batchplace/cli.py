@@ -38,16 +38,19 @@ from batchplace.options import (
     usage_policy_of,
 )
 from batchplace.render import advice_tables, decision_tables, print_error, print_warning
+from batchplace.scale_up_command import ScaleUpOption, scale_up_tables
 from batchplace.serve_command import serve
 from batchplace.whatif_command import what_if
 from models.errors import SnapshotError
 from models.loaders import LoadResult, load_snapshot_files, snapshot_to_json
 from models.loaders.kube_yaml import manifest_files
+from models.node_templates import load_node_templates
 from models.snapshot import ColocationPolicy, UsagePolicy
 from solver.bound import lp_bound
 from solver.fleet import place_fleet
 from solver.place import ENGINES, SolveConfig, place
 from solver.rebalance import RebalanceConfig, cycle_snapshot, plan_rebalance
+from solver.scale_up import plan_scale_up
 
 __all__ = ["app", "main"]
 
@@ -150,10 +153,12 @@ def solve(
     colocation_margin: ColocationMarginOption = None,
     colocation: ColocationOption = True,
     cluster: ClusterOption = None,
+    scale_up: ScaleUpOption = None,
 ) -> None:
     """Place the pending pods of FILES and print binds, evictions and the reason for each pending PodGroup.
 
-    With --cluster, over several clusters at once: each job lands in one cluster (docs/multi-cluster.md)."""
+    With --cluster, over several clusters at once: each job lands in one cluster (docs/multi-cluster.md).
+    With --scale-up, also the nodes to buy so that waiting gangs start (docs/scale-up.md)."""
     if engine not in ENGINES:
         print_error(f"--engine: unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         raise typer.Exit(EXIT_INPUT_ERROR)
@@ -167,6 +172,16 @@ def solve(
     config = SolveConfig(
         engine=engine, time_limit_s=time_limit, memory_limit_bytes=memory_limit_bytes, typical_shapes=shapes  # type: ignore[arg-type]
     )
+    if cluster and scale_up is not None:
+        print_error("--scale-up: not with --cluster (a plan is for one cluster)")
+        raise typer.Exit(EXIT_INPUT_ERROR)
+    templates = None
+    if scale_up is not None:
+        try:
+            templates = load_node_templates(scale_up)
+        except SnapshotError as error:
+            print_error(str(error))
+            raise typer.Exit(EXIT_INPUT_ERROR) from None
     if cluster:
         _solve_fleet(
             cluster,
@@ -185,13 +200,24 @@ def solve(
     snapshot = loaded.snapshot.with_usage_policy(usage_policy).model_copy(update={"colocation_policy": colocation_policy})
     decision = place(snapshot, config)
     relaxation = lp_bound(snapshot) if bound else None
+    plan = None
+    if templates is not None:
+        try:
+            plan = plan_scale_up(snapshot, templates, config=config, decision=decision, source=str(scale_up))
+        except SnapshotError as error:
+            print_error(str(error))
+            raise typer.Exit(EXIT_INPUT_ERROR) from None
     if output == "json":
         contract = decision.to_contract()
         if relaxation is not None:
             contract["lp_bound"] = relaxation
+        if plan is not None:
+            contract["scale_up"] = plan.to_contract()
         sys.stdout.write(json.dumps(contract, indent=2) + "\n")
     else:
         stdout.print(decision_tables(decision))
+        if plan is not None:
+            stdout.print(scale_up_tables(plan))
         if relaxation is not None:
             share = f" ({decision.objective / relaxation:.1%} of it)" if decision.objective and relaxation else ""
             stdout.print(f"LP bound on throughput: {relaxation:.0f}; this placement: {decision.objective or 0:.0f}{share}")

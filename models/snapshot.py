@@ -860,13 +860,17 @@ class Snapshot(_Frozen):
         nodes: Sequence[Node] | None = None,
         pods: Sequence[Pod] | None = None,
         usage_policy: UsagePolicy | None = None,
+        hypernodes: Sequence[HyperNode] | None = None,
     ) -> "Snapshot":
         """The same snapshot with the parts given in place of its own: a new, validated
         Snapshot, every other object shared — the one way to rebuild one, so no field is
-        dropped when a field is added (what-if's cycle, rebalancing's checked snapshot)."""
+        dropped when a field is added (what-if's cycle, rebalancing's checked snapshot, the
+        scale-up plan's bought nodes)."""
         changed: dict[str, object] = {}
         if nodes is not None:
             changed["nodes"] = tuple(nodes)
+        if hypernodes is not None:
+            changed["hypernodes"] = tuple(hypernodes)
         if pods is not None:
             changed["pods"] = tuple(pods)
         if usage_policy is not None:

@@ -24,15 +24,14 @@ nor a fraction of one (below 1)`.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from models.errors import FieldError, InputFormatError, Location, PathPart
+from models.errors import FieldError, Location, PathPart
+from models.option_files import read_option_file
 from models.quantity import QuantityError, resource_ceiling, to_base_units
 from models.snapshot import CPU, GPU, GPU_MILLI_PER_DEVICE
 
@@ -120,12 +119,4 @@ def read_typical_shapes(data: object, *, source: str) -> tuple[TypicalShape, ...
 
 def load_typical_shapes(path: Path) -> tuple[TypicalShape, ...]:
     """`read_typical_shapes` of a YAML or JSON file; a file that does not parse is an `InputFormatError`."""
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise InputFormatError(f"cannot read typical shapes: {error.strerror or error}", location=Location(source=str(path))) from None
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as error:
-        raise InputFormatError(f"not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {error}", location=Location(source=str(path))) from None
-    return read_typical_shapes(data, source=str(path))
+    return read_typical_shapes(read_option_file(path, what="typical shapes"), source=str(path))

@@ -26,7 +26,9 @@ from models.errors import InputFormatError, Location, SnapshotError
 from models.loaders import load_snapshot_documents, load_snapshot_json
 from models.loaders.kube_yaml import Document, parse_yaml_documents, require_objects
 from models.placement import Decision
+from models.node_templates import NodeTemplates, read_node_templates
 from models.rebalance import RebalanceAdvice
+from models.scale_up_plan import ScaleUpPlan
 from models.snapshot import Snapshot
 from service.dependencies import Media
 from service.errors import EMPTY_BODY, FieldProblem, InputForm, InvalidRequest, LocPart, problem_from_snapshot_error
@@ -36,6 +38,7 @@ from service.schemas import WhatIfRequest
 from solver.checker import check_placement
 from solver.place import SolveConfig, place
 from solver.rebalance import RebalanceConfig, cycle_snapshot, plan_rebalance
+from solver.scale_up import plan_scale_up
 from solver.whatif import Changes, DrainedNode, JobVerdict, apply_changes, job_verdicts
 
 __all__ = ["solve_posted", "solve_what_if", "answer_what_if", "WhatIfAnswer", "read_yaml_snapshot", "check_alias_expansion", "placement_response",
@@ -44,6 +47,7 @@ __all__ = ["solve_posted", "solve_what_if", "answer_what_if", "WhatIfAnswer", "r
 log = logging.getLogger("batchplace.service")
 
 _SNAPSHOT_KEYS = ("nodes", "pods", "pod_groups")
+SCALE_UP_SOURCE = "scale_up"
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _ALIAS_SLACK_NODES = 100_000
 _LIST_SOURCES: dict[str, tuple[LocPart, ...]] = {
@@ -82,13 +86,18 @@ def solve_what_if(
     submitted_at_s: float,
 ) -> dict[str, Any]:
     """`POST /v1/what-if`: the request's base and changes, answered by `answer_what_if`."""
-    base, base_kind, warnings = _read_base(request, live)
+    templates = None
     try:
+        if request.scale_up is not None:
+            templates = read_node_templates(request.scale_up, source=SCALE_UP_SOURCE)
+        base, base_kind, warnings = _read_base(request, live)
         answer = answer_what_if(
             base, _changes(request), base_kind=base_kind, warnings=warnings, rebalance=request.rebalance,
-            config=config, metrics=metrics, submitted_at_s=submitted_at_s,
+            config=config, metrics=metrics, submitted_at_s=submitted_at_s, scale_up=templates,
         )
     except SnapshotError as error:
+        if error.location.source == SCALE_UP_SOURCE:
+            raise InvalidRequest([_scale_up_problem(error)]) from None
         raise InvalidRequest([change_problem(error)]) from None
     return answer.body
 
@@ -103,6 +112,7 @@ class WhatIfAnswer:
     verdicts: tuple[JobVerdict, ...]
     drained: tuple[DrainedNode, ...]
     advice: RebalanceAdvice | None
+    plan: ScaleUpPlan | None = None
 
 
 def answer_what_if(
@@ -115,15 +125,21 @@ def answer_what_if(
     config: SolveConfig,
     metrics: ServiceMetrics,
     submitted_at_s: float,
+    scale_up: NodeTemplates | None = None,
 ) -> WhatIfAnswer:
     """Base snapshot + changes → one solve → a verdict per added job; with `rebalance`, advice
-    on the cluster as that solve leaves it (`solver.rebalance.cycle`). The one way a what-if
-    is answered, over HTTP and on the command line; a bad change is a `SnapshotError`."""
+    on the cluster as that solve leaves it (`solver.rebalance.cycle`); with `scale_up`
+    templates, the plan of the nodes to buy on the changed cluster (`solver.scale_up`). The
+    one way a what-if is answered, over HTTP and on the command line; a bad change is a
+    `SnapshotError`."""
     changed = apply_changes(base, changes, submitted_at_s=submitted_at_s)
     decision, placement = _decide(changed.snapshot, config, metrics, warnings=(*warnings, *changed.warnings))
     advice = None
     if rebalance:
         advice = plan_rebalance(cycle_snapshot(changed.snapshot, decision.placement), rebalance_config(config))
+    plan = None
+    if scale_up is not None:
+        plan = plan_scale_up(changed.snapshot, scale_up, config=config, decision=decision, source=SCALE_UP_SOURCE)
     verdicts = job_verdicts(changed, decision)
     body = {
         "base": base_kind,
@@ -132,8 +148,9 @@ def answer_what_if(
         "added_nodes": list(changed.added_nodes),
         "placement": placement,
         "rebalance": None if advice is None else advice.model_dump(),
+        "scale_up": None if plan is None else plan.to_contract(),
     }
-    return WhatIfAnswer(body=body, decision=decision, verdicts=verdicts, drained=changed.drained, advice=advice)
+    return WhatIfAnswer(body=body, decision=decision, verdicts=verdicts, drained=changed.drained, advice=advice, plan=plan)
 
 
 def rebalance_config(config: SolveConfig) -> RebalanceConfig:
@@ -285,6 +302,12 @@ def _expanded_nodes(node: yaml.Node, memo: dict[int, int], limit: int) -> int:
             break
     memo[id(node)] = total
     return total
+
+
+def _scale_up_problem(error: SnapshotError) -> FieldProblem:
+    """A template error, at its place in the request: `("templates", 3, "max_count")` is `scale_up[3].max_count`."""
+    path = error.path[1:] if error.path[:1] == ("templates",) else error.path
+    return problem_from_snapshot_error(type(error)(error.message, path=path), at=("body", SCALE_UP_SOURCE))
 
 
 def change_problem(error: SnapshotError) -> FieldProblem:

@@ -18,8 +18,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation, StrictBool, field_validator, model_validator
 
 from models.errors import SnapshotError, format_path
+from models.node_templates import MAX_TEMPLATES
 from models.placement import Bind, Decision, Eviction, Fallback, PodGroupOutcome, QueueShare, SolveStatus
 from models.rebalance import RebalanceAdvice
+from models.scale_up_plan import ScaleUpPlan
 from models.snapshot import Snapshot
 from models.typical_shapes import MAX_TYPICAL_SHAPES, TypicalShape, read_typical_shapes
 from solver.objective import TIERS, objective_order
@@ -171,6 +173,12 @@ class WhatIfRequest(BaseModel):
         "placement): on the cluster as this what-if's solve leaves it — changes applied, its binds running, "
         "its evictions gone; alone, on the base after its pending pods' solve. Advice only: nothing is evicted",
     )
+    scale_up: list[dict[str, Any]] | None = Field(
+        None, max_length=MAX_TEMPLATES,
+        description="node templates the cluster may buy (docs/scale-up.md: name, labels, taints, allocatable in "
+        "base units, price_per_hour, max_count, hypernodes / new_hypernode): also answer with `scale_up`, the "
+        "cheapest nodes that start the waiting gangs the queues allow, on the cluster as the changes leave it",
+    )
     options: WhatIfOptions = Field(default_factory=WhatIfOptions)
 
     @model_validator(mode="after")
@@ -189,6 +197,10 @@ class WhatIfResponse(BaseModel):
     rebalance: RebalanceAdvice | None = Field(
         None, description="with `rebalance: true`: the moves advised, each judged node before and after, the hot "
         "nodes that cannot be cooled with the reason"
+    )
+    scale_up: ScaleUpPlan | None = Field(
+        None, description="with `scale_up` templates: the nodes to buy, the waiting PodGroups they start and those "
+        "that still wait with why, and the binds of the solve with the bought nodes (docs/scale-up.md)"
     )
 
 

@@ -510,8 +510,17 @@ def nodes_would_help(reasons: Sequence[str]) -> bool:
     policy holds the group whatever the nodes. A sentence read back from JSON, whose code is
     lost, counts as one no node lifts: no node is bought on a guess.
 
+    A task waiting on a dependency waits on another task of the same PodGroup, whose own
+    reasons are among these: so a dependency's reason decides nothing by itself — alone it
+    holds the group (no node starts a task that waits for pods to run), beside others those
+    decide. Example: task t1 depends on t0, t0 fits no node → ["eligibility: task t0: …",
+    "dependency: t1 waits for t0 (0 of 1 running)"] → True: a node lets t0 start (and its
+    gang minimum leaves t1 out until then).
+
     Example: ["capacity: task worker: 0/3 nodes fit another pod: 3 insufficient gpu"] → True;
     the same with "quota: queue ml capability 64 gpu, 60 in use, job needs 8" → False."""
-    return bool(reasons) and all(
-        _NODES_HELP.get((reason.rule, reason.code), False) for reason in map(Reason.read, reasons)
-    )
+    deciding = [reason for reason in map(Reason.read, reasons) if reason.rule != _DEPENDENCY]
+    return bool(deciding) and all(_NODES_HELP.get((reason.rule, reason.code), False) for reason in deciding)
+
+
+_DEPENDENCY = "dependency"

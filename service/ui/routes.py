@@ -1,5 +1,5 @@
 """The dashboard's routes under `/ui`: Cluster, Queues, PodGroups (and one PodGroup), Balance, What-if,
-the upload form, and login. Read-only: nothing here changes the cluster.
+Scale-up, the upload form, and login. Read-only: nothing here changes the cluster.
 
 Each page resolves its snapshot through one dependency (`Resolved`, `resolve_page`): `?s=<key>` names an upload this process
 holds; without it, the live snapshot when a controller runs in the process
@@ -46,6 +46,7 @@ from service.ui.podgroup_view import (
     sort_rows,
 )
 from service.ui.queue_view import build_queue_rows
+from service.ui.scale_up_view import TEMPLATES_EXAMPLE, ScaleUpView, build_scale_up_view
 from service.ui.uploads import Upload, UploadStore, read_upload, upload_key
 
 __all__ = ["router", "LoginRequired", "PageInstead", "login_redirect", "page_instead"]
@@ -262,6 +263,32 @@ async def what_if(request: Request, resolved: Resolved) -> Response:
         tiers=sorted({hypernode.tier for hypernode in snapshot.hypernodes}),
         **_common(request),
     )
+
+
+@router.get("/scale-up", summary="Scale-up page")
+async def scale_up(request: Request, resolved: Resolved) -> Response:
+    analysis, source = resolved
+    return render("scale_up.html", page="scale-up", source=source, analysis=analysis, view=None,
+                  templates_text=TEMPLATES_EXAMPLE, **_common(request))
+
+
+@router.post("/scale-up", summary="Scale-up page: the plan for the templates posted")
+async def scale_up_plan(request: Request, resolved: Resolved) -> Response:
+    analysis, source = resolved
+    settings = request.app.state.settings
+    try:
+        form = await request.form(max_files=0, max_fields=2, max_part_size=settings.max_body_bytes)
+    except (MultiPartException, ValueError, KeyError) as error:
+        view = ScaleUpView(plan=None, error=f"the form could not be read: {error}")
+        text = ""
+    else:
+        text = str(form.get("templates") or "")
+        try:
+            view = await request.app.state.pool.run(lambda: build_scale_up_view(analysis, text))
+        except NoSolverSlot as busy:
+            return _busy(request, busy)
+    return render("scale_up.html", status_code=422 if view.error else 200, page="scale-up", source=source,
+                  analysis=analysis, view=view, templates_text=text, **_common(request))
 
 
 @router.get("/snapshot.json", summary="An upload's snapshot, as the API takes it")

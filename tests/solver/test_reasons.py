@@ -175,3 +175,14 @@ def test_nodes_would_help_a_group_only_when_every_reason_is_one_a_node_lifts() -
     assert not reasons.nodes_would_help([capped])
     assert not reasons.nodes_would_help([])
     assert not reasons.nodes_would_help([str(short)])  # read back from JSON: its code is lost, no guess
+
+
+def test_nodes_would_help_a_group_whose_task_waits_on_one_nodes_would_start() -> None:
+    """t1 waits for t0, and t0 fits no node: a node starts t0, so the group; t1's wait alone
+    (t0 starting) is no node's to lift, nor is it beside a quota."""
+    waits = reasons.dependency_waits("t1", dependency="t0", running=0, total=1)
+    no_node = reasons.eligibility_none("t0", nodes=1, counts={"node unschedulable": 1})
+    capped = reasons.quota_exceeded("ml", resource="gpu", capability=64000, in_use=60000, needs=8000)
+    assert reasons.nodes_would_help([no_node, waits])
+    assert not reasons.nodes_would_help([waits])
+    assert not reasons.nodes_would_help([capped, waits])
