@@ -50,8 +50,13 @@ Policies (`AUTOSCALE_POLICIES`):
 - `volcano`: the timeline's Volcano-like scheduler (`timeline_llm.VolcanoLikeGangs`) with
   the queue's capability enforced as Volcano's proportion plugin does (`VolcanoWithCapability`);
   every pending pod reads `Unschedulable`, as today's peers write it.
-A third, batchplace with its own scale-up plan, plugs in as another `Buyer` (the autoscaler
-buys exactly the nodes the plan names) once `solver.scale_up` exists.
+- `batchplace-plan`: batchplace as above, and the autoscaler buys exactly the nodes of
+  batchplace's scale-up plan (`solver.scale_up.plan_scale_up`, `PlannedScaleUp`): at a scan
+  after a cycle that left a PodGroup a node would help, the plan is asked on the snapshot
+  of the cluster with the nodes still booting counted as joined (as CA counts upcoming
+  nodes), with one node template per group and leaf — a leaf that has nodes takes the
+  group's nodes up to its 8 slots (`hypernodes`), an empty one is a new leaf under the
+  spine (`new_hypernode`) — so a hard-topology gang gets its nodes in one leaf.
 
 Clock: the loop steps `scan_s`; at each step, in this order, (1) jobs that end leave,
 (2) arrivals join the pending list, (3) bought nodes whose boot is over join, (4) at a
@@ -81,7 +86,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -102,7 +107,10 @@ from experiments.timeline_llm import (
     llm_workload,
 )
 from experiments.trace_openb import OpenbNodes
+from models.node_templates import NodeTemplates
+from solver.place import SolveConfig
 from solver.rules.reservation import DEFAULT_SLA_WAITING_S
+from solver.scale_up import plan_scale_up
 
 __all__ = [
     "AUTOSCALE_POLICIES",
@@ -114,6 +122,7 @@ __all__ = [
     "Buyer",
     "ClusterAutoscalerModel",
     "NodeGroup",
+    "PlannedScaleUp",
     "VolcanoWithCapability",
     "autoscale_jobs",
     "autoscale_markdown",
@@ -122,7 +131,7 @@ __all__ = [
     "write_autoscale_csv",
 ]
 
-AUTOSCALE_POLICIES: tuple[str, ...] = ("batchplace", "volcano")
+AUTOSCALE_POLICIES: tuple[str, ...] = ("batchplace", "volcano", "batchplace-plan")
 TRAINING = "training"
 FINETUNE = "finetune"
 
@@ -288,6 +297,19 @@ class AutoscaledCluster:
                 state.bind(job.request(replica), int(self.slot_of_row[assignment.node]), assignment.devices)
         return state
 
+    def with_slots(self, slots: np.ndarray, jobs: Sequence[Job]) -> tuple[World, np.ndarray]:
+        """A world of the nodes of `slots` (the present ones and more), `jobs` copied with
+        their pods re-bound there, and the slot-leaf id of each of its leaves (for the plan)."""
+        state = ClusterState(self._nodes(slots))
+        row_of = {int(s): r for r, s in enumerate(slots.tolist())}
+        copies = []
+        for job in jobs:
+            moved = {replica: state.bind(job.request(replica), row_of[int(self.slot_of_row[a.node])], a.devices)
+                     for replica, a in job.assignments.items()}  # fmt: skip
+            copies.append(dataclasses.replace(job, assignments=moved))
+        leaf, spine = self._topology(slots)
+        return World(state, leaf, spine, 0.0, [], copies), np.unique(self.slot_leaf[slots])
+
 
 def _fits_empty(group: NodeGroup, pod: PodRequest) -> bool:
     """Whether an empty node of `group` holds `pod` (a template node, as CA simulates one)."""
@@ -302,11 +324,12 @@ def _fits_empty(group: NodeGroup, pod: PodRequest) -> bool:
 class ScanView:
     """What an autoscaler reads at a scan: the clock, the cluster, the running jobs, the
     pending jobs whose pods read `Unschedulable`, and which pending jobs their queue's
-    capability holds (ground truth, for the metrics only)."""
+    capability holds (ground truth, for the metrics only). `pending`: every pending job."""
 
     now_s: float
     cluster: AutoscaledCluster
     running: Sequence[Job]
+    pending: Sequence[Job]
     unschedulable: Sequence[Job]
     quota_held: frozenset[int]
     booting: frozenset[int]  # slots bought, not yet joined
@@ -360,6 +383,81 @@ class ClusterAutoscalerModel:
         return None
 
 
+class PlannedScaleUp:
+    """The autoscaler buys exactly the nodes batchplace's scale-up plan names (module
+    docstring, policy `batchplace-plan`)."""
+
+    def __init__(self, config: AutoscaleConfig, capabilities: dict[str, int]) -> None:
+        self.snapshots = BatchplaceCycle("auto", sla_waiting_s=config.sla_waiting_s, capabilities=capabilities)
+        self.config = SolveConfig(engine="auto", time_limit_s=config.time_limit_s, workers=1)
+
+    def buy(self, view: ScanView) -> list[tuple[int, frozenset[int]]]:
+        if not view.unschedulable:
+            return []
+        cluster = view.cluster
+        taken = cluster.present.copy()
+        taken[list(view.booting)] = True
+        world, leaves = cluster.with_slots(np.flatnonzero(taken), view.running)
+        world.now_s, world.pending = view.now_s, list(view.pending)
+        names = {int(leaf): f"leaf-{k}" for k, leaf in enumerate(leaves.tolist())}
+        templates, where = _templates(cluster, taken, names)
+        if not templates.templates:
+            return []
+        plan = plan_scale_up(self.snapshots.snapshot(world), templates, config=self.config)
+        job_of_pod = {f"llm/j{job.ident}-{r}": job.ident for job in view.pending for r in range(job.pods)}
+        bought: list[tuple[int, frozenset[int]]] = []
+        fresh_leaves: dict[tuple[int, str], int] = {}  # (group, the plan's new domain) → slot-leaf id
+        for row in plan.bought:
+            kind, key = where[row.template]
+            if kind == "new":
+                leaf = fresh_leaves.setdefault((key, str(row.domain)), _empty_leaf(cluster, taken, key, fresh_leaves.values()))
+                free = np.flatnonzero((cluster.slot_group == key) & (cluster.slot_leaf == leaf) & ~taken)
+            else:
+                free = np.flatnonzero((cluster.slot_leaf == key) & ~taken)
+            for name, slot in zip(row.nodes, free.tolist()):
+                taken[slot] = True
+                bought.append((slot, frozenset(job_of_pod[b.pod] for b in plan.binds if b.node == name and b.pod in job_of_pod)))
+        return bought
+
+
+def _templates(cluster: AutoscaledCluster, taken: np.ndarray, names: dict[int, str]
+               ) -> tuple[NodeTemplates, dict[str, tuple[str, int]]]:  # fmt: skip
+    """One node template per group and leaf with nodes and free slots (its nodes join that
+    leaf, up to its free slots), and one per group for its empty leaves (new leaves of 8
+    under the spine); and what each template name stands for: ("leaf", slot-leaf id) or
+    ("new", group)."""
+    templates: list[dict] = []
+    where: dict[str, tuple[str, int]] = {}
+    for g, group in enumerate(cluster.groups):
+        shape = {"allocatable": {"cpu": group.cpu_milli, "memory": group.memory_mib * 2**20, "gpu": group.gpus * WHOLE},
+                 "price_per_hour": group.price_per_hour}  # fmt: skip
+        mine = cluster.slot_group == g
+        empty = 0
+        for leaf in np.unique(cluster.slot_leaf[mine]).tolist():
+            slots = mine & (cluster.slot_leaf == leaf)
+            free = int((slots & ~taken).sum())
+            if free and (slots & taken).any():
+                name = f"{group.name}-leaf-{leaf}"
+                templates.append({"name": name, **shape, "max_count": free, "hypernodes": [names[leaf]]})
+                where[name] = ("leaf", leaf)
+            elif free:
+                empty += free
+        if empty:
+            templates.append({"name": group.name, **shape, "max_count": empty,
+                              "new_hypernode": {"tier": 1, "size": LEAF_NODES, "parent": "spine-0"}})  # fmt: skip
+            where[group.name] = ("new", g)
+    return NodeTemplates.model_validate({"templates": templates}), where
+
+
+def _empty_leaf(cluster: AutoscaledCluster, taken: np.ndarray, group: int, used: Iterable[int]) -> int:
+    """The group's first leaf with no node present, booting or bought, not yet given to another new domain."""
+    skip = set(used)
+    for leaf in np.unique(cluster.slot_leaf[cluster.slot_group == group]).tolist():
+        if leaf not in skip and not (taken & (cluster.slot_leaf == leaf)).any():
+            return leaf
+    raise ValueError(f"the plan bought more new leaves of group {cluster.groups[group].name} than it has")
+
+
 # ---- policies ----
 
 
@@ -392,7 +490,7 @@ class VolcanoWithCapability(VolcanoLikeGangs):
 
 def _policy(config: AutoscaleConfig) -> BatchplaceCycle | VolcanoWithCapability:
     capabilities = {TRAINING: config.training_capability_gpus * WHOLE}
-    if config.policy == "batchplace":
+    if config.policy in ("batchplace", "batchplace-plan"):
         return BatchplaceCycle("auto", time_limit_s=config.time_limit_s, sla_waiting_s=config.sla_waiting_s,
                                capabilities=capabilities)  # fmt: skip
     if config.policy == "volcano":
@@ -418,8 +516,9 @@ def run_autoscale(config: AutoscaleConfig, *, jobs: list[Job] | None = None, buy
     jobs = autoscale_jobs(config) if jobs is None else jobs
     cluster = AutoscaledCluster(config.base_nodes, config.groups)
     policy = _policy(config)
-    buyer = buyer or ClusterAutoscalerModel()
     capabilities = {TRAINING: config.training_capability_gpus * WHOLE}
+    if buyer is None:
+        buyer = PlannedScaleUp(config, capabilities) if config.policy == "batchplace-plan" else ClusterAutoscalerModel()
     pending: list[Job] = []
     running: list[Job] = []
     ends: list[tuple[float, int, Job]] = []
@@ -448,7 +547,7 @@ def run_autoscale(config: AutoscaleConfig, *, jobs: list[Job] | None = None, buy
             unschedulable = frozenset(j.ident for j in pending) if said is None else said
             dirty, scan_due = False, True
         if scan_due:  # (5) a scan with no decision or removal since the last finds what that one did
-            view = ScanView(now, cluster, running, [j for j in pending if j.ident in unschedulable],
+            view = ScanView(now, cluster, running, pending, [j for j in pending if j.ident in unschedulable],
                             _quota_held(pending, running, capabilities),
                             frozenset(n.slot for n in bought if n.removed_s is None and not cluster.present[n.slot]))  # fmt: skip
             for slot, idents in buyer.buy(view):
@@ -530,7 +629,8 @@ def _pct(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if values.size else float("nan")
 
 
-AUTOSCALE_LABELS = {"batchplace": "batchplace auto (conditions by rule)", "volcano": "Volcano-like (every pending pod Unschedulable)"}
+AUTOSCALE_LABELS = {"batchplace": "batchplace auto (conditions by rule)", "volcano": "Volcano-like (every pending pod Unschedulable)",
+                    "batchplace-plan": "batchplace auto + its scale-up plan"}
 
 
 def autoscale_markdown(results: Sequence[AutoscaleResult]) -> str:

@@ -77,13 +77,38 @@ def test_volcano_like_marks_the_quota_held_gang_unschedulable_and_the_autoscaler
     assert result.idle_bought_gpu_hours > _run("batchplace", _stream()).idle_bought_gpu_hours
 
 
+def test_the_scale_up_plan_buys_for_the_pod_capacity_blocks_and_nothing_for_the_quota_held_gang():
+    jobs = _stream()
+    result = _run("batchplace-plan", jobs)
+    (node,) = result.bought
+    assert node.group.name == "gpu-8x" and node.bought_s == 60.0 and not node.for_quota_held
+    assert jobs[1].start_s == 360.0 and jobs[2].start_s is None
+    assert result.node_hours == pytest.approx((1560.0 - 60.0) / 3600.0)
+
+
+def test_the_scale_up_plan_buys_a_hard_leaf_gang_its_nodes_in_one_leaf_and_the_gang_starts_on_them():
+    # leaf 1 of gpu-8x has 1 node busy for 3 h: 7 free slots there, so a 4-node gang bought
+    # slot by slot would fit it — the plan must name one leaf for all four, whichever
+    jobs = [_job(0, "training", 0.0, 10_800.0), _job(1, "finetune", 0.0, 10_800.0),
+            _job(2, "training", 600.0, 3600.0, pods=4)]  # fmt: skip
+    jobs[2].topology, jobs[2].tier = "hard", 1
+    result = run_autoscale(AutoscaleConfig(policy="batchplace-plan", hours=2.0, base_nodes=1, training_capability_gpus=64),
+                           jobs=jobs)  # fmt: skip
+    cluster = AutoscaledCluster(1, NODE_GROUPS)
+    gang_nodes = [node for node in result.bought if node.bought_s == 600.0]
+    assert len(gang_nodes) == 4 and {node.group.name for node in gang_nodes} == {"gpu-8x"}
+    assert len({int(cluster.slot_leaf[node.slot]) for node in gang_nodes}) == 1
+    assert jobs[2].start_s == 900.0  # bought at the 600-s cycle, joined 5 min later
+    assert result.node_hours_quota_held == 0.0
+
+
 def test_the_autoscaler_buys_nothing_for_a_pod_that_fits_a_node_still_booting():
     cluster = AutoscaledCluster(0, NODE_GROUPS)  # no base node: nothing present holds the pod
     waiting = _job(1, "finetune", 0.0, 600.0, gpus=4)
     booting = int(np.flatnonzero(cluster.slot_group == 0)[0])  # a gpu-4x node bought earlier
 
     def view(boot: frozenset[int]) -> ScanView:
-        return ScanView(0.0, cluster, [], [waiting], frozenset(), boot)
+        return ScanView(0.0, cluster, [], [waiting], [waiting], frozenset(), boot)
 
     assert ClusterAutoscalerModel().buy(view(frozenset({booting}))) == []
     assert ClusterAutoscalerModel().buy(view(frozenset())) == [(booting, frozenset({1}))]  # the smallest group's first slot
@@ -92,11 +117,11 @@ def test_the_autoscaler_buys_nothing_for_a_pod_that_fits_a_node_still_booting():
 def test_the_autoscaler_packs_pods_onto_one_new_node_and_stops_at_a_group_s_max():
     cluster = AutoscaledCluster(0, NODE_GROUPS)
     small = [_job(n, "finetune", 0.0, 600.0, gpus=2) for n in range(2)]  # two 2-GPU pods share one 4-GPU node
-    bought = ClusterAutoscalerModel().buy(ScanView(0.0, cluster, [], small, frozenset(), frozenset()))
+    bought = ClusterAutoscalerModel().buy(ScanView(0.0, cluster, [], small, small, frozenset(), frozenset()))
     assert bought == [(int(np.flatnonzero(cluster.slot_group == 0)[0]), frozenset({0, 1}))]
     most = NODE_GROUPS[1].max_count
     gang = [_job(9, "training", 0.0, 600.0, pods=most + 3)]
-    bought = ClusterAutoscalerModel().buy(ScanView(0.0, cluster, [], gang, frozenset(), frozenset()))
+    bought = ClusterAutoscalerModel().buy(ScanView(0.0, cluster, [], gang, gang, frozenset(), frozenset()))
     assert len(bought) == most  # 8-GPU pods fit only gpu-8x nodes, and no more than its max
 
 
