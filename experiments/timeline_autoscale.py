@@ -61,14 +61,16 @@ Policies (`AUTOSCALE_POLICIES`):
 Clock: the loop steps `scan_s`; at each step, in this order, (1) jobs that end leave,
 (2) arrivals join the pending list, (3) bought nodes whose boot is over join, (4) at a
 multiple of `cycle_s`, if anything changed, the scheduler decides (the llm loop's step,
-`timeline.apply_outcome`), (5) the autoscaler scans (buys), (6) bought nodes empty for their
+`timeline.apply_outcome`), (5) the autoscaler scans (buys) — when a decision or a removal
+came since its last scan: with neither, nothing it reads has changed but what it bought,
+which now counts as booting, so it would buy nothing — (6) bought nodes empty for their
 idle time leave; then the metrics for the step are taken.
 
 Metrics, per run:
 - node-hours bought: Σ over bought nodes of (removal, or the horizon) − purchase — billed
   from the purchase, boot included, as the clouds bill;
 - of them for quota-held pods: the node-hours of the nodes every one of whose pods (those
-  the autoscaler's packing put on it at purchase) belonged to a job its queue's capability
+  the autoscaler's packing, or the plan's binds, put on it at purchase) belonged to a job its queue's capability
   held at that moment — its queue's running GPUs plus its own above the capability. Such a
   node can start none of them: the quota, not the nodes, holds them;
 - GPU-hours idle on bought nodes: over each bought node's billed time, its GPUs no pod
