@@ -9,7 +9,8 @@ baselines (a thin CLI over `experiments.fgd`, `experiments.timeline`, `experimen
   the tables and the validity gate.
 - `batchplace experiment timeline` — arrivals, durations, gangs, queues: the synthetic LLM
   cluster mix at a chosen load, the openb pods with their own creation/deletion times, and
-  the job streams of the Acme trace's gangs and of the openb pods as jobs.
+  the job streams of the Acme trace's gangs and of the openb pods as jobs; `--scenario
+  autoscale` runs the LLM mix on a cluster an autoscaler grows (`experiments.timeline_autoscale`).
 
 Exit status: 0 when the runs finished (and, for `fgd` with `--require-gate`, the gate
 holds), 1 when the gate fails, 2 for bad arguments.
@@ -242,11 +243,11 @@ def fgd(
 
 @experiment_app.command()
 def timeline(
-    scenario: Annotated[str, typer.Option(help="llm (synthetic gangs/queues on a leaf-spine cluster), openb (the trace's own times), acme (the Acme trace's Kalos gangs on a Kalos-like leaf-spine cluster), openb-jobs (the openb pods as jobs under the llm policies), colocation (offline GPU/CPU hours with and without online/offline colocation), or all (llm and openb).")] = "all",
+    scenario: Annotated[str, typer.Option(help="llm (synthetic gangs/queues on a leaf-spine cluster), openb (the trace's own times), acme (the Acme trace's Kalos gangs on a Kalos-like leaf-spine cluster), openb-jobs (the openb pods as jobs under the llm policies), colocation (offline GPU/CPU hours with and without online/offline colocation), autoscale (a cluster that grows under a Cluster-Autoscaler-like model: nodes bought, idle, waits per scheduler; default 24 h), or all (llm and openb).")] = "all",
     policies: Annotated[str, typer.Option(help="Comma-separated policies, or all.")] = "all",
     seeds: Annotated[str, typer.Option(help="Seeds of the synthetic workload (acme and openb-jobs are their trace's, the same for every seed).")] = "42",
     hours: Annotated[float, typer.Option(min=0.1, help="Simulated horizon of the llm, acme and openb-jobs scenarios (h); acme and openb-jobs keep the jobs arriving in it.")] = 12.0,
-    nodes: Annotated[int | None, typer.Option(min=1, help="Cluster nodes of the llm (default 128), acme (default 304, at least 128) and openb-jobs (default all 1,213; fewer are spread over the node list) scenarios.")] = None,
+    nodes: Annotated[int | None, typer.Option(min=1, help="Cluster nodes of the llm (default 128), acme (default 304, at least 128) and openb-jobs (default all 1,213; fewer are spread over the node list) scenarios; autoscale: the base nodes that never leave (default 4).")] = None,
     load: Annotated[float, typer.Option(min=0.1, help="llm: offered load, the arrival rate × mean GPU-time per job over the cluster's GPUs (e.g. 0.9, 1.1, 1.3); the tables and CSV name it.")] = 1.1,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes.")] = 2,
     trace: Annotated[str, typer.Option(help="openb pod list for the openb scenario.")] = "default",
@@ -255,6 +256,7 @@ def timeline(
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("results/timeline"),
     trace_dir: Annotated[Path | None, typer.Option("--trace-dir", help=_TRACE_DIR_HELP + " Read by --scenario openb and openb-jobs.")] = None,
     acme_dir: Annotated[Path | None, typer.Option("--acme-dir", help=_ACME_DIR_HELP)] = None,
+    capability_gpus: Annotated[int, typer.Option("--capability-gpus", min=8, help="autoscale: the training queue's GPU capability (its gangs above it are left out).")] = 64,
 ) -> None:
     """Timeline protocol: utilization, queueing delay, JCT, fairness, evictions, HyperNodes per gang, solver time.
 
@@ -284,6 +286,15 @@ def timeline(
     except DurationError as error:
         print_error(f"--sla-waiting-time: {error}")
         raise typer.Exit(EXIT_INPUT_ERROR) from None
+    if scenario == "autoscale":
+        from experiments.timeline_autoscale import AUTOSCALE_POLICIES, AutoscaleConfig
+
+        chosen = _names(policies, allowed=AUTOSCALE_POLICIES, what="--policies") if policies != "all" else AUTOSCALE_POLICIES
+        _autoscale_timeline([AutoscaleConfig(policy=policy, seed=seed, hours=hours if hours != 12.0 else 24.0, load=load,
+                                             base_nodes=nodes or 4, training_capability_gpus=capability_gpus,
+                                             sla_waiting_s=sla_waiting_s)
+                             for policy in chosen for seed in _ints(seeds, what="--seeds")], out, jobs=jobs)  # fmt: skip
+        return
     scenarios = ["llm", "openb"] if scenario == "all" else [scenario]
     if any(s not in ("llm", "openb", *STREAMS) for s in scenarios):
         print_error(f"--scenario: choose llm, openb, acme, openb-jobs, colocation or all, got {scenario!r}")
@@ -338,6 +349,31 @@ def timeline(
                                  title=f"GPUs reserved for overdue jobs — {name}, seed {results[0].config.seed}")  # fmt: skip
     console.print(table, highlight=False, markup=False)
     console.print(f"wrote {out}/timeline_*.csv, summary.md and plots", markup=False)
+
+
+def _autoscale_timeline(configs: list, out: Path, *, jobs: int) -> None:  # list[AutoscaleConfig]
+    """`timeline --scenario autoscale`: each policy and seed on the cluster that grows; the
+    table, `timeline_autoscale*.csv`, and the bought and idle bought GPUs over time (first seed)."""
+    from experiments.plots import plot_timeline_series
+    from experiments.timeline_autoscale import autoscale_markdown, run_autoscales, write_autoscale_csv
+
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    with _progress() as progress:
+        task = progress.add_task("autoscale", total=len(configs), last="")
+        for result in run_autoscales(configs, jobs=jobs):
+            results.append(result)
+            progress.update(task, advance=1, last=f"{result.config.policy}/{result.config.seed}")
+    results.sort(key=lambda r: (configs.index(r.config),))
+    write_autoscale_csv(results, out)
+    table = autoscale_markdown(results)
+    (out / "summary_autoscale.md").write_text(table)
+    first = [r for r in results if r.config.seed == results[0].config.seed]
+    for series, name, ylabel in (("bought_gpus", "bought", "GPUs on bought nodes"), ("idle_bought_gpus", "idle", "idle GPUs on bought nodes")):
+        plot_timeline_series({r.config.policy: (r.times_h, getattr(r, series)) for r in first}, out / f"timeline_autoscale_{name}.png",
+                             ylabel=ylabel, ylim=None, title=f"{ylabel} — autoscale, seed {results[0].config.seed}")  # fmt: skip
+    console.print(table, highlight=False, markup=False)
+    console.print(f"wrote {out}/timeline_autoscale*.csv, summary_autoscale.md and timeline_autoscale_*.png", markup=False)
 
 
 def _colocation_timeline(hours: float, out: Path) -> None:

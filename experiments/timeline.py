@@ -46,6 +46,7 @@ from experiments.timeline_batchplace import BatchplaceCycle
 from experiments.timeline_delay import DelayLedger, delay_rows
 from experiments.timeline_llm import (
     QUEUE_WEIGHTS,
+    CycleOutcome,
     Job,
     KubeLikePods,
     VolcanoLikeGangs,
@@ -63,6 +64,8 @@ __all__ = [
     "OPENB_POLICIES",
     "TimelineConfig",
     "TimelineResult",
+    "apply_outcome",
+    "finish_due",
     "run_llm_timeline",
     "run_openb_timeline",
     "run_timeline",
@@ -166,14 +169,7 @@ def run_llm_timeline(
     ledger = DelayLedger()
     while now <= horizon:
         # (1) departures
-        while ends and ends[0][0] <= now:
-            _, _, job = heapq.heappop(ends)
-            if job.end_s is None or job not in running or job.end_s > now:
-                continue
-            for replica, assignment in job.assignments.items():
-                state.release(job.request(replica), assignment)
-            running.remove(job)
-            dirty = True
+        dirty = finish_due(state, ends, running, now) or dirty
         # (2) arrivals
         while next_arrival < len(arrivals) and arrivals[next_arrival].arrival_s <= now:
             pending.append(arrivals[next_arrival])
@@ -187,23 +183,9 @@ def run_llm_timeline(
             ledger.evicted(now, outcome)
             solve.append(outcome.solve_seconds)
             reserved_now = 100.0 * outcome.reserved_gpu_milli / capacity
-            for job in outcome.evicted:
-                evicted_gpu_milli += job.gpus_milli
-                job.evictions += 1
-                job.assignments.clear()
-                job.start_s = job.end_s = None
-                running.remove(job)
-                pending.append(job)
-            for job, replica, assignment in outcome.binds:
-                job.assignments[replica] = assignment
-            started_now = [j for j in pending if len(j.assignments) == j.pods]
-            for job in started_now:
-                job.start_s, job.end_s = now, now + job.duration_s
-                pending.remove(job)
-                running.append(job)
-                admitted_gpu_milli += job.gpus_milli
-                heapq.heappush(ends, (job.end_s, job.ident, job))
-            pending.sort(key=lambda j: (j.arrival_s, j.ident))
+            evicted_gpu_milli += sum(job.gpus_milli for job in outcome.evicted)
+            started_now = apply_outcome(outcome, pending, running, ends, now)
+            admitted_gpu_milli += sum(job.gpus_milli for job in started_now)
             ledger.started(started_now, pending)
             dirty = False
         # metrics for this cycle
@@ -219,6 +201,45 @@ def run_llm_timeline(
     return replace(result, reserved_pct=np.array(reserved), training_waits_s=_training_waits(jobs, horizon), **_by_size(jobs),
                    delay_rows=delay_rows(jobs, ledger, horizon),
                    extra={"window_load": window_load(jobs, capacity_gpu_milli=capacity, hours=config.hours)})  # fmt: skip
+
+
+def finish_due(state: ClusterState, ends: list[tuple[float, int, Job]], running: list[Job], now: float) -> bool:
+    """Step (1): the running jobs whose end ≤ `now` leave and free their pods (`ends`: a heap
+    of (end, ident, job); an entry whose job was evicted since is skipped). Whether one left."""
+    left = False
+    while ends and ends[0][0] <= now:
+        _, _, job = heapq.heappop(ends)
+        if job.end_s is None or job not in running or job.end_s > now:
+            continue
+        for replica, assignment in job.assignments.items():
+            state.release(job.request(replica), assignment)
+        running.remove(job)
+        left = True
+    return left
+
+
+def apply_outcome(
+    outcome: CycleOutcome, pending: list[Job], running: list[Job], ends: list[tuple[float, int, Job]], now: float
+) -> list[Job]:
+    """Step (4): the policy's evictions (the victim waits again, from the queue) and binds
+    (already taken on the `ClusterState` by the policy); a job whose pods are all placed
+    starts at `now` and ends at `now` + its duration. The jobs started, in arrival order."""
+    for job in outcome.evicted:
+        job.evictions += 1
+        job.assignments.clear()
+        job.start_s = job.end_s = None
+        running.remove(job)
+        pending.append(job)
+    for job, replica, assignment in outcome.binds:
+        job.assignments[replica] = assignment
+    started_now = [j for j in pending if len(j.assignments) == j.pods]
+    for job in started_now:
+        job.start_s, job.end_s = now, now + job.duration_s
+        pending.remove(job)
+        running.append(job)
+        heapq.heappush(ends, (job.end_s, job.ident, job))
+    pending.sort(key=lambda j: (j.arrival_s, j.ident))
+    return started_now
 
 
 def _by_size(jobs: list[Job]) -> dict[str, dict]:

@@ -11,17 +11,23 @@ The snapshot's clock is the simulator's, and every job's waiting time is the sce
 `sla_waiting_s` (the controller's `--sla-waiting-time`): past it, a pending job holds
 nodes (`solver.rules.reservation`), whose GPUs the outcome reports as reserved. Each job's
 time limit (`Job.active_deadline_s`) is its pods' `active_deadline_s`, which lets a job
-that will be gone in time backfill nodes held for another.
+that will be gone in time backfill nodes held for another. A queue may have a GPU
+capability (`capabilities`, milli-GPU); the outcome names the pending jobs whose reasons a
+node added to the cluster could lift (`CycleOutcome.waiting_for_nodes`), which is what the
+controller's PodScheduled condition tells an autoscaler. The node list may change between
+cycles (an autoscaled cluster): the snapshot's nodes follow the `ClusterState`'s.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from experiments.cluster_state import WHOLE, ClusterState
 from experiments.timeline_llm import QUEUE_WEIGHTS, CycleOutcome, Job, World
 from models.snapshot import Node, NodeName, Snapshot
 from solver.place import SolveConfig, place
+from solver.reasons import nodes_would_help
 from solver.rules.reservation import reservations
 
 __all__ = ["BatchplaceCycle"]
@@ -33,10 +39,13 @@ MIB = 1024 * 1024
 class BatchplaceCycle:
     """One `solver.place` per cycle; see the module docstring."""
 
-    def __init__(self, engine: str, *, time_limit_s: float = 2.0, sla_waiting_s: float | None = None):
+    def __init__(self, engine: str, *, time_limit_s: float = 2.0, sla_waiting_s: float | None = None,
+                 capabilities: Mapping[str, int] | None = None):  # fmt: skip
         self.name = engine
         self.config = SolveConfig(engine=engine, time_limit_s=time_limit_s, workers=1)  # type: ignore[arg-type]
         self.sla_waiting_s = sla_waiting_s
+        self.capabilities = dict(capabilities or {})  # queue → GPU capability, milli-GPU
+        self._names: tuple[str, ...] = ()
         self._nodes: list[Node] | None = None
         self._hypernodes: list[dict[str, Any]] | None = None
 
@@ -63,12 +72,16 @@ class BatchplaceCycle:
             binds.append((job, int(replica), assignment))
         held = {node for reservation in reservations(snapshot) for node in reservation.nodes}
         reserved = sum(int(state.gpu_count[row_of[node]]) * WHOLE for node in held)
+        waiting_for_nodes = frozenset(jobs[outcome.name].ident for outcome in decision.podgroups
+                                      if outcome.state == "pending" and nodes_would_help(outcome.reasons))  # fmt: skip
         return CycleOutcome(binds=tuple(binds), evicted=tuple(evicted.values()), solve_seconds=decision.solve_seconds,
-                            reserved_gpu_milli=reserved, evicted_for=tuple(evicted_for.items()))  # fmt: skip
+                            reserved_gpu_milli=reserved, evicted_for=tuple(evicted_for.items()),
+                            waiting_for_nodes=waiting_for_nodes)  # fmt: skip
 
     def snapshot(self, world: World) -> Snapshot:
         state = world.state
-        if self._nodes is None:
+        if self._nodes is None or self._names != state.nodes.names:
+            self._names = state.nodes.names
             self._nodes = [_node(state, n) for n in range(state.node_count)]
             self._hypernodes = _hypernodes(world)
         groups, pods = [], []
@@ -80,12 +93,19 @@ class BatchplaceCycle:
             {
                 "nodes": self._nodes,
                 "hypernodes": self._hypernodes,
-                "queues": [{"name": q, "weight": w} for q, w in QUEUE_WEIGHTS.items()],
+                "queues": [_queue(q, w, self.capabilities.get(q)) for q, w in QUEUE_WEIGHTS.items()],
                 "pod_groups": groups,
                 "pods": pods,
                 "reservation_policy": {"sla_waiting_s": self.sla_waiting_s, "judged_at_s": world.now_s},
             }
         )
+
+
+def _queue(name: str, weight: int, capability_gpu_milli: int | None) -> dict[str, Any]:
+    queue: dict[str, Any] = {"name": name, "weight": weight}
+    if capability_gpu_milli is not None:
+        queue["capability"] = {"gpu": capability_gpu_milli}
+    return queue
 
 
 def _node(state: ClusterState, n: int) -> Node:

@@ -139,6 +139,9 @@ class CycleOutcome:
     solve_seconds: float = 0.0
     reserved_gpu_milli: int = 0  # GPUs held this cycle for jobs past their waiting time
     evicted_for: tuple[tuple[int, int], ...] = ()  # (victim, preemptor) idents, when the policy names them
+    waiting_for_nodes: frozenset[int] | None = None  # idents of pending jobs a node added to the cluster could
+    # start (batchplace: `solver.reasons.nodes_would_help` of the PodGroup's reasons, what its pods' PodScheduled
+    # reason `Unschedulable` says); None: the policy does not tell, every pending pod reads Unschedulable
 
 
 LIMIT_CLASS_S = 900.0

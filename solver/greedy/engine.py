@@ -335,17 +335,19 @@ class GreedyEngine:
         shape = state.shape(row)
         room, blocker = state.quota_room(plan.queue, shape)
         if room == 0 and blocker is not None:
-            queue, r = blocker
-            return [
-                reasons.quota_exceeded(
-                    self.problem.queue_names[queue],
-                    resource=self.problem.resource_names[r],
-                    capability=int(self.problem.queue_capability[queue, r]),
-                    in_use=int(state.queue_used[queue, r]),
-                    needs=int(shape.requests[r]),
-                )
-            ]
+            return [self._quota_exceeded(blocker, needs=int(shape.requests[blocker[1]]))]
         return fit_error(state, shape, plan.group.task_by_name[name], plan.domain)
+
+    def _quota_exceeded(self, blocker: tuple[int, int], *, needs: int) -> reasons.Reason:
+        """The quota reason for (queue, resource) `blocker`, the pods in question asking `needs`."""
+        queue, r = blocker
+        return reasons.quota_exceeded(
+            self.problem.queue_names[queue],
+            resource=self.problem.resource_names[r],
+            capability=int(self.problem.queue_capability[queue, r]),
+            in_use=int(self.state.queue_used[queue, r]),
+            needs=needs,
+        )
 
     # ---- one PodGroup ----
 
@@ -408,6 +410,12 @@ class GreedyEngine:
                         ),
                         *plan.static_reasons,
                     ]
+                    # No domain was tried, so no transaction met the queue's capability: say it
+                    # too, or an autoscaler reads "a node would help" for a gang its quota holds.
+                    blocker = self.state.quota_blocker(plan.queue, demand)
+                    if blocker is not None:
+                        plan.failure = GreedyFailure.QUOTA
+                        plan.reasons.insert(0, self._quota_exceeded(blocker, needs=int(demand[blocker[1]])))
                 return False
         if self._transaction(plan, counts, None, action):
             if not commit:
@@ -536,17 +544,12 @@ class GreedyEngine:
                 )
             )
         if room == 0 and blocker is not None:
-            queue, r = blocker
-            resource = problem.resource_names[r]
-            sentences.append(
-                reasons.quota_exceeded(
-                    problem.queue_names[queue],
-                    resource=resource,
-                    capability=int(problem.queue_capability[queue, r]),
-                    in_use=int(state.queue_used[queue, r]),
-                    needs=int(demand[r]),
-                )
-            )
+            sentences.append(self._quota_exceeded(blocker, needs=int(demand[blocker[1]])))
+            plan.failure = GreedyFailure.QUOTA
+        elif (whole := state.quota_blocker(plan.queue, demand)) is not None:
+            # The nodes ran out before the capability did, but the whole minimum crosses it: the
+            # quota holds the gang whatever the nodes (an autoscaler must not buy for it).
+            sentences.append(self._quota_exceeded(whole, needs=int(demand[whole[1]])))
             plan.failure = GreedyFailure.QUOTA
         else:
             plan.failure = GreedyFailure.CAPACITY

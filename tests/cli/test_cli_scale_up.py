@@ -23,7 +23,7 @@ def test_json_output_carries_the_plan_of_the_example() -> None:
     assert [(row["template"], len(row["nodes"])) for row in plan["bought"]] == [("p5-48xlarge", 4)]
     assert plan["started"] == ["research/llm-pretrain"]
     assert [w["pod_group"] for w in plan["not_planned"]] == ["research/sweep"]
-    assert plan["not_planned"][0]["plan_note"] == "queue capped capability leaves 8 gpu, the gang needs 16 gpu"
+    assert "quota: queue capped capability 8 gpu, 0 in use, job needs 16" in plan["not_planned"][0]["reasons"]
     assert {bind["node"] for bind in plan["binds"]} == set(plan["bought"][0]["nodes"])
 
 

@@ -50,7 +50,7 @@ def test_the_page_shows_the_plan_of_an_uploaded_snapshot() -> None:
         assert page.status_code == 200, page.text
         assert "p5-48xlarge-domain-1" in page.text
         assert '<tr data-group="research/llm-pretrain"><td>research/llm-pretrain</td><td class="ok">starts</td>' in page.text
-        assert "queue capped capability leaves 8 gpu, the gang needs 16 gpu" in page.text
+        assert "quota: queue capped capability 8 gpu, 0 in use, job needs 16" in page.text
         bad = client.post(f"/ui/scale-up?{query}", data={"templates": "[{name: p5}]"})
         assert bad.status_code == 422
         assert "templates: templates[0].allocatable: Field required" in bad.text
