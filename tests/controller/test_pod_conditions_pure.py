@@ -67,10 +67,10 @@ NODES_HELP = [
     reasons.pods_full("worker", node="n1", allows=3, in_use=3),
     reasons.unplaced(pending=2),
 ]
+DEPENDENCY = reasons.dependency_waits("b", dependency="a", running=0, total=1)
 POLICY = [
     QUOTA,
     reasons.queue_missing("ml"),
-    reasons.dependency_waits("b", dependency="a", running=0, total=1),
     reasons.gated_waiting(["example.com/quota-check"]),
     reasons.gang_too_few_pods(minimum=4, pods=2),
     reasons.left_out("worker", pending=1, status="FEASIBLE"),
@@ -91,6 +91,14 @@ def test_one_reason_no_node_lifts_keeps_any_mix_off_unschedulable(helping: list[
     assert word == status_text.POD_WAITING_REASONS[first_policy.rule]  # type: ignore[attr-defined]
     if helping:
         assert status_text.pod_scheduled(helping, message="m").reason == "Unschedulable"
+
+
+def test_a_dependency_decides_only_alone() -> None:
+    """A task waiting on another task of its gang waits for that task's reasons: beside a
+    reason a node lifts, a node lifts the gang (`solver.reasons.nodes_would_help`)."""
+    assert status_text.pod_scheduled([DEPENDENCY], message="m").reason == "WaitingForDependency"
+    assert status_text.pod_scheduled([CAPACITY, DEPENDENCY], message="m").reason == "Unschedulable"
+    assert status_text.pod_scheduled([DEPENDENCY, QUOTA], message="m").reason != "Unschedulable"
 
 
 def test_the_message_is_cut_as_an_event_s() -> None:
