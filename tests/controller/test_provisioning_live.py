@@ -134,6 +134,7 @@ def test_a_restarted_controller_keeps_the_request_it_finds(
     try:
         request = wait_until(lambda: _requests(custom, namespace).get("batchplace-big-1"), what="the request")
         wait_until(lambda: _annotations(core, namespace, "big-1").get(prov.CONSUME_ANNOTATION), what="the pods annotated")
+        wait_until(lambda: events(core, namespace, name="big", reason="ProvisioningRequested"), what="the first announcement")
     finally:
         stop.set()
         first.join(5)
