@@ -117,7 +117,6 @@ POD_WAITING_REASONS: dict[str, str] = {
     "queue": "QueueNotReady",  # its queue is missing or closed
     "dependency": "WaitingForDependency",  # a task it depends on is not running yet
     "gated": "SchedulingGated",  # scheduling gates hold the gang (kube-scheduler's word for gated pods)
-    "reservation": "Reserved",  # nodes are held for an overdue PodGroup, not for it
     "gang": "NotEnoughTasks",  # fewer pods exist than its minimum (Volcano's word)
     "preemption": PIPELINED_REASON,  # victims are evicted for it: it binds once they are gone
     "unplaced": "Schedulable",  # it fits, but the search ended first or the placement leaves it out (Volcano's word)

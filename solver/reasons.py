@@ -16,10 +16,12 @@ Each function also says whether nodes added to the cluster could lift its reason
 (`nodes_help`), which is what an autoscaler needs to know: Cluster Autoscaler and Karpenter
 buy nodes for a pending pod whose `PodScheduled` condition has reason `Unschedulable` and
 for no other. A gang short of free GPUs, a task no node's labels admit, a topology tier
-with no domain big enough — a node could lift these. A queue at its capability, a closed
-queue, a dependency not yet running, scheduling gates, nodes held for an overdue PodGroup,
-a gang with fewer pods than its minimum, pods that fit but the search ended first — no
-node lifts these, and a node bought for them idles. `nodes_would_help(reasons)` says it of a
+with no domain big enough, an overdue gang waiting for the nodes it holds to drain — a node
+could lift these (the overdue gang starts on a bought node instead of waiting for the drain;
+measured in docs/results.md, "An autoscaled cluster"). A queue at its capability, a closed
+queue, a dependency not yet running, scheduling gates, a gang with fewer pods than its
+minimum, pods that fit but the search ended first — no node lifts these, and a node bought
+for them idles. `nodes_would_help(reasons)` says it of a
 PodGroup: every one of its reasons must be one a node could lift.
 
 Quantities are formatted for people: cpu in cores ("2.5 cpu"), gpu in devices ("8 gpu",
@@ -327,7 +329,7 @@ def gang_released(*, placed: int, minimum: int, held_s: float) -> str:
     return f"gang: {placed} of min {minimum} bound for {held_s:.0f} s; released to be placed whole"
 
 
-@_says("holding", "reservation", nodes_help=False)
+@_says("holding", "reservation", nodes_help=True)
 def reservation_holding(
     domain: str,
     *,

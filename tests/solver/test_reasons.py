@@ -155,13 +155,13 @@ def test_every_reason_says_whether_a_node_could_lift_it() -> None:
     lifted = {(rule, made.code) for made in reasons.REASON_MAKERS for rule in made.rules if made.nodes_help}
     # what an autoscaler may buy nodes for: room, labels, topology; never policy
     assert {("capacity", "no_fit"), ("eligibility", "no_node"), ("topology", "no_domain"), ("gang", "shortfall")} <= lifted
+    assert ("reservation", "holding") in lifted  # an overdue gang starts on a bought node instead of waiting for a drain
     assert not lifted & {
         ("quota", "exceeded"),
         ("queue", "closed"),
         ("queue", "missing"),
         ("dependency", "waits"),
         ("gated", "waiting"),
-        ("reservation", "holding"),
         ("gang", "too_few_pods"),
         ("unplaced", "fits_after"),
     }
