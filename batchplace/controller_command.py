@@ -159,7 +159,7 @@ def controller(
             "--provisioning-class",
             help="Ask Cluster Autoscaler for the nodes of each gang that waits for capacity alone: a ProvisioningRequest "
             "of this class (best-effort-atomic-scale-up.autoscaling.x-k8s.io, check-capacity.autoscaling.x-k8s.io, or a "
-            "cloud's own), with its PodTemplates, and its pods annotated as consuming it (docs/autoscaling.md). Off by default.",
+            "cloud's own), with its PodTemplates, and its pods annotated as consuming it (docs/provisioning.md). Off by default.",
         ),
     ] = None,
     provisioning_backoff: Annotated[
