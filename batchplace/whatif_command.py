@@ -25,10 +25,12 @@ from rich.table import Table
 from rich.text import Text
 
 from batchplace.options import SolverMemoryOption, TypicalShapesOption, solver_memory_bytes, typical_shapes_of_file
+from batchplace.scale_up_command import ScaleUpOption, scale_up_tables
 from batchplace.render import advice_tables, decision_tables, print_error, print_warning
 from models.errors import Location, SnapshotError
 from models.loaders import load_snapshot_documents
 from models.loaders.kube_yaml import read_manifest_documents
+from models.node_templates import load_node_templates
 from solver.place import ENGINES, SolveConfig
 from solver.whatif import Changes, JobVerdict
 
@@ -95,6 +97,7 @@ def what_if(
     ] = None,
     typical_shapes: TypicalShapesOption = None,
     solver_memory: SolverMemoryOption = None,
+    scale_up: ScaleUpOption = None,
     output: Annotated[str, typer.Option(help="table (for people) or json (the body `POST /v1/what-if` returns).")] = "table",
 ) -> None:
     """Would these jobs start now? POST /v1/what-if, asked of YAML files.
@@ -119,9 +122,10 @@ def what_if(
             drain_nodes=tuple(drain or ()),
             drain_source=DRAIN_FLAG,
         )
+        templates = load_node_templates(scale_up) if scale_up is not None else None
         answer = answer_what_if(
             loaded.snapshot, changes, base_kind="posted_yaml", warnings=loaded.warnings, rebalance=rebalance,
-            config=config, metrics=ServiceMetrics.create(), submitted_at_s=time.time(),
+            config=config, metrics=ServiceMetrics.create(), submitted_at_s=time.time(), scale_up=templates,
         )
     except SnapshotError as error:
         if error.location.source == DRAIN_FLAG:  # one flag value, not a document
@@ -134,6 +138,8 @@ def what_if(
         sys.stdout.write(json.dumps(answer.body, indent=2) + "\n")
         return
     stdout.print(what_if_tables(answer))
+    if answer.plan is not None:
+        stdout.print(scale_up_tables(answer.plan))
 
 
 def _solve_config(

@@ -56,3 +56,25 @@ def test_scale_up_is_refused_with_several_clusters(tmp_path: Path) -> None:
     result = runner.invoke(app, ["solve", "--cluster", f"a={EXAMPLE / 'cluster.yaml'}", "--scale-up", str(EXAMPLE / "templates.yaml")])
     assert result.exit_code == 2
     assert "--scale-up: not with --cluster" in result.output
+
+
+def test_what_if_answers_with_the_same_plan_as_solve() -> None:
+    """`batchplace what-if --scale-up` plans on the cluster as the changes leave it; with no
+    change that is the plan `solve --scale-up` gives, in the JSON and in the tables."""
+    what_if = ["what-if", str(EXAMPLE / "cluster.yaml"), "--time-limit", "1", "--scale-up", str(EXAMPLE / "templates.yaml")]
+    result = runner.invoke(app, [*what_if, "--output", "json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)["scale_up"]
+    solved = json.loads(runner.invoke(app, [*SOLVE, str(EXAMPLE / "templates.yaml"), "--output", "json"]).output)["scale_up"]
+    assert plan["bought"] == solved["bought"] and plan["started"] == solved["started"] == ["research/llm-pretrain"]
+    table = runner.invoke(app, what_if, terminal_width=200)
+    assert table.exit_code == 0, table.output
+    assert "scale-up plan: 4 node(s), 393.28 per hour, starts 1 waiting PodGroup(s)" in table.output
+
+
+def test_what_if_names_a_bad_templates_file_in_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "templates.yaml"
+    bad.write_text("templates:\n  - {name: p5, allocatable: {gpu: 8000}, price_per_hour: -1, max_count: 2}\n")
+    result = runner.invoke(app, ["what-if", str(EXAMPLE / "cluster.yaml"), "--scale-up", str(bad)])
+    assert result.exit_code == 2, result.output
+    assert "price_per_hour" in result.output and "Traceback" not in result.output
