@@ -203,7 +203,7 @@ _FUNCTIONS: dict[str, Any] = {
     "isLessThan": lambda left, right: _compare(left, right) < 0,
 }
 
-# CEL's standard functions and macros the library evaluates; operators appear as `_op_`/`@...`.
+# CEL's standard functions and macros the library evaluates; operators appear as `_+_`, `!_`, `@in`.
 _STANDARD_FUNCTIONS = frozenset(
     {
         "size", "int", "uint", "double", "string", "bytes", "bool", "type", "dyn", "duration",
@@ -255,7 +255,7 @@ def _program(expression: str) -> Any:
     unknown = sorted(
         name
         for name in program.functions()
-        if name not in _FUNCTIONS and name not in _STANDARD_FUNCTIONS and not name.startswith(("_", "@"))
+        if name not in _FUNCTIONS and name not in _STANDARD_FUNCTIONS and name.isidentifier() and not name.startswith("_")
     )
     if unknown:
         raise ValueError(f"undeclared function {', '.join(unknown)} in {expression!r}")

@@ -1,0 +1,146 @@
+"""DRA CEL selectors: the Kubernetes environment (device, quantity, semver), errors, caching."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from models.errors import SnapshotError
+from solver import dra_cel
+from solver.dra_cel import SelectorCompileError, Version, compile_selector, parse_quantity
+
+
+@dataclass(frozen=True)
+class FakeDevice:
+    driver: str = "gpu.nvidia.com"
+    attributes: Mapping[str, object] = field(default_factory=dict)
+    capacity: Mapping[str, int] = field(default_factory=dict)
+
+
+H100 = FakeDevice(
+    attributes={
+        "productName": "NVIDIA H100 80GB HBM3",
+        "index": 3,
+        "dra.example.com/driverVersion": Version.parse("1.2.0"),
+    },
+    capacity={"memory": 80 * 2**30},
+)
+A10 = FakeDevice(
+    attributes={"productName": "NVIDIA A10", "dra.example.com/driverVersion": Version.parse("0.9.1")},
+    capacity={"memory": 24 * 2**30},
+)
+NIC = FakeDevice(driver="nic.example.com", attributes={"speed": 400})
+
+
+def matches(expression: str, device: FakeDevice) -> bool:
+    return compile_selector(expression, where="test selectors[0]").matches(device)
+
+
+@pytest.mark.parametrize(
+    ("expression", "h100", "a10", "nic"),
+    [
+        ('device.driver == "gpu.nvidia.com"', True, True, False),
+        ('device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3"', True, False, False),
+        ('device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0', True, False, False),
+        ('device.attributes["dra.example.com"].driverVersion.isGreaterThan(semver("1.0.0"))', True, False, False),
+        ('"gpu.nvidia.com" in device.attributes', True, True, False),
+    ],
+)
+def test_the_issue_examples_select_exactly_the_devices_they_describe(expression, h100, a10, nic):
+    assert (matches(expression, H100), matches(expression, A10), matches(expression, NIC)) == (h100, a10, nic)
+
+
+def test_an_unqualified_attribute_belongs_to_the_drivers_domain_and_a_qualified_one_to_its_own():
+    assert matches('device.attributes["gpu.nvidia.com"].index == 3', H100)
+    assert not matches('"driverVersion" in device.attributes["gpu.nvidia.com"]', H100)
+    assert matches('"driverVersion" in device.attributes["dra.example.com"]', H100)
+
+
+@pytest.mark.parametrize("expression", ["device.driver ==", 'device.driver == "a" &&', "frobnicate(device)"])
+def test_a_selector_that_does_not_compile_is_an_input_error_naming_where(expression):
+    with pytest.raises(SelectorCompileError) as raised:
+        compile_selector(expression, where="DeviceClass gpu.nvidia.com selectors[0]")
+    assert isinstance(raised.value, SnapshotError)
+    assert str(raised.value).startswith("DeviceClass gpu.nvidia.com selectors[0]: CEL selector does not compile")
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        'device.attributes["gpu.nvidia.com"].missing == 1',  # no such attribute
+        'device.attributes["other.example.com"].productName == "x"',  # no such domain
+        'device.attributes["gpu.nvidia.com"].productName.isGreaterThan(semver("1.0.0"))',  # a string is no version
+        'device.capacity["gpu.nvidia.com"].memory.compareTo(semver("1.0.0")) > 0',  # quantity vs version
+        'quantity("forty") == quantity("40")',  # not a quantity
+        'device.attributes["gpu.nvidia.com"].index',  # not a boolean
+    ],
+)
+def test_a_run_time_error_on_a_device_means_no_match_not_an_exception(expression):
+    assert matches(expression, H100) is False
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "order"),
+    [("1Gi", "1024Mi", 0), ("1G", "1Gi", -1), ("500m", "0.5", 0), ("1e3", "1k", 0), ("2Ki", "2k", 1), ("100n", "1u", -1)],
+)
+def test_quantities_in_different_units_compare_by_value(left, right, order):
+    assert matches(f'quantity("{left}").compareTo(quantity("{right}")) == {order}', H100)
+    assert matches(f'quantity("{left}").isGreaterThan(quantity("{right}")) == {str(order > 0).lower()}', H100)
+    assert matches(f'quantity("{left}").isLessThan(quantity("{right}")) == {str(order < 0).lower()}', H100)
+    assert matches(f'(quantity("{left}") == quantity("{right}")) == {str(order == 0).lower()}', H100)
+
+
+@pytest.mark.parametrize(
+    ("newer", "older"),
+    [("1.10.0", "1.9.0"), ("2.0.0", "1.99.99"), ("1.0.0", "1.0.0-rc.1"), ("1.0.0-rc.10", "1.0.0-rc.9"), ("1.0.0-beta", "1.0.0-42")],
+)
+def test_semver_orders_numerically_and_releases_after_their_prereleases(newer, older):
+    assert matches(f'semver("{newer}").isGreaterThan(semver("{older}"))', H100)
+    assert matches(f'semver("{older}").isLessThan(semver("{newer}"))', H100)
+    assert matches(f'semver("{newer}").compareTo(semver("{older}")) == 1', H100)
+    assert Version.parse(newer) > Version.parse(older)
+
+
+def test_is_quantity_and_is_semver_test_strings_without_failing():
+    assert matches('isQuantity("40Gi") && !isQuantity("forty") && isSemver("1.2.3") && !isSemver("1.2")', H100)
+
+
+def test_an_expression_is_compiled_once_and_each_device_evaluated_once(monkeypatch):
+    dra_cel._program.cache_clear()
+    first = compile_selector('device.driver == "gpu.nvidia.com"', where="DeviceClass a selectors[0]")
+    second = compile_selector('device.driver == "gpu.nvidia.com"', where="ResourceClaim b requests[0]")
+    assert first._program is second._program
+    assert dra_cel._program.cache_info().misses == 1
+
+    evaluations = []
+    original = dra_cel.Selector._evaluate
+    monkeypatch.setattr(dra_cel.Selector, "_evaluate", lambda self, key: evaluations.append(key) or original(self, key))
+    same_content = FakeDevice(attributes=dict(H100.attributes), capacity=dict(H100.capacity))
+    assert [first.matches(H100), first.matches(same_content), first.matches(NIC), first.matches(H100)] == [True, True, False, True]
+    assert len(evaluations) == 2
+
+
+@given(st.integers(-(10**6), 10**6), st.sampled_from(["", "m", "k", "Ki", "Mi", "Gi", "M", "G"]), st.integers(-(10**6), 10**6), st.sampled_from(["", "m", "k", "Ki", "Mi", "Gi", "M", "G"]))
+def test_quantity_comparisons_agree_with_python_arithmetic(a, unit_a, b, unit_b):
+    scale = {"": 1, "m": Fraction(1, 1000), "k": 1000, "Ki": 1024, "Mi": 2**20, "Gi": 2**30, "M": 10**6, "G": 10**9}
+    left, right = a * scale[unit_a], b * scale[unit_b]
+    expected = (left > right) - (left < right)
+    assert parse_quantity(f"{a}{unit_a}") == left
+    assert matches(f'quantity("{a}{unit_a}").compareTo(quantity("{b}{unit_b}")) == {expected}', H100)
+
+
+versions = st.tuples(st.integers(0, 30), st.integers(0, 30), st.integers(0, 30))
+
+
+@given(versions, versions)
+def test_semver_comparisons_agree_with_python_tuple_order(a, b):
+    expected = (a > b) - (a < b)
+    text_a, text_b = ".".join(map(str, a)), ".".join(map(str, b))
+    assert matches(f'semver("{text_a}").compareTo(semver("{text_b}")) == {expected}', H100)
+    device = FakeDevice(attributes={"dra.example.com/v": Version(*a)})
+    assert matches(f'device.attributes["dra.example.com"].v.isGreaterThan(semver("{text_b}")) == {str(a > b).lower()}', device)
