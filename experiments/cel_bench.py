@@ -35,8 +35,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from solver import dra_cel
-from solver.dra_cel import Version, compile_selector, parse_quantity
+import cel
+
+from models.quantity import parse_quantity
+from solver.dra_cel import Version, compile_selector
 
 SELECTORS = {
     "driver": 'device.driver == "gpu.nvidia.com"',
@@ -45,6 +47,7 @@ SELECTORS = {
     "version-semver": 'device.attributes["dra.example.com"].driverVersion.isGreaterThan(semver("1.0.0"))',
     "domain-in": '"gpu.nvidia.com" in device.attributes',
 }
+CHECKED_DEVICES = 50  # devices both libraries answer before timing; the answers must agree
 SELECTORS["all-joined"] = " && ".join(f"({expression})" for expression in SELECTORS.values())
 
 
@@ -83,7 +86,7 @@ class CelpyEnvironment:
         types = celpy.celtypes
         compare = lambda a, b: types.IntType((a > b) - (a < b))  # noqa: E731
         self.functions = {
-            "quantity": lambda text: parse_quantity(str(text)),
+            "quantity": lambda text: Fraction(parse_quantity(str(text))),
             "semver": lambda text: Version.parse(str(text)),
             "compareTo": compare,
             "isGreaterThan": lambda a, b: types.BoolType(a > b),
@@ -137,22 +140,18 @@ def run(iterations: int, repeats: int) -> list[dict[str, Any]]:
     for name, expression in SELECTORS.items():
         selector = compile_selector(expression, where=f"bench {name}")
         celpy_program = celpy_env.compile(expression)
-        devices = [h100(index) for index in range(iterations * repeats + 1)]
-        for device in devices[:50]:
-            rust_answer = selector._evaluate(dra_cel._device_key(device))
-            if rust_answer != celpy_env.evaluate(celpy_program, device):
+        checked, unseen = CHECKED_DEVICES, iterations * repeats
+        devices = [h100(index) for index in range(checked + unseen)]
+        for device in devices[:checked]:
+            if selector.matches(device) != celpy_env.evaluate(celpy_program, device):
                 raise SystemExit(f"libraries disagree on {name} for {device}")
-        fresh = iter(devices)
-
-        def rust_evaluate(_: int) -> bool:
-            key = dra_cel._device_key(next(fresh))
-            return selector._evaluate(key)
+        fresh = iter(devices[checked:])  # each device unseen: every call a cache miss
 
         def rust_compile(index: int) -> Any:
-            return dra_cel.cel.compile(expression + " " * (index % 2))
+            return cel.compile(expression + " " * (index % 2))  # past solver.dra_cel's cache
 
-        rust_eval_us = per_call_us(rust_evaluate, iterations, repeats)
-        fresh = iter(devices)
+        rust_eval_us = per_call_us(lambda _: selector.matches(next(fresh)), iterations, repeats)
+        fresh = iter(devices[checked:])
         celpy_eval_us = per_call_us(lambda _: celpy_env.evaluate(celpy_program, next(fresh)), iterations, repeats)
         seen = devices[0]
         selector.matches(seen)

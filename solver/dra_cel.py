@@ -12,8 +12,8 @@ with `compareTo`, `isGreaterThan`, `isLessThan` (and `isQuantity`, `isSemver`).
 
 Why these choices (numbers in docs/results.md, "CEL selectors"):
 - The library is `common-expression-language` (Rust bindings, module `cel`): it evaluates a
-  typical selector about 30x faster than the pure-Python `celpy`, and selectors run once per
-  (selector, device). It carries no opaque host types, so a quantity travels through CEL as a
+  typical selector several times faster than the pure-Python `celpy`, and selectors run once
+  per (selector, device). It carries no opaque host types, so a quantity travels through CEL as a
   one-key map holding its exact value as a normalised fraction, a version as a one-key map
   holding its canonical string: equal quantities (`1Gi`, `1024Mi`) are equal maps.
 - A selector that does not parse, or calls a function the environment does not define, is an
@@ -37,6 +37,7 @@ from typing import Any, Protocol
 import cel
 
 from models.errors import FieldError
+from models.quantity import parse_quantity
 
 __all__ = [
     "AttributeValue",
@@ -45,7 +46,6 @@ __all__ = [
     "SelectorCompileError",
     "Version",
     "compile_selector",
-    "parse_quantity",
 ]
 
 
@@ -118,39 +118,6 @@ class Device(Protocol):
     def capacity(self) -> Mapping[str, int]: ...
 
 
-# Kubernetes resource.Quantity: a signed decimal number, then a binary suffix (Ki..Ei), a
-# decimal SI suffix (n, u, m, "", k, M..E) or a decimal exponent (e3, E-2).
-_QUANTITY = re.compile(r"(?P<number>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>[KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?")
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 10**3),
-    "k": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-    "E": 10**18,
-}
-
-
-def parse_quantity(text: str) -> Fraction:
-    """The exact value of a Kubernetes quantity string, in base units (`"1Gi"` → 1073741824)."""
-    match = _QUANTITY.fullmatch(text.strip()) if isinstance(text, str) else None
-    if match is None:
-        raise ValueError(f"{text!r} is not a quantity (such as 40Gi, 500m, 1e3)")
-    value = Fraction(match["number"])
-    suffix = match["suffix"]
-    if not suffix:
-        return value
-    if suffix in _BINARY:
-        return value * _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return value * _DECIMAL[suffix]
-    return value * Fraction(10) ** int(suffix[1:])
-
-
 # How the two opaque types cross into CEL: one-key maps, so equality of equal values holds.
 _QUANTITY_KEY = "k8s.io/quantity"
 _VERSION_KEY = "k8s.io/semver"
@@ -181,10 +148,17 @@ def _compare(left: Any, right: Any) -> int:
     return (a > b) - (a < b)
 
 
+def _quantity(text: str) -> Fraction:
+    """A quantity string's exact value; only strings, as Kubernetes' `quantity()` takes."""
+    if not isinstance(text, str):
+        raise TypeError(f"quantity() takes a string, got {text!r}")
+    return Fraction(parse_quantity(text))
+
+
 def _is_quantity(text: str) -> bool:
     try:
-        parse_quantity(text)
-    except ValueError:
+        _quantity(text)
+    except (TypeError, ValueError):
         return False
     return True
 
@@ -194,7 +168,7 @@ def _is_semver(text: str) -> bool:
 
 
 _FUNCTIONS: dict[str, Any] = {
-    "quantity": lambda text: _quantity_value(parse_quantity(text)),
+    "quantity": lambda text: _quantity_value(_quantity(text)),
     "isQuantity": _is_quantity,
     "semver": lambda text: _version_value(Version.parse(text)),
     "isSemver": _is_semver,

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from models.errors import SnapshotError
 from solver import dra_cel
-from solver.dra_cel import SelectorCompileError, Version, compile_selector, parse_quantity
+from models.quantity import parse_quantity
+from solver.dra_cel import SelectorCompileError, Version, compile_selector
 
 
 @dataclass(frozen=True)
