@@ -8,7 +8,8 @@ variable, `device`:
     device.capacity["domain"].name     quantity
 
 plus the functions Kubernetes' DRA environment adds: `quantity("40Gi")` and `semver("1.2.3")`
-with `compareTo`, `isGreaterThan`, `isLessThan` (and `isQuantity`, `isSemver`).
+with `compareTo`, `isGreaterThan`, `isLessThan` (and `isQuantity`, `isSemver`), `cel.bind`,
+and an empty map for a domain the device does not have (solver.dra_cel_rewrite).
 
 Why these choices (numbers in docs/results.md, "CEL selectors"):
 - The library is `common-expression-language` (Rust bindings, module `cel`): it evaluates a
@@ -38,6 +39,7 @@ import cel
 
 from models.errors import FieldError
 from models.quantity import parse_quantity
+from solver.dra_cel_rewrite import rewrite_selector
 
 __all__ = [
     "AttributeValue",
@@ -225,7 +227,8 @@ def compile_selector(expression: str, *, where: str) -> Selector:
 
 @functools.lru_cache(maxsize=4096)
 def _program(expression: str) -> Any:
-    program = cel.compile(expression)  # ValueError with the parser's message
+    cel.compile(expression)  # ValueError with the parser's message, on the text as written
+    program = cel.compile(rewrite_selector(expression))
     unknown = sorted(
         name
         for name in program.functions()

@@ -29,7 +29,7 @@ H100 = FakeDevice(
         "index": 3,
         "dra.example.com/driverVersion": Version.parse("1.2.0"),
     },
-    capacity={"memory": 80 * 2**30},
+    capacity={"memory": 80 * 2**30, "dra.example.com/channels": 16},
 )
 A10 = FakeDevice(
     attributes={"productName": "NVIDIA A10", "dra.example.com/driverVersion": Version.parse("0.9.1")},
@@ -62,7 +62,36 @@ def test_an_unqualified_attribute_belongs_to_the_drivers_domain_and_a_qualified_
     assert matches('"driverVersion" in device.attributes["dra.example.com"]', H100)
 
 
-@pytest.mark.parametrize("expression", ["device.driver ==", 'device.driver == "a" &&', "frobnicate(device)"])
+@pytest.mark.parametrize(
+    ("expression", "h100", "a10"),
+    [
+        ('!has(device.attributes["other.example.com"].productName)', True, True),
+        ('size(device.capacity["other.example.com"]) == 0', True, True),
+        ('"other.example.com" in device.attributes', False, False),
+        ('!("productName" in device.attributes["other.example.com"])', True, True),
+    ],
+)
+def test_a_domain_the_device_lacks_is_an_empty_map_as_in_kubernetes(expression, h100, a10):
+    assert (matches(expression, H100), matches(expression, A10)) == (h100, a10)
+
+
+@pytest.mark.parametrize(
+    ("expression", "h100", "a10"),
+    [
+        ('cel.bind(gpu, device.attributes["gpu.nvidia.com"], gpu.productName.startsWith("NVIDIA H") && gpu.index == 3)', True, False),
+        ("cel.bind(x, 40, cel.bind(y, 2, x + y == 42))", True, True),
+        ('cel.bind(d, device.capacity["dra.example.com"], d.channels.compareTo(quantity("16")) == 0)', True, False),
+    ],
+)
+def test_cel_bind_binds_a_name_as_kubernetes_enables_it(expression, h100, a10):
+    assert (matches(expression, H100), matches(expression, A10)) == (h100, a10)
+
+
+def test_string_literals_are_never_rewritten():
+    assert matches('"device.attributes[\\"x\\"]" + \'cel.bind(a, b, c)\' == "device.attributes[\\"x\\"]cel.bind(a, b, c)"', H100)
+
+
+@pytest.mark.parametrize("expression", ["device.driver ==", 'device.driver == "a" &&', "frobnicate(device)", "cel.bind(1, 2, 3)", "cel.bind(x, 2)"])
 def test_a_selector_that_does_not_compile_is_an_input_error_naming_where(expression):
     with pytest.raises(SelectorCompileError) as raised:
         compile_selector(expression, where="DeviceClass gpu.nvidia.com selectors[0]")
