@@ -8,7 +8,9 @@ variable, `device`:
     device.capacity["domain"].name     quantity
 
 plus the functions Kubernetes' DRA environment adds: `quantity("40Gi")` and `semver("1.2.3")`
-with `compareTo`, `isGreaterThan`, `isLessThan` (and `isQuantity`, `isSemver`), `cel.bind`,
+with `compareTo`, `isGreaterThan`, `isLessThan` (and `isQuantity`, `sign`, `isInteger`,
+`asInteger`, `asApproximateFloat`, `add`, `sub`; `isSemver`, `major`, `minor`, `patch`,
+`semver(text, true)` normalising), `cel.bind`,
 and an empty map for a domain the device does not have (solver.dra_cel_rewrite).
 
 Why these choices (numbers in docs/results.md, "CEL selectors"):
@@ -29,6 +31,7 @@ Why these choices (numbers in docs/results.md, "CEL selectors"):
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -70,7 +73,13 @@ class Version:
     prerelease: tuple[str, ...] = ()
 
     @classmethod
-    def parse(cls, text: str) -> "Version":
+    def parse(cls, text: str, normalize: bool = False) -> "Version":
+        """Strict semver; `normalize` first accepts what Kubernetes' `semver(text, true)` does:
+        a leading "v", a missing minor or patch, leading zeros (`v01.2` → 1.2.0)."""
+        if not isinstance(text, str):
+            raise TypeError(f"semver() takes a string, got {text!r}")
+        if normalize:
+            text = _normalized_semver(text)
         match = _SEMVER.fullmatch(text)
         if match is None:
             raise ValueError(f"{text!r} is not a semantic version (MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD])")
@@ -101,6 +110,18 @@ _SEMVER = re.compile(
 )
 
 AttributeValue = bool | int | str | Version
+
+
+def _normalized_semver(text: str) -> str:
+    match = _LOOSE_SEMVER.fullmatch(text)
+    if match is None:
+        return text  # left for the strict parse to refuse
+    numbers = match["core"].split(".")
+    numbers += ["0"] * (3 - len(numbers))
+    return ".".join(str(int(number)) for number in numbers) + (match["rest"] or "")
+
+
+_LOOSE_SEMVER = re.compile(r"v?(?P<core>\d+(?:\.\d+){0,2})(?P<rest>[-+].*)?")
 
 
 class Device(Protocol):
@@ -143,6 +164,29 @@ def _opaque(value: Any) -> Fraction | Version:
     raise TypeError(f"expected a quantity or a semver version, got {value!r}")
 
 
+def _as_quantity(value: Any) -> Fraction:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Fraction(value)
+    quantity = _opaque(value)
+    if not isinstance(quantity, Fraction):
+        raise TypeError(f"expected a quantity, got version {quantity}")
+    return quantity
+
+
+def _as_version(value: Any) -> Version:
+    version = _opaque(value)
+    if not isinstance(version, Version):
+        raise TypeError(f"expected a semver version, got quantity {version}")
+    return version
+
+
+def _as_integer(value: Any) -> int:
+    quantity = _as_quantity(value)
+    if quantity.denominator != 1 or not -(2**63) <= quantity < 2**63:
+        raise ValueError(f"quantity {quantity} is not an int64")  # as Kubernetes' asInteger
+    return int(quantity)
+
+
 def _compare(left: Any, right: Any) -> int:
     a, b = _opaque(left), _opaque(right)
     if type(a) is not type(b):
@@ -165,15 +209,32 @@ def _is_quantity(text: str) -> bool:
     return True
 
 
-def _is_semver(text: str) -> bool:
-    return isinstance(text, str) and _SEMVER.fullmatch(text) is not None
+def _is_semver(text: str, normalize: bool = False) -> bool:
+    try:
+        Version.parse(text, normalize)
+    except (TypeError, ValueError):
+        return False
+    return True
 
+
+# The library logs a warning each time one of these functions raises; here that is an answer
+# (the device does not match), so only the library's errors are let through.
+logging.getLogger("cel").setLevel(logging.ERROR)
 
 _FUNCTIONS: dict[str, Any] = {
     "quantity": lambda text: _quantity_value(_quantity(text)),
     "isQuantity": _is_quantity,
-    "semver": lambda text: _version_value(Version.parse(text)),
+    "sign": lambda value: (_as_quantity(value) > 0) - (_as_quantity(value) < 0),
+    "isInteger": lambda value: _as_quantity(value).denominator == 1,
+    "asInteger": _as_integer,
+    "asApproximateFloat": lambda value: float(_as_quantity(value)),
+    "add": lambda left, right: _quantity_value(_as_quantity(left) + _as_quantity(right)),
+    "sub": lambda left, right: _quantity_value(_as_quantity(left) - _as_quantity(right)),
+    "semver": lambda text, normalize=False: _version_value(Version.parse(text, normalize)),
     "isSemver": _is_semver,
+    "major": lambda value: _as_version(value).major,
+    "minor": lambda value: _as_version(value).minor,
+    "patch": lambda value: _as_version(value).patch,
     "compareTo": _compare,
     "isGreaterThan": lambda left, right: _compare(left, right) > 0,
     "isLessThan": lambda left, right: _compare(left, right) < 0,

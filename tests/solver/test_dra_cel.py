@@ -174,3 +174,28 @@ def test_semver_comparisons_agree_with_python_tuple_order(a, b):
     assert matches(f'semver("{text_a}").compareTo(semver("{text_b}")) == {expected}', H100)
     device = FakeDevice(attributes={"dra.example.com/v": Version(*a)})
     assert matches(f'device.attributes["dra.example.com"].v.isGreaterThan(semver("{text_b}")) == {str(a > b).lower()}', device)
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ('device.capacity["gpu.nvidia.com"].memory.add(quantity("48Gi")).compareTo(quantity("128Gi")) == 0', True),
+        ('device.capacity["gpu.nvidia.com"].memory.sub(1).asInteger() == 85899345919', True),
+        ('quantity("-5").sign() == -1 && quantity("0").sign() == 0', True),
+        ('quantity("500m").isInteger() || quantity("500m").asApproximateFloat() != 0.5', False),
+        ('quantity("500m").asInteger() == 0', False),  # not an integer: a run-time error
+        ('device.attributes["dra.example.com"].driverVersion.major() == 1', True),
+        ('device.attributes["dra.example.com"].driverVersion.minor() == 2', True),
+        ('device.attributes["dra.example.com"].driverVersion.patch() == 0', True),
+        ('semver("v01.2", true) == semver("1.2.0") && isSemver("v1", true) && !isSemver("v1")', True),
+        ('device.attributes["dra.example.com"].driverVersion.add(1) != 0', False),  # add takes quantities
+    ],
+)
+def test_the_rest_of_the_quantity_and_semver_libraries(expression, expected):
+    assert matches(expression, H100) is expected
+
+
+def test_a_function_failing_on_a_device_logs_nothing(caplog):
+    with caplog.at_level("WARNING"):
+        assert not matches('quantity("500m").asInteger() == 0', NIC)
+    assert not [record for record in caplog.records if record.name == "cel"]
