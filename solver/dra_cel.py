@@ -43,6 +43,7 @@ import cel
 from models.errors import FieldError
 from models.quantity import parse_quantity
 from solver.dra_cel_rewrite import rewrite_selector
+from solver.dra_cel_strings import STRING_FUNCTIONS
 
 __all__ = [
     "AttributeValue",
@@ -238,6 +239,7 @@ _FUNCTIONS: dict[str, Any] = {
     "compareTo": _compare,
     "isGreaterThan": lambda left, right: _compare(left, right) > 0,
     "isLessThan": lambda left, right: _compare(left, right) < 0,
+    **STRING_FUNCTIONS,
 }
 
 # CEL's standard functions and macros the library evaluates; operators appear as `_+_`, `!_`, `@in`.
@@ -245,7 +247,7 @@ _STANDARD_FUNCTIONS = frozenset(
     {
         "size", "int", "uint", "double", "string", "bytes", "bool", "type", "dyn", "duration",
         "timestamp", "matches", "contains", "startsWith", "endsWith", "has", "all", "exists",
-        "exists_one", "map", "filter", "max", "min",
+        "exists_one", "map", "filter",
     }
 )  # fmt: skip
 
@@ -296,8 +298,16 @@ def _program(expression: str) -> Any:
         if name not in _FUNCTIONS and name not in _STANDARD_FUNCTIONS and name.isidentifier() and not name.startswith("_")
     )
     if unknown:
-        raise ValueError(f"undeclared function {', '.join(unknown)} in {expression!r}")
+        raise ValueError(f"{', '.join(unknown)}: no such function in the DRA CEL environment, in {expression!r}")
+    # A macro's or cel.bind's variable is a variable of the program too; any other name is a typo.
+    declared = {"device", *_MACRO_VARIABLE.findall(rewrite_selector(expression))}
+    undeclared = sorted(set(program.variables()) - declared)
+    if undeclared:
+        raise ValueError(f"undeclared reference to {', '.join(undeclared)} (only `device` is defined), in {expression!r}")
     return program
+
+
+_MACRO_VARIABLE = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,")
 
 
 def _device_key(device: Device) -> tuple:

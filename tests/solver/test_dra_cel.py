@@ -91,7 +91,7 @@ def test_string_literals_are_never_rewritten():
     assert matches('"device.attributes[\\"x\\"]" + \'cel.bind(a, b, c)\' == "device.attributes[\\"x\\"]cel.bind(a, b, c)"', H100)
 
 
-@pytest.mark.parametrize("expression", ["device.driver ==", 'device.driver == "a" &&', "frobnicate(device)", "cel.bind(1, 2, 3)", "cel.bind(x, 2)"])
+@pytest.mark.parametrize("expression", ["device.driver ==", 'device.driver == "a" &&', "frobnicate(device)", "cel.bind(1, 2, 3)", "cel.bind(x, 2)", 'devices.driver == "a"', "math.greatest(1, 2) == 2"])
 def test_a_selector_that_does_not_compile_is_an_input_error_naming_where(expression):
     with pytest.raises(SelectorCompileError) as raised:
         compile_selector(expression, where="DeviceClass gpu.nvidia.com selectors[0]")
@@ -199,3 +199,26 @@ def test_a_function_failing_on_a_device_logs_nothing(caplog):
     with caplog.at_level("WARNING"):
         assert not matches('quantity("500m").asInteger() == 0', NIC)
     assert not [record for record in caplog.records if record.name == "cel"]
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        'device.attributes["gpu.nvidia.com"].productName.lowerAscii() == "nvidia h100 80gb hbm3"',
+        'device.attributes["gpu.nvidia.com"].productName.upperAscii().startsWith("NVIDIA H100")',
+        'device.attributes["gpu.nvidia.com"].productName.split(" ")[1] == "H100"',
+        '"a,b,c".split(",", 2) == ["a", "b,c"] && "a,b".split(",", 0) == [] && "ab".split("") == ["a", "b"]',
+        '["a", "b"].join(",") == "a,b" && ["a", "b"].join() == "ab"',
+        '"abcb".indexOf("b") == 1 && "abcb".indexOf("b", 2) == 3 && "abcb".lastIndexOf("b") == 3',
+        '"abc".substring(1) == "bc" && "abc".substring(1, 2) == "b" && "abc".charAt(3) == ""',
+        '"aaa".replace("a", "b") == "bbb" && "aaa".replace("a", "b", 2) == "bba" && " x ".trim() == "x"',
+        '[1, 2].all(i, i > 0) && [1, 2].exists(j, j == 2) && [1, 2].map(k, k * 2) == [2, 4]',
+    ],
+)
+def test_the_strings_extension_and_macros_kubernetes_has(expression):
+    assert matches(expression, H100)
+
+
+@pytest.mark.parametrize("expression", ['"abc".substring(2, 1) == ""', '"abc".charAt(4) == ""', '"abc".indexOf("a", 9) == -1'])
+def test_a_string_index_out_of_range_is_a_run_time_error(expression):
+    assert matches(expression, H100) is False
