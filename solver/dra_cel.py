@@ -19,11 +19,12 @@ Why these choices (numbers in docs/results.md, "CEL selectors"):
   per (selector, device). It carries no opaque host types, so a quantity travels through CEL as a
   one-key map holding its exact value as a normalised fraction, a version as a one-key map
   holding its canonical string: equal quantities (`1Gi`, `1024Mi`) are equal maps.
-- A selector that does not parse, or calls a function the environment does not define, is an
-  input error naming where it was written (`DeviceClass gpu.nvidia.com selectors[0]`), as the
-  API server rejects it. An error while evaluating on one device (a missing attribute, a
-  comparison of mismatched types, a non-boolean result) means "this device does not match",
-  as in the scheduler.
+- A selector that does not parse, or calls a function or names a variable the environment
+  does not define, is an input error naming where it was written (`DeviceClass
+  gpu.nvidia.com selectors[0]`), as the API server rejects it. An error while evaluating on
+  one device (a missing attribute, a comparison of mismatched types, a non-boolean result)
+  means "this device does not match", as issue 33 asks; Kubernetes' allocator instead stops
+  allocating the claim on that node. `Selector.failure` keeps the error for reasons to quote.
 - Attribute values of type version are `Version` objects (exported here); a plain string is a
   string attribute, never guessed to be a version.
 """
@@ -261,22 +262,32 @@ class Selector:
         self.expression = expression
         self.where = where
         self._program = program
-        self._results: dict[tuple, bool] = {}
+        self._results: dict[tuple, tuple[bool, str | None]] = {}
 
     def matches(self, device: Device) -> bool:
-        key = _device_key(device)
-        cached = self._results.get(key)
-        if cached is None:
-            cached = self._results[key] = self._evaluate(key)
-        return cached
+        return self._answer(device)[0]
 
-    def _evaluate(self, key: tuple) -> bool:
+    def failure(self, device: Device) -> str | None:
+        """Why evaluating on `device` failed (a missing attribute, a non-boolean result), for
+        reasons to quote; None when the selector answered true or false."""
+        return self._answer(device)[1]
+
+    def _answer(self, device: Device) -> tuple[bool, str | None]:
+        key = _device_key(device)
+        answer = self._results.get(key)
+        if answer is None:
+            answer = self._results[key] = self._evaluate(key)
+        return answer
+
+    def _evaluate(self, key: tuple) -> tuple[bool, str | None]:
         context = cel.Context(variables={"device": _cel_device(key)}, functions=_FUNCTIONS)
         try:
             result = self._program.execute(context)
-        except Exception:  # any run-time failure on this device: it does not match (as Kubernetes)
-            return False
-        return result is True
+        except Exception as error:  # any run-time failure on this device: it does not match
+            return False, f"{self.where}: CEL run-time error: {type(error).__name__}: {error}"
+        if not isinstance(result, bool):
+            return False, f"{self.where}: CEL selector gave {result!r}, not a boolean"
+        return result, None
 
 
 def compile_selector(expression: str, *, where: str) -> Selector:

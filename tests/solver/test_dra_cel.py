@@ -111,7 +111,15 @@ def test_a_selector_that_does_not_compile_is_an_input_error_naming_where(express
     ],
 )
 def test_a_run_time_error_on_a_device_means_no_match_not_an_exception(expression):
-    assert matches(expression, H100) is False
+    selector = compile_selector(expression, where="ResourceClaim default/train-0-gpus requests[0]")
+    assert selector.matches(H100) is False
+    assert selector.failure(H100).startswith("ResourceClaim default/train-0-gpus requests[0]: CEL ")
+
+
+def test_a_plain_false_is_no_failure():
+    selector = compile_selector('device.driver == "nic.example.com"', where="DeviceClass nic selectors[0]")
+    assert (selector.matches(H100), selector.failure(H100)) == (False, None)
+    assert (selector.matches(NIC), selector.failure(NIC)) == (True, None)
 
 
 @pytest.mark.parametrize(
@@ -150,8 +158,9 @@ def test_an_expression_is_compiled_once_and_each_device_evaluated_once(monkeypat
     evaluations = []
     original = dra_cel.Selector._evaluate
     monkeypatch.setattr(dra_cel.Selector, "_evaluate", lambda self, key: evaluations.append(key) or original(self, key))
+    assert first.failure(NIC) is None
     same_content = FakeDevice(attributes=dict(H100.attributes), capacity=dict(H100.capacity))
-    assert [first.matches(H100), first.matches(same_content), first.matches(NIC), first.matches(H100)] == [True, True, False, True]
+    assert [first.matches(H100), first.matches(same_content), first.matches(NIC), first.matches(H100)] == [True, True, False, True]  # NIC seen above
     assert len(evaluations) == 2
 
 
