@@ -25,8 +25,8 @@ Why these choices (numbers in docs/results.md, "CEL selectors"):
   one device (a missing attribute, a comparison of mismatched types, a non-boolean result)
   means "this device does not match", as issue 33 asks; Kubernetes' allocator instead stops
   allocating the claim on that node. `Selector.failure` keeps the error for reasons to quote.
-- Attribute values of type version are `Version` objects (exported here); a plain string is a
-  string attribute, never guessed to be a version.
+- Attribute values of type version are `models.semver.Version` objects (re-exported here);
+  a plain string is a string attribute, never guessed to be a version.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ import functools
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol
 
@@ -43,6 +42,7 @@ import cel
 
 from models.errors import FieldError
 from models.quantity import parse_quantity
+from models.semver import Version, is_semver
 from solver.dra_cel_rewrite import rewrite_selector
 from solver.dra_cel_strings import STRING_FUNCTIONS
 
@@ -60,70 +60,7 @@ class SelectorCompileError(FieldError):
     """A CEL selector the API server would refuse: it does not parse or names an unknown function."""
 
 
-@functools.total_ordering
-@dataclass(frozen=True)
-class Version:
-    """A semantic version (semver 2.0), the `version` attribute type of a ResourceSlice device.
-
-    Ordered as semver orders: numerically by major, minor, patch; a pre-release is lower than
-    its release; build metadata is ignored for order and equality.
-    """
-
-    major: int
-    minor: int
-    patch: int
-    prerelease: tuple[str, ...] = ()
-
-    @classmethod
-    def parse(cls, text: str, normalize: bool = False) -> "Version":
-        """Strict semver; `normalize` first accepts what Kubernetes' `semver(text, true)` does:
-        a leading "v", a missing minor or patch, leading zeros (`v01.2` → 1.2.0)."""
-        if not isinstance(text, str):
-            raise TypeError(f"semver() takes a string, got {text!r}")
-        if normalize:
-            text = _normalized_semver(text)
-        match = _SEMVER.fullmatch(text)
-        if match is None:
-            raise ValueError(f"{text!r} is not a semantic version (MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD])")
-        prerelease = tuple(match["prerelease"].split(".")) if match["prerelease"] else ()
-        return cls(int(match["major"]), int(match["minor"]), int(match["patch"]), prerelease)
-
-    def __str__(self) -> str:
-        core = f"{self.major}.{self.minor}.{self.patch}"
-        return f"{core}-{'.'.join(self.prerelease)}" if self.prerelease else core
-
-    def _order_key(self) -> tuple:
-        # A release sorts after all its pre-releases; numeric identifiers sort before
-        # alphanumeric ones and compare as numbers.
-        pre = tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in self.prerelease)
-        return (self.major, self.minor, self.patch, not self.prerelease, pre)
-
-    def __lt__(self, other: object) -> bool:
-        if not isinstance(other, Version):
-            return NotImplemented
-        return self._order_key() < other._order_key()
-
-
-_NUMBER = r"0|[1-9]\d*"
-_PRE_PART = r"(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)"
-_SEMVER = re.compile(
-    rf"(?P<major>{_NUMBER})\.(?P<minor>{_NUMBER})\.(?P<patch>{_NUMBER})"
-    rf"(?:-(?P<prerelease>{_PRE_PART}(?:\.{_PRE_PART})*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?"
-)
-
 AttributeValue = bool | int | str | Version
-
-
-def _normalized_semver(text: str) -> str:
-    match = _LOOSE_SEMVER.fullmatch(text)
-    if match is None:
-        return text  # left for the strict parse to refuse
-    numbers = match["core"].split(".")
-    numbers += ["0"] * (3 - len(numbers))
-    return ".".join(str(int(number)) for number in numbers) + (match["rest"] or "")
-
-
-_LOOSE_SEMVER = re.compile(r"v?(?P<core>\d+(?:\.\d+){0,2})(?P<rest>[-+].*)?")
 
 
 class Device(Protocol):
@@ -211,14 +148,6 @@ def _is_quantity(text: str) -> bool:
     return True
 
 
-def _is_semver(text: str, normalize: bool = False) -> bool:
-    try:
-        Version.parse(text, normalize)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
 # The library logs a warning each time one of these functions raises; here that is an answer
 # (the device does not match), so only the library's errors are let through.
 logging.getLogger("cel").setLevel(logging.ERROR)
@@ -233,7 +162,7 @@ _FUNCTIONS: dict[str, Any] = {
     "add": lambda left, right: _quantity_value(_as_quantity(left) + _as_quantity(right)),
     "sub": lambda left, right: _quantity_value(_as_quantity(left) - _as_quantity(right)),
     "semver": lambda text, normalize=False: _version_value(Version.parse(text, normalize)),
-    "isSemver": _is_semver,
+    "isSemver": is_semver,
     "major": lambda value: _as_version(value).major,
     "minor": lambda value: _as_version(value).minor,
     "patch": lambda value: _as_version(value).patch,
