@@ -251,8 +251,10 @@ _MACRO_VARIABLE = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*
 
 
 def _device_key(device: Device) -> tuple:
-    """The device's content: two devices with equal fields get the same answer."""
-    return (device.driver, tuple(sorted(device.attributes.items())), tuple(sorted(device.capacity.items())))
+    """The device's content: two devices with equal fields get the same answer. Each value's
+    type is part of it, since `True == 1` in Python but a CEL bool is no int."""
+    attributes = tuple(sorted((name, type(value), value) for name, value in device.attributes.items()))
+    return (device.driver, attributes, tuple(sorted(device.capacity.items())))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -260,7 +262,7 @@ def _cel_device(key: tuple) -> dict[str, Any]:
     driver, attributes, capacity = key
     return {
         "driver": driver,
-        "attributes": _by_domain(driver, ((name, _attribute_value(v)) for name, v in attributes)),
+        "attributes": _by_domain(driver, ((name, _attribute_value(v)) for name, _, v in attributes)),
         "capacity": _by_domain(driver, ((name, _quantity_value(Fraction(v))) for name, v in capacity)),
     }
 

@@ -231,3 +231,9 @@ def test_the_strings_extension_and_macros_kubernetes_has(expression):
 @pytest.mark.parametrize("expression", ['"abc".substring(2, 1) == ""', '"abc".charAt(4) == ""', '"abc".indexOf("a", 9) == -1'])
 def test_a_string_index_out_of_range_is_a_run_time_error(expression):
     assert matches(expression, H100) is False
+
+
+def test_a_bool_attribute_and_an_int_attribute_are_different_devices_to_the_cache():
+    selector = compile_selector('device.attributes["gpu.nvidia.com"].shared == 1', where="DeviceClass a selectors[0]")
+    as_int, as_bool = FakeDevice(attributes={"shared": 1}), FakeDevice(attributes={"shared": True})
+    assert (selector.matches(as_int), selector.matches(as_bool)) == (True, False)
