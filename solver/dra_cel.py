@@ -185,12 +185,14 @@ _STANDARD_FUNCTIONS = frozenset(
 class Selector:
     """One compiled CEL selector; `matches` caches its answer per device content."""
 
-    __slots__ = ("expression", "where", "_program", "_results")
+    __slots__ = ("expression", "where", "_program", "_functions", "_results")
 
     def __init__(self, expression: str, where: str, program: Any):
         self.expression = expression
         self.where = where
         self._program = program
+        # Only the functions it calls: the library wraps each one given, per evaluation.
+        self._functions = {name: _FUNCTIONS[name] for name in program.functions() if name in _FUNCTIONS}
         self._results: dict[tuple, tuple[bool, str | None]] = {}
 
     def matches(self, device: Device) -> bool:
@@ -209,7 +211,7 @@ class Selector:
         return answer
 
     def _evaluate(self, key: tuple) -> tuple[bool, str | None]:
-        context = cel.Context(variables={"device": _cel_device(key)}, functions=_FUNCTIONS)
+        context = cel.Context(variables={"device": _cel_device(key)}, functions=self._functions)
         try:
             result = self._program.execute(context)
         except Exception as error:  # any run-time failure on this device: it does not match
