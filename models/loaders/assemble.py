@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
+from models.dra import DeviceClass, DraObjects, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from models.errors import FieldError, Location
 from models.snapshot import Node, Pod, PodGroup, PreemptionPolicy, Snapshot
 
@@ -40,6 +41,7 @@ from .cluster_objects import (
     PriorityClassRecord,
     QueueRecord,
 )
+from .dra_objects import ClaimRecord, DraUnused, check_device_classes
 from .gpu_assignment import RunningGpuPod, assign_gpus
 from .grouping import Workload, add_one_pod_groups, expand_jobs, join_pods
 from .raw import Warnings, build_model, pydantic_message
@@ -62,6 +64,10 @@ class Inventory:
     workloads: list[PodGroupRecord | PodRecord | JobRecord] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     pod_count: int = 0  # pods read or expanded so far, checked against the snapshot's limit
+    device_classes: list[DeviceClass] = field(default_factory=list)
+    resource_slices: list[ResourceSlice] = field(default_factory=list)
+    resource_claims: list[ClaimRecord] = field(default_factory=list)  # claims and claim templates
+    dra_unused: DraUnused = field(default_factory=DraUnused)
 
 
 def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
@@ -89,6 +95,7 @@ def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
         "pod_groups": [_pod_group(group, workload, priorities, never_preempting) for group in workload.groups],
         "pods": [_pod(pod, context) for pod in workload.pods],
         "priority_classes": [record.priority_class for record in inventory.priority_classes],
+        "dra": _dra_objects(inventory, warnings),
     }
     try:
         return Snapshot.model_validate(snapshot_fields)
@@ -96,6 +103,24 @@ def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
         path, message = pydantic_message(error)
         single_source = inventory.sources[0] if len(set(inventory.sources)) == 1 else None
         raise FieldError(message, location=Location(source=single_source), path=path) from None
+
+
+# ---- DRA ----
+
+
+def _dra_objects(inventory: Inventory, warnings: Warnings) -> DraObjects:
+    """The DRA objects, each request's device class checked, the unused fields said once."""
+    check_device_classes({device_class.name for device_class in inventory.device_classes}, inventory.resource_claims)
+    unused = inventory.dra_unused.warning()
+    if unused is not None:
+        warnings.add(Location(), unused)
+    claims = [record.claim for record in inventory.resource_claims]
+    return DraObjects(
+        device_classes=tuple(inventory.device_classes),
+        resource_slices=tuple(inventory.resource_slices),
+        resource_claims=tuple(claim for claim in claims if isinstance(claim, ResourceClaim)),
+        resource_claim_templates=tuple(claim for claim in claims if isinstance(claim, ResourceClaimTemplate)),
+    )
 
 
 # ---- duplicates ----
@@ -308,6 +333,7 @@ def _pod(pod: PodRecord, context: _PodContext) -> Pod:
         offline=offline,
         scheduling_gates=pod.template.scheduling_gates,
         host_ports=pod.template.host_ports,
+        resource_claims=pod.template.resource_claims,
         scheduled_reason=pod.scheduled_reason,
     )
 
