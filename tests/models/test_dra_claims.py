@@ -5,7 +5,10 @@ reservedFor) and the pod a template made a claim for."""
 
 from __future__ import annotations
 
-from models.dra import ExactDeviceRequest, PodResourceClaim
+import pydantic
+import pytest
+
+from models.dra import DraObjects, ExactDeviceRequest, PodResourceClaim
 from tests.models._dra_yaml import GPU_CLASS, MIG_CLASS, load_dra
 
 TRAINING_TEMPLATE = """
@@ -123,3 +126,11 @@ def test_a_pod_without_resource_claims_has_none_and_a_snapshot_without_dra_is_em
     assert result.snapshot.pods[0].resource_claims == ()
     assert result.snapshot.dra.resource_slices == result.snapshot.dra.resource_claims == ()
     assert result.warnings == ()
+
+
+def test_a_snapshot_s_dra_objects_refuse_a_request_of_an_unknown_class_when_built_directly() -> None:
+    """The JSON form is checked as the YAML loader checks it (the loader names the field first)."""
+    claim = {"namespace": "ml", "name": "c", "requests": [{"name": "gpus", "exactly": {"device_class_name": "tpu"}}]}
+    with pytest.raises(pydantic.ValidationError, match="claim ml/c request 'gpus' names unknown device class 'tpu'"):
+        DraObjects.model_validate({"resource_claims": [claim]})
+    assert DraObjects.model_validate({"device_classes": [{"name": "tpu"}], "resource_claims": [claim]}).claim_by_key
