@@ -61,6 +61,17 @@ __all__ = [
 Model = TypeVar("Model", bound=BaseModel)
 _ALLOCATION_MODES = ("ExactCount", "All")
 _ATTRIBUTE_TYPES = ("bool", "int", "string", "version")
+_DEVICE_FIELDS_NOT_USED = (
+    "allowMultipleAllocations",
+    "bindsToNode",
+    "bindingConditions",
+    "bindingFailureConditions",
+    "nodeName",
+    "nodeSelector",
+    "allNodes",
+)
+"""A device's own fields placement does not use yet (per-device node selection, binding
+conditions, shared allocation): named in the one unused-fields warning."""
 
 
 @dataclass
@@ -106,7 +117,8 @@ def read_resource_slice(obj: RawObject, meta: Metadata, unused: DraUnused) -> Re
         scopes.remove("allNodes")
     if len(scopes) != 1:
         said = ", ".join(scopes) if scopes else "none"
-        raise spec.error(None, f"exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection must be set, got {said}")
+        scope_fields = "nodeName, nodeSelector, allNodes, perDeviceNodeSelection"
+        raise spec.error(None, f"exactly one of {scope_fields} must be set, got {said}")
     devices = () if scopes == ["perDeviceNodeSelection"] else _devices(spec, driver, unused)
     return _built(
         ResourceSlice,
@@ -168,7 +180,8 @@ def check_device_classes(classes: set[str], claims: list[ClaimRecord]) -> None:
         requests = _devices_of(record).children("requests")
         for request, raw in zip(record.claim.requests, requests, strict=True):
             if request.exactly is not None and request.exactly.device_class_name not in classes:
-                raise raw.child("exactly").error("deviceClassName", f"no DeviceClass {request.exactly.device_class_name!r} in the input")
+                missing = request.exactly.device_class_name
+                raise raw.child("exactly").error("deviceClassName", f"no DeviceClass {missing!r} in the input")
             for index, sub in enumerate(request.first_available):
                 if sub.device_class_name not in classes:
                     place = raw.children("firstAvailable")[index]
@@ -277,7 +290,7 @@ def _owner_pod(metadata: RawObject) -> str | None:
 def _devices(spec: RawObject, driver: str, unused: DraUnused) -> tuple[Device, ...]:
     devices = []
     for raw in spec.children("devices"):
-        unused.note("ResourceSlice", raw, "allowMultipleAllocations", "bindsToNode", "bindingConditions", "bindingFailureConditions", "nodeName", "nodeSelector", "allNodes")
+        unused.note("ResourceSlice", raw, *_DEVICE_FIELDS_NOT_USED)
         devices.append(
             _built(
                 Device,
@@ -297,7 +310,13 @@ def _devices(spec: RawObject, driver: str, unused: DraUnused) -> tuple[Device, .
                     for use in raw.children("consumesCounters")
                 ),
                 taints=tuple(
-                    _built(DeviceTaint, taint, key=taint.required_string("key"), value=taint.string("value", ""), effect=taint.required_string("effect"))
+                    _built(
+                        DeviceTaint,
+                        taint,
+                        key=taint.required_string("key"),
+                        value=taint.string("value", ""),
+                        effect=taint.required_string("effect"),
+                    )
                     for taint in raw.children("taints")
                 ),
             )
