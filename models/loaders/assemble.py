@@ -41,7 +41,7 @@ from .cluster_objects import (
     PriorityClassRecord,
     QueueRecord,
 )
-from .dra_objects import ClaimRecord, DraUnused, check_device_classes
+from .dra_objects import DraRecord, DraUnused, check_device_classes
 from .gpu_assignment import RunningGpuPod, assign_gpus
 from .grouping import Workload, add_one_pod_groups, expand_jobs, join_pods
 from .raw import Warnings, build_model, pydantic_message
@@ -64,9 +64,7 @@ class Inventory:
     workloads: list[PodGroupRecord | PodRecord | JobRecord] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     pod_count: int = 0  # pods read or expanded so far, checked against the snapshot's limit
-    device_classes: list[DeviceClass] = field(default_factory=list)
-    resource_slices: list[ResourceSlice] = field(default_factory=list)
-    resource_claims: list[ClaimRecord] = field(default_factory=list)  # claims and claim templates
+    dra: list[DraRecord] = field(default_factory=list)  # DeviceClasses, ResourceSlices, claims, claim templates
     dra_unused: DraUnused = field(default_factory=DraUnused)
 
 
@@ -110,16 +108,16 @@ def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
 
 def _dra_objects(inventory: Inventory, warnings: Warnings) -> DraObjects:
     """The DRA objects, each request's device class checked, the unused fields said once."""
-    check_device_classes({device_class.name for device_class in inventory.device_classes}, inventory.resource_claims)
+    check_device_classes(inventory.dra)
     unused = inventory.dra_unused.warning()
     if unused is not None:
         warnings.add(Location(), unused)
-    claims = [record.claim for record in inventory.resource_claims]
+    items = [record.item for record in inventory.dra]
     return DraObjects(
-        device_classes=tuple(inventory.device_classes),
-        resource_slices=tuple(inventory.resource_slices),
-        resource_claims=tuple(claim for claim in claims if isinstance(claim, ResourceClaim)),
-        resource_claim_templates=tuple(claim for claim in claims if isinstance(claim, ResourceClaimTemplate)),
+        device_classes=tuple(item for item in items if isinstance(item, DeviceClass)),
+        resource_slices=tuple(item for item in items if isinstance(item, ResourceSlice)),
+        resource_claims=tuple(item for item in items if isinstance(item, ResourceClaim)),
+        resource_claim_templates=tuple(item for item in items if isinstance(item, ResourceClaimTemplate)),
     )
 
 
@@ -136,6 +134,10 @@ def _reject_duplicates(inventory: Inventory, workload: Workload) -> None:
         ("PriorityClass", ((r.priority_class.name, r.location) for r in inventory.priority_classes)),
         ("Pod", ((r.key, r.location) for r in workload.pods)),
         ("PodGroup", ((r.key, r.location) for r in workload.groups)),
+        *(
+            (kind.__name__, [(r.key, r.obj.location) for r in inventory.dra if type(r.item) is kind])
+            for kind in (DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate)
+        ),
     ]
     for kind, keyed in kinds:
         first: dict[str, Location] = {}

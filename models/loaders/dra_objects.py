@@ -49,7 +49,8 @@ from .raw import Metadata, RawObject, build_model, describe
 
 __all__ = [
     "DraUnused",
-    "ClaimRecord",
+    "DraObject",
+    "DraRecord",
     "check_device_classes",
     "read_device_class",
     "read_resource_slice",
@@ -93,21 +94,30 @@ class DraUnused:
         return f"DRA fields read but not used by placement yet: {', '.join(sorted(self.fields))}"
 
 
-@dataclass(frozen=True)
-class ClaimRecord:
-    """A claim or template with where it was read, for errors found across documents."""
+DraObject = DeviceClass | ResourceSlice | ResourceClaim | ResourceClaimTemplate
 
-    claim: ResourceClaim | ResourceClaimTemplate
+
+@dataclass(frozen=True)
+class DraRecord:
+    """A DRA object with where it was read, for errors found across documents (a request's
+    missing class, a name used twice)."""
+
+    item: DraObject
     obj: RawObject
 
+    @property
+    def key(self) -> str:
+        """What names it among its kind: `name`, or `namespace/name` for claims and templates."""
+        return self.item.name if isinstance(self.item, DeviceClass | ResourceSlice) else self.item.key
 
-def read_device_class(obj: RawObject, meta: Metadata, unused: DraUnused) -> DeviceClass:
+
+def read_device_class(obj: RawObject, meta: Metadata, unused: DraUnused) -> DraRecord:
     spec = obj.child("spec")
     unused.note("DeviceClass", spec, "config", "extendedResourceName")
-    return build_model(DeviceClass, obj.location, name=meta.name, selectors=_selectors(spec))
+    return DraRecord(build_model(DeviceClass, obj.location, name=meta.name, selectors=_selectors(spec)), obj)
 
 
-def read_resource_slice(obj: RawObject, meta: Metadata, unused: DraUnused) -> ResourceSlice:
+def read_resource_slice(obj: RawObject, meta: Metadata, unused: DraUnused) -> DraRecord:
     spec = obj.child("spec")
     unused.note("ResourceSlice", spec, "perDeviceNodeSelection")
     driver = spec.required_string("driver")
@@ -120,7 +130,7 @@ def read_resource_slice(obj: RawObject, meta: Metadata, unused: DraUnused) -> Re
         scope_fields = "nodeName, nodeSelector, allNodes, perDeviceNodeSelection"
         raise spec.error(None, f"exactly one of {scope_fields} must be set, got {said}")
     devices = () if scopes == ["perDeviceNodeSelection"] else _devices(spec, driver, unused)
-    return _built(
+    resource_slice = _built(
         ResourceSlice,
         spec,
         name=meta.name,
@@ -139,15 +149,16 @@ def read_resource_slice(obj: RawObject, meta: Metadata, unused: DraUnused) -> Re
             for counter_set in spec.children("sharedCounters")
         ),
     )
+    return DraRecord(resource_slice, obj)
 
 
-def read_resource_claim_template(obj: RawObject, meta: Metadata, unused: DraUnused) -> ClaimRecord:
+def read_resource_claim_template(obj: RawObject, meta: Metadata, unused: DraUnused) -> DraRecord:
     devices = obj.child("spec").child("spec").child("devices")
     fields = _claim_fields(devices, "ResourceClaimTemplate", unused)
-    return ClaimRecord(build_model(ResourceClaimTemplate, obj.location, namespace=meta.namespace, name=meta.name, **fields), obj)
+    return DraRecord(build_model(ResourceClaimTemplate, obj.location, namespace=meta.namespace, name=meta.name, **fields), obj)
 
 
-def read_resource_claim(obj: RawObject, meta: Metadata, unused: DraUnused) -> ClaimRecord:
+def read_resource_claim(obj: RawObject, meta: Metadata, unused: DraUnused) -> DraRecord:
     fields = _claim_fields(obj.child("spec").child("devices"), "ResourceClaim", unused)
     status = obj.child("status")
     unused.note("ResourceClaim", status, "devices")
@@ -170,15 +181,18 @@ def read_resource_claim(obj: RawObject, meta: Metadata, unused: DraUnused) -> Cl
         ),
         owner_pod=_owner_pod(obj.child("metadata")),
     )
-    return ClaimRecord(claim, obj)
+    return DraRecord(claim, obj)
 
 
-def check_device_classes(classes: set[str], claims: list[ClaimRecord]) -> None:
+def check_device_classes(records: list[DraRecord]) -> None:
     """A request naming a device class the input lacks is an error at that request's field
     (Kubernetes would leave the pod pending forever: a mistake to say before solving)."""
-    for record in claims:
+    classes = {record.item.name for record in records if isinstance(record.item, DeviceClass)}
+    for record in records:
+        if not isinstance(record.item, ResourceClaim | ResourceClaimTemplate):
+            continue
         requests = _devices_of(record).children("requests")
-        for request, raw in zip(record.claim.requests, requests, strict=True):
+        for request, raw in zip(record.item.requests, requests, strict=True):
             if request.exactly is not None and request.exactly.device_class_name not in classes:
                 missing = request.exactly.device_class_name
                 raise raw.child("exactly").error("deviceClassName", f"no DeviceClass {missing!r} in the input")
@@ -208,9 +222,9 @@ def read_pod_resource_claims(spec: RawObject) -> tuple[PodResourceClaim, ...]:
 # ---- claims ----
 
 
-def _devices_of(record: ClaimRecord) -> RawObject:
+def _devices_of(record: DraRecord) -> RawObject:
     spec = record.obj.child("spec")
-    return (spec.child("spec") if isinstance(record.claim, ResourceClaimTemplate) else spec).child("devices")
+    return (spec.child("spec") if isinstance(record.item, ResourceClaimTemplate) else spec).child("devices")
 
 
 def _claim_fields(devices: RawObject, kind: str, unused: DraUnused) -> dict[str, object]:

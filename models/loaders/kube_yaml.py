@@ -423,19 +423,19 @@ def _add_job(obj: RawObject, record: JobRecord, context: _Context) -> None:
 
 
 def _device_class(obj: RawObject, meta: Metadata, context: _Context) -> None:
-    context.inventory.device_classes.append(read_device_class(obj, meta, context.inventory.dra_unused))
+    context.inventory.dra.append(read_device_class(obj, meta, context.inventory.dra_unused))
 
 
 def _resource_slice(obj: RawObject, meta: Metadata, context: _Context) -> None:
-    context.inventory.resource_slices.append(read_resource_slice(obj, meta, context.inventory.dra_unused))
+    context.inventory.dra.append(read_resource_slice(obj, meta, context.inventory.dra_unused))
 
 
 def _resource_claim(obj: RawObject, meta: Metadata, context: _Context) -> None:
-    context.inventory.resource_claims.append(read_resource_claim(obj, meta, context.inventory.dra_unused))
+    context.inventory.dra.append(read_resource_claim(obj, meta, context.inventory.dra_unused))
 
 
 def _resource_claim_template(obj: RawObject, meta: Metadata, context: _Context) -> None:
-    context.inventory.resource_claims.append(read_resource_claim_template(obj, meta, context.inventory.dra_unused))
+    context.inventory.dra.append(read_resource_claim_template(obj, meta, context.inventory.dra_unused))
 
 
 def _count_pods(obj: RawObject, count: int, context: _Context) -> None:

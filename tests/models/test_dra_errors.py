@@ -150,3 +150,14 @@ def test_fields_read_but_not_used_are_one_warning_for_the_whole_input() -> None:
 
 def test_dra_objects_using_only_read_fields_warn_nothing() -> None:
     assert load_dra(GPU_CLASS, MIG_CLASS, gpu_slice("n1"), MIG_SLICE).warnings == ()
+
+
+def test_a_dra_object_written_twice_names_both_documents() -> None:
+    message = load_dra_error(GPU_CLASS, gpu_slice("n1"), GPU_CLASS)
+    assert message == (
+        "dra.yaml: document 3 (DeviceClass gpu.nvidia.com): duplicate DeviceClass 'gpu.nvidia.com'; "
+        "the first is in dra.yaml: document 1 (DeviceClass gpu.nvidia.com)"
+    )
+    claim = _claim("{name: gpus, exactly: {deviceClassName: gpu.nvidia.com}}")
+    assert "duplicate ResourceClaim 'ml/c'" in load_dra_error(GPU_CLASS, claim, claim)
+    assert "duplicate ResourceSlice 'n1-gpu.nvidia.com'" in load_dra_error(gpu_slice("n1"), gpu_slice("n1"))
