@@ -98,6 +98,18 @@ class Version(_Frozen):
         major, minor, patch, pre_release, build = match.groups()
         return cls(major=int(major), minor=int(minor), patch=int(patch), pre_release=pre_release or "", build=build or "")
 
+    @property
+    def precedence(self) -> tuple[int, int, int, int, tuple[tuple[int, int, str], ...]]:
+        """The order key Semantic Versioning 2.0.0 defines (what CEL's `compareTo` follows):
+        a release after its pre-releases, pre-release identifiers numeric < alphanumeric and
+        more of them after fewer; build metadata ignored.
+        `1.0.0-alpha < 1.0.0-alpha.1 < 1.0.0-beta.2 < 1.0.0-beta.11 < 1.0.0`."""
+        identifiers = tuple(
+            (0, int(part), "") if part.isdigit() else (1, 0, part)
+            for part in (self.pre_release.split(".") if self.pre_release else ())
+        )
+        return (self.major, self.minor, self.patch, 0 if self.pre_release else 1, identifiers)
+
     def __str__(self) -> str:
         text = f"{self.major}.{self.minor}.{self.patch}"
         text += f"-{self.pre_release}" if self.pre_release else ""
