@@ -96,3 +96,47 @@ def test_devices_an_allocation_names_are_taken_by_that_claim_and_admin_access_ta
     census = counted_devices(slices, [claim])
     taken = {counted.device.name: counted.taken_by for counted in census.devices if counted.taken_by}
     assert taken == {"gpu-0": "ml/train-0-gpus", "gpu-1": "ml/train-0-gpus"}
+
+
+NETWORK_SLICES = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: rack-a-nics}
+spec:
+  driver: nic.example.com
+  nodeSelector:
+    nodeSelectorTerms:
+    - matchExpressions: [{key: example.com/rack, operator: In, values: [a]}]
+  pool: {name: rack-a, generation: 0, resourceSliceCount: 1}
+  devices:
+  - {name: nic-0, attributes: {example.com/rdma: {bool: true}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: everywhere}
+spec:
+  driver: fabric.example.com
+  allNodes: true
+  pool: {name: fabric, generation: 0, resourceSliceCount: 1}
+  devices: [{name: channel-0}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: per-device}
+spec:
+  driver: fabric.example.com
+  perDeviceNodeSelection: true
+  pool: {name: per-device, generation: 0, resourceSliceCount: 1}
+  devices: [{name: channel-1, nodeName: n1}]
+"""
+
+
+def test_slices_reachable_from_selected_nodes_or_all_nodes_say_so_and_per_device_nodes_are_not_counted() -> None:
+    result = load_dra(NETWORK_SLICES)
+    rack, everywhere, per_device = result.snapshot.dra.resource_slices
+    assert (rack.node_name, rack.all_nodes) == (None, False)
+    assert rack.node_selector[0].match_expressions[0].values == ("a",)
+    assert rack.devices[0].attributes == {"example.com/rdma": True}
+    assert (everywhere.node_name, everywhere.node_selector, everywhere.all_nodes) == (None, (), True)
+    assert per_device.devices == ()
+    assert result.warnings == ("DRA fields read but not used by placement yet: ResourceSlice spec.perDeviceNodeSelection",)
