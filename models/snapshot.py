@@ -69,6 +69,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from models.dra import DraObjects, PodResourceClaim
 from models.duration import MAX_DURATION_S
 from models.node_affinity import NodeSelectorTerm, PreferredSchedulingTerm
 from models.pod_affinity import InterPodConstraints, PodAffinityTerm
@@ -658,6 +659,9 @@ class Pod(_Frozen):
         "pod is not ready to be scheduled — no engine places it, the API server refuses to bind it, it counts as "
         "pending and its PodGroup's reason names the gates (solver.rules.gated); a running pod has none",
     )
+    resource_claims: tuple[PodResourceClaim, ...] = Field(
+        (), description="`spec.resourceClaims`: the DRA claims or claim templates it needs (models.dra)"
+    )
     scheduled_reason: str | None = Field(
         None,
         description="a pending pod's `PodScheduled` condition reason as its object says it: `Unschedulable` when "
@@ -727,6 +731,9 @@ class Snapshot(_Frozen):
     )
     reservation_policy: ReservationPolicy = Field(
         default_factory=ReservationPolicy, description="when a PodGroup that waits too long gets nodes held for it"
+    )
+    dra: DraObjects = Field(
+        default_factory=DraObjects, description="DRA device classes, resource slices, claims and claim templates"
     )
 
     @model_validator(mode="before")

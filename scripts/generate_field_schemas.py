@@ -45,6 +45,10 @@ CORE_KINDS = (
     ("", "Node", "Kubernetes Node", {"v1": "V1Node"}),
     ("", "Pod", "Kubernetes Pod", {"v1": "V1Pod"}),
     ("scheduling.k8s.io", "PriorityClass", "Kubernetes PriorityClass", {"v1": "V1PriorityClass"}),
+    ("resource.k8s.io", "DeviceClass", "Kubernetes DeviceClass", {"v1": "V1DeviceClass"}),
+    ("resource.k8s.io", "ResourceSlice", "Kubernetes ResourceSlice", {"v1": "V1ResourceSlice"}),
+    ("resource.k8s.io", "ResourceClaim", "Kubernetes ResourceClaim", {"v1": "ResourceV1ResourceClaim"}),
+    ("resource.k8s.io", "ResourceClaimTemplate", "Kubernetes ResourceClaimTemplate", {"v1": "V1ResourceClaimTemplate"}),
 )
 # (CRD file, label)
 CRD_KINDS = (

@@ -30,6 +30,7 @@ __all__ = [
     "PREFERRED_NODE_AFFINITY",
     "read_required_node_affinity",
     "read_preferred_node_affinity",
+    "read_node_selector",
 ]
 
 REQUIRED_NODE_AFFINITY = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -42,10 +43,15 @@ def read_required_node_affinity(spec: RawObject) -> tuple[NodeSelectorTerm, ...]
     node_affinity = spec.child("affinity").child("nodeAffinity")
     if not node_affinity.has(REQUIRED_NODE_AFFINITY):
         return ()
-    required = node_affinity.child(REQUIRED_NODE_AFFINITY)
-    terms = required.children("nodeSelectorTerms")
+    return read_node_selector(node_affinity.child(REQUIRED_NODE_AFFINITY))
+
+
+def read_node_selector(selector: RawObject) -> tuple[NodeSelectorTerm, ...]:
+    """A `NodeSelector` (`nodeSelectorTerms`, ORed): a pod's required node affinity, or where a
+    DRA ResourceSlice's devices can be used."""
+    terms = selector.children("nodeSelectorTerms")
     if not terms:
-        raise required.error("nodeSelectorTerms", "must have at least one node selector term")
+        raise selector.error("nodeSelectorTerms", "must have at least one node selector term")
     return tuple(_term(term) for term in terms)
 
 

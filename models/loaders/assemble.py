@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
+from models.dra import DeviceClass, DraObjects, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from models.errors import FieldError, Location
 from models.snapshot import Node, Pod, PodGroup, PreemptionPolicy, Snapshot
 
@@ -40,6 +41,7 @@ from .cluster_objects import (
     PriorityClassRecord,
     QueueRecord,
 )
+from .dra_objects import DraRecord, DraUnused, check_device_classes
 from .gpu_assignment import RunningGpuPod, assign_gpus
 from .grouping import Workload, add_one_pod_groups, expand_jobs, join_pods
 from .raw import Warnings, build_model, pydantic_message
@@ -62,6 +64,8 @@ class Inventory:
     workloads: list[PodGroupRecord | PodRecord | JobRecord] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     pod_count: int = 0  # pods read or expanded so far, checked against the snapshot's limit
+    dra: list[DraRecord] = field(default_factory=list)  # DeviceClasses, ResourceSlices, claims, claim templates
+    dra_unused: DraUnused = field(default_factory=DraUnused)
 
 
 def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
@@ -89,6 +93,7 @@ def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
         "pod_groups": [_pod_group(group, workload, priorities, never_preempting) for group in workload.groups],
         "pods": [_pod(pod, context) for pod in workload.pods],
         "priority_classes": [record.priority_class for record in inventory.priority_classes],
+        "dra": _dra_objects(inventory, warnings),
     }
     try:
         return Snapshot.model_validate(snapshot_fields)
@@ -96,6 +101,24 @@ def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
         path, message = pydantic_message(error)
         single_source = inventory.sources[0] if len(set(inventory.sources)) == 1 else None
         raise FieldError(message, location=Location(source=single_source), path=path) from None
+
+
+# ---- DRA ----
+
+
+def _dra_objects(inventory: Inventory, warnings: Warnings) -> DraObjects:
+    """The DRA objects, each request's device class checked, the unused fields said once."""
+    check_device_classes(inventory.dra)
+    unused = inventory.dra_unused.warning()
+    if unused is not None:
+        warnings.add(Location(), unused)
+    items = [record.item for record in inventory.dra]
+    return DraObjects(
+        device_classes=tuple(item for item in items if isinstance(item, DeviceClass)),
+        resource_slices=tuple(item for item in items if isinstance(item, ResourceSlice)),
+        resource_claims=tuple(item for item in items if isinstance(item, ResourceClaim)),
+        resource_claim_templates=tuple(item for item in items if isinstance(item, ResourceClaimTemplate)),
+    )
 
 
 # ---- duplicates ----
@@ -111,6 +134,10 @@ def _reject_duplicates(inventory: Inventory, workload: Workload) -> None:
         ("PriorityClass", ((r.priority_class.name, r.location) for r in inventory.priority_classes)),
         ("Pod", ((r.key, r.location) for r in workload.pods)),
         ("PodGroup", ((r.key, r.location) for r in workload.groups)),
+        *(
+            (kind.__name__, [(r.key, r.obj.location) for r in inventory.dra if type(r.item) is kind])
+            for kind in (DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate)
+        ),
     ]
     for kind, keyed in kinds:
         first: dict[str, Location] = {}
@@ -308,6 +335,7 @@ def _pod(pod: PodRecord, context: _PodContext) -> Pod:
         offline=offline,
         scheduling_gates=pod.template.scheduling_gates,
         host_ports=pod.template.host_ports,
+        resource_claims=pod.template.resource_claims,
         scheduled_reason=pod.scheduled_reason,
     )
 

@@ -17,6 +17,8 @@ their schema does not have is a warning with the nearest known name, see `field_
     kubeflow.org PyTorchJob                   pytorch_job
     topology.volcano.sh HyperNode             cluster_objects
     nodeinfo.volcano.sh Numatopology          cluster_objects
+    resource.k8s.io DeviceClass, ResourceSlice,
+      ResourceClaim, ResourceClaimTemplate    dra_objects
 
 Every other kind is skipped with one warning. Errors (all `SnapshotError`, see
 `models.errors`): `InputFormatError` when text is not YAML or a document is not a
@@ -45,6 +47,7 @@ from .cluster_objects import (
     read_priority_class,
     read_queue,
 )
+from .dra_objects import read_device_class, read_resource_claim, read_resource_claim_template, read_resource_slice
 from .field_schemas import KindSchema, kind_schema, warn_unknown_fields
 from .object_names import check_object_name
 from .pytorch_job import read_pytorch_job
@@ -125,6 +128,8 @@ _CLUSTER_SCOPED = frozenset(
         "ClusterRoleBinding",
         "CustomResourceDefinition",
         "RuntimeClass",
+        "DeviceClass",
+        "ResourceSlice",
         "IngressClass",
     }
 )
@@ -417,6 +422,22 @@ def _add_job(obj: RawObject, record: JobRecord, context: _Context) -> None:
     context.inventory.workloads.append(record)
 
 
+def _device_class(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    context.inventory.dra.append(read_device_class(obj, meta, context.inventory.dra_unused))
+
+
+def _resource_slice(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    context.inventory.dra.append(read_resource_slice(obj, meta, context.inventory.dra_unused))
+
+
+def _resource_claim(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    context.inventory.dra.append(read_resource_claim(obj, meta, context.inventory.dra_unused))
+
+
+def _resource_claim_template(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    context.inventory.dra.append(read_resource_claim_template(obj, meta, context.inventory.dra_unused))
+
+
 def _count_pods(obj: RawObject, count: int, context: _Context) -> None:
     """Stop early, before memory runs out, when the input holds more pods than a snapshot may."""
     context.inventory.pod_count += count
@@ -435,5 +456,9 @@ _READERS: dict[tuple[str, str], Callable[[RawObject, Metadata, _Context], None]]
     ("kubeflow.org", "PyTorchJob"): _pytorch_job,
     ("topology.volcano.sh", "HyperNode"): _hypernode,
     ("nodeinfo.volcano.sh", "Numatopology"): _numatopology,
+    ("resource.k8s.io", "DeviceClass"): _device_class,
+    ("resource.k8s.io", "ResourceSlice"): _resource_slice,
+    ("resource.k8s.io", "ResourceClaim"): _resource_claim,
+    ("resource.k8s.io", "ResourceClaimTemplate"): _resource_claim_template,
 }
 _SCHEMAS: dict[tuple[str, str], KindSchema] = {(group, kind): kind_schema(group, kind) for group, kind in _READERS}

@@ -34,6 +34,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from models.dra import PodResourceClaim
 from models.errors import FieldError, Location, PathPart
 from models.node_affinity import NodeSelectorTerm, PreferredSchedulingTerm
 from models.pod_affinity import InterPodConstraints
@@ -50,6 +51,7 @@ from models.snapshot import (
     Toleration,
 )
 
+from .dra_objects import read_pod_resource_claims
 from .affinity_fields import read_preferred_node_affinity, read_required_node_affinity
 from .keys import (
     CHECKPOINT_ANNOTATION,
@@ -220,6 +222,7 @@ class PodTemplate:
     active_deadline_s: float | None = None  # spec.activeDeadlineSeconds: the kubelet ends the pod this long after start
     scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates[].name: not to be scheduled while any remains
     host_ports: tuple[HostPort, ...] = ()  # containers[].ports[] with a hostPort (rule nodeports)
+    resource_claims: tuple[PodResourceClaim, ...] = ()  # spec.resourceClaims: DRA claims it needs
 
 
 def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPolicy = "none") -> PodTemplate:
@@ -257,6 +260,7 @@ def read_pod_template(obj: RawObject, meta: Metadata, *, numa_fallback: NumaPoli
         active_deadline_s=spec.optional_integer("activeDeadlineSeconds", minimum=1),
         scheduling_gates=read_scheduling_gates(spec),
         host_ports=read_host_ports(spec),
+        resource_claims=read_pod_resource_claims(spec),
     )
 
 

@@ -12,7 +12,7 @@ def test_replaced_changes_only_the_parts_given_and_validates() -> None:
     replaced = snapshot.replaced(pods=pods)
     assert replaced.pods[0].phase == "pending" and replaced.nodes == snapshot.nodes
     assert replaced.queues == snapshot.queues and replaced.usage_policy == snapshot.usage_policy
-    assert set(Snapshot.model_fields) == {"nodes", "hypernodes", "queues", "pod_groups", "pods", "priority_classes", "usage_policy", "colocation_policy", "reservation_policy"}, (
+    assert set(Snapshot.model_fields) == {"nodes", "hypernodes", "queues", "pod_groups", "pods", "priority_classes", "usage_policy", "colocation_policy", "reservation_policy", "dra"}, (
         "a new field: `replaced` carries it over as it is, check that is what it should do"
     )
     judged = snapshot.with_usage_policy(UsagePolicy(cpu_threshold_percent=50))
