@@ -26,7 +26,6 @@ existing claim's `status.allocation` names is taken by that claim.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from functools import cached_property
@@ -35,6 +34,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from models.node_affinity import NodeSelectorTerm
+from models.semver import Version
 
 __all__ = [
     "AttributeValue",
@@ -61,13 +61,6 @@ __all__ = [
     "qualified_name",
 ]
 
-_SEMVER = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
-    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
-)
-"""Semantic Versioning 2.0.0, strict, as DRA's `version` attribute is validated."""
-
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", ignored_types=(cached_property,))
@@ -77,43 +70,6 @@ def qualified_name(name: str, driver: str) -> str:
     """`productName` of driver `gpu.nvidia.com` → `gpu.nvidia.com/productName`; a name that
     already has a domain (`resource.kubernetes.io/pcieRoot`) stays as it is."""
     return name if "/" in name else f"{driver}/{name}"
-
-
-class Version(_Frozen):
-    """A `version` attribute (semver 2.0.0). Kept apart from strings so a CEL selector can
-    compare it as a version (`isGreaterThan(semver("12.0.0"))`), never as text."""
-
-    major: int = Field(ge=0)
-    minor: int = Field(ge=0)
-    patch: int = Field(ge=0)
-    pre_release: str = ""
-    build: str = Field("", description="build metadata: not part of the version's order")
-
-    @classmethod
-    def parse(cls, text: str) -> Version:
-        """`"12.4.1-rc.1"` → Version(12, 4, 1, "rc.1"); a ValueError naming the text otherwise."""
-        match = _SEMVER.match(text)
-        if match is None:
-            raise ValueError(f"{text!r} is not a semantic version (MAJOR.MINOR.PATCH, e.g. 12.4.1)")
-        major, minor, patch, pre_release, build = match.groups()
-        return cls(major=int(major), minor=int(minor), patch=int(patch), pre_release=pre_release or "", build=build or "")
-
-    @property
-    def precedence(self) -> tuple[int, int, int, int, tuple[tuple[int, int, str], ...]]:
-        """The order key Semantic Versioning 2.0.0 defines (what CEL's `compareTo` follows):
-        a release after its pre-releases, pre-release identifiers numeric < alphanumeric and
-        more of them after fewer; build metadata ignored.
-        `1.0.0-alpha < 1.0.0-alpha.1 < 1.0.0-beta.2 < 1.0.0-beta.11 < 1.0.0`."""
-        identifiers = tuple(
-            (0, int(part), "") if part.isdigit() else (1, 0, part)
-            for part in (self.pre_release.split(".") if self.pre_release else ())
-        )
-        return (self.major, self.minor, self.patch, 0 if self.pre_release else 1, identifiers)
-
-    def __str__(self) -> str:
-        text = f"{self.major}.{self.minor}.{self.patch}"
-        text += f"-{self.pre_release}" if self.pre_release else ""
-        return text + (f"+{self.build}" if self.build else "")
 
 
 AttributeValue = bool | int | str | Version
