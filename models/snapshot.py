@@ -866,13 +866,14 @@ class Snapshot(_Frozen):
         *,
         nodes: Sequence[Node] | None = None,
         pods: Sequence[Pod] | None = None,
+        pod_groups: Sequence[PodGroup] | None = None,
         usage_policy: UsagePolicy | None = None,
         hypernodes: Sequence[HyperNode] | None = None,
     ) -> "Snapshot":
         """The same snapshot with the parts given in place of its own: a new, validated
         Snapshot, every other object shared — the one way to rebuild one, so no field is
         dropped when a field is added (what-if's cycle, rebalancing's checked snapshot, the
-        scale-up plan's bought nodes)."""
+        scale-up plan's bought nodes, the counted snapshot of `solver.rules.counted`)."""
         changed: dict[str, object] = {}
         if nodes is not None:
             changed["nodes"] = tuple(nodes)
@@ -880,6 +881,8 @@ class Snapshot(_Frozen):
             changed["hypernodes"] = tuple(hypernodes)
         if pods is not None:
             changed["pods"] = tuple(pods)
+        if pod_groups is not None:
+            changed["pod_groups"] = tuple(pod_groups)
         if usage_policy is not None:
             changed["usage_policy"] = usage_policy
         return Snapshot(**{name: changed.get(name, getattr(self, name)) for name in Snapshot.model_fields})

@@ -350,7 +350,7 @@ def _pinned(changed: ChangedSnapshot, cluster: ClusterName) -> ChangedSnapshot:
 
 def _with_groups(changed: ChangedSnapshot, groups: Sequence[PodGroup]) -> ChangedSnapshot:
     base = changed.snapshot
-    snapshot = Snapshot(**{name: (tuple(groups) if name == "pod_groups" else getattr(base, name)) for name in Snapshot.model_fields})
+    snapshot = base.replaced(pod_groups=groups)
     return ChangedSnapshot(
         snapshot=snapshot,
         added_jobs=changed.added_jobs,

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from models.snapshot import Node, Pod, PodGroup, Snapshot
+from models.snapshot import Node, NodeName, Pod, PodGroup, Snapshot
 from solver.after import After
 from solver.columns import Column, NodeFilter
 from solver.memo import memoized
@@ -131,32 +131,35 @@ def _counted(snapshot: Snapshot) -> Snapshot:
     columns = declared_columns(snapshot)
     moving = [column for column in columns if column.moves is not None]
     offered = set().union(*(column.offer for column in moving if isinstance(column.offer, Mapping)))
-    roomed = {node for column in moving for node, _ in (column.device_room or {})}
+    room: dict[NodeName, dict[int, int]] = {}  # per node, its devices' room (`Column.device_room`)
+    for column in moving:
+        for (name, index), amount in (column.device_room or {}).items():
+            room.setdefault(name, {})[index] = amount
     asked = set().union(*(column.ask for column in moving if isinstance(column.ask, Mapping)))
     tasked = set().union(*(column.task_ask for column in moving if isinstance(column.task_ask, Mapping)))
-    changed = {
-        "nodes": tuple(
-            _counted_node(node, moving) if node.name in offered or node.name in roomed else node for node in snapshot.nodes
-        ),
-        "pods": tuple(_counted_pod(pod, moving) if pod.key in asked else pod for pod in snapshot.pods),
-        "pod_groups": tuple(
+    result = snapshot.replaced(
+        nodes=[
+            _counted_node(node, moving, room.get(node.name, {})) if node.name in offered or node.name in room else node
+            for node in snapshot.nodes
+        ],
+        pods=[_counted_pod(pod, moving) if pod.key in asked else pod for pod in snapshot.pods],
+        pod_groups=[
             _counted_group(group, moving, tasked) if any((group.key, task.name) in tasked for task in group.tasks) else group
             for group in snapshot.pod_groups
-        ),
-    }
-    result = Snapshot(**{name: changed.get(name, getattr(snapshot, name)) for name in Snapshot.model_fields})
+        ],
+    )
     memoized(result, ("counted_result",), lambda: True)  # a marker: the result must not hold itself
     memoized(result, ("declared_columns",), lambda: columns)  # the same columns, not asked again
     return result
 
 
-def _counted_node(node: Node, moving: list[Column]) -> Node:
+def _counted_node(node: Node, moving: list[Column], room: Mapping[int, int]) -> Node:
+    """`node` with what the moving columns offer there, and `room` (per GPU index) as its
+    devices' `lent_milli`."""
     allocatable = dict(node.allocatable)
-    room: dict[int, int] = {}
     for column in moving:
         if isinstance(column.offer, Mapping) and node.name in column.offer:
             allocatable[column.name] = column.offer[node.name]
-        room.update({index: amount for (name, index), amount in (column.device_room or {}).items() if name == node.name})
     if not room:
         return node.model_copy(update={"allocatable": allocatable})
     gpus = tuple(gpu.model_copy(update={"lent_milli": room[gpu.index]}) if gpu.index in room else gpu for gpu in node.gpus)
