@@ -41,7 +41,7 @@ from solver.checker import require_valid
 from solver.place import SolveConfig, place
 from solver.rules.eligibility import ineligibility_reason
 from solver.scale_up.cpsat_choice import Choice, choose_with_cpsat
-from solver.scale_up.demand import GangDemand, candidate_demands, over_queue_room, queue_room
+from solver.scale_up.demand import GangDemand, candidate_demands, over_queue_room, queue_room, take_room
 from solver.scale_up.greedy_choice import choose_greedily
 from solver.scale_up.slots import BoughtNode, Slot, extended, pods_per_node, slots_of
 
@@ -83,7 +83,7 @@ def plan_scale_up(
     if choice is None:
         choice, engine = greedy, "greedy"
     verified, bought = _verified(snapshot, slots, choice, candidates, config) if choice.counts else (decision, ())
-    started = {o.name for o in verified.podgroups if o.state == "scheduled" and o.name in candidates}
+    started = _started(verified, candidates)
     left = _room_left(room, [d for d in demands if d.group.key in started])
     rows = _rows(slots, bought)
     return ScaleUpPlan(
@@ -151,7 +151,7 @@ def _verified(
     bigger, bought = extended(snapshot, slots, choice.counts)
     decision = place(bigger, config)
     require_valid(bigger, decision.placement)
-    started = {o.name for o in decision.podgroups if o.state == "scheduled" and o.name in candidates}
+    started = _started(decision, candidates)
     pod_group = {pod.key: pod.pod_group for pod in bigger.pods}
     used = {b.node for b in decision.placement.binds if pod_group.get(b.pod) in started}
     if all(node.name in used for node in bought):
@@ -163,9 +163,14 @@ def _verified(
     smaller, smaller_bought = extended(snapshot, slots, kept)
     again = place(smaller, config)
     require_valid(smaller, again.placement)
-    if {o.name for o in again.podgroups if o.state == "scheduled" and o.name in candidates} >= started:
+    if _started(again, candidates) >= started:
         return again, smaller_bought
     return decision, bought
+
+
+def _started(decision: Decision, candidates: set[PodGroupKey]) -> set[PodGroupKey]:
+    """The candidates `decision` starts."""
+    return {o.name for o in decision.podgroups if o.state == "scheduled" and o.name in candidates}
 
 
 def _demand(demands: Sequence[GangDemand], key: PodGroupKey) -> tuple[int, GangDemand]:
@@ -176,9 +181,7 @@ def _room_left(room: Mapping[QueueName, Mapping[str, int]], started: Sequence[Ga
     """What each capped queue has left once the started gangs run."""
     left = {queue: dict(amounts) for queue, amounts in room.items()}
     for demand in started:
-        for queue in demand.queues:
-            for name in left.get(queue, {}):
-                left[queue][name] -= demand.requests.get(name, 0)
+        take_room(left, demand)
     return left
 
 

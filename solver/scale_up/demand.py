@@ -34,7 +34,7 @@ from solver.reasons import format_quantity, nodes_would_help
 from solver.rules.gang import gang_requirement, minimum_pods
 from solver.rules.topology import domains_within, hard_tier_limit
 
-__all__ = ["GangDemand", "candidate_demands", "queue_room", "over_queue_room"]
+__all__ = ["GangDemand", "candidate_demands", "queue_room", "over_queue_room", "take_room"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,14 @@ def queue_room(snapshot: Snapshot, decision: Decision) -> dict[QueueName, dict[s
         for queue in snapshot.queues
         if queue.capability
     }
+
+
+def take_room(room: dict[QueueName, dict[str, int]], demand: GangDemand) -> None:
+    """`room` (`queue_room`'s, a copy the caller owns) less what `demand` takes of each capped
+    queue on its way to the root, in place: the gang starts."""
+    for queue in demand.queues:
+        for name in room.get(queue, {}):
+            room[queue][name] -= demand.requests.get(name, 0)
 
 
 def over_queue_room(demand: GangDemand, room: Mapping[QueueName, Mapping[str, int]]) -> str | None:

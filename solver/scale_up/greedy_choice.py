@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, PODS, POD_SLOT, QueueName, Task, gpu_devices
+from solver.rules.capacity import device_fits
 from solver.scale_up.cpsat_choice import Choice
-from solver.scale_up.demand import GangDemand, over_queue_room
+from solver.scale_up.demand import GangDemand, over_queue_room, take_room
 from solver.scale_up.slots import Slot
 
 __all__ = ["choose_greedily"]
@@ -35,13 +36,13 @@ class _Room:
             return False
         gpu_milli = task.requests.get(GPU, 0)
         if gpu_milli >= GPU_MILLI_PER_DEVICE:
-            whole = [i for i, free in enumerate(self.device_free_milli) if free == GPU_MILLI_PER_DEVICE]
+            whole = [i for i, free in enumerate(self.device_free_milli) if device_fits(free, gpu_milli)]
             if len(whole) < gpu_devices(gpu_milli):
                 return False
             for i in whole[: gpu_devices(gpu_milli)]:
                 self.device_free_milli[i] = 0
         elif gpu_milli > 0:
-            shared = [i for i, free in enumerate(self.device_free_milli) if free >= gpu_milli]
+            shared = [i for i, free in enumerate(self.device_free_milli) if device_fits(free, gpu_milli)]
             if not shared:
                 return False
             best = min(shared, key=lambda i: (self.device_free_milli[i], i))  # the fullest device that still fits
@@ -79,9 +80,7 @@ def choose_greedily(
                 best = trial
         if best is not None:
             state = best
-            for queue in demands[g].queues:
-                for name in room.get(queue, {}):
-                    room[queue][name] -= demands[g].requests.get(name, 0)
+            take_room(room, demands[g])
     return Choice(counts=dict(state.per_slot), status="GREEDY")
 
 

@@ -56,8 +56,8 @@ class BoughtNode:
     name: NodeName
 
 
-def _chain(snapshot: Snapshot, name: str) -> tuple[tuple[str, int], ...]:
-    parent_of = {member: h.name for h in snapshot.hypernodes for member in h.hypernode_members}
+def _chain(snapshot: Snapshot, parent_of: Mapping[str, str], name: str) -> tuple[tuple[str, int], ...]:
+    """HyperNode `name` and those above it, with their tiers; `parent_of` maps a HyperNode to its parent."""
     chain: list[tuple[str, int]] = []
     current: str | None = name
     while current is not None:
@@ -71,16 +71,17 @@ def slots_of(snapshot: Snapshot, templates: NodeTemplates, *, node_bound: int) -
     waiting gangs could fill: no slot needs more nodes than there are pods)."""
     slots: list[Slot] = []
     taken = set(snapshot.hypernode_by_name)
+    parent_of = {member: h.name for h in snapshot.hypernodes for member in h.hypernode_members}
     for template in templates.templates:
         if template.max_count == 0:
             continue
         node = template.node(NodeName(template.name))
         bound = min(template.max_count, node_bound)
         for name in template.hypernodes:
-            slots.append(Slot(template, node, name, None, None, bound, _chain(snapshot, name)))
+            slots.append(Slot(template, node, name, None, None, bound, _chain(snapshot, parent_of, name)))
         domain = template.new_hypernode
         if domain is not None:
-            above = _chain(snapshot, domain.parent) if domain.parent is not None else ()
+            above = _chain(snapshot, parent_of, domain.parent) if domain.parent is not None else ()
             names = (f"{template.name}-domain-{k}" for k in range(1, 10**9))
             for _ in range(min(ceil(template.max_count / domain.size), node_bound)):
                 name = next(n for n in names if n not in taken)
