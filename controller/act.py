@@ -56,7 +56,7 @@ from typing import Any, Protocol, TypeVar
 from controller import status as status_text
 from controller.assumed import AssumedPods, bound_to
 from controller.errors import ApiError, Conflict, NotFound, ServerError, TooManyRequests, Unavailable
-from controller.kinds import NODES, PODS, VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
+from controller.kinds import NODES, PODS, ResourceKind
 from controller.metrics import ControllerMetrics
 from controller.plan import BindPod, EmitEvent, Evict, GangPlan, Plan, SetPodCondition, pod_condition_key, podgroup_event
 from controller.timing import BackoffPolicy, Clock, SystemClock, rfc3339
@@ -407,7 +407,7 @@ class Actuator:
         body = status_text.status_patch(
             status, flavor=ref.flavor, min_member=gang.min_member, observed=ref.status, now=now, transition_id=transition_id
         )
-        kind, subresource = (XK8S_PODGROUPS, "status") if ref.flavor == "xk8s" else (VOLCANO_PODGROUPS, None)
+        kind, subresource = ref.kind, ("status" if ref.flavor == "xk8s" else None)
         try:
             self._call("patch", lambda: self._api.patch(kind, ref.namespace, ref.name, body, subresource=subresource))
             with self._count_lock:

@@ -43,6 +43,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.kinds import VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
 from controller.repair import HeldPod, RepairEviction, counted, over_allocatable, repair_evictions
 from models.errors import Location, SnapshotError, format_path
 from models.loaders import load_snapshot_documents
@@ -110,6 +111,11 @@ class PodGroupRef:
     name: str
     uid: str
     status: Mapping[str, Any]
+
+    @property
+    def kind(self) -> ResourceKind:
+        """The API resource it is read from and written to: its flavor's."""
+        return XK8S_PODGROUPS if self.flavor == "xk8s" else VOLCANO_PODGROUPS
 
 
 @dataclass(frozen=True)

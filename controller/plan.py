@@ -466,7 +466,7 @@ def podgroup_event(
     return EmitEvent(
         namespace=ref.namespace,
         kind="PodGroup",
-        api_version="scheduling.volcano.sh/v1beta1" if ref.flavor == "volcano" else "scheduling.x-k8s.io/v1alpha1",
+        api_version=ref.kind.api_version,
         name=ref.name,
         uid=ref.uid,
         type=type_,

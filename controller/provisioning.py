@@ -157,7 +157,7 @@ def _template_spec(pod: JsonObject) -> JsonObject:
 
 
 def build_request(
-    gang: WaitingGang, *, class_name: str, attempt: int, parameters: Mapping[str, str] | None = None
+    gang: WaitingGang, *, class_name: str, attempt: int
 ) -> tuple[JsonObject, list[JsonObject]]:
     """(the ProvisioningRequest, its PodTemplates) for `gang`: one template per distinct
     template spec (`_template_spec`), in the order of the first pod having it, each counted
@@ -169,7 +169,7 @@ def build_request(
         spec = _template_spec(pod)
         shapes.setdefault(json.dumps(spec, sort_keys=True), (spec, []))[1].append(pod)
     owner = {
-        "apiVersion": "scheduling.volcano.sh/v1beta1" if ref.flavor == "volcano" else "scheduling.x-k8s.io/v1alpha1",
+        "apiVersion": ref.kind.api_version,
         "kind": "PodGroup",
         "name": ref.name,
         "uid": ref.uid,
@@ -192,8 +192,6 @@ def build_request(
         })
         pod_sets.append({"podTemplateRef": {"name": template_name}, "count": len(pods)})
     request_spec: JsonObject = {"provisioningClassName": class_name, "podSets": pod_sets}
-    if parameters:
-        request_spec["parameters"] = dict(parameters)
     request = {
         "apiVersion": PROVISIONING_REQUESTS.api_version,
         "kind": "ProvisioningRequest",
@@ -400,7 +398,6 @@ class Provisioner:
     client: KubeClient
     class_name: str
     backoff_s: float = 60.0
-    parameters: Mapping[str, str] = field(default_factory=dict)
     _unserved_until: float = 0.0
     _unserved_said: str = ""
     _logged: dict[str, str] = field(default_factory=dict)  # the last answer's Events: dedupe key → message
@@ -502,7 +499,7 @@ class Provisioner:
     def _create(self, create: Create, monotonic_s: float) -> bool | None:
         """True when created; False when not (logged; tried again next cycle); None when the
         API is not served or refused (no more creates this cycle)."""
-        request, templates = build_request(create.gang, class_name=self.class_name, attempt=create.attempt, parameters=self.parameters)
+        request, templates = build_request(create.gang, class_name=self.class_name, attempt=create.attempt)
         namespace = create.gang.ref.namespace
         try:
             for template in templates:  # first, so the autoscaler never reads a request without them
