@@ -40,6 +40,7 @@ from typing import Any, Protocol
 
 import cel
 
+from models.dra import AttributeValue
 from models.errors import FieldError
 from models.quantity import parse_quantity
 from models.semver import Version, is_semver
@@ -59,8 +60,6 @@ __all__ = [
 class SelectorCompileError(FieldError):
     """A CEL selector the API server would refuse: it does not parse or names an unknown function."""
 
-
-AttributeValue = bool | int | str | Version
 
 
 class Device(Protocol):
@@ -233,7 +232,8 @@ def compile_selector(expression: str, *, where: str) -> Selector:
 @functools.lru_cache(maxsize=4096)
 def _program(expression: str) -> Any:
     cel.compile(expression)  # ValueError with the parser's message, on the text as written
-    program = cel.compile(rewrite_selector(expression))
+    rewritten = rewrite_selector(expression)
+    program = cel.compile(rewritten)
     unknown = sorted(
         name
         for name in program.functions()
@@ -242,7 +242,7 @@ def _program(expression: str) -> Any:
     if unknown:
         raise ValueError(f"{', '.join(unknown)}: no such function in the DRA CEL environment, in {expression!r}")
     # A macro's or cel.bind's variable is a variable of the program too; any other name is a typo.
-    declared = {"device", *_MACRO_VARIABLE.findall(rewrite_selector(expression))}
+    declared = {"device", *_MACRO_VARIABLE.findall(rewritten)}
     undeclared = sorted(set(program.variables()) - declared)
     if undeclared:
         raise ValueError(f"undeclared reference to {', '.join(undeclared)} (only `device` is defined), in {expression!r}")

@@ -335,18 +335,18 @@ class GreedyEngine:
         shape = state.shape(row)
         room, blocker = state.quota_room(plan.queue, shape)
         if room == 0 and blocker is not None:
-            return [self._quota_exceeded(blocker, needs=int(shape.requests[blocker[1]]))]
+            return [self._quota_exceeded(blocker, shape.requests)]
         return fit_error(state, shape, plan.group.task_by_name[name], plan.domain)
 
-    def _quota_exceeded(self, blocker: tuple[int, int], *, needs: int) -> reasons.Reason:
-        """The quota reason for (queue, resource) `blocker`, the pods in question asking `needs`."""
+    def _quota_exceeded(self, blocker: tuple[int, int], asked: np.ndarray) -> reasons.Reason:
+        """The quota reason for (queue, resource) `blocker`, the pods in question asking `asked` (`[R]`)."""
         queue, r = blocker
         return reasons.quota_exceeded(
             self.problem.queue_names[queue],
             resource=self.problem.resource_names[r],
             capability=int(self.problem.queue_capability[queue, r]),
             in_use=int(self.state.queue_used[queue, r]),
-            needs=needs,
+            needs=int(asked[r]),
         )
 
     # ---- one PodGroup ----
@@ -415,7 +415,7 @@ class GreedyEngine:
                     blocker = self.state.quota_blocker(plan.queue, demand)
                     if blocker is not None:
                         plan.failure = GreedyFailure.QUOTA
-                        plan.reasons.insert(0, self._quota_exceeded(blocker, needs=int(demand[blocker[1]])))
+                        plan.reasons.insert(0, self._quota_exceeded(blocker, demand))
                 return False
         if self._transaction(plan, counts, None, action):
             if not commit:
@@ -544,12 +544,12 @@ class GreedyEngine:
                 )
             )
         if room == 0 and blocker is not None:
-            sentences.append(self._quota_exceeded(blocker, needs=int(demand[blocker[1]])))
+            sentences.append(self._quota_exceeded(blocker, demand))
             plan.failure = GreedyFailure.QUOTA
         elif (whole := state.quota_blocker(plan.queue, demand)) is not None:
             # The nodes ran out before the capability did, but the whole minimum crosses it: the
             # quota holds the gang whatever the nodes (an autoscaler must not buy for it).
-            sentences.append(self._quota_exceeded(whole, needs=int(demand[whole[1]])))
+            sentences.append(self._quota_exceeded(whole, demand))
             plan.failure = GreedyFailure.QUOTA
         else:
             plan.failure = GreedyFailure.CAPACITY
