@@ -214,6 +214,7 @@ class ResourceClaim(_ClaimSpec):
     )
     reserved_for: tuple[str, ...] = Field((), description="names of the pods it is reserved for")
     owner_pod: str | None = Field(None, description="the pod a template made it for (its controller owner)")
+    pod_claim: str | None = Field(None, description="that pod's `spec.resourceClaims` entry it was made for")
 
 
 class PodResourceClaim(_Frozen):

@@ -15,11 +15,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from models.dra import DeviceResult
 from models.reason import Reason
 from models.snapshot import NodeName, PodGroupKey, PodKey, QueueName
 
 __all__ = [
     "Bind",
+    "ClaimAllocation",
     "Eviction",
     "Placement",
     "PodGroupOutcome",
@@ -55,9 +57,27 @@ class Eviction(_Frozen):
     for_: PodGroupKey = Field(alias="for", description="the PodGroup the room is made for")
 
 
+class ClaimAllocation(_Frozen):
+    """The devices one DRA ResourceClaim gets this cycle: what the scheduler writes to the
+    claim's `status.allocation` (and `status.reservedFor`) before it binds the pods
+    (`solver.rules.dra`). A claim is allocated once, whoever shares it."""
+
+    claim: str | None = Field(
+        description="the ResourceClaim, namespace/name; null for a claim a template makes for a pod that the "
+        "snapshot does not hold yet (found by the pod's `status.resourceClaimStatuses`)"
+    )
+    pod: PodKey = Field(description="the pod whose `spec.resourceClaims` entry asks it (the first, when shared)")
+    pod_claim: str = Field(description="that entry's name")
+    template: str | None = Field(None, description="the ResourceClaimTemplate that makes it, when one does")
+    node: NodeName = Field(description="the node its devices are used from")
+    devices: tuple[DeviceResult, ...] = Field(description="`status.allocation.devices.results`, in request order")
+    reserved_for: tuple[PodKey, ...] = Field(description="the pods bound this cycle that use it (`status.reservedFor`)")
+
+
 class Placement(_Frozen):
     binds: tuple[Bind, ...] = ()
     evictions: tuple[Eviction, ...] = ()
+    claims: tuple[ClaimAllocation, ...] = Field((), description="DRA claims allocated this cycle, for the binds")
 
 
 class UnplacedPod(_Frozen):
@@ -140,6 +160,7 @@ class Decision(_Frozen):
             "reproducible": self.reproducible,
             "binds": [bind.model_dump() for bind in self.placement.binds],
             "evictions": [eviction.model_dump(by_alias=True) for eviction in self.placement.evictions],
+            "claims": [claim.model_dump() for claim in self.placement.claims],
             "podgroups": [outcome.model_dump() for outcome in self.podgroups],
             "queues": [share.model_dump() for share in self.queues],
         }

@@ -180,6 +180,7 @@ def read_resource_claim(obj: RawObject, meta: Metadata, unused: DraUnused) -> Dr
             if consumer.string("resource", "pods") == "pods"
         ),
         owner_pod=_owner_pod(obj.child("metadata")),
+        pod_claim=meta.annotations.get(POD_CLAIM_NAME_ANNOTATION),
     )
     return DraRecord(claim, obj)
 
@@ -289,6 +290,11 @@ def _results(allocation: RawObject) -> tuple[DeviceResult, ...]:
         )
         for result in allocation.child("devices").children("results")
     )
+
+
+POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+"""Set by Kubernetes' resourceclaim controller on a claim it makes from a template: the
+pod's `spec.resourceClaims` entry the claim is for."""
 
 
 def _owner_pod(metadata: RawObject) -> str | None:
