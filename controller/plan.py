@@ -50,16 +50,23 @@ Rules, in the order they apply to a gang:
    (`SchedulingGated`), as kube-scheduler leaves it; a pod held out of the cycle for a
    dependency starting keeps the `WaitingForDependency` it had while that waited for nodes.
 
+8. A gang that binds writes, before its binds, each DRA ResourceClaim its pods use: the
+   allocation the solver chose (`Placement.claims`) and its pods in `reservedFor`, as
+   kube-scheduler does (`controller.dra_claims`). A claim that cannot be written binds
+   nothing of the gang.
+
 Events are capped per cycle (`max_pod_events`), as kube-scheduler's recorder rate-limits:
 the rest follow in later cycles, since what was not reported is reported then.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from controller import status as status_text
+from controller.dra_claims import ClaimWrite, claim_writes
 from controller.observe import Observation, PodGroupRef, SeenCondition, TerminatingPod
 from controller.repair import RepairEviction
 from models.placement import Bind, Decision, Eviction, PodGroupOutcome
@@ -158,6 +165,7 @@ class GangPlan:
     ref: PodGroupRef | None = None
     note: str = ""  # for the log: what the plan does and why
     pod_conditions: tuple[SetPodCondition, ...] = ()  # rule 7, after the status
+    claims: tuple[ClaimWrite, ...] = ()  # rule 8: the DRA claims its binds use, written before them
 
 
 @dataclass(frozen=True)
@@ -207,9 +215,28 @@ def plan(
     evicting = {eviction.pod for eviction in decision.placement.evictions}
     offline_gangs = [gang for eviction in offline if (gang := _offline_gang(eviction, observation, evicting)) is not None]
     return Plan(
-        gangs=(*_repair_gangs(observation), *offline_gangs, *(gang for gang in gangs if gang is not None)),
+        gangs=(
+            *_repair_gangs(observation),
+            *offline_gangs,
+            *(_with_claims(gang, decision, observation) for gang in gangs if gang is not None),
+        ),
         events=tuple(_rejected_events(observation, budget)),
     )
+
+
+def _with_claims(gang: GangPlan, decision: Decision, observation: Observation) -> GangPlan:
+    """Rule 8: the DRA claims the gang's binds use, written before them (`controller.dra_claims`)."""
+    if not gang.binds:
+        return gang
+    binds = [Bind(pod=bind.pod, node=bind.node) for bind in gang.binds]
+    writes = claim_writes(
+        binds,
+        decision.placement.claims,
+        observation.snapshot,
+        pods=observation.pods,
+        index=observation.claims,
+    )
+    return dataclasses.replace(gang, claims=writes) if writes else gang
 
 
 def offline_plan(observation: Observation, offline: Sequence[OfflineEviction]) -> Plan:
