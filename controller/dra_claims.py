@@ -143,49 +143,60 @@ def claim_writes(
     pods: Mapping[PodKey, SeenPod],
     index: ClaimIndex,
 ) -> tuple[ClaimWrite, ...]:
-    """The claims `binds`' pods use, one write each (several pods may share one)."""
-    allocated = {(a.pod, a.pod_claim): a for a in allocations}
-    by_claim = {a.claim: a for a in allocations if a.claim is not None}
+    """The claims `binds`' pods use, one write each (several pods may share one): each
+    `ClaimAllocation` reserved for one of them, with its devices; then each other claim a
+    bound pod's `spec.resourceClaims` names, which must be allocated already."""
+    bound = {bind.pod for bind in binds}
     writes: dict[str, ClaimWrite] = {}
+    covered: set[tuple[PodKey, str]] = set()
+    for allocation in allocations:
+        consumers = [pod for pod in allocation.reserved_for if pod in bound]
+        if not consumers:
+            continue
+        covered.update((pod, allocation.pod_claim) for pod in consumers)
+        claim = allocation.claim or _claim_of(allocation.pod, allocation.pod_claim, None, pods, index)
+        _add(writes, index, f"pod {allocation.pod} claim {allocation.pod_claim}", claim, consumers, pods,
+             devices=allocation.devices, node=allocation.node)
     for bind in binds:
         pod = snapshot.pod_by_key.get(bind.pod)
-        if pod is None:
-            continue
-        seen = pods.get(bind.pod)
-        consumer = Consumer(pod=bind.pod, uid=seen.uid if seen is not None else "")
-        statuses = seen.claim_statuses if seen is not None else {}
-        for entry in pod.resource_claims:
-            allocation = allocated.get((bind.pod, entry.name))
-            claim = _claim_of(bind.pod, entry.name, entry.resource_claim_name, allocation, statuses, index)
-            if claim is not None and claim in by_claim:
-                allocation = by_claim[claim]
-            asked_by = f"pod {bind.pod} claim {entry.name}"
-            key = claim or f"?{asked_by}"
-            known = writes.get(key)
-            if known is not None:
-                writes[key] = replace(known, consumers=(*known.consumers, consumer))
+        for entry in pod.resource_claims if pod is not None else ():
+            if (bind.pod, entry.name) in covered:
                 continue
-            writes[key] = ClaimWrite(
-                asked_by=asked_by,
-                claim=claim,
-                devices=allocation.devices if allocation is not None else None,
-                node=allocation.node if allocation is not None else None,
-                consumers=(consumer,),
-                obj=index.objects.get(claim) if claim is not None else None,
-            )
+            claim = _claim_of(bind.pod, entry.name, entry.resource_claim_name, pods, index)
+            _add(writes, index, f"pod {bind.pod} claim {entry.name}", claim, [bind.pod], pods, devices=None, node=None)
     return tuple(writes.values())
 
 
+def _add(
+    writes: dict[str, ClaimWrite], index: ClaimIndex, asked_by: str, claim: str | None, consumers: Sequence[PodKey],
+    pods: Mapping[PodKey, SeenPod], *, devices: tuple[DeviceResult, ...] | None, node: NodeName | None,
+) -> None:
+    """One more write, or more consumers of a claim already written (its devices kept)."""
+    reserved = tuple(Consumer(pod=pod, uid=_uid(pods, pod)) for pod in consumers)
+    key = claim or f"?{asked_by}"
+    known = writes.get(key)
+    if known is not None:
+        fresh = tuple(c for c in reserved if c not in known.consumers)
+        writes[key] = replace(known, consumers=(*known.consumers, *fresh), devices=known.devices or devices, node=known.node or node)
+        return
+    obj = index.objects.get(claim) if claim is not None else None
+    writes[key] = ClaimWrite(asked_by=asked_by, claim=claim, devices=devices, node=node, consumers=reserved, obj=obj)
+
+
+def _uid(pods: Mapping[PodKey, SeenPod], pod: PodKey) -> str:
+    seen = pods.get(pod)
+    return seen.uid if seen is not None else ""
+
+
 def _claim_of(
-    pod: PodKey, entry: str, named: str | None, allocation: ClaimAllocation | None,
-    statuses: Mapping[str, str], index: ClaimIndex,
+    pod: PodKey, entry: str, named: str | None, pods: Mapping[PodKey, SeenPod], index: ClaimIndex
 ) -> str | None:
+    """The claim a pod's entry means: named, else made for it (its status, else its owner)."""
     namespace = pod.partition("/")[0]
-    if allocation is not None and allocation.claim is not None:
-        return allocation.claim
     if named is not None:
         return f"{namespace}/{named}"
-    made = statuses.get(entry)
+    seen = pods.get(pod)
+    made = seen.claim_statuses.get(entry) if seen is not None else None
     if made is not None:
         return f"{namespace}/{made}"
     return index.generated.get((pod, entry))

@@ -1,0 +1,88 @@
+"""Raw DRA objects (`resource.k8s.io/v1`) for the controller's tests, and the claim Kubernetes'
+resourceclaim controller makes from a template for a pod (our test control plane runs no
+kube-controller-manager, so the tests make it as that controller would)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+JsonObject = dict[str, Any]
+DRIVER = "gpu.example.com"
+API_VERSION = "resource.k8s.io/v1"
+
+
+def device_class(name: str = DRIVER) -> JsonObject:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+    }
+
+
+def node_slice(node: str, gpus: int) -> JsonObject:
+    """One complete pool per node: `gpus` devices `gpu-0` … with an index and memory."""
+    devices = [
+        {"name": f"gpu-{index}", "attributes": {"index": {"int": index}}, "capacity": {"memory": {"value": "80Gi"}}}
+        for index in range(gpus)
+    ]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-{DRIVER}"},
+        "spec": {
+            "driver": DRIVER,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "nodeName": node,
+            "devices": devices,
+        },
+    }
+
+
+def _devices(count: int) -> JsonObject:
+    return {"requests": [{"name": "gpus", "exactly": {"deviceClassName": DRIVER, "count": count}}]}
+
+
+def claim_template(name: str, namespace: str, *, gpus: int = 1) -> JsonObject:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"spec": {"devices": _devices(gpus)}},
+    }
+
+
+def generated_claim(pod: JsonObject, entry: str, *, gpus: int = 1) -> JsonObject:
+    """The claim the resourceclaim controller makes for `pod`'s `spec.resourceClaims` entry
+    `entry`: named after both, owned by the pod (controller), annotated with the entry."""
+    metadata = pod["metadata"]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ResourceClaim",
+        "metadata": {
+            "name": f"{metadata['name']}-{entry}-x7k2q",
+            "namespace": metadata["namespace"],
+            "annotations": {"resource.kubernetes.io/pod-claim-name": entry},
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": metadata["name"], "uid": metadata["uid"],
+                 "controller": True, "blockOwnerDeletion": True}
+            ],
+        },
+        "spec": {"devices": _devices(gpus)},
+    }
+
+
+def claim_pod(name: str, namespace: str, *, template: str, entry: str = "gpu", group: str | None = None) -> JsonObject:
+    """A pending pod of ours asking a claim from `template` (a v1.20 API server drops
+    `spec.resourceClaims`; a 1.34 server keeps it)."""
+    annotations = {"scheduling.k8s.io/group-name": group} if group else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+        "spec": {
+            "schedulerName": "batchplace",
+            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}],
+            "resourceClaims": [{"name": entry, "resourceClaimTemplateName": template}],
+        },
+    }

@@ -1,0 +1,186 @@
+"""DRA claims written as kube-scheduler writes them, against a real API server.
+
+The API server here (v1.20) does not serve resource.k8s.io/v1: the DRA kinds are served as
+CRDs (deploy/dra-crds/), and the controller talks to them with the client code it uses on a
+1.34+ server. v1.20 also drops a pod's `spec.resourceClaims`, so these tests give the cycle
+its placement's claims themselves (`Placement.claims`, what the solver fills) and check what
+observe → plan → act writes: the claim's allocation and reservation before the bind, and no
+bind when the claim cannot be written.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from controller.act import Actuator
+from controller.assumed import AssumedPods
+from controller.caches import ClusterCaches
+from controller.kinds import DEVICE_CLASSES, NODES, PODS, RESOURCE_CLAIM_TEMPLATES, RESOURCE_CLAIMS, RESOURCE_SLICES
+from controller.kube import KubeClient
+from controller.loop import decide
+from controller.metrics import ControllerMetrics
+from controller.observe import observe
+from controller.plan import plan
+from controller.testing.control_plane import ControlPlane
+from models.dra import DeviceResult
+from models.placement import ClaimAllocation, Decision
+from models.snapshot import NodeName, PodKey
+from solver.place import SolveConfig
+from tests.controller._controller_builders import for_api, node
+from tests.controller._dra_objects import DRIVER, claim_pod, claim_template, device_class, generated_claim, node_slice
+
+NODE = "dra-n1"
+
+
+@pytest.fixture
+def controller_client(controller_kubeconfig: Path) -> Iterator[KubeClient]:
+    client = KubeClient.from_kubeconfig(controller_kubeconfig)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def dra_cluster(control_plane: ControlPlane, admin: KubeClient, namespace: str) -> str:
+    """One node with 4 GPUs of one driver, its class, and a one-GPU claim template."""
+    admin.create(NODES, None, for_api(node(NODE, cpu=8)))
+    admin.create(DEVICE_CLASSES, None, device_class())
+    admin.create(RESOURCE_SLICES, None, node_slice(NODE, gpus=4))
+    admin.create(RESOURCE_CLAIM_TEMPLATES, namespace, claim_template("one-gpu", namespace))
+    return namespace
+
+
+def _pod_with_claim(admin: KubeClient, namespace: str, name: str, *, group: str | None = None) -> tuple[dict, dict]:
+    pod = admin.create(PODS, namespace, claim_pod(name, namespace, template="one-gpu", group=group))
+    claim = admin.create(RESOURCE_CLAIMS, namespace, generated_claim(pod, "gpu"))
+    return pod, claim
+
+
+def _gpu(index: int) -> DeviceResult:
+    return DeviceResult(request="gpus", driver=DRIVER, pool=NODE, device=f"gpu-{index}")
+
+
+def _cycle(client: KubeClient, namespace: str, devices: dict[str, int]):
+    """observe the live caches, solve (greedy), add the claims a DRA solve gives each pod
+    (`devices`: pod name → GPU index), plan; (observation, plan, the actuator)."""
+    stop = threading.Event()
+    caches = ClusterCaches(client, scheduler_names=("batchplace",))
+    caches.start(stop)
+    try:
+        assert caches.wait_synced(30) and caches.wait_current(10)
+        view = caches.view()
+    finally:
+        stop.set()
+    observation = observe(view, scheduler_names=("batchplace",))
+    decision = decide(observation.snapshot, SolveConfig(engine="greedy"))
+    claims = tuple(
+        ClaimAllocation(
+            claim=None, pod=PodKey(f"{namespace}/{name}"), pod_claim="gpu", template=f"{namespace}/one-gpu",
+            node=NodeName(NODE), devices=(_gpu(index),), reserved_for=(PodKey(f"{namespace}/{name}"),),
+        )
+        for name, index in devices.items()
+    )
+    assert {bind.pod for bind in decision.placement.binds} == {claim.pod for claim in claims}
+    placed = Decision.model_validate(
+        {**decision.model_dump(by_alias=True), "placement": decision.placement.model_copy(update={"claims": claims})}
+    )
+    actuator = Actuator(client, assumed=AssumedPods(), metrics=ControllerMetrics())
+    return observation, plan(observation, placed), actuator
+
+
+def _act(actuator: Actuator, the_plan):
+    try:
+        return actuator.act(the_plan, now=datetime.now(timezone.utc), transition_id="t")
+    finally:
+        actuator.close()
+
+
+def test_a_template_claim_is_allocated_and_reserved_before_its_pod_is_bound(
+    dra_cluster: str, admin: KubeClient, controller_client: KubeClient
+) -> None:
+    namespace = dra_cluster
+    pod, claim = _pod_with_claim(admin, namespace, "train-0")
+    _, the_plan, actuator = _cycle(controller_client, namespace, {"train-0": 2})
+    report = _act(actuator, the_plan)
+
+    assert report.bound == [f"{namespace}/train-0"], report.bind_failures
+    written = admin.get(RESOURCE_CLAIMS, namespace, claim["metadata"]["name"])
+    allocation = written["status"]["allocation"]
+    assert allocation["devices"]["results"] == [{"request": "gpus", "driver": DRIVER, "pool": NODE, "device": "gpu-2"}]
+    term = allocation["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]
+    assert term == {"key": "metadata.name", "operator": "In", "values": [NODE]}
+    assert written["status"]["reservedFor"] == [{"resource": "pods", "name": "train-0", "uid": pod["metadata"]["uid"]}]
+    bound = admin.get(PODS, namespace, "train-0")
+    assert bound["spec"]["nodeName"] == term["values"][0]
+    # Written before the bind: etcd's revisions order the two writes (resourceVersions are
+    # opaque to clients by contract; this API server's are etcd revisions).
+    assert int(written["metadata"]["resourceVersion"]) < int(bound["metadata"]["resourceVersion"])
+
+
+def test_a_claim_changed_since_the_cycle_read_it_leaves_the_pod_unbound(
+    dra_cluster: str, admin: KubeClient, controller_client: KubeClient
+) -> None:
+    namespace = dra_cluster
+    _, claim = _pod_with_claim(admin, namespace, "train-0")
+    _, the_plan, actuator = _cycle(controller_client, namespace, {"train-0": 0})
+    name = claim["metadata"]["name"]
+    admin.patch(RESOURCE_CLAIMS, namespace, name, {"metadata": {"labels": {"touched": "yes"}}})  # someone else's write
+    report = _act(actuator, the_plan)
+
+    assert report.bound == []
+    assert [pod for pod, _ in report.bind_failures] == [f"{namespace}/train-0"]
+    assert "conflict" in report.bind_failures[0][1] and name in report.bind_failures[0][1]
+    assert not admin.get(PODS, namespace, "train-0")["spec"].get("nodeName")
+    assert "allocation" not in (admin.get(RESOURCE_CLAIMS, namespace, name).get("status") or {})
+    assert actuator._metrics.claim_writes.labels(result="refused")._value.get() == 1
+
+
+def test_a_deleted_claim_leaves_the_pod_unbound(dra_cluster: str, admin: KubeClient, controller_client: KubeClient) -> None:
+    namespace = dra_cluster
+    _, claim = _pod_with_claim(admin, namespace, "train-0")
+    _, the_plan, actuator = _cycle(controller_client, namespace, {"train-0": 0})
+    admin.delete(RESOURCE_CLAIMS, namespace, claim["metadata"]["name"])
+    report = _act(actuator, the_plan)
+
+    # The API server answers an update with a resourceVersion of an object gone with a
+    # conflict (a precondition failed), as it does on 1.34: either way, no bind.
+    assert report.bound == [] and claim["metadata"]["name"] in report.bind_failures[0][1]
+    assert not admin.get(PODS, namespace, "train-0")["spec"].get("nodeName")
+
+
+def test_a_gang_with_one_claim_not_written_binds_nothing_and_puts_back_the_claims_written(
+    dra_cluster: str, admin: KubeClient, controller_client: KubeClient, custom
+) -> None:
+    namespace = dra_cluster
+    custom.create_namespaced_custom_object(
+        "scheduling.volcano.sh", "v1beta1", namespace, "podgroups",
+        {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": "train"},
+         "spec": {"minMember": 2, "queue": "default"}},
+    )
+    _, first = _pod_with_claim(admin, namespace, "train-0", group="train")
+    _, second = _pod_with_claim(admin, namespace, "train-1", group="train")
+    _, the_plan, actuator = _cycle(controller_client, namespace, {"train-0": 0, "train-1": 1})
+    [gang] = [gang for gang in the_plan.gangs if gang.binds]
+    assert [write.claim for write in gang.claims] == [
+        f"{namespace}/{first['metadata']['name']}", f"{namespace}/{second['metadata']['name']}"
+    ]
+    admin.patch(RESOURCE_CLAIMS, namespace, second["metadata"]["name"], {"metadata": {"labels": {"touched": "yes"}}})
+    report = _act(actuator, the_plan)
+
+    assert report.bound == [] and len(report.bind_failures) == 2
+    assert bound_nodes(admin, namespace) == {}
+    for claim in (first, second):  # the first was written, then put back: nothing half done
+        status = admin.get(RESOURCE_CLAIMS, namespace, claim["metadata"]["name"]).get("status") or {}
+        assert not status.get("allocation") and not status.get("reservedFor"), status
+
+
+def bound_nodes(admin: KubeClient, namespace: str) -> dict[str, str]:
+    return {
+        pod["metadata"]["name"]: pod["spec"]["nodeName"]
+        for pod in admin.list(PODS, namespace=namespace).items
+        if pod["spec"].get("nodeName")
+    }
