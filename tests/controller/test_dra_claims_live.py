@@ -27,10 +27,12 @@ from controller.metrics import ControllerMetrics
 from controller.observe import observe
 from controller.plan import plan
 from controller.testing.control_plane import ControlPlane
-from models.dra import DeviceResult
+from models.dra import DeviceResult, counted_devices
 from models.placement import ClaimAllocation, Decision
 from models.snapshot import NodeName, PodKey
 from solver.place import SolveConfig
+from tests.controller.conftest import StartController
+from tests.controller._cluster_queries import wait_until
 from tests.controller._controller_builders import for_api, node
 from tests.controller._dra_objects import DRIVER, claim_pod, claim_template, device_class, generated_claim, node_slice
 
@@ -184,3 +186,32 @@ def bound_nodes(admin: KubeClient, namespace: str) -> dict[str, str]:
         for pod in admin.list(PODS, namespace=namespace).items
         if pod["spec"].get("nodeName")
     }
+
+
+def test_a_claim_deallocated_frees_its_devices_in_the_next_snapshot(
+    dra_cluster: str, admin: KubeClient, start_controller: StartController
+) -> None:
+    """Released claims are noticed: the claims are read again every cycle, so a claim whose
+    allocation was cleared (by Kubernetes' resourceclaim controller, here by the test) holds
+    no device in the controller's next snapshot."""
+    namespace = dra_cluster
+    owner = {"metadata": {"name": "gone", "namespace": namespace, "uid": "uid-gone"}}  # a pod that has finished
+    claim = admin.create(RESOURCE_CLAIMS, namespace, generated_claim(owner, "gpu"))
+    name = claim["metadata"]["name"]
+    claim["status"] = {"allocation": {"devices": {"results": [
+        {"request": "gpus", "driver": DRIVER, "pool": NODE, "device": "gpu-3"}]}}}
+    admin.replace(RESOURCE_CLAIMS, namespace, name, claim, subresource="status")
+    controller = start_controller()
+
+    def holder_of_gpu_3() -> str | None:
+        snapshot = controller.current()
+        if snapshot is None:
+            return "no snapshot yet"
+        census = counted_devices(snapshot.dra.resource_slices, snapshot.dra.resource_claims)
+        return next(d.taken_by for d in census.devices if d.device.name == "gpu-3")
+
+    wait_until(lambda: holder_of_gpu_3() == f"{namespace}/{name}", what="gpu-3 taken by the claim")
+    cleared = admin.get(RESOURCE_CLAIMS, namespace, name)
+    cleared["status"] = {}
+    admin.replace(RESOURCE_CLAIMS, namespace, name, cleared, subresource="status")
+    wait_until(lambda: holder_of_gpu_3() is None, what="gpu-3 free once the claim is deallocated")
