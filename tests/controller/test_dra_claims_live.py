@@ -66,9 +66,10 @@ def _gpu(index: int) -> DeviceResult:
     return DeviceResult(request="gpus", driver=DRIVER, pool=NODE, device=f"gpu-{index}")
 
 
-def _cycle(client: KubeClient, namespace: str, devices: dict[str, int]):
+def _cycle(client: KubeClient, namespace: str, devices: dict[str, int], metrics: ControllerMetrics | None = None):
     """observe the live caches, solve (greedy), add the claims a DRA solve gives each pod
     (`devices`: pod name → GPU index), plan; (observation, plan, the actuator)."""
+    metrics = metrics or ControllerMetrics()
     stop = threading.Event()
     caches = ClusterCaches(client, scheduler_names=("batchplace",))
     caches.start(stop)
@@ -90,7 +91,7 @@ def _cycle(client: KubeClient, namespace: str, devices: dict[str, int]):
     placed = Decision.model_validate(
         {**decision.model_dump(by_alias=True), "placement": decision.placement.model_copy(update={"claims": claims})}
     )
-    actuator = Actuator(client, assumed=AssumedPods(), metrics=ControllerMetrics())
+    actuator = Actuator(client, assumed=AssumedPods(), metrics=metrics)
     return observation, plan(observation, placed), actuator
 
 
@@ -128,7 +129,8 @@ def test_a_claim_changed_since_the_cycle_read_it_leaves_the_pod_unbound(
 ) -> None:
     namespace = dra_cluster
     _, claim = _pod_with_claim(admin, namespace, "train-0")
-    _, the_plan, actuator = _cycle(controller_client, namespace, {"train-0": 0})
+    metrics = ControllerMetrics()
+    _, the_plan, actuator = _cycle(controller_client, namespace, {"train-0": 0}, metrics)
     name = claim["metadata"]["name"]
     admin.patch(RESOURCE_CLAIMS, namespace, name, {"metadata": {"labels": {"touched": "yes"}}})  # someone else's write
     report = _act(actuator, the_plan)
@@ -138,7 +140,8 @@ def test_a_claim_changed_since_the_cycle_read_it_leaves_the_pod_unbound(
     assert "conflict" in report.bind_failures[0][1] and name in report.bind_failures[0][1]
     assert not admin.get(PODS, namespace, "train-0")["spec"].get("nodeName")
     assert "allocation" not in (admin.get(RESOURCE_CLAIMS, namespace, name).get("status") or {})
-    assert actuator._metrics.claim_writes.labels(result="refused")._value.get() == 1
+    assert metrics.registry.get_sample_value("batchplace_claim_writes_total", {"result": "refused"}) == 1
+    assert metrics.registry.get_sample_value("batchplace_bind_failures_total", {"reason": "claim"}) == 1
 
 
 def test_a_deleted_claim_leaves_the_pod_unbound(dra_cluster: str, admin: KubeClient, controller_client: KubeClient) -> None:
