@@ -157,6 +157,21 @@ def test_a_deleted_claim_leaves_the_pod_unbound(dra_cluster: str, admin: KubeCli
     assert not admin.get(PODS, namespace, "train-0")["spec"].get("nodeName")
 
 
+def test_a_pod_whose_bind_fails_after_its_claim_was_written_leaves_the_claim_as_it_was(
+    dra_cluster: str, admin: KubeClient, controller_client: KubeClient
+) -> None:
+    """kube-scheduler's Unreserve: no claim stays allocated and reserved for a pod not bound."""
+    namespace = dra_cluster
+    _, claim = _pod_with_claim(admin, namespace, "train-0")
+    _, the_plan, actuator = _cycle(controller_client, namespace, {"train-0": 1})
+    admin.delete(PODS, namespace, "train-0", grace_period_s=0)  # the claim stays: no garbage collector here
+    report = _act(actuator, the_plan)
+
+    assert report.bound == [] and report.bind_failures == [(f"{namespace}/train-0", "the pod is gone")]
+    status = admin.get(RESOURCE_CLAIMS, namespace, claim["metadata"]["name"]).get("status") or {}
+    assert not status.get("allocation") and not status.get("reservedFor"), status
+
+
 def test_a_gang_with_one_claim_not_written_binds_nothing_and_puts_back_the_claims_written(
     dra_cluster: str, admin: KubeClient, controller_client: KubeClient, custom
 ) -> None:
