@@ -5,8 +5,15 @@ watch shows them (`controller.dra_claims`, `controller.observe`)."""
 from __future__ import annotations
 
 import copy
+import logging
+import threading
+import time
 
+from controller.caches import ClusterCaches
 from controller.dra_claims import AssumedClaims, ClaimIndex, claim_index, claim_writes
+from controller.kinds import DRA_KINDS
+from controller.kube import ListResult
+from controller.loop import wait_for
 from controller.observe import ClusterView, observe
 from models.dra import DeviceResult
 from models.placement import Bind, ClaimAllocation
@@ -152,3 +159,41 @@ def test_a_written_claim_stands_in_for_the_cached_one_until_the_watch_shows_it()
     newer = {**cached, "metadata": {**cached["metadata"], "resourceVersion": "13"}}
     assert assumed.overlay([newer]) == (newer,)
     assert assumed.overlay([cached]) == (cached,)  # forgotten once the watch caught up
+
+
+class _NoDraServer:
+    """A discovery source serving no CRD group (as a server without resource.k8s.io/v1): its
+    built-in kinds list empty and their watches end after a moment with nothing."""
+
+    def __init__(self) -> None:
+        self.discoveries = 0
+
+    def served(self, kinds):
+        self.discoveries += 1
+        return set()
+
+    def list(self, kind):
+        return ListResult(items=[], resource_version="1")
+
+    def watch(self, kind, *, resource_version, timeout_s=300):
+        time.sleep(0.05)
+        return iter(())
+
+
+def test_a_server_without_dra_reads_none_and_says_so_once(caplog) -> None:
+    caplog.set_level(logging.INFO, logger="controller.caches")
+    server = _NoDraServer()
+    caches = ClusterCaches(server, scheduler_names=("batchplace",), rediscover_s=0.01)
+    stop = threading.Event()
+    caches.start(stop)
+    try:
+        assert caches.wait_synced(5)
+        assert wait_for(lambda: server.discoveries >= 3, 5)  # discovery looked again: still not served
+    finally:
+        stop.set()
+        caches.join()
+    said = [r.getMessage() for r in caplog.records if "resource.k8s.io/v1 is not served" in r.getMessage()]
+    assert len(said) == 1
+    assert not any(caches.informer(kind) for kind in DRA_KINDS)
+    view = caches.view()
+    assert (view.device_classes, view.resource_slices, view.resource_claims, view.resource_claim_templates) == ((), (), (), ())
