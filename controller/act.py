@@ -314,8 +314,10 @@ class Actuator:
             return [refused]
         self._metrics.claim_writes.labels(result="written").inc(len(written))
         results = list(self._pool.map(self._bind_one, binds))
-        unbound = [bind.pod for bind, failure in zip(binds, results) if failure]
+        maybe_bound = set(self._assumed.unknown()) if written else set()
+        unbound = [bind.pod for bind, failure in zip(binds, results) if failure and bind.pod not in maybe_bound]
         if written and unbound:  # kube-scheduler's Unreserve: no claim stays reserved for a pod not bound
+            # (one whose bind may have landed keeps its claims: a bound pod without them would never start)
             self._claims.release(written, unbound)
             self._metrics.claim_writes.labels(result="released").inc()
         self._dropped(report, sum(failure == _LOST for failure in results))

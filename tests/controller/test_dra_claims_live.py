@@ -32,6 +32,7 @@ from models.placement import ClaimAllocation, Decision
 from models.snapshot import NodeName, PodKey
 from solver.place import SolveConfig
 from tests.controller.conftest import StartController
+from tests.controller.fault_proxy import FaultProxy, Faults
 from tests.controller._cluster_queries import wait_until
 from tests.controller._controller_builders import for_api, node
 from tests.controller._dra_objects import DRIVER, claim_pod, claim_template, device_class, generated_claim, node_slice
@@ -66,9 +67,13 @@ def _gpu(index: int) -> DeviceResult:
     return DeviceResult(request="gpus", driver=DRIVER, pool=NODE, device=f"gpu-{index}")
 
 
-def _cycle(client: KubeClient, namespace: str, devices: dict[str, int], metrics: ControllerMetrics | None = None):
+def _cycle(
+    client: KubeClient, namespace: str, devices: dict[str, int], metrics: ControllerMetrics | None = None,
+    *, acting: KubeClient | None = None,
+):
     """observe the live caches, solve (greedy), add the claims a DRA solve gives each pod
-    (`devices`: pod name → GPU index), plan; (observation, plan, the actuator)."""
+    (`devices`: pod name → GPU index), plan; (observation, plan, the actuator, which writes
+    through `acting` when given)."""
     metrics = metrics or ControllerMetrics()
     stop = threading.Event()
     caches = ClusterCaches(client, scheduler_names=("batchplace",))
@@ -91,7 +96,7 @@ def _cycle(client: KubeClient, namespace: str, devices: dict[str, int], metrics:
     placed = Decision.model_validate(
         {**decision.model_dump(by_alias=True), "placement": decision.placement.model_copy(update={"claims": claims})}
     )
-    actuator = Actuator(client, assumed=AssumedPods(), metrics=metrics)
+    actuator = Actuator(acting or client, assumed=AssumedPods(), metrics=metrics)
     return observation, plan(observation, placed), actuator
 
 
@@ -170,6 +175,32 @@ def test_a_pod_whose_bind_fails_after_its_claim_was_written_leaves_the_claim_as_
     assert report.bound == [] and report.bind_failures == [(f"{namespace}/train-0", "the pod is gone")]
     status = admin.get(RESOURCE_CLAIMS, namespace, claim["metadata"]["name"]).get("status") or {}
     assert not status.get("allocation") and not status.get("reservedFor"), status
+
+
+def test_a_pod_whose_bind_may_have_landed_keeps_its_claim(
+    dra_cluster: str, admin: KubeClient, controller_client: KubeClient, control_plane: ControlPlane,
+    fault_proxy: FaultProxy, tmp_path: Path,
+) -> None:
+    """The bind's answer is lost and so is the re-read: the pod is held as possibly bound,
+    and its claim stays allocated and reserved — a bound pod without them would never start."""
+    namespace = dra_cluster
+    pod, claim = _pod_with_claim(admin, namespace, "train-0")
+    kubeconfig = control_plane.write_kubeconfig(tmp_path / "proxied", token=control_plane.controller_token, server=fault_proxy.url)
+    proxied = KubeClient.from_kubeconfig(kubeconfig)
+    fault_proxy.faults = Faults(
+        lose_rate=1.0, match=lambda method, path: path.endswith("/pods/train-0/binding") or path.endswith("/pods/train-0")
+    )
+    try:
+        _, the_plan, actuator = _cycle(controller_client, namespace, {"train-0": 1}, acting=proxied)
+        report = _act(actuator, the_plan)
+    finally:
+        proxied.close()
+
+    assert report.bound == [] and "re-reading the pod failed" in report.bind_failures[0][1]
+    assert admin.get(PODS, namespace, "train-0")["spec"]["nodeName"] == NODE  # it had landed
+    status = admin.get(RESOURCE_CLAIMS, namespace, claim["metadata"]["name"])["status"]
+    assert status["allocation"]["devices"]["results"][0]["device"] == "gpu-1"
+    assert status["reservedFor"] == [{"resource": "pods", "name": "train-0", "uid": pod["metadata"]["uid"]}]
 
 
 def test_a_gang_with_one_claim_not_written_binds_nothing_and_puts_back_the_claims_written(
