@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller.testing.claim_controller import claim_for
+
 JsonObject = dict[str, Any]
 DRIVER = "gpu.example.com"
 API_VERSION = "resource.k8s.io/v1"
@@ -53,23 +55,12 @@ def claim_template(name: str, namespace: str, *, gpus: int = 1) -> JsonObject:
 
 
 def generated_claim(pod: JsonObject, entry: str, *, gpus: int = 1) -> JsonObject:
-    """The claim the resourceclaim controller makes for `pod`'s `spec.resourceClaims` entry
-    `entry`: named after both, owned by the pod (controller), annotated with the entry."""
-    metadata = pod["metadata"]
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ResourceClaim",
-        "metadata": {
-            "name": f"{metadata['name']}-{entry}-x7k2q",
-            "namespace": metadata["namespace"],
-            "annotations": {"resource.kubernetes.io/pod-claim-name": entry},
-            "ownerReferences": [
-                {"apiVersion": "v1", "kind": "Pod", "name": metadata["name"], "uid": metadata["uid"],
-                 "controller": True, "blockOwnerDeletion": True}
-            ],
-        },
-        "spec": {"devices": _devices(gpus)},
-    }
+    """The claim the resourceclaim controller makes for `pod`'s entry `entry`
+    (`controller.testing.claim_controller.claim_for`), with its name already generated."""
+    claim = claim_for(pod, entry, {"devices": _devices(gpus)})
+    metadata = claim["metadata"]
+    metadata["name"] = metadata.pop("generateName") + "x7k2q"
+    return claim
 
 
 def claim_pod(name: str, namespace: str, *, template: str, entry: str = "gpu", group: str | None = None) -> JsonObject:

@@ -26,6 +26,7 @@ from controller.loop import decide
 from controller.metrics import ControllerMetrics
 from controller.observe import observe
 from controller.plan import plan
+from controller.testing.claim_controller import make_claims
 from controller.testing.control_plane import ControlPlane
 from models.dra import DeviceResult, counted_devices
 from models.placement import ClaimAllocation, Decision
@@ -58,9 +59,11 @@ def dra_cluster(control_plane: ControlPlane, admin: KubeClient, namespace: str) 
 
 
 def _pod_with_claim(admin: KubeClient, namespace: str, name: str, *, group: str | None = None) -> tuple[dict, dict]:
-    pod = admin.create(PODS, namespace, claim_pod(name, namespace, template="one-gpu", group=group))
-    claim = admin.create(RESOURCE_CLAIMS, namespace, generated_claim(pod, "gpu"))
-    return pod, claim
+    """A pod asking a claim from the template, and the claim made for it as Kubernetes makes it."""
+    body = claim_pod(name, namespace, template="one-gpu", group=group)
+    pod = admin.create(PODS, namespace, body)
+    made = make_claims(admin, [{**body, "metadata": pod["metadata"]}])
+    return pod, admin.get(RESOURCE_CLAIMS, namespace, made[(f"{namespace}/{name}", "gpu")])
 
 
 def _gpu(index: int) -> DeviceResult:
