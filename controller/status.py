@@ -97,6 +97,7 @@ CONDITION_REASONS: dict[str, str] = {
     "usage": "NodesOverloaded",  # the nodes it fits are hot by measured usage (rule usage)
     "colocation": "NoColocationRoom",  # offline pods: no oversubscribed room or lent GPU (rule colocation)
     "cluster": "TopologyUnsatisfiable",  # a fleet's job fits in no one cluster: the cluster tier of its topology
+    "dra": "NotEnoughResources",  # its DRA claims cannot be allocated on any node it fits (rule dra)
 }
 REPORTED_UNDER: dict[str, str] = {
     # rules whose facts a pending PodGroup's reasons carry under another rule
