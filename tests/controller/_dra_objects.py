@@ -22,12 +22,15 @@ def device_class(name: str = DRIVER) -> JsonObject:
     }
 
 
-def node_slice(node: str, gpus: int) -> JsonObject:
-    """One complete pool per node: `gpus` devices `gpu-0` … with an index and memory."""
-    devices = [
-        {"name": f"gpu-{index}", "attributes": {"index": {"int": index}}, "capacity": {"memory": {"value": "80Gi"}}}
-        for index in range(gpus)
-    ]
+def node_slice(node: str, gpus: int, *, nvlink_domain: int | None = None) -> JsonObject:
+    """One complete pool per node: `gpus` devices `gpu-0` … with an index and memory (and an
+    `nvlinkDomain` when given)."""
+    devices = []
+    for index in range(gpus):
+        attributes: JsonObject = {"index": {"int": index}}
+        if nvlink_domain is not None:
+            attributes["nvlinkDomain"] = {"int": nvlink_domain}
+        devices.append({"name": f"gpu-{index}", "attributes": attributes, "capacity": {"memory": {"value": "80Gi"}}})
     return {
         "apiVersion": API_VERSION,
         "kind": "ResourceSlice",
@@ -41,16 +44,19 @@ def node_slice(node: str, gpus: int) -> JsonObject:
     }
 
 
-def _devices(count: int) -> JsonObject:
-    return {"requests": [{"name": "gpus", "exactly": {"deviceClassName": DRIVER, "count": count}}]}
+def _devices(count: int, match_attribute: str | None = None) -> JsonObject:
+    devices: JsonObject = {"requests": [{"name": "gpus", "exactly": {"deviceClassName": DRIVER, "count": count}}]}
+    if match_attribute is not None:
+        devices["constraints"] = [{"matchAttribute": f"{DRIVER}/{match_attribute}"}]
+    return devices
 
 
-def claim_template(name: str, namespace: str, *, gpus: int = 1) -> JsonObject:
+def claim_template(name: str, namespace: str, *, gpus: int = 1, match_attribute: str | None = None) -> JsonObject:
     return {
         "apiVersion": API_VERSION,
         "kind": "ResourceClaimTemplate",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"spec": {"devices": _devices(gpus)}},
+        "spec": {"spec": {"devices": _devices(gpus, match_attribute)}},
     }
 
 

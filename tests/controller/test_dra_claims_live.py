@@ -10,6 +10,7 @@ bind when the claim cannot be written.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -267,3 +268,87 @@ def test_a_claim_deallocated_frees_its_devices_in_the_next_snapshot(
     cleared["status"] = {}
     admin.replace(RESOURCE_CLAIMS, namespace, name, cleared, subresource="status")
     wait_until(lambda: holder_of_gpu_3() is None, what="gpu-3 free once the claim is deallocated")
+
+
+def test_end_to_end_the_solver_allocates_a_gang_on_one_nvlink_domain_per_pod_and_the_claims_are_written(
+    control_plane: ControlPlane, admin: KubeClient, namespace: str, controller_client: KubeClient, custom
+) -> None:
+    """Two nodes of 4 GPUs, each node one NVLink domain of 4 and one of its GPUs held on the
+    second node's: a gang of two pods, each claiming (from a template) 4 GPUs sharing a
+    domain, cannot start (only n1 has 4 free in one domain) until that GPU is freed; then the
+    real solver allocates, and the cycle writes each claim before binding its pod."""
+    for name in ("e2e-n1", "e2e-n2"):
+        admin.create(NODES, None, for_api(node(name, cpu=8)))
+        admin.create(RESOURCE_SLICES, None, node_slice(name, gpus=4, nvlink_domain=0))
+    admin.create(DEVICE_CLASSES, None, device_class())
+    admin.create(RESOURCE_CLAIM_TEMPLATES, namespace, claim_template("four-gpus-one-nvlink", namespace, gpus=4, match_attribute="nvlinkDomain"))
+    custom.create_namespaced_custom_object(
+        "scheduling.volcano.sh", "v1beta1", namespace, "podgroups",
+        {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": "train"},
+         "spec": {"minMember": 2, "queue": "default"}},
+    )
+    held = admin.create(RESOURCE_CLAIMS, namespace, {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "held", "namespace": namespace},
+        "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": DRIVER}}]}},
+    })
+    held["status"] = {"allocation": {"devices": {"results": [{"request": "gpus", "driver": DRIVER, "pool": "e2e-n2", "device": "gpu-3"}]}}}
+    held = admin.replace(RESOURCE_CLAIMS, namespace, "held", held, subresource="status")
+    bodies = {}
+    for name in ("train-0", "train-1"):
+        body = claim_pod(name, namespace, template="four-gpus-one-nvlink", group="train")
+        pod = admin.create(PODS, namespace, body)
+        bodies[f"{namespace}/{name}"] = {**body, "metadata": pod["metadata"]}
+    made = make_claims(admin, list(bodies.values()))
+
+    observation, decision = _solve_as_served_by_1_34(controller_client, bodies, made)
+    assert decision.placement.binds == () and decision.placement.claims == ()
+    [outcome] = [o for o in decision.podgroups if o.name == f"{namespace}/train"]
+    assert outcome.state == "pending" and any(reason.rule == "dra" for reason in outcome.reasons), outcome.reasons
+
+    held["status"] = {}  # deallocated, as Kubernetes' resourceclaim controller does once nobody uses it
+    admin.replace(RESOURCE_CLAIMS, namespace, "held", held, subresource="status")
+    observation, decision = _solve_as_served_by_1_34(controller_client, bodies, made)
+    assert len(decision.placement.claims) == 2
+    actuator = Actuator(controller_client, assumed=AssumedPods(), metrics=ControllerMetrics())
+    report = _act(actuator, plan(observation, decision))
+
+    assert sorted(report.bound) == sorted(bodies), report.bind_failures
+    nodes = set()
+    for key, body in bodies.items():
+        pod = admin.get(PODS, namespace, body["metadata"]["name"])
+        claim = admin.get(RESOURCE_CLAIMS, namespace, made[(key, "gpu")])
+        allocation = claim["status"]["allocation"]
+        [where] = allocation["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"]
+        assert pod["spec"]["nodeName"] == where
+        assert sorted(r["device"] for r in allocation["devices"]["results"]) == [f"gpu-{i}" for i in range(4)]
+        assert {r["pool"] for r in allocation["devices"]["results"]} == {where}
+        assert claim["status"]["reservedFor"] == [{"resource": "pods", "name": body["metadata"]["name"], "uid": pod["metadata"]["uid"]}]
+        nodes.add(where)
+    assert nodes == {"e2e-n1", "e2e-n2"}
+
+
+def _solve_as_served_by_1_34(client: KubeClient, bodies: dict[str, dict], made: dict[tuple[str, str], str]):
+    """observe the live caches with each pod's `spec.resourceClaims` and
+    `status.resourceClaimStatuses` as a 1.34 API server returns them (v1.20 drops both),
+    then solve with the product's solver; (observation, decision)."""
+    stop = threading.Event()
+    caches = ClusterCaches(client, scheduler_names=("batchplace",))
+    caches.start(stop)
+    try:
+        assert caches.wait_synced(30) and caches.wait_current(10)
+        view = caches.view()
+    finally:
+        stop.set()
+    pods = []
+    for pod in view.pods:
+        key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        if key in bodies:
+            statuses = [{"name": entry, "resourceClaimName": claim} for (owner, entry), claim in made.items() if owner == key]
+            pod = {
+                **pod,
+                "spec": {**pod["spec"], "resourceClaims": bodies[key]["spec"]["resourceClaims"]},
+                "status": {**pod.get("status", {}), "resourceClaimStatuses": statuses},
+            }
+        pods.append(pod)
+    observation = observe(dataclasses.replace(view, pods=tuple(pods)), scheduler_names=("batchplace",))
+    return observation, decide(observation.snapshot, SolveConfig(engine="greedy"))
