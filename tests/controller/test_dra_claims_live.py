@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+import yaml
 
 from controller.act import Actuator
 from controller.assumed import AssumedPods
@@ -29,6 +30,7 @@ from controller.observe import observe
 from controller.plan import plan
 from controller.testing.claim_controller import make_claims
 from controller.testing.control_plane import ControlPlane
+from controller.testing.seed import create_all, seed_objects
 from models.dra import DeviceResult, counted_devices
 from models.placement import ClaimAllocation, Decision
 from models.snapshot import NodeName, PodKey
@@ -352,3 +354,28 @@ def _solve_as_served_by_1_34(client: KubeClient, bodies: dict[str, dict], made: 
         pods.append(pod)
     observation = observe(dataclasses.replace(view, pods=tuple(pods)), scheduler_names=("batchplace",))
     return observation, decide(observation.snapshot, SolveConfig(engine="greedy"))
+
+
+def test_the_seed_creates_dra_objects_before_the_pods_and_keeps_an_allocated_claims_status(
+    admin: KubeClient, namespace: str, tmp_path: Path
+) -> None:
+    allocated = generated_claim({"metadata": {"name": "serve", "namespace": namespace, "uid": "uid-serve"}}, "gpu")
+    allocated["status"] = {"allocation": {"devices": {"results": [
+        {"request": "gpus", "driver": DRIVER, "pool": NODE, "device": "gpu-0"}]}}}
+    manifest = [
+        claim_pod("train-0", namespace, template="one-gpu"),
+        claim_template("one-gpu", namespace),
+        allocated,
+        node_slice(NODE, gpus=2),
+        device_class(),
+        for_api(node(NODE, cpu=8)),
+    ]
+    path = tmp_path / "dra.yaml"
+    path.write_text(yaml.safe_dump_all(manifest))
+    objects = seed_objects(path, namespace=namespace)
+    assert [obj.kind.kind for obj in objects] == [
+        "Node", "DeviceClass", "ResourceSlice", "ResourceClaimTemplate", "ResourceClaim", "Pod"
+    ]
+    create_all(admin, objects)
+    status = admin.get(RESOURCE_CLAIMS, namespace, allocated["metadata"]["name"])["status"]
+    assert status["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
