@@ -107,6 +107,14 @@ def controller_kubeconfig(control_plane: ControlPlane, tmp_path: Path) -> Path:
     return control_plane.write_kubeconfig(tmp_path / "controller.kubeconfig", token=control_plane.controller_token)
 
 
+@pytest.fixture
+def controller_client(controller_kubeconfig: Path) -> Iterator[KubeClient]:
+    """The edge client as batchplace's ServiceAccount, for tests that run a cycle's stages by hand."""
+    client = KubeClient.from_kubeconfig(controller_kubeconfig)
+    yield client
+    client.close()
+
+
 StartController = Callable[..., Controller]
 
 

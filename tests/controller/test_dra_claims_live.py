@@ -10,10 +10,6 @@ bind when the claim cannot be written.
 
 from __future__ import annotations
 
-import dataclasses
-import threading
-from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -21,7 +17,6 @@ import yaml
 
 from controller.act import Actuator
 from controller.assumed import AssumedPods
-from controller.caches import ClusterCaches
 from controller.kinds import DEVICE_CLASSES, NODES, PODS, RESOURCE_CLAIM_TEMPLATES, RESOURCE_CLAIMS, RESOURCE_SLICES
 from controller.kube import KubeClient
 from controller.loop import decide
@@ -39,16 +34,10 @@ from tests.controller.conftest import StartController
 from tests.controller.fault_proxy import FaultProxy, Faults
 from tests.controller._cluster_queries import wait_until
 from tests.controller._controller_builders import for_api, node
+from tests.controller._dra_cycle import act_once, as_served_by_1_34, cached_view
 from tests.controller._dra_objects import DRIVER, claim_pod, claim_template, device_class, generated_claim, node_slice
 
 NODE = "dra-n1"
-
-
-@pytest.fixture
-def controller_client(controller_kubeconfig: Path) -> Iterator[KubeClient]:
-    client = KubeClient.from_kubeconfig(controller_kubeconfig)
-    yield client
-    client.close()
 
 
 @pytest.fixture
@@ -81,15 +70,7 @@ def _cycle(
     (`devices`: pod name → GPU index), plan; (observation, plan, the actuator, which writes
     through `acting` when given)."""
     metrics = metrics or ControllerMetrics()
-    stop = threading.Event()
-    caches = ClusterCaches(client, scheduler_names=("batchplace",))
-    caches.start(stop)
-    try:
-        assert caches.wait_synced(30) and caches.wait_current(10)
-        view = caches.view()
-    finally:
-        stop.set()
-    observation = observe(view, scheduler_names=("batchplace",))
+    observation = observe(cached_view(client), scheduler_names=("batchplace",))
     decision = decide(observation.snapshot, SolveConfig(engine="greedy"))
     claims = tuple(
         ClaimAllocation(
@@ -106,20 +87,13 @@ def _cycle(
     return observation, plan(observation, placed), actuator
 
 
-def _act(actuator: Actuator, the_plan):
-    try:
-        return actuator.act(the_plan, now=datetime.now(timezone.utc), transition_id="t")
-    finally:
-        actuator.close()
-
-
 def test_a_template_claim_is_allocated_and_reserved_before_its_pod_is_bound(
     dra_cluster: str, admin: KubeClient, controller_client: KubeClient
 ) -> None:
     namespace = dra_cluster
     pod, claim = _pod_with_claim(admin, namespace, "train-0")
     _, the_plan, actuator = _cycle(controller_client, namespace, {"train-0": 2})
-    report = _act(actuator, the_plan)
+    report = act_once(actuator, the_plan)
 
     assert report.bound == [f"{namespace}/train-0"], report.bind_failures
     written = admin.get(RESOURCE_CLAIMS, namespace, claim["metadata"]["name"])
@@ -144,7 +118,7 @@ def test_a_claim_changed_since_the_cycle_read_it_leaves_the_pod_unbound(
     _, the_plan, actuator = _cycle(controller_client, namespace, {"train-0": 0}, metrics)
     name = claim["metadata"]["name"]
     admin.patch(RESOURCE_CLAIMS, namespace, name, {"metadata": {"labels": {"touched": "yes"}}})  # someone else's write
-    report = _act(actuator, the_plan)
+    report = act_once(actuator, the_plan)
 
     assert report.bound == []
     assert [pod for pod, _ in report.bind_failures] == [f"{namespace}/train-0"]
@@ -160,7 +134,7 @@ def test_a_deleted_claim_leaves_the_pod_unbound(dra_cluster: str, admin: KubeCli
     _, claim = _pod_with_claim(admin, namespace, "train-0")
     _, the_plan, actuator = _cycle(controller_client, namespace, {"train-0": 0})
     admin.delete(RESOURCE_CLAIMS, namespace, claim["metadata"]["name"])
-    report = _act(actuator, the_plan)
+    report = act_once(actuator, the_plan)
 
     # The API server answers an update with a resourceVersion of an object gone with a
     # conflict (a precondition failed), as it does on 1.34: either way, no bind.
@@ -176,7 +150,7 @@ def test_a_pod_whose_bind_fails_after_its_claim_was_written_leaves_the_claim_as_
     _, claim = _pod_with_claim(admin, namespace, "train-0")
     _, the_plan, actuator = _cycle(controller_client, namespace, {"train-0": 1})
     admin.delete(PODS, namespace, "train-0", grace_period_s=0)  # the claim stays: no garbage collector here
-    report = _act(actuator, the_plan)
+    report = act_once(actuator, the_plan)
 
     assert report.bound == [] and report.bind_failures == [(f"{namespace}/train-0", "the pod is gone")]
     status = admin.get(RESOURCE_CLAIMS, namespace, claim["metadata"]["name"]).get("status") or {}
@@ -198,7 +172,7 @@ def test_a_pod_whose_bind_may_have_landed_keeps_its_claim(
     )
     try:
         _, the_plan, actuator = _cycle(controller_client, namespace, {"train-0": 1}, acting=proxied)
-        report = _act(actuator, the_plan)
+        report = act_once(actuator, the_plan)
     finally:
         proxied.close()
 
@@ -226,7 +200,7 @@ def test_a_gang_with_one_claim_not_written_binds_nothing_and_puts_back_the_claim
         f"{namespace}/{first['metadata']['name']}", f"{namespace}/{second['metadata']['name']}"
     ]
     admin.patch(RESOURCE_CLAIMS, namespace, second["metadata"]["name"], {"metadata": {"labels": {"touched": "yes"}}})
-    report = _act(actuator, the_plan)
+    report = act_once(actuator, the_plan)
 
     assert report.bound == [] and len(report.bind_failures) == 2
     assert bound_nodes(admin, namespace) == {}
@@ -312,7 +286,7 @@ def test_end_to_end_the_solver_allocates_a_gang_on_one_nvlink_domain_per_pod_and
     observation, decision = _solve_as_served_by_1_34(controller_client, bodies, made)
     assert len(decision.placement.claims) == 2
     actuator = Actuator(controller_client, assumed=AssumedPods(), metrics=ControllerMetrics())
-    report = _act(actuator, plan(observation, decision))
+    report = act_once(actuator, plan(observation, decision))
 
     assert sorted(report.bound) == sorted(bodies), report.bind_failures
     nodes = set()
@@ -330,29 +304,9 @@ def test_end_to_end_the_solver_allocates_a_gang_on_one_nvlink_domain_per_pod_and
 
 
 def _solve_as_served_by_1_34(client: KubeClient, bodies: dict[str, dict], made: dict[tuple[str, str], str]):
-    """observe the live caches with each pod's `spec.resourceClaims` and
-    `status.resourceClaimStatuses` as a 1.34 API server returns them (v1.20 drops both),
-    then solve with the product's solver; (observation, decision)."""
-    stop = threading.Event()
-    caches = ClusterCaches(client, scheduler_names=("batchplace",))
-    caches.start(stop)
-    try:
-        assert caches.wait_synced(30) and caches.wait_current(10)
-        view = caches.view()
-    finally:
-        stop.set()
-    pods = []
-    for pod in view.pods:
-        key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
-        if key in bodies:
-            statuses = [{"name": entry, "resourceClaimName": claim} for (owner, entry), claim in made.items() if owner == key]
-            pod = {
-                **pod,
-                "spec": {**pod["spec"], "resourceClaims": bodies[key]["spec"]["resourceClaims"]},
-                "status": {**pod.get("status", {}), "resourceClaimStatuses": statuses},
-            }
-        pods.append(pod)
-    observation = observe(dataclasses.replace(view, pods=tuple(pods)), scheduler_names=("batchplace",))
+    """observe the live caches, the pods as a 1.34 API server returns them, and solve with the
+    product's solver; (observation, decision)."""
+    observation = observe(as_served_by_1_34(cached_view(client), bodies, made), scheduler_names=("batchplace",))
     return observation, decide(observation.snapshot, SolveConfig(engine="greedy"))
 
 
@@ -379,3 +333,4 @@ def test_the_seed_creates_dra_objects_before_the_pods_and_keeps_an_allocated_cla
     create_all(admin, objects)
     status = admin.get(RESOURCE_CLAIMS, namespace, allocated["metadata"]["name"])["status"]
     assert status["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
+
