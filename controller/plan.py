@@ -69,7 +69,7 @@ from controller import status as status_text
 from controller.dra_claims import ClaimWrite, claim_writes
 from controller.observe import Observation, PodGroupRef, SeenCondition, TerminatingPod
 from controller.repair import RepairEviction
-from models.placement import Bind, Decision, Eviction, PodGroupOutcome
+from models.placement import Bind, ClaimAllocation, Decision, Eviction, PodGroupOutcome
 from models.snapshot import NodeName, Pod, PodGroupKey, PodKey, Snapshot
 from solver.reasons import gang_assigned_message, gang_released
 from solver.rules import gated
@@ -214,24 +214,32 @@ def plan(
     ]
     evicting = {eviction.pod for eviction in decision.placement.evictions}
     offline_gangs = [gang for eviction in offline if (gang := _offline_gang(eviction, observation, evicting)) is not None]
+    claims_of: dict[PodKey, list[ClaimAllocation]] = {}
+    for allocation in decision.placement.claims:
+        for pod in allocation.reserved_for:
+            claims_of.setdefault(pod, []).append(allocation)
     return Plan(
         gangs=(
             *_repair_gangs(observation),
             *offline_gangs,
-            *(_with_claims(gang, decision, observation) for gang in gangs if gang is not None),
+            *(_with_claims(gang, claims_of, observation) for gang in gangs if gang is not None),
         ),
         events=tuple(_rejected_events(observation, budget)),
     )
 
 
-def _with_claims(gang: GangPlan, decision: Decision, observation: Observation) -> GangPlan:
-    """Rule 8: the DRA claims the gang's binds use, written before them (`controller.dra_claims`)."""
+def _with_claims(
+    gang: GangPlan, claims_of: Mapping[PodKey, Sequence[ClaimAllocation]], observation: Observation
+) -> GangPlan:
+    """Rule 8: the DRA claims the gang's binds use, written before them (`controller.dra_claims`);
+    `claims_of`: the placement's claim allocations by the pods reserved with them."""
     if not gang.binds:
         return gang
     binds = [Bind(pod=bind.pod, node=bind.node) for bind in gang.binds]
+    allocations = list({id(a): a for bind in binds for a in claims_of.get(bind.pod, ())}.values())
     writes = claim_writes(
         binds,
-        decision.placement.claims,
+        allocations,
         observation.snapshot,
         pods=observation.pods,
         index=observation.claims,
