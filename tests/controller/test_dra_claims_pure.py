@@ -9,6 +9,9 @@ import logging
 import threading
 import time
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from controller.caches import ClusterCaches
 from controller.dra_claims import AssumedClaims, ClaimIndex, claim_index, claim_writes
 from controller.kinds import DRA_KINDS
@@ -197,3 +200,67 @@ def test_a_server_without_dra_reads_none_and_says_so_once(caplog) -> None:
     assert not any(caches.informer(kind) for kind in DRA_KINDS)
     view = caches.view()
     assert (view.device_classes, view.resource_slices, view.resource_claims, view.resource_claim_templates) == ((), (), (), ())
+
+
+_ENTRY = st.one_of(st.sampled_from(["c0", "c1", "c2"]).map(lambda name: ("claim", name)), st.just(("template", "one-gpu")))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    asks=st.lists(st.lists(_ENTRY, max_size=2), min_size=1, max_size=5),
+    bound=st.lists(st.booleans(), min_size=5, max_size=5),
+    allocated=st.lists(st.booleans(), min_size=10, max_size=10),
+)
+def test_every_claim_of_every_bound_pod_is_written_once_with_its_allocation(asks, bound, allocated) -> None:
+    """Whatever pods, entries (shared claims, templates) and allocations: each claim a bound
+    pod uses is in exactly one write, which lists the pod once; no write names a pod not bound;
+    a claim the placement allocates is written with its devices."""
+    pods, claims = [], {name: _claim(name) for name in ("c0", "c1", "c2")}
+    allocations: list[ClaimAllocation] = []
+    users: dict[str, list[str]] = {}
+    for index, entries in enumerate(asks):
+        name = f"p{index}"
+        specs = []
+        for number, (how, target) in enumerate(entries):
+            entry = f"e{number}"
+            if how == "claim":
+                specs.append({"name": entry, "resourceClaimName": target})
+                users.setdefault(target, []).append(name)
+            else:
+                specs.append({"name": entry, "resourceClaimTemplateName": target})
+            if allocated[index * 2 + number]:
+                claim = f"{NS}/{target}" if how == "claim" else None
+                allocations.append(ClaimAllocation(
+                    claim=claim, pod=PodKey(f"{NS}/{name}"), pod_claim=entry, template=None if claim else f"{NS}/one-gpu",
+                    node=NodeName("n1"), devices=(GPU0,), reserved_for=(PodKey(f"{NS}/{name}"),),
+                ))
+        pod_obj = _pod(name, *specs)
+        pods.append(pod_obj)
+        for spec in specs:
+            if "resourceClaimTemplateName" in spec:
+                made = _claim(f"{name}-{spec['name']}", owner=pod_obj, entry=spec["name"])
+                claims[made["metadata"]["name"]] = made
+    # a claim allocated for one pod is allocated once: later allocations of it are dropped
+    seen_claims: set[str] = set()
+    allocations = [a for a in allocations if a.claim is None or not (a.claim in seen_claims or seen_claims.add(a.claim))]
+    observation = _observe(pods, list(claims.values()))
+    binds = [f"p{index}" for index in range(len(asks)) if bound[index]]
+    writes = _writes(observation, binds, allocations)
+
+    bound_keys = {f"{NS}/{name}" for name in binds}
+    named = [w.claim for w in writes]
+    assert None not in named and len(named) == len(set(named))
+    for write in writes:
+        consumers = [c.pod for c in write.consumers]
+        assert len(consumers) == len(set(consumers)) and set(consumers) <= bound_keys
+    by_claim = {w.claim: w for w in writes}
+    for index, entries in enumerate(asks):
+        if not bound[index]:
+            continue
+        for number, (how, target) in enumerate(entries):
+            claim = f"{NS}/{target}" if how == "claim" else f"{NS}/p{index}-e{number}"
+            assert f"{NS}/p{index}" in [c.pod for c in by_claim[claim].consumers]
+    for allocation in allocations:
+        if allocation.pod in bound_keys:
+            claim = allocation.claim or f"{NS}/{allocation.pod.partition('/')[2]}-{allocation.pod_claim}"
+            assert by_claim[claim].devices == allocation.devices
