@@ -213,7 +213,7 @@ class ClaimApi(Protocol):
 
 @dataclass(frozen=True)
 class Written:
-    """A claim this cycle wrote: what it was before, for `release`."""
+    """A claim this cycle wrote, and what the write did, for `release` to put back."""
 
     claim: str
     allocated: bool  # this write set the allocation (release clears it when nobody else holds it)
