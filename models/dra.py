@@ -40,6 +40,7 @@ __all__ = [
     "AttributeValue",
     "CountedDevice",
     "CounterConsumption",
+    "ClaimSpec",
     "CounterSet",
     "Device",
     "DeviceClass",
@@ -192,7 +193,7 @@ class DeviceResult(_Frozen):
     admin_access: bool = False
 
 
-class _ClaimSpec(_Frozen):
+class ClaimSpec(_Frozen):
     namespace: str
     name: str
     requests: tuple[DeviceRequest, ...] = ()
@@ -203,11 +204,11 @@ class _ClaimSpec(_Frozen):
         return f"{self.namespace}/{self.name}"
 
 
-class ResourceClaimTemplate(_ClaimSpec):
+class ResourceClaimTemplate(ClaimSpec):
     pass
 
 
-class ResourceClaim(_ClaimSpec):
+class ResourceClaim(ClaimSpec):
     allocation: tuple[DeviceResult, ...] | None = Field(None, description="None: not allocated yet")
     allocation_node_selector: tuple[NodeSelectorTerm, ...] = Field(
         (), description="where the allocated devices can be used; empty: anywhere"

@@ -60,14 +60,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from models.placement import Decision, Fallback, FallbackCause, Placement
 from models.snapshot import PodGroupKey, Snapshot
 from solver.bound import lp_bound
 from solver.checker import PlacementRejected, check_placement
-from solver.cpsat import CpsatConfig, ModelInvalid
+from solver.cpsat import CpsatConfig, CpsatResult, ModelInvalid
 from solver.cpsat.units import DataLimits
 from solver.engines import DEFAULT_ENGINES, Engines
 from solver.fragmentation import PackingName, TypicalShape
@@ -77,7 +77,7 @@ from solver.objective import TIERS, ObjectiveContext, score
 from solver.outcome import build_decision
 from solver.pending_reasons import pending_reasons, with_unplaced_pods
 from solver.problem import Problem, build_problem
-from solver.rules import counted
+from solver.rules import counted, dra
 
 __all__ = ["EngineName", "SolveConfig", "place", "ENGINES", "ModelInvalid"]
 
@@ -389,6 +389,7 @@ def _decide(
         return fallback(result.cause, result.reason)
     if result.placement is None or result.objective is None:
         return fallback("no_solution", "CP-SAT found no solution in time")
+    result = _with_claims(snapshot, result)
     # Never worse than greedy; as good → CP-SAT's (it comes with a bound). The model's tiers
     # are exact for its placement, and its value of the greedy placement is at least
     # `score(greedy)`; without it, score both.
@@ -420,6 +421,20 @@ def _decide(
     if not reproducible and config.deterministic:
         log.warning("cpsat: the wall-clock safety net (%.1f s) cut this answer short: it may differ from run to run", deadline - started)
     return decision.model_copy(update={"reproducible": reproducible})
+
+
+def _with_claims(snapshot: Snapshot, result: CpsatResult) -> CpsatResult:
+    """CP-SAT's placement with its DRA claims allocated (rule `dra`): the model counts devices
+    per class and keeps tasks off nodes their claims cannot use, and this step chooses the
+    devices. A pod whose claims then find none (a `matchAttribute` or counter the counts
+    do not see) is left pending with its gang; the answer is then scored again, with no
+    exact tiers of its own, and compared with greedy's as any other."""
+    assert result.placement is not None
+    placement, dropped = dra.allocate_placement(snapshot, result.placement)
+    if not dropped:
+        return replace(result, placement=placement)
+    log.info("cpsat: %d bind(s) left pending: their DRA claims found no devices", len(dropped))
+    return replace(result, placement=placement, status="FEASIBLE", objective=score(snapshot, placement), hint_objective=None)
 
 
 def _left_pending(snapshot: Snapshot, placement: Placement) -> list[PodGroupKey]:
