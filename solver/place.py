@@ -203,6 +203,14 @@ GREEDY_SECONDS_PER_POD_NODE = 3e-8
 each pending pod), for the deterministic budget: set from greedy's CPU time measured from
 1,000 to 10,000 nodes and 50 to 5,000 pending pods (docs/results.md, "`place()`'s time
 estimates")."""
+DRA_SECONDS_PER_DEVICE = 2.5e-5
+DRA_SECONDS_PER_CLAIM_POD = 1.2e-4
+DRA_AFTER_SECONDS_PER_CLAIM_POD = 1.5e-4
+"""Rule `dra`'s work, for the deterministic budget: per DRA device (which nodes reach it, its
+class, its node's signature) and per pod naming claims (its claims resolved, greedy's
+allocation as it binds) before CP-SAT; per pending pod naming claims after it (CP-SAT's
+placement allocated, the reasons' state). Set from CPU times measured at 1,000 nodes × 8
+devices and 1,000 pending pods (docs/results.md, "DRA devices")."""
 SAFETY_NET_FACTOR = 10.0
 """With `deterministic`, the wall-clock limit of the call (`SolveConfig.safety_net_s`), in
 time limits: the deterministic budget is meant to end near `time_limit_s` on an idle core
@@ -245,13 +253,18 @@ class _Budget:
     def measure(snapshot: Snapshot, config: SolveConfig, started: float, greedy_s: float, greedy_cpu_s: float) -> _Budget:
         items = len(snapshot.nodes) + len(snapshot.pods)
         slowness = 1.0 if config.deterministic else max(1.0, greedy_s / max(greedy_cpu_s, 1e-3))
-        reserve_s = SAFETY_SHARE * config.time_limit_s + slowness * (0.05 + AFTER_SECONDS_PER_ITEM * items)
+        claim_pods = [pod for pod in snapshot.pods if pod.resource_claims]
+        pending_claim_pods = sum(1 for pod in claim_pods if pod.phase == "pending")
+        dra_after_s = DRA_AFTER_SECONDS_PER_CLAIM_POD * pending_claim_pods
+        reserve_s = SAFETY_SHARE * config.time_limit_s + slowness * (0.05 + AFTER_SECONDS_PER_ITEM * items + dra_after_s)
         lp_s = slowness * LP_SECONDS_PER_ITEM * items
         lp_reserved = config.lp_gap if config.lp_gap is not None else lp_s <= LP_SHARE * config.time_limit_s
         search_s = None
         if config.deterministic:
             pending = sum(1 for pod in snapshot.pods if pod.phase == "pending")
             greedy_estimate = GREEDY_SECONDS_PER_ITEM * items + GREEDY_SECONDS_PER_POD_NODE * pending * len(snapshot.nodes)
+            devices = sum(len(resource_slice.devices) for resource_slice in snapshot.dra.resource_slices) if claim_pods else 0
+            greedy_estimate += DRA_SECONDS_PER_DEVICE * devices + DRA_SECONDS_PER_CLAIM_POD * len(claim_pods)
             search_s = config.time_limit_s - greedy_estimate - reserve_s - (lp_s if lp_reserved else 0.0)
         return _Budget(items, slowness, reserve_s, lp_s, lp_reserved, _call_deadline(config, started), search_s)
 

@@ -151,6 +151,7 @@ def _counted(snapshot: Snapshot) -> Snapshot:
         ],
     )
     memoized(result, ("counted_result",), lambda: True)  # a marker: the result must not hold itself
+    dra.keep_derived(snapshot, result)
     memoized(result, ("declared_columns",), lambda: columns)  # the same columns, not asked again
     return result
 

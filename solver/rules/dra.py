@@ -46,6 +46,7 @@ missing waits, as Kubernetes' pods do (the node filter keeps it off every node).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -53,10 +54,13 @@ from dataclasses import dataclass, field
 
 from models.dra import (
     ClaimSpec,
-    CountedDevice,
+    Device,
     DeviceResult,
     ResourceClaim,
+    ResourceSlice,
     counted_devices,
+    current_slices,
+    holders,
     qualified_name,
 )
 from models.placement import ClaimAllocation, Placement
@@ -93,6 +97,7 @@ __all__ = [
     "node_filter",
     "shortfall_on",
     "why_not",
+    "example_pod",
     "allocate_placement",
     "check",
 ]
@@ -140,7 +145,7 @@ def pod_claims(snapshot: Snapshot, pod: Pod) -> tuple[PodClaim, ...]:
 def _pod_claims(snapshot: Snapshot, pod: Pod) -> tuple[PodClaim, ...]:
     dra = snapshot.dra
     templates = {template.key: template for template in dra.resource_claim_templates}
-    made = _made_for(snapshot)
+    made = dra.claim_made_for
     result = []
     for entry in pod.resource_claims:
         if entry.resource_claim_name is not None:
@@ -152,17 +157,6 @@ def _pod_claims(snapshot: Snapshot, pod: Pod) -> tuple[PodClaim, ...]:
         spec = claim if claim is not None else template
         result.append(PodClaim(pod.key, entry.name, claim, entry.resource_claim_template_name, spec))
     return tuple(result)
-
-
-def _made_for(snapshot: Snapshot) -> Mapping[tuple[str, str, str | None], ResourceClaim]:
-    def compute() -> dict[tuple[str, str, str | None], ResourceClaim]:
-        made: dict[tuple[str, str, str | None], ResourceClaim] = {}
-        for claim in snapshot.dra.resource_claims:
-            if claim.owner_pod is not None:
-                made[claim.namespace, claim.owner_pod, claim.pod_claim] = claim
-        return made
-
-    return memoized(snapshot, ("dra_made_for",), compute)
 
 
 def has_claims(snapshot: Snapshot) -> bool:
@@ -227,6 +221,7 @@ class Inventory:
     holder: Mapping[DeviceKey, str]  # the claim whose allocation holds the device
     fragment_attributes: tuple[str, ...]
     incomplete_drivers: frozenset[str]
+    content: Mapping[DeviceKey, tuple] = field(default_factory=dict)  # per device, what `_node_signature` compares
 
     def initial_state(self) -> DeviceState:
         state = DeviceState(counters_left=dict(self.counters))
@@ -237,13 +232,22 @@ class Inventory:
 
 
 def inventory(snapshot: Snapshot) -> Inventory:
+    """The snapshot's devices per node (module docstring), computed once per snapshot."""
     return memoized(snapshot, ("dra_inventory",), lambda: _inventory(snapshot))
+
+
+def keep_derived(snapshot: Snapshot, counted_snapshot: Snapshot) -> None:
+    """Hand what rule `dra` derived from `snapshot` to its counted copy (`solver.rules.counted`):
+    the count changes requests and allocatable, not the devices nodes reach nor the claims."""
+    if snapshot.dra.resource_slices:
+        found = inventory(snapshot)
+        memoized(counted_snapshot, ("dra_inventory",), lambda: found)
 
 
 def _inventory(snapshot: Snapshot) -> Inventory:
     dra = snapshot.dra
-    census = counted_devices(dra.resource_slices, dra.resource_claims)
-    slices = {(s.driver, s.pool.name, s.name): s for s in dra.resource_slices}
+    current, incomplete = current_slices(dra.resource_slices)
+    held_by = holders(dra.resource_claims)
     counters: dict[CounterKey, int] = {}
     for s in dra.resource_slices:
         for counter_set in s.shared_counters:
@@ -252,19 +256,19 @@ def _inventory(snapshot: Snapshot) -> Inventory:
     per_node: dict[NodeName, list[Candidate]] = defaultdict(list)
     device: dict[DeviceKey, Candidate] = {}
     holder: dict[DeviceKey, str] = {}
-    for counted in census.devices:
-        candidate = _candidate(counted)
-        device[candidate.key] = candidate
-        if counted.taken_by is not None:
-            holder[candidate.key] = counted.taken_by
-        source = slices[counted.device.driver, counted.pool, counted.slice_name]
+    for source in current:
+        found = [_candidate(source, each) for each in source.devices]
+        for candidate in found:
+            device[candidate.key] = candidate
+            if candidate.key in held_by:
+                holder[candidate.key] = held_by[candidate.key]
         if source.node_name is not None:
             if source.node_name in snapshot.node_by_name:
-                per_node[source.node_name].append(candidate)
+                per_node[source.node_name] += found
         else:
             for node in snapshot.nodes:
                 if source.all_nodes or node_affinity.matches(node, source.node_selector):
-                    per_node[node.name].append(candidate)
+                    per_node[node.name] += found
     fragment = sorted(
         {
             constraint.match_attribute
@@ -272,26 +276,28 @@ def _inventory(snapshot: Snapshot) -> Inventory:
             for constraint in spec.constraints
         }
     )
+    whole = _reads_unique(snapshot)
     return Inventory(
+        content={key: _content(candidate, whole) for key, candidate in device.items()},
         candidates={name: tuple(found) for name, found in per_node.items()},
         reaches={name: frozenset(c.key for c in found) for name, found in per_node.items()},
         device=device,
         counters=counters,
         holder=holder,
         fragment_attributes=tuple(fragment),
-        incomplete_drivers=frozenset(driver for driver, _ in census.incomplete_pools),
+        incomplete_drivers=frozenset(driver for driver, _ in incomplete),
     )
 
 
-def _candidate(counted: CountedDevice) -> Candidate:
-    device = counted.device
+def _candidate(source: ResourceSlice, device: Device) -> Candidate:
+    pool = source.pool.name
     draws = tuple(
-        ((device.driver, counted.pool, use.counter_set, name), amount)
+        ((device.driver, pool, use.counter_set, name), amount)
         for use in device.consumes_counters
         for name, amount in sorted(use.counters.items())
     )
     tainted = any(taint.effect in ("NoSchedule", "NoExecute") for taint in device.taints)
-    return Candidate(key=(device.driver, counted.pool, device.name), device=device, draws=draws, tainted=tainted)
+    return Candidate(key=(device.driver, pool, device.name), device=device, draws=draws, tainted=tainted)
 
 
 # ---- the exact allocation, one pod at a time ----
@@ -315,10 +321,10 @@ class Allocator:
     changing anything; `apply(..., sign)` takes (+1) or gives back (−1) what it said, so an
     engine that rolls a gang back gives its devices back."""
 
-    def __init__(self, snapshot: Snapshot):
+    def __init__(self, snapshot: Snapshot, *, state: DeviceState | None = None):
         self.snapshot = snapshot
         self.inventory = inventory(snapshot)
-        self.state = self.inventory.initial_state()
+        self.state = self.inventory.initial_state() if state is None else state
         self.made: dict[str, tuple[NodeName, PodClaim, tuple[tuple[Candidate, str, bool], ...]]] = {}
         self.users: dict[str, list[PodKey]] = defaultdict(list)  # claims made this cycle → pods
 
@@ -541,16 +547,19 @@ def _columns(snapshot: Snapshot) -> tuple[Column, ...]:
     classes = snapshot.dra.device_class_by_name
     inv = inventory(snapshot)
     offers: dict[str, dict[NodeName, int]] = {name: {} for name in names}
-    for node, found in inv.candidates.items():
-        for name in names:
-            selectors = [compile_selector(text, where=f"DeviceClass {name} selectors[{i}]") for i, text in enumerate(classes[name].selectors)]
-            amount = sum(
-                1
-                for candidate in found
-                if (inv.holder.get(candidate.key) in (None, *counted_holders))
-                and not candidate.tainted
-                and all(selector.matches(candidate.device) for selector in selectors)
-            )
+    for name in names:
+        selectors = [
+            compile_selector(text, where=f"DeviceClass {name} selectors[{i}]") for i, text in enumerate(classes[name].selectors)
+        ]
+        of_class = {
+            key
+            for key, candidate in inv.device.items()
+            if not candidate.tainted
+            and inv.holder.get(key) in (None, *counted_holders)
+            and all(selector.matches(candidate.device) for selector in selectors)
+        }
+        for node, found in inv.candidates.items():
+            amount = sum(1 for candidate in found if candidate.key in of_class)
             if amount:
                 offers[name][node] = amount
     return tuple(
@@ -594,13 +603,12 @@ _NO_DEVICES = ("no devices",)
 
 def _node_filter(snapshot: Snapshot) -> NodeFilter:
     inv = inventory(snapshot)
-    state = inv.initial_state()
+    state = memoized(snapshot, ("dra_snapshot_state",), inv.initial_state)
     judged: dict[tuple[object, object], bool] = {}
     representative: dict[object, NodeName] = {}
     node_part: dict[NodeName, object] = {}
-    whole = _reads_unique(snapshot)
     for node in snapshot.nodes:
-        part = _node_signature(inv, state, node.name, whole=whole)
+        part = _node_signature(inv, state, node.name)
         representative.setdefault(part, node.name)
         node_part[node.name] = part
     pending = _pending_by_task(snapshot)
@@ -627,17 +635,28 @@ def _node_filter(snapshot: Snapshot) -> NodeFilter:
 
 
 def shortfall_on(snapshot: Snapshot, pod: Pod, node: NodeName) -> PodAllocation | Shortfall:
-    """Whether `pod`'s claims can be allocated on `node` alone, on what the snapshot leaves free."""
-    return Allocator(snapshot).try_bind(pod, node)
+    """Whether `pod`'s claims can be allocated on `node` alone, on what the snapshot leaves
+    free (`try_bind` changes no state, so one snapshot state serves every question)."""
+    state = memoized(snapshot, ("dra_snapshot_state",), inventory(snapshot).initial_state)
+    return Allocator(snapshot, state=state).try_bind(pod, node)
+
+
+def example_pod(snapshot: Snapshot, task: TaskKey) -> Pod | None:
+    """A pending pod of `task` that names claims (its pods ask alike), or None."""
+    return _first_with_claims(_pending_by_task(snapshot).get(task, ()))
 
 
 def why_not(snapshot: Snapshot, task: TaskKey, node: NodeName) -> Shortfall | None:
     """Why the claims of `task`'s pods cannot be allocated on `node` at the snapshot, with
     the claim named as people see it (`w-0-gpus`: the pod's name and entry, as the claim a
     template makes is named); None when they can, or the task names none."""
-    first = _first_with_claims(_pending_by_task(snapshot).get(task, ()))
+    first = example_pod(snapshot, task)
     if first is None:
         return None
+    return memoized(snapshot, ("dra_why_not", task, node), lambda: _why_not(snapshot, first, node))
+
+
+def _why_not(snapshot: Snapshot, first: Pod, node: NodeName) -> Shortfall | None:
     answer = shortfall_on(snapshot, first, node)
     if not isinstance(answer, Shortfall):
         return None
@@ -662,33 +681,44 @@ def _claims_signature(snapshot: Snapshot, pod: Pod) -> object:
     )
 
 
-def _node_signature(inv: Inventory, state: DeviceState, node: NodeName, *, whole: bool = False) -> object:
-    """What decides whether claims fit `node`, with the names that differ between
-    equivalent nodes left out: per device its driver, its attributes but those no selector
-    or constraint could tell apart (none are left out: attributes are compared whole, but
-    device and pool names are not), capacity, counters and whether it is free. Nodes with
-    equal signatures get one allocator call per task."""
+def _node_signature(inv: Inventory, state: DeviceState, node: NodeName) -> object:
+    """What decides whether claims fit `node`, with what tells equivalent nodes apart left
+    out (device and pool names, a device's UUID or index: `_content`): per device its
+    content, the counters left of the sets it draws on, whether it is free. Nodes with equal
+    signatures get one allocator call per task."""
     found = inv.candidates.get(node)
     if not found:
         return _NO_DEVICES
     return tuple(
         sorted(
             (
-                candidate.device.driver,
-                tuple(sorted((name, type(value).__name__, str(value)) for name, value in candidate.device.attributes.items() if whole or not _unique(name))),
-                tuple(sorted(candidate.device.capacity.items())),
-                tuple((counter[2:], amount, state.counters_left.get(counter, 0)) for counter, amount in candidate.draws),
+                inv.content[candidate.key],
+                tuple(state.counters_left.get(counter, 0) for counter, _ in candidate.draws),
                 candidate.key in state.taken,
-                candidate.tainted,
             )
             for candidate in found
         )
     )
 
 
+def _content(candidate: Candidate, whole: bool) -> tuple:
+    """A device as `_node_signature` compares it: driver, attributes (all of them when some
+    selector or constraint names a device-unique one, `whole`), capacity, counter draws by
+    set and counter, taint."""
+    device = candidate.device
+    return (
+        device.driver,
+        tuple(sorted((name, type(value).__name__, str(value)) for name, value in device.attributes.items() if whole or not _unique(name))),
+        tuple(sorted(device.capacity.items())),
+        tuple((counter[2:], amount) for counter, amount in candidate.draws),
+        candidate.tainted,
+    )
+
+
 _UNIQUE_ATTRIBUTES = ("uuid", "index", "minor", "serial", "pciBusID")
 
 
+@functools.lru_cache(maxsize=4096)
 def _unique(qualified: str) -> bool:
     """Attributes that name one device (its UUID, index): left out of a node's signature, so
     that nodes alike but for them share one judgement. When a selector or constraint names

@@ -245,3 +245,36 @@ def test_the_checker_rejects_a_device_another_claim_holds() -> None:
     )
     messages = _judge(snapshot, [_allocation(["gpu-0", "gpu-1"])])
     assert any("held by claim default/r-gpus" in message for message in messages), messages
+
+
+def _three_pairs_on_two_domains_of_three():
+    """n1 holds gpu-0 and gpu-4: 3 + 3 free, 6 by count; three 2-GPU pods on one domain each
+    need a domain with 2 free — only two fit."""
+    return cluster(
+        template("t2", 2, domain=True),
+        template("t1", 1),
+        allocated_claim("r-gpus", "n1", [0, 4], owner="r"),
+        group("run", 1),
+        pod("r", "run", template_name="t1", node_name="n1"),
+        *(group(f"g{i}", 1) for i in range(3)),
+        *(pod(f"g{i}-0", f"g{i}", template_name="t2") for i in range(3)),
+        nodes=1,
+    )
+
+
+def test_cpsat_packs_by_what_the_allocator_allows_not_by_the_count() -> None:
+    snapshot = _three_pairs_on_two_domains_of_three()
+    decision = solve(snapshot, "cpsat")
+    assert decision.status == "OPTIMAL" and len(decision.placement.binds) == 2
+    assert sorted(domains(devices_of(decision, b.pod)).pop() for b in decision.placement.binds) == [0, 1]
+
+
+def test_allocating_a_placement_leaves_out_the_binds_whose_claims_find_no_devices() -> None:
+    from solver.rules.dra import allocate_placement
+
+    snapshot = _three_pairs_on_two_domains_of_three()
+    binds = tuple(make_bind(snapshot.pod_by_key[f"default/g{i}-0"], "n1") for i in range(3))
+    placement, dropped = allocate_placement(snapshot, Placement(binds=binds))
+    assert len(placement.binds) == 2 and list(dropped) == ["default/g2-0"]
+    assert dropped["default/g2-0"].why == f"no 2 free devices share {DOMAIN}"  # 1 + 1 left
+    assert check_placement(snapshot, placement) == ()
