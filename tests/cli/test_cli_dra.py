@@ -1,0 +1,67 @@
+"""DRA claims in what the CLI shows: the table lists each claim allocation (claim, pod, node,
+devices by request); a claim a template has not made yet reads as the pod's entry and its
+template; a network-attached pool's device carries its pool, an admin-access one says so."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from batchplace.render import claim_devices, claim_name, decision_tables
+from models.dra import DeviceResult
+from models.placement import Bind, ClaimAllocation, Decision, Placement
+
+
+def _result(request: str, device: str, *, pool: str = "hgx-0", admin_access: bool = False) -> DeviceResult:
+    return DeviceResult(request=request, driver="gpu.nvidia.com", pool=pool, device=device, admin_access=admin_access)
+
+
+TRAIN = ClaimAllocation(
+    claim="ml/llm-train-worker-0-gpus-x7k2p", pod="ml/llm-train-worker-0", pod_claim="gpus",
+    template="ml/eight-gpus-one-nvlink", node="hgx-0",
+    devices=(_result("gpus", "gpu-0"), _result("gpus", "gpu-1"), _result("nic", "nic-3", pool="fabric-a")),
+    reserved_for=("ml/llm-train-worker-0",),
+)
+NOT_MADE_YET = ClaimAllocation(
+    claim=None, pod="ml/notebook-infer", pod_claim="mig", template="ml/one-mig-slice", node="a100-mig-0",
+    devices=(_result("mig", "gpu-0-mig-19-0-1", pool="a100-mig-0"), _result("mon", "gpu-0", pool="a100-mig-0", admin_access=True)),
+    reserved_for=("ml/notebook-infer",),
+)
+
+
+def _rendered(decision: Decision) -> str:
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(decision_tables(decision))
+    return console.export_text()
+
+
+def test_devices_are_grouped_by_request_in_request_order_with_foreign_pools_named() -> None:
+    assert claim_devices(TRAIN) == "gpus: gpu-0, gpu-1; nic: fabric-a/nic-3"
+
+
+def test_an_admin_access_device_is_marked_and_a_claim_not_made_yet_reads_as_its_pod_entry() -> None:
+    assert claim_devices(NOT_MADE_YET) == "mig: gpu-0-mig-19-0-1; mon: gpu-0 (admin)"
+    assert claim_name(NOT_MADE_YET) == "ml/notebook-infer mig (template ml/one-mig-slice)"
+    assert claim_name(TRAIN) == "ml/llm-train-worker-0-gpus-x7k2p"
+
+
+def test_the_table_lists_each_claim_allocation_with_its_node_and_devices() -> None:
+    decision = Decision(
+        engine="greedy", status="GREEDY", solve_seconds=0.01,
+        placement=Placement(
+            binds=(Bind(pod="ml/llm-train-worker-0", node="hgx-0"), Bind(pod="ml/notebook-infer", node="a100-mig-0")),
+            claims=(TRAIN, NOT_MADE_YET),
+        ),
+    )
+    text = _rendered(decision)
+    assert "DRA claims allocated" in text
+    rows = [line for line in text.splitlines() if "ml/llm-train-worker-0-gpus-x7k2p" in line or "(template ml/one-mig-slice)" in line]
+    assert len(rows) == 2
+    assert "hgx-0" in rows[0] and "gpus: gpu-0, gpu-1; nic: fabric-a/nic-3" in rows[0]
+    assert "a100-mig-0" in rows[1] and "mig: gpu-0-mig-19-0-1; mon: gpu-0 (admin)" in rows[1]
+
+
+def test_a_decision_without_claims_shows_no_claims_table() -> None:
+    decision = Decision(engine="greedy", status="GREEDY", solve_seconds=0.01, placement=Placement(binds=(Bind(pod="a/b", node="n"),)))
+    assert "DRA claims allocated" not in _rendered(decision)
