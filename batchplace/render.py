@@ -18,7 +18,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from models.placement import ClaimAllocation, Decision, PodGroupOutcome
+from models.placement import Decision, PodGroupOutcome
 from models.quantity import format_bytes, format_milli
 from models.rebalance import RebalanceAdvice
 from models.snapshot import CPU, GPU, MEMORY
@@ -27,8 +27,6 @@ from solver.reasons import waiting_task
 __all__ = [
     "decision_tables",
     "advice_tables",
-    "claim_devices",
-    "claim_name",
     "format_resources",
     "print_error",
     "print_warning",
@@ -104,7 +102,7 @@ def decision_tables(decision: Decision) -> Group:
         for column in ("claim", "pod", "node", "devices"):
             claims.add_column(column, overflow="fold")
         for allocation in decision.placement.claims:
-            claims.add_row(claim_name(allocation), allocation.pod, allocation.node, Text(claim_devices(allocation)))
+            claims.add_row(allocation.label, allocation.pod, allocation.node, Text(allocation.devices_by_request))
         parts.append(claims)
     unplaced = [(pod.pod, pod.reason) for outcome in decision.podgroups for pod in outcome.unplaced_pods]
     if unplaced:
@@ -129,27 +127,6 @@ def decision_tables(decision: Decision) -> Group:
         queues.add_row(share.name, format_resources(share.allocated), format_resources(share.deserved))
     parts.append(queues)
     return Group(*parts)
-
-
-def claim_name(allocation: ClaimAllocation) -> str:
-    """The claim's `namespace/name`; a claim its template has not made yet reads as what will
-    make it: `ml/llm-train-worker-0 gpus (template ml/eight-gpus)` — the controller finds
-    it by the pod's `status.resourceClaimStatuses` when it writes the allocation."""
-    if allocation.claim is not None:
-        return allocation.claim
-    template = f" (template {allocation.template})" if allocation.template else ""
-    return f"{allocation.pod} {allocation.pod_claim}{template}"
-
-
-def claim_devices(allocation: ClaimAllocation) -> str:
-    """Devices by request, in request order: `gpus: gpu-0, gpu-1; nic: nic-0`. A device of a
-    pool other than the node's own (a network-attached pool) is `pool/device`; an admin
-    access result (monitoring, not taken) ends in ` (admin)`."""
-    by_request: dict[str, list[str]] = {}
-    for result in allocation.devices:
-        name = result.device if result.pool == allocation.node else f"{result.pool}/{result.device}"
-        by_request.setdefault(result.request, []).append(name + (" (admin)" if result.admin_access else ""))
-    return "; ".join(f"{request}: {', '.join(devices)}" for request, devices in by_request.items())
 
 
 def _state(outcome: PodGroupOutcome) -> str:

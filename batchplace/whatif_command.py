@@ -26,7 +26,7 @@ from rich.text import Text
 
 from batchplace.options import SolverMemoryOption, TypicalShapesOption, solver_memory_bytes, typical_shapes_of_file
 from batchplace.scale_up_command import ScaleUpOption, scale_up_tables
-from batchplace.render import advice_tables, claim_devices, claim_name, decision_tables, print_error, print_warning
+from batchplace.render import advice_tables, decision_tables, print_error, print_warning
 from models.errors import Location, SnapshotError
 from models.loaders import load_snapshot_documents
 from models.loaders.kube_yaml import read_manifest_documents
@@ -200,7 +200,7 @@ def _verdict_line(verdict: JobVerdict) -> Text:
         preempts = ", ".join(eviction.pod for eviction in verdict.preempts) or "nothing"
         line = Text.assemble("  ", (verdict.name, "bold"), " ", ("starts", "green"), f": {placed}{where}; preempts {preempts}")
         for claim in verdict.claims:
-            line.append(f"\n    claim {claim_name(claim)} on {claim.node}: {claim_devices(claim)}")
+            line.append(f"\n    claim {claim.label} on {claim.node}: {claim.devices_by_request}")
         return line
     gpus = (
         f"; GPUs: {verdict.gpus_to_start:g} to start, {verdict.gpus_free_eligible:g} free, {verdict.gpus_short:g} short"

@@ -73,6 +73,28 @@ class ClaimAllocation(_Frozen):
     devices: tuple[DeviceResult, ...] = Field(description="`status.allocation.devices.results`, in request order")
     reserved_for: tuple[PodKey, ...] = Field(description="the pods bound this cycle that use it (`status.reservedFor`)")
 
+    @property
+    def label(self) -> str:
+        """The claim's `namespace/name`; a claim its template has not made yet reads as what
+        will make it: `ml/llm-train-worker-0 gpus (template ml/eight-gpus)` — the controller
+        finds it by the pod's `status.resourceClaimStatuses` when it writes the allocation."""
+        if self.claim is not None:
+            return self.claim
+        template = f" (template {self.template})" if self.template else ""
+        return f"{self.pod} {self.pod_claim}{template}"
+
+    @property
+    def devices_by_request(self) -> str:
+        """Devices by request, in request order: `gpus: gpu-0, gpu-1; nic: nic-0`, as people
+        read them (CLI, dashboard). A device of a pool other than the node's own (a
+        network-attached pool) is `pool/device`; an admin-access result (monitoring, not
+        taken) ends in ` (admin)`."""
+        by_request: dict[str, list[str]] = {}
+        for result in self.devices:
+            name = result.device if result.pool == self.node else f"{result.pool}/{result.device}"
+            by_request.setdefault(result.request, []).append(name + (" (admin)" if result.admin_access else ""))
+        return "; ".join(f"{request}: {', '.join(devices)}" for request, devices in by_request.items())
+
 
 class Placement(_Frozen):
     binds: tuple[Bind, ...] = ()

@@ -8,7 +8,7 @@ import io
 
 from rich.console import Console
 
-from batchplace.render import claim_devices, claim_name, decision_tables
+from batchplace.render import decision_tables
 from models.dra import DeviceResult
 from models.placement import Bind, ClaimAllocation, Decision, Placement
 
@@ -37,13 +37,13 @@ def _rendered(decision: Decision) -> str:
 
 
 def test_devices_are_grouped_by_request_in_request_order_with_foreign_pools_named() -> None:
-    assert claim_devices(TRAIN) == "gpus: gpu-0, gpu-1; nic: fabric-a/nic-3"
+    assert TRAIN.devices_by_request == "gpus: gpu-0, gpu-1; nic: fabric-a/nic-3"
 
 
 def test_an_admin_access_device_is_marked_and_a_claim_not_made_yet_reads_as_its_pod_entry() -> None:
-    assert claim_devices(NOT_MADE_YET) == "mig: gpu-0-mig-19-0-1; mon: gpu-0 (admin)"
-    assert claim_name(NOT_MADE_YET) == "ml/notebook-infer mig (template ml/one-mig-slice)"
-    assert claim_name(TRAIN) == "ml/llm-train-worker-0-gpus-x7k2p"
+    assert NOT_MADE_YET.devices_by_request == "mig: gpu-0-mig-19-0-1; mon: gpu-0 (admin)"
+    assert NOT_MADE_YET.label == "ml/notebook-infer mig (template ml/one-mig-slice)"
+    assert TRAIN.label == "ml/llm-train-worker-0-gpus-x7k2p"
 
 
 def test_the_table_lists_each_claim_allocation_with_its_node_and_devices() -> None:
