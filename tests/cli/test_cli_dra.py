@@ -1,16 +1,27 @@
 """DRA claims in what the CLI shows: the table lists each claim allocation (claim, pod, node,
 devices by request); a claim a template has not made yet reads as the pod's entry and its
-template; a network-attached pool's device carries its pool, an admin-access one says so."""
+template; a network-attached pool's device carries its pool, an admin-access one says so;
+`solve` reads a directory holding slices, classes, claims and pods as it reads one file."""
 
 from __future__ import annotations
 
 import io
+import json
+from pathlib import Path
+from typing import Any
 
+import yaml
 from rich.console import Console
+from typer.testing import CliRunner
 
+from batchplace.cli import app
+from batchplace.demo import EXAMPLES_DIR
 from batchplace.render import decision_tables
 from models.dra import DeviceResult
 from models.placement import Bind, ClaimAllocation, Decision, Placement
+
+
+runner = CliRunner()
 
 
 def _result(request: str, device: str, *, pool: str = "hgx-0", admin_access: bool = False) -> DeviceResult:
@@ -65,3 +76,24 @@ def test_the_table_lists_each_claim_allocation_with_its_node_and_devices() -> No
 def test_a_decision_without_claims_shows_no_claims_table() -> None:
     decision = Decision(engine="greedy", status="GREEDY", solve_seconds=0.01, placement=Placement(binds=(Bind(pod="a/b", node="n"),)))
     assert "DRA claims allocated" not in _rendered(decision)
+
+
+def _solve_json(*paths: Path) -> dict[str, Any]:
+    result = runner.invoke(app, ["solve", *map(str, paths), "--engine", "greedy", "--output", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def test_solve_reads_a_directory_of_slices_classes_claims_and_pods_as_the_one_file(tmp_path: Path) -> None:
+    """`kubectl get … -o yaml > DIR/KIND.yaml` per kind: the same answer as the example file."""
+    example = EXAMPLES_DIR / "dra-gpus.yaml"
+    by_kind: dict[str, list[Any]] = {}
+    for document in yaml.safe_load_all(example.read_text()):
+        if document:
+            by_kind.setdefault(document["kind"], []).append(document)
+    assert {"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate", "Pod", "Node"} <= set(by_kind)
+    for kind, objects in by_kind.items():
+        (tmp_path / f"{kind.lower()}.yaml").write_text(yaml.safe_dump_all(objects))
+    from_directory, from_file = _solve_json(tmp_path), _solve_json(example)
+    assert from_directory["binds"] == from_file["binds"] and len(from_file["binds"]) == 3
+    assert from_directory["claims"] == from_file["claims"]
