@@ -40,6 +40,7 @@ __all__ = [
     "AttributeValue",
     "CountedDevice",
     "CounterConsumption",
+    "ClaimSpec",
     "CounterSet",
     "Device",
     "DeviceClass",
@@ -58,6 +59,8 @@ __all__ = [
     "ResourceSlice",
     "Version",
     "counted_devices",
+    "current_slices",
+    "holders",
     "qualified_name",
 ]
 
@@ -192,7 +195,7 @@ class DeviceResult(_Frozen):
     admin_access: bool = Field(False, description="monitoring access: the device is not taken from others")
 
 
-class _ClaimSpec(_Frozen):
+class ClaimSpec(_Frozen):
     namespace: str
     name: str
     requests: tuple[DeviceRequest, ...] = ()
@@ -203,11 +206,11 @@ class _ClaimSpec(_Frozen):
         return f"{self.namespace}/{self.name}"
 
 
-class ResourceClaimTemplate(_ClaimSpec):
+class ResourceClaimTemplate(ClaimSpec):
     pass
 
 
-class ResourceClaim(_ClaimSpec):
+class ResourceClaim(ClaimSpec):
     allocation: tuple[DeviceResult, ...] | None = Field(None, description="None: not allocated yet")
     allocation_node_selector: tuple[NodeSelectorTerm, ...] = Field(
         (), description="where the allocated devices can be used; empty: anywhere"
@@ -259,6 +262,15 @@ class DraObjects(_Frozen):
     def claim_by_key(self) -> dict[str, ResourceClaim]:
         return {claim.key: claim for claim in self.resource_claims}
 
+    @cached_property
+    def claim_made_for(self) -> dict[tuple[str, str, str | None], ResourceClaim]:
+        """Claims a template made for a pod, by (namespace, pod name, the pod's claim entry)."""
+        return {
+            (claim.namespace, claim.owner_pod, claim.pod_claim): claim
+            for claim in self.resource_claims
+            if claim.owner_pod is not None
+        }
+
 
 class CountedDevice(_Frozen):
     """A device that counts for allocation, with the slice it came from and its holder."""
@@ -282,29 +294,42 @@ def counted_devices(slices: Iterable[ResourceSlice], claims: Iterable[ResourceCl
     generation, when that generation has `resourceSliceCount` slices; an older generation is
     being replaced, an incomplete newest one is still being written. A device named by a
     claim's allocation (not admin access) is `taken_by` that claim."""
+    current, incomplete = current_slices(slices)
+    holders = _holders(claims)
+    devices = [
+        CountedDevice.model_construct(  # every field is of its type already
+            device=device,
+            slice_name=resource_slice.name,
+            pool=resource_slice.pool.name,
+            taken_by=holders.get((resource_slice.driver, resource_slice.pool.name, device.name)),
+        )
+        for resource_slice in current
+        for device in resource_slice.devices
+    ]
+    return PoolCensus.model_construct(devices=tuple(devices), incomplete_pools=tuple(incomplete))
+
+
+def current_slices(slices: Iterable[ResourceSlice]) -> tuple[list[ResourceSlice], list[tuple[str, str]]]:
+    """The slices whose devices count (`counted_devices`), and the (driver, pool) pairs left
+    out as incomplete."""
     pools: dict[tuple[str, str], list[ResourceSlice]] = defaultdict(list)
     for resource_slice in slices:
         pools[resource_slice.driver, resource_slice.pool.name].append(resource_slice)
-    holders = _holders(claims)
-    devices: list[CountedDevice] = []
+    current: list[ResourceSlice] = []
     incomplete: list[tuple[str, str]] = []
     for (driver, pool), members in pools.items():
         newest = max(member.pool.generation for member in members)
-        current = [member for member in members if member.pool.generation == newest]
-        if len(current) != current[0].pool.resource_slice_count:
+        members = [member for member in members if member.pool.generation == newest]
+        if len(members) != members[0].pool.resource_slice_count:
             incomplete.append((driver, pool))
-            continue
-        for resource_slice in current:
-            devices += [
-                CountedDevice(
-                    device=device,
-                    slice_name=resource_slice.name,
-                    pool=pool,
-                    taken_by=holders.get((driver, pool, device.name)),
-                )
-                for device in resource_slice.devices
-            ]
-    return PoolCensus(devices=tuple(devices), incomplete_pools=tuple(incomplete))
+        else:
+            current += members
+    return current, incomplete
+
+
+def holders(claims: Iterable[ResourceClaim]) -> Mapping[tuple[str, str, str], str]:
+    """(driver, pool, device) → the claim whose allocation takes it (admin access takes none)."""
+    return _holders(claims)
 
 
 def _holders(claims: Iterable[ResourceClaim]) -> Mapping[tuple[str, str, str], str]:

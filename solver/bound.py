@@ -99,7 +99,7 @@ def relaxation(
     for p in np.flatnonzero(problem.pod_running & (problem.pod_group >= 0)).tolist():
         pod = snapshot.pods[p]
         group = snapshot.pod_groups[int(problem.pod_group[p])]
-        value = ctx.weights[group.key] * pod_value(pod.requests) if throughput else 0
+        value = ctx.weights[group.key] * pod_value(pod.requests, ctx.devices) if throughput else 0
         if not (group.preemptable and pod.preemptable):
             lp.constant += value
             continue
@@ -144,7 +144,7 @@ def relaxation(
             if eligibility not in eligible_by_row:
                 eligible_by_row[eligibility] = sorted(set(classes[problem.eligible_nodes(row)].tolist()))
             eligible_classes = eligible_by_row[eligibility]
-            value = weight * pod_value(task.requests) if throughput else task.requests.get(GPU, 0) / GPU_MILLI_PER_DEVICE
+            value = weight * pod_value(task.requests, ctx.devices) if throughput else task.requests.get(GPU, 0) / GPU_MILLI_PER_DEVICE
             xs = [lp.variable(f"x_{row}_{c}", 0, pending, value) for c in eligible_classes]
             every.extend(xs)
             lp.at_most([(x, 1.0) for x in xs] + [(admitted, -pending)], 0)

@@ -80,9 +80,15 @@ class Choice:
     all_devices: bool = False
     count: int = 1
     admin_access: bool = False
+    _answers: dict[DeviceKey, bool] = field(default_factory=dict, compare=False, repr=False)
 
-    def matches(self, device: Device) -> bool:
-        return all(selector.matches(device) for selector in self.selectors)
+    def matches(self, candidate: Candidate) -> bool:
+        """Whether `candidate` matches every selector; remembered per device key (a choice
+        lives for one snapshot, where a key names one device)."""
+        answer = self._answers.get(candidate.key)
+        if answer is None:
+            answer = self._answers[candidate.key] = all(selector.matches(candidate.device) for selector in self.selectors)
+        return answer
 
 
 @dataclass(frozen=True)
@@ -194,7 +200,7 @@ class _Search:
         c, r = self.flat[i]
         request = self.claims[c].requests[r]
         for choice in request.choices:
-            matching = [d for d in self.order if choice.matches(d.device)]
+            matching = [d for d in self.order if choice.matches(d)]
             if choice.all_devices:
                 if not matching or any(d.device.driver in self.incomplete for d in matching):
                     continue
@@ -208,7 +214,7 @@ class _Search:
 
     def _take_all(self, i: int, c: int, r: int, choice: Choice, matching: list[Candidate]) -> bool:
         # Every matching device the node reaches, tainted ones included, must be free.
-        if any(d.tainted for d in self.candidates if choice.matches(d.device)):
+        if any(d.tainted for d in self.candidates if choice.matches(d)):
             return False
         taken: list[Candidate] = []
         for device in matching:
@@ -300,7 +306,7 @@ class _Search:
     def _alone(self, claim: ClaimAsk, request: RequestAsk) -> str | None:
         whys: list[str] = []
         for choice in request.choices:
-            matching = [d for d in self.candidates if choice.matches(d.device)]
+            matching = [d for d in self.candidates if choice.matches(d)]
             free = [d for d in matching if not d.tainted and (choice.admin_access or d.key not in self.state.taken)]
             if choice.all_devices:
                 if not matching:

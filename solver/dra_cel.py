@@ -40,7 +40,7 @@ from typing import Any, Protocol
 
 import cel
 
-from models.dra import AttributeValue
+from models.dra import AttributeValue, qualified_name
 from models.errors import FieldError
 from models.quantity import parse_quantity
 from models.semver import Version, is_semver
@@ -184,7 +184,7 @@ _STANDARD_FUNCTIONS = frozenset(
 class Selector:
     """One compiled CEL selector; `matches` caches its answer per device content."""
 
-    __slots__ = ("expression", "where", "_program", "_functions", "_results")
+    __slots__ = ("expression", "where", "_program", "_functions", "_results", "_reads")
 
     def __init__(self, expression: str, where: str, program: Any):
         self.expression = expression
@@ -193,6 +193,7 @@ class Selector:
         # Only the functions it calls: the library wraps each one given, per evaluation.
         self._functions = {name: _FUNCTIONS[name] for name in program.functions() if name in _FUNCTIONS}
         self._results: dict[tuple, tuple[bool, str | None]] = {}
+        self._reads = fields_read(expression)
 
     def matches(self, device: Device) -> bool:
         return self._answer(device)[0]
@@ -203,7 +204,7 @@ class Selector:
         return self._answer(device)[1]
 
     def _answer(self, device: Device) -> tuple[bool, str | None]:
-        key = _device_key(device)
+        key = _device_key(device, self._reads)
         answer = self._results.get(key)
         if answer is None:
             answer = self._results[key] = self._evaluate(key)
@@ -221,7 +222,13 @@ class Selector:
 
 
 def compile_selector(expression: str, *, where: str) -> Selector:
-    """Compile once per expression (cached); errors name `where` and the CEL message."""
+    """Compile once per (expression, where) (cached, with its answers per device, across
+    snapshots); errors name `where` and the CEL message."""
+    return _selector(expression, where)
+
+
+@functools.lru_cache(maxsize=4096)
+def _selector(expression: str, where: str) -> Selector:
     try:
         program = _program(expression)
     except ValueError as error:
@@ -252,11 +259,39 @@ def _program(expression: str) -> Any:
 _MACRO_VARIABLE = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,")
 
 
-def _device_key(device: Device) -> tuple:
-    """The device's content: two devices with equal fields get the same answer. Each value's
-    type is part of it, since `True == 1` in Python but a CEL bool is no int."""
-    attributes = tuple(sorted((name, type(value), value) for name, value in device.attributes.items()))
-    return (device.driver, attributes, tuple(sorted(device.capacity.items())))
+_FIELD_READ = re.compile(
+    r"device\.(attributes|capacity)\[\s*\"([^\"]+)\"\s*\]\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*\"([^\"]+)\"\s*\])"
+)
+
+
+def fields_read(expression: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The qualified attribute and capacity names `expression` reads, when it reads them
+    only by name (`device.attributes["gpu.nvidia.com"].productName`); None when it reads the
+    maps otherwise (`"x" in device.attributes`, a macro over them), so every field counts.
+    Why: a device's UUID or index then does not split the cache — 8,000 GPUs that differ only
+    there are one evaluation, not 8,000 (docs/results.md, "CEL selectors")."""
+    reads: dict[str, set[str]] = {"attributes": set(), "capacity": set()}
+    for kind, domain, name, quoted in _FIELD_READ.findall(expression):
+        reads[kind].add(f"{domain}/{name or quoted}")
+    if re.search(r"device\.(attributes|capacity)", _FIELD_READ.sub("", expression)):
+        return None
+    return frozenset(reads["attributes"]), frozenset(reads["capacity"])
+
+
+def _device_key(device: Device, reads: tuple[frozenset[str], frozenset[str]] | None = None) -> tuple:
+    """The device's content a selector reads (`fields_read`; all of it when None): two devices
+    equal there get the same answer. Each value's type is part of it, since `True == 1` in
+    Python but a CEL bool is no int."""
+    attributes, capacity = device.attributes.items(), device.capacity.items()
+    if reads is not None:
+        driver = device.driver
+        attributes = [(name, value) for name, value in attributes if qualified_name(name, driver) in reads[0]]
+        capacity = [(name, value) for name, value in capacity if qualified_name(name, driver) in reads[1]]
+    return (
+        device.driver,
+        tuple(sorted((name, type(value), value) for name, value in attributes)),
+        tuple(sorted(capacity)),
+    )
 
 
 @functools.lru_cache(maxsize=65536)

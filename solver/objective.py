@@ -118,7 +118,7 @@ breaks hard rules still gets a score.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -140,7 +140,7 @@ from models.typical_shapes import TypicalShape
 from solver.after import After, build_after
 from solver.fragmentation import PackingMeasure, packing_measure
 from solver.memo import memoized
-from solver.rules import node_affinity, pod_affinity, topology_spread
+from solver.rules import declared_columns, dra, node_affinity, pod_affinity, topology_spread
 from solver.rules.gang import is_partly_bound
 from solver.rules.topology import hard_tier_limit
 from solver.shares import deserved_shares, queue_requests
@@ -219,9 +219,14 @@ def objective_order(listed: Sequence[str]) -> tuple[str, ...]:
     return (*listed, *(name for name in TIERS if name not in listed))
 
 
-def pod_value(requests: Mapping[str, int]) -> int:
-    """Throughput value of one pod: `{cpu: 96000, gpu: 8000}` → 1 + 96 + 8000 = 8097."""
-    return 1 + requests.get(CPU, 0) // 1000 + requests.get(GPU, 0)
+def pod_value(requests: Mapping[str, int], devices: Collection[str] = ()) -> int:
+    """Throughput value of one pod: `{cpu: 96000, gpu: 8000}` → 1 + 96 + 8000 = 8097. A DRA
+    device (`devices`: the device classes the pod's requests count, rule `dra`) counts as a
+    whole GPU: `{cpu: 4000, gpu.nvidia.com: 2}` → 1 + 4 + 2000 = 2005."""
+    value = 1 + requests.get(CPU, 0) // 1000 + requests.get(GPU, 0)
+    for name in devices:
+        value += requests.get(name, 0) * GPU_MILLI_PER_DEVICE
+    return value
 
 
 def age_class(start_time: float | None, now: float | None) -> int:
@@ -299,6 +304,7 @@ class ObjectiveContext:
     packing: PackingMeasure
     span_tier: int | None  # the lowest HyperNode tier, where soft spans are counted
     span_domain: Mapping[NodeName, str] = field(repr=False)  # node → its HyperNode of that tier
+    devices: frozenset[str] = frozenset()  # DRA device classes, counted in requests (`pod_value`)
 
     @staticmethod
     def of(snapshot: Snapshot, typical: Sequence[TypicalShape] = ()) -> ObjectiveContext:
@@ -348,6 +354,7 @@ class ObjectiveContext:
             packing=packing_measure(snapshot, typical),
             span_tier=span_tier,
             span_domain=span_domain,
+            devices=frozenset(column.name for column in declared_columns(snapshot) if column.rule == dra.NAME),
         )
 
     def eviction_cost(self, pod: Pod) -> int:
@@ -417,9 +424,9 @@ def _throughput(ctx: ObjectiveContext, after: After) -> int:
     total = 0
     for pod in after.kept:
         if pod.pod_group is not None:
-            total += ctx.weights[pod.pod_group] * pod_value(pod.requests)
+            total += ctx.weights[pod.pod_group] * pod_value(pod.requests, ctx.devices)
     for bound in after.bound:
-        total += ctx.weights[bound.group.key] * pod_value(bound.pod.requests)
+        total += ctx.weights[bound.group.key] * pod_value(bound.pod.requests, ctx.devices)
     return total
 
 

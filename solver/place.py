@@ -60,14 +60,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from models.placement import Decision, Fallback, FallbackCause, Placement
 from models.snapshot import PodGroupKey, Snapshot
 from solver.bound import lp_bound
 from solver.checker import PlacementRejected, check_placement
-from solver.cpsat import CpsatConfig, ModelInvalid
+from solver.cpsat import CpsatConfig, CpsatResult, ModelInvalid
 from solver.cpsat.units import DataLimits
 from solver.engines import DEFAULT_ENGINES, Engines
 from solver.fragmentation import PackingName, TypicalShape
@@ -77,7 +77,7 @@ from solver.objective import TIERS, ObjectiveContext, score
 from solver.outcome import build_decision
 from solver.pending_reasons import pending_reasons, with_unplaced_pods
 from solver.problem import Problem, build_problem
-from solver.rules import counted
+from solver.rules import counted, dra
 
 __all__ = ["EngineName", "SolveConfig", "place", "ENGINES", "ModelInvalid"]
 
@@ -203,6 +203,14 @@ GREEDY_SECONDS_PER_POD_NODE = 3e-8
 each pending pod), for the deterministic budget: set from greedy's CPU time measured from
 1,000 to 10,000 nodes and 50 to 5,000 pending pods (docs/results.md, "`place()`'s time
 estimates")."""
+DRA_SECONDS_PER_DEVICE = 2.5e-5
+DRA_SECONDS_PER_CLAIM_POD = 1.2e-4
+DRA_AFTER_SECONDS_PER_CLAIM_POD = 1.5e-4
+"""Rule `dra`'s work, for the deterministic budget: per DRA device (which nodes reach it, its
+class, its node's signature) and per pod naming claims (its claims resolved, greedy's
+allocation as it binds) before CP-SAT; per pending pod naming claims after it (CP-SAT's
+placement allocated, the reasons' state). Set from CPU times measured at 1,000 nodes × 8
+devices and 1,000 pending pods (docs/results.md, "DRA devices")."""
 SAFETY_NET_FACTOR = 10.0
 """With `deterministic`, the wall-clock limit of the call (`SolveConfig.safety_net_s`), in
 time limits: the deterministic budget is meant to end near `time_limit_s` on an idle core
@@ -245,13 +253,18 @@ class _Budget:
     def measure(snapshot: Snapshot, config: SolveConfig, started: float, greedy_s: float, greedy_cpu_s: float) -> _Budget:
         items = len(snapshot.nodes) + len(snapshot.pods)
         slowness = 1.0 if config.deterministic else max(1.0, greedy_s / max(greedy_cpu_s, 1e-3))
-        reserve_s = SAFETY_SHARE * config.time_limit_s + slowness * (0.05 + AFTER_SECONDS_PER_ITEM * items)
+        claim_pods = [pod for pod in snapshot.pods if pod.resource_claims]
+        pending_claim_pods = sum(1 for pod in claim_pods if pod.phase == "pending")
+        dra_after_s = DRA_AFTER_SECONDS_PER_CLAIM_POD * pending_claim_pods
+        reserve_s = SAFETY_SHARE * config.time_limit_s + slowness * (0.05 + AFTER_SECONDS_PER_ITEM * items + dra_after_s)
         lp_s = slowness * LP_SECONDS_PER_ITEM * items
         lp_reserved = config.lp_gap if config.lp_gap is not None else lp_s <= LP_SHARE * config.time_limit_s
         search_s = None
         if config.deterministic:
             pending = sum(1 for pod in snapshot.pods if pod.phase == "pending")
             greedy_estimate = GREEDY_SECONDS_PER_ITEM * items + GREEDY_SECONDS_PER_POD_NODE * pending * len(snapshot.nodes)
+            devices = sum(len(resource_slice.devices) for resource_slice in snapshot.dra.resource_slices) if claim_pods else 0
+            greedy_estimate += DRA_SECONDS_PER_DEVICE * devices + DRA_SECONDS_PER_CLAIM_POD * len(claim_pods)
             search_s = config.time_limit_s - greedy_estimate - reserve_s - (lp_s if lp_reserved else 0.0)
         return _Budget(items, slowness, reserve_s, lp_s, lp_reserved, _call_deadline(config, started), search_s)
 
@@ -389,6 +402,7 @@ def _decide(
         return fallback(result.cause, result.reason)
     if result.placement is None or result.objective is None:
         return fallback("no_solution", "CP-SAT found no solution in time")
+    result = _with_claims(snapshot, result)
     # Never worse than greedy; as good → CP-SAT's (it comes with a bound). The model's tiers
     # are exact for its placement, and its value of the greedy placement is at least
     # `score(greedy)`; without it, score both.
@@ -420,6 +434,20 @@ def _decide(
     if not reproducible and config.deterministic:
         log.warning("cpsat: the wall-clock safety net (%.1f s) cut this answer short: it may differ from run to run", deadline - started)
     return decision.model_copy(update={"reproducible": reproducible})
+
+
+def _with_claims(snapshot: Snapshot, result: CpsatResult) -> CpsatResult:
+    """CP-SAT's placement with its DRA claims allocated (rule `dra`): the model counts devices
+    per class and keeps tasks off nodes their claims cannot use, and this step chooses the
+    devices. A pod whose claims then find none (a `matchAttribute` or counter the counts
+    do not see) is left pending with its gang; the answer is then scored again, with no
+    exact tiers of its own, and compared with greedy's as any other."""
+    assert result.placement is not None
+    placement, dropped = dra.allocate_placement(snapshot, result.placement)
+    if not dropped:
+        return replace(result, placement=placement)
+    log.info("cpsat: %d bind(s) left pending: their DRA claims found no devices", len(dropped))
+    return replace(result, placement=placement, status="FEASIBLE", objective=score(snapshot, placement), hint_objective=None)
 
 
 def _left_pending(snapshot: Snapshot, placement: Placement) -> list[PodGroupKey]:

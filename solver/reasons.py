@@ -86,6 +86,7 @@ __all__ = [
     "usage_not_judged",
     "colocation_not_oversubscribed",
     "gpu_not_lent",
+    "dra_no_allocation",
 ]
 
 NOT_RULES: Mapping[str, str] = {
@@ -218,6 +219,13 @@ def waiting_task(reason: str) -> tuple[str, str] | None:
 def eligibility_none(task: str, *, nodes: int, counts: Mapping[str, int]) -> str:
     """"eligibility: task worker: 0/3 nodes: 2 node selector mismatch, 1 untolerated taint"."""
     return f"eligibility: task {task}: 0/{nodes} nodes: {_fold(counts) or 'the cluster has no nodes'}"
+
+
+@_says("no_allocation", "dra", nodes_help=True)
+def dra_no_allocation(claim: str, request: str, *, nodes: int, counts: Mapping[str, int]) -> str:
+    """"dra: claim train-0-gpus request gpus: 0/12 nodes: 9 fewer than 8 free devices of class
+    gpu.nvidia.com, 3 no 8 free devices share gpu.nvidia.com/nvlinkDomain"."""
+    return f"dra: claim {claim} request {request}: 0/{nodes} nodes: {_fold(counts)}"
 
 
 @_says("no_fit", "capacity", nodes_help=True)

@@ -95,7 +95,6 @@ def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
         "priority_classes": [record.priority_class for record in inventory.priority_classes],
         "dra": _dra_objects(inventory, warnings),
     }
-    _claims_not_allocated(snapshot_fields["pods"], warnings)
     try:
         return Snapshot.model_validate(snapshot_fields)
     except ValidationError as error:
@@ -120,22 +119,6 @@ def _dra_objects(inventory: Inventory, warnings: Warnings) -> DraObjects:
         resource_claims=tuple(item for item in items if isinstance(item, ResourceClaim)),
         resource_claim_templates=tuple(item for item in items if isinstance(item, ResourceClaimTemplate)),
     )
-
-
-def _claims_not_allocated(pods: list[Pod], warnings: Warnings) -> None:
-    """Pending pods naming DRA resource claims, said once: their claims are read but not yet
-    allocated, so a placement gives them no device (docs/input.md, "DRA objects")."""
-    named = [pod.key for pod in pods if pod.resource_claims and pod.phase == "pending"]
-    if named:
-        shown = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
-        warnings.add(
-            Location(),
-            f"{len(named)} pending pod(s) name DRA resource claims ({shown}): batchplace does not allocate DRA "
-            "devices yet, so their placement does not include the claims' devices",
-        )
-
-
-# ---- duplicates ----
 
 
 def _reject_duplicates(inventory: Inventory, workload: Workload) -> None:

@@ -43,6 +43,8 @@ from models.snapshot import (
 )
 from solver.after import milli_per_device
 from solver.cpsat.build_context import BuildContext, new_build_context, node_profile
+from solver.cpsat.devices import MultisetFit
+from solver.cpsat.dra import multiset_fits
 from solver.cpsat.interpod import FixedPart
 from solver.cpsat.neighbourhood import left_out_nodes
 from solver.cpsat.patterns import (
@@ -145,7 +147,8 @@ def _build(build: BuildContext) -> ModelData:
     tracked = sorted({a for u in units for a in u.atoms})
     tracked_set = set(tracked)
     groups = node_groups(build, node_profiles, atom_of, tracked_set, victims_on, kinds)
-    pattern_sets = _pattern_sets(build, groups, shapes, build.pending_by_shape)
+    shape_rows = {task.shape: task.row for task in reversed(tasks)}  # a task row per shape (its first)
+    pattern_sets = _pattern_sets(build, groups, shapes, build.pending_by_shape, multiset_fits(build, shape_rows))
     atom_patterns = topology_sets(build, groups, pattern_sets, shapes, tasks, units, build.pending_by_shape)
     return ModelData(
         snapshot=build.snapshot,
@@ -232,7 +235,7 @@ def _units(build: BuildContext) -> tuple[list[Unit], list[UnitTask], list[Shape]
                 running=running[task.name],
                 minimum=requirement.task_minimum(task.name),
                 single_numa=numa,
-                value=weight * pod_value(task.requests),
+                value=weight * pod_value(task.requests, build.ctx.devices),
             )
             unit_tasks.append(unit_task)
             tasks.append(unit_task)
@@ -287,8 +290,14 @@ def _neighbourhood(
 
 
 def _pattern_sets(
-    build: BuildContext, node_groups: list[NodeGroup], shapes: list[Shape], pending_by_shape: dict[int, int]
+    build: BuildContext,
+    node_groups: list[NodeGroup],
+    shapes: list[Shape],
+    pending_by_shape: dict[int, int],
+    fits: dict[int, MultisetFit] | None,
 ) -> dict[int, PatternSet]:
+    """Per profile used, its node patterns; `fits` per eligibility class: what the devices
+    the profile does not describe allow (DRA claims, `cpsat.dra`)."""
     used_profiles = sorted({p for g in node_groups for p in g.after})
     sets: dict[int, PatternSet] = {}
     for profile_id in used_profiles:
@@ -299,6 +308,7 @@ def _pattern_sets(
             measure=build.ctx.packing,
             cap=build.limits.max_patterns_per_profile,
             most=pending_by_shape,
+            fits=None if fits is None else fits[profile.eligibility],
         )
         if pattern_set.restricted:
             build.restricted.append(f"profile {profile_id}: more than {build.limits.max_patterns_per_profile} patterns")

@@ -30,7 +30,7 @@ fewest partly used ones) to break ties.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from models.snapshot import GPU_MILLI_PER_DEVICE
@@ -46,6 +46,7 @@ __all__ = [
     "Slot",
     "Pattern",
     "State",
+    "MultisetFit",
     "Walk",
     "initial_state",
     "state_fragment",
@@ -65,6 +66,9 @@ DOMINATED = -1  # a node resource its GPUs bound: no placement the devices allow
 # A device state: (whole free devices per cell slot, sorted (cell slot, free milli) of partly
 # used devices, CPU left per cell slot or UNKNOWN).
 State = tuple[tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...]]
+MultisetFit = Callable[[Mapping[int, int]], bool]
+"""Whether pods per shape index (a multiset) fit one node by what the device state does not
+say: down-closed (a sub-multiset of one that fits fits too)."""
 Choice = tuple[object, ...]
 
 
@@ -254,6 +258,7 @@ class Walk:
     not made (exact, not a restriction). Every shape asks one of the node's `pods`, so a
     node's pod count bounds each pattern too — a BestEffort pod, asking nothing else, fits
     at most that many times."""
+    fits: MultisetFit | None = None  # a further check of each multiset (DRA claims: `cpsat.dra`)
     found: list[Pattern] = field(default_factory=list)
     cut: bool = False
     pruned: bool = False  # best fit was used for fractional pods (not every device choice kept)
@@ -343,6 +348,9 @@ def walk_patterns(
         if not states:
             continue
         counts[shape.index] = counts.get(shape.index, 0) + 1
+        if walk.fits is not None and not walk.fits(counts):
+            counts[shape.index] -= 1
+            continue
         next_levels = [*levels, states]
         next_order = (*order, shape.index)
         next_cpu = cpu_used + shape.cpu_milli
@@ -363,9 +371,16 @@ def fits_alone(profile: Profile, shape: Shape, start: State, declared: tuple[int
 
 
 def evaluate(
-    profile: Profile, shapes: dict[int, Shape], counts: tuple[tuple[int, int], ...], measure: PackingMeasure
+    profile: Profile,
+    shapes: dict[int, Shape],
+    counts: tuple[tuple[int, int], ...],
+    measure: PackingMeasure,
+    fits: MultisetFit | None = None,
 ) -> Pattern | None:
-    """The pattern of one multiset (e.g. the greedy hint's node), or None if it does not fit."""
+    """The pattern of one multiset (e.g. the greedy hint's node), or None if it does not fit
+    (`fits`: as `Walk.fits`)."""
+    if fits is not None and not fits(dict(counts)):
+        return None
     state, _ = initial_state(profile)
     declared = declared_slots(profile)
     levels: list[dict[State, tuple[int, State | None, Choice | None]]] = [{state: (0, None, None)}]

@@ -106,7 +106,7 @@ def augment(data: ModelData, uses: list[NodeUse]) -> None:
             patterns = data.topology_sets.setdefault((use.profile, use.atom), [])
             found = next((i for i, p in enumerate(patterns) if p.counts == counts), -1)
             if found < 0:
-                pattern = evaluate(pattern_set.profile, shapes, counts, data.ctx.packing)
+                pattern = evaluate(pattern_set.profile, shapes, counts, data.ctx.packing, pattern_set.fits)
                 if pattern is not None:
                     patterns.append(pattern)
                     found = len(patterns) - 1
@@ -114,7 +114,7 @@ def augment(data: ModelData, uses: list[NodeUse]) -> None:
         elif not use.tracked:
             pattern = pattern_set.find(counts)
             if pattern is None:
-                pattern = evaluate(pattern_set.profile, shapes, counts, data.ctx.packing)
+                pattern = evaluate(pattern_set.profile, shapes, counts, data.ctx.packing, pattern_set.fits)
                 if pattern is not None:
                     pattern_set.add(pattern)
             if pattern is not None:

@@ -257,7 +257,7 @@ def _constants(
             for q in problem.queue_ancestors[queue]:
                 delta[q] += requests
                 bound[q] += requests
-        throughput += ctx.weights[pod.pod_group] * pod_value(pod.requests)  # type: ignore[index]
+        throughput += ctx.weights[pod.pod_group] * pod_value(pod.requests, ctx.devices)  # type: ignore[index]
     witnesses: dict[int, set[tuple[int, int]]] = {}
     floors: set[tuple[int, int, int]] = set()
     for eviction in placement.evictions:
@@ -281,7 +281,7 @@ def _constants(
             delta[q] -= requests
         if eviction.reason == "preempt":
             own_preempted[queue] += requests
-        throughput -= ctx.weights[pod.pod_group] * pod_value(pod.requests)  # type: ignore[index]
+        throughput -= ctx.weights[pod.pod_group] * pod_value(pod.requests, ctx.devices)  # type: ignore[index]
         disruption += ctx.eviction_cost(pod)
         if eviction.reason == "reclaim":
             preemptor = snapshot.pod_group_by_key[eviction.for_].queue

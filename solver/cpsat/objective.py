@@ -206,7 +206,7 @@ def _throughput(data: ModelData, variables: Variables) -> Lin:
     for p in range(len(problem.pod_keys)):
         if problem.pod_running[p] and problem.pod_group[p] >= 0:
             pod = data.snapshot.pods[p]
-            constant += ctx.weights[pod.pod_group] * pod_value(pod.requests)  # type: ignore[index]
+            constant += ctx.weights[pod.pod_group] * pod_value(pod.requests, ctx.devices)  # type: ignore[index]
     if data.fixed is not None:
         constant += data.fixed.throughput
     lin = Lin(constant=constant)

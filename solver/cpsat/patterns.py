@@ -27,6 +27,7 @@ from solver.cpsat.devices import (
     UNKNOWN,
     WHOLE,
     Choice,
+    MultisetFit,
     Pattern,
     Profile,
     Shape,
@@ -71,6 +72,7 @@ class PatternSet:
     empty_fragment: int  # fragmented milli of a node of this profile that gets nothing
     restricted: bool
     measure: PackingMeasure = field(repr=False)
+    fits: MultisetFit | None = field(default=None, repr=False)  # `Walk.fits`, for every pattern of the set
     _index: dict[tuple[tuple[int, int], ...], Pattern] = field(default_factory=dict, repr=False)
 
     def find(self, counts: tuple[tuple[int, int], ...]) -> Pattern | None:
@@ -189,15 +191,16 @@ def build_pattern_set(
     measure: PackingMeasure,
     cap: int,
     most: Mapping[int, int],
+    fits: MultisetFit | None = None,
 ) -> PatternSet:
     """The node patterns of `profile` over the untracked `shapes` that fit it alone.
 
     `shapes` are all eligible shapes; topology-tracked ones are kept for
     `topology_patterns` and left out of these patterns. `most[shape]`: pods of that shape
-    there are to place (`Walk.most`)."""
+    there are to place (`Walk.most`); `fits`: a further check of each multiset (`Walk.fits`)."""
     state, _ = initial_state(profile)
     declared = declared_slots(profile)
-    fitting = [s for s in shapes if fits_alone(profile, s, state, declared)]
+    fitting = [s for s in shapes if fits_alone(profile, s, state, declared) and (fits is None or fits({s.index: 1}))]
     node_shapes = sorted((s for s in fitting if not s.topology), key=shape_rank)
     walk = Walk(
         profile=profile,
@@ -207,6 +210,7 @@ def build_pattern_set(
         cap=cap,
         first_limit=len(node_shapes),
         most=most,
+        fits=fits,
     )
     walk_patterns(walk, 0, {}, [0] * len(profile.free), [{state: (0, None, None)}], ())
     result = PatternSet(
@@ -216,6 +220,7 @@ def build_pattern_set(
         empty_fragment=state_fragment(measure, profile, state, 0),
         restricted=walk.cut or walk.pruned,
         measure=measure,
+        fits=fits,
     )
     for pattern in walk.found:
         result.add(pattern)
@@ -240,6 +245,8 @@ def _add_homogeneous(
         while pods < limit:
             used = [u + r for u, r in zip(used, shape.requests)]
             if any(u > f >= 0 for u, f in zip(used, profile.free)):
+                break
+            if result.fits is not None and not result.fits({shape.index: pods + 1}):
                 break
             states = extend(levels, shape, profile, declared, exact=not shape.fraction)
             if not states:
@@ -276,6 +283,7 @@ def topology_patterns(
         return [], False
     holder = PatternSet(
         profile=profile, shapes=(), patterns=[], empty_fragment=0, restricted=True, measure=measure,
+        fits=pattern_set.fits,
     )
     if mode == "homogeneous":
         _add_homogeneous(holder, tracked, measure, most=most)
@@ -290,6 +298,7 @@ def topology_patterns(
         cap=cap,
         first_limit=len(tracked),
         most=most,
+        fits=pattern_set.fits,
     )
     walk_patterns(walk, 0, {}, [0] * len(profile.free), [{state: (0, None, None)}], ())
     for pattern in walk.found:

@@ -125,7 +125,7 @@ def victims(build: BuildContext, units: list[Unit], classes: list[tuple[QueueNam
                         queue=queue,
                         requests=requests,
                         cost=ctx.eviction_cost(pod),
-                        value=weight * pod_value(pod.requests),
+                        value=weight * pod_value(pod.requests, ctx.devices),
                         preempt_classes=preempt,
                         reclaim_classes=reclaim,
                         release=release,

@@ -384,7 +384,7 @@ class GreedyEngine:
             if counts[task.row] and not self.problem.eligible_nodes(task.row).any():
                 plan.failure = GreedyFailure.ELIGIBILITY
                 task_model = plan.group.task_by_name[task.name]
-                plan.reasons = [eligibility_error(self.state, task_model, task.row), *plan.static_reasons]
+                plan.reasons = [*eligibility_error(self.state, task_model, task.row), *plan.static_reasons]
                 return False
         if plan.tier_limit is not None or plan.soft_topology:
             domains, best = self._domains(plan, counts, action)
@@ -543,7 +543,9 @@ class GreedyEngine:
                     free={name: int(state.free[key][eligible_any].sum())},
                 )
             )
-        if room == 0 and blocker is not None:
+        if room == 0 and blocker is not None and demand[blocker[1]] > 0:
+            # The failing task's next pod crosses a capability the gang's minimum asks of (a
+            # task the minimum does not need may be capped alone: the nodes then decide).
             sentences.append(self._quota_exceeded(blocker, demand))
             plan.failure = GreedyFailure.QUOTA
         elif (whole := state.quota_blocker(plan.queue, demand)) is not None:
@@ -581,7 +583,8 @@ class GreedyEngine:
             )
             for pod, (reason, for_group) in self.state.evictions.items()
         ]
-        return Placement.model_construct(binds=tuple(binds), evictions=tuple(evictions))
+        claims = () if self.state.devices is None else self.state.devices.claims()
+        return Placement.model_construct(binds=tuple(binds), evictions=tuple(evictions), claims=claims)
 
 
 def _distinct(sentences: list[str]) -> list[str]:

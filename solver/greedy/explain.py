@@ -33,7 +33,7 @@ from solver import reasons
 from solver.reasons import Reason
 from solver.greedy.state import CycleState, TaskShape
 from solver.problem import Problem
-from solver.rules import node_affinity, reservation, usage
+from solver.rules import dra, node_affinity, reservation, usage
 from solver.rules.eligibility import ineligibility_reason
 
 __all__ = ["fit_error", "eligibility_error", "unplaceable_tasks"]
@@ -41,7 +41,14 @@ __all__ = ["fit_error", "eligibility_error", "unplaceable_tasks"]
 OUTSIDE_DOMAIN = "outside the topology domain"
 
 
-def _ineligible_counts(snapshot: Snapshot, problem: Problem, task: Task, eligible: np.ndarray) -> dict[str, int]:
+DRA_CLAIMS = "DRA claims cannot be allocated"
+
+
+def _ineligible_counts(
+    snapshot: Snapshot, problem: Problem, task: Task, task_row: int, eligible: np.ndarray, claims: _ClaimCounts | None = None
+) -> dict[str, int]:
+    """Per reason, the nodes not eligible for the task; nodes its DRA claims cannot use are
+    counted under `DRA_CLAIMS` and, per claim and request, by why in `claims`."""
     counts: dict[str, int] = {}
     classes = problem.node_class[~eligible]
     if classes.size:
@@ -57,21 +64,37 @@ def _ineligible_counts(snapshot: Snapshot, problem: Problem, task: Task, eligibl
                     reason = f"{judgement.reason} ({judgement.threshold_percent:g}%)"
                 elif node.name in reservation.reserved_for(snapshot):
                     reason = reservation.held_reason(snapshot, node.name)
+                elif (why := dra.why_not(snapshot, problem.task_keys[task_row], node.name)) is not None:
+                    reason = DRA_CLAIMS
+                    if claims is not None:
+                        per = claims.setdefault((why.claim, why.request), {})
+                        per[why.why] = per.get(why.why, 0) + int(sizes[node_class])
                 else:
                     reason = "ineligible"
             counts[reason] = counts.get(reason, 0) + int(sizes[node_class])
     return counts
 
 
-def eligibility_error(state: CycleState, task: Task, task_row: int) -> Reason:
+def eligibility_error(state: CycleState, task: Task, task_row: int) -> list[Reason]:
     return _no_node_matches(state.snapshot, state.problem, task, task_row)
 
 
-def _no_node_matches(snapshot: Snapshot, problem: Problem, task: Task, task_row: int) -> Reason:
+_ClaimCounts = dict[tuple[str, str], dict[str, int]]
+
+
+def _claim_sentences(problem: Problem, claims: _ClaimCounts) -> list[Reason]:
+    """One "dra: claim … request …" sentence per claim request that kept nodes away."""
+    return [
+        reasons.dra_no_allocation(claim, request, nodes=problem.node_count, counts=per)
+        for (claim, request), per in claims.items()
+    ]
+
+
+def _no_node_matches(snapshot: Snapshot, problem: Problem, task: Task, task_row: int) -> list[Reason]:
     eligible = problem.eligible_nodes(task_row)
-    return reasons.eligibility_none(
-        task.name, nodes=problem.node_count, counts=_ineligible_counts(snapshot, problem, task, eligible)
-    )
+    claims: _ClaimCounts = {}
+    counts = _ineligible_counts(snapshot, problem, task, task_row, eligible, claims)
+    return [reasons.eligibility_none(task.name, nodes=problem.node_count, counts=counts), *_claim_sentences(problem, claims)]
 
 
 def unplaceable_tasks(snapshot: Snapshot, problem: Problem) -> dict[PodGroupKey, list[Reason]]:
@@ -89,7 +112,7 @@ def unplaceable_tasks(snapshot: Snapshot, problem: Problem) -> dict[PodGroupKey,
         if pending[row]:
             key, name = problem.task_keys[row]
             task = snapshot.pod_group_by_key[key].task_by_name[name]
-            out.setdefault(key, []).append(_no_node_matches(snapshot, problem, task, row))
+            out.setdefault(key, []).extend(_no_node_matches(snapshot, problem, task, row))
     return out
 
 
@@ -98,8 +121,9 @@ def fit_error(state: CycleState, shape: TaskShape, task: Task, domain: np.ndarra
     problem = state.problem
     eligible = problem.eligible_nodes(shape.row)
     if not eligible.any():
-        return [eligibility_error(state, task, shape.row)]
-    counts = _ineligible_counts(state.snapshot, problem, task, eligible)
+        return eligibility_error(state, task, shape.row)
+    claims: _ClaimCounts = {}
+    counts = _ineligible_counts(state.snapshot, problem, task, shape.row, eligible, claims)
     remaining = eligible.copy()
     if domain is not None:
         outside = remaining & ~domain
@@ -143,6 +167,8 @@ def fit_error(state: CycleState, shape: TaskShape, task: Task, domain: np.ndarra
     ]
     if not inter_pod or any(count for what, count in counts.items() if what not in inter_pod):
         sentences.append(reasons.capacity_fit_error(task.name, nodes=problem.node_count, fitting=fitting, counts=counts))
+    if not fitting:
+        sentences += _claim_sentences(problem, claims)
     if full.any() and not fitting:
         n = int(np.flatnonzero(full)[0])
         allows = int(problem.allocatable[problem.pods_column, n])

@@ -53,13 +53,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
 from models.snapshot import GPU_MILLI_PER_DEVICE, Snapshot
+from solver.dra_allocation import Shortfall
 from solver.fragmentation import FragmentationScore
 from solver.greedy.interpod import InterPod
 from solver.problem import Problem
+from solver.rules import dra
 from solver.rules.capacity import device_fits, fits
 
 __all__ = ["TaskShape", "BindRecord", "CycleState", "choose_devices"]
@@ -96,6 +99,7 @@ class BindRecord:
     cell_slot: int  # −1 when the pod holds no cell
     numa_cell: int | None  # the cell id reported in the Bind (single-numa-node pods only)
     lent: bool = False  # on a lent device: takes its lent room, not `gpu` nor online milli
+    claims: dra.PodAllocation | None = None  # the DRA devices its claims got (rule `dra`)
 
 
 def choose_devices(
@@ -199,6 +203,8 @@ class CycleState:
         self._ancestors = [np.array(path, dtype=np.int64) for path in problem.queue_ancestors]
         self.packing: FragmentationScore | None = None  # set by the engine: rank nodes by fragmentation first
         self.inter_pod = InterPod.build(snapshot, problem)  # None: no inter-pod constraint anywhere
+        # DRA devices: a pod binds only where its claims are allocated (None: no pod names a claim)
+        self.devices = dra.Allocator(snapshot) if dra.has_claims(snapshot) else None
 
     # ---- transactions ----
 
@@ -430,6 +436,9 @@ class CycleState:
         )
         if choice is None:
             return False
+        claims = self._claims_on(pod, node)
+        if claims is False:
+            return False
         slots, cell_slot = choice
         record = BindRecord(
             pod=pod,
@@ -440,11 +449,21 @@ class CycleState:
             cell_slot=cell_slot if shape.single_numa else -1,
             numa_cell=int(self.problem.cell_ids[node, cell_slot]) if shape.single_numa else None,
             lent=self._lent_slot(shape, node, slots),
+            claims=claims,
         )
         self._apply_bind(record, sign=1)
         self.binds[pod] = record
         self._log.append(("bind", record))
         return True
+
+    def _claims_on(self, pod: int, node: int) -> dra.PodAllocation | None | Literal[False]:
+        """The DRA devices `pod`'s claims get on `node` (None: it names none), False when they
+        cannot be allocated there now."""
+        if self.devices is None:
+            return None
+        problem = self.problem
+        answer = self.devices.try_bind(self.snapshot.pod_by_key[problem.pod_keys[pod]], problem.node_names[node])
+        return False if isinstance(answer, Shortfall) else answer
 
     def bind_on(
         self, pod: int, shape: TaskShape, node: int, *, gpus: tuple[int, ...], numa_cell: int | None
@@ -463,6 +482,7 @@ class CycleState:
             cell_slot=cell_row.index(numa_cell) if shape.single_numa and numa_cell in cell_row else -1,
             numa_cell=numa_cell if shape.single_numa else None,
             lent=self._lent_slot(shape, node, tuple(index_row.index(i) for i in gpus)),
+            claims=self._claims_on(pod, node) or None,
         )
         self._apply_bind(record, sign=1)
         self.binds[pod] = record
@@ -491,6 +511,8 @@ class CycleState:
             self.cell_memory[node, record.cell_slot] -= sign * shape.memory_bytes
         if self.inter_pod is not None:
             self.inter_pod.update(record.pod, node, sign)
+        if record.claims is not None:
+            self.devices.apply(record.claims, sign=sign)  # type: ignore[union-attr]
         group = problem.pod_group[record.pod]
         self.bound_count[group] += sign
         queue = problem.group_queue[group]
@@ -519,6 +541,8 @@ class CycleState:
             self.cell_memory[node, cell_slot] += sign * requests[problem.memory_column]
         if self.inter_pod is not None:
             self.inter_pod.update(pod, node, -sign)
+        if self.devices is not None:
+            self.devices.evict(self.snapshot.pod_by_key[problem.pod_keys[pod]], sign=sign)
         group = problem.pod_group[pod]
         if group >= 0:
             self.running_count[group] -= sign

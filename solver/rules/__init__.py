@@ -36,6 +36,7 @@ from solver.rules import (
     capacity,
     colocation,
     dependency,
+    dra,
     eligibility,
     gang,
     gated,
@@ -73,6 +74,7 @@ RULES: tuple[Rule, ...] = (
     reservation,
     node_affinity,
     nodeports,
+    dra,
     pod_affinity,
     topology_spread,
     gang,
@@ -149,6 +151,7 @@ def _counted(snapshot: Snapshot) -> Snapshot:
         ],
     )
     memoized(result, ("counted_result",), lambda: True)  # a marker: the result must not hold itself
+    dra.keep_derived(snapshot, result)
     memoized(result, ("declared_columns",), lambda: columns)  # the same columns, not asked again
     return result
 

@@ -134,11 +134,3 @@ def test_a_snapshot_s_dra_objects_refuse_a_request_of_an_unknown_class_when_buil
     with pytest.raises(pydantic.ValidationError, match="claim ml/c request 'gpus' names unknown device class 'tpu'"):
         DraObjects.model_validate({"resource_claims": [claim]})
     assert DraObjects.model_validate({"device_classes": [{"name": "tpu"}], "resource_claims": [claim]}).claim_by_key
-
-
-def test_a_pending_pod_naming_claims_is_said_to_get_none_of_their_devices() -> None:
-    """Claims are read, not yet allocated: the one warning says so, naming the pod."""
-    result = load_dra(POD_WITH_CLAIMS)
-    (warning,) = [w for w in result.warnings if "resource claims" in w]
-    assert "1 pending pod(s) name DRA resource claims (ml/worker-1)" in warning
-    assert "does not allocate DRA devices yet" in warning

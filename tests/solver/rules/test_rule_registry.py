@@ -9,7 +9,7 @@ import pytest
 import solver.rules
 from solver.rules import RULES
 
-EXPECTED_ORDER = ["binding", "gated", "capacity", "eligibility", "usage", "colocation", "reservation", "node_affinity", "nodeports", "pod_affinity", "topology_spread", "gang", "quota", "topology", "numa", "dependency", "preemption"]
+EXPECTED_ORDER = ["binding", "gated", "capacity", "eligibility", "usage", "colocation", "reservation", "node_affinity", "nodeports", "dra", "pod_affinity", "topology_spread", "gang", "quota", "topology", "numa", "dependency", "preemption"]
 
 
 def test_rules_run_in_the_documented_order() -> None:

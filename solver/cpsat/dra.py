@@ -1,0 +1,83 @@
+"""DRA claims in the CP-SAT model: which multisets of pods fit a node's devices.
+
+Why: the model places pods by node patterns (`cpsat.patterns`), each a multiset of pod
+shapes checked to fit one node. Rule `dra`'s columns count devices per class, which a
+`matchAttribute` constraint or a partitionable device's counters can still defeat (two
+2-GPU pods on one NVLink domain each need a domain with 2 free; 3 + 3 free holds one per
+domain, not three). So every multiset is also asked of the allocator
+(`solver.dra_allocation`) on a node of the profile's eligibility class — whose devices,
+free at the snapshot, are alike on every node of the class (rule `dra`'s node filter
+splits classes by them) — and only multisets whose claims all fit become patterns. The
+check is down-closed, as patterns need: fewer pods never need more devices.
+
+Input: the build context and, per shape, the task rows it stands for. Output: per node
+eligibility class, a `MultisetFit` (None when no pending pod names a claim). Not
+promised: devices an eviction frees — an eviction option's node is judged as the
+snapshot has it, so CP-SAT may miss a preemption only the freed devices allow (greedy's
+hint keeps it, allocated exactly as greedy binds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from solver.cpsat.build_context import BuildContext
+from solver.cpsat.devices import MultisetFit
+from solver.dra_allocation import ClaimAsk, Shortfall, allocate
+from solver.rules import dra
+
+__all__ = ["multiset_fits"]
+
+
+def multiset_fits(build: BuildContext, shape_rows: Mapping[int, int]) -> dict[int, MultisetFit] | None:
+    """Per eligibility class, the check of a multiset {shape index: pods} (module docstring)."""
+    snapshot, problem = build.snapshot, build.problem
+    if not dra.has_claims(snapshot):
+        return None
+    inventory = dra.inventory(snapshot)
+    asks: dict[int, tuple[list[ClaimAsk], list[ClaimAsk]]] = {}  # shape → (per pod, once per node)
+    for shape, row in shape_rows.items():
+        pod = dra.example_pod(snapshot, problem.task_keys[row])
+        if pod is None:
+            continue
+        fresh = [c for c in dra.pod_claims(snapshot, pod) if c.spec is not None and c.allocated is None]
+        per_pod = [dra.claim_ask(snapshot, c) for c in fresh if not c.shared]
+        shared = [dra.claim_ask(snapshot, c) for c in fresh if c.shared]
+        if per_pod or shared:
+            asks[shape] = (per_pod, shared)
+    if not asks:
+        return None
+    fits: dict[int, MultisetFit] = {}
+    for node_class, representative in enumerate(problem.node_class_representative):
+        fits[node_class] = _fit(
+            inventory.candidates.get(problem.node_names[representative], ()), inventory, asks
+        )
+    return fits
+
+
+def _fit(candidates, inventory: dra.Inventory, asks: Mapping[int, tuple[list[ClaimAsk], list[ClaimAsk]]]) -> MultisetFit:
+    state = inventory.initial_state()
+    answers: dict[tuple[tuple[int, int], ...], bool] = {}
+
+    def fits(counts: Mapping[int, int]) -> bool:
+        key = tuple(sorted((shape, pods) for shape, pods in counts.items() if pods and shape in asks))
+        if not key:
+            return True
+        if key not in answers:
+            claims: list[ClaimAsk] = []
+            shared: dict[str, ClaimAsk] = {}
+            for shape, pods in key:
+                per_pod, once = asks[shape]
+                claims += per_pod * pods
+                shared.update((ask.label, ask) for ask in once)
+            answer = allocate(
+                candidates,
+                state,
+                [*claims, *shared.values()],
+                fragment_attributes=inventory.fragment_attributes,
+                incomplete_drivers=inventory.incomplete_drivers,
+            )
+            answers[key] = not isinstance(answer, Shortfall)
+        return answers[key]
+
+    return fits
