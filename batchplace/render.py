@@ -99,10 +99,10 @@ def decision_tables(decision: Decision) -> Group:
     parts: list[Table | Text] = [_summary(decision), groups, binds]
     if decision.placement.claims:
         claims = Table(title="DRA claims allocated", title_justify="left")
-        for column in ("claim", "pod", "node", "devices"):
+        for column in ("claim", "node", "devices"):
             claims.add_column(column, overflow="fold")
-        for allocation in decision.placement.claims:
-            claims.add_row(allocation.label, allocation.pod, allocation.node, Text(allocation.devices_by_request))
+        for allocation in decision.placement.claims:  # a claim not made yet is labelled with its pod
+            claims.add_row(allocation.label, allocation.node, Text(allocation.devices_by_request))
         parts.append(claims)
     unplaced = [(pod.pod, pod.reason) for outcome in decision.podgroups for pod in outcome.unplaced_pods]
     if unplaced:

@@ -78,7 +78,7 @@ class ClaimAllocation(_Frozen):
     @property
     def label(self) -> str:
         """The claim's `namespace/name`; a claim its template has not made yet reads as what
-        will make it: `ml/llm-train-worker-0 gpus (template ml/eight-gpus)` — the controller
+        will make it: `ml/llm-train-worker-0 gpus (template eight-gpus)` — the controller
         finds it by the pod's `status.resourceClaimStatuses` when it writes the allocation."""
         if self.claim is not None:
             return self.claim

@@ -1,5 +1,5 @@
-"""DRA claims in what the CLI shows: the table lists each claim allocation (claim, pod, node,
-devices by request); a claim a template has not made yet reads as the pod's entry and its
+"""DRA claims in what the CLI shows: the table lists each claim allocation (claim, node, devices
+by request); a claim a template has not made yet reads as the pod's entry and its
 template; a network-attached pool's device carries its pool, an admin-access one says so;
 `solve` reads a directory holding slices, classes, claims and pods as it reads one file."""
 
@@ -30,12 +30,12 @@ def _result(request: str, device: str, *, pool: str = "hgx-0", admin_access: boo
 
 TRAIN = ClaimAllocation(
     claim="ml/llm-train-worker-0-gpus-x7k2p", pod="ml/llm-train-worker-0", pod_claim="gpus",
-    template="ml/eight-gpus-one-nvlink", node="hgx-0",
+    template="eight-gpus-one-nvlink", node="hgx-0",
     devices=(_result("gpus", "gpu-0"), _result("gpus", "gpu-1"), _result("nic", "nic-3", pool="fabric-a")),
     reserved_for=("ml/llm-train-worker-0",),
 )
 NOT_MADE_YET = ClaimAllocation(
-    claim=None, pod="ml/notebook-infer", pod_claim="mig", template="ml/one-mig-slice", node="a100-mig-0",
+    claim=None, pod="ml/notebook-infer", pod_claim="mig", template="one-mig-slice", node="a100-mig-0",
     devices=(_result("mig", "gpu-0-mig-19-0-1", pool="a100-mig-0"), _result("mon", "gpu-0", pool="a100-mig-0", admin_access=True)),
     reserved_for=("ml/notebook-infer",),
 )
@@ -53,7 +53,7 @@ def test_devices_are_grouped_by_request_in_request_order_with_foreign_pools_name
 
 def test_an_admin_access_device_is_marked_and_a_claim_not_made_yet_reads_as_its_pod_entry() -> None:
     assert NOT_MADE_YET.devices_by_request == "mig: gpu-0-mig-19-0-1; mon: gpu-0 (admin)"
-    assert NOT_MADE_YET.label == "ml/notebook-infer mig (template ml/one-mig-slice)"
+    assert NOT_MADE_YET.label == "ml/notebook-infer mig (template one-mig-slice)"
     assert TRAIN.label == "ml/llm-train-worker-0-gpus-x7k2p"
 
 
@@ -67,7 +67,7 @@ def test_the_table_lists_each_claim_allocation_with_its_node_and_devices() -> No
     )
     text = _rendered(decision)
     assert "DRA claims allocated" in text
-    rows = [line for line in text.splitlines() if "ml/llm-train-worker-0-gpus-x7k2p" in line or "(template ml/one-mig-slice)" in line]
+    rows = [line for line in text.splitlines() if "ml/llm-train-worker-0-gpus-x7k2p" in line or "(template one-mig-slice)" in line]
     assert len(rows) == 2
     assert "hgx-0" in rows[0] and "gpus: gpu-0, gpu-1; nic: fabric-a/nic-3" in rows[0]
     assert "a100-mig-0" in rows[1] and "mig: gpu-0-mig-19-0-1; mon: gpu-0 (admin)" in rows[1]

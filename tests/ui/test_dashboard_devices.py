@@ -33,6 +33,12 @@ def test_each_node_lists_its_devices_by_driver_and_the_allocated_claim_holds_its
     assert held == [("gpu-0", "ml/serve-llm-gpus"), ("gpu-1", "ml/serve-llm-gpus")]
     assert "held by ml/serve-llm-gpus" in nvl.cells[0].title and "NVIDIA H100 NVL" in nvl.cells[0].title
     assert view.total == 17 + 3 * 8 and view.count("held") == 2
+    # this cycle: each training claim takes its HGX node's 8 GPUs, the notebook's one MIG device
+    assert view.count("new") == 8 + 8 + 1
+    assert {cell.claim for row in view.rows[2:] for cell in row.drivers[0].cells} == {
+        "ml/llm-train-worker-0 gpus (template eight-gpus-one-nvlink)",
+        "ml/llm-train-worker-1 gpus (template eight-gpus-one-nvlink)",
+    }
     (allocated,) = [claim for claim in view.claims if claim.state == "allocated"]
     assert (allocated.claim, allocated.node, allocated.pods) == ("ml/serve-llm-gpus", "h100-nvl-0", ("ml/serve-llm-0",))
     assert allocated.devices == "gpus: gpu-0, gpu-1"
@@ -40,14 +46,14 @@ def test_each_node_lists_its_devices_by_driver_and_the_allocated_claim_holds_its
 
 def test_a_mig_device_says_its_profile_and_the_counter_set_it_draws_from() -> None:
     (mig_node,) = build_devices_view(_example()).rows[0].drivers
-    cell = next(cell for cell in mig_node.cells if cell.name == "gpu-0-mig-19-0-1")
-    assert cell.state == "free" and "1g.10gb" in cell.title and "draws gpu-0-counters" in cell.title
+    cell = next(cell for cell in mig_node.cells if cell.name == "gpu-0-mig-9-4-4")
+    assert cell.state == "free" and "3g.40gb" in cell.title and "draws gpu-0-counters" in cell.title
 
 
 def test_devices_this_cycle_allocates_read_as_new_with_their_claim_and_admin_access_takes_none() -> None:
     analysis = _example()
     allocation = ClaimAllocation(
-        claim=None, pod="ml/llm-train-worker-0", pod_claim="gpus", template="ml/eight-gpus-one-nvlink", node="hgx-0",
+        claim=None, pod="ml/llm-train-worker-0", pod_claim="gpus", template="eight-gpus-one-nvlink", node="hgx-0",
         devices=(
             DeviceResult(request="gpus", driver="gpu.nvidia.com", pool="hgx-0", device="gpu-3"),
             DeviceResult(request="mon", driver="gpu.nvidia.com", pool="hgx-0", device="gpu-4", admin_access=True),
@@ -58,7 +64,7 @@ def test_devices_this_cycle_allocates_read_as_new_with_their_claim_and_admin_acc
     view = build_devices_view(replace(analysis, decision=analysis.decision.model_copy(update={"placement": placement})))
     (hgx,) = view.rows[2].drivers
     states = {cell.name: (cell.state, cell.claim) for cell in hgx.cells}
-    label = "ml/llm-train-worker-0 gpus (template ml/eight-gpus-one-nvlink)"
+    label = "ml/llm-train-worker-0 gpus (template eight-gpus-one-nvlink)"
     assert states["gpu-3"] == ("new", label) and states["gpu-4"] == ("free", None)
     assert hgx.free == 7 and view.count("new") == 1
     assert view.claims[-1].state == "this cycle" and view.claims[-1].devices == "gpus: gpu-3; mon: gpu-4 (admin)"
