@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import yaml
+
 from batchplace.demo import EXAMPLES_DIR
 from models.dra import DeviceResult
 from models.loaders import load_snapshot_files, load_snapshot_yaml_text
@@ -128,3 +130,21 @@ def test_devices_page_of_a_snapshot_without_dra_says_so(page: Page, ui_server: L
     page.click("nav >> text=Devices")
     assert "no DRA devices" in page.locator("#devices-summary").inner_text()
     assert page.locator("#devices-nodes").count() == 0
+
+
+def test_what_if_page_lists_the_devices_a_pasted_pods_claim_would_get(page: Page, ui_server: LiveServer, tmp_path: Path) -> None:
+    """The DRA example without its notebook pod; the pod and its MIG claim template pasted."""
+    documents = [document for document in yaml.safe_load_all((EXAMPLES_DIR / "dra-gpus.yaml").read_text()) if document]
+    added = [document for document in documents if document["metadata"]["name"] in ("one-mig-slice", "notebook-infer")]
+    cluster = tmp_path / "dra-base.yaml"
+    cluster.write_text(yaml.safe_dump_all([document for document in documents if document not in added]))
+    upload(page, ui_server, cluster)
+    page.click("nav >> text=What-if")
+    page.check("input[name=mode][value=yaml]")
+    page.fill("textarea[name=yaml]", yaml.safe_dump_all(added))
+    page.click("#whatif button[type=submit]")
+    verdict = page.locator(".verdict.starts")
+    verdict.wait_for()
+    assert "starts now: 1 of 1 pods placed (min 1) on a100-mig-0." in verdict.inner_text()
+    (claim,) = verdict.locator("ul.claims li").all_inner_texts()
+    assert claim.startswith("ml/notebook-infer mig on a100-mig-0: mig gpu-0-mig-19-")
