@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from rich.console import Console
 from typer.testing import CliRunner
@@ -18,7 +19,9 @@ from batchplace.cli import app
 from batchplace.demo import EXAMPLES_DIR
 from batchplace.render import decision_tables
 from models.dra import DeviceResult
+from models.loaders import load_snapshot_files
 from models.placement import Bind, ClaimAllocation, Decision, Placement
+from solver.checker import check_placement
 
 
 runner = CliRunner()
@@ -97,3 +100,20 @@ def test_solve_reads_a_directory_of_slices_classes_claims_and_pods_as_the_one_fi
     from_directory, from_file = _solve_json(tmp_path), _solve_json(example)
     assert from_directory["binds"] == from_file["binds"] and len(from_file["binds"]) == 3
     assert from_directory["claims"] == from_file["claims"]
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat", "auto"])
+def test_every_engine_places_the_dra_example_whole_and_the_checker_accepts_its_claims(engine: str) -> None:
+    example = EXAMPLES_DIR / "dra-gpus.yaml"
+    result = runner.invoke(app, ["solve", str(example), "--engine", engine, "--output", "json"])
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    node_of = {bind["pod"]: bind["node"] for bind in answer["binds"]}
+    assert node_of["ml/notebook-infer"] == "a100-mig-0"  # the only MIG devices
+    assert sorted(node_of[f"ml/llm-train-worker-{index}"] for index in (0, 1)) == ["hgx-0", "hgx-1"]  # NVLink domains of 8
+    claims = tuple(ClaimAllocation.model_validate(claim) for claim in answer["claims"])
+    assert sorted(len(claim.devices) for claim in claims) == [1, 8, 8]
+    placement = Placement(binds=tuple(Bind.model_validate(bind) for bind in answer["binds"]), claims=claims)
+    assert check_placement(load_snapshot_files([example]).snapshot, placement) == ()
+    # the checker judges the claims: the same binds without them are rejected
+    assert check_placement(load_snapshot_files([example]).snapshot, placement.model_copy(update={"claims": ()})) != ()
