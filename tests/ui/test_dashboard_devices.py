@@ -14,8 +14,10 @@ from batchplace.demo import EXAMPLES_DIR
 from models.dra import DeviceResult
 from models.loaders import load_snapshot_files, load_snapshot_yaml_text
 from models.placement import ClaimAllocation
+from models.snapshot import PodGroupKey, PodKey
 from service.ui.analysis import Analysis, analyze
 from service.ui.devices_view import build_devices_view
+from service.ui.podgroup_view import build_podgroup_detail
 from tests.models._dra_yaml import GPU_CLASS, documents, gpu_slice
 from tests.service.service_helpers import LiveServer
 from tests.ui.test_dashboard_pages import Page, shoot, upload
@@ -110,7 +112,7 @@ def test_a_snapshot_without_dra_has_no_rows() -> None:
 
 
 def test_devices_page_shows_each_nodes_devices_and_the_claim_holding_them(page: Page, ui_server: LiveServer, screenshots: Path) -> None:
-    upload(page, ui_server, EXAMPLES_DIR / "dra-gpus.yaml")
+    key = upload(page, ui_server, EXAMPLES_DIR / "dra-gpus.yaml")
     page.click("nav >> text=Devices")
     assert page.locator("#devices-nodes tbody tr").count() == 4  # one driver on each of the 4 nodes
     nvl = page.locator('#devices-nodes tr[data-node="h100-nvl-0"]')
@@ -123,6 +125,9 @@ def test_devices_page_shows_each_nodes_devices_and_the_claim_holding_them(page: 
     ]
     assert "41 DRA devices" in page.locator("#devices-summary").inner_text()
     shoot(page, screenshots, "devices-dra-gpus")
+    page.goto(f"{ui_server.url}/ui/podgroups/ml/llm-train?s={key}")
+    claims = page.locator("table.pods td.claims").all_inner_texts()
+    assert len(claims) == 2 and all(text.endswith("gpus: gpu-0, gpu-1, gpu-2, gpu-3, gpu-4, gpu-5, gpu-6, gpu-7") for text in claims)
 
 
 def test_devices_page_of_a_snapshot_without_dra_says_so(page: Page, ui_server: LiveServer) -> None:
@@ -148,3 +153,16 @@ def test_what_if_page_lists_the_devices_a_pasted_pods_claim_would_get(page: Page
     assert "starts now: 1 of 1 pods placed (min 1) on a100-mig-0." in verdict.inner_text()
     (claim,) = verdict.locator("ul.claims li").all_inner_texts()
     assert claim.startswith("ml/notebook-infer mig on a100-mig-0: mig gpu-0-mig-19-")
+
+
+def test_a_podgroups_page_lists_each_pods_claim_and_its_devices() -> None:
+    analysis = _example()
+    detail = build_podgroup_detail(analysis, PodGroupKey("ml/llm-train"))
+    assert detail is not None
+    for index, pod in enumerate(detail.pods):
+        assert pod.claims == (
+            f"ml/llm-train-worker-{index} gpus (template eight-gpus-one-nvlink): "
+            "gpus: gpu-0, gpu-1, gpu-2, gpu-3, gpu-4, gpu-5, gpu-6, gpu-7"
+        )
+    (notebook,) = build_podgroup_detail(analysis, analysis.snapshot.pod_by_key[PodKey("ml/notebook-infer")].pod_group).pods
+    assert notebook.claims.startswith("ml/notebook-infer mig (template one-mig-slice): mig: gpu-0-mig-19-")
