@@ -1,0 +1,84 @@
+"""A PodGroup that may start without the resource its queue caps is not held by the cap:
+its reasons must not say the quota, so `nodes_would_help` reads True — and a node added
+to the cluster does start it (found by the scale-up property test, issue 33).
+
+The PodGroup has two tasks and a minimum either task alone meets (min_member below the sum
+of the task minimums: Volcano's bypass, `solver.rules.gang`): `small`, which asks no GPU,
+and `gpu`, whose pod asks a quarter GPU of a queue capped at 0 GPU. The one node takes no
+`small` pod — too small for it, or outside its node affinity — so greedy tried `gpu` and
+said "quota: … job needs 0.25" (or, with `small` tried first, "… job needs 0"): a reason no
+node lifts, yet a node that takes `small` starts the PodGroup. With a minimum that needs
+both tasks the cap does hold it, and the reasons say so.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from models.snapshot import Snapshot
+from solver.reasons import nodes_would_help
+from tests.builders import make_gang, make_node, make_queue, make_snapshot, make_task, make_term, solve_checked
+
+ENGINES = ["greedy", "cpsat"]
+NO_ZONE = make_term("zone DoesNotExist")
+
+
+def _snapshot(*, small: str, min_member: int, small_first: bool = True, added_node: bool = False) -> Snapshot:
+    """Node n1 (4 cores, zone a, no GPU); queue capped at 0 GPU; PodGroup `job` of tasks
+    `small` (1 core, no GPU; "big": 8 cores, "no_zone": only nodes without a zone) and `gpu`
+    (1 core, 0.25 GPU), one pod each. `added_node`: a 64-core 8-GPU node without a zone too."""
+    shape = {"big": {"cpu": 8}, "no_zone": {"required_node_affinity": [NO_ZONE]}}[small]
+    tasks = [make_task("small", min_available=1, **shape), make_task("gpu", gpu_milli=250, min_available=1)]
+    job = make_gang("job", queue="capped", min_member=min_member, tasks=tasks if small_first else tasks[::-1])
+    nodes = [make_node("n1", cpu=4, labels={"zone": "a"})]
+    if added_node:
+        nodes.append(make_node("added", cpu=64, gpus=8))
+    return make_snapshot(nodes=nodes, groups=[job], queues=[make_queue("capped", capability={"gpu": 0})])
+
+
+def _outcome(snapshot: Snapshot, engine: str):  # type: ignore[no-untyped-def]
+    decision = solve_checked(snapshot, engine, time_limit_s=2.0)
+    (job,) = decision.podgroups
+    return job, decision
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("small_first", [True, False])
+@pytest.mark.parametrize("min_member", [0, 1])
+def test_a_task_no_node_admits_not_the_capped_one_is_why_it_waits(engine: str, min_member: int, small_first: bool) -> None:
+    job, _ = _outcome(_snapshot(small="no_zone", min_member=min_member, small_first=small_first), engine)
+    assert job.state == "pending"
+    assert [(r.rule, r.code) for r in job.reasons] == [("eligibility", "no_node")], job.reasons
+    assert "task small" in job.reasons[0]
+    assert nodes_would_help(job.reasons)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("small_first", [True, False])
+@pytest.mark.parametrize("min_member", [0, 1])
+def test_a_task_too_big_for_the_nodes_not_the_capped_one_is_why_it_waits(engine: str, min_member: int, small_first: bool) -> None:
+    job, _ = _outcome(_snapshot(small="big", min_member=min_member, small_first=small_first), engine)
+    assert job.state == "pending"
+    assert [(r.rule, r.code) for r in job.reasons] == [("capacity", "no_fit")], job.reasons
+    assert "task small" in job.reasons[0] and "insufficient cpu" in job.reasons[0]
+    assert nodes_would_help(job.reasons)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("small", ["big", "no_zone"])
+@pytest.mark.parametrize("min_member", [0, 1])
+def test_a_node_added_starts_it_without_the_capped_task(engine: str, small: str, min_member: int) -> None:
+    job, decision = _outcome(_snapshot(small=small, min_member=min_member, added_node=True), engine)
+    assert job.state == "scheduled"
+    assert [bind.pod for bind in decision.placement.binds] == ["default/job-small-0"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("small", ["big", "no_zone"])
+def test_a_minimum_that_needs_the_capped_task_is_held_by_the_quota(engine: str, small: str) -> None:
+    # min_member 2 = 1 + 1: both task minimums apply, so the gang needs the quarter GPU
+    job, _ = _outcome(_snapshot(small=small, min_member=2), engine)
+    assert ("quota", "exceeded") in {(r.rule, r.code) for r in job.reasons}, job.reasons
+    assert not nodes_would_help(job.reasons)
+    added, decision = _outcome(_snapshot(small=small, min_member=2, added_node=True), engine)
+    assert added.state == "pending" and decision.placement.binds == ()
