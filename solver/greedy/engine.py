@@ -582,8 +582,16 @@ class GreedyEngine:
             plan,
             running_per_task=self.running_per_task(plan),
             pods_left={task.row: len(task.pending) - task.cursor for task in plan.tasks},
+            preemptible=lambda: self._preemptible_in_queue(plan),
         )
         return [] if held is None else [self._quota_exceeded(*held)]
+
+    def _preemptible_in_queue(self, plan: GroupPlan) -> np.ndarray:
+        """`[R]` what the running pods of `plan`'s own queue that it may preempt now hold: what
+        the preempt action may give back to the queue and its ancestors (`greedy.preempt`)."""
+        victims, usable = self.victims.available(plan, "preempt")
+        own = usable & (self.problem.group_queue[victims.group] == plan.queue)
+        return victims.requests[own].sum(axis=0, dtype=np.int64)
 
     # ---- output ----
 

@@ -12,6 +12,12 @@ wait is the nodes' (eligibility of `cpu`), not the quota's.
 So the capability of (queue, resource) holds the PodGroup when even the way of starting it
 that asks least of that resource crosses it: its minimum made of the pods asking least of
 the resource first (`gang.minimum_pods` in that order), or, with no minimum, one such pod.
+
+What counts as in use is less what the preempt action may give back: the running pods of
+the PodGroup's own queue it may evict (`greedy.preempt`: same-queue victims return their
+resources to the queue and every ancestor). Example: capability 1 GPU, all of it held by
+two preemptable half-GPU pods of lower priority, a quarter-GPU pod that no node holds →
+not held: once a node holds the pod, preempt evicts one of them and it starts.
 Resources are judged one at a time: a PodGroup whose every way crosses some cap, but no one
 cap for every way, is not said held (the safe side: an autoscaler that buys for it is told
 by the scale-up plan, which checks what its queue has left).
@@ -19,7 +25,7 @@ by the scale-up plan, which checks what its queue has left).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -51,17 +57,26 @@ def least_start(
 
 
 def holding_capability(
-    state: CycleState, plan: GroupPlan, *, running_per_task: Mapping[str, int], pods_left: Mapping[int, int]
+    state: CycleState,
+    plan: GroupPlan,
+    *,
+    running_per_task: Mapping[str, int],
+    pods_left: Mapping[int, int],
+    preemptible: Callable[[], np.ndarray],
 ) -> tuple[tuple[int, int], np.ndarray] | None:
     """The first (queue, resource) on the way to the root whose capability holds `plan`'s
     PodGroup (module docstring), and the least it asks then (`[R]`, what the quota reason
-    says the job needs); None when no capability holds it."""
+    says the job needs); None when no capability holds it. `preemptible()`: `[R]` what its
+    queue's pods it may evict hold, asked only when a cap is crossed."""
     requests = state.problem.task_requests
     least: dict[int, np.ndarray] = {}
+    given_back: np.ndarray | None = None
     for ancestor, column, capability in state.capped(plan.queue):
         if column not in least:
             least[column] = least_start(plan, requests, column, running_per_task=running_per_task, pods_left=pods_left)
         asked = int(least[column][column])
         if asked > 0 and int(state.queue_used[ancestor, column]) + asked > capability:
-            return (ancestor, column), least[column]
+            given_back = preemptible() if given_back is None else given_back
+            if int(state.queue_used[ancestor, column]) - int(given_back[column]) + asked > capability:
+                return (ancestor, column), least[column]
     return None

@@ -82,3 +82,35 @@ def test_a_minimum_that_needs_the_capped_task_is_held_by_the_quota(engine: str, 
     assert not nodes_would_help(job.reasons)
     added, decision = _outcome(_snapshot(small=small, min_member=2, added_node=True), engine)
     assert added.state == "pending" and decision.placement.binds == ()
+
+
+def _own_queue_snapshot(*, preemptable: bool, added_node: bool = False) -> Snapshot:
+    """Queue capped at 1 GPU, all of it held by `low` (priority 0, two half-GPU pods on n1, a
+    4-core node, min_member 1: one may go); `high` (priority 1) waits with one pod of 5 cores and a quarter GPU, which
+    no node holds. `added_node`: a 64-core 8-GPU node too."""
+    low = make_gang("low", replicas=2, min_member=1, cpu=0.5, gpu_milli=500, queue="q", running_on=["n1", "n1"], preemptable=preemptable)
+    high = make_gang("high", cpu=5, gpu_milli=250, queue="q", priority=1)
+    nodes = [make_node("n1", cpu=4, gpus=2), *([make_node("added", cpu=64, gpus=8)] if added_node else [])]
+    return make_snapshot(nodes=nodes, groups=[low, high], queues=[make_queue("q", capability={"gpu": 1000})])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_cap_its_queue_may_free_by_preempting_its_own_pods_leaves_the_wait_to_the_nodes(engine: str) -> None:
+    # the scale-up property's third case: preempt gives the queue's own pods' GPU back, once a node holds the pod
+    decision = solve_checked(_own_queue_snapshot(preemptable=True), engine, time_limit_s=2.0)
+    (high,) = [o for o in decision.podgroups if o.name == "default/high"]
+    assert high.state == "pending" and "quota" not in {r.rule for r in high.reasons}, high.reasons
+    assert nodes_would_help(high.reasons)
+    added = solve_checked(_own_queue_snapshot(preemptable=True, added_node=True), engine, time_limit_s=2.0)
+    assert [(b.pod, b.node) for b in added.placement.binds] == [("default/high-worker-0", "added")]
+    assert [(e.pod.rpartition("-")[0], e.for_) for e in added.placement.evictions] == [("default/low-worker", "default/high")]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_cap_held_by_pods_it_may_not_preempt_holds_it(engine: str) -> None:
+    decision = solve_checked(_own_queue_snapshot(preemptable=False), engine, time_limit_s=2.0)
+    (high,) = [o for o in decision.podgroups if o.name == "default/high"]
+    assert ("quota", "exceeded") in {(r.rule, r.code) for r in high.reasons}, high.reasons
+    assert not nodes_would_help(high.reasons)
+    added = solve_checked(_own_queue_snapshot(preemptable=False, added_node=True), engine, time_limit_s=2.0)
+    assert added.placement.binds == ()
