@@ -12,15 +12,15 @@ wait is the nodes' (eligibility of `cpu`), not the quota's.
 So the capability of (queue, resource) holds the PodGroup when even the way of starting it
 that asks least of that resource crosses it: its minimum made of the pods asking least of
 the resource first (`gang.minimum_pods` in that order), or, with no minimum, one such pod.
+Resources are judged one at a time: a PodGroup each of whose ways crosses some cap, but no
+one cap for all of them, is not said held — the safe side, as the scale-up plan still checks
+what its queue has left before it buys (`solver.scale_up.demand`).
 
 What counts as in use is less what the preempt action may give back: the running pods of
 the PodGroup's own queue it may evict (`greedy.preempt`: same-queue victims return their
 resources to the queue and every ancestor). Example: capability 1 GPU, all of it held by
 two preemptable half-GPU pods of lower priority, a quarter-GPU pod that no node holds →
 not held: once a node holds the pod, preempt evicts one of them and it starts.
-Resources are judged one at a time: a PodGroup whose every way crosses some cap, but no one
-cap for every way, is not said held (the safe side: an autoscaler that buys for it is told
-by the scale-up plan, which checks what its queue has left).
 """
 
 from __future__ import annotations
@@ -33,11 +33,16 @@ from solver.greedy.plan import GroupPlan
 from solver.greedy.state import CycleState
 from solver.rules.gang import minimum_pods
 
-__all__ = ["holding_capability", "least_start"]
+__all__ = ["holding_capability"]
 
 
-def least_start(
-    plan: GroupPlan, requests: np.ndarray, column: int, *, running_per_task: Mapping[str, int], pods_left: Mapping[int, int]
+def _least_start(
+    plan: GroupPlan,
+    requests: np.ndarray,
+    column: int,
+    *,
+    running_per_task: Mapping[str, int],
+    pods_left: Mapping[int, int],
 ) -> np.ndarray:
     """`[R]` what starting `plan`'s PodGroup asks at least of resource `column`: its minimum of
     the pods asking least of it (ties in task order), or one such pod when the minimum is
@@ -73,7 +78,7 @@ def holding_capability(
     given_back: np.ndarray | None = None
     for ancestor, column, capability in state.capped(plan.queue):
         if column not in least:
-            least[column] = least_start(plan, requests, column, running_per_task=running_per_task, pods_left=pods_left)
+            least[column] = _least_start(plan, requests, column, running_per_task=running_per_task, pods_left=pods_left)
         asked = int(least[column][column])
         if asked > 0 and int(state.queue_used[ancestor, column]) + asked > capability:
             given_back = preemptible() if given_back is None else given_back
