@@ -35,9 +35,14 @@ How every engine enforces it:
     allocated at all, judged by the allocator (`solver.dra_allocation`) on the devices free
     at the snapshot;
   - the exact allocation (`Allocator`): greedy allocates each pod's claims when it binds
-    the pod (a node where they do not fit is passed over); CP-SAT's placement is
-    allocated after its search, and a pod whose claims then do not fit is left pending
-    with its gang (`allocate_placement`).
+    the pod (a node where they do not fit is passed over); CP-SAT makes a node pattern of
+    a multiset of pods only when the allocator fits all their claims on a node of its
+    class (`solver.cpsat.dra`), and its placement is allocated after the search — a pod
+    whose claims then find no devices (devices an eviction freed, which the patterns do
+    not count on) is left pending with its gang (`allocate_placement`);
+  - the objective: a device counts as a whole GPU of throughput, and the packing tier
+    charges the devices a placement strands in partly taken domains (`stranded_devices`),
+    so among feasible allocations whole NVLink domains stay free.
 The checker (`check`) judges allocations on its own, from the API objects.
 
 A pod with no claims is not this rule's business; a pending pod whose claim or template is
