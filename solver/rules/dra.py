@@ -560,9 +560,10 @@ def _class_of(spec: ClaimSpec, request_name: str) -> str | None:
 def _asks(snapshot: Snapshot, pod: Pod) -> dict[str, int]:
     """Devices per class `pod` takes: what a running pod's template claims hold; what a
     pending pod's unallocated claims ask by `ExactCount` — a claim it shares with k pending
-    pods its 1/k share, rounded up, so that the pods together ask at least the claim's
-    devices where they all go (module docstring). A shared claim already allocated asks
-    nothing: its devices are held by it, outside every pod's count."""
+    pods its 1/k share, rounded down, so that the pods together never ask more than the
+    claim's devices where they all go (a count is a bound the allocator refines, never one
+    that turns a fitting claim away; module docstring). A shared claim already allocated
+    asks nothing: its devices are held by it, outside every pod's count."""
     asked: dict[str, int] = defaultdict(int)
     sharers = _pending_sharers(snapshot)
     for claim in pod_claims(snapshot, pod):
@@ -580,8 +581,8 @@ def _asks(snapshot: Snapshot, pod: Pod) -> dict[str, int]:
             for request in claim.spec.requests:
                 exactly = request.exactly
                 if exactly is not None and exactly.allocation_mode == "ExactCount" and not exactly.admin_access:
-                    asked[exactly.device_class_name] += -(-exactly.count // share)
-    return dict(asked)
+                    asked[exactly.device_class_name] += exactly.count // share
+    return {name: amount for name, amount in asked.items() if amount}
 
 
 def _pending_sharers(snapshot: Snapshot) -> Mapping[str, int]:
