@@ -1,7 +1,7 @@
 """`batchplace demo`: solve every seed example and say, per example, expected vs got.
 
 Input: the YAML files in `examples/` (Volcano's quick-start manifests as written, with
-`schedulerName: volcano`; Volcano's MPI example; Kubeflow PyTorchJobs). Output: for each,
+`schedulerName: volcano`; Volcano's MPI example; Kubeflow PyTorchJobs; GPUs as DRA devices). Output: for each,
 the placement table and a one-line verdict. The expectations live here, next to the code
 that checks them, so the demo is also a smoke test: `run_demo()` returns the verdicts and
 the test suite asserts all hold.
@@ -129,6 +129,30 @@ def _pytorch(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
     return ok, f"bert-finetune {len(bert)} of 4 bound, in {where}; resnet-ddp {len(resnet)} of 4 bound: {reason}"
 
 
+def _dra(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
+    """Each training worker's claim holds the 8 GPUs of one NVLink domain — only the HGX
+    nodes have one — and the notebook's claim one 1g.10gb MIG device of a100-mig-0's gpu-0."""
+    claims = {claim.pod: claim for claim in decision.placement.claims}
+    nodes = _nodes_by_group(snapshot, decision)
+    train = sorted(nodes.get("ml/llm-train", []))
+    train_gpus = sorted({len(claims[pod].devices) for pod in ("ml/llm-train-worker-0", "ml/llm-train-worker-1") if pod in claims})
+    notebook = claims.get("ml/notebook-infer")
+    mig = [result.device for result in notebook.devices] if notebook is not None else []
+    ok = (
+        train == ["hgx-0", "hgx-1"]
+        and train_gpus == [8]
+        and notebook is not None
+        and notebook.node == "a100-mig-0"
+        and len(mig) == 1
+        and mig[0].startswith("gpu-0-mig-19-")  # profile 19: 1g.10gb
+    )
+    where = notebook.node if notebook is not None else "-"
+    return ok, (
+        f"llm-train on {', '.join(train) or '-'}, {'/'.join(map(str, train_gpus)) or 0} GPUs per claim; "
+        f"notebook-infer on {where}, {', '.join(mig) or 'no device'}"
+    )
+
+
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario("hello-volcano-job.yaml", "hello-volcano-job scheduled", _hello),
     Scenario("queue-weights.yaml", "queue-a 2 jobs, queue-b 4 jobs (weights 1:2)", _queue_weights),
@@ -142,6 +166,10 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("mpi-job.yaml", "both MPI gangs bound whole (3 of 3), the GPU one inside leaf-b", _mpi),
     Scenario(
         "pytorch-job.yaml", "bert-finetune's 4 pods inside leaf-b; resnet-ddp waits whole, a gang reason", _pytorch
+    ),
+    Scenario(
+        "dra-gpus.yaml", "llm-train's claims on hgx-0, hgx-1, 8 GPUs of one NVLink domain each; notebook-infer on a MIG slice",
+        _dra,
     ),
 )
 

@@ -1,5 +1,5 @@
-"""What the CLI shows people: tables of a `Decision` and of a `RebalanceAdvice`, and error
-and warning lines.
+"""What the CLI shows people: tables of a `Decision` (with the DRA claims it allocates) and
+of a `RebalanceAdvice`, and error and warning lines.
 
 Input: a `Decision` or a `RebalanceAdvice`. Output: rich renderables; the caller prints
 them. JSON output does not go through here — it is `Decision.to_contract()` or the
@@ -24,7 +24,13 @@ from models.rebalance import RebalanceAdvice
 from models.snapshot import CPU, GPU, MEMORY
 from solver.reasons import waiting_task
 
-__all__ = ["decision_tables", "advice_tables", "format_resources", "print_error", "print_warning"]
+__all__ = [
+    "decision_tables",
+    "advice_tables",
+    "format_resources",
+    "print_error",
+    "print_warning",
+]
 
 _stderr = Console(stderr=True, soft_wrap=True, highlight=False)
 
@@ -91,6 +97,13 @@ def decision_tables(decision: Decision) -> Group:
         binds.add_row(bind.pod, bind.node, gpus)
 
     parts: list[Table | Text] = [_summary(decision), groups, binds]
+    if decision.placement.claims:
+        claims = Table(title="DRA claims allocated", title_justify="left")
+        for column in ("claim", "node", "devices"):
+            claims.add_column(column, overflow="fold")
+        for allocation in decision.placement.claims:  # a claim not made yet is labelled with its pod
+            claims.add_row(allocation.label, allocation.node, Text(allocation.devices_by_request))
+        parts.append(claims)
     unplaced = [(pod.pod, pod.reason) for outcome in decision.podgroups for pod in outcome.unplaced_pods]
     if unplaced:
         left = Table(title="Pods of started PodGroups left pending", title_justify="left")

@@ -60,7 +60,8 @@ def what_if(
             "--add-jobs",
             metavar="FILE",
             help="FILE of jobs to submit now (repeatable): Volcano Jobs, Kubeflow PyTorchJobs, PodGroups with their "
-            "pending Pods, or bare pending Pods. A directory: its .yaml, .yml and .json files.",
+            "pending Pods, or bare pending Pods, with the DRA ResourceClaims or ResourceClaimTemplates their pods name. "
+            "A directory: its .yaml, .yml and .json files.",
         ),
     ] = None,
     add_nodes: Annotated[
@@ -190,13 +191,17 @@ def what_if_tables(answer: WhatIfAnswer) -> Group:
 
 
 def _verdict_line(verdict: JobVerdict) -> Text:
-    """`default/llm starts: 2/2 pods placed on gpu-0, gpu-1; preempts nothing` or
+    """`default/llm starts: 2/2 pods placed on gpu-0, gpu-1; preempts nothing` (then a line per
+    DRA claim: `claim ml/llm-0-gpus on gpu-0: gpus: gpu-0, gpu-1`) or
     `default/big does not start: 0/8 placed; GPUs: 64 to start, 56 free, 8 short; gang: …`."""
     placed = f"{verdict.placed}/{verdict.min_member} pods placed"
     if verdict.starts:
         where = f" on {', '.join(verdict.nodes)}" if verdict.nodes else ""
         preempts = ", ".join(eviction.pod for eviction in verdict.preempts) or "nothing"
-        return Text.assemble("  ", (verdict.name, "bold"), " ", ("starts", "green"), f": {placed}{where}; preempts {preempts}")
+        line = Text.assemble("  ", (verdict.name, "bold"), " ", ("starts", "green"), f": {placed}{where}; preempts {preempts}")
+        for claim in verdict.claims:
+            line.append(f"\n    claim {claim.label} on {claim.node}: {claim.devices_by_request}")
+        return line
     gpus = (
         f"; GPUs: {verdict.gpus_to_start:g} to start, {verdict.gpus_free_eligible:g} free, {verdict.gpus_short:g} short"
         if verdict.gpus_to_start

@@ -96,6 +96,7 @@ CONDITION_REASONS: dict[str, str] = {
     "topology_spread": "TopologySpreadUnsatisfiable",  # maxSkew with DoNotSchedule (rule topology_spread)
     "usage": "NodesOverloaded",  # the nodes it fits are hot by measured usage (rule usage)
     "colocation": "NoColocationRoom",  # offline pods: no oversubscribed room or lent GPU (rule colocation)
+    "dra": "DeviceClaimsUnsatisfiable",  # DRA claims no node's free devices satisfy (rule dra)
     "cluster": "TopologyUnsatisfiable",  # a fleet's job fits in no one cluster: the cluster tier of its topology
     "dra": "NotEnoughResources",  # its DRA claims cannot be allocated on any node it fits (rule dra)
 }

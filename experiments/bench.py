@@ -6,7 +6,12 @@ Data: seeded synthetic clusters of 8-GPU nodes, one *family* per run (`FAMILIES`
     1,000 / 5,000 pending pods;
   - `tight` (`experiments.synthetic_tight`): holes cut for a planted packing of every
     pending pod, ~95 % of the free GPUs asked, arriving in the order that makes greedy
-    strand GPUs — the question there is how much of greedy's loss CP-SAT wins back.
+    strand GPUs — the question there is how much of greedy's loss CP-SAT wins back;
+  - `dra` and `dra-nvlink` (`experiments.synthetic_dra`): the GPUs are DRA devices (a
+    ResourceSlice of 8 per node, two NVLink domains of 4), running pods hold allocated
+    claims, pending pods ask 1/2/4/8 GPUs through claim templates, some (`dra-nvlink`: all)
+    on one NVLink domain — the questions there are the solve time with the solver
+    allocating the devices, and how many whole NVLink domains each engine leaves free.
 Run: for each size and repetition one snapshot
 (seeded, its build not timed), then each engine through `solver.place.place` — the call
 every entry point makes, so the time includes building the `Problem` and the independent
@@ -30,7 +35,8 @@ Metrics, and why:
     GPUs (R = 5: 30, 40, 50, 60, 70 %), so every size sees the whole range, not a random
     draw of it. `tight`: the load is what the holes leave (at 1,000 nodes × 1,000 pods
     about half the GPUs run); repetitions differ by seed.
-  - "GPUs placed" are the GPUs of the pods bound this cycle; `gpus_vs_greedy` is that
+  - "GPUs placed" are the GPUs of the pods bound this cycle (`dra` families: the devices
+    the placement's claims allocate, every device there being a GPU); `gpus_vs_greedy` is that
     minus greedy's on the same snapshot (greedy runs untimed as a reference when it is not
     one of the engines asked for). `gap` is the engine's relative gap (a fraction,
     0.01 = 1 %), `None` where the engine has no bound.
@@ -43,6 +49,9 @@ Metrics, and why:
   - Each engine solves its own freshly built copy of the snapshot (same seed, same
     content), so none profits from indices another run left cached on the `Snapshot`.
   - A run that raises is recorded with status `ERROR` and its message; the others go on.
+  - `whole_domains_free` (`dra` families): (node, NVLink domain) pairs with none of their
+    devices held or allocated after the placement — the room left for the next 4-GPU
+    single-domain pod; more is better.
   - `time_limit_s` is `place()`'s limit: by default per size as the targets are set (1 s
     up to 1,000 nodes, 5 s above); `load_1m` is the machine's 1-minute load average as the
     run started, so a slow row can be told from a busy machine.
@@ -76,6 +85,7 @@ from solver.fragmentation import PackingName
 from solver.outcome import bound_gpu_milli
 from solver.place import ENGINES, EngineName, SolveConfig, place
 from experiments.synthetic import shape_of, synthetic_snapshot
+from experiments.synthetic_dra import devices_taken_fraction, dra_snapshot, whole_domains_free
 from experiments.synthetic_tight import tight_snapshot
 
 __all__ = [
@@ -102,8 +112,9 @@ __all__ = [
 ]
 
 DEFAULT_SIZES = "100x50,1000x1000,10000x5000"
-FamilyName = Literal["standard", "tight"]
-FAMILIES: tuple[FamilyName, ...] = ("standard", "tight")
+FamilyName = Literal["standard", "tight", "dra", "dra-nvlink"]
+FAMILIES: tuple[FamilyName, ...] = ("standard", "tight", "dra", "dra-nvlink")
+DRA_FAMILIES: tuple[FamilyName, ...] = ("dra", "dra-nvlink")
 GAP_CLOSED_TARGET = 0.5
 """`tight`, 1,000 × 1,000 at 1 s: CP-SAT wins back at least this share of greedy's distance to the bound."""
 GAP_EPSILON_GPUS = 1e-6
@@ -187,6 +198,11 @@ class BenchConfig:
         seed = self.snapshot_seed(size, repeat)
         if self.family == "tight":
             return tight_snapshot(nodes=size.nodes, pending_pods=size.pending_pods, seed=seed)
+        if self.family in DRA_FAMILIES:
+            return dra_snapshot(
+                nodes=size.nodes, pending_pods=size.pending_pods, preload=self.preload(repeat), seed=seed,
+                nvlink_only=self.family == "dra-nvlink",
+            )
         return synthetic_snapshot(
             nodes=size.nodes, pending_pods=size.pending_pods, preload=self.preload(repeat), seed=seed
         )
@@ -227,6 +243,7 @@ class BenchRun:
     family: FamilyName = "standard"
     gpu_bound: float | None = None  # LP bound on the GPUs this cycle can bind
     gap_closed: float | None = None  # (GPUs placed − greedy's) / (gpu_bound − greedy's)
+    whole_domains_free: int | None = None  # dra families: NVLink domains with every device free after the placement
 
 
 @dataclass(frozen=True)
@@ -260,6 +277,7 @@ class BenchSummary:
     gpu_bound_mean: float | None = None
     gap_closed_mean: float | None = None  # mean share of greedy's distance to the bound won back
     gap_closed_min: float | None = None  # worst snapshot
+    whole_domains_free_mean: float | None = None  # dra families
 
 
 RUN_COLUMNS = tuple(f.name for f in fields(BenchRun))
@@ -351,7 +369,7 @@ def _one_snapshot(config: BenchConfig, size: BenchSize, repeat: int, observer: B
         pending_pods=size.pending_pods,
         repeat=repeat,
         seed=seed,
-        preload=round(shape.gpus_used_fraction, 4),
+        preload=round(devices_taken_fraction(first) if config.family in DRA_FAMILIES else shape.gpus_used_fraction, 4),
         pending_gangs=shape.pending_gangs,
         hard_topology_gangs=shape.hard_topology_gangs,
         build_seconds=round(build_seconds, 4),
@@ -422,6 +440,7 @@ def _timed_run(
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     gpus = _placed_gpus(snapshot, decision)
     pods = snapshot.pod_by_key
+    dra = context["family"] in DRA_FAMILIES
     return BenchRun(
         **context,  # type: ignore[arg-type]
         engine=engine,
@@ -441,11 +460,15 @@ def _timed_run(
         / GPU_MILLI_PER_DEVICE,
         greedy_gpus_placed=greedy_gpus,
         gpus_vs_greedy=None if greedy_gpus is None else gpus - greedy_gpus,
+        whole_domains_free=whole_domains_free(snapshot, decision.placement) if dra else None,
     )
 
 
 def _placed_gpus(snapshot: Snapshot, decision: Decision) -> float:
-    return bound_gpu_milli(snapshot, decision.placement) / GPU_MILLI_PER_DEVICE
+    """GPUs of the pods bound this cycle: extended-resource GPUs, plus the DRA devices the
+    placement's claims take (the bench's DRA devices are all GPUs)."""
+    devices = sum(not result.admin_access for claim in decision.placement.claims for result in claim.devices)
+    return bound_gpu_milli(snapshot, decision.placement) / GPU_MILLI_PER_DEVICE + devices
 
 
 # ---- report ----
@@ -510,6 +533,7 @@ def summarize(runs: Sequence[BenchRun]) -> tuple[BenchSummary, ...]:
                 gpu_bound_mean=_mean([r.gpu_bound for r in ok if r.gpu_bound is not None]),
                 gap_closed_mean=_mean(closed),
                 gap_closed_min=min(closed) if closed else None,
+                whole_domains_free_mean=_mean([r.whole_domains_free for r in ok if r.whole_domains_free is not None]),
             )
         )
     return tuple(summaries)
@@ -529,6 +553,8 @@ def check_targets(summaries: Sequence[BenchSummary], *, family: FamilyName = "st
     greedy, not CP-SAT."""
     if family == "tight":
         return _tight_targets(summaries)
+    if family in DRA_FAMILIES:
+        return _dra_targets(summaries, family)
     checks = []
     for s in summaries:
         if s.engine == "greedy" or s.p99_wall_s is None:
@@ -590,6 +616,38 @@ def _tight_targets(summaries: Sequence[BenchSummary]) -> tuple[TargetCheck, ...]
                 met=(closed_ok and s.p99_wall_s <= 1.0 and s.errors == 0) if judged else None,
             )
         )
+    return tuple(checks)
+
+
+def _dra_targets(summaries: Sequence[BenchSummary], family: FamilyName) -> tuple[TargetCheck, ...]:
+    """`dra` at 1,000 × 1,000: `auto` p99 ≤ 1 s. `dra-nvlink` at 1,000 × 1,000: CP-SAT (`cpsat`,
+    `auto`) leaves more whole NVLink domains free than greedy, on average, placing no fewer GPUs."""
+    at_size = [s for s in summaries if (s.nodes, s.pending_pods) == (1000, 1000) and s.p99_wall_s is not None]
+    greedy = next((s for s in at_size if s.engine == "greedy"), None)
+    checks = []
+    for s in at_size:
+        if family == "dra" and s.engine == "auto":
+            checks.append(
+                TargetCheck(
+                    target="auto dra 1000x1000: p99 ≤ 1.0 s",
+                    measured=f"p99 {s.p99_wall_s:.2f} s ({s.answered_by})",
+                    met=s.p99_wall_s <= 1.0 and s.errors == 0,  # type: ignore[operator]  # filtered above
+                )
+            )
+        if family == "dra-nvlink" and s.engine != "greedy" and greedy is not None:
+            judged = any(not part.startswith("greedy:") for part in s.answered_by.split())
+            more = (s.whole_domains_free_mean or 0) > (greedy.whole_domains_free_mean or 0)
+            no_fewer = (s.gpus_vs_greedy_min or 0) >= 0
+            checks.append(
+                TargetCheck(
+                    target=f"{s.engine} dra-nvlink 1000x1000: more whole NVLink domains free than greedy, "
+                    "no fewer GPUs placed",
+                    measured=f"{format_number(s.whole_domains_free_mean, ',.1f')} vs greedy's "
+                    f"{format_number(greedy.whole_domains_free_mean, ',.1f')}; worst vs greedy "
+                    f"{format_number(s.gpus_vs_greedy_min, '+.0f')} GPUs ({s.answered_by})",
+                    met=(more and no_fewer and s.errors == 0) if judged else None,
+                )
+            )
     return tuple(checks)
 
 

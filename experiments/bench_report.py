@@ -60,7 +60,7 @@ def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[dict[str, obje
 TABLE_HEADERS = (
     "size", "engine", "answered by", "runs", "p50 s", "p99 s", "p50 solve s", "p50 CPU s", "pods/s", "pods/CPU s",
     "objective", "gap p50", "gap max", "GPUs placed", "vs greedy", "worst vs greedy", "GPU bound", "gap closed",
-    "worst gap closed", "evictions", "limit s", "load",
+    "worst gap closed", "whole domains free", "evictions", "limit s", "load",
 )
 
 
@@ -88,6 +88,7 @@ def _table_rows(result: BenchResult) -> list[tuple[str, ...]]:
                 format_number(s.gpu_bound_mean, ",.0f"),
                 _share(s.gap_closed_mean),
                 _share(s.gap_closed_min),
+                format_number(s.whole_domains_free_mean, ",.1f"),
                 format_number(s.evictions_mean, ".1f"),
                 format_number(s.time_limit_s, "g"),
                 format_number(s.load_1m_max, ".2f"),
@@ -103,7 +104,7 @@ def _share(fraction: float | None) -> str:
 
 CONSOLE_HEADERS = (
     "size", "engine", "answered by", "p50 s", "p99 s", "p50 CPU s", "pods/s", "gap max", "GPUs placed", "vs greedy",
-    "worst vs greedy", "GPU bound", "gap closed", "evictions", "load",
+    "worst vs greedy", "GPU bound", "gap closed", "whole domains free", "evictions", "load",
 )
 """The columns the terminal gets (bench.md has them all): what fits in about 200 columns."""
 
@@ -149,7 +150,8 @@ def _markdown(result: BenchResult) -> str:
         "percentage of greedy's on the same snapshot; 'worst vs greedy' the worst difference in GPUs. "
         "'GPU bound' is the LP relaxation's bound on the GPUs placed (mean over snapshots); 'gap closed' the "
         "share of greedy's distance to it the engine wins back, (GPUs − greedy's) / (bound − greedy's), mean "
-        "and worst snapshot; '-' where greedy is at the bound.",
+        "and worst snapshot; '-' where greedy is at the bound. 'whole domains free' (dra families): NVLink "
+        "domains none of whose devices are held or allocated after the placement (mean over snapshots).",
         "",
         "| " + " | ".join(TABLE_HEADERS) + " |",
         "|" + "|".join("---" if h in ("size", "engine", "answered by") else "---:" for h in TABLE_HEADERS) + "|",

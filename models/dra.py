@@ -189,10 +189,10 @@ class DeviceResult(_Frozen):
     """One device an allocation gave: `status.allocation.devices.results[]`."""
 
     request: str = Field(description="the request, or `request/subrequest` for firstAvailable")
-    driver: str
-    pool: str
-    device: str
-    admin_access: bool = False
+    driver: str = Field(description="the device's driver, e.g. gpu.nvidia.com")
+    pool: str = Field(description="the ResourceSlice pool it is published in (a node's own pool is usually its name)")
+    device: str = Field(description="the device's name in its pool, e.g. gpu-3")
+    admin_access: bool = Field(False, description="monitoring access: the device is not taken from others")
 
 
 class ClaimSpec(_Frozen):

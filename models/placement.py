@@ -11,6 +11,7 @@ to make room. It does not promise that it is valid — `solver.checker` says tha
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,6 +23,7 @@ from models.snapshot import NodeName, PodGroupKey, PodKey, QueueName
 __all__ = [
     "Bind",
     "ClaimAllocation",
+    "devices_by_request",
     "Eviction",
     "Placement",
     "PodGroupOutcome",
@@ -72,6 +74,32 @@ class ClaimAllocation(_Frozen):
     node: NodeName = Field(description="the node its devices are used from")
     devices: tuple[DeviceResult, ...] = Field(description="`status.allocation.devices.results`, in request order")
     reserved_for: tuple[PodKey, ...] = Field(description="the pods bound this cycle that use it (`status.reservedFor`)")
+
+    @property
+    def label(self) -> str:
+        """The claim's `namespace/name`; a claim its template has not made yet reads as what
+        will make it: `ml/llm-train-worker-0 gpus (template eight-gpus)` — the controller
+        finds it by the pod's `status.resourceClaimStatuses` when it writes the allocation."""
+        if self.claim is not None:
+            return self.claim
+        template = f" (template {self.template})" if self.template else ""
+        return f"{self.pod} {self.pod_claim}{template}"
+
+    @property
+    def devices_by_request(self) -> str:
+        """`gpus: gpu-0, gpu-1; nic: nic-0` (`devices_by_request`)."""
+        return devices_by_request(self.devices, node=self.node)
+
+
+def devices_by_request(results: Iterable[DeviceResult], *, node: str | None) -> str:
+    """Devices by request, in request order: `gpus: gpu-0, gpu-1; nic: nic-0`, as people read
+    them (CLI, dashboard). A device of a pool other than `node`'s own (a network-attached
+    pool) is `pool/device`; an admin-access result (monitoring, not taken) ends in ` (admin)`."""
+    by_request: dict[str, list[str]] = {}
+    for result in results:
+        name = result.device if result.pool == node else f"{result.pool}/{result.device}"
+        by_request.setdefault(result.request, []).append(name + (" (admin)" if result.admin_access else ""))
+    return "; ".join(f"{request}: {', '.join(devices)}" for request, devices in by_request.items())
 
 
 class Placement(_Frozen):

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation, StrictBool, f
 
 from models.errors import SnapshotError, format_path
 from models.node_templates import MAX_TEMPLATES
-from models.placement import Bind, Decision, Eviction, Fallback, PodGroupOutcome, QueueShare, SolveStatus
+from models.placement import Bind, ClaimAllocation, Decision, Eviction, Fallback, PodGroupOutcome, QueueShare, SolveStatus
 from models.rebalance import RebalanceAdvice
 from models.scale_up_plan import ScaleUpPlan
 from models.snapshot import Snapshot
@@ -128,6 +128,11 @@ class PlacementResponse(BaseModel):
     reproducible: bool = Field(True, description=Decision.model_fields["reproducible"].description)
     binds: list[Bind] = Field(description="pending pods to bind, with their nodes and GPU devices")
     evictions: list[Eviction] = Field(description="running pods to evict to make room (preempt or reclaim)")
+    claims: list[ClaimAllocation] = Field(
+        default_factory=list,
+        description="DRA ResourceClaims allocated for the binds: per claim, its node, its devices by request and the "
+        "pods it is reserved for (what the scheduler writes to the claim's status)",
+    )
     podgroups: list[PodGroupOutcome] = Field(description="every PodGroup of the snapshot, by name: scheduled or pending, and why")
     queues: list[QueueShare] = Field(description="each queue's allocation after this cycle and its deserved share")
     valid: bool = Field(description="the independent checker found no broken hard rule")
@@ -144,7 +149,8 @@ class Changes(BaseModel):
         default_factory=list, max_length=MAX_ADDED_OBJECTS,
         description="Kubernetes objects as JSON: Volcano Jobs (batch.volcano.sh), Kubeflow PyTorchJobs "
         "(kubeflow.org), PodGroups (scheduling.volcano.sh or scheduling.x-k8s.io) with their pending Pods, "
-        "or bare pending Pods",
+        "or bare pending Pods; and the DRA ResourceClaims / ResourceClaimTemplates (resource.k8s.io/v1) their "
+        "pods' spec.resourceClaims name",
     )
     add_jobs_yaml: str | None = Field(None, description="the same, as multi-document YAML (what `kubectl apply -f` takes)")
     add_nodes: list[dict[str, Any]] = Field(

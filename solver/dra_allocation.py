@@ -309,7 +309,9 @@ class _Search:
             matching = [d for d in self.candidates if choice.matches(d)]
             free = [d for d in matching if not d.tainted and (choice.admin_access or d.key not in self.state.taken)]
             if choice.all_devices:
-                if not matching:
+                if not matching and self.incomplete:
+                    whys.append(f"no devices of class {choice.device_class} while a pool of {', '.join(sorted(self.incomplete))} is being updated")
+                elif not matching:
                     whys.append(f"no devices of class {choice.device_class}")
                 elif any(d.device.driver in self.incomplete for d in matching):
                     whys.append(f"a pool of class {choice.device_class} is being updated")

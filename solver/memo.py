@@ -45,10 +45,12 @@ _entries: dict[int, tuple[weakref.ref[Memoizable], dict[Hashable, object]]] = {}
 # must never wait for anything. A race costs at most one recomputation.
 
 
-def _drop(ident: int, ref: weakref.ref[Memoizable]) -> None:
-    entry = _entries.get(ident)
+def _drop(ident: int, ref: weakref.ref[Memoizable], entries: dict = _entries) -> None:
+    # `entries` is bound at definition: at interpreter exit the module's globals are cleared
+    # before the last objects are freed, and their callbacks still run.
+    entry = entries.get(ident)
     if entry is not None and entry[0] is ref:
-        _entries.pop(ident, None)
+        entries.pop(ident, None)
 
 
 def _values_of(owner: Memoizable) -> dict[Hashable, object]:

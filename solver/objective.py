@@ -111,6 +111,11 @@ The tiers (each an exact integer; "after" means kept running pods plus this cycl
    GPU node in a lower usage band still wins (load now outranks room later,
    `solver.usage_tier`). Example: 3 CPU-only pods, 2 on a CPU node and 1 on an H100 node
    with CPU to spare → FGD unchanged, + 1.
+   Plus, for DRA devices (rule `dra`), a whole GPU's milli per free device stranded in a
+   partly taken domain after the placement — an NVLink domain, or whatever attribute
+   claims constrain, else the node (`solver.rules.dra.stranded_devices`): whole domains
+   kept free are what the next claim asking one needs. Example: two 2-GPU claims on two
+   domains of 4 strand 4 devices (4000); on one domain, none.
 
 Not promised: that the placement is valid (the checker says that); a placement that
 breaks hard rules still gets a score.
@@ -448,8 +453,11 @@ def _locality(snapshot: Snapshot, ctx: ObjectiveContext, after: After) -> int:
 
 def _packing(snapshot: Snapshot, ctx: ObjectiveContext, after: After) -> int:
     """Σ over nodes with GPUs of FGD's fragmentation of the node after the placement, plus
-    `GPU_NODE_KEEP_MILLI` per pod asking no GPU bound to a GPU node."""
+    `GPU_NODE_KEEP_MILLI` per pod asking no GPU bound to a GPU node, plus the DRA devices
+    stranded in partly taken domains."""
     on_gpu_nodes = GPU_NODE_KEEP_MILLI * sum(on_gpu_node(bound.node, bound.pod.requests) for bound in after.bound)
+    if ctx.devices:  # DRA devices stranded in partly taken domains (module docstring)
+        on_gpu_nodes += dra.stranded_after(snapshot, after) * GPU_MILLI_PER_DEVICE
     rows = [n for n, node in enumerate(snapshot.nodes) if node.gpus]
     if not rows:
         return on_gpu_nodes

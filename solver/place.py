@@ -443,9 +443,13 @@ def _with_claims(snapshot: Snapshot, result: CpsatResult) -> CpsatResult:
     do not see) is left pending with its gang; the answer is then scored again, with no
     exact tiers of its own, and compared with greedy's as any other."""
     assert result.placement is not None
+    if not dra.has_claims(snapshot):
+        return result
     placement, dropped = dra.allocate_placement(snapshot, result.placement)
     if not dropped:
-        return replace(result, placement=placement)
+        # The model counted stranded devices as its patterns allocate them; the placement's
+        # own devices are the ones scored (and compared with greedy's).
+        return replace(result, placement=placement, objective=score(snapshot, placement), hint_objective=None)
     log.info("cpsat: %d bind(s) left pending: their DRA claims found no devices", len(dropped))
     return replace(result, placement=placement, status="FEASIBLE", objective=score(snapshot, placement), hint_objective=None)
 

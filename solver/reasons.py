@@ -225,7 +225,8 @@ def eligibility_none(task: str, *, nodes: int, counts: Mapping[str, int]) -> str
 def dra_no_allocation(claim: str, request: str, *, nodes: int, counts: Mapping[str, int]) -> str:
     """"dra: claim train-0-gpus request gpus: 0/12 nodes: 9 fewer than 8 free devices of class
     gpu.nvidia.com, 3 no 8 free devices share gpu.nvidia.com/nvlinkDomain"."""
-    return f"dra: claim {claim} request {request}: 0/{nodes} nodes: {_fold(counts)}"
+    asked = f" request {request}" if request else ""  # a claim allocated already names no request
+    return f"dra: claim {claim}{asked}: 0/{nodes} nodes: {_fold(counts)}"
 
 
 @_says("no_fit", "capacity", nodes_help=True)

@@ -2,7 +2,8 @@
 
 Input: a validated base `Snapshot` (posted, or the controller's live one) and `Changes` —
 Kubernetes objects to add as jobs (Volcano Jobs, Kubeflow PyTorchJobs, PodGroups with their
-pods, bare pending Pods) and as nodes, read by the same `models.loaders` as every other
+pods, bare pending Pods, and the DRA ResourceClaims / ResourceClaimTemplates their pods name)
+and as nodes, read by the same `models.loaders` as every other
 input so a job expands exactly as `batchplace solve` expands it; and node names to drain. Output of
 `apply_changes`: a `ChangedSnapshot` (the new validated snapshot and what changed); of
 `job_verdicts`, given the `Decision` solved on it: one `JobVerdict` per added job.
@@ -13,6 +14,10 @@ What the changes mean:
     its pods must be pending (no nodeName); its queue must exist or it stays pending with
     the `queue:` reason, as Volcano leaves it; priority class names resolve against the
     base snapshot's classes;
+  - an added pod's `spec.resourceClaims` name claims or templates of the base or added with
+    it; an added template's requests name the base's DeviceClasses (the cluster's, which
+    the change does not touch); the base's DRA objects all stay, so its allocated claims
+    keep their devices. The verdict lists the devices each claim of the job would get;
   - an added node joins no HyperNode (outside any network domain);
   - a drained node is cordoned (unschedulable) and loses its running pods, as
     `kubectl drain` evicts them: a pod of a PodGroup goes back to pending (its controller
@@ -59,7 +64,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from models.errors import FieldError, InputFormatError, Location
 from models.loaders import DEFAULT_SCHEDULER_NAMES, load_snapshot_documents
 from models.loaders.kube_yaml import Document
-from models.placement import Bind, Decision, Eviction, UnplacedPod
+from models.dra import DraObjects
+from models.placement import Bind, ClaimAllocation, Decision, Eviction, UnplacedPod
 from models.reason import Reason
 from models.snapshot import (
     GPU,
@@ -99,6 +105,8 @@ ADD_JOB_KINDS = frozenset(
         ("scheduling.volcano.sh", "PodGroup"),
         ("scheduling.x-k8s.io", "PodGroup"),
         ("", "Pod"),
+        ("resource.k8s.io", "ResourceClaim"),
+        ("resource.k8s.io", "ResourceClaimTemplate"),
     }
 )
 ADD_NODE_KINDS = frozenset({("", "Node"), ("nodeinfo.volcano.sh", "Numatopology")})
@@ -151,6 +159,9 @@ class JobVerdict(BaseModel):
     unplaced_pods: tuple[UnplacedPod, ...] = Field(
         (), description="when it starts: each of its pods this solve leaves pending, with why"
     )
+    claims: tuple[ClaimAllocation, ...] = Field(
+        (), description="the DRA claims its bound pods would get: per claim, the node and the devices by request"
+    )
     gpus_requested: float = Field(description="GPUs all of its pods ask, in devices (0.5 = half a device)")
     gpus_to_start: float = Field(description="the fewest GPUs its gang needs to start, in devices")
     gpus_placed: float = Field(description="GPUs of its pods bound by this solve, in devices")
@@ -173,6 +184,7 @@ def apply_changes(base: Snapshot, changes: Changes, *, submitted_at_s: float) ->
     _check_kinds(changes.add_nodes, ADD_NODE_KINDS, what="a node")
     _check_added_pods_pending(changes.add_jobs)
     added, warnings = _load_added(base, changes)
+    dra = _with_added_claims(base.dra, added.dra, changes.add_jobs)
     base_groups = base.pod_group_by_key
     for group in added.pod_groups:
         if group.key in base_groups:
@@ -197,6 +209,7 @@ def apply_changes(base: Snapshot, changes: Changes, *, submitted_at_s: float) ->
                 "pods": [*pods, *added.pods],
                 "priority_classes": base.priority_classes,
                 "usage_policy": base.usage_policy,
+                "dra": dra,
             }
         )
     except ValidationError as error:
@@ -279,12 +292,48 @@ def _priority_class_documents(base: Snapshot) -> list[Document]:
     ]
 
 
+def _device_class_documents(base: Snapshot) -> list[Document]:
+    """The base's DeviceClasses as Kubernetes objects, so an added claim template's requests
+    resolve their class names (the loader refuses a class the input lacks)."""
+    return [
+        (
+            _BASE_SOURCE,
+            index + 1,
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "DeviceClass",
+                "metadata": {"name": device_class.name},
+                "spec": {"selectors": [{"cel": {"expression": expression}} for expression in device_class.selectors]},
+            },
+        )
+        for index, device_class in enumerate(base.dra.device_classes)
+    ]
+
+
 def _load_added(base: Snapshot, changes: Changes) -> tuple[Snapshot, list[str]]:
-    documents = [*_priority_class_documents(base), *changes.add_jobs, *changes.add_nodes]
-    if len(documents) == len(base.priority_classes):
+    from_base = [*_priority_class_documents(base), *_device_class_documents(base)]
+    documents = [*from_base, *changes.add_jobs, *changes.add_nodes]
+    if len(documents) == len(from_base):
         return Snapshot(), []
     result = load_snapshot_documents(documents)
     return result.snapshot, list(result.warnings)
+
+
+def _with_added_claims(base: DraObjects, added: DraObjects, documents: Sequence[Document]) -> DraObjects:
+    """The base's DRA objects with the claims and templates added with the jobs (the added
+    load's DeviceClasses are the base's own, read back); a name the base already holds is
+    a conflict, as an added PodGroup's is."""
+    taken = {claim.key for claim in (*base.resource_claims, *base.resource_claim_templates)}
+    for claim in (*added.resource_claims, *added.resource_claim_templates):
+        if claim.key in taken:
+            kind = type(claim).__name__
+            raise _conflict(documents, claim.namespace, claim.name, f"{kind} {claim.key} already exists in the base snapshot")
+    return DraObjects(
+        device_classes=base.device_classes,
+        resource_slices=base.resource_slices,
+        resource_claims=(*base.resource_claims, *added.resource_claims),
+        resource_claim_templates=(*base.resource_claim_templates, *added.resource_claim_templates),
+    )
 
 
 def _conflict(documents: Sequence[Document], namespace: str | None, name: str, message: str) -> FieldError:
@@ -401,6 +450,7 @@ def job_verdicts(changed: ChangedSnapshot, decision: Decision) -> tuple[JobVerdi
                 blocking=() if starts else outcome.reasons,
                 blocking_rules=() if starts else _rule_names(outcome.reasons),
                 unplaced_pods=outcome.unplaced_pods,
+                claims=tuple(claim for claim in decision.placement.claims if pod_keys.intersection((claim.pod, *claim.reserved_for))),
                 gpus_requested=_devices(sum(gpu_of.values())),
                 gpus_to_start=_devices(to_start),
                 gpus_placed=_devices(sum(gpu_of[bind.pod] for bind in binds)),

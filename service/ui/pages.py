@@ -20,7 +20,7 @@ from service.ui import units as fmt
 __all__ = ["STATIC_DIR", "Source", "render", "environment"]
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
-STATIC_VERSION = "2"
+STATIC_VERSION = "4"
 """Appended to static URLs (`?v=`) so a new release is not served from a stale cache."""
 
 

@@ -3,7 +3,7 @@
 Input: an `Analysis`. Output: `PodGroupRow`s — state, queue, priority, placed/min_member,
 age and its reason sentences from this cycle's decision (why a pending one waits; what of
 a started one waits: a dependent task, a task no node matches) — and for one
-PodGroup a `PodGroupDetail` with its tasks (and where each may run), its pods (node, GPU devices, a pending
+PodGroup a `PodGroupDetail` with its tasks (and where each may run), its pods (node, GPU devices, its DRA claims' devices, a pending
 one's PodScheduled reason as its object says it — `Unschedulable` when a node would help —, what this cycle
 does to each), whom it preempts and the Events the controller writes for this decision.
 
@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from models.placement import PodGroupOutcome
-from models.snapshot import GPU, PodGroup, PodGroupKey, Snapshot, Task
+from models.placement import PodGroupOutcome, devices_by_request
+from models.snapshot import GPU, PodGroup, PodGroupKey, PodKey, Snapshot, Task
 from service.ui.analysis import Analysis
 from service.ui.units import gpus_text, queue_slots, resources_text
 from solver.reasons import gang_assigned_message, gang_message, gated_waiting
@@ -156,6 +156,7 @@ class PodLine:
     requests: str
     this_cycle: str
     scheduled_reason: str = ""  # a pending pod's PodScheduled reason as its object says it
+    claims: str = ""  # its DRA claims' devices: allocated already, or by this cycle ("claim: gpus: gpu-0, gpu-1")
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,23 @@ class PodGroupDetail:
     events: tuple[EventLine, ...]
 
 
+def _claims_by_pod(analysis: Analysis) -> dict[str, str]:
+    """Pod key → its DRA claims and their devices, `ml/serve-gpus: gpus: gpu-0, gpu-1`: the
+    claims already allocated that are reserved for it, then those this cycle allocates."""
+    snapshot = analysis.snapshot
+    lines: dict[str, list[str]] = {}
+    for claim in snapshot.dra.resource_claims:
+        for name in claim.reserved_for if claim.allocation is not None else ():
+            key = f"{claim.namespace}/{name}"
+            running = snapshot.pod_by_key.get(PodKey(key))
+            text = devices_by_request(claim.allocation or (), node=running.node if running is not None else None)
+            lines.setdefault(key, []).append(f"{claim.key}: {text}")
+    for allocation in analysis.decision.placement.claims:
+        for pod in allocation.reserved_for:
+            lines.setdefault(pod, []).append(f"{allocation.label}: {allocation.devices_by_request}")
+    return {pod: " · ".join(texts) for pod, texts in lines.items()}
+
+
 def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetail | None:
     """The detail of PodGroup `key`, or None when the snapshot has no such PodGroup."""
     snapshot = analysis.snapshot
@@ -196,6 +214,7 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
     events: list[EventLine] = []
     assigned: list[tuple[str, str]] = []
     preempting = any(e.for_ == key for e in placement.evictions)
+    claims_of = _claims_by_pod(analysis)
     for pod in sorted(pods, key=lambda p: p.key):
         bind = bind_of.get(pod.key)
         eviction = eviction_of.get(pod.key)
@@ -228,6 +247,7 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
                 requests=resources_text(pod.requests),
                 this_cycle=this_cycle,
                 scheduled_reason=pod.scheduled_reason or "",
+                claims=claims_of.get(pod.key, ""),
             )
         )
     if assigned:  # the gang's one Scheduled Event, on its PodGroup

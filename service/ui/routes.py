@@ -1,4 +1,4 @@
-"""The dashboard's routes under `/ui`: Cluster, Queues, PodGroups (and one PodGroup), Balance, What-if,
+"""The dashboard's routes under `/ui`: Cluster, Queues, PodGroups (and one PodGroup), Devices, Balance, What-if,
 Scale-up, the upload form, and login. Read-only: nothing here changes the cluster.
 
 Each page resolves its snapshot through one dependency (`Resolved`, `resolve_page`): `?s=<key>` names an upload this process
@@ -36,6 +36,7 @@ from service.ui.analysis import Analysis, analyze
 from service.ui.auth import COOKIE_NAME, safe_next, session_ok, session_value, token_ok
 from service.ui.balance_view import BalanceView, build_balance_view
 from service.ui.cluster_view import ClusterView, build_cluster_view
+from service.ui.devices_view import build_devices_view
 from service.ui.pages import Source, render
 from service.ui.podgroup_view import (
     SORT_KEYS,
@@ -230,6 +231,13 @@ async def podgroup(request: Request, namespace: str, name: str, resolved: Resolv
         return render("missing.html", status_code=404, page="podgroups", source=source,
                       message=f"There is no PodGroup {key} in this snapshot.", **_common(request))
     return render("podgroup.html", page="podgroups", source=source, detail=detail, analysis=analysis, **_common(request))
+
+
+@router.get("/devices", summary="Devices page")
+async def devices(request: Request, resolved: Resolved) -> Response:
+    analysis, source = resolved
+    return render("devices.html", page="devices", source=source, devices=build_devices_view(analysis), analysis=analysis,
+                  **_common(request))
 
 
 async def _balance_view(request: Request, analysis: Analysis) -> BalanceView:

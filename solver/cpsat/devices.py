@@ -66,9 +66,10 @@ DOMINATED = -1  # a node resource its GPUs bound: no placement the devices allow
 # A device state: (whole free devices per cell slot, sorted (cell slot, free milli) of partly
 # used devices, CPU left per cell slot or UNKNOWN).
 State = tuple[tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...]]
-MultisetFit = Callable[[Mapping[int, int]], bool]
+MultisetFit = Callable[[Mapping[int, int]], "int | None"]
 """Whether pods per shape index (a multiset) fit one node by what the device state does not
-say: down-closed (a sub-multiset of one that fits fits too)."""
+say — None when they do not — and the fragment they leave there that it does not count
+(milli, added to the pattern's). Down-closed: a sub-multiset of one that fits fits too."""
 Choice = tuple[object, ...]
 
 
@@ -296,7 +297,10 @@ def make_pattern(
     levels: list[dict[State, tuple[int, State | None, Choice | None]]],
     order: tuple[int, ...],
     cpu_used: int,
+    extra_fragment: int = 0,
 ) -> Pattern:
+    """The pattern of `counts` at its best device state; `extra_fragment`: what `Walk.fits`
+    adds to its fragment."""
     # Fewest splits, least fragment, then the densest packing (most whole devices, fewest
     # partly used ones) to break ties: equal for the objective.
     last = levels[-1]
@@ -310,7 +314,7 @@ def make_pattern(
     return Pattern(
         counts=tuple(sorted((i, n) for i, n in counts.items() if n)),
         splits=splits,
-        fragment=state_fragment(measure, profile, best, cpu_used),
+        fragment=state_fragment(measure, profile, best, cpu_used) + extra_fragment,
         _levels=levels,
         _order=order,
         _best=best,
@@ -348,13 +352,14 @@ def walk_patterns(
         if not states:
             continue
         counts[shape.index] = counts.get(shape.index, 0) + 1
-        if walk.fits is not None and not walk.fits(counts):
+        extra = 0 if walk.fits is None else walk.fits(counts)
+        if extra is None:
             counts[shape.index] -= 1
             continue
         next_levels = [*levels, states]
         next_order = (*order, shape.index)
         next_cpu = cpu_used + shape.cpu_milli
-        walk.found.append(make_pattern(walk.measure, walk.profile, counts, next_levels, next_order, next_cpu))
+        walk.found.append(make_pattern(walk.measure, walk.profile, counts, next_levels, next_order, next_cpu, extra))
         if len(walk.found) >= walk.cap:
             walk.cut = True
         else:
@@ -379,7 +384,8 @@ def evaluate(
 ) -> Pattern | None:
     """The pattern of one multiset (e.g. the greedy hint's node), or None if it does not fit
     (`fits`: as `Walk.fits`)."""
-    if fits is not None and not fits(dict(counts)):
+    extra = 0 if fits is None else fits(dict(counts))
+    if extra is None:
         return None
     state, _ = initial_state(profile)
     declared = declared_slots(profile)
@@ -400,7 +406,7 @@ def evaluate(
     if any(u > f >= 0 for u, f in zip(used, profile.free)):
         return None
     cpu_used = sum(shapes[index].cpu_milli * pods for index, pods in counts)
-    return make_pattern(measure, profile, dict(counts), levels, tuple(order), cpu_used)
+    return make_pattern(measure, profile, dict(counts), levels, tuple(order), cpu_used, extra)
 
 
 def shape_rank(shape: Shape) -> tuple[int, int, int, int]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from models.snapshot import GPU_MILLI_PER_DEVICE
 from solver.cpsat.build_context import BuildContext
 from solver.cpsat.devices import MultisetFit
 from solver.dra_allocation import ClaimAsk, Shortfall, allocate
@@ -47,23 +48,28 @@ def multiset_fits(build: BuildContext, shape_rows: Mapping[int, int]) -> dict[in
             asks[shape] = (per_pod, shared)
     if not asks:
         return None
-    fits: dict[int, MultisetFit] = {}
-    for node_class, representative in enumerate(problem.node_class_representative):
-        fits[node_class] = _fit(
-            inventory.candidates.get(problem.node_names[representative], ()), inventory, asks
-        )
-    return fits
-
-
-def _fit(candidates, inventory: dra.Inventory, asks: Mapping[int, tuple[list[ClaimAsk], list[ClaimAsk]]]) -> MultisetFit:
     state = inventory.initial_state()
-    answers: dict[tuple[tuple[int, int], ...], bool] = {}
+    return {
+        node_class: _fit(snapshot, problem.node_names[representative], state, inventory, asks)
+        for node_class, representative in enumerate(problem.node_class_representative)
+    }
 
-    def fits(counts: Mapping[int, int]) -> bool:
+
+def _fit(
+    snapshot, node: str, state, inventory: dra.Inventory, asks: Mapping[int, tuple[list[ClaimAsk], list[ClaimAsk]]]
+) -> MultisetFit:
+    """The check for a node like `node`: the claims of the multiset allocated together, and
+    the devices they leave stranded in partly taken domains, in milli (`solver.objective`'s
+    packing tier counts them so)."""
+    candidates = inventory.candidates.get(node, ())
+    answers: dict[tuple[tuple[int, int], ...], int | None] = {}
+
+    def fits(counts: Mapping[int, int]) -> int | None:
         key = tuple(sorted((shape, pods) for shape, pods in counts.items() if pods and shape in asks))
-        if not key:
-            return True
         if key not in answers:
+            if not key:
+                answers[key] = dra.stranded_devices(snapshot, node, state.taken) * GPU_MILLI_PER_DEVICE
+                return answers[key]
             claims: list[ClaimAsk] = []
             shared: dict[str, ClaimAsk] = {}
             for shape, pods in key:
@@ -77,7 +83,11 @@ def _fit(candidates, inventory: dra.Inventory, asks: Mapping[int, tuple[list[Cla
                 fragment_attributes=inventory.fragment_attributes,
                 incomplete_drivers=inventory.incomplete_drivers,
             )
-            answers[key] = not isinstance(answer, Shortfall)
+            if isinstance(answer, Shortfall):
+                answers[key] = None
+            else:
+                taken = state.taken | {candidate.key for candidate in answer.taking()}
+                answers[key] = dra.stranded_devices(snapshot, node, taken) * GPU_MILLI_PER_DEVICE
         return answers[key]
 
     return fits

@@ -200,7 +200,7 @@ def build_pattern_set(
     there are to place (`Walk.most`); `fits`: a further check of each multiset (`Walk.fits`)."""
     state, _ = initial_state(profile)
     declared = declared_slots(profile)
-    fitting = [s for s in shapes if fits_alone(profile, s, state, declared) and (fits is None or fits({s.index: 1}))]
+    fitting = [s for s in shapes if fits_alone(profile, s, state, declared) and (fits is None or fits({s.index: 1}) is not None)]
     node_shapes = sorted((s for s in fitting if not s.topology), key=shape_rank)
     walk = Walk(
         profile=profile,
@@ -217,7 +217,7 @@ def build_pattern_set(
         profile=profile,
         shapes=tuple(fitting),
         patterns=[],
-        empty_fragment=state_fragment(measure, profile, state, 0),
+        empty_fragment=state_fragment(measure, profile, state, 0) + ((fits({}) or 0) if fits is not None else 0),
         restricted=walk.cut or walk.pruned,
         measure=measure,
         fits=fits,
@@ -246,7 +246,8 @@ def _add_homogeneous(
             used = [u + r for u, r in zip(used, shape.requests)]
             if any(u > f >= 0 for u, f in zip(used, profile.free)):
                 break
-            if result.fits is not None and not result.fits({shape.index: pods + 1}):
+            extra = 0 if result.fits is None else result.fits({shape.index: pods + 1})
+            if extra is None:
                 break
             states = extend(levels, shape, profile, declared, exact=not shape.fraction)
             if not states:
@@ -261,7 +262,7 @@ def _add_homogeneous(
             levels = [*levels, states]
             pods += 1
             if result.find(((shape.index, pods),)) is None:
-                result.add(make_pattern(measure, profile, {shape.index: pods}, levels, (shape.index,) * pods, pods * shape.cpu_milli))
+                result.add(make_pattern(measure, profile, {shape.index: pods}, levels, (shape.index,) * pods, pods * shape.cpu_milli, extra))
 
 
 def topology_patterns(

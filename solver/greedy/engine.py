@@ -60,6 +60,7 @@ from solver.greedy.plan import (
     dominant_shares,
 )
 from solver.greedy.preempt import Preemptor, VictimPool, run_preemption
+from solver.greedy.quota_hold import holding_capability
 from solver.greedy.state import CycleState
 from solver.greedy.topology import BestDomain, Domain, candidate_domains, key_resource
 from solver.outcome import build_decision
@@ -325,8 +326,15 @@ class GreedyEngine:
         return False
 
     def _explain_extras(self, plan: GroupPlan, task: PlanTask) -> None:
-        """A PodGroup with no minimum that got no pod at all: say why its first task did not fit."""
-        plan.reasons = [*self.no_more_pods(plan, task.row, task.name), *plan.static_reasons]
+        """A PodGroup with no minimum that got no pod at all: say why — its queue's capability
+        when that holds every pod it could start with (`greedy.quota_hold`), else why no node
+        takes a pod the capability allows (`task`'s when it is one)."""
+        quota = self._quota_holding(plan)
+        if not quota:
+            room, _ = self.state.quota_room(plan.queue, self.state.shape(task.row))
+            task = task if room else (self._uncapped_task(plan) or task)
+        why = quota or self.no_more_pods(plan, task.row, task.name)
+        plan.reasons = [*why, *plan.static_reasons]
 
     def no_more_pods(self, plan: GroupPlan, row: int, name: str) -> list[str]:
         """Why one more pod of `plan`'s task `name` (task row `row`) does not place in the
@@ -382,9 +390,11 @@ class GreedyEngine:
         counts = self.minimum_counts(plan)
         for task in plan.tasks:
             if counts[task.row] and not self.problem.eligible_nodes(task.row).any():
-                plan.failure = GreedyFailure.ELIGIBILITY
+                # A minimum that crosses its queue's capability waits for the quota as well.
+                quota = self._quota_holding(plan)
+                plan.failure = GreedyFailure.QUOTA if quota else GreedyFailure.ELIGIBILITY
                 task_model = plan.group.task_by_name[task.name]
-                plan.reasons = [*eligibility_error(self.state, task_model, task.row), *plan.static_reasons]
+                plan.reasons = [*quota, *eligibility_error(self.state, task_model, task.row), *plan.static_reasons]
                 return False
         if plan.tier_limit is not None or plan.soft_topology:
             domains, best = self._domains(plan, counts, action)
@@ -412,10 +422,10 @@ class GreedyEngine:
                     ]
                     # No domain was tried, so no transaction met the queue's capability: say it
                     # too, or an autoscaler reads "a node would help" for a gang its quota holds.
-                    blocker = self.state.quota_blocker(plan.queue, demand)
-                    if blocker is not None:
+                    quota = self._quota_holding(plan)
+                    if quota:
                         plan.failure = GreedyFailure.QUOTA
-                        plan.reasons.insert(0, self._quota_exceeded(blocker, demand))
+                        plan.reasons[:0] = quota
                 return False
         if self._transaction(plan, counts, None, action):
             if not commit:
@@ -519,10 +529,9 @@ class GreedyEngine:
     ) -> bool:
         """Explain the failure in the state it happened in, then roll the transaction back."""
         state, problem = self.state, self.problem
-        shape = state.shape(task.row)
-        room, blocker = state.quota_room(plan.queue, shape)
-        task_model = plan.group.task_by_name[task.name]
-        details = [] if room == 0 else fit_error(state, shape, task_model, domain)
+        room, _ = state.quota_room(plan.queue, state.shape(task.row))
+        explained = task if room else self._uncapped_task(plan)  # a capped pod: why the others did not go
+        details = [] if explained is None else self._fit_error(plan, explained, domain)
         state.rollback(mark)
         demand, _ = self.demand(plan, counts)
         sentences = []
@@ -543,20 +552,46 @@ class GreedyEngine:
                     free={name: int(state.free[key][eligible_any].sum())},
                 )
             )
-        if room == 0 and blocker is not None and demand[blocker[1]] > 0:
-            # The failing task's next pod crosses a capability the gang's minimum asks of (a
-            # task the minimum does not need may be capped alone: the nodes then decide).
-            sentences.append(self._quota_exceeded(blocker, demand))
-            plan.failure = GreedyFailure.QUOTA
-        elif (whole := state.quota_blocker(plan.queue, demand)) is not None:
-            # The nodes ran out before the capability did, but the whole minimum crosses it: the
-            # quota holds the gang whatever the nodes (an autoscaler must not buy for it).
-            sentences.append(self._quota_exceeded(whole, demand))
-            plan.failure = GreedyFailure.QUOTA
-        else:
-            plan.failure = GreedyFailure.CAPACITY
-        plan.reasons = [*sentences, *details, *plan.static_reasons]
+        # The quota is said when it holds the gang whatever the nodes (`greedy.quota_hold`), whether
+        # the capability or the nodes stopped this try: a capped pod the gang may start without
+        # leaves the wait to the nodes, and a minimum that crosses a cap is held by it though
+        # the nodes ran out first (an autoscaler must not buy for it).
+        quota = self._quota_holding(plan)
+        sentences += quota
+        plan.failure = GreedyFailure.QUOTA if quota else GreedyFailure.CAPACITY
+        plan.reasons = [*sentences, *(details if room or not quota else []), *plan.static_reasons]
         return False
+
+    def _fit_error(self, plan: GroupPlan, task: PlanTask, domain: np.ndarray | None) -> list[reasons.Reason]:
+        """Why no node takes one more pod of `task` (`explain.fit_error`) in the current state."""
+        return fit_error(self.state, self.state.shape(task.row), plan.group.task_by_name[task.name], domain)
+
+    def _uncapped_task(self, plan: GroupPlan) -> PlanTask | None:
+        """The first task (`fill_order`) with a pod left whose next pod its queue's capabilities
+        allow; None when every such pod is capped."""
+        for task in plan.fill_order:
+            if self.unbound(task, 1) and self.state.quota_room(plan.queue, self.state.shape(task.row))[0] > 0:
+                return task
+        return None
+
+    def _quota_holding(self, plan: GroupPlan) -> list[reasons.Reason]:
+        """The quota reason of the capability that holds `plan`'s PodGroup whatever the nodes
+        (`greedy.quota_hold`), the job needing the least it can start with; [] when none does."""
+        held = holding_capability(
+            self.state,
+            plan,
+            running_per_task=self.running_per_task(plan),
+            pods_left={task.row: len(task.pending) - task.cursor for task in plan.tasks},
+            preemptible=lambda: self._preemptible_in_queue(plan),
+        )
+        return [] if held is None else [self._quota_exceeded(*held)]
+
+    def _preemptible_in_queue(self, plan: GroupPlan) -> np.ndarray:
+        """`[R]` what the running pods of `plan`'s own queue that it may preempt now hold: what
+        the preempt action may give back to the queue and its ancestors (`greedy.preempt`)."""
+        victims, usable = self.victims.available(plan, "preempt")
+        own = usable & (self.problem.group_queue[victims.group] == plan.queue)
+        return victims.requests[own].sum(axis=0, dtype=np.int64)
 
     # ---- output ----
 

@@ -606,13 +606,10 @@ class CycleState:
                     room, blocker = fits, (ancestor, r)
         return room, blocker
 
-    def quota_blocker(self, queue: int, demand: np.ndarray) -> tuple[int, int] | None:
-        """The first (queue, resource) whose capability `demand` (`[R]`, a gang's minimum)
-        would cross on top of what the queue and its ancestors use; None when all fit."""
-        for ancestor, r, cap in self._capped[queue]:
-            if int(demand[r]) > 0 and int(self.queue_used[ancestor, r]) + int(demand[r]) > cap:
-                return ancestor, r
-        return None
+    def capped(self, queue: int) -> list[tuple[int, int, int]]:
+        """(ancestor, resource, capability) for every cap from `queue` to the root, the queue's
+        own first (`greedy.quota_hold` asks whether one holds a PodGroup)."""
+        return self._capped[queue]
 
     def quota_shortfall(self, queue: int, shape: TaskShape) -> np.ndarray:
         """`[R]` what the queue must give back before one more pod of `shape` fits its

@@ -35,9 +35,14 @@ How every engine enforces it:
     allocated at all, judged by the allocator (`solver.dra_allocation`) on the devices free
     at the snapshot;
   - the exact allocation (`Allocator`): greedy allocates each pod's claims when it binds
-    the pod (a node where they do not fit is passed over); CP-SAT's placement is
-    allocated after its search, and a pod whose claims then do not fit is left pending
-    with its gang (`allocate_placement`).
+    the pod (a node where they do not fit is passed over); CP-SAT makes a node pattern of
+    a multiset of pods only when the allocator fits all their claims on a node of its
+    class (`solver.cpsat.dra`), and its placement is allocated after the search — a pod
+    whose claims then find no devices (devices an eviction freed, which the patterns do
+    not count on) is left pending with its gang (`allocate_placement`);
+  - the objective: a device counts as a whole GPU of throughput, and the packing tier
+    charges the devices a placement strands in partly taken domains (`stranded_devices`),
+    so among feasible allocations whole NVLink domains stay free.
 The checker (`check`) judges allocations on its own, from the API objects.
 
 A pod with no claims is not this rule's business; a pending pod whose claim or template is
@@ -98,6 +103,9 @@ __all__ = [
     "shortfall_on",
     "why_not",
     "example_pod",
+    "domains",
+    "stranded_devices",
+    "stranded_after",
     "allocate_placement",
     "check",
 ]
@@ -300,6 +308,60 @@ def _candidate(source: ResourceSlice, device: Device) -> Candidate:
     return Candidate(key=(device.driver, pool, device.name), device=device, draws=draws, tainted=tainted)
 
 
+# ---- what a placement leaves of the domains ----
+
+
+def domains(snapshot: Snapshot) -> Mapping[NodeName, tuple[tuple[DeviceKey, ...], ...]]:
+    """Per node, its untainted devices by domain: by the values of the attributes claims
+    constrain (`Inventory.fragment_attributes`: an NVLink domain, a PCIe root), else the
+    node's devices as one domain. Computed once per snapshot."""
+
+    def compute() -> dict[NodeName, tuple[tuple[DeviceKey, ...], ...]]:
+        inv = inventory(snapshot)
+        attributes = inv.fragment_attributes
+        result = {}
+        for node, found in inv.candidates.items():
+            grouped: dict[tuple, list[DeviceKey]] = defaultdict(list)
+            for candidate in found:
+                if not candidate.tainted:
+                    values = candidate.device.attributes
+                    grouped[tuple((type(values.get(a)).__name__, str(values.get(a))) for a in attributes)].append(candidate.key)
+            result[node] = tuple(tuple(keys) for _, keys in sorted(grouped.items()))
+        return result
+
+    return memoized(snapshot, ("dra_domains",), compute)
+
+
+def stranded_devices(snapshot: Snapshot, node: NodeName, taken: Iterable[DeviceKey] | set[DeviceKey]) -> int:
+    """Free devices of `node` in domains partly taken: what a claim asking a whole domain
+    can no longer use. Example: domains of 4, one with 1 taken → 3 stranded; the packing
+    tier charges each as a whole GPU's milli (`solver.objective`)."""
+    held = taken if isinstance(taken, set) else set(taken)
+    stranded = 0
+    for keys in domains(snapshot).get(node, ()):
+        used = sum(1 for key in keys if key in held)
+        if 0 < used < len(keys):
+            stranded += len(keys) - used
+    return stranded
+
+
+def stranded_after(snapshot: Snapshot, after: After) -> int:
+    """`stranded_devices` summed over the nodes after a placement: the devices kept claims
+    hold (a claim of an evicted pod's template is freed) and those the placement allocates."""
+    if not has_claims(snapshot):
+        return 0
+    freed = _freed_claims(snapshot, {e.pod.key for e in after.evicted})
+    taken = {
+        (r.driver, r.pool, r.device)
+        for claim in snapshot.dra.resource_claims
+        if claim.allocation is not None and claim.key not in freed
+        for r in claim.allocation
+        if not r.admin_access
+    }
+    taken.update((r.driver, r.pool, r.device) for c in after.placement.claims for r in c.devices if not r.admin_access)
+    return sum(stranded_devices(snapshot, node, taken) for node in domains(snapshot))
+
+
 # ---- the exact allocation, one pod at a time ----
 
 
@@ -496,23 +558,46 @@ def _class_of(spec: ClaimSpec, request_name: str) -> str | None:
 
 
 def _asks(snapshot: Snapshot, pod: Pod) -> dict[str, int]:
-    """Devices per class `pod` takes through claims it alone uses: what a running pod's
-    allocations hold, what a pending pod's `ExactCount` requests ask (module docstring)."""
+    """Devices per class `pod` takes: what a running pod's template claims hold; what a
+    pending pod's unallocated claims ask by `ExactCount` — a claim it shares with k pending
+    pods its 1/k share, rounded down, so that the pods together never ask more than the
+    claim's devices where they all go (a count is a bound the allocator refines, never one
+    that turns a fitting claim away; module docstring). A shared claim already allocated
+    asks nothing: its devices are held by it, outside every pod's count."""
     asked: dict[str, int] = defaultdict(int)
+    sharers = _pending_sharers(snapshot)
     for claim in pod_claims(snapshot, pod):
-        if claim.spec is None or claim.template is None:
+        if claim.spec is None:
             continue
         if claim.allocated is not None:
+            if claim.template is None:
+                continue
             for result in claim.allocated:
                 device_class = _class_of(claim.spec, result.request)
                 if device_class is not None and not result.admin_access:
                     asked[device_class] += 1
         elif pod.phase == "pending":
+            share = 1 if claim.template is not None else max(1, sharers.get(claim.ident, 1))
             for request in claim.spec.requests:
                 exactly = request.exactly
                 if exactly is not None and exactly.allocation_mode == "ExactCount" and not exactly.admin_access:
-                    asked[exactly.device_class_name] += exactly.count
-    return dict(asked)
+                    asked[exactly.device_class_name] += exactly.count // share
+    return {name: amount for name, amount in asked.items() if amount}
+
+
+def _pending_sharers(snapshot: Snapshot) -> Mapping[str, int]:
+    """Per claim named directly by pending pods, how many name it."""
+
+    def compute() -> dict[str, int]:
+        counts: dict[str, int] = defaultdict(int)
+        for pod in snapshot.pods:
+            if pod.phase == "pending":
+                for claim in pod_claims(snapshot, pod):
+                    if claim.template is None:
+                        counts[claim.ident] += 1
+        return dict(counts)
+
+    return memoized(snapshot, ("dra_pending_sharers",), compute)
 
 
 def columns(snapshot: Snapshot) -> tuple[Column, ...]:

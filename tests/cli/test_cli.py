@@ -17,7 +17,7 @@ from batchplace.demo import EXAMPLES_DIR, SCENARIOS, run_demo
 from models.loaders import load_snapshot_json
 from solver.checker import check_placement
 from models.loaders import load_snapshot_files
-from models.placement import Bind, Eviction, Placement
+from models.placement import Bind, ClaimAllocation, Eviction, Placement
 
 runner = CliRunner()
 EXAMPLES = sorted(EXAMPLES_DIR.glob("*.yaml"))
@@ -57,6 +57,7 @@ def test_solve_json_follows_the_output_contract(example: Path) -> None:
     placement = Placement(
         binds=tuple(Bind.model_validate(b) for b in answer["binds"]),
         evictions=tuple(Eviction.model_validate(e) for e in answer["evictions"]),
+        claims=tuple(ClaimAllocation.model_validate(c) for c in answer["claims"]),
     )
     assert check_placement(snapshot, placement) == ()
 
@@ -139,7 +140,7 @@ def test_installed_console_script_runs_the_demo() -> None:
     script = Path(sys.executable).parent / "batchplace"
     completed = subprocess.run([str(script), "demo", "--quiet"], capture_output=True, text=True, timeout=120)
     assert completed.returncode == 0, completed.stderr
-    assert "all 9 scenarios came out as expected" in completed.stdout
+    assert "all 10 scenarios came out as expected" in completed.stdout
 
 
 def test_import_contracts_hold() -> None:

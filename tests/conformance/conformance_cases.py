@@ -17,11 +17,24 @@ happen. That document is taken out before the rest goes to the loader:
       evictions: [c1/preemptee1]  # exactly these pods evicted; default: none
       podgroups:
         c1/pg1: {state: pending, placed: 0, reason: gang}  # reason: a rule name (prefix)
+        c1/pg2: {reason: dra, says: [gpus, claim-0]}        # words that rule's reason must contain
       queues:
         q1: {deserved: {cpu: 2000}}  # base units, as Decision.queues reports them
       within_one_of: [[s0-n1, s0-n2], [s1-n3, s1-n4]]  # every bind inside one of these sets
+      same_node: [[c1/p1, c1/p2]] # each list's pods bound to one node
+      claims:                     # DRA claims allocated this cycle: `ns/name`, or `ns/pod#entry`
+        c1/gpus:                  # for a claim a template makes for that pod's entry
+          node: n1
+          devices: [gpus driver/pool/gpu-0, gpus driver/pool/gpu-1 admin]  # request, device, admin?
+          one_of: [[...], [...]]  # instead of devices: any one of these sets (several answers fit)
+          reserved_for: [c1/p1]
     xfail:                        # engine -> the finding that makes it fail today
       greedy: greedy never preempts to free queue quota
+
+Devices are compared as sets per claim, in the allocation's own words (`request` or
+`request/subrequest`, `driver/pool/device`, `admin` for admin access): kube-scheduler's
+allocator takes devices in listing order, batchplace's the fullest domains first, so a case
+names the one answer the semantics allow, or under `one_of` every answer they allow.
 
 Objects keep the original's names, except names the API server would refuse (kube-scheduler's
 tests call nodes `nodeA`): those become their RFC 1123 form (`node-a`), since the loader
@@ -42,7 +55,7 @@ from models.loaders.kube_yaml import parse_yaml_documents
 from models.snapshot import Snapshot
 from solver.place import EngineName
 
-__all__ = ["CASES_DIR", "ENGINES", "Case", "Origin", "Expected", "load_case", "case_paths"]
+__all__ = ["CASES_DIR", "ENGINES", "Case", "Origin", "Expected", "ExpectedClaim", "load_case", "case_paths"]
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 ENGINES: tuple[EngineName, ...] = ("greedy", "cpsat", "auto")
@@ -59,6 +72,15 @@ class Origin:
 
 
 @dataclass(frozen=True)
+class ExpectedClaim:
+    """One claim's allocation: its node, and the device sets that are right (any one of them)."""
+
+    node: str | None
+    answers: tuple[frozenset[str], ...]  # each "request driver/pool/device[ admin]"; empty: not checked
+    reserved_for: frozenset[str] | None
+
+
+@dataclass(frozen=True)
 class Expected:
     binds: dict[str, tuple[str, ...]]
     bind_count: int
@@ -66,6 +88,8 @@ class Expected:
     podgroups: dict[str, dict[str, object]]
     queues: dict[str, dict[str, dict[str, int]]]
     within_one_of: tuple[frozenset[str], ...]
+    same_node: tuple[frozenset[str], ...] = ()
+    claims: dict[str, ExpectedClaim] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -110,7 +134,7 @@ def load_case(path: Path) -> Case:
 
 
 def _expected(expect: Mapping[str, object]) -> Expected:
-    known = {"binds", "bind_count", "evictions", "podgroups", "queues", "within_one_of"}
+    known = {"binds", "bind_count", "evictions", "podgroups", "queues", "within_one_of", "same_node", "claims"}
     unknown = set(expect) - known
     if unknown:
         raise ValueError(f"unknown expectation keys {sorted(unknown)}")
@@ -125,4 +149,19 @@ def _expected(expect: Mapping[str, object]) -> Expected:
         podgroups={key: dict(value) for key, value in dict(expect.get("podgroups") or {}).items()},
         queues={key: dict(value) for key, value in dict(expect.get("queues") or {}).items()},
         within_one_of=tuple(frozenset(nodes) for nodes in expect.get("within_one_of") or ()),
+        same_node=tuple(frozenset(pods) for pods in expect.get("same_node") or ()),
+        claims={key: _expected_claim(key, value) for key, value in dict(expect.get("claims") or {}).items()},
+    )
+
+
+def _expected_claim(key: str, want: Mapping[str, object]) -> ExpectedClaim:
+    unknown = set(want) - {"node", "devices", "one_of", "reserved_for"}
+    if unknown or ("devices" in want and "one_of" in want):
+        raise ValueError(f"claim {key}: unknown keys {sorted(unknown)}, or both devices and one_of")
+    answers = [want["devices"]] if "devices" in want else list(want.get("one_of") or [])
+    reserved = want.get("reserved_for")
+    return ExpectedClaim(
+        node=want.get("node"),  # type: ignore[arg-type]
+        answers=tuple(frozenset(answer) for answer in answers),  # type: ignore[arg-type]
+        reserved_for=None if reserved is None else frozenset(reserved),  # type: ignore[arg-type]
     )

@@ -1,5 +1,6 @@
 """Conformance: cases ported from Volcano's scheduler tests and kube-scheduler's filter
-plugins, each solved by greedy, CP-SAT and `auto`, each answer judged by the checker.
+plugins and DRA allocator, each solved by greedy, CP-SAT and `auto`, each answer judged by the
+checker (a DRA case's claims too: exactly the claims it names, on an allowed device set).
 
 The cases live in `cases/` as YAML (see `conformance_cases.py` for the format), one file
 per original test case, named after its origin. A case where batchplace deliberately
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from models.placement import ClaimAllocation
 from solver.checker import check_placement
 from solver.place import EngineName, SolveConfig, place
 from tests.conformance.conformance_cases import ENGINES, Case, case_paths, load_case
@@ -51,6 +53,10 @@ def test_case_outcome_matches_origin(case: Case, engine: EngineName) -> None:
     if expected.within_one_of:
         nodes = set(bound.values())
         assert any(nodes <= domain for domain in expected.within_one_of), f"binds {bound} span domains"
+    for pods in expected.same_node:
+        assert len({bound.get(pod) for pod in pods}) == 1, f"{sorted(pods)} not on one node: {bound}"
+    if case.snapshot.dra.resource_slices or case.snapshot.dra.resource_claims:
+        _assert_claims(case, decision.placement.claims)
 
     assert all(count == 1 for count in evicted.values()), f"a pod evicted twice: {evicted}"
     assert set(evicted) == expected.evictions, f"evictions {sorted(evicted)}"
@@ -64,6 +70,9 @@ def test_case_outcome_matches_origin(case: Case, engine: EngineName) -> None:
             assert got.placed == want["placed"], f"{key}: {got}"
         if "reason" in want:
             assert any(reason.rule == want["reason"] for reason in got.reasons), f"{key}: {got.reasons}"
+        for word in want.get("says", ()):
+            said = [reason for reason in got.reasons if reason.rule == want.get("reason", reason.rule)]
+            assert any(word in reason for reason in said), f"{key}: {word!r} in none of {said}"
 
     shares = {share.name: share for share in decision.queues}
     for queue, want in expected.queues.items():
@@ -71,6 +80,23 @@ def test_case_outcome_matches_origin(case: Case, engine: EngineName) -> None:
             assert shares[queue].deserved.get(resource, 0) == amount, f"{queue}: {shares[queue]}"
         for resource, amount in want.get("allocated", {}).items():
             assert shares[queue].allocated.get(resource, 0) == amount, f"{queue}: {shares[queue]}"
+
+
+def _assert_claims(case: Case, allocations: tuple[ClaimAllocation, ...]) -> None:
+    """Exactly the claims the case names are allocated this cycle, each on its node with one of
+    the device sets the case allows, reserved for the pods it names."""
+    got = {allocation.claim or f"{allocation.pod}#{allocation.pod_claim}": allocation for allocation in allocations}
+    assert set(got) == set(case.expected.claims), f"allocated {sorted(got)}, expected {sorted(case.expected.claims)}"
+    for key, want in case.expected.claims.items():
+        allocation = got[key]
+        if want.node is not None:
+            assert allocation.node == want.node, f"{key}: on {allocation.node}, expected {want.node}"
+        devices = frozenset(
+            f"{d.request} {d.driver}/{d.pool}/{d.device}" + (" admin" if d.admin_access else "") for d in allocation.devices
+        )
+        assert not want.answers or devices in want.answers, f"{key}: {sorted(devices)} not one of {want.answers}"
+        if want.reserved_for is not None:
+            assert set(allocation.reserved_for) == want.reserved_for, f"{key}: reserved for {allocation.reserved_for}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])

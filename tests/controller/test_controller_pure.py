@@ -265,10 +265,11 @@ def test_plan_writes_no_event_or_status_that_is_already_reported() -> None:
         (["topology_spread: task web: 0/3 nodes keep maxSkew 1"], "TopologySpreadUnsatisfiable"),
         (["usage: 3 nodes too loaded"], "NodesOverloaded"),
         (["colocation: offline pods go to colocation nodes only"], "NoColocationRoom"),
+        (["dra: claim w-0-gpus request gpus: 0/2 nodes: 2 no 5 free devices share gpu.nvidia.com/nvlinkDomain"], "DeviceClaimsUnsatisfiable"),
         (["something new"], "Unschedulable"),
     ],
     ids=["gang is not enough resources", "quota", "dependency", "topology", "pod affinity", "topology spread",
-         "usage", "colocation", "unknown prefix falls back"],
+         "usage", "colocation", "dra", "unknown prefix falls back"],
 )
 def test_condition_reason_names_the_rule(reasons: list[str], expected: str) -> None:
     assert status_text.condition_reason(reasons) == expected

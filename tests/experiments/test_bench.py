@@ -27,7 +27,9 @@ from experiments.bench import (
     run_bench,
 )
 from experiments.bench_report import write_bench_files
-from solver.place import SolveConfig
+from experiments.synthetic_dra import whole_domains_free
+from solver.checker import check_placement
+from solver.place import SolveConfig, place
 
 runner = CliRunner()
 TINY = BenchConfig(sizes=(BenchSize(20, 10),), engines=("greedy",), repeats=2, time_limit_s=1.0)
@@ -180,6 +182,30 @@ def test_tight_targets_ask_every_snapshot_to_close_half_of_greedys_gap_within_a_
     ]
 
 
+def test_dra_targets_ask_auto_for_a_second_and_cpsat_for_more_whole_domains_than_greedy() -> None:
+    dra = check_targets(
+        [
+            summary((1000, 1000), "greedy", p99_wall_s=0.4),
+            summary((1000, 1000), "auto", p99_wall_s=1.2),
+            summary((100, 100), "auto", p99_wall_s=0.2),
+        ],
+        family="dra",
+    )
+    assert [(c.target.split(":")[0], c.met) for c in dra] == [("auto dra 1000x1000", False)]  # 1.2 s > 1 s
+    nvlink = check_targets(
+        [
+            summary((1000, 1000), "greedy", p99_wall_s=0.4, whole_domains_free_mean=300.0),
+            summary((1000, 1000), "cpsat", p99_wall_s=1.0, whole_domains_free_mean=320.0, gpus_vs_greedy_min=0.0),
+            summary((1000, 1000), "auto", p99_wall_s=1.0, whole_domains_free_mean=330.0, gpus_vs_greedy_min=-4.0),
+        ],
+        family="dra-nvlink",
+    )
+    assert [(c.target.split(":")[0], c.met) for c in nvlink] == [
+        ("cpsat dra-nvlink 1000x1000", True),
+        ("auto dra-nvlink 1000x1000", False),  # more whole domains, but 4 GPUs fewer than greedy on a snapshot
+    ]
+
+
 def test_bench_command_prints_the_table_and_writes_the_files(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = runner.invoke(
@@ -214,3 +240,36 @@ def test_time_limits_default_per_size_and_each_run_records_its_limit_and_the_loa
     (run,) = result.runs
     assert run.time_limit_s == 1.0 and run.load_1m is not None
     assert result.summaries[0].time_limit_s == 1.0 and result.summaries[0].load_1m_max == run.load_1m
+
+
+@pytest.mark.parametrize("family", ["dra", "dra-nvlink"])
+def test_the_dra_families_allocate_claims_the_checker_accepts_and_count_whole_domains(family: str, tmp_path: Path) -> None:
+    """Every engine answers (place() raises when the checker rejects an allocation, which the bench
+    records as ERROR), places GPUs through claims, and reports the NVLink domains left whole; the
+    same snapshot solved again: every bound pod's claim allocated with the devices its template asks."""
+    config = BenchConfig(
+        sizes=(BenchSize(24, 24),), engines=("greedy", "cpsat", "auto"), repeats=1, time_limit_s=2.0, family=family
+    )
+    result = run_bench(config)
+    assert [run.status for run in result.runs if run.status == "ERROR"] == []
+    for run in result.runs:
+        assert run.family == family and run.preload > 0
+        assert run.gpus_placed and run.gpus_placed > 0 and run.pods_placed
+        assert run.whole_domains_free is not None and 0 <= run.whole_domains_free <= 24 * 2
+    files = write_bench_files(result, tmp_path)
+    header, rows = read_csv(files.runs_csv)
+    assert "whole_domains_free" in header and all(row["whole_domains_free"] for row in rows)
+
+    snapshot = config.snapshot(config.sizes[0], 0)
+    decision = place(snapshot, SolveConfig(engine="cpsat", time_limit_s=2.0))
+    assert check_placement(snapshot, decision.placement) == ()
+    templates = {t.key: t for t in snapshot.dra.resource_claim_templates}
+    pods = snapshot.pod_by_key
+    asked = {}
+    for bind in decision.placement.binds:
+        pod = pods[bind.pod]
+        (entry,) = pod.resource_claims
+        asked[f"{pod.key}#{entry.name}"] = templates[f"{pod.namespace}/{entry.resource_claim_template_name}"].requests[0].exactly.count
+    got = {f"{claim.pod}#{claim.pod_claim}": len(claim.devices) for claim in decision.placement.claims}
+    assert got == asked
+    assert whole_domains_free(snapshot, decision.placement) < whole_domains_free(snapshot)

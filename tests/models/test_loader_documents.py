@@ -291,6 +291,7 @@ def test_every_named_example_exists() -> None:
         "gpu-model-affinity.yaml",
         "mpi-job.yaml",
         "pytorch-job.yaml",
+        "dra-gpus.yaml",
     }
 
 

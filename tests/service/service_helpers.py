@@ -16,7 +16,7 @@ import uvicorn
 import yaml
 
 from models.loaders import load_snapshot_files
-from models.placement import Bind, Eviction, Placement
+from models.placement import Bind, ClaimAllocation, Eviction, Placement
 from models.snapshot import Snapshot
 from solver.checker import check_placement
 
@@ -49,6 +49,7 @@ def placement_of(answer: Mapping[str, Any]) -> Placement:
     return Placement(
         binds=tuple(Bind.model_validate(b) for b in answer["binds"]),
         evictions=tuple(Eviction.model_validate(e) for e in answer["evictions"]),
+        claims=tuple(ClaimAllocation.model_validate(c) for c in answer.get("claims", ())),
     )
 
 

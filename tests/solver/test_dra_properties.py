@@ -1,6 +1,11 @@
 """Properties of DRA allocation over drawn clusters (rule `dra`): every engine's placement
-passes the checker, every bound pod's claims are allocated on its node, and CP-SAT never
-allocates fewer claims than greedy."""
+passes the checker, every bound pod's claims are allocated on its node, and CP-SAT's
+answer is never worse than greedy's — it never allocates fewer devices unless it is fairer.
+
+Why devices and not claims: the objective counts a device as a whole GPU of throughput, so
+CP-SAT rightly prefers one 8-device claim to three 1-device ones. Where pods share a claim
+each asks its share rounded up (rule `dra`'s columns), which can count a shared device
+twice; such draws are judged by the score alone."""
 
 from __future__ import annotations
 
@@ -8,7 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver.checker import check_placement
+from solver.objective import score
 from solver.place import SolveConfig, place
+from solver.rules import counted
 from tests.solver._dra_cluster import allocated_claim, cluster, group, pod, queue, shared_claim, template
 
 
@@ -48,17 +55,21 @@ def dra_clusters(draw):
     return cluster(*parts, nodes=nodes)
 
 
-def _claims_of_bound(decision) -> int:
-    return len(decision.placement.claims)
+def _devices(decision) -> int:
+    return sum(len(claim.devices) for claim in decision.placement.claims)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(snapshot=dra_clusters())
-def test_every_engine_allocates_what_it_binds_and_cpsat_no_fewer_claims_than_greedy(snapshot) -> None:
+def test_every_engine_allocates_what_it_binds_and_cpsat_is_never_worse_than_greedy(snapshot) -> None:
     decisions = {engine: place(snapshot, SolveConfig(engine=engine, time_limit_s=2)) for engine in ("greedy", "cpsat")}
     for decision in decisions.values():
         assert check_placement(snapshot, decision.placement) == ()
         bound = {bind.pod: bind.node for bind in decision.placement.binds}
         for claim in decision.placement.claims:
             assert claim.reserved_for and all(bound[pod_key] == claim.node for pod_key in claim.reserved_for)
-    assert _claims_of_bound(decisions["cpsat"]) >= _claims_of_bound(decisions["greedy"])
+    scored = {engine: score(counted(snapshot), decision.placement) for engine, decision in decisions.items()}
+    assert scored["cpsat"].key() >= scored["greedy"].key()
+    shared = any(entry.resource_claim_name for pod in snapshot.pods for entry in pod.resource_claims)
+    if not shared and scored["cpsat"].fairness == scored["greedy"].fairness:
+        assert _devices(decisions["cpsat"]) >= _devices(decisions["greedy"])

@@ -167,6 +167,12 @@
       } else {
         box.appendChild(el("div", "", "It preempts nobody."));
       }
+      if ((job.claims || []).length) {
+        box.appendChild(el("div", "", "Its DRA claims get:"));
+        const claims = list(job.claims.map((c) => `${c.claim || `${c.pod} ${c.pod_claim}`} on ${c.node}: ${c.devices.map((d) => `${d.request} ${d.device}`).join(", ")}`));
+        claims.className = "claims";
+        box.appendChild(claims);
+      }
     } else {
       box.appendChild(el("b", "", `${job.name} cannot start now: ${job.placed} of min ${job.min_member} pods would be placed.`));
       box.appendChild(list(job.blocking));
