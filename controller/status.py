@@ -98,7 +98,6 @@ CONDITION_REASONS: dict[str, str] = {
     "colocation": "NoColocationRoom",  # offline pods: no oversubscribed room or lent GPU (rule colocation)
     "dra": "DeviceClaimsUnsatisfiable",  # DRA claims no node's free devices satisfy (rule dra)
     "cluster": "TopologyUnsatisfiable",  # a fleet's job fits in no one cluster: the cluster tier of its topology
-    "dra": "NotEnoughResources",  # its DRA claims cannot be allocated on any node it fits (rule dra)
 }
 REPORTED_UNDER: dict[str, str] = {
     # rules whose facts a pending PodGroup's reasons carry under another rule
