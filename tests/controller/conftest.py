@@ -47,8 +47,6 @@ if TYPE_CHECKING:
 def control_plane() -> Iterator[ControlPlane]:
     with ControlPlane() as plane:
         plane.apply_yaml(REPO_ROOT / "deploy" / "rbac.yaml")
-        # resource.k8s.io/v1 as CRDs: this v1.20 API server does not serve DRA (deploy/dra-crds/)
-        plane.install_crds(sorted((REPO_ROOT / "deploy" / "dra-crds").glob("*.yaml")))
         yield plane
 
 
