@@ -180,8 +180,18 @@ def claim_ask(snapshot: Snapshot, claim: PodClaim) -> ClaimAsk:
 def _claim_ask(snapshot: Snapshot, claim: PodClaim) -> ClaimAsk:
     spec = claim.spec
     assert spec is not None
-    classes = snapshot.dra.device_class_by_name
     kind = "ResourceClaim" if claim.claim is not None else "ResourceClaimTemplate"
+    # The claims a template makes share its requests, and so which devices match them.
+    requests, constraints = memoized(snapshot, ("dra_requests", kind, spec.key), lambda: _requests(snapshot, spec, kind))
+    return ClaimAsk(label=claim.ident, requests=requests, constraints=constraints)
+
+
+def _requests(
+    snapshot: Snapshot, spec: ClaimSpec, kind: str
+) -> tuple[tuple[RequestAsk, ...], tuple[tuple[frozenset[str] | None, str], ...]]:
+    classes = snapshot.dra.device_class_by_name
+    # Choices with the same selectors share their answers per device (`Choice.matches`).
+    answers: dict[tuple, dict] = memoized(snapshot, ("dra_match_answers",), dict)
 
     def choice(request: str, part, where: str) -> Choice:
         device_class = classes[part.device_class_name]
@@ -196,6 +206,7 @@ def _claim_ask(snapshot: Snapshot, claim: PodClaim) -> ClaimAsk:
             all_devices=part.allocation_mode == "All",
             count=part.count,
             admin_access=getattr(part, "admin_access", False),
+            _answers=answers.setdefault(tuple(selector.expression for selector in selectors), {}),
         )
 
     requests = []
@@ -212,7 +223,7 @@ def _claim_ask(snapshot: Snapshot, claim: PodClaim) -> ClaimAsk:
         (frozenset(constraint.requests) if constraint.requests else None, constraint.match_attribute)
         for constraint in spec.constraints
     )
-    return ClaimAsk(label=claim.ident, requests=tuple(requests), constraints=constraints)
+    return tuple(requests), constraints
 
 
 # ---- what the nodes reach ----
@@ -390,7 +401,8 @@ class Allocator:
         self.made: dict[str, tuple[NodeName, PodClaim, tuple[tuple[Candidate, str, bool], ...]]] = {}
         self.users: dict[str, list[PodKey]] = defaultdict(list)  # claims made this cycle → pods
 
-    def try_bind(self, pod: Pod, node: NodeName) -> PodAllocation | Shortfall:
+    def try_bind(self, pod: Pod, node: NodeName, *, ordered: bool = True) -> PodAllocation | Shortfall:
+        """`ordered=False`: whether the claims fit, on devices in any order (`allocate`)."""
         claims = pod_claims(self.snapshot, pod)
         result = PodAllocation(pod.key, node)
         if not claims:
@@ -415,6 +427,7 @@ class Allocator:
                 [ask for _, ask in asks],
                 fragment_attributes=self.inventory.fragment_attributes,
                 incomplete_drivers=self.inventory.incomplete_drivers,
+                ordered=ordered,
             )
             if isinstance(answer, Shortfall):
                 return answer
@@ -723,7 +736,7 @@ def shortfall_on(snapshot: Snapshot, pod: Pod, node: NodeName) -> PodAllocation 
     """Whether `pod`'s claims can be allocated on `node` alone, on what the snapshot leaves
     free (`try_bind` changes no state, so one snapshot state serves every question)."""
     state = memoized(snapshot, ("dra_snapshot_state",), inventory(snapshot).initial_state)
-    return Allocator(snapshot, state=state).try_bind(pod, node)
+    return Allocator(snapshot, state=state).try_bind(pod, node, ordered=False)
 
 
 def example_pod(snapshot: Snapshot, task: TaskKey) -> Pod | None:
