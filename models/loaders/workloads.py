@@ -52,6 +52,9 @@ from models.snapshot import (
 )
 
 from .dra_objects import read_pod_resource_claims
+from .jobset import read_jobset_gang
+from .leader_worker_set import read_leader_worker_set_gang
+from .owner_gang import OwnerGang
 from .affinity_fields import read_preferred_node_affinity, read_required_node_affinity
 from .keys import (
     CHECKPOINT_ANNOTATION,
@@ -328,6 +331,7 @@ class PodRecord:
     path: tuple[PathPart, ...] = ()
     checkpoint_time: float | None = None  # `batchplace.io/last-checkpoint`
     scheduled_reason: str | None = None  # a pending pod's PodScheduled condition reason
+    owner_gang: OwnerGang | None = None  # its LeaderWorkerSet group / JobSet Job (`owner_gang_groups`)
 
     @property
     def key(self) -> str:
@@ -341,6 +345,7 @@ class PodRecord:
 
 def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]) -> PodRecord | None:
     """None for a finished pod, and for a pending pod another scheduler places."""
+    owner_gang = read_leader_worker_set_gang(obj, meta) or read_jobset_gang(obj, meta)
     spec = obj.child("spec")
     status = obj.child("status")
     if status.optional_string("phase") in _FINISHED_PHASES:
@@ -361,6 +366,7 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
             meta.annotations.get(VOLCANO_TASK_ANNOTATION)
             or meta.tag(TASK_KEY)
             or meta.labels.get(KUBEFLOW_REPLICA_TYPE_LABEL)
+            or (owner_gang.task if owner_gang else None)
         ),
         job=_creating_job(meta),
         queue_name=meta.annotations.get(POD_QUEUE_ANNOTATION),
@@ -371,6 +377,7 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
         path=obj.path,
         checkpoint_time=obj.child("metadata").child("annotations").timestamp(CHECKPOINT_ANNOTATION),
         scheduled_reason=_scheduled_reason(status) if node is None else None,
+        owner_gang=owner_gang,
     )
 
 
