@@ -361,7 +361,11 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
         name=meta.name,
         template=template,
         node=node,
-        group_name=meta.tag(VOLCANO_GROUP_ANNOTATION) or meta.tag(XK8S_GROUP_LABEL),
+        group_name=(
+            meta.tag(VOLCANO_GROUP_ANNOTATION)
+            or meta.tag(XK8S_GROUP_LABEL)
+            or spec.child("schedulingGroup").optional_string("podGroupName")
+        ),
         task_name=(
             meta.annotations.get(VOLCANO_TASK_ANNOTATION)
             or meta.tag(TASK_KEY)

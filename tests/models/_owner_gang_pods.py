@@ -1,7 +1,8 @@
 """Pods as the LeaderWorkerSet and JobSet controllers (and their pod webhooks) create them:
 their labels, annotations and, with exclusive placement, the injected pod affinity — written
 from kubernetes-sigs/lws `api/leaderworkerset/v1` and `pkg/webhooks/pod_webhook.go`, and
-kubernetes-sigs/jobset `api/jobset/v1alpha2` and its pod webhook."""
+kubernetes-sigs/jobset `api/jobset/v1alpha2` and its pod webhook — and a Kubernetes Workload
+API PodGroup (`scheduling.k8s.io`) with the pods that name it by `spec.schedulingGroup`."""
 
 from __future__ import annotations
 
@@ -135,3 +136,17 @@ def jobset_pod(
         annotations=annotations,
         **extra,
     )
+
+
+def kube_pod_group(name: str, *, version: str = "v1beta1", **spec: object) -> Obj:
+    spec.setdefault("schedulingPolicy", {"gang": {"minCount": 2}})
+    return {
+        "apiVersion": f"scheduling.k8s.io/{version}",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"workloadRef": {"workloadName": "train", "templateName": "workers"}, **spec},
+    }
+
+
+def member_pod(name: str, group: str, **extra: object) -> Obj:
+    return pod(name, scheduler="batchplace", schedulingGroup={"podGroupName": group}, **extra)  # type: ignore[arg-type]
