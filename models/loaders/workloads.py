@@ -17,6 +17,12 @@ have expanded. A pod's creating job is its `volcano.sh/job-name` (Volcano's job
 controller), else its `training.kubeflow.org/job-name` label (Kubeflow's training
 operator): `grouping` reads such pods instead of expanding the job again.
 
+A pod's PodGroup is its `scheduling.k8s.io/group-name` annotation (Volcano), else its
+`scheduling.x-k8s.io/pod-group` label (scheduler-plugins), else its
+`spec.schedulingGroup.podGroupName` (the Kubernetes Workload API, `kube_pod_group`); naming
+none, a LeaderWorkerSet or JobSet pod carries its gang (`OwnerGang`) for `owner_gang_groups`,
+its task `leader` / `worker` or the replicated job's name when nothing above names one.
+
 Network topology of a scheduler-plugins PodGroup (which has no field for it) comes from
 Volcano's annotations `volcano.sh/network-topology-mode` (hard | soft, default hard) and
 `volcano.sh/network-topology-highest-tier`, the form Volcano's own PodGroup controller reads

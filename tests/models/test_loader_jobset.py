@@ -48,3 +48,9 @@ def test_a_missing_replicated_job_name_or_bad_job_index_names_the_label() -> Non
     for tags in ("labels", "annotations"):
         bad["metadata"][tags][f"{JOBSET}/job-index"] = "first"  # type: ignore[index]
     assert "job index is an integer, got 'first'" in load_error(node("n1"), bad)
+
+
+def test_the_jobset_object_is_skipped_with_a_note() -> None:
+    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "train"}, "spec": {}}
+    (note,) = load(node("n1"), jobset).warnings
+    assert "a JobSet is read through the pods of its Jobs" in note and "not one gang (not enforced yet)" in note

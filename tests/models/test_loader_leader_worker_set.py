@@ -101,3 +101,10 @@ def test_a_missing_group_index_names_the_label() -> None:
 def test_pods_of_one_group_disagreeing_on_size_is_an_error_naming_the_later_pod() -> None:
     message = load_error(node("n1", gpus=8), lws_pod("llm", 0, 0, size=2), lws_pod("llm", 0, 1, size=3))
     assert "Pod default/llm-0-1" in message and "gang llm-0: size 3, but pod llm-0 of it says 2" in message
+
+
+def test_the_leader_worker_set_object_is_skipped_with_a_note_of_what_is_not_enforced() -> None:
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "llm"}, "spec": {}}
+    (note,) = load(node("n1"), lws).warnings
+    assert "(LeaderWorkerSet default/llm): a LeaderWorkerSet is read through the pods its controller creates" in note
+    assert "the set as a whole is not one gang" in note and "not enforced yet" in note
