@@ -22,11 +22,8 @@ and `parentCompositePodGroupName`. `workloadRef` only links to the Workload and 
 
 from __future__ import annotations
 
-from models.snapshot import DEFAULT_QUEUE
-
-from .keys import XK8S_QUEUE_KEYS
 from .raw import Metadata, RawObject, Warnings
-from .workloads import PodGroupRecord, read_preemptable
+from .workloads import PodGroupRecord, labelled_queue, read_preemptable
 
 __all__ = ["read_kube_pod_group"]
 
@@ -51,7 +48,7 @@ def read_kube_pod_group(obj: RawObject, meta: Metadata, *, warnings: Warnings) -
     return PodGroupRecord(
         namespace=meta.namespace,
         name=meta.name,
-        queue=next((value for key in XK8S_QUEUE_KEYS if (value := meta.tag(key))), DEFAULT_QUEUE),
+        queue=labelled_queue(meta),
         min_member=min_member,
         min_task_member={},
         min_resources=None,

@@ -108,6 +108,7 @@ __all__ = [
     "read_pod",
     "read_volcano_pod_group",
     "read_xk8s_pod_group",
+    "labelled_queue",
     "read_network_topology",
     "read_network_topology_annotations",
     "read_numa_policy",
@@ -472,11 +473,18 @@ def read_volcano_pod_group(obj: RawObject, meta: Metadata, *, warnings: Warnings
     )
 
 
+def labelled_queue(meta: Metadata) -> str:
+    """The queue of a PodGroup whose API has no queue field (scheduler-plugins', the Kubernetes
+    Workload API's): the label or annotation `scheduling.x-k8s.io/queue`, else
+    `volcano.sh/queue-name`, else "default"."""
+    return next((value for key in XK8S_QUEUE_KEYS if (value := meta.tag(key))), DEFAULT_QUEUE)
+
+
 def read_xk8s_pod_group(obj: RawObject, meta: Metadata, *, warnings: Warnings) -> PodGroupRecord:
     """scheduler-plugins' PodGroup: no queue field, so a label or annotation names one; no
     network topology field, so Volcano's annotations give one (module docstring)."""
     spec = obj.child("spec")
-    queue = next((value for key in XK8S_QUEUE_KEYS if (value := meta.tag(key))), DEFAULT_QUEUE)
+    queue = labelled_queue(meta)
     return PodGroupRecord(
         namespace=meta.namespace,
         name=meta.name,
