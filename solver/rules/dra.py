@@ -102,6 +102,7 @@ __all__ = [
     "node_filter",
     "shortfall_on",
     "why_not",
+    "counted_alone",
     "example_pod",
     "domains",
     "stranded_devices",
@@ -678,11 +679,34 @@ def _columns(snapshot: Snapshot) -> tuple[Column, ...]:
 
 def node_filter(snapshot: Snapshot) -> NodeFilter | None:
     """Tasks whose pods name claims go only where the claims can be allocated on the devices
-    free at the snapshot (module docstring); None when no pending pod names a claim."""
+    free at the snapshot (module docstring); None when no pending pod names a claim the
+    columns do not decide alone (`counted_alone`)."""
     pending = _pending_by_task(snapshot)
-    if not any(pod.resource_claims for pods in pending.values() for pod in pods):
+    if all(counted_alone(snapshot, pod) for pods in pending.values() for pod in pods):
         return None
     return _node_filter(snapshot)  # (never memoized: its closures hold the snapshot)
+
+
+def counted_alone(snapshot: Snapshot, pod: Pod) -> bool:
+    """Whether the columns alone decide where `pod`'s claims fit: it names no claim, or one
+    claim of its own asking `count` devices of one class with no selector of its own, no
+    constraint and no admin access, in a snapshot with no counters, no pool being updated:
+    then any `count` free devices of the class do, and a node with that many free is one
+    the allocator accepts. Such pods need no node filter."""
+    claims = pod_claims(snapshot, pod)
+    if not claims:
+        return True
+    if len(claims) > 1:
+        return False
+    (claim,) = claims
+    spec = claim.spec
+    if spec is None or claim.template is None or claim.allocated is not None or spec.constraints or len(spec.requests) != 1:
+        return False
+    exactly = spec.requests[0].exactly
+    if exactly is None or exactly.allocation_mode != "ExactCount" or exactly.selectors or exactly.admin_access:
+        return False
+    inv = inventory(snapshot)
+    return not inv.counters and not inv.incomplete_drivers
 
 
 def _pending_by_task(snapshot: Snapshot) -> Mapping[TaskKey, tuple[Pod, ...]]:
@@ -715,7 +739,7 @@ def _node_filter(snapshot: Snapshot) -> NodeFilter:
 
     def task_part(group: PodGroup, task: Task) -> object:
         first = _first_with_claims(pending.get((group.key, task.name), ()))
-        if first is None:
+        if first is None or counted_alone(snapshot, first):
             return None
         signature = _claims_signature(snapshot, first)
         example.setdefault(signature, first)
