@@ -49,6 +49,8 @@ CORE_KINDS = (
     ("resource.k8s.io", "ResourceSlice", "Kubernetes ResourceSlice", {"v1": "V1ResourceSlice"}),
     ("resource.k8s.io", "ResourceClaim", "Kubernetes ResourceClaim", {"v1": "ResourceV1ResourceClaim"}),
     ("resource.k8s.io", "ResourceClaimTemplate", "Kubernetes ResourceClaimTemplate", {"v1": "V1ResourceClaimTemplate"}),
+    # v1alpha3's PodGroup has v1beta1's fields (the client's models agree), so one schema serves both.
+    ("scheduling.k8s.io", "PodGroup", "Kubernetes PodGroup", {"v1alpha3": "V1beta1PodGroup", "v1beta1": "V1beta1PodGroup"}),
 )
 # (CRD file, label)
 CRD_KINDS = (

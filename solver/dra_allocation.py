@@ -158,12 +158,15 @@ def allocate(
     *,
     fragment_attributes: Sequence[str] = (),
     incomplete_drivers: frozenset[str] = frozenset(),
+    ordered: bool = True,
 ) -> Allocation | Shortfall:
     """Devices for every claim in `claims` on a node reaching `candidates`, in the state
     `state` leaves (not changed), or the first shortfall (module docstring).
     `incomplete_drivers`: drivers with a pool being rewritten — an `All` request of one of
-    them waits, as kube-scheduler's does, since "all" is not known yet."""
-    search = _Search(candidates, state, claims, fragment_attributes, incomplete_drivers)
+    them waits, as kube-scheduler's does, since "all" is not known yet. `ordered=False`
+    asks only whether the claims fit: devices are tried in the node's order, not fullest
+    domain first (the answer is the same; which devices, not)."""
+    search = _Search(candidates, state, claims, fragment_attributes if ordered else None, incomplete_drivers)
     if search.run(0):
         return Allocation(tuple(tuple(chosen) for chosen in search.chosen))
     return search.shortfall()
@@ -175,14 +178,14 @@ class _Search:
         candidates: Sequence[Candidate],
         state: DeviceState,
         claims: Sequence[ClaimAsk],
-        fragment_attributes: Sequence[str],
+        fragment_attributes: Sequence[str] | None,
         incomplete_drivers: frozenset[str],
     ):
         self.state = state
         self.claims = claims
         self.incomplete = incomplete_drivers
         free = [c for c in candidates if not c.tainted]
-        self.order = sorted(free, key=_fragment_key(free, state, fragment_attributes))
+        self.order = free if fragment_attributes is None else sorted(free, key=_fragment_key(free, state, fragment_attributes))
         self.candidates = candidates
         self.flat = [(c, r) for c, claim in enumerate(claims) for r in range(len(claim.requests))]
         self.chosen: list[list[tuple[Candidate, str, bool]]] = [[] for _ in claims]

@@ -44,6 +44,7 @@ from .cluster_objects import (
 from .dra_objects import DraRecord, DraUnused, check_device_classes
 from .gpu_assignment import RunningGpuPod, assign_gpus
 from .grouping import Workload, add_one_pod_groups, expand_jobs, join_pods
+from .owner_gang_groups import add_owner_gang_groups
 from .raw import Warnings, build_model, pydantic_message
 from .vgpu_workload import apply_vgpu
 from .workloads import JobRecord, PodGroupRecord, PodRecord
@@ -70,6 +71,7 @@ class Inventory:
 
 def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
     workload = expand_jobs(inventory.workloads, warnings)
+    add_owner_gang_groups(workload, warnings)
     add_one_pod_groups(workload)
     apply_vgpu(workload, [record.gpu_memory_mib for record in inventory.nodes], warnings)
     _reject_duplicates(inventory, workload)

@@ -10,7 +10,9 @@ Rules, in order:
    `volcano.sh/job-name` names it; for a PyTorchJob, pods whose label
    `training.kubeflow.org/job-name` does: then the job is a live one and its real PodGroup
    and pods are read instead (warning).
-2. A pending pod of batchplace without a PodGroup gets a one-pod PodGroup
+2. Pods without a PodGroup that a LeaderWorkerSet group or a JobSet Job replica made join
+   one PodGroup per group (`owner_gang_groups`, before the next sentence applies).
+   A pending pod of batchplace without a PodGroup gets a one-pod PodGroup
    `podgroup-<pod>` (queue from `scheduling.volcano.sh/queue-name`, min_member 1), as
    Volcano's PodGroup controller makes for plain pods. So does a running pod without a
    PodGroup that names its queue with that annotation — one placed that way in an earlier

@@ -47,6 +47,20 @@ Keys of other projects, read as they define them:
     training.kubeflow.org/job-name         Pod label: the Kubeflow training job that created it
     training.kubeflow.org/replica-type     Pod label: its replica type (master, worker), read as its task
 
+    leaderworkerset.sigs.k8s.io/name       Pod label: the LeaderWorkerSet that created it; with
+                                           group-index and worker-index (labels) and size
+                                           (annotation), its group is one gang (`leader_worker_set`)
+    leaderworkerset.sigs.k8s.io/exclusive-topology   Pod annotation: the node label key each group
+                                           has to itself, enforced by the pod affinity LWS injects
+    jobset.sigs.k8s.io/jobset-name         Pod label or annotation: the JobSet whose Job created it;
+                                           with replicatedjob-name and job-index, its Job replica is
+                                           one gang (`jobset`)
+    alpha.jobset.sigs.k8s.io/exclusive-topology   Pod annotation: as LWS's, for a Job replica
+
+Those of LWS and JobSet are defined in their modules, each beside its reader. A pod's
+`spec.schedulingGroup.podGroupName` (the Kubernetes Workload API) is a field, not a key: it
+names a `scheduling.k8s.io` PodGroup (`kube_pod_group`).
+
 and, not read but set on the pods a PyTorchJob expands into, as Kubeflow's training operator
 sets them: `training.kubeflow.org/operator-name` and `training.kubeflow.org/job-role`.
 """

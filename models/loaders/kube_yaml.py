@@ -13,6 +13,7 @@ their schema does not have is a warning with the nearest known name, see `field_
     scheduling.k8s.io PriorityClass           cluster_objects
     scheduling.volcano.sh Queue, PodGroup     cluster_objects, workloads
     scheduling.x-k8s.io PodGroup              workloads
+    scheduling.k8s.io PodGroup                kube_pod_group
     batch.volcano.sh Job (vcjob)              volcano_job
     kubeflow.org PyTorchJob                   pytorch_job
     topology.volcano.sh HyperNode             cluster_objects
@@ -20,7 +21,9 @@ their schema does not have is a warning with the nearest known name, see `field_
     resource.k8s.io DeviceClass, ResourceSlice,
       ResourceClaim, ResourceClaimTemplate    dra_objects
 
-Every other kind is skipped with one warning. Errors (all `SnapshotError`, see
+A LeaderWorkerSet, JobSet or Kubernetes Workload is skipped with a note that it is read
+through the pods and PodGroups its controller makes. Every other kind is skipped with one
+warning. Errors (all `SnapshotError`, see
 `models.errors`): `InputFormatError` when text is not YAML or a document is not a
 Kubernetes object, `FieldError` when a field's value is wrong; both say file, document,
 object and field path. It does not read from a cluster: that is the controller's job.
@@ -50,6 +53,7 @@ from .cluster_objects import (
 from .dra_objects import read_device_class, read_resource_claim, read_resource_claim_template, read_resource_slice
 from .field_schemas import KindSchema, kind_schema, warn_unknown_fields
 from .object_names import check_object_name
+from .kube_pod_group import read_kube_pod_group
 from .pytorch_job import read_pytorch_job
 from .raw import (
     DEFAULT_NAMESPACE,
@@ -338,6 +342,10 @@ def _read_object(obj: RawObject, context: _Context) -> None:
     group = api_version.rpartition("/")[0]
     reader = _READERS.get((group, kind))
     if reader is None:
+        read_through = _READ_THROUGH.get((group, kind))
+        if read_through is not None:
+            context.warnings.add(obj.location, f"a {kind} is read through {read_through}; the {kind} itself is skipped")
+            return
         message = f"kind {api_version}/{kind} is not used; skipped{_nearest_kind(group, kind)}"
         context.warnings.add(obj.location, message)
         return
@@ -390,6 +398,10 @@ def _volcano_pod_group(obj: RawObject, meta: Metadata, context: _Context) -> Non
 
 def _xk8s_pod_group(obj: RawObject, meta: Metadata, context: _Context) -> None:
     context.inventory.workloads.append(read_xk8s_pod_group(obj, meta, warnings=context.warnings))
+
+
+def _kube_pod_group(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    context.inventory.workloads.append(read_kube_pod_group(obj, meta, warnings=context.warnings))
 
 
 def _pod(obj: RawObject, meta: Metadata, context: _Context) -> None:
@@ -449,6 +461,7 @@ _READERS: dict[tuple[str, str], Callable[[RawObject, Metadata, _Context], None]]
     ("", "Node"): _node,
     ("", "Pod"): _pod,
     ("scheduling.k8s.io", "PriorityClass"): _priority_class,
+    ("scheduling.k8s.io", "PodGroup"): _kube_pod_group,
     ("scheduling.volcano.sh", "Queue"): _queue,
     ("scheduling.volcano.sh", "PodGroup"): _volcano_pod_group,
     ("scheduling.x-k8s.io", "PodGroup"): _xk8s_pod_group,
@@ -461,4 +474,19 @@ _READERS: dict[tuple[str, str], Callable[[RawObject, Metadata, _Context], None]]
     ("resource.k8s.io", "ResourceClaim"): _resource_claim,
     ("resource.k8s.io", "ResourceClaimTemplate"): _resource_claim_template,
 }
+_READ_THROUGH: dict[tuple[str, str], str] = {
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (
+        "the pods its controller creates (each group a gang): the set as a whole is not "
+        "one gang, and nothing keeps its groups in one network domain (not enforced yet)"
+    ),
+    ("jobset.x-k8s.io", "JobSet"): (
+        "the pods of its Jobs (each Job replica a gang): the JobSet as a whole is not one gang "
+        "(not enforced yet)"
+    ),
+    ("scheduling.k8s.io", "Workload"): (
+        "the PodGroups made from its podGroupTemplates and their pods: its "
+        "compositePodGroupTemplates, a gang of gangs, are not enforced yet"
+    ),
+}
+"""Kinds whose controllers make the objects batchplace reads: a note, not "not used"."""
 _SCHEMAS: dict[tuple[str, str], KindSchema] = {(group, kind): kind_schema(group, kind) for group, kind in _READERS}

@@ -17,6 +17,12 @@ have expanded. A pod's creating job is its `volcano.sh/job-name` (Volcano's job
 controller), else its `training.kubeflow.org/job-name` label (Kubeflow's training
 operator): `grouping` reads such pods instead of expanding the job again.
 
+A pod's PodGroup is its `scheduling.k8s.io/group-name` annotation (Volcano), else its
+`scheduling.x-k8s.io/pod-group` label (scheduler-plugins), else its
+`spec.schedulingGroup.podGroupName` (the Kubernetes Workload API, `kube_pod_group`); naming
+none, a LeaderWorkerSet or JobSet pod carries its gang (`OwnerGang`) for `owner_gang_groups`,
+its task `leader` / `worker` or the replicated job's name when nothing above names one.
+
 Network topology of a scheduler-plugins PodGroup (which has no field for it) comes from
 Volcano's annotations `volcano.sh/network-topology-mode` (hard | soft, default hard) and
 `volcano.sh/network-topology-highest-tier`, the form Volcano's own PodGroup controller reads
@@ -52,6 +58,9 @@ from models.snapshot import (
 )
 
 from .dra_objects import read_pod_resource_claims
+from .jobset import read_jobset_gang
+from .leader_worker_set import read_leader_worker_set_gang
+from .owner_gang import OwnerGang
 from .affinity_fields import read_preferred_node_affinity, read_required_node_affinity
 from .keys import (
     CHECKPOINT_ANNOTATION,
@@ -99,6 +108,7 @@ __all__ = [
     "read_pod",
     "read_volcano_pod_group",
     "read_xk8s_pod_group",
+    "labelled_queue",
     "read_network_topology",
     "read_network_topology_annotations",
     "read_numa_policy",
@@ -328,6 +338,7 @@ class PodRecord:
     path: tuple[PathPart, ...] = ()
     checkpoint_time: float | None = None  # `batchplace.io/last-checkpoint`
     scheduled_reason: str | None = None  # a pending pod's PodScheduled condition reason
+    owner_gang: OwnerGang | None = None  # its LeaderWorkerSet group / JobSet Job (`owner_gang_groups`)
 
     @property
     def key(self) -> str:
@@ -341,6 +352,7 @@ class PodRecord:
 
 def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]) -> PodRecord | None:
     """None for a finished pod, and for a pending pod another scheduler places."""
+    owner_gang = read_leader_worker_set_gang(obj, meta) or read_jobset_gang(obj, meta)
     spec = obj.child("spec")
     status = obj.child("status")
     if status.optional_string("phase") in _FINISHED_PHASES:
@@ -356,11 +368,16 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
         name=meta.name,
         template=template,
         node=node,
-        group_name=meta.tag(VOLCANO_GROUP_ANNOTATION) or meta.tag(XK8S_GROUP_LABEL),
+        group_name=(
+            meta.tag(VOLCANO_GROUP_ANNOTATION)
+            or meta.tag(XK8S_GROUP_LABEL)
+            or spec.child("schedulingGroup").optional_string("podGroupName")
+        ),
         task_name=(
             meta.annotations.get(VOLCANO_TASK_ANNOTATION)
             or meta.tag(TASK_KEY)
             or meta.labels.get(KUBEFLOW_REPLICA_TYPE_LABEL)
+            or (owner_gang.task if owner_gang else None)
         ),
         job=_creating_job(meta),
         queue_name=meta.annotations.get(POD_QUEUE_ANNOTATION),
@@ -371,6 +388,7 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
         path=obj.path,
         checkpoint_time=obj.child("metadata").child("annotations").timestamp(CHECKPOINT_ANNOTATION),
         scheduled_reason=_scheduled_reason(status) if node is None else None,
+        owner_gang=owner_gang,
     )
 
 
@@ -455,11 +473,18 @@ def read_volcano_pod_group(obj: RawObject, meta: Metadata, *, warnings: Warnings
     )
 
 
+def labelled_queue(meta: Metadata) -> str:
+    """The queue of a PodGroup whose API has no queue field (scheduler-plugins', the Kubernetes
+    Workload API's): the label or annotation `scheduling.x-k8s.io/queue`, else
+    `volcano.sh/queue-name`, else "default"."""
+    return next((value for key in XK8S_QUEUE_KEYS if (value := meta.tag(key))), DEFAULT_QUEUE)
+
+
 def read_xk8s_pod_group(obj: RawObject, meta: Metadata, *, warnings: Warnings) -> PodGroupRecord:
     """scheduler-plugins' PodGroup: no queue field, so a label or annotation names one; no
     network topology field, so Volcano's annotations give one (module docstring)."""
     spec = obj.child("spec")
-    queue = next((value for key in XK8S_QUEUE_KEYS if (value := meta.tag(key))), DEFAULT_QUEUE)
+    queue = labelled_queue(meta)
     return PodGroupRecord(
         namespace=meta.namespace,
         name=meta.name,

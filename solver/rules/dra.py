@@ -102,6 +102,7 @@ __all__ = [
     "node_filter",
     "shortfall_on",
     "why_not",
+    "counted_alone",
     "example_pod",
     "domains",
     "stranded_devices",
@@ -180,8 +181,18 @@ def claim_ask(snapshot: Snapshot, claim: PodClaim) -> ClaimAsk:
 def _claim_ask(snapshot: Snapshot, claim: PodClaim) -> ClaimAsk:
     spec = claim.spec
     assert spec is not None
-    classes = snapshot.dra.device_class_by_name
     kind = "ResourceClaim" if claim.claim is not None else "ResourceClaimTemplate"
+    # The claims a template makes share its requests, and so which devices match them.
+    requests, constraints = memoized(snapshot, ("dra_requests", kind, spec.key), lambda: _requests(snapshot, spec, kind))
+    return ClaimAsk(label=claim.ident, requests=requests, constraints=constraints)
+
+
+def _requests(
+    snapshot: Snapshot, spec: ClaimSpec, kind: str
+) -> tuple[tuple[RequestAsk, ...], tuple[tuple[frozenset[str] | None, str], ...]]:
+    classes = snapshot.dra.device_class_by_name
+    # Choices with the same selectors share their answers per device (`Choice.matches`).
+    answers: dict[tuple, dict] = memoized(snapshot, ("dra_match_answers",), dict)
 
     def choice(request: str, part, where: str) -> Choice:
         device_class = classes[part.device_class_name]
@@ -196,6 +207,7 @@ def _claim_ask(snapshot: Snapshot, claim: PodClaim) -> ClaimAsk:
             all_devices=part.allocation_mode == "All",
             count=part.count,
             admin_access=getattr(part, "admin_access", False),
+            _answers=answers.setdefault(tuple(selector.expression for selector in selectors), {}),
         )
 
     requests = []
@@ -212,7 +224,7 @@ def _claim_ask(snapshot: Snapshot, claim: PodClaim) -> ClaimAsk:
         (frozenset(constraint.requests) if constraint.requests else None, constraint.match_attribute)
         for constraint in spec.constraints
     )
-    return ClaimAsk(label=claim.ident, requests=tuple(requests), constraints=constraints)
+    return tuple(requests), constraints
 
 
 # ---- what the nodes reach ----
@@ -390,7 +402,8 @@ class Allocator:
         self.made: dict[str, tuple[NodeName, PodClaim, tuple[tuple[Candidate, str, bool], ...]]] = {}
         self.users: dict[str, list[PodKey]] = defaultdict(list)  # claims made this cycle → pods
 
-    def try_bind(self, pod: Pod, node: NodeName) -> PodAllocation | Shortfall:
+    def try_bind(self, pod: Pod, node: NodeName, *, ordered: bool = True) -> PodAllocation | Shortfall:
+        """`ordered=False`: whether the claims fit, on devices in any order (`allocate`)."""
         claims = pod_claims(self.snapshot, pod)
         result = PodAllocation(pod.key, node)
         if not claims:
@@ -415,6 +428,7 @@ class Allocator:
                 [ask for _, ask in asks],
                 fragment_attributes=self.inventory.fragment_attributes,
                 incomplete_drivers=self.inventory.incomplete_drivers,
+                ordered=ordered,
             )
             if isinstance(answer, Shortfall):
                 return answer
@@ -665,11 +679,34 @@ def _columns(snapshot: Snapshot) -> tuple[Column, ...]:
 
 def node_filter(snapshot: Snapshot) -> NodeFilter | None:
     """Tasks whose pods name claims go only where the claims can be allocated on the devices
-    free at the snapshot (module docstring); None when no pending pod names a claim."""
+    free at the snapshot (module docstring); None when no pending pod names a claim the
+    columns do not decide alone (`counted_alone`)."""
     pending = _pending_by_task(snapshot)
-    if not any(pod.resource_claims for pods in pending.values() for pod in pods):
+    if all(counted_alone(snapshot, pod) for pods in pending.values() for pod in pods):
         return None
     return _node_filter(snapshot)  # (never memoized: its closures hold the snapshot)
+
+
+def counted_alone(snapshot: Snapshot, pod: Pod) -> bool:
+    """Whether the columns alone decide where `pod`'s claims fit: it names no claim, or one
+    claim of its own asking `count` devices of one class with no selector of its own, no
+    constraint and no admin access, in a snapshot with no counters, no pool being updated:
+    then any `count` free devices of the class do, and a node with that many free is one
+    the allocator accepts. Such pods need no node filter."""
+    claims = pod_claims(snapshot, pod)
+    if not claims:
+        return True
+    if len(claims) > 1:
+        return False
+    (claim,) = claims
+    spec = claim.spec
+    if spec is None or claim.template is None or claim.allocated is not None or spec.constraints or len(spec.requests) != 1:
+        return False
+    exactly = spec.requests[0].exactly
+    if exactly is None or exactly.allocation_mode != "ExactCount" or exactly.selectors or exactly.admin_access:
+        return False
+    inv = inventory(snapshot)
+    return not inv.counters and not inv.incomplete_drivers
 
 
 def _pending_by_task(snapshot: Snapshot) -> Mapping[TaskKey, tuple[Pod, ...]]:
@@ -702,7 +739,7 @@ def _node_filter(snapshot: Snapshot) -> NodeFilter:
 
     def task_part(group: PodGroup, task: Task) -> object:
         first = _first_with_claims(pending.get((group.key, task.name), ()))
-        if first is None:
+        if first is None or counted_alone(snapshot, first):
             return None
         signature = _claims_signature(snapshot, first)
         example.setdefault(signature, first)
@@ -723,7 +760,7 @@ def shortfall_on(snapshot: Snapshot, pod: Pod, node: NodeName) -> PodAllocation 
     """Whether `pod`'s claims can be allocated on `node` alone, on what the snapshot leaves
     free (`try_bind` changes no state, so one snapshot state serves every question)."""
     state = memoized(snapshot, ("dra_snapshot_state",), inventory(snapshot).initial_state)
-    return Allocator(snapshot, state=state).try_bind(pod, node)
+    return Allocator(snapshot, state=state).try_bind(pod, node, ordered=False)
 
 
 def example_pod(snapshot: Snapshot, task: TaskKey) -> Pod | None:

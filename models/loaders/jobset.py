@@ -1,0 +1,67 @@
+"""Read a JobSet pod's gang (`jobset.x-k8s.io/v1alpha2`, kubernetes-sigs/jobset) from the
+labels and annotations JobSet puts on the Jobs it creates, which their pods inherit.
+
+A JobSet makes, per replicated Job, `replicas` Jobs named `<jobset>-<replicated job>-<job
+index>`; their pods carry `jobset.sigs.k8s.io/jobset-name`, `replicatedjob-name` and
+`job-index` (as labels and annotations) and `jobset.sigs.k8s.io/job-key` (a hash of the Job).
+Each Job replica is a unit that starts whole (a distributed trainer's ranks), so its pods
+form one gang: a PodGroup named as the Job, its task the replicated job's name. Its members
+are the pods present: the pods do not state the Job's parallelism, and the Job object is not
+read (`kube_yaml` skips batch/v1 Job).
+
+Exclusive placement: `alpha.jobset.sigs.k8s.io/exclusive-topology: <node label key>` on the
+JobSet or a replicated Job's template is copied onto the pods; JobSet's pod webhook gives the
+leader (completion index 0) a required pod affinity to its own job-key and anti-affinity to
+other job-keys on that key, and admits the followers only once the leader is scheduled, with
+a node selector for its value. batchplace reads that affinity and selector as any pod's, so
+the rule is enforced as JobSet means it (`owner_gang_groups` warns when no pod carries it);
+until the followers exist the gang is the leader alone, as the pods present say.
+
+Not read: the JobSet object itself — so the JobSet as a whole is not one gang.
+"""
+
+from __future__ import annotations
+
+from models.errors import FieldError
+
+from .owner_gang import OwnerGang
+from .raw import Metadata, RawObject
+
+__all__ = ["read_jobset_gang", "JOBSET_NAME_KEY", "JOBSET_EXCLUSIVE_TOPOLOGY_ANNOTATION"]
+
+JOBSET_NAME_KEY = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_REPLICATED_JOB_KEY = "jobset.sigs.k8s.io/replicatedjob-name"
+JOBSET_JOB_INDEX_KEY = "jobset.sigs.k8s.io/job-index"
+JOBSET_EXCLUSIVE_TOPOLOGY_ANNOTATION = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+JOB_COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+
+
+def read_jobset_gang(obj: RawObject, meta: Metadata) -> OwnerGang | None:
+    """The Job replica a pod with `jobset.sigs.k8s.io/jobset-name` (label or annotation) is
+    in; None for other pods. Its replicated-job name and job index must be there, as JobSet
+    always sets them: else an error naming the missing key."""
+    jobset = meta.tag(JOBSET_NAME_KEY)
+    if not jobset:
+        return None
+    replicated_job = _required(obj, meta, JOBSET_REPLICATED_JOB_KEY, jobset)
+    job_index = _required(obj, meta, JOBSET_JOB_INDEX_KEY, jobset)
+    if not job_index.isdigit():
+        message = f"a JobSet pod's job index is an integer, got {job_index!r}"
+        raise FieldError(message, location=obj.location, path=(*obj.path, "metadata", "labels", JOBSET_JOB_INDEX_KEY))
+    return OwnerGang(
+        kind="JobSet",
+        owner=jobset,
+        name=f"{jobset}-{replicated_job}-{job_index}",
+        task=replicated_job,
+        size=None,
+        leader=meta.tag(JOB_COMPLETION_INDEX_ANNOTATION) in (None, "0"),
+        exclusive_topology=meta.tag(JOBSET_EXCLUSIVE_TOPOLOGY_ANNOTATION),
+    )
+
+
+def _required(obj: RawObject, meta: Metadata, key: str, jobset: str) -> str:
+    value = meta.tag(key)
+    if not value:
+        message = f"a JobSet pod ({JOBSET_NAME_KEY}: {jobset}) needs this label, as JobSet sets it; it is missing"
+        raise FieldError(message, location=obj.location, path=(*obj.path, "metadata", "labels", key))
+    return value
