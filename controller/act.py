@@ -14,7 +14,10 @@ write — and the connection asks again as each bind or eviction try goes out
    just before the gang's binds, from the server's watch cache — milliseconds behind etcd,
    where our informer may be a relist behind — not from our cache): a node gone, being
    deleted or cordoned since the snapshot fails the gang before anything of it is bound,
-   and the next cycle places it from a snapshot without that node. Then all binds go out
+   and the next cycle places it from a snapshot without that node. Then the DRA claims
+   the gang's pods use are written — allocation and reservedFor, as kube-scheduler writes
+   them (`controller.dra_claims`); a claim not found or not written fails the gang before
+   anything of it is bound, its claims already written put back. Then all binds go out
    together (a thread pool), one write per pod: the Binding carries the GPU devices the
    solver chose as the `batchplace.io/gpus` annotation, which the API server writes onto
    the pod together with its node, so no pod is ever bound without its devices on record.
@@ -55,6 +58,7 @@ from typing import Any, Protocol, TypeVar
 
 from controller import status as status_text
 from controller.assumed import AssumedPods, bound_to
+from controller.dra_claims import AssumedClaims, ClaimWrite, ClaimWriter
 from controller.errors import ApiError, Conflict, NotFound, ServerError, TooManyRequests, Unavailable
 from controller.kinds import NODES, PODS, ResourceKind
 from controller.metrics import ControllerMetrics
@@ -91,6 +95,10 @@ class ActApi(Protocol):
     ) -> JsonObject: ...
 
     def create_event(self, namespace: str, body: JsonObject) -> None: ...
+
+    def replace(
+        self, kind: ResourceKind, namespace: str | None, name: str, body: JsonObject, *, subresource: str | None = None
+    ) -> JsonObject: ...
 
 
 class LeaderCheck(WriteLease, Protocol):
@@ -147,6 +155,8 @@ class Actuator:
         self._backoff = backoff
         self._identity = identity
         self._dry_run = dry_run
+        self.assumed_claims = AssumedClaims()
+        self._claims = ClaimWriter(api, self.assumed_claims)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind")
         self._gang_pool = ThreadPoolExecutor(max_workers=GANGS_AT_ONCE, thread_name_prefix="gang")
         self._event_pool = ThreadPoolExecutor(max_workers=EVENT_SENDERS, thread_name_prefix="event")
@@ -214,7 +224,7 @@ class Actuator:
             self._write_status(gang, self._refused_status(gang, refused), report, now=now, transition_id=transition_id)
             return
         if gang.binds:
-            failures = self._binds(gang.binds, report, now=now)
+            failures = self._binds(gang.binds, gang.claims, report, now=now)
             if failures:
                 status = status_text.bind_failed(
                     min_member=gang.min_member,
@@ -239,6 +249,8 @@ class Actuator:
     def _log_dry_run(self, gang: GangPlan) -> None:
         for evict in gang.evictions:
             log.info("dry-run: would evict %s from %s for %s (%s)", evict.pod, evict.node, evict.for_group, evict.reason)
+        for claim in gang.claims:
+            log.info("dry-run: would allocate and reserve claim %s for %s", claim.claim, ", ".join(c.pod for c in claim.consumers))
         for bind in gang.binds:
             log.info("dry-run: would bind %s to %s%s", bind.pod, bind.node, f" gpus {list(bind.gpus)}" if bind.gpus else "")
         if gang.status is not None:
@@ -284,14 +296,30 @@ class Actuator:
 
     # ---- binds ----
 
-    def _binds(self, binds: tuple[BindPod, ...], report: ActReport, *, now: datetime) -> list[str]:
-        """Bind the gang; the failures, one line each ([] when every bind landed)."""
+    def _binds(self, binds: tuple[BindPod, ...], claims: tuple[ClaimWrite, ...], report: ActReport, *, now: datetime) -> list[str]:
+        """Bind the gang, its DRA claims written first; the failures, one line each ([] when every bind landed)."""
         refusing = self._nodes_refusing(sorted({bind.node for bind in binds}))
         if refusing:
             failures = [f"node {node} {why}" for node, why in refusing]
             report.bind_failures.extend((bind.pod, failures[0]) for bind in binds)
             return failures
+        if claims:
+            self._require_leader(report, dropping=len(claims) + len(binds))
+        written, refused = self._claims.write(claims) if claims else ([], "")
+        if refused:
+            self._metrics.claim_writes.labels(result="refused").inc()
+            self._metrics.bind_failures.labels(reason="claim").inc(len(binds))
+            log.warning("claim not written, %d bind(s) not sent: %s", len(binds), refused, extra={"claim_refused": refused})
+            report.bind_failures.extend((bind.pod, refused) for bind in binds)
+            return [refused]
+        self._metrics.claim_writes.labels(result="written").inc(len(written))
         results = list(self._pool.map(self._bind_one, binds))
+        maybe_bound = set(self._assumed.unknown()) if written else set()
+        unbound = [bind.pod for bind, failure in zip(binds, results) if failure and bind.pod not in maybe_bound]
+        if written and unbound:  # kube-scheduler's Unreserve: no claim stays reserved for a pod not bound
+            # (one whose bind may have landed keeps its claims: a bound pod without them would never start)
+            self._claims.release(written, unbound)
+            self._metrics.claim_writes.labels(result="released").inc()
         self._dropped(report, sum(failure == _LOST for failure in results))
         failures = []
         for bind, failure in zip(binds, results):

@@ -8,7 +8,9 @@ their last list) and why: the controller waits for none to be behind before it o
 
 Kinds of CRDs (Volcano's PodGroup, Queue, HyperNode, Numatopology, Job; scheduler-plugins'
 PodGroup) are watched only where the server serves them; discovery runs again every
-`rediscover_s`, so a CRD installed later is picked up without a restart.
+`rediscover_s`, so a CRD installed later is picked up without a restart. So are the DRA
+kinds (`resource.k8s.io/v1`, Kubernetes ≥ 1.34): a server that does not serve the group has
+no DRA devices, said once in the log, and nothing of it is read.
 
 Pods kept: every pod bound to a node (it takes capacity, whatever its scheduler) and pending
 pods whose `spec.schedulerName` is one of ours; finished pods are filtered by the server
@@ -25,12 +27,17 @@ from typing import Any, Protocol
 from controller.errors import ApiError
 from controller.informer import ChangeCallback, Informer, WatchSource
 from controller.kinds import (
+    DEVICE_CLASSES,
+    DRA_KINDS,
     HYPERNODES,
     NODES,
     NUMATOPOLOGIES,
     PODS,
     PRIORITY_CLASSES,
     QUEUES,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
     VCJOBS,
     VOLCANO_PODGROUPS,
     WATCHED,
@@ -82,6 +89,7 @@ class ClusterCaches:
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._discovered = threading.Event()
+        self._said_no_dra = False
 
     # ---- lifecycle ----
 
@@ -116,6 +124,9 @@ class ClusterCaches:
             return
         crds = [kind for kind in missing if kind.crd]
         served = self._source.served(crds) if crds else set()
+        if not self._said_no_dra and any(kind in crds for kind in DRA_KINDS) and not served & set(DRA_KINDS):
+            self._said_no_dra = True
+            log.info("resource.k8s.io/v1 is not served: the cluster has no DRA devices, none are read")
         for kind in missing:
             if kind.crd and kind not in served:
                 continue
@@ -201,6 +212,10 @@ class ClusterCaches:
             hypernodes=self._items(HYPERNODES),
             numatopologies=self._items(NUMATOPOLOGIES),
             vcjobs=self._items(VCJOBS),
+            device_classes=self._items(DEVICE_CLASSES),
+            resource_slices=self._items(RESOURCE_SLICES),
+            resource_claims=self._items(RESOURCE_CLAIMS),
+            resource_claim_templates=self._items(RESOURCE_CLAIM_TEMPLATES),
         )
 
     def pod(self, key: str) -> JsonObject | None:

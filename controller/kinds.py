@@ -5,7 +5,9 @@ watch the `WATCHED` ones, and `deploy/rbac.yaml` grants exactly the verbs listed
 `VERBS` (a test compares the two).
 
 Kinds from CRDs (`crd=True`) are watched only where the API server serves them: a cluster
-without Volcano's HyperNode CRD simply has no HyperNodes.
+without Volcano's HyperNode CRD simply has no HyperNodes. The DRA kinds
+(`resource.k8s.io/v1`) are built in from Kubernetes 1.34 on, but are marked so too: an older
+server does not serve the group, and a cluster without it simply has no DRA devices.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ __all__ = [
     "NAMESPACES",
     "PROVISIONING_REQUESTS",
     "POD_TEMPLATES",
+    "DEVICE_CLASSES",
+    "RESOURCE_SLICES",
+    "RESOURCE_CLAIMS",
+    "RESOURCE_CLAIM_TEMPLATES",
+    "DRA_KINDS",
     "WATCHED",
     "VERBS",
 ]
@@ -84,6 +91,13 @@ VCJOBS = ResourceKind("batch.volcano.sh", "v1alpha1", "jobs", "Job", True, crd=T
 # --provisioning-class only (`controller.provisioning`): read each cycle, never watched.
 PROVISIONING_REQUESTS = ResourceKind("autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest", True, crd=True)
 POD_TEMPLATES = ResourceKind("", "v1", "podtemplates", "PodTemplate", namespaced=True)
+DEVICE_CLASSES = ResourceKind("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False, crd=True)
+RESOURCE_SLICES = ResourceKind("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False, crd=True)
+RESOURCE_CLAIMS = ResourceKind("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True, crd=True)
+RESOURCE_CLAIM_TEMPLATES = ResourceKind(
+    "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True, crd=True
+)
+DRA_KINDS = (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
 
 WATCHED: tuple[ResourceKind, ...] = (
     PODS,
@@ -95,6 +109,7 @@ WATCHED: tuple[ResourceKind, ...] = (
     HYPERNODES,
     NUMATOPOLOGIES,
     VCJOBS,
+    *DRA_KINDS,
 )
 """Listed and watched into the caches; the CRD kinds only where served."""
 
@@ -118,5 +133,10 @@ VERBS: dict[tuple[str, str], tuple[str, ...]] = {
     ("metrics.k8s.io", "nodes"): ("list",),  # --usage-source metrics-server: NodeMetrics
     ("autoscaling.x-k8s.io", "provisioningrequests"): ("list", "create", "delete"),  # --provisioning-class
     ("", "podtemplates"): ("create", "delete"),  # --provisioning-class: the requests' pod templates
+    ("resource.k8s.io", "deviceclasses"): ("list", "watch"),
+    ("resource.k8s.io", "resourceslices"): ("list", "watch"),
+    ("resource.k8s.io", "resourceclaims"): ("list", "watch"),
+    ("resource.k8s.io", "resourceclaims/status"): ("update",),  # status.allocation and reservedFor, before the bind
+    ("resource.k8s.io", "resourceclaimtemplates"): ("list", "watch"),
 }
 """The least privilege the controller needs; `deploy/rbac.yaml` grants exactly this."""

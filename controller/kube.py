@@ -282,10 +282,17 @@ class KubeClient:
             "POST", kind.collection_path(namespace), body=dict(body), verb="create", what=f"{kind} {_ref(namespace, name)}"
         )
 
-    def replace(self, kind: ResourceKind, namespace: str | None, name: str, body: Mapping[str, Any]) -> JsonObject:
-        """PUT; `metadata.resourceVersion` in `body` makes it conditional (409 when it moved)."""
+    def replace(
+        self, kind: ResourceKind, namespace: str | None, name: str, body: Mapping[str, Any], *, subresource: str | None = None
+    ) -> JsonObject:
+        """PUT of the object or of its `subresource` ("status"); `metadata.resourceVersion` in
+        `body` makes it conditional (409 when it moved)."""
         return self._json(
-            "PUT", kind.object_path(namespace, name), body=dict(body), verb="update", what=f"{kind} {_ref(namespace, name)}"
+            "PUT",
+            kind.object_path(namespace, name, subresource),
+            body=dict(body),
+            verb="update",
+            what=f"{kind}{'/' + subresource if subresource else ''} {_ref(namespace, name)}",
         )
 
     def patch(

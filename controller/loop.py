@@ -43,7 +43,16 @@ from typing import Any
 from controller.act import EVENT_SENDERS, GANGS_AT_ONCE, ActReport, Actuator
 from controller.assumed import AssumedPods
 from controller.caches import ClusterCaches
-from controller.kinds import NODES, PODS, VOLCANO_PODGROUPS, WATCHED, XK8S_PODGROUPS, ResourceKind
+from controller.kinds import (
+    NODES,
+    PODS,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+    VOLCANO_PODGROUPS,
+    WATCHED,
+    XK8S_PODGROUPS,
+    ResourceKind,
+)
 from controller.kube import KubeClient
 from controller.leader import LeaderElector, LeaderStatus, LeaseConfig
 from controller.metrics import ControllerMetrics
@@ -339,6 +348,7 @@ class Controller:
         self.actuator.reread_unknown()
         self.assumed.prune(self.caches.pod)
         view = self.caches.view()
+        view = dataclasses.replace(view, resource_claims=self.actuator.assumed_claims.overlay(view.resource_claims))
         try:
             observation = observe(view, scheduler_names=self.config.scheduler_names, assumed=self.assumed.state())
         except ObserveError as error:
@@ -548,8 +558,12 @@ class Controller:
             elif old is not None and new is not None:
                 if (old.get("status") or {}).get("phase") != "Running" and (new.get("status") or {}).get("phase") == "Running":
                     self.wake()  # a dependency may be met now
-        elif kind in (NODES, VOLCANO_PODGROUPS, XK8S_PODGROUPS) and event == "ADDED":
+        elif kind in (NODES, VOLCANO_PODGROUPS, XK8S_PODGROUPS, RESOURCE_SLICES, RESOURCE_CLAIMS) and event == "ADDED":
             self.wake()
+        elif kind == RESOURCE_CLAIMS and old is not None and (old.get("status") or {}).get("allocation") and not (
+            (new or {}).get("status") or {}
+        ).get("allocation"):
+            self.wake()  # a claim deallocated or gone: its devices are free
 
     def _on_leadership(self, leading: bool) -> None:
         self.metrics.leader.set(1 if leading else 0)

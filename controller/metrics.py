@@ -48,6 +48,10 @@ class ControllerMetrics:
         self.cycles = Counter("batchplace_cycles", "Cycles by result.", ["result"], registry=r)
         self.pods_bound = Counter("batchplace_pods_bound", "Pods bound (the API server accepted the binding).", registry=r)
         self.bind_failures = Counter("batchplace_bind_failures", "Binds that failed, by reason.", ["reason"], registry=r)
+        self.claim_writes = Counter(
+            "batchplace_claim_writes", "DRA ResourceClaim status writes before binds, by result (written, refused, released).",
+            ["result"], registry=r,
+        )
         self.evictions = Counter("batchplace_evictions", "Evictions by result.", ["result"], registry=r)
         self.writes_dropped = Counter(
             "batchplace_writes_dropped", "Planned binds, evictions and statuses not sent, by reason (lease: it may be lost).", ["reason"], registry=r

@@ -43,6 +43,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.dra_claims import ClaimIndex, claim_index, claim_statuses
 from controller.kinds import VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
 from controller.repair import HeldPod, RepairEviction, counted, over_allocatable, repair_evictions
 from models.errors import Location, SnapshotError, format_path
@@ -87,6 +88,10 @@ class ClusterView:
     hypernodes: tuple[JsonObject, ...] = ()
     numatopologies: tuple[JsonObject, ...] = ()
     vcjobs: tuple[JsonObject, ...] = ()
+    device_classes: tuple[JsonObject, ...] = ()
+    resource_slices: tuple[JsonObject, ...] = ()
+    resource_claims: tuple[JsonObject, ...] = ()
+    resource_claim_templates: tuple[JsonObject, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,7 @@ class PodRef:
     uid: str
     phase: str  # the kubelet's status.phase
     scheduled: SeenCondition | None = None  # a pending pod's PodScheduled condition; None when bound or without one
+    claim_statuses: Mapping[str, str] = field(default_factory=dict)  # status.resourceClaimStatuses: entry → claim name
 
 
 @dataclass(frozen=True)
@@ -174,6 +180,7 @@ class Observation:
     rejected: tuple[Rejected, ...] = ()
     warnings: tuple[str, ...] = ()
     repairs: tuple[RepairEviction, ...] = ()  # bound pods to evict: their node is overcommitted (rule 5)
+    claims: ClaimIndex = ClaimIndex(objects={}, generated={})  # the cached ResourceClaims, for the claim writes
 
 
 def observe(
@@ -219,6 +226,7 @@ def observe(
         held_pods=held_pods,
         rejected=tuple(rejected),
         warnings=tuple(warnings),
+        claims=claim_index(view.resource_claims),
     )
 
 
@@ -231,6 +239,10 @@ def _documents(view: ClusterView, pods: Sequence[JsonObject]) -> list[JsonObject
         *_typed(view.priority_classes, "scheduling.k8s.io/v1", "PriorityClass"),
         *_typed(view.volcano_pod_groups, "scheduling.volcano.sh/v1beta1", "PodGroup"),
         *_typed(view.xk8s_pod_groups, "scheduling.x-k8s.io/v1alpha1", "PodGroup"),
+        *_typed(view.device_classes, "resource.k8s.io/v1", "DeviceClass"),
+        *_typed(view.resource_slices, "resource.k8s.io/v1", "ResourceSlice"),
+        *_typed(view.resource_claims, "resource.k8s.io/v1", "ResourceClaim"),
+        *_typed(view.resource_claim_templates, "resource.k8s.io/v1", "ResourceClaimTemplate"),
         *_typed(pods, "v1", "Pod"),
     ]
 
@@ -311,6 +323,7 @@ def _pod_ref(pod: JsonObject) -> PodRef:
         uid=str(metadata.get("uid", "")),
         phase=str(status.get("phase", "")),
         scheduled=None if (pod.get("spec") or {}).get("nodeName") else _seen_scheduled(status),
+        claim_statuses=claim_statuses(pod),
     )
 
 
@@ -511,15 +524,7 @@ def _with_dependencies(snapshot: Snapshot, pods: Sequence[JsonObject], vcjobs: S
         changed = True
     if not changed:
         return snapshot
-    return Snapshot(
-        nodes=snapshot.nodes,
-        hypernodes=snapshot.hypernodes,
-        queues=snapshot.queues,
-        pod_groups=tuple(groups),
-        pods=snapshot.pods,
-        priority_classes=snapshot.priority_classes,
-        usage_policy=snapshot.usage_policy,
-    )
+    return snapshot.replaced(pod_groups=groups)
 
 
 # ---- loading ----

@@ -50,19 +50,26 @@ Rules, in the order they apply to a gang:
    (`SchedulingGated`), as kube-scheduler leaves it; a pod held out of the cycle for a
    dependency starting keeps the `WaitingForDependency` it had while that waited for nodes.
 
+8. A gang that binds writes, before its binds, each DRA ResourceClaim its pods use: the
+   allocation the solver chose (`Placement.claims`) and its pods in `reservedFor`, as
+   kube-scheduler does (`controller.dra_claims`). A claim that cannot be written binds
+   nothing of the gang.
+
 Events are capped per cycle (`max_pod_events`), as kube-scheduler's recorder rate-limits:
 the rest follow in later cycles, since what was not reported is reported then.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from controller import status as status_text
+from controller.dra_claims import ClaimWrite, claim_writes
 from controller.observe import Observation, PodGroupRef, SeenCondition, TerminatingPod
 from controller.repair import RepairEviction
-from models.placement import Bind, Decision, Eviction, PodGroupOutcome
+from models.placement import Bind, ClaimAllocation, Decision, Eviction, PodGroupOutcome
 from models.snapshot import NodeName, Pod, PodGroupKey, PodKey, Snapshot
 from solver.reasons import gang_assigned_message, gang_released
 from solver.rules import gated
@@ -158,6 +165,7 @@ class GangPlan:
     ref: PodGroupRef | None = None
     note: str = ""  # for the log: what the plan does and why
     pod_conditions: tuple[SetPodCondition, ...] = ()  # rule 7, after the status
+    claims: tuple[ClaimWrite, ...] = ()  # rule 8: the DRA claims its binds use, written before them
 
 
 @dataclass(frozen=True)
@@ -206,10 +214,37 @@ def plan(
     ]
     evicting = {eviction.pod for eviction in decision.placement.evictions}
     offline_gangs = [gang for eviction in offline if (gang := _offline_gang(eviction, observation, evicting)) is not None]
+    claims_of: dict[PodKey, list[ClaimAllocation]] = {}
+    for allocation in decision.placement.claims:
+        for pod in allocation.reserved_for:
+            claims_of.setdefault(pod, []).append(allocation)
     return Plan(
-        gangs=(*_repair_gangs(observation), *offline_gangs, *(gang for gang in gangs if gang is not None)),
+        gangs=(
+            *_repair_gangs(observation),
+            *offline_gangs,
+            *(_with_claims(gang, claims_of, observation) for gang in gangs if gang is not None),
+        ),
         events=tuple(_rejected_events(observation, budget)),
     )
+
+
+def _with_claims(
+    gang: GangPlan, claims_of: Mapping[PodKey, Sequence[ClaimAllocation]], observation: Observation
+) -> GangPlan:
+    """Rule 8: the DRA claims the gang's binds use, written before them (`controller.dra_claims`);
+    `claims_of`: the placement's claim allocations by the pods reserved with them."""
+    if not gang.binds:
+        return gang
+    binds = [Bind(pod=bind.pod, node=bind.node) for bind in gang.binds]
+    allocations = list({id(a): a for bind in binds for a in claims_of.get(bind.pod, ())}.values())
+    writes = claim_writes(
+        binds,
+        allocations,
+        observation.snapshot,
+        pods=observation.pods,
+        index=observation.claims,
+    )
+    return dataclasses.replace(gang, claims=writes) if writes else gang
 
 
 def offline_plan(observation: Observation, offline: Sequence[OfflineEviction]) -> Plan:

@@ -2,7 +2,8 @@
 
 What envtest (controller-runtime) does, in Python: start etcd and kube-apiserver on free
 127.0.0.1 ports in a temporary directory, with generated service-account keys and a static
-token file, wait for `/readyz`, write kubeconfigs, install the CRDs of `deploy/crds/`, and
+token file, wait for `/readyz`, write kubeconfigs, install the CRDs of `deploy/crds/` and the
+DRA kinds of `deploy/dra-crds/` (resource.k8s.io/v1, which v1.20 does not serve), and
 tear it all down on `stop()`. The test suite, `batchplace demo --live` and the benchmark
 all run against this class, so what they exercise is a real API server — admission,
 optimistic concurrency, watch bookmarks, 409s and 410s — not a fake.
@@ -46,7 +47,7 @@ from types import TracebackType
 
 import yaml
 
-from controller.testing.files import BUILD_SCRIPT, CRDS_DIR, RBAC_FILE
+from controller.testing.files import BUILD_SCRIPT, CRDS_DIR, DRA_CRDS_DIR, RBAC_FILE
 
 __all__ = [
     "ControlPlane",
@@ -109,6 +110,7 @@ class ControlPlane:
         apiserver_binary: Path | None = None,
         etcd_binary: str = "etcd",
         crds_dir: Path | None = CRDS_DIR,
+        dra_crds_dir: Path | None = DRA_CRDS_DIR,
         extra_apiserver_args: Sequence[str] = (),
     ) -> None:
         self._own_workdir = workdir is None
@@ -116,6 +118,7 @@ class ControlPlane:
         self._apiserver_binary = apiserver_binary
         self._etcd_binary = etcd_binary
         self._crds_dir = crds_dir
+        self._dra_crds_dir = dra_crds_dir
         self._extra_args = tuple(extra_apiserver_args)
         self._etcd: subprocess.Popen[bytes] | None = None
         self._apiserver: subprocess.Popen[bytes] | None = None
@@ -177,8 +180,9 @@ class ControlPlane:
             self._start_apiserver(binary, etcd_url)
             self._wait_ready(timeout_s)
             self.write_kubeconfig(self.admin_kubeconfig, token=self.admin_token)
-            if self._crds_dir is not None:
-                self.install_crds(sorted(self._crds_dir.glob("*.yaml")))
+            for crds in (self._crds_dir, self._dra_crds_dir):
+                if crds is not None:
+                    self.install_crds(sorted(crds.glob("*.yaml")))
         except BaseException:
             self.stop()
             raise

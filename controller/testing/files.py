@@ -17,7 +17,7 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-__all__ = ["EXAMPLES_DIR", "DEPLOY_DIR", "CRDS_DIR", "RBAC_FILE", "BUILD_SCRIPT"]
+__all__ = ["EXAMPLES_DIR", "DEPLOY_DIR", "CRDS_DIR", "DRA_CRDS_DIR", "RBAC_FILE", "BUILD_SCRIPT"]
 
 
 def _package_dir() -> Path:
@@ -32,6 +32,9 @@ EXAMPLES_DIR = _package_dir() / "examples"
 DEPLOY_DIR = _package_dir() / "deploy"
 """The manifests a cluster gets (deploy/ in the repository): CRDs and RBAC are shipped."""
 CRDS_DIR = DEPLOY_DIR / "crds"
+DRA_CRDS_DIR = DEPLOY_DIR / "dra-crds"
+"""resource.k8s.io/v1 as CRDs, for the local control plane only: its kube-apiserver (v1.20)
+does not serve DRA, which Kubernetes 1.34+ serves itself."""
 RBAC_FILE = DEPLOY_DIR / "rbac.yaml"
 BUILD_SCRIPT = _package_dir() / "build-kube-apiserver.sh"
 """Builds and caches kube-apiserver when `BATCHPLACE_KUBE_APISERVER` names none."""

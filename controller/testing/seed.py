@@ -1,9 +1,12 @@
 """The seed examples as live objects: what `kubectl apply` and the job controllers would create.
 
 Input: an example file (`examples/*.yaml`: Nodes, Queues, HyperNodes, Pods, vcjobs,
-PyTorchJobs). Output: `SeedObject`s in creation order — cluster-scoped objects first, then
-per vcjob the Job itself, its PodGroup and its pods, per PyTorchJob its PodGroup and its
-pods — for `create_all` to send to an API server.
+PyTorchJobs, DRA objects). Output: `SeedObject`s in creation order — cluster-scoped objects
+first (DeviceClasses and ResourceSlices after the nodes), then ResourceClaimTemplates and
+ResourceClaims, then per vcjob the Job itself, its PodGroup and its pods, per PyTorchJob its
+PodGroup and its pods — for `create_all` to send to an API server. A ResourceClaim given
+with a `status` (allocated already) gets it written after it is created, as the API server
+keeps no status on create.
 
 A vcjob is expanded by `models.loaders` itself (the same expansion `batchplace solve`
 uses): the PodGroup takes the loader's name, queue, minMember and per-task minAvailable,
@@ -37,12 +40,17 @@ from typing import Any
 import yaml
 
 from controller.kinds import (
+    DEVICE_CLASSES,
+    DRA_KINDS,
     HYPERNODES,
     NODES,
     NUMATOPOLOGIES,
     PODS,
     PRIORITY_CLASSES,
     QUEUES,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
     VCJOBS,
     VOLCANO_PODGROUPS,
     XK8S_PODGROUPS,
@@ -65,9 +73,12 @@ _KINDS: dict[tuple[str, str], ResourceKind] = {
     ("topology.volcano.sh/v1alpha1", "HyperNode"): HYPERNODES,
     ("nodeinfo.volcano.sh/v1alpha1", "Numatopology"): NUMATOPOLOGIES,
     ("batch.volcano.sh/v1alpha1", "Job"): VCJOBS,
+    **{(kind.api_version, kind.kind): kind for kind in DRA_KINDS},
 }
 _PYTORCH_JOB = ("kubeflow.org/v1", "PyTorchJob")
-_ORDER = (NODES, NUMATOPOLOGIES, PRIORITY_CLASSES, QUEUES, HYPERNODES)
+_ORDER = (NODES, NUMATOPOLOGIES, PRIORITY_CLASSES, QUEUES, HYPERNODES, DEVICE_CLASSES, RESOURCE_SLICES)
+_CLAIMS_FIRST = (RESOURCE_CLAIM_TEMPLATES, RESOURCE_CLAIMS)
+"""Namespaced objects made before the workloads that name them."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +118,7 @@ def seed_objects(path: Path, *, namespace: str | None, scheduler_name: str = "ba
         else:
             cluster.append(SeedObject(kind, None, body))
     cluster.sort(key=lambda obj: _ORDER.index(obj.kind) if obj.kind in _ORDER else len(_ORDER))
+    workloads.sort(key=lambda obj: obj.kind not in _CLAIMS_FIRST)
     return [*cluster, *workloads]
 
 
@@ -227,9 +239,11 @@ def create_all(client: Any, objects: Iterable[SeedObject]) -> None:
 
     for obj in objects:
         try:
-            client.create(obj.kind, obj.namespace, obj.body)
+            created = client.create(obj.kind, obj.namespace, obj.body)
         except Conflict:
-            pass
+            continue
+        if obj.kind == RESOURCE_CLAIMS and obj.body.get("status"):  # a claim allocated already: its status is its own write
+            client.replace(obj.kind, obj.namespace, obj.name, {**created, "status": obj.body["status"]}, subresource="status")
 
 
 def _clean(document: JsonObject) -> JsonObject:

@@ -1,7 +1,8 @@
 """Fixtures for the controller tests against a real kube-apiserver.
 
 One control plane (etcd + kube-apiserver v1.20.2, `controller.testing.ControlPlane`) per
-test session, with the CRDs of `deploy/crds/` and the RBAC of `deploy/rbac.yaml` applied:
+test session, with the CRDs of `deploy/crds/`, the DRA kinds of `deploy/dra-crds/` (resource.k8s.io/v1,
+which v1.20 does not serve) and the RBAC of `deploy/rbac.yaml` applied:
 every controller a test starts runs as batchplace's ServiceAccount user with exactly the
 ClusterRole's verbs. Each test gets a fresh namespace, and whatever it left cluster-wide
 (nodes, queues, HyperNodes, priority classes) is deleted after it.
@@ -22,7 +23,18 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from controller.kinds import HYPERNODES, NODES, NUMATOPOLOGIES, PODS, PRIORITY_CLASSES, QUEUES
+from controller.kinds import (
+    DEVICE_CLASSES,
+    HYPERNODES,
+    NODES,
+    NUMATOPOLOGIES,
+    PODS,
+    PRIORITY_CLASSES,
+    QUEUES,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+)
 from controller.kube import KubeClient
 from controller.loop import Controller, ControllerConfig
 from controller.testing.control_plane import REPO_ROOT, ControlPlane
@@ -69,7 +81,10 @@ def namespace(control_plane: ControlPlane, admin: KubeClient, core: k8s.CoreV1Ap
     yield name
     for pod in admin.list(PODS, namespace=name).items:
         _quietly(lambda: admin.delete(PODS, name, pod["metadata"]["name"], grace_period_s=0))
-    for kind in (NODES, QUEUES, HYPERNODES, NUMATOPOLOGIES):
+    for kind in (RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES):
+        for obj in admin.list(kind, namespace=name).items:
+            _quietly(lambda: admin.delete(kind, name, obj["metadata"]["name"]))
+    for kind in (NODES, QUEUES, HYPERNODES, NUMATOPOLOGIES, DEVICE_CLASSES, RESOURCE_SLICES):
         for obj in admin.list(kind).items:
             _quietly(lambda: admin.delete(kind, None, obj["metadata"]["name"]))
     for obj in admin.list(PRIORITY_CLASSES).items:
@@ -88,6 +103,14 @@ def _quietly(call: Callable[[], object]) -> None:
 def controller_kubeconfig(control_plane: ControlPlane, tmp_path: Path) -> Path:
     """Batchplace's ServiceAccount user: only what deploy/rbac.yaml grants."""
     return control_plane.write_kubeconfig(tmp_path / "controller.kubeconfig", token=control_plane.controller_token)
+
+
+@pytest.fixture
+def controller_client(controller_kubeconfig: Path) -> Iterator[KubeClient]:
+    """The edge client as batchplace's ServiceAccount, for tests that run a cycle's stages by hand."""
+    client = KubeClient.from_kubeconfig(controller_kubeconfig)
+    yield client
+    client.close()
 
 
 StartController = Callable[..., Controller]

@@ -36,6 +36,7 @@ print(json.dumps({
     "examples": sorted(p.name for p in files.EXAMPLES_DIR.glob("*.yaml")),
     "fleet_examples": sorted(p.name for p in (files.EXAMPLES_DIR / "multicluster").glob("*.yaml")),
     "crds": sorted(p.name for p in files.CRDS_DIR.glob("*.yaml")),
+    "dra_crds": sorted(p.name for p in files.DRA_CRDS_DIR.glob("*.yaml")),
     "rbac": files.RBAC_FILE.is_file(),
     "fleet_rbac": sorted(p.name for p in (files.DEPLOY_DIR / "multicluster").glob("*.yaml")),
     "build_script": files.BUILD_SCRIPT.is_file(),
@@ -95,6 +96,7 @@ def assert_runs_from_the_venv(probe: dict[str, object], venv: Path) -> None:
     assert probe["examples"] == sorted(p.name for p in (REPO_ROOT / "examples").glob("*.yaml"))
     assert probe["fleet_examples"] == sorted(p.name for p in (REPO_ROOT / "examples" / "multicluster").glob("*.yaml"))
     assert probe["crds"] == sorted(p.name for p in (REPO_ROOT / "deploy" / "crds").glob("*.yaml"))
+    assert probe["dra_crds"] == sorted(p.name for p in (REPO_ROOT / "deploy" / "dra-crds").glob("*.yaml"))
     assert probe["fleet_rbac"] == sorted(p.name for p in (REPO_ROOT / "deploy" / "multicluster").glob("*.yaml"))
     assert probe["rbac"] is True and probe["build_script"] is True
 
