@@ -375,7 +375,17 @@ def _live_manifests(files: list[Path]) -> None:
     if any(str(path) == "-" for path in files):
         print_error("-: --live reads files (standard input is for solve)")
         raise typer.Exit(EXIT_INPUT_ERROR)
-    _load(files, None)
+    loaded = _load(files, None)
+    claimed = [pod.key for pod in loaded.snapshot.pods if pod.resource_claims]
+    if claimed:
+        # The local API server is v1.20: it drops a pod's spec.resourceClaims, so the pods
+        # would be placed without their devices — refused rather than shown wrong.
+        print_error(
+            f"{files[0]}: pod {claimed[0]} names DRA resource claims, which the local API server of --live "
+            "(Kubernetes 1.20) drops from pods; place the file with `batchplace solve`, or run the controller "
+            "against a 1.34+ cluster (docs/dra.md)"
+        )
+        raise typer.Exit(EXIT_INPUT_ERROR)
     paths = [Path(path) for file in files for path in manifest_files(file)]
     from batchplace.live_demo import run_live_manifests  # imported here: it needs the Kubernetes client
 

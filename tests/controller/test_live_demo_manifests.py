@@ -110,3 +110,12 @@ def test_a_kube_apiserver_that_is_not_there_is_one_line_and_exit_2(tmp_path: Pat
     assert result.exit_code == 2, result.output
     assert f"error: --live: BATCHPLACE_KUBE_APISERVER={missing}: not an executable file" in result.output
     assert "Traceback" not in result.output
+
+
+def test_manifests_with_dra_claims_are_refused_before_any_server_starts() -> None:
+    """The local API server (1.20) drops pods' spec.resourceClaims: the pods would be placed
+    without their devices, so --live says so instead of showing a wrong placement."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "dra-gpus.yaml"
+    result = runner.invoke(app, ["demo", "--live", str(example)], env={"BATCHPLACE_KUBE_APISERVER": "/nonexistent"})
+    assert result.exit_code == 2, result.output
+    assert "names DRA resource claims" in result.output and "batchplace solve" in result.output
