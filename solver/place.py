@@ -206,11 +206,14 @@ estimates")."""
 DRA_SECONDS_PER_DEVICE = 2.5e-5
 DRA_SECONDS_PER_CLAIM_POD = 1.2e-4
 DRA_AFTER_SECONDS_PER_CLAIM_POD = 1.5e-4
+DRA_MODEL_SECONDS_PER_CLAIM_POD = 1.1e-3
 """Rule `dra`'s work, for the deterministic budget: per DRA device (which nodes reach it, its
 class, its node's signature) and per pod naming claims (its claims resolved, greedy's
-allocation as it binds) before CP-SAT; per pending pod naming claims after it (CP-SAT's
-placement allocated, the reasons' state). Set from CPU times measured at 1,000 nodes × 8
-devices and 1,000 pending pods (docs/results.md, "DRA devices")."""
+allocation as it binds) before CP-SAT; per pending pod naming claims, CP-SAT's node
+patterns asking the allocator (`solver.cpsat.dra`), before its search; per pending pod
+naming claims after it (CP-SAT's placement allocated, the reasons' state). Set from CPU
+times measured at 1,000 nodes × 8 devices and 1,000 pending pods (docs/results.md, "DRA
+devices")."""
 SAFETY_NET_FACTOR = 10.0
 """With `deterministic`, the wall-clock limit of the call (`SolveConfig.safety_net_s`), in
 time limits: the deterministic budget is meant to end near `time_limit_s` on an idle core
@@ -265,6 +268,7 @@ class _Budget:
             greedy_estimate = GREEDY_SECONDS_PER_ITEM * items + GREEDY_SECONDS_PER_POD_NODE * pending * len(snapshot.nodes)
             devices = sum(len(resource_slice.devices) for resource_slice in snapshot.dra.resource_slices) if claim_pods else 0
             greedy_estimate += DRA_SECONDS_PER_DEVICE * devices + DRA_SECONDS_PER_CLAIM_POD * len(claim_pods)
+            greedy_estimate += DRA_MODEL_SECONDS_PER_CLAIM_POD * pending_claim_pods
             search_s = config.time_limit_s - greedy_estimate - reserve_s - (lp_s if lp_reserved else 0.0)
         return _Budget(items, slowness, reserve_s, lp_s, lp_reserved, _call_deadline(config, started), search_s)
 
@@ -372,7 +376,9 @@ def _decide(
         log.info("cpsat: returning the greedy placement (%s)", why, extra={"fallback_cause": cause})
         checked = _checked_greedy(snapshot, greedy)
         objective = bound = None
-        if budget.lp_fits(config, after_s=budget.reserve_s):
+        # No time for CP-SAT is no time for the LP bound either: the estimates already
+        # spent the limit (a 1,000-node DRA cycle at 1 s: greedy's allocation leaves none).
+        if cause != "no_time" and budget.lp_fits(config, after_s=budget.reserve_s):
             objective = score(snapshot, checked.placement).throughput
             bound = _relaxed_bound(snapshot, problem, deadline)
         decision = _decision(snapshot, checked.placement, "greedy", "FALLBACK", started, greedy_reasons, objective, bound=bound)

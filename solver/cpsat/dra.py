@@ -49,10 +49,17 @@ def multiset_fits(build: BuildContext, shape_rows: Mapping[int, int]) -> dict[in
     if not asks:
         return None
     state = inventory.initial_state()
-    return {
-        node_class: _fit(snapshot, problem.node_names[representative], state, inventory, asks)
-        for node_class, representative in enumerate(problem.node_class_representative)
-    }
+    # Nodes alike in their devices (rule `dra`'s node signature) answer alike: one check each,
+    # whatever else splits their classes.
+    by_signature: dict[object, MultisetFit] = {}
+    fits: dict[int, MultisetFit] = {}
+    for node_class, representative in enumerate(problem.node_class_representative):
+        node = problem.node_names[representative]
+        signature = dra.node_signature(snapshot, node)
+        if signature not in by_signature:
+            by_signature[signature] = _fit(snapshot, node, state, inventory, asks)
+        fits[node_class] = by_signature[signature]
+    return fits
 
 
 def _fit(
@@ -65,7 +72,7 @@ def _fit(
     answers: dict[tuple[tuple[int, int], ...], int | None] = {}
 
     def fits(counts: Mapping[int, int]) -> int | None:
-        key = tuple(sorted((shape, pods) for shape, pods in counts.items() if pods and shape in asks))
+        key = tuple(sorted(item for item in counts.items() if item[1] and item[0] in asks))
         if key not in answers:
             if not key:
                 answers[key] = dra.stranded_devices(snapshot, node, state.taken) * GPU_MILLI_PER_DEVICE

@@ -103,6 +103,7 @@ __all__ = [
     "shortfall_on",
     "why_not",
     "counted_alone",
+    "node_signature",
     "example_pod",
     "domains",
     "stranded_devices",
@@ -801,6 +802,13 @@ def _claims_signature(snapshot: Snapshot, pod: Pod) -> object:
         (claim.ident if claim.shared or claim.allocated is not None else None, claim.template, claim.spec)
         for claim in pod_claims(snapshot, pod)
     )
+
+
+def node_signature(snapshot: Snapshot, node: NodeName) -> object:
+    """What decides whether claims fit `node` at the snapshot (`_node_signature`): nodes with
+    equal signatures answer every allocation question alike."""
+    inv = inventory(snapshot)
+    return _node_signature(inv, memoized(snapshot, ("dra_snapshot_state",), inv.initial_state), node)
 
 
 def _node_signature(inv: Inventory, state: DeviceState, node: NodeName) -> object:
