@@ -110,7 +110,8 @@ def bench(
         typer.Option(
             help=f"Synthetic family: {', '.join(FAMILIES)}. standard: 25-75 % of GPUs running, gangs of 1-64 GPUs "
             "in 4 queues. tight: holes cut for a planted packing, ~95 % of free GPUs asked, in the order that "
-            "makes greedy strand GPUs.",
+            "makes greedy strand GPUs. mixed: 8-GPU, 4-GPU and CPU-only nodes in racks of 12, half the GPUs "
+            "running, groups of 1-16 min members of shares, 1/2/4/8-GPU and CPU-only pods.",
         ),
     ] = "standard",
 ) -> None:
@@ -120,6 +121,7 @@ def bench(
 
     standard family: 25-75 % of GPUs run already; pending gangs of 1-64 GPUs in 4 weighted queues, some with hard
     topology. tight family: 1/2/4/8-GPU pods, shares and leaf-bound gangs asking ~95 % of the free GPUs.
+    mixed family: three node kinds in racks of 12, half the GPUs running, groups of 1-16 min members of every shape.
 
     Each engine solves it through place(), checker included, timed by the wall clock.
 
