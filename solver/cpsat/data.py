@@ -299,6 +299,7 @@ def _pattern_sets(
     """Per profile used, its node patterns; `fits` per eligibility class: what the devices
     the profile does not describe allow (DRA claims, `cpsat.dra`)."""
     used_profiles = sorted({p for g in node_groups for p in g.after})
+    cap = build.limits.patterns_per_profile(len(used_profiles))
     sets: dict[int, PatternSet] = {}
     for profile_id in used_profiles:
         profile = build.profiles[profile_id]
@@ -306,11 +307,12 @@ def _pattern_sets(
             profile,
             build.eligible_shapes[profile.eligibility] if profile.considered else [],
             measure=build.ctx.packing,
-            cap=build.limits.max_patterns_per_profile,
+            cap=cap,
             most=pending_by_shape,
             fits=None if fits is None else fits[profile.eligibility],
+            sparse_fill=cap < build.limits.max_patterns_per_profile,
         )
         if pattern_set.restricted:
-            build.restricted.append(f"profile {profile_id}: more than {build.limits.max_patterns_per_profile} patterns")
+            build.restricted.append(f"profile {profile_id}: more than {cap} patterns")
         sets[profile_id] = pattern_set
     return sets
