@@ -2,11 +2,11 @@
 `mixed` family of `batchplace bench`.
 
 `mixed_snapshot(nodes=1_000, pending_pods=1_000, seed=0)` returns a validated `Snapshot`,
-the same for the same arguments. It exists so that a change which slows CP-SAT on inputs
-other than the standard family (`experiments.synthetic`) shows in the bench: the engine
-was tuned on one family, and a rule added later made it miss its own answer at 1,000 ×
-1,000 within 1 s on a cluster like this one while the standard family's numbers stayed
-green (docs/results.md, "A second bench family").
+the same for the same arguments. It exists so that what slows CP-SAT on inputs other than
+the standard family (`experiments.synthetic`) shows in the bench: the engine was tuned on
+that one family, and on a cluster like this one it gave no answer of its own at 1,000 ×
+1,000 within 1 s while the standard family's numbers stayed green (docs/results.md, "A
+second bench family").
 
 What differs from the standard family:
   - Nodes: three kinds — 8-GPU H100 nodes (GPUs 0–3 on NUMA cell 0, 4–7 on cell 1), 4-GPU
