@@ -73,6 +73,8 @@ class PatternSet:
     restricted: bool
     measure: PackingMeasure = field(repr=False)
     fits: MultisetFit | None = field(default=None, repr=False)  # `Walk.fits`, for every pattern of the set
+    walk_cut: bool = False  # the walk stopped at its cap
+    sparse_fill: bool = False  # cut, and its fill patterns sparse (`_kept_fill`)
     _index: dict[tuple[tuple[int, int], ...], Pattern] = field(default_factory=dict, repr=False)
 
     def find(self, counts: tuple[tuple[int, int], ...]) -> Pattern | None:
@@ -224,6 +226,8 @@ def build_pattern_set(
         restricted=walk.cut or walk.pruned,
         measure=measure,
         fits=fits,
+        walk_cut=walk.cut,
+        sparse_fill=walk.cut and sparse_fill,
     )
     for pattern in walk.found:
         result.add(pattern)

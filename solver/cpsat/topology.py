@@ -322,7 +322,7 @@ def topology_sets(build: BuildContext, node_groups, pattern_sets, shapes, tasks,
         return {pair: built[key] for pair, key in keys.items()}
     build.restricted.append("topology atoms: homogeneous patterns only")
     # Past the node pattern budget (`DataLimits.max_patterns`) the fill patterns are sparse here too.
-    sparse = build.limits.patterns_per_profile(len(pattern_sets)) < build.limits.max_patterns_per_profile
+    sparse = any(pattern_set.sparse_fill for pattern_set in pattern_sets.values())
     single: dict[tuple[int, int], list[Pattern]] = {}
     result: dict[tuple[int, str], list[Pattern]] = {}
     for pair, (profile_id, shape_ids) in keys.items():

@@ -26,9 +26,10 @@ class DataLimits:
 
     max_patterns_per_profile: int = 200
     max_patterns: int = 8000
-    """Node patterns walked in all: with more profiles than `max_patterns` /
-    `max_patterns_per_profile`, each profile's walk is cut at its share (at least
-    `MIN_PATTERNS_PER_PROFILE`). Why: the walk stops at its cap on most profiles, so its cost
+    """Node patterns walked in all, shared among the profiles by water-filling
+    (`cpsat.data._pattern_sets`): walks that fit their share keep every pattern, the others
+    are cut at an even share of what is left (at least `MIN_PATTERNS_PER_PROFILE`), their
+    fill patterns sparse. Why: the walk stops at its cap on most profiles, so its cost
     and the model's variables grow with the profile count — on the `mixed` bench family
     (three node kinds, CPU-only pods, scattered running pods: ~200 profiles at 1,000 nodes)
     40,000 patterns whose data step alone outlasted a 1 s limit (docs/results.md, "A second
@@ -51,8 +52,9 @@ class DataLimits:
 
 
     def patterns_per_profile(self, profiles: int) -> int:
-        """Each profile's walk cap when `profiles` profiles share `max_patterns`: e.g. 200 for
-        38 profiles, 40 for 196."""
+        """The even share of `max_patterns` among `profiles` profiles, within
+        [`MIN_PATTERNS_PER_PROFILE`, `max_patterns_per_profile`]: e.g. 200 for 38 profiles,
+        40 for 196."""
         share = self.max_patterns // max(1, profiles)
         return max(MIN_PATTERNS_PER_PROFILE, min(self.max_patterns_per_profile, share))
 

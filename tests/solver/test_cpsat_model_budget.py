@@ -86,3 +86,25 @@ def test_an_atom_holds_no_more_pods_of_a_tracked_shape_than_its_tasks_have_pendi
     bound = {b.pod.split("/")[-1].rsplit("-", 2)[0] for b in result.placement.binds}
     assert bound == {"small", "large", "single"}
     assert sum(snapshot.pod_by_key[b.pod].requests[GPU] for b in result.placement.binds) == 9000
+
+
+def test_profiles_with_few_patterns_leave_their_share_to_one_with_many() -> None:
+    """Water-filling: ten small nodes (one GPU, a few patterns each) and one large node
+    share a budget that an even split would cut the large one at; what the small ones do
+    not use goes to it, so every profile keeps what it has without a budget."""
+    small = [make_node(f"s{i}", cpu=8 + i, memory=64, gpus=1) for i in range(10)]
+    large = make_node("large", cpu=96, memory=512, gpus=8)
+    groups = [
+        make_gang("gpu-jobs", replicas=8, cpu=2, memory=4, gpus=1),
+        make_gang("pairs", replicas=4, cpu=4, memory=8, gpus=2),
+        make_gang("shares", replicas=8, cpu=1, memory=2, gpu_milli=500),
+    ]
+    snapshot = make_snapshot(nodes=[*small, large], groups=groups)
+    unlimited = model_data(snapshot, DataLimits(max_patterns=10**9))
+    patterns = {p: len(s.patterns) for p, s in unlimited.pattern_sets.items()}
+    budget = sum(patterns.values())
+    assert max(patterns.values()) > budget // len(patterns)  # an even share would cut the large node
+    shared = model_data(snapshot, DataLimits(max_patterns=budget))
+    assert {p: [q.counts for q in s.patterns] for p, s in shared.pattern_sets.items()} == {
+        p: [q.counts for q in s.patterns] for p, s in unlimited.pattern_sets.items()
+    }
