@@ -121,7 +121,8 @@ def bench(
 
     standard family: 25-75 % of GPUs run already; pending gangs of 1-64 GPUs in 4 weighted queues, some with hard
     topology. tight family: 1/2/4/8-GPU pods, shares and leaf-bound gangs asking ~95 % of the free GPUs.
-    mixed family: three node kinds in racks of 12, half the GPUs running, groups of 1-16 min members of every shape.
+    mixed family: three node kinds in racks of 12, half the GPUs running, groups of 1-16 min members of all
+    shapes.
 
     Each engine solves it through place(), checker included, timed by the wall clock.
 

@@ -108,13 +108,18 @@ def mixed_snapshot(*, nodes: int, pending_pods: int, seed: int) -> Snapshot:
             "nodes": [_node(name, kind) for name, kind in zip(names, kinds)],
             "hypernodes": _hypernodes(names),
             "queues": [
-                {"name": name, "weight": weight, "capability": None if cap is None else {GPU: int(cap * total_gpu_milli)}}
+                {"name": name, "weight": weight, "capability": _capability(cap, total_gpu_milli)}
                 for name, weight, cap in QUEUES
             ],
             "pod_groups": [*running_groups, *pending_groups],
             "pods": [*running, *pending],
         }
     )
+
+
+def _capability(fraction: float | None, total_gpu_milli: int) -> dict[str, int] | None:
+    """A queue's GPU cap: `fraction` of the cluster's GPU milli; None: not capped."""
+    return None if fraction is None else {GPU: int(fraction * total_gpu_milli)}
 
 
 # ---- the cluster ----
