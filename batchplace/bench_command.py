@@ -110,8 +110,10 @@ def bench(
         typer.Option(
             help=f"Synthetic family: {', '.join(FAMILIES)}. standard: 25-75 % of GPUs running, gangs of 1-64 GPUs "
             "in 4 queues. tight: holes cut for a planted packing, ~95 % of free GPUs asked, in the order that "
-            "makes greedy strand GPUs. dra, dra-nvlink: GPUs as DRA devices (8 per node, two NVLink domains), pods "
-            "asking them through claim templates, some (dra-nvlink: all) on one NVLink domain.",
+            "makes greedy strand GPUs. mixed: 8-GPU, 4-GPU and CPU-only nodes in racks of 12, half the GPUs "
+            "running, groups of 1-16 min members of shares, 1/2/4/8-GPU and CPU-only pods. dra, dra-nvlink: GPUs as "
+            "DRA devices (8 per node, two NVLink domains), pods asking them through claim templates, some "
+            "(dra-nvlink: all) on one NVLink domain.",
         ),
     ] = "standard",
 ) -> None:
@@ -122,6 +124,8 @@ def bench(
     standard family: 25-75 % of GPUs run already; pending gangs of 1-64 GPUs in 4 weighted queues, some with hard
     topology. tight family: 1/2/4/8-GPU pods, shares and leaf-bound gangs asking ~95 % of the free GPUs.
     dra, dra-nvlink families: DRA GPUs in ResourceSlices, claims from templates; reports whole NVLink domains left free.
+    mixed family: three node kinds in racks of 12, half the GPUs running, groups of 1-16 min members of all
+    shapes.
 
     Each engine solves it through place(), checker included, timed by the wall clock.
 

@@ -113,6 +113,9 @@ class SolveConfig:
     lexicographic order; False solves one stage per tier."""
     max_patterns_per_profile: int = 200
     """Node patterns per node profile before the set is cut (a restriction: FEASIBLE)."""
+    max_patterns: int = DataLimits.max_patterns
+    """Node patterns walked over all profiles; with more profiles each is cut at its share
+    and fill patterns are sparse (`solver.cpsat.units.DataLimits.max_patterns`)."""
     max_domains_per_gang: int = 8
     """Candidate domains (hard) or atoms (soft) per topology PodGroup, best fit first."""
     max_options_per_node: int = 16
@@ -169,6 +172,7 @@ class SolveConfig:
             presolve=self.presolve,
             limits=DataLimits(
                 max_patterns_per_profile=self.max_patterns_per_profile,
+                max_patterns=self.max_patterns,
                 max_domains_per_gang=self.max_domains_per_gang,
                 max_options_per_node=self.max_options_per_node,
                 max_topology_patterns=self.max_topology_patterns,

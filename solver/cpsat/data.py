@@ -297,20 +297,40 @@ def _pattern_sets(
     fits: dict[int, MultisetFit] | None,
 ) -> dict[int, PatternSet]:
     """Per profile used, its node patterns; `fits` per eligibility class: what the devices
-    the profile does not describe allow (DRA claims, `cpsat.dra`)."""
+    the profile does not describe allow (DRA claims, `cpsat.dra`).
+
+    The profiles share `DataLimits.max_patterns` by water-filling: every walk first gets an
+    even share; the walks cut at their share are walked again with an even share of what
+    the others left, until none is cut or the share stops growing. So a cluster whose walks
+    fit the budget gets the same patterns as without it, even with hundreds of profiles
+    that each have few (an openb batch: ~900 profiles, ~4,500 patterns in all); only one
+    whose walks together outgrow it is cut, and then with sparse fill patterns."""
+    limits = build.limits
     used_profiles = sorted({p for g in node_groups for p in g.after})
     sets: dict[int, PatternSet] = {}
-    for profile_id in used_profiles:
-        profile = build.profiles[profile_id]
-        pattern_set = build_pattern_set(
-            profile,
-            build.eligible_shapes[profile.eligibility] if profile.considered else [],
-            measure=build.ctx.packing,
-            cap=build.limits.max_patterns_per_profile,
-            most=pending_by_shape,
-            fits=None if fits is None else fits[profile.eligibility],
-        )
+    caps: dict[int, int] = {}
+    cut = used_profiles
+    share = limits.patterns_per_profile(len(used_profiles))
+    while cut:
+        for profile_id in cut:
+            profile = build.profiles[profile_id]
+            caps[profile_id] = share
+            sets[profile_id] = build_pattern_set(
+                profile,
+                build.eligible_shapes[profile.eligibility] if profile.considered else [],
+                measure=build.ctx.packing,
+                cap=share,
+                most=pending_by_shape,
+                fits=None if fits is None else fits[profile.eligibility],
+                sparse_fill=share < limits.max_patterns_per_profile,
+            )
+        cut = [p for p in cut if sets[p].walk_cut and share < limits.max_patterns_per_profile]
+        left = limits.max_patterns - sum(len(s.patterns) for p, s in sets.items() if p not in cut)
+        grown = min(limits.max_patterns_per_profile, left // max(1, len(cut)))
+        if grown <= share:
+            break
+        share = grown
+    for profile_id, pattern_set in sets.items():
         if pattern_set.restricted:
-            build.restricted.append(f"profile {profile_id}: more than {build.limits.max_patterns_per_profile} patterns")
-        sets[profile_id] = pattern_set
+            build.restricted.append(f"profile {profile_id}: more than {caps[profile_id]} patterns")
     return sets

@@ -73,6 +73,8 @@ class PatternSet:
     restricted: bool
     measure: PackingMeasure = field(repr=False)
     fits: MultisetFit | None = field(default=None, repr=False)  # `Walk.fits`, for every pattern of the set
+    walk_cut: bool = False  # the walk stopped at its cap
+    sparse_fill: bool = False  # cut, and its fill patterns sparse (`_kept_fill`)
     _index: dict[tuple[tuple[int, int], ...], Pattern] = field(default_factory=dict, repr=False)
 
     def find(self, counts: tuple[tuple[int, int], ...]) -> Pattern | None:
@@ -192,12 +194,15 @@ def build_pattern_set(
     cap: int,
     most: Mapping[int, int],
     fits: MultisetFit | None = None,
+    sparse_fill: bool = False,
 ) -> PatternSet:
     """The node patterns of `profile` over the untracked `shapes` that fit it alone.
 
     `shapes` are all eligible shapes; topology-tracked ones are kept for
     `topology_patterns` and left out of these patterns. `most[shape]`: pods of that shape
-    there are to place (`Walk.most`); `fits`: a further check of each multiset (`Walk.fits`)."""
+    there are to place (`Walk.most`); `fits`: a further check of each multiset (`Walk.fits`);
+    `sparse_fill`: when the set is cut, the homogeneous patterns of `_add_homogeneous` are
+    thinned (`_kept_fill`)."""
     state, _ = initial_state(profile)
     declared = declared_slots(profile)
     fitting = [s for s in shapes if fits_alone(profile, s, state, declared) and (fits is None or fits({s.index: 1}) is not None)]
@@ -221,19 +226,36 @@ def build_pattern_set(
         restricted=walk.cut or walk.pruned,
         measure=measure,
         fits=fits,
+        walk_cut=walk.cut,
+        sparse_fill=walk.cut and sparse_fill,
     )
     for pattern in walk.found:
         result.add(pattern)
     if walk.cut:
-        _add_homogeneous(result, node_shapes, measure, most=most)
+        _add_homogeneous(result, node_shapes, measure, most=most, sparse=sparse_fill)
     return result
 
 
+SPARSE_FILL_DENSE = 4
+"""With `sparse` fill patterns, every k up to this many pods of a shape is kept; above it
+powers of two and the most that fit (`_kept_fill`)."""
+
+
+def _kept_fill(pods: int) -> bool:
+    """k pods of one shape kept as a sparse fill pattern: 1–4, 8, 16, 32, … (the most that
+    fit is kept besides). Example: a node with room for 24 CPU-only pods keeps k = 1, 2,
+    3, 4, 8, 16, 24 — 7 patterns instead of 24."""
+    return pods <= SPARSE_FILL_DENSE or pods & (pods - 1) == 0
+
+
 def _add_homogeneous(
-    result: PatternSet, shapes: Sequence[Shape], measure: PackingMeasure, *, most: Mapping[int, int]
+    result: PatternSet, shapes: Sequence[Shape], measure: PackingMeasure, *, most: Mapping[int, int], sparse: bool = False
 ) -> None:
     """Every homogeneous pattern (k pods of one shape, k ≤ `most[shape]`), so each shape can
-    still fill a node. Fractional pods are placed best fit (a restriction)."""
+    still fill a node. Fractional pods are placed best fit (a restriction). `sparse`: only
+    the k `_kept_fill` keeps and the largest (a further restriction, for models past
+    `DataLimits.max_patterns`: small pods — CPU-only, 250-milli shares — fit a node 20–30
+    times over, and one pattern per k on every profile was most of such a model)."""
     profile = result.profile
     declared = declared_slots(profile)
     start, _ = initial_state(profile)
@@ -261,8 +283,12 @@ def _add_homogeneous(
                 states = {best: states[best]}
             levels = [*levels, states]
             pods += 1
-            if result.find(((shape.index, pods),)) is None:
+            last = (pods, levels, extra)
+            if (not sparse or _kept_fill(pods)) and result.find(((shape.index, pods),)) is None:
                 result.add(make_pattern(measure, profile, {shape.index: pods}, levels, (shape.index,) * pods, pods * shape.cpu_milli, extra))
+        if sparse and pods and result.find(((shape.index, pods),)) is None:
+            pods, levels, extra = last
+            result.add(make_pattern(measure, profile, {shape.index: pods}, levels, (shape.index,) * pods, pods * shape.cpu_milli, extra))
 
 
 def topology_patterns(
@@ -273,10 +299,12 @@ def topology_patterns(
     measure: PackingMeasure,
     cap: int,
     most: Mapping[int, int],
+    sparse_fill: bool = False,
 ) -> tuple[list[Pattern], bool]:
     """Patterns with at least one pod of a `tracked` shape. `mode`: "mixed" (untracked node
     shapes may share the node: exact) or "homogeneous" (k ≤ `most[shape]` pods of one
-    tracked shape: a restriction). Returns (patterns, restricted)."""
+    tracked shape: a restriction; `sparse_fill`: only the k `_kept_fill` keeps and the
+    largest). Returns (patterns, restricted)."""
     profile = pattern_set.profile
     fitting_ids = {s.index for s in pattern_set.shapes}
     tracked = sorted((s for s in tracked if s.index in fitting_ids), key=shape_rank)
@@ -287,7 +315,7 @@ def topology_patterns(
         fits=pattern_set.fits,
     )
     if mode == "homogeneous":
-        _add_homogeneous(holder, tracked, measure, most=most)
+        _add_homogeneous(holder, tracked, measure, most=most, sparse=sparse_fill)
         return holder.patterns, True
     others = sorted((s for s in pattern_set.shapes if not s.topology), key=shape_rank)
     state, _ = initial_state(profile)

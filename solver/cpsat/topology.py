@@ -292,9 +292,11 @@ def topology_sets(build: BuildContext, node_groups, pattern_sets, shapes, tasks,
     at most as many pods as the tracked tasks of that shape have (`most`: pending pods per
     shape; a restriction)."""
     relevant: dict[str, set[int]] = {}
+    pods_in: dict[tuple[str, int], int] = {}  # (atom, shape) → pending pods of the tasks that may go there
     for task in tasks:
         for atom in units[task.unit].atoms:
             relevant.setdefault(atom, set()).add(task.shape)
+            pods_in[(atom, task.shape)] = pods_in.get((atom, task.shape), 0) + len(task.pending)
     pairs = sorted({(p, g.atom) for g in node_groups if g.atom for p in g.after})
     keys = {pair: (pair[0], frozenset(relevant.get(pair[1], ()))) for pair in pairs}
     usage: dict[tuple[int, frozenset[int]], int] = {}
@@ -319,6 +321,8 @@ def topology_sets(build: BuildContext, node_groups, pattern_sets, shapes, tasks,
             build.restricted.append("topology atoms: mixed patterns cut")
         return {pair: built[key] for pair, key in keys.items()}
     build.restricted.append("topology atoms: homogeneous patterns only")
+    # Past the node pattern budget (`DataLimits.max_patterns`) the fill patterns are sparse here too.
+    sparse = any(pattern_set.sparse_fill for pattern_set in pattern_sets.values())
     single: dict[tuple[int, int], list[Pattern]] = {}
     result: dict[tuple[int, str], list[Pattern]] = {}
     for pair, (profile_id, shape_ids) in keys.items():
@@ -332,7 +336,11 @@ def topology_sets(build: BuildContext, node_groups, pattern_sets, shapes, tasks,
                     measure=build.ctx.packing,
                     cap=build.limits.max_patterns_per_profile,
                     most=most,
+                    sparse_fill=sparse,
                 )
-            patterns.extend(single[(profile_id, shape_id)])
+            # k pods of the shape on a node of this atom: never more than the tasks that may
+            # go to the atom have pending (exact; the variables of larger k could never be used).
+            limit = pods_in[(pair[1], shape_id)]
+            patterns.extend(p for p in single[(profile_id, shape_id)] if p.counts[0][1] <= limit)
         result[pair] = patterns
     return result

@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 
 from models.snapshot import PodGroup
 
-__all__ = ["DataLimits", "UnitTask", "Unit"]
+__all__ = ["DataLimits", "UnitTask", "Unit", "MIN_PATTERNS_PER_PROFILE"]
+
+MIN_PATTERNS_PER_PROFILE = 8
+"""The least a profile's walk is cut at under `DataLimits.max_patterns`."""
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,15 @@ class DataLimits:
     """The caps that keep the model within budget; past each, a sound restriction."""
 
     max_patterns_per_profile: int = 200
+    max_patterns: int = 8000
+    """Node patterns walked in all, shared among the profiles by water-filling
+    (`cpsat.data._pattern_sets`): walks that fit their share keep every pattern, the others
+    are cut at an even share of what is left (at least `MIN_PATTERNS_PER_PROFILE`), their
+    fill patterns sparse. Why: the walk stops at its cap on most profiles, so its cost
+    and the model's variables grow with the profile count — on the `mixed` bench family
+    (three node kinds, CPU-only pods, scattered running pods: ~200 profiles at 1,000 nodes)
+    40,000 patterns whose data step alone outlasted a 1 s limit (docs/results.md, "A second
+    bench family"). The standard family's 1,000-node snapshots (~40 profiles) stay under it."""
     max_domains_per_gang: int = 8
     max_options_per_node: int = 16
     max_topology_patterns: int = 2000
@@ -37,6 +49,14 @@ class DataLimits:
     more GPU allocated at 130 % and the faster each batch, from 16 per pod down to 1: a
     batch's optimum over every node spends the tight spots a later batch needs (measured:
     docs/results.md, "A tighter neighbourhood")."""
+
+
+    def patterns_per_profile(self, profiles: int) -> int:
+        """The even share of `max_patterns` among `profiles` profiles, within
+        [`MIN_PATTERNS_PER_PROFILE`, `max_patterns_per_profile`]: e.g. 200 for 38 profiles,
+        40 for 196."""
+        share = self.max_patterns // max(1, profiles)
+        return max(MIN_PATTERNS_PER_PROFILE, min(self.max_patterns_per_profile, share))
 
 
 @dataclass
