@@ -657,6 +657,9 @@ def _dra_targets(summaries: Sequence[BenchSummary], family: FamilyName) -> tuple
                     met=(more and no_fewer and s.errors == 0) if judged else None,
                 )
             )
+    return tuple(checks)
+
+
 def _mixed_targets(summaries: Sequence[BenchSummary]) -> tuple[TargetCheck, ...]:
     """`mixed` at 1,000 × 1,000: CP-SAT's own answer on every snapshot (greedy answering —
     FALLBACK — misses it: the question is whether the optimizer answers on shapes it was
