@@ -46,7 +46,8 @@ def print_warning(message: str) -> None:
 
 
 def format_resources(resources: dict[str, int]) -> str:
-    """`{"cpu": 2500, "memory": 1073741824, "gpu": 8000}` → `"2.5 cpu, 1Gi, 8 gpu"`."""
+    """`{"cpu": 2500, "memory": 1073741824, "gpu": 8000}` → `"2.5 cpu, 1Gi, 8 gpu"`; a DRA device
+    class by its count: `{"gpu.nvidia.com": 16}` → `"16 gpu.nvidia.com"`."""
     parts = []
     if resources.get(CPU):
         parts.append(f"{format_milli(resources[CPU])} cpu")
@@ -54,6 +55,8 @@ def format_resources(resources: dict[str, int]) -> str:
         parts.append(format_bytes(resources[MEMORY]))
     if resources.get(GPU):
         parts.append(f"{format_milli(resources[GPU])} gpu")
+    # DRA device classes (a queue's share of devices, `QueueShare`): a count each
+    parts += [f"{amount} {name}" for name, amount in resources.items() if name not in (CPU, MEMORY, GPU) and amount]
     return ", ".join(parts) or "-"
 
 

@@ -134,7 +134,7 @@ class QueueShare(_Frozen):
     name: QueueName = Field(description="the queue")
     allocated: dict[str, int] = Field(
         description="what its pods hold after this cycle, per resource in base units: cpu millicores, memory bytes, "
-        "gpu milli-GPU (1000 = one device)"
+        "gpu milli-GPU (1000 = one device); and devices per DRA device class its pods' claims ask, when some do"
     )
     deserved: dict[str, int] = Field(
         description="its fair share by weight, as Volcano's proportion plugin deals it (at most its capability and "

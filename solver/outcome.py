@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from models.placement import Decision, Eviction, Placement, PodGroupOutcome, QueueShare, SolveStatus
 from models.snapshot import CPU, GPU, MEMORY, PodGroup, PodGroupKey, QueueName, Snapshot, is_fractional_gpu
 from solver import reasons as reason_text
-from solver.rules import colocation, gated, reservation, usage
+from solver.rules import colocation, dra, gated, reservation, usage
 from solver.rules.gang import gang_requirement, is_met
 from solver.shares import add_resources, deserved_shares
 
@@ -252,11 +252,13 @@ def build_decision(
         )
     allocated = allocated_after(snapshot, placement)
     deserved = deserved_shares(snapshot)
+    # DRA device classes are dealt to queues as resources are (rule `dra`): reported beside them.
+    reported = (*REPORTED_RESOURCES, *(column.name for column in dra.columns(snapshot)))
     queues = tuple(
         QueueShare(
             name=queue.name,
-            allocated={name: allocated[queue.name].get(name, 0) for name in REPORTED_RESOURCES},
-            deserved={name: deserved.get(queue.name, {}).get(name, 0) for name in REPORTED_RESOURCES},
+            allocated={name: allocated[queue.name].get(name, 0) for name in reported},
+            deserved={name: deserved.get(queue.name, {}).get(name, 0) for name in reported},
         )
         for queue in sorted(snapshot.queues, key=lambda q: q.name)
     )

@@ -278,3 +278,20 @@ def test_allocating_a_placement_leaves_out_the_binds_whose_claims_find_no_device
     assert len(placement.binds) == 2 and list(dropped) == ["default/g2-0"]
     assert dropped["default/g2-0"].why == f"no 2 free devices share {DOMAIN}"  # 1 + 1 left
     assert check_placement(snapshot, placement) == ()
+
+
+def test_each_queue_share_lists_the_devices_of_each_class_its_pods_hold() -> None:
+    snapshot = cluster(
+        queue("q", "gpu.nvidia.com: 6"),
+        template("t4", 4),
+        allocated_claim("r-gpus", "n1", [0, 1], owner="r"),
+        group("run", 1, queue_name="q"),
+        pod("r", "run", template_name="t4", node_name="n1"),
+        group("a", 1, queue_name="q"),
+        pod("a-0", "a", template_name="t4"),
+        nodes=2,
+    )
+    decision = solve(snapshot, "greedy")
+    share = {queue.name: queue for queue in decision.queues}["q"]
+    assert share.allocated["gpu.nvidia.com"] == 6  # the running claim's 2 and the bound pod's 4
+    assert set(share.deserved) >= {"cpu", "memory", "gpu", "gpu.nvidia.com"}
