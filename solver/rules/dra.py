@@ -682,6 +682,8 @@ def node_filter(snapshot: Snapshot) -> NodeFilter | None:
     """Tasks whose pods name claims go only where the claims can be allocated on the devices
     free at the snapshot (module docstring); None when no pending pod names a claim the
     columns do not decide alone (`counted_alone`)."""
+    if not has_claims(snapshot):
+        return None
     pending = _pending_by_task(snapshot)
     if all(counted_alone(snapshot, pod) for pods in pending.values() for pod in pods):
         return None
