@@ -263,6 +263,10 @@ class DraObjects(_Frozen):
         return {claim.key: claim for claim in self.resource_claims}
 
     @cached_property
+    def template_by_key(self) -> dict[str, ResourceClaimTemplate]:
+        return {template.key: template for template in self.resource_claim_templates}
+
+    @cached_property
     def claim_made_for(self) -> dict[tuple[str, str, str | None], ResourceClaim]:
         """Claims a template made for a pod, by (namespace, pod name, the pod's claim entry)."""
         return {
@@ -295,13 +299,13 @@ def counted_devices(slices: Iterable[ResourceSlice], claims: Iterable[ResourceCl
     being replaced, an incomplete newest one is still being written. A device named by a
     claim's allocation (not admin access) is `taken_by` that claim."""
     current, incomplete = current_slices(slices)
-    holders = _holders(claims)
+    held_by = holders(claims)
     devices = [
         CountedDevice.model_construct(  # every field is of its type already
             device=device,
             slice_name=resource_slice.name,
             pool=resource_slice.pool.name,
-            taken_by=holders.get((resource_slice.driver, resource_slice.pool.name, device.name)),
+            taken_by=held_by.get((resource_slice.driver, resource_slice.pool.name, device.name)),
         )
         for resource_slice in current
         for device in resource_slice.devices
@@ -329,10 +333,6 @@ def current_slices(slices: Iterable[ResourceSlice]) -> tuple[list[ResourceSlice]
 
 def holders(claims: Iterable[ResourceClaim]) -> Mapping[tuple[str, str, str], str]:
     """(driver, pool, device) → the claim whose allocation takes it (admin access takes none)."""
-    return _holders(claims)
-
-
-def _holders(claims: Iterable[ResourceClaim]) -> Mapping[tuple[str, str, str], str]:
     return {
         (result.driver, result.pool, result.device): claim.key
         for claim in claims

@@ -44,7 +44,6 @@ __all__ = [
     "Allocation",
     "Shortfall",
     "allocate",
-    "counter_budget",
 ]
 
 STEP_BUDGET = 20_000
@@ -123,18 +122,12 @@ class DeviceState:
         for counter, amount in candidate.draws:
             self.counters_left[counter] = self.counters_left.get(counter, 0) - sign * amount
 
-    def copy(self) -> DeviceState:
-        return DeviceState(set(self.taken), dict(self.counters_left))
-
 
 @dataclass(frozen=True)
 class Allocation:
     """Per claim (in the order asked): its devices, in request order."""
 
     claims: tuple[tuple[tuple[Candidate, str, bool], ...], ...]  # (device, request name, admin access)
-
-    def results(self, claim: int) -> tuple[DeviceResult, ...]:
-        return tuple(candidate.result(request, admin) for candidate, request, admin in self.claims[claim])
 
     def taking(self) -> list[Candidate]:
         """The devices this allocation takes from others (admin access takes none)."""
@@ -365,11 +358,3 @@ def _fragment_key(free: Sequence[Candidate], state: DeviceState, attributes: Seq
 
     return key
 
-
-def counter_budget(shared: Mapping[CounterKey, int], holders: Sequence[Candidate]) -> dict[CounterKey, int]:
-    """Counters left once the devices `holders` (taken by running claims) have drawn theirs."""
-    left = dict(shared)
-    for device in holders:
-        for counter, amount in device.draws:
-            left[counter] = left.get(counter, 0) - amount
-    return left

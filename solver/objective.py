@@ -145,7 +145,7 @@ from models.typical_shapes import TypicalShape
 from solver.after import After, build_after
 from solver.fragmentation import PackingMeasure, packing_measure
 from solver.memo import memoized
-from solver.rules import declared_columns, dra, node_affinity, pod_affinity, topology_spread
+from solver.rules import dra, node_affinity, pod_affinity, topology_spread
 from solver.rules.gang import is_partly_bound
 from solver.rules.topology import hard_tier_limit
 from solver.shares import deserved_shares, queue_requests
@@ -359,7 +359,7 @@ class ObjectiveContext:
             packing=packing_measure(snapshot, typical),
             span_tier=span_tier,
             span_domain=span_domain,
-            devices=frozenset(column.name for column in declared_columns(snapshot) if column.rule == dra.NAME),
+            devices=frozenset(column.name for column in dra.columns(snapshot)),
         )
 
     def eviction_cost(self, pod: Pod) -> int:

@@ -260,7 +260,7 @@ class _Budget:
     def measure(snapshot: Snapshot, config: SolveConfig, started: float, greedy_s: float, greedy_cpu_s: float) -> _Budget:
         items = len(snapshot.nodes) + len(snapshot.pods)
         slowness = 1.0 if config.deterministic else max(1.0, greedy_s / max(greedy_cpu_s, 1e-3))
-        claim_pods = [pod for pod in snapshot.pods if pod.resource_claims]
+        claim_pods = [pod for pod in snapshot.pods if pod.resource_claims] if dra.has_claims(snapshot) else []
         pending_claim_pods = sum(1 for pod in claim_pods if pod.phase == "pending")
         dra_after_s = DRA_AFTER_SECONDS_PER_CLAIM_POD * pending_claim_pods
         reserve_s = SAFETY_SHARE * config.time_limit_s + slowness * (0.05 + AFTER_SECONDS_PER_ITEM * items + dra_after_s)

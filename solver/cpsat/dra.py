@@ -48,7 +48,7 @@ def multiset_fits(build: BuildContext, shape_rows: Mapping[int, int]) -> dict[in
             asks[shape] = (per_pod, shared)
     if not asks:
         return None
-    state = inventory.initial_state()
+    state = dra.snapshot_state(snapshot)
     # Nodes alike in their devices (rule `dra`'s node signature) answer alike: one check each,
     # whatever else splits their classes.
     by_signature: dict[object, MultisetFit] = {}

@@ -73,7 +73,6 @@ from models.snapshot import NodeName, Pod, PodGroup, PodKey, Snapshot, Task
 from solver.after import After
 from solver.columns import Column, NodeFilter, TaskKey
 from solver.dra_allocation import (
-    Allocation,
     Candidate,
     Choice,
     ClaimAsk,
@@ -104,6 +103,7 @@ __all__ = [
     "why_not",
     "counted_alone",
     "node_signature",
+    "snapshot_state",
     "example_pod",
     "domains",
     "stranded_devices",
@@ -154,8 +154,7 @@ def pod_claims(snapshot: Snapshot, pod: Pod) -> tuple[PodClaim, ...]:
 
 def _pod_claims(snapshot: Snapshot, pod: Pod) -> tuple[PodClaim, ...]:
     dra = snapshot.dra
-    templates = {template.key: template for template in dra.resource_claim_templates}
-    made = dra.claim_made_for
+    templates, made = dra.template_by_key, dra.claim_made_for
     result = []
     for entry in pod.resource_claims:
         if entry.resource_claim_name is not None:
@@ -242,7 +241,6 @@ class Inventory:
     holder: Mapping[DeviceKey, str]  # the claim whose allocation holds the device
     fragment_attributes: tuple[str, ...]
     incomplete_drivers: frozenset[str]
-    content: Mapping[DeviceKey, tuple] = field(default_factory=dict)  # per device, what `_node_signature` compares
 
     def initial_state(self) -> DeviceState:
         state = DeviceState(counters_left=dict(self.counters))
@@ -257,12 +255,22 @@ def inventory(snapshot: Snapshot) -> Inventory:
     return memoized(snapshot, ("dra_inventory",), lambda: _inventory(snapshot))
 
 
+def snapshot_state(snapshot: Snapshot) -> DeviceState:
+    """The devices and counters the snapshot's claims hold, computed once per snapshot: for
+    questions that change nothing (`shortfall_on`, node signatures, CP-SAT's pattern checks).
+    An engine that allocates takes its own copy (`Allocator`)."""
+    return memoized(snapshot, ("dra_snapshot_state",), inventory(snapshot).initial_state)
+
+
 def keep_derived(snapshot: Snapshot, counted_snapshot: Snapshot) -> None:
     """Hand what rule `dra` derived from `snapshot` to its counted copy (`solver.rules.counted`):
-    the count changes requests and allocatable, not the devices nodes reach nor the claims."""
+    the count changes requests and allocatable, not the devices nodes reach, the claims, nor
+    so the columns (which the objective and the queue shares read of the counted copy)."""
     if snapshot.dra.resource_slices:
         found = inventory(snapshot)
         memoized(counted_snapshot, ("dra_inventory",), lambda: found)
+    declared = columns(snapshot)
+    memoized(counted_snapshot, ("dra_columns",), lambda: declared)
 
 
 def _inventory(snapshot: Snapshot) -> Inventory:
@@ -297,9 +305,7 @@ def _inventory(snapshot: Snapshot) -> Inventory:
             for constraint in spec.constraints
         }
     )
-    whole = _reads_unique(snapshot)
     return Inventory(
-        content={key: _content(candidate, whole) for key, candidate in device.items()},
         candidates={name: tuple(found) for name, found in per_node.items()},
         reaches={name: frozenset(c.key for c in found) for name, found in per_node.items()},
         device=device,
@@ -727,13 +733,11 @@ _NO_DEVICES = ("no devices",)
 
 
 def _node_filter(snapshot: Snapshot) -> NodeFilter:
-    inv = inventory(snapshot)
-    state = memoized(snapshot, ("dra_snapshot_state",), inv.initial_state)
     judged: dict[tuple[object, object], bool] = {}
     representative: dict[object, NodeName] = {}
     node_part: dict[NodeName, object] = {}
     for node in snapshot.nodes:
-        part = _node_signature(inv, state, node.name)
+        part = node_signature(snapshot, node.name)
         representative.setdefault(part, node.name)
         node_part[node.name] = part
     pending = _pending_by_task(snapshot)
@@ -762,8 +766,7 @@ def _node_filter(snapshot: Snapshot) -> NodeFilter:
 def shortfall_on(snapshot: Snapshot, pod: Pod, node: NodeName) -> PodAllocation | Shortfall:
     """Whether `pod`'s claims can be allocated on `node` alone, on what the snapshot leaves
     free (`try_bind` changes no state, so one snapshot state serves every question)."""
-    state = memoized(snapshot, ("dra_snapshot_state",), inventory(snapshot).initial_state)
-    return Allocator(snapshot, state=state).try_bind(pod, node, ordered=False)
+    return Allocator(snapshot, state=snapshot_state(snapshot)).try_bind(pod, node, ordered=False)
 
 
 def example_pod(snapshot: Snapshot, task: TaskKey) -> Pod | None:
@@ -775,6 +778,8 @@ def why_not(snapshot: Snapshot, task: TaskKey, node: NodeName) -> Shortfall | No
     """Why the claims of `task`'s pods cannot be allocated on `node` at the snapshot, with
     the claim named as people see it (`w-0-gpus`: the pod's name and entry, as the claim a
     template makes is named); None when they can, or the task names none."""
+    if not has_claims(snapshot):
+        return None
     first = example_pod(snapshot, task)
     if first is None:
         return None
@@ -807,24 +812,19 @@ def _claims_signature(snapshot: Snapshot, pod: Pod) -> object:
 
 
 def node_signature(snapshot: Snapshot, node: NodeName) -> object:
-    """What decides whether claims fit `node` at the snapshot (`_node_signature`): nodes with
-    equal signatures answer every allocation question alike."""
-    inv = inventory(snapshot)
-    return _node_signature(inv, memoized(snapshot, ("dra_snapshot_state",), inv.initial_state), node)
-
-
-def _node_signature(inv: Inventory, state: DeviceState, node: NodeName) -> object:
-    """What decides whether claims fit `node`, with what tells equivalent nodes apart left
-    out (device and pool names, a device's UUID or index: `_content`): per device its
-    content, the counters left of the sets it draws on, whether it is free. Nodes with equal
-    signatures get one allocator call per task."""
-    found = inv.candidates.get(node)
+    """What decides whether claims fit `node` at the snapshot, with what tells equivalent
+    nodes apart left out (device and pool names, a device's UUID or index: `_content`): per
+    device its content, the counters left of the sets it draws on, whether it is free. Nodes
+    with equal signatures answer every allocation question alike (one allocator call per
+    task, one CP-SAT pattern check)."""
+    found = inventory(snapshot).candidates.get(node)
     if not found:
         return _NO_DEVICES
+    state, content = snapshot_state(snapshot), _contents(snapshot)
     return tuple(
         sorted(
             (
-                inv.content[candidate.key],
+                content[candidate.key],
                 tuple(state.counters_left.get(counter, 0) for counter, _ in candidate.draws),
                 candidate.key in state.taken,
             )
@@ -833,8 +833,18 @@ def _node_signature(inv: Inventory, state: DeviceState, node: NodeName) -> objec
     )
 
 
+def _contents(snapshot: Snapshot) -> Mapping[DeviceKey, tuple]:
+    """`_content` of every device, computed once per snapshot, when signatures are first asked."""
+
+    def compute() -> dict[DeviceKey, tuple]:
+        whole = _reads_unique(snapshot)
+        return {key: _content(candidate, whole) for key, candidate in inventory(snapshot).device.items()}
+
+    return memoized(snapshot, ("dra_contents",), compute)
+
+
 def _content(candidate: Candidate, whole: bool) -> tuple:
-    """A device as `_node_signature` compares it: driver, attributes (all of them when some
+    """A device as `node_signature` compares it: driver, attributes (all of them when some
     selector or constraint names a device-unique one, `whole`), capacity, counter draws by
     set and counter, taint."""
     device = candidate.device
