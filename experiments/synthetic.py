@@ -194,22 +194,31 @@ def _node(name: str) -> dict[str, Any]:
     }
 
 
-def cluster_hypernodes(node_names: list[str]) -> list[dict[str, Any]]:
-    """Leaves of 16 nodes (tier 1), spines of 8 leaves (tier 2), a top (tier 3) over ≥ 2 spines."""
+def cluster_hypernodes(
+    node_names: list[str],
+    *,
+    leaf_nodes: int = LEAF_NODES,
+    spine_leaves: int = SPINE_LEAVES,
+    tier_names: tuple[str, str] = ("leaf", "spine"),
+    top: bool = True,
+) -> list[dict[str, Any]]:
+    """Leaves of 16 nodes (tier 1), spines of 8 leaves (tier 2), a top (tier 3) over ≥ 2
+    spines; other families give their own sizes and names, and may have no top."""
+    leaf_name, spine_name = tier_names
     leaves = [
-        {"name": f"leaf-{i // LEAF_NODES:04d}", "tier": 1, "node_members": node_names[i : i + LEAF_NODES]}
-        for i in range(0, len(node_names), LEAF_NODES)
+        {"name": f"{leaf_name}-{i // leaf_nodes:04d}", "tier": 1, "node_members": node_names[i : i + leaf_nodes]}
+        for i in range(0, len(node_names), leaf_nodes)
     ]
     spines = [
         {
-            "name": f"spine-{i // SPINE_LEAVES:03d}",
+            "name": f"{spine_name}-{i // spine_leaves:03d}",
             "tier": 2,
-            "hypernode_members": [leaf["name"] for leaf in leaves[i : i + SPINE_LEAVES]],
+            "hypernode_members": [leaf["name"] for leaf in leaves[i : i + spine_leaves]],
         }
-        for i in range(0, len(leaves), SPINE_LEAVES)
+        for i in range(0, len(leaves), spine_leaves)
     ]
-    top = [{"name": "top", "tier": 3, "hypernode_members": [s["name"] for s in spines]}] if len(spines) > 1 else []
-    return [*leaves, *spines, *top]
+    tops = [{"name": "top", "tier": 3, "hypernode_members": [s["name"] for s in spines]}] if top and len(spines) > 1 else []
+    return [*leaves, *spines, *tops]
 
 
 def training_requests(gpus_per_pod: int) -> dict[str, int]:

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from experiments.synthetic import EPOCH, inference_requests, training_requests
+from experiments.synthetic import EPOCH, cluster_hypernodes, inference_requests, training_requests
 from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, Snapshot
 
 __all__ = [
@@ -106,7 +106,10 @@ def mixed_snapshot(*, nodes: int, pending_pods: int, seed: int) -> Snapshot:
     return Snapshot.model_validate(
         {
             "nodes": [_node(name, kind) for name, kind in zip(names, kinds)],
-            "hypernodes": _hypernodes(names),
+            # Racks of 12 nodes (tier 1) and rows of 4 racks (tier 2); no tier above.
+            "hypernodes": cluster_hypernodes(
+                names, leaf_nodes=LEAF_NODES, spine_leaves=SPINE_LEAVES, tier_names=("rack", "row"), top=False
+            ),
             "queues": [
                 {"name": name, "weight": weight, "capability": _capability(cap, total_gpu_milli)}
                 for name, weight, cap in QUEUES
@@ -148,23 +151,6 @@ def _node(name: str, kind: NodeKind) -> dict[str, Any]:
         node["gpu_model"] = kind.gpu_model
         node["gpus"] = [{"index": i, "numa_cell": cell} for i, cell in enumerate(kind.gpu_numa_cells)]
     return node
-
-
-def _hypernodes(names: list[str]) -> list[dict[str, Any]]:
-    """Leaves of 12 nodes (tier 1) and spines of 4 leaves (tier 2); no tier above."""
-    leaves = [
-        {"name": f"rack-{i // LEAF_NODES:04d}", "tier": 1, "node_members": names[i : i + LEAF_NODES]}
-        for i in range(0, len(names), LEAF_NODES)
-    ]
-    spines = [
-        {
-            "name": f"row-{i // SPINE_LEAVES:03d}",
-            "tier": 2,
-            "hypernode_members": [leaf["name"] for leaf in leaves[i : i + SPINE_LEAVES]],
-        }
-        for i in range(0, len(leaves), SPINE_LEAVES)
-    ]
-    return [*leaves, *spines]
 
 
 def _requests(shape: str, rng: np.random.Generator) -> dict[str, int]:

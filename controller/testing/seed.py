@@ -32,7 +32,7 @@ every pod is created at once; the controller holds dependents back itself.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -259,7 +259,3 @@ def _set_scheduler(pod_spec: JsonObject, scheduler_name: str) -> None:
     if not pod_spec.get("nodeName"):
         pod_spec["schedulerName"] = scheduler_name
 
-
-def example_paths(names: Sequence[str] | None = None) -> list[Path]:
-    paths = sorted(EXAMPLES_DIR.glob("*.yaml"))
-    return [p for p in paths if names is None or p.name in names]
