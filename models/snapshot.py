@@ -504,6 +504,28 @@ class NetworkTopology(_Frozen):
     )
 
 
+class SubGroup(_Frozen):
+    """A gang inside a PodGroup: a data-parallel shard, one serving replica (leader and
+    workers), a prefill or decode role. Its pods (`Pod.sub_group`) start together or not at
+    all (`min_member` of them, running pods counted) and, under a hard `network_topology`,
+    sit inside one domain of its tier; the PodGroup's own `min_member` and topology hold over
+    all its pods as before (solver.rules.gang, solver.rules.topology).
+
+    Why its own object rather than a PodGroup per shard: the job starts only when enough of
+    its sub-groups start (`PodGroup.min_sub_groups`), and the shards share the job's domain
+    (one spine), so choosing every shard's domain is one decision (Volcano 1.14's
+    `subGroupPolicy`, KAI's SubGroups, the Kubernetes Workload API's pod group replicas)."""
+
+    name: str = Field(min_length=1, description="unique in its PodGroup, e.g. `decode-1` or `shard-0`")
+    policy: str = Field(
+        "",
+        description="the policy or role that made it (Volcano's subGroupPolicy name, a LeaderWorkerSet, a "
+        "JobSet replicated Job); `PodGroup.min_sub_groups` counts started sub-groups per policy",
+    )
+    min_member: NonNegativeInt = Field(0, description="its pods that must run for it to start (0: any one)")
+    network_topology: NetworkTopology | None = None
+
+
 class Task(_Frozen):
     """A pod template inside a PodGroup; all its pods ask for the same."""
 
@@ -575,6 +597,14 @@ class PodGroup(_Frozen):
         "of the tasks' min_available",
     )
     network_topology: NetworkTopology | None = None
+    sub_groups: tuple[SubGroup, ...] = Field(
+        (), description="gangs inside the gang, each with its minimum and topology (`SubGroup`); empty: none"
+    )
+    min_sub_groups: dict[str, NonNegativeInt] = Field(
+        default_factory=dict,
+        description="policy → how many of its sub-groups must start for the PodGroup to start (Volcano's "
+        "`minSubGroups`); a policy not named: none",
+    )
     sla_waiting_s: WaitingS | None = Field(
         None,
         description="`sla-waiting-time`: seconds it may wait pending before nodes are held for it "
@@ -589,6 +619,10 @@ class PodGroup(_Frozen):
     def task_by_name(self) -> dict[str, Task]:
         return {task.name: task for task in self.tasks}
 
+    @cached_property
+    def sub_group_by_name(self) -> dict[str, SubGroup]:
+        return {sub.name: sub for sub in self.sub_groups}
+
     @model_validator(mode="after")
     def _tasks_are_consistent(self) -> "PodGroup":
         names = [task.name for task in self.tasks]
@@ -599,6 +633,13 @@ class PodGroup(_Frozen):
                 if dependency not in names:
                     raise ValueError(f"tasks[{index}] ({task.name}) depends on unknown task {dependency!r}")
         _reject_dependency_cycle(self.tasks)
+        sub_names = [sub.name for sub in self.sub_groups]
+        if len(set(sub_names)) != len(sub_names):
+            raise ValueError(f"sub-group names repeat: {sorted(sub_names)}")
+        policies = {sub.policy for sub in self.sub_groups}
+        for policy in self.min_sub_groups:
+            if policy not in policies:
+                raise ValueError(f"min_sub_groups names policy {policy!r}, which no sub-group has")
         return self
 
 
@@ -626,6 +667,7 @@ class Pod(_Frozen):
     phase: Literal["pending", "running"]
     pod_group: PodGroupKey | None = Field(None, description="None only for running pods of other schedulers")
     task: str | None = None
+    sub_group: str | None = Field(None, description="the `SubGroup` of its PodGroup it belongs to; None: none")
     requests: ResourceList = Field(default_factory=dict)
     node: NodeName | None = Field(None, description="set exactly when running")
     gpu_indices: tuple[Index, ...] = ()
@@ -687,6 +729,8 @@ class Pod(_Frozen):
             raise ValueError("a running pod has no scheduling gates (the API server binds no pod while a gate remains)")
         if len(set(self.scheduling_gates)) != len(self.scheduling_gates):
             raise ValueError(f"scheduling gate names repeat: {list(self.scheduling_gates)}")
+        if self.sub_group is not None and self.pod_group is None:
+            raise ValueError(f"sub_group {self.sub_group!r} needs a pod_group")
         if self.phase == "pending":
             if self.node is not None:
                 raise ValueError("a pending pod has no node")
@@ -832,6 +876,8 @@ class Snapshot(_Frozen):
                 task = group.task_by_name.get(pod.task or "")
                 if task is None:
                     raise ValueError(f"pod {pod.key} names unknown task {pod.task!r} of {group.key}")
+                if pod.sub_group is not None and pod.sub_group not in group.sub_group_by_name:
+                    raise ValueError(f"pod {pod.key} names unknown sub-group {pod.sub_group!r} of {group.key}")
                 if pod.phase == "pending" and pod.requests != task.requests:
                     raise ValueError(
                         f"pending pod {pod.key} requests {pod.requests} but its task {task.name!r} "

@@ -158,6 +158,19 @@ class After:
         kept, bound = self.group_kept.get(group, {}), self.group_bound.get(group, {})
         return {task: kept.get(task, 0) + bound.get(task, 0) for task in {*kept, *bound}}
 
+    def sub_group_counts(self, group: PodGroupKey) -> tuple[dict[str, int], dict[str, int]]:
+        """(kept running, bound) pods of `group` per sub-group that has any; pods in no
+        sub-group are not counted."""
+        kept: dict[str, int] = {}
+        bound: dict[str, int] = {}
+        for pod in self.kept_of(group):
+            if pod.sub_group is not None:
+                kept[pod.sub_group] = kept.get(pod.sub_group, 0) + 1
+        for bind in self.bound_of(group):
+            if bind.pod.sub_group is not None:
+                bound[bind.pod.sub_group] = bound.get(bind.pod.sub_group, 0) + 1
+        return kept, bound
+
     def kept_count(self, group: PodGroupKey) -> int:
         return sum(self.group_kept.get(group, {}).values())
 

@@ -349,6 +349,43 @@ def make_gang(
     return Gang(group=group, pods=tuple(pods))
 
 
+def with_sub_groups(
+    gang: Gang,
+    size: int,
+    *,
+    tier: int | None = None,
+    policy: str = "shard",
+    min_sub_groups: int | None = None,
+    minimum: int | None = None,
+) -> Gang:
+    """`gang` with its pods, in order, cut into sub-groups of `size` (`<name>-0`, `<name>-1`,
+    …; the last may be smaller), each of minimum `minimum` (default `size`), of `policy`,
+    each inside one domain of tier `tier` when given (hard); `min_sub_groups` of them must
+    start. Example: a 4-pod gang, size 2 → job-0 {pods 0, 1}, job-1 {pods 2, 3}."""
+    count = -(-len(gang.pods) // size)
+    name = gang.group.name
+    subs = [
+        {
+            "name": f"{name}-{i}",
+            "policy": policy,
+            "min_member": size if minimum is None else minimum,
+            "network_topology": None if tier is None else {"mode": "hard", "highest_tier_allowed": tier},
+        }
+        for i in range(count)
+    ]
+    group = PodGroup.model_validate(
+        {
+            **gang.group.model_dump(),
+            "sub_groups": subs,
+            "min_sub_groups": {} if min_sub_groups is None else {policy: min_sub_groups},
+        }
+    )
+    pods = tuple(
+        pod.model_copy(update={"sub_group": f"{name}-{i // size}"}) for i, pod in enumerate(gang.pods)
+    )
+    return Gang(group=group, pods=pods)
+
+
 def gated(gang: Gang, *gates: str, pods: int = 1) -> Gang:
     """`gang` with its first `pods` pending pods held by scheduling gates `gates`:
     `gated(job, "example.com/quota-check")`."""

@@ -54,6 +54,22 @@ numpy state — stay in the engines, fed by these):
     takes the room; here greedy serves them first and the objective weighs their pods one
     priority step up (`solver.objective`, throughput).
 
+Sub-groups (`SubGroup`, gangs inside the gang) add three parts, each counted with the
+sub-group's running pods:
+  - a sub-group starts whole or not at all: one that receives a bind ends with at least its
+    `min_member` pods (at least one when 0) — `sub_group_shortfall`;
+  - the PodGroup starts only when, besides its own min_member (pods of every sub-group and
+    of none), each policy has at least `min_sub_groups[policy]` sub-groups started
+    (`started_sub_groups`, `sub_groups_missing`); a sub-group has started when its kept +
+    bound pods reach its minimum;
+  - a victim sub-group keeps all or enough: none of its running pods, or its minimum
+    (`victim_may_keep` on the sub-group's minimum).
+A pod in no sub-group belongs to the PodGroup alone: it counts toward the PodGroup's
+min_member and its topology, never toward a sub-group's minimum or started count.
+Example: LeaderWorkerSet `llm` of 2 replicas of size 4 → sub-groups llm-0 and llm-1 of
+min 4, min_member 4: the set starts with one whole replica; 4 + 3 bound is a violation
+(llm-1 has 3 < 4).
+
 `check` judges two things, counting kept running + bound pods after the placement:
   - a PodGroup with at least one bind meets `gang_requirement` (min_member and, when they
     apply, each task's min_available). Example: min_member 4, 1 running, 2 bound → 3 < 4;
@@ -67,7 +83,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from models.snapshot import PodGroup, Snapshot
+from models.snapshot import Pod, PodGroup, Snapshot, SubGroup
 from solver.after import After
 from solver.memo import memoized
 from solver.rules.dependency import waiting_tasks
@@ -286,6 +302,92 @@ def least_kept(min_member: int, running: int) -> int:
     return min(min_member, running)
 
 
+def sub_group_minimum(sub: SubGroup) -> int:
+    """The pods a sub-group must have to start: its min_member, at least one. Example:
+    min_member 0 → 1 (any pod starts it); 4 → 4."""
+    return max(1, sub.min_member)
+
+
+def sub_group_shortfall(sub: SubGroup, placed: int) -> int:
+    """Pods a sub-group that has any still lacks for its minimum; 0 when it has none or
+    enough. Example: min 4, 3 placed → 1; 0 placed → 0 (not started is allowed)."""
+    return 0 if placed == 0 else max(0, sub_group_minimum(sub) - placed)
+
+
+def started_sub_groups(group: PodGroup, placed_per_sub_group: Mapping[str, int]) -> dict[str, int]:
+    """Policy → its sub-groups whose pods (running kept + bound) reach their minimum, for
+    every policy of the PodGroup. Example: decode-0 (min 4) 4 placed, decode-1 (min 4) 2,
+    prefill-0 (min 2) 0 → {"decode": 1, "prefill": 0}."""
+    started = {sub.policy: 0 for sub in group.sub_groups}
+    for sub in group.sub_groups:
+        if placed_per_sub_group.get(sub.name, 0) >= sub_group_minimum(sub):
+            started[sub.policy] += 1
+    return started
+
+
+def sub_groups_missing(group: PodGroup, placed_per_sub_group: Mapping[str, int]) -> dict[str, int]:
+    """Policy → sub-groups still to start for `min_sub_groups`, for each policy short of it.
+    Example: min_sub_groups {"decode": 2}, one decode sub-group started → {"decode": 1}."""
+    started = started_sub_groups(group, placed_per_sub_group)
+    return {
+        policy: minimum - started.get(policy, 0)
+        for policy, minimum in sorted(group.min_sub_groups.items())
+        if started.get(policy, 0) < minimum
+    }
+
+
+def sub_groups_met(group: PodGroup, placed_per_sub_group: Mapping[str, int]) -> bool:
+    """Are the PodGroup's sub-group parts met: no sub-group with pods short of its minimum,
+    and each policy's `min_sub_groups` started? True for a PodGroup without sub-groups."""
+    if not group.sub_groups:
+        return True
+    partial = any(sub_group_shortfall(sub, placed_per_sub_group.get(sub.name, 0)) for sub in group.sub_groups)
+    return not partial and not sub_groups_missing(group, placed_per_sub_group)
+
+
+def sub_group_pods(snapshot: Snapshot, group: PodGroup) -> dict[str, tuple[Pod, ...]]:
+    """Sub-group name → its pods (running and pending, snapshot order), every sub-group of
+    `group` a key; pods in no sub-group are left out. Memoized per (snapshot, PodGroup)."""
+
+    def build() -> dict[str, tuple[Pod, ...]]:
+        members: dict[str, list[Pod]] = {sub.name: [] for sub in group.sub_groups}
+        for pod in snapshot.pods_by_group.get(group.key, ()):
+            if pod.sub_group is not None:
+                members[pod.sub_group].append(pod)
+        return {name: tuple(pods) for name, pods in members.items()}
+
+    return memoized(snapshot, ("sub_group_pods", group.key), build)
+
+
+def _sub_group_violations(group: PodGroup, after: After, bound: int, evicted: int) -> list[str]:
+    """Messages for the sub-group parts of `check` (module docstring)."""
+    kept_per, bound_per = after.sub_group_counts(group.key)
+    placed_per = {name: kept_per.get(name, 0) + bound_per.get(name, 0) for name in {*kept_per, *bound_per}}
+    evicted_from = (
+        {e.pod.sub_group for e in after.evicted if e.pod.pod_group == group.key} if evicted else set()
+    )
+    messages = []
+    for sub in group.sub_groups:
+        kept, new = kept_per.get(sub.name, 0), bound_per.get(sub.name, 0)
+        placed = kept + new
+        if new and sub_group_shortfall(sub, placed):
+            messages.append(
+                f"sub-group {sub.name}: {kept} running + {new} bound = {placed} < min_member {sub_group_minimum(sub)}"
+            )
+        elif sub.name in evicted_from and sub_group_shortfall(sub, placed):
+            messages.append(
+                f"victim sub-group {sub.name} is cut below its gang: keeps {kept} running + {new} bound = {placed} "
+                f"< min_member {sub_group_minimum(sub)} (evict all its running pods or keep enough)"
+            )
+    if bound:
+        messages.extend(
+            f"{missing} more sub-group(s) of policy {policy or '(unnamed)'} must start "
+            f"(min_sub_groups {group.min_sub_groups[policy]})"
+            for policy, missing in sub_groups_missing(group, placed_per).items()
+        )
+    return messages
+
+
 def check(snapshot: Snapshot, after: After) -> list[Violation]:
     violations: list[Violation] = []
     for group in snapshot.pod_groups:
@@ -308,6 +410,11 @@ def check(snapshot: Snapshot, after: After) -> list[Violation]:
                 violations.append(
                     Violation(rule=NAME, subject=group.key, message=f"pod group {group.key}: {'; '.join(shortfalls)}")
                 )
+        if group.sub_groups:
+            violations.extend(
+                Violation(rule=NAME, subject=group.key, message=f"pod group {group.key}: {message}")
+                for message in _sub_group_violations(group, after, bound, evicted)
+            )
         if evicted > 0 and not victim_may_keep(requirement, kept, bound):
             violations.append(
                 Violation(
