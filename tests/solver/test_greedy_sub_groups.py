@@ -11,10 +11,12 @@ from models.snapshot import PodGroup
 from solver import reasons
 from tests.builders import (
     Gang,
+    NodeSpec,
     make_gang,
     make_node,
     make_running,
     make_snapshot,
+    make_task,
     solve_checked,
     with_sub_groups,
 )
@@ -159,3 +161,55 @@ def test_a_job_with_no_leaf_for_its_shard_names_it_with_the_jobs_topology() -> N
     decision = solve_checked(make_snapshot(nodes=nodes, groups=[job]), "greedy")
     assert _bound(decision, job) == 0
     assert reasons.sub_group_no_room("job-0", job="job", placed=1, minimum=2, tier=1) in _outcome(decision, job).reasons
+
+
+def _interleaved() -> list[NodeSpec]:
+    """sw-a (a1, a2) and sw-b (b1, b2) under sp, listed across the leaves."""
+    return [_TWO_LEAVES[2], _TWO_LEAVES[0], _TWO_LEAVES[3], _TWO_LEAVES[1]]
+
+
+def test_leader_and_workers_of_a_replica_share_a_leaf_or_wait() -> None:
+    # A LeaderWorkerSet of 2 replicas of size 2 (leader + 1 worker), 8 GPUs a pod, each
+    # replica on one leaf (exclusive-topology), one replica starts the set. sw-a has 3 nodes,
+    # sw-b one: llm-0 takes two nodes of sw-a, llm-1 finds no leaf with two free and waits.
+    job = make_gang(
+        "llm",
+        tasks=[make_task("leader", replicas=2, gpus=8, min_available=0), make_task("worker", replicas=2, gpus=8, min_available=0)],
+        min_member=2,
+    )
+    hard = {"mode": "hard", "highest_tier_allowed": 1}
+    subs = [{"name": f"llm-{i}", "policy": "llm", "min_member": 2, "network_topology": hard} for i in range(2)]
+    group = PodGroup.model_validate({**job.group.model_dump(), "sub_groups": subs})
+    leader0, leader1, worker0, worker1 = job.pods
+    members = {leader0.key: "llm-0", worker0.key: "llm-0", leader1.key: "llm-1", worker1.key: "llm-1"}
+    job = Gang(group=group, pods=tuple(pod.model_copy(update={"sub_group": members[pod.key]}) for pod in job.pods))
+    nodes = [
+        make_node("a1", gpus=8, leaf="sw-a", spine="sp"),
+        make_node("b1", gpus=8, leaf="sw-b", spine="sp"),
+        make_node("a2", gpus=8, leaf="sw-a", spine="sp"),
+        make_node("a3", gpus=8, leaf="sw-a", spine="sp"),
+    ]
+    decision = solve_checked(make_snapshot(nodes=nodes, groups=[job]), "greedy")
+    assert _nodes_of(decision, job, 0, 2) <= {"a1", "a2", "a3"}
+    assert _bound(decision, job) == 2
+
+
+def test_a_soft_shard_prefers_one_leaf() -> None:
+    # Soft tier 1: the shard goes whole into a leaf although pod-by-pod best fit would split it.
+    job = with_sub_groups(make_gang("job", replicas=2, gpus=8, min_member=2), 2)
+    soft = {"mode": "soft", "highest_tier_allowed": 1}
+    group = PodGroup.model_validate(
+        {**job.group.model_dump(), "sub_groups": [{**job.group.sub_groups[0].model_dump(), "network_topology": soft}]}
+    )
+    job = Gang(group=group, pods=job.pods)
+    decision = solve_checked(make_snapshot(nodes=_interleaved(), groups=[job]), "greedy")
+    assert _nodes_of(decision, job, 0, 1) in ({"a1", "a2"}, {"b1", "b2"})
+
+
+def test_a_started_shards_further_pods_stay_in_its_leaf() -> None:
+    # Shard of 3 pods, min 2, one leaf: sw-a holds 2 of them, sw-b (b1) none of its pairs.
+    # The shard starts on sw-a; its third pod stays pending rather than leave the leaf for b1.
+    job = with_sub_groups(make_gang("job", replicas=3, gpus=8, min_member=2), 3, tier=1, minimum=2)
+    decision = solve_checked(make_snapshot(nodes=_TWO_LEAVES[:3], groups=[job]), "greedy")
+    assert _nodes_of(decision, job, 0, 1) == {"a1", "a2"}
+    assert _bound(decision, job) == 2
