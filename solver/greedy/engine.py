@@ -21,6 +21,8 @@ Input: a `Snapshot` (and optionally its `Problem`, if the caller built one). Out
 
 Hard topology: the gang goes whole into the first candidate domain (`greedy.topology`)
 where its transaction succeeds; soft topology prefers such a domain, then the cluster.
+A PodGroup with sub-groups (gangs inside the gang) fills that transaction sub-group by
+sub-group, each whole inside one domain of its own tier (`greedy.sub_groups`).
 
 Pod affinity, anti-affinity and topology spread (`greedy.interpod`) are filtered pod by pod
 as kube-scheduler does, against the pods running and bound so far, and their preferred
