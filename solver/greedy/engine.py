@@ -394,6 +394,7 @@ class GreedyEngine:
 
     def _attempt(self, plan: GroupPlan, *, action: str | None, commit: bool) -> bool:
         counts = self.minimum_counts(plan)
+        plan.sub_group_reasons = []  # this try's, said with the job's topology reason when no domain holds it
         for task in plan.tasks:
             if counts[task.row] and not self.problem.eligible_nodes(task.row).any():
                 # A minimum that crosses its queue's capability waits for the quota as well.

@@ -70,6 +70,7 @@ class NestingEngine(AllocatingEngine, Protocol):
 
     def quota_holding(self, plan: GroupPlan) -> list[reasons.Reason]: ...
 
+
 FIT_PROBES = 3
 """Domains of a sub-group's tier probed, most free first, to say how many of its pods fit
 when no candidate domain holds its minimum (the reason's count)."""
@@ -79,7 +80,8 @@ Pods = list[tuple[int, int]]  # (task row, pod index), snapshot order
 
 def transaction(engine: NestingEngine, plan: GroupPlan, domain: np.ndarray | None, action: str | None) -> bool:
     """The job's minimum inside `domain` (None: anywhere), evicting for `action` when given:
-    all of it, or nothing — rolled back, with `plan.reasons` naming the sub-group that failed."""
+    all of it, or nothing — rolled back, with `plan.reasons` naming the first sub-group that
+    would not start (one sentence, however many shards the job has)."""
     state, group = engine.state, plan.group
     mark = state.checkpoint()
     failures: list[str] = []
@@ -100,10 +102,10 @@ def transaction(engine: NestingEngine, plan: GroupPlan, domain: np.ndarray | Non
         if missing:
             started = started_sub_groups(group, _placed_per_sub_group(engine, plan))[policy]
             short = reasons.sub_groups_short(policy, job=group.name, started=started, minimum=group.min_sub_groups[policy])
-            return _fail(engine, plan, mark, [short, *failures])
+            return _fail(engine, plan, mark, [short, *failures[:1]])
     while not is_met(plan.requirement, placed := _placed_per_task(engine, plan)):
         if not _fill(engine, plan, placed, domain, action, tried, failures):
-            return _fail(engine, plan, mark, failures or _loose_fit_error(engine, plan, domain))
+            return _fail(engine, plan, mark, failures[:1] or _loose_fit_error(engine, plan, domain))
     return True
 
 
@@ -280,11 +282,13 @@ def _fail(engine: NestingEngine, plan: GroupPlan, mark: int, sentences: list[str
 
 
 def _loose_fit_error(engine: NestingEngine, plan: GroupPlan, domain: np.ndarray | None) -> list[str]:
-    """Why no node takes one more pod of the first task with a pod left (no sub-group to blame)."""
-    for row, _ in _unbound(engine, plan.loose) or [pod for sub in plan.sub_groups for pod in _unbound(engine, sub.pending)]:
-        task = next(task for task in plan.tasks if task.row == row)
-        return fit_error(engine.state, engine.state.shape(row), plan.group.task_by_name[task.name], domain)
-    return []
+    """Why no node takes one more pod in no sub-group (no sub-group to blame), of its first task with one left."""
+    left = _unbound(engine, plan.loose)
+    if not left:
+        return []
+    row = left[0][0]
+    name = next(task.name for task in plan.tasks if task.row == row)
+    return fit_error(engine.state, engine.state.shape(row), plan.group.task_by_name[name], domain)
 
 
 # ---- beyond the minimum ----
