@@ -58,6 +58,7 @@ def read_kube_pod_group(obj: RawObject, meta: Metadata, *, warnings: Warnings) -
         network_topology=None,
         location=obj.location,
         priority=spec.optional_integer("priority"),
+        replica_min_member={meta.name: min_member},
     )
 
 
