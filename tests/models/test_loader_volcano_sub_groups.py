@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from models.snapshot import NetworkTopology, Snapshot
-from tests.models._kube_builders import Obj, load, load_error, node, pod, pod_group
+from tests.models._kube_builders import Obj, load, load_error, node, pod, pod_group, task, vcjob
 
 
 def _shard_pods(shards: int, size: int, *, group: str = "train", running_on: str | None = None) -> list[Obj]:
@@ -141,4 +141,49 @@ def test_a_malformed_policy_is_an_error_naming_the_document_object_and_field(pol
     pods = [pod("p", group="g", labels={"x": "c"}), pod("q", group="g", labels={"y": "b-c"})]
     message = load_error(node("n1"), pod_group("g", subGroupPolicy=policies), *pods)
     assert message.startswith("test.yaml: document 2 (PodGroup default/g): ")
+    assert expected in message
+
+
+# ---- a vcjob task's partitionPolicy ----
+
+
+def _partitioned(replicas: int = 8, **partition: object) -> Obj:
+    worker = task("worker", replicas=replicas)
+    worker["partitionPolicy"] = {"totalPartitions": 2, "partitionSize": 4, **partition}
+    return vcjob("llm", task("leader"), worker)
+
+
+def test_a_vcjob_task_partition_policy_makes_one_sub_group_per_partition_of_its_pods() -> None:
+    topology = {"mode": "hard", "highestTierAllowed": 1}
+    loaded = load(node("n1"), _partitioned(minPartitions=1, networkTopology=topology))
+    (group,) = loaded.snapshot.pod_groups
+    assert [(s.name, s.policy, s.min_member, s.network_topology) for s in group.sub_groups] == [
+        ("worker-0", "worker", 4, NetworkTopology(mode="hard", highest_tier_allowed=1)),
+        ("worker-1", "worker", 4, NetworkTopology(mode="hard", highest_tier_allowed=1)),
+    ]
+    assert group.min_sub_groups == {"worker": 1}
+    # No minAvailable on the task: minPartitions × partitionSize = 4 workers, and the leader's 1.
+    assert (group.task_by_name["worker"].min_available, group.min_member) == (4, 5)
+    assert _sub_group_of(loaded.snapshot) == {
+        "llm-leader-0": None,
+        **{f"llm-worker-{index}": f"worker-{index // 4}" for index in range(8)},
+    }
+
+
+def test_a_partition_policy_must_cover_the_task_replicas_exactly() -> None:
+    message = load_error(node("n1"), _partitioned(replicas=6))
+    assert "spec.tasks[1].partitionPolicy.totalPartitions: totalPartitions 2 × partitionSize 4 = 8, not the task's replicas (6)" in message
+
+
+@pytest.mark.parametrize(
+    ("partition", "expected"),
+    [
+        ({"partitionSize": None}, "spec.tasks[1].partitionPolicy.partitionSize: required"),
+        ({"minPartitions": 3}, "spec.tasks[1].partitionPolicy.minPartitions: must be <= totalPartitions (2), got 3"),
+        ({"minPartitions": -1}, "spec.tasks[1].partitionPolicy.minPartitions: must be >= 0, got -1"),
+    ],
+)
+def test_a_malformed_partition_policy_names_the_field(partition: Obj, expected: str) -> None:
+    message = load_error(node("n1"), _partitioned(**partition))
+    assert message.startswith("test.yaml: document 2 (Job default/llm): ")
     assert expected in message
