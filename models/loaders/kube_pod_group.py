@@ -9,7 +9,8 @@ which the one-level model cannot hold yet.
 
 Read: `spec.schedulingPolicy` — `gang.minCount` is the gang's `min_member`; `basic` (pods
 placed one by one, no gang) is `min_member` 1; exactly one of the two, as the API server
-validates it. `spec.priorityClassName` and `spec.priority` as a pod's. The queue, which the
+validates it. Pods that give `spec.schedulingGroup.podGroupReplicaKey` split the PodGroup
+into one sub-group per replica, each a gang of that minimum (`sub_groups`). `spec.priorityClassName` and `spec.priority` as a pod's. The queue, which the
 API has no field for, from the label or annotation `scheduling.x-k8s.io/queue` or
 `volcano.sh/queue-name` as on a scheduler-plugins PodGroup; `volcano.sh/preemptable` as on
 any PodGroup.
@@ -25,25 +26,14 @@ from __future__ import annotations
 from .raw import Metadata, RawObject, Warnings
 from .workloads import PodGroupRecord, labelled_queue, read_preemptable
 
-__all__ = ["read_kube_pod_group"]
+__all__ = ["read_kube_pod_group", "gang_min_count"]
 
 _NOT_USED = ("disruptionMode", "preemptionPolicy", "resourceClaims", "parentCompositePodGroupName")
 
 
 def read_kube_pod_group(obj: RawObject, meta: Metadata, *, warnings: Warnings) -> PodGroupRecord:
     spec = obj.child("spec")
-    policy = spec.child("schedulingPolicy")
-    kinds = [kind for kind in ("basic", "gang") if policy.has(kind)]
-    if len(kinds) != 1:
-        got = "neither" if not kinds else "both"
-        raise spec.error("schedulingPolicy", f"exactly one of basic or gang is required (the API server's rule), got {got}")
-    if kinds == ["gang"]:
-        gang = policy.child("gang")
-        if not gang.has("minCount"):
-            raise gang.error("minCount", "a gang policy needs minCount, the pods that must start together")
-        min_member = gang.integer("minCount", 1, minimum=1)
-    else:
-        min_member = 1
+    min_member = gang_min_count(spec, "schedulingPolicy")
     _warn_not_used(obj, spec, warnings)
     return PodGroupRecord(
         namespace=meta.namespace,
@@ -60,6 +50,24 @@ def read_kube_pod_group(obj: RawObject, meta: Metadata, *, warnings: Warnings) -
         priority=spec.optional_integer("priority"),
         replica_min_member={meta.name: min_member},
     )
+
+
+def gang_min_count(parent: RawObject, key: str) -> int:
+    """The pods a Workload API scheduling policy (`parent[key]`: a PodGroup's
+    `schedulingPolicy`, a Workload pod group's `policy`) needs together: `gang.minCount`, or 1
+    for `basic` (pods placed one by one); exactly one of the two, as the API server validates
+    it."""
+    policy = parent.child(key)
+    kinds = [kind for kind in ("basic", "gang") if policy.has(kind)]
+    if len(kinds) != 1:
+        got = "neither" if not kinds else "both"
+        raise parent.error(key, f"exactly one of basic or gang is required (the API server's rule), got {got}")
+    if kinds == ["basic"]:
+        return 1
+    gang = policy.child("gang")
+    if not gang.has("minCount"):
+        raise gang.error("minCount", "a gang policy needs minCount, the pods that must start together")
+    return gang.integer("minCount", 1, minimum=1)
 
 
 def _warn_not_used(obj: RawObject, spec: RawObject, warnings: Warnings) -> None:

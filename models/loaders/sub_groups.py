@@ -60,8 +60,8 @@ def assign_sub_groups(workload: Workload, warnings: Warnings) -> None:
             if pod.pending:
                 warnings.add(pod.location, _unknown_workload(pod) + "; skipped", like="a pod's Workload is not in the input")
                 continue
-            pod = dataclasses.replace(pod, group_name=None, replica=None)
             warnings.add(pod.location, _unknown_workload(pod) + "; it only takes capacity", like="a pod's Workload is not in the input")
+            pod = dataclasses.replace(pod, group_name=None, replica=None)
         kept.append(pod)
         if group is not None:
             members.setdefault(group.key, []).append(pod)
