@@ -4,6 +4,8 @@ pods in which sub-group, each one's minimum and tier, and the job's minimum per 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from models.snapshot import NetworkTopology, Snapshot
 from tests.models._kube_builders import Obj, load, load_error, node, pod, pod_group, task, vcjob
@@ -187,3 +189,63 @@ def test_a_malformed_partition_policy_names_the_field(partition: Obj, expected: 
     message = load_error(node("n1"), _partitioned(**partition))
     assert message.startswith("test.yaml: document 2 (Job default/llm): ")
     assert expected in message
+
+
+def test_a_live_vcjob_is_read_through_its_pod_group_and_pods_as_the_job_controller_makes_them() -> None:
+    """What Volcano's job controller writes for a task `worker` of 4 replicas with partitionSize 2:
+    the PodGroup's policy (selector on the task label, key the partition label) and pods labelled
+    with both."""
+    policy = {
+        "name": "worker",
+        "subGroupSize": 2,
+        "minSubGroups": 1,
+        "labelSelector": {"matchLabels": {"volcano.sh/task-spec": "worker"}},
+        "matchLabelKeys": ["volcano.sh/partition-id"],
+    }
+    pods = [
+        pod(
+            f"llm-worker-{index}",
+            group="llm",
+            labels={"volcano.sh/job-name": "llm", "volcano.sh/task-spec": "worker", "volcano.sh/partition-id": str(index // 2)},
+            annotations={"volcano.sh/task-spec": "worker"},
+            node="n1" if index < 2 else None,
+        )
+        for index in range(4)
+    ]
+    loaded = load(node("n1", cpu="8"), pod_group("llm", minMember=2, subGroupPolicy=[policy]), *pods)
+    (group,) = loaded.snapshot.pod_groups
+    assert [(s.name, s.min_member) for s in group.sub_groups] == [("worker-0", 2), ("worker-1", 2)]
+    assert _sub_group_of(loaded.snapshot) == {
+        "llm-worker-0": "worker-0", "llm-worker-1": "worker-0", "llm-worker-2": "worker-1", "llm-worker-3": "worker-1",
+    }  # fmt: skip
+
+
+# ---- properties ----
+
+LABEL_VALUES = st.sampled_from(["", "a", "b", "c"])
+
+
+@given(
+    pod_labels=st.lists(st.fixed_dictionaries({}, optional={"rack": LABEL_VALUES, "role": LABEL_VALUES}), min_size=1, max_size=12),
+    size=st.none() | st.integers(min_value=1, max_value=4),
+)
+@settings(max_examples=60, deadline=None)
+def test_every_pod_with_a_value_for_each_key_is_in_the_one_sub_group_named_by_its_values(
+    pod_labels: list[dict[str, str]], size: int | None
+) -> None:
+    policy: Obj = {"name": "p", "matchLabelKeys": ["rack", "role"]}
+    if size is not None:
+        policy["subGroupSize"] = size
+    pods = [pod(f"p{index}", group="g", labels=labels) for index, labels in enumerate(pod_labels)]
+    loaded = load(node("n1"), pod_group("g", subGroupPolicy=[policy]), *pods)
+    (group,) = loaded.snapshot.pod_groups
+    members: dict[str, int] = {}
+    for labels, placed in zip(pod_labels, loaded.snapshot.pods, strict=True):
+        if labels.get("rack") and labels.get("role"):
+            assert placed.sub_group == f"p-{labels['rack']}-{labels['role']}"
+            members[placed.sub_group] = members.get(placed.sub_group, 0) + 1
+        else:
+            assert placed.sub_group is None
+    assert {sub.name: sub.min_member for sub in group.sub_groups} == {
+        name: size if size is not None else count for name, count in members.items()
+    }
