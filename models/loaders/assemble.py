@@ -45,6 +45,7 @@ from .cluster_objects import (
 from .dra_objects import DraRecord, DraUnused, check_device_classes
 from .gpu_assignment import RunningGpuPod, assign_gpus
 from .grouping import Workload, add_one_pod_groups, expand_jobs, join_pods
+from .kube_workload import PodGroupTemplates, resolve_template_policies
 from .owner_gang_groups import add_owner_gang_groups
 from .raw import Warnings, build_model, pydantic_message
 from .sub_groups import assign_sub_groups
@@ -69,10 +70,11 @@ class Inventory:
     pod_count: int = 0  # pods read or expanded so far, checked against the snapshot's limit
     dra: list[DraRecord] = field(default_factory=list)  # DeviceClasses, ResourceSlices, claims, claim templates
     dra_unused: DraUnused = field(default_factory=DraUnused)
+    pod_group_templates: list[PodGroupTemplates] = field(default_factory=list)  # templates-shape Workloads
 
 
 def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
-    workload = expand_jobs(inventory.workloads, warnings)
+    workload = expand_jobs(resolve_template_policies(inventory.workloads, inventory.pod_group_templates), warnings)
     add_owner_gang_groups(workload, warnings)
     add_one_pod_groups(workload)
     assign_sub_groups(workload, warnings)

@@ -9,7 +9,9 @@ which the one-level model cannot hold yet.
 
 Read: `spec.schedulingPolicy` — `gang.minCount` is the gang's `min_member`; `basic` (pods
 placed one by one, no gang) is `min_member` 1; exactly one of the two, as the API server
-validates it. Pods that give `spec.schedulingGroup.podGroupReplicaKey` split the PodGroup
+validates it. A PodGroup written without a `schedulingPolicy` that names its Workload's
+PodGroupTemplate (`podGroupTemplateRef`, or `workloadRef` in the v1alpha3/v1beta1 client)
+takes the template's, as the Workload's controller copies it (`kube_workload`). Pods that give `spec.schedulingGroup.podGroupReplicaKey` split the PodGroup
 into one sub-group per replica, each a gang of that minimum (`sub_groups`). `spec.priorityClassName` and `spec.priority` as a pod's. The queue, which the
 API has no field for, from the label or annotation `scheduling.x-k8s.io/queue` or
 `volcano.sh/queue-name` as on a scheduler-plugins PodGroup; `volcano.sh/preemptable` as on
@@ -18,7 +20,7 @@ any PodGroup.
 Not used yet, named in one warning per PodGroup: `spec.schedulingConstraints.topology` (a
 node label key the gang should sit inside one value of: the model's network topology is a
 HyperNode tier, not a node label), `disruptionMode`, `preemptionPolicy`, `resourceClaims`
-and `parentCompositePodGroupName`. `workloadRef` only links to the Workload and is not named.
+and `parentCompositePodGroupName`. `podGroupTemplateRef` / `workloadRef` only link to the Workload and are not named.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ _NOT_USED = ("disruptionMode", "preemptionPolicy", "resourceClaims", "parentComp
 
 def read_kube_pod_group(obj: RawObject, meta: Metadata, *, warnings: Warnings) -> PodGroupRecord:
     spec = obj.child("spec")
-    min_member = gang_min_count(spec, "schedulingPolicy")
+    template_ref = None if spec.has("schedulingPolicy") else _template_ref(spec)
+    min_member = 1 if template_ref else gang_min_count(spec, "schedulingPolicy")
     _warn_not_used(obj, spec, warnings)
     return PodGroupRecord(
         namespace=meta.namespace,
@@ -49,7 +52,23 @@ def read_kube_pod_group(obj: RawObject, meta: Metadata, *, warnings: Warnings) -
         location=obj.location,
         priority=spec.optional_integer("priority"),
         replica_min_member={meta.name: min_member},
+        template_ref=template_ref,
     )
+
+
+def _template_ref(spec: RawObject) -> tuple[str, str] | None:
+    """The Workload and PodGroupTemplate a PodGroup was made from: `podGroupTemplateRef`
+    (`{workloadName, podGroupTemplateName}`, or nested under `workload`), else `workloadRef`
+    (`{workloadName, templateName}`); None when it names none."""
+    for ref, template_key in (
+        (spec.child("podGroupTemplateRef").child("workload"), "podGroupTemplateName"),
+        (spec.child("podGroupTemplateRef"), "podGroupTemplateName"),
+        (spec.child("workloadRef"), "templateName"),
+    ):
+        workload, template = ref.optional_string("workloadName"), ref.optional_string(template_key)
+        if workload and template:
+            return workload, template
+    return None
 
 
 def gang_min_count(parent: RawObject, key: str) -> int:

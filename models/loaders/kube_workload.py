@@ -11,9 +11,14 @@ so the Workload starts when any one of its sub-groups starts whole: its own min_
 the smallest pod group minimum, and no count of started sub-groups is asked. Example:
 pod groups `prefill` (gang 2) and `decode` (gang 4) → min_member 2.
 
-In the second (v1alpha3, v1beta1) the Workload holds `podGroupTemplates` and its controller
-makes `PodGroup` objects that pods name in `spec.schedulingGroup`: those PodGroups and pods
-are what is read (`kube_pod_group`), and the Workload itself is skipped with a note.
+In the second (v1alpha2 as Kubernetes 1.36 published it, v1alpha3, v1beta1) the Workload
+holds `podGroupTemplates` and its controller makes `PodGroup` objects, copying a template's
+`schedulingPolicy` into each, that pods name in `spec.schedulingGroup`: those PodGroups and
+pods are what is read (`kube_pod_group`), and the Workload itself is skipped with a note.
+Its templates' minimums are kept (`PodGroupTemplates`) for a PodGroup written without its
+own policy that names its template (`resolve_template_policies`). Example: template
+`workers` with gang minCount 4, a PodGroup with `podGroupTemplateRef: {workloadName: train,
+podGroupTemplateName: workers}` and no policy → min_member 4.
 
 Checks, as the API server validates them: at least one pod group, names unique, exactly
 one of `basic` or `gang` each (`kube_pod_group.gang_min_count`). `spec.controllerRef` only
@@ -23,11 +28,17 @@ on a Kubernetes PodGroup (`workloads.labelled_queue`).
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from models.errors import FieldError
+
 from .kube_pod_group import gang_min_count
 from .raw import Metadata, RawObject, Warnings
-from .workloads import PodGroupRecord, labelled_queue, read_preemptable
+from .workloads import JobRecord, PodGroupRecord, PodRecord, labelled_queue, read_preemptable
 
-__all__ = ["read_kube_workload", "TEMPLATES_NOTE"]
+__all__ = ["read_kube_workload", "PodGroupTemplates", "resolve_template_policies", "TEMPLATES_NOTE"]
 
 TEMPLATES_NOTE = (
     "a Workload with podGroupTemplates is read through the PodGroups made from them and their pods; the "
@@ -35,22 +46,29 @@ TEMPLATES_NOTE = (
 )
 
 
-def read_kube_workload(obj: RawObject, meta: Metadata, *, warnings: Warnings) -> PodGroupRecord | None:
-    """The Workload as one PodGroup (module docstring); None, with a note, for the templates shape."""
+@dataclass(frozen=True)
+class PodGroupTemplates:
+    """A templates-shape Workload's gang minimum per PodGroupTemplate."""
+
+    namespace: str
+    workload: str
+    min_member: Mapping[str, int]
+
+
+def read_kube_workload(obj: RawObject, meta: Metadata, *, warnings: Warnings) -> PodGroupRecord | PodGroupTemplates:
+    """The Workload as one PodGroup, or (the templates shape, with a note) its templates."""
     spec = obj.child("spec")
     if not spec.has("podGroups"):
         warnings.add(obj.location, TEMPLATES_NOTE, like="a Workload with podGroupTemplates is skipped")
-        return None
+        return PodGroupTemplates(
+            namespace=meta.namespace,
+            workload=meta.name,
+            min_member=_minimums(spec, "podGroupTemplates", "schedulingPolicy"),
+        )
     pod_groups = spec.children("podGroups")
     if not pod_groups:
         raise spec.error("podGroups", "a Workload needs at least one pod group (the API server's rule)")
-    minimums: dict[str, int] = {}
-    for pod_group in pod_groups:
-        name = pod_group.required_string("name")
-        if name in minimums:
-            first = list(minimums).index(name)
-            raise pod_group.error("name", f"{name!r} repeats spec.podGroups[{first}]")
-        minimums[name] = gang_min_count(pod_group, "policy")
+    minimums = _minimums(spec, "podGroups", "policy")
     return PodGroupRecord(
         namespace=meta.namespace,
         name=meta.name,
@@ -65,3 +83,37 @@ def read_kube_workload(obj: RawObject, meta: Metadata, *, warnings: Warnings) ->
         location=obj.location,
         replica_min_member=minimums,
     )
+
+
+def _minimums(spec: RawObject, key: str, policy_key: str) -> dict[str, int]:
+    """Name → gang minimum of each `spec[key][]` entry; names must be unique."""
+    minimums: dict[str, int] = {}
+    for entry in spec.children(key):
+        name = entry.required_string("name")
+        if name in minimums:
+            raise entry.error("name", f"{name!r} repeats spec.{key}[{list(minimums).index(name)}]")
+        minimums[name] = gang_min_count(entry, policy_key)
+    return minimums
+
+
+def resolve_template_policies(
+    records: Sequence[PodGroupRecord | PodRecord | JobRecord], templates: Sequence[PodGroupTemplates]
+) -> list[PodGroupRecord | PodRecord | JobRecord]:
+    """Each PodGroup that takes its policy from a template gets the template's minimum; one
+    whose Workload or template is not in the input is an error naming its schedulingPolicy."""
+    known = {(t.namespace, t.workload, name): minimum for t in templates for name, minimum in t.min_member.items()}
+    resolved: list[PodGroupRecord | PodRecord | JobRecord] = []
+    for record in records:
+        if isinstance(record, PodGroupRecord) and record.template_ref is not None:
+            workload, template = record.template_ref
+            minimum = known.get((record.namespace, workload, template))
+            if minimum is None:
+                raise FieldError(
+                    f"required: the PodGroup has none, and the PodGroupTemplate {template!r} of Workload {workload!r} "
+                    "it names, whose policy it would take, is not in the input",
+                    location=record.location,
+                    path=("spec", "schedulingPolicy"),
+                )
+            record = dataclasses.replace(record, min_member=minimum, replica_min_member={record.name: minimum})
+        resolved.append(record)
+    return resolved

@@ -55,7 +55,7 @@ from .dra_objects import read_device_class, read_resource_claim, read_resource_c
 from .field_schemas import KindSchema, kind_schema, warn_unknown_fields
 from .object_names import check_object_name
 from .kube_pod_group import read_kube_pod_group
-from .kube_workload import read_kube_workload
+from .kube_workload import PodGroupTemplates, read_kube_workload
 from .pytorch_job import read_pytorch_job
 from .raw import (
     DEFAULT_NAMESPACE,
@@ -408,7 +408,9 @@ def _kube_pod_group(obj: RawObject, meta: Metadata, context: _Context) -> None:
 
 def _kube_workload(obj: RawObject, meta: Metadata, context: _Context) -> None:
     record = read_kube_workload(obj, meta, warnings=context.warnings)
-    if record is not None:
+    if isinstance(record, PodGroupTemplates):
+        context.inventory.pod_group_templates.append(record)
+    else:
         context.inventory.workloads.append(record)
 
 

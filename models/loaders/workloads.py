@@ -460,6 +460,7 @@ class PodGroupRecord:
     sla_waiting_s: float | None = None  # `sla-waiting-time`
     sub_group_policies: tuple[SubGroupPolicyRecord, ...] = ()  # Volcano `subGroupPolicy` (`sub_groups`)
     replica_min_member: Mapping[str, int] = field(default_factory=dict)  # Workload API pod group → its gang minimum
+    template_ref: tuple[str, str] | None = None  # (Workload, template) whose policy it takes (`kube_workload`)
 
     @property
     def key(self) -> str:

@@ -166,3 +166,48 @@ def test_a_pod_without_a_replica_key_among_pods_with_one_is_the_keyless_replica_
         "test.yaml: document 4 (Pod default/bare): spec.schedulingGroup.podGroupReplicaKey is not set while other "
         "pods of PodGroup 'workers' set one; it joins the replica without a key, sub-group 'workers'",
     )
+
+
+# ---- a PodGroup that takes its policy from its Workload's PodGroupTemplate ----
+
+TEMPLATES_WORKLOAD: Obj = {
+    "apiVersion": "scheduling.k8s.io/v1beta1",
+    "kind": "Workload",
+    "metadata": {"name": "train", "namespace": "default"},
+    "spec": {"podGroupTemplates": [{"name": "workers", "schedulingPolicy": {"gang": {"minCount": 4}}}]},
+}
+
+
+def _templated_pod_group(ref_key: str, ref: Obj, version: str = "v1beta1") -> Obj:
+    return {
+        "apiVersion": f"scheduling.k8s.io/{version}",
+        "kind": "PodGroup",
+        "metadata": {"name": "train-workers-0", "namespace": "default"},
+        "spec": {ref_key: ref},
+    }
+
+
+@pytest.mark.parametrize(
+    ("version", "ref_key", "ref"),
+    [
+        ("v1alpha2", "podGroupTemplateRef", {"workloadName": "train", "podGroupTemplateName": "workers"}),
+        ("v1beta1", "podGroupTemplateRef", {"workload": {"workloadName": "train", "podGroupTemplateName": "workers"}}),
+        ("v1beta1", "workloadRef", {"workloadName": "train", "templateName": "workers"}),
+    ],
+)
+def test_a_pod_group_without_a_policy_takes_its_template_s(version: str, ref_key: str, ref: Obj) -> None:
+    group = _templated_pod_group(ref_key, ref, version)
+    loaded = load(node("n1"), TEMPLATES_WORKLOAD, group, member_pod("w0", "train-workers-0"))
+    (pod_group,) = loaded.snapshot.pod_groups
+    assert (pod_group.key, pod_group.min_member) == ("default/train-workers-0", 4)
+    assert not [w for w in loaded.warnings if "not a field" in w or "apiVersion" in w]
+
+
+def test_a_pod_group_naming_a_template_not_in_the_input_and_no_policy_names_the_field() -> None:
+    group = _templated_pod_group("podGroupTemplateRef", {"workloadName": "train", "podGroupTemplateName": "driver"})
+    message = load_error(node("n1"), TEMPLATES_WORKLOAD, group)
+    assert message == (
+        "test.yaml: document 3 (PodGroup default/train-workers-0): spec.schedulingPolicy: required: the PodGroup has "
+        "none, and the PodGroupTemplate 'driver' of Workload 'train' it names, whose policy it would take, is not in "
+        "the input"
+    )
