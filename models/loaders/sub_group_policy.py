@@ -26,7 +26,7 @@ from models.snapshot import NetworkTopology
 
 from .cluster_objects import LabelSelector, read_label_selector
 from .network_topology_fields import read_network_topology
-from .raw import RawObject
+from .raw import RawObject, Warnings
 
 __all__ = ["SubGroupPolicyRecord", "PodGroupReplica", "read_sub_group_policies"]
 
@@ -56,7 +56,7 @@ class PodGroupReplica:
     path: tuple[PathPart, ...]  # the pod's `spec.schedulingGroup` or `spec.workloadRef`
 
 
-def read_sub_group_policies(spec: RawObject) -> tuple[SubGroupPolicyRecord, ...]:
+def read_sub_group_policies(spec: RawObject, *, warnings: Warnings) -> tuple[SubGroupPolicyRecord, ...]:
     """`spec.subGroupPolicy[]` of a Volcano PodGroup. Example: `{name: shard, subGroupSize: 8,
     minSubGroups: 4, matchLabelKeys: [shard]}` → policy `shard`, sub-groups of min 8, 4 of
     them to start the job."""
@@ -76,7 +76,7 @@ def read_sub_group_policies(spec: RawObject) -> tuple[SubGroupPolicyRecord, ...]
                 match_label_keys=policy.string_list("matchLabelKeys"),
                 sub_group_size=policy.optional_integer("subGroupSize", minimum=1),
                 min_sub_groups=policy.integer("minSubGroups", 0, minimum=0),
-                network_topology=read_network_topology(policy),
+                network_topology=read_network_topology(policy, warnings=warnings),
                 path=policy.path,
             )
         )

@@ -105,7 +105,9 @@ def read_volcano_job(
         raise spec.error("tasks", "a vcjob needs at least one task")
     job_priority_class = spec.optional_string("priorityClassName")
     queue = spec.string("queue", DEFAULT_QUEUE)
-    tasks = [_read_task(task, index, meta, job_priority_class, queue) for index, task in enumerate(task_objs)]
+    tasks = [
+        _read_task(task, index, meta, job_priority_class, queue, warnings) for index, task in enumerate(task_objs)
+    ]
     _check_task_names(tasks)
     check_vcjob_names(meta.name, [task.name for task in tasks], obj.location, obj.path)
     total_replicas = sum(task.replicas for task in tasks)
@@ -126,7 +128,7 @@ def read_volcano_job(
         priority_class=job_priority_class,
         creation_time=meta.creation_time or 0.0,
         preemptable=read_preemptable(obj, meta) is not False,
-        network_topology=read_network_topology(spec),
+        network_topology=read_network_topology(spec, warnings=warnings),
         location=obj.location,
         sla_waiting_s=read_sla_waiting(obj, meta, warnings),
         sub_group_policies=tuple(task.partition for task in tasks if task.partition is not None),
@@ -156,7 +158,7 @@ def _job_controller_fields(spec: RawObject, task_objs: tuple[RawObject, ...]) ->
 
 
 def _read_task(
-    task: RawObject, index: int, job_meta: Metadata, job_priority_class: str | None, queue: str
+    task: RawObject, index: int, job_meta: Metadata, job_priority_class: str | None, queue: str, warnings: Warnings
 ) -> _TaskSpec:
     replicas = task.integer("replicas", 0, minimum=0)
     min_available = task.optional_integer("minAvailable", minimum=0)
@@ -165,7 +167,7 @@ def _read_task(
     template_obj = task.child("template")
     template_meta = template_obj.child("metadata")
     name = task.string("name", f"{DEFAULT_TASK_PREFIX}{index}")
-    partition = _partition_policy(task, name, replicas)
+    partition = _partition_policy(task, name, replicas, warnings)
     if min_available is None and partition is not None and partition.min_sub_groups:
         min_available = partition.min_sub_groups * (partition.sub_group_size or 0)
     pod_meta = Metadata(
@@ -189,7 +191,7 @@ def _read_task(
     )
 
 
-def _partition_policy(task: RawObject, name: str, replicas: int) -> SubGroupPolicyRecord | None:
+def _partition_policy(task: RawObject, name: str, replicas: int, warnings: Warnings) -> SubGroupPolicyRecord | None:
     """A task's `partitionPolicy` as the sub-group policy Volcano's job controller writes onto
     the PodGroup for it (`getSubGroupPolicy`): named as the task, its pods (label
     `volcano.sh/task-spec: <task>`) split by `volcano.sh/partition-id` (pod index //
@@ -212,7 +214,7 @@ def _partition_policy(task: RawObject, name: str, replicas: int) -> SubGroupPoli
         match_label_keys=(VOLCANO_PARTITION_ID_LABEL,),
         sub_group_size=size,
         min_sub_groups=minimum,
-        network_topology=read_network_topology(policy),
+        network_topology=read_network_topology(policy, warnings=warnings),
         path=policy.path,
     )
 

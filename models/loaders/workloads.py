@@ -482,10 +482,10 @@ def read_volcano_pod_group(obj: RawObject, meta: Metadata, *, warnings: Warnings
         priority_class=spec.optional_string("priorityClassName"),
         creation_time=meta.creation_time or 0.0,
         preemptable=read_preemptable(obj, meta) is not False,
-        network_topology=read_network_topology(spec),
+        network_topology=read_network_topology(spec, warnings=warnings),
         location=obj.location,
         sla_waiting_s=read_sla_waiting(obj, meta, warnings),
-        sub_group_policies=read_sub_group_policies(spec),
+        sub_group_policies=read_sub_group_policies(spec, warnings=warnings),
     )
 
 

@@ -117,6 +117,16 @@ def test_a_selector_that_matches_no_pod_is_a_warning_naming_the_policy() -> None
     )
 
 
+def test_a_tier_given_by_name_is_a_warning_as_it_is_not_read_yet() -> None:
+    policy = {**SHARD_POLICY, "networkTopology": {"mode": "hard", "highestTierName": "rack"}}
+    loaded = load(node("n1"), pod_group("train", subGroupPolicy=[policy]), *_shard_pods(2, 2))
+    assert loaded.snapshot.pod_groups[0].sub_groups[0].network_topology == NetworkTopology(mode="hard")
+    assert loaded.warnings == (
+        "test.yaml: document 2 (PodGroup default/train): spec.subGroupPolicy[0].networkTopology.highestTierName is "
+        "not used yet (tiers are read by number): set highestTierAllowed, else the constraint is not enforced",
+    )
+
+
 @pytest.mark.parametrize(
     ("policies", "expected"),
     [
