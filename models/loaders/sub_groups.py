@@ -57,10 +57,11 @@ def assign_sub_groups(workload: Workload, warnings: Warnings) -> None:
     for pod in workload.pods:
         group = groups.get(f"{pod.namespace}/{pod.group_name}") if pod.group_name else None
         if group is None and pod.replica is not None and pod.replica.path[-1] == "workloadRef":
+            unknown = f"{format_path((*pod.replica.path, 'name'))} names Workload {pod.group_name!r}, which is not in the input"
+            action = "skipped" if pod.pending else "it only takes capacity"
+            warnings.add(pod.location, f"{unknown}; {action}", like="a pod's Workload is not in the input")
             if pod.pending:
-                warnings.add(pod.location, _unknown_workload(pod) + "; skipped", like="a pod's Workload is not in the input")
                 continue
-            warnings.add(pod.location, _unknown_workload(pod) + "; it only takes capacity", like="a pod's Workload is not in the input")
             pod = dataclasses.replace(pod, group_name=None, replica=None)
         kept.append(pod)
         if group is not None:
@@ -74,10 +75,6 @@ def assign_sub_groups(workload: Workload, warnings: Warnings) -> None:
         elif group.replica_min_member:
             dropped |= _apply_replicas(workload, group, pods, warnings)
     workload.pods = [pod for pod in workload.pods if pod.key not in dropped]
-
-
-def _unknown_workload(pod: PodRecord) -> str:
-    return f"{format_path((*pod.replica.path, 'name'))} names Workload {pod.group_name!r}, which is not in the input"  # type: ignore[union-attr]
 
 
 # ---- Volcano subGroupPolicy ----
