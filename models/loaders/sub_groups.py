@@ -14,7 +14,8 @@ the PodGroup's own `minMember` and topology only (`solver.rules.gang`). Each sub
 min_member is `subGroupSize`, else all its pods (running and pending) — where Volcano's CRD
 defaults an absent `subGroupSize` to 1 (any pod starts the sub-group), batchplace reads an
 absent size as "the whole sub-group", the gang the policy was written for; a PodGroup read
-from a cluster carries the defaulted 1 and means the same here as there. `minSubGroups` (>
+from a cluster carries the defaulted 1 and means the same here as there. A sub-group with
+fewer pods than its `subGroupSize` waits for more, with a warning. `minSubGroups` (>
 0) is the PodGroup's `min_sub_groups[policy]`: more than the sub-groups there are is not an
 error — the PodGroup stays pending, as in Volcano — and is said in a warning. A policy that
 forms no sub-group (its selector matches no pod, or no pod has its keys) is a warning, and
@@ -105,6 +106,14 @@ def _apply_policies(workload: Workload, group: PodGroupRecord, pods: Sequence[Po
         )
         for name, pods_of in members.items()
     ]
+    for sub in sub_groups:
+        if len(members[sub.name]) < sub.min_member:
+            warnings.add(
+                group.location,
+                f"sub-group {sub.name} has {len(members[sub.name])} pod(s), fewer than its subGroupSize {sub.min_member}; "
+                "it cannot start until more arrive",
+                like="a sub-group has fewer pods than its subGroupSize",
+            )
     min_sub_groups = {}
     for policy in group.sub_group_policies:
         formed = sum(1 for sub in sub_groups if sub.policy == policy.name)

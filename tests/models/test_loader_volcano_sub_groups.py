@@ -105,6 +105,16 @@ def test_min_sub_groups_beyond_the_sub_groups_there_are_is_a_warning_and_the_job
     )
 
 
+def test_a_sub_group_short_of_its_size_is_kept_with_a_warning() -> None:
+    pods = _shard_pods(1, 2) + _shard_pods(2, 1)[1:]  # shard 0: 2 pods, shard 1: 1 pod
+    loaded = load(node("n1"), pod_group("train", subGroupPolicy=[{**SHARD_POLICY, "minSubGroups": 1}]), *pods)
+    assert [(s.name, s.min_member) for s in loaded.snapshot.pod_groups[0].sub_groups] == [("shard-0", 2), ("shard-1", 2)]
+    assert loaded.warnings == (
+        "test.yaml: document 2 (PodGroup default/train): sub-group shard-1 has 1 pod(s), fewer than its subGroupSize 2; "
+        "it cannot start until more arrive",
+    )
+
+
 def test_a_selector_that_matches_no_pod_is_a_warning_naming_the_policy() -> None:
     policy = {**SHARD_POLICY, "labelSelector": {"matchLabels": {"role": "trainer"}}}
     loaded = load(node("n1"), pod_group("train", subGroupPolicy=[policy]), *_shard_pods(1, 2))
