@@ -44,7 +44,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from models.snapshot import DEFAULT_QUEUE, Node, Task
+from models.snapshot import DEFAULT_QUEUE, Node, SubGroup, Task
 
 from .raw import Warnings
 from .workloads import JobRecord, PodGroupRecord, PodRecord, task_from_template
@@ -64,6 +64,9 @@ class Workload:
     jobs: dict[str, JobRecord] = field(default_factory=dict)  # group key → the expanded job
     tasks: dict[str, tuple[Task, ...]] = field(default_factory=dict)  # group key → tasks
     membership: dict[str, tuple[str, str] | None] = field(default_factory=dict)  # pod key → (group, task)
+    sub_groups: dict[str, tuple[SubGroup, ...]] = field(default_factory=dict)  # group key → its sub-groups
+    min_sub_groups: dict[str, dict[str, int]] = field(default_factory=dict)  # group key → policy → minimum started
+    pod_sub_group: dict[str, str] = field(default_factory=dict)  # pod key → its sub-group's name
 
 
 def expand_jobs(records: Sequence[PodGroupRecord | PodRecord | JobRecord], warnings: Warnings) -> Workload:

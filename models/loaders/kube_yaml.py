@@ -14,6 +14,7 @@ their schema does not have is a warning with the nearest known name, see `field_
     scheduling.volcano.sh Queue, PodGroup     cluster_objects, workloads
     scheduling.x-k8s.io PodGroup              workloads
     scheduling.k8s.io PodGroup                kube_pod_group
+    scheduling.k8s.io Workload                kube_workload
     batch.volcano.sh Job (vcjob)              volcano_job
     kubeflow.org PyTorchJob                   pytorch_job
     topology.volcano.sh HyperNode             cluster_objects
@@ -21,8 +22,8 @@ their schema does not have is a warning with the nearest known name, see `field_
     resource.k8s.io DeviceClass, ResourceSlice,
       ResourceClaim, ResourceClaimTemplate    dra_objects
 
-A LeaderWorkerSet, JobSet or Kubernetes Workload is skipped with a note that it is read
-through the pods and PodGroups its controller makes. Every other kind is skipped with one
+A LeaderWorkerSet, JobSet or Kubernetes Workload with podGroupTemplates is skipped with a
+note that it is read through the pods and PodGroups its controller makes. Every other kind is skipped with one
 warning. Errors (all `SnapshotError`, see
 `models.errors`): `InputFormatError` when text is not YAML or a document is not a
 Kubernetes object, `FieldError` when a field's value is wrong; both say file, document,
@@ -54,6 +55,7 @@ from .dra_objects import read_device_class, read_resource_claim, read_resource_c
 from .field_schemas import KindSchema, kind_schema, warn_unknown_fields
 from .object_names import check_object_name
 from .kube_pod_group import read_kube_pod_group
+from .kube_workload import PodGroupTemplates, read_kube_workload
 from .pytorch_job import read_pytorch_job
 from .raw import (
     DEFAULT_NAMESPACE,
@@ -404,6 +406,14 @@ def _kube_pod_group(obj: RawObject, meta: Metadata, context: _Context) -> None:
     context.inventory.workloads.append(read_kube_pod_group(obj, meta, warnings=context.warnings))
 
 
+def _kube_workload(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    record = read_kube_workload(obj, meta, warnings=context.warnings)
+    if isinstance(record, PodGroupTemplates):
+        context.inventory.pod_group_templates.append(record)
+    else:
+        context.inventory.workloads.append(record)
+
+
 def _pod(obj: RawObject, meta: Metadata, context: _Context) -> None:
     record = read_pod(obj, meta, scheduler_names=context.scheduler_names)
     if record is None:
@@ -462,6 +472,7 @@ _READERS: dict[tuple[str, str], Callable[[RawObject, Metadata, _Context], None]]
     ("", "Pod"): _pod,
     ("scheduling.k8s.io", "PriorityClass"): _priority_class,
     ("scheduling.k8s.io", "PodGroup"): _kube_pod_group,
+    ("scheduling.k8s.io", "Workload"): _kube_workload,
     ("scheduling.volcano.sh", "Queue"): _queue,
     ("scheduling.volcano.sh", "PodGroup"): _volcano_pod_group,
     ("scheduling.x-k8s.io", "PodGroup"): _xk8s_pod_group,
@@ -482,10 +493,6 @@ _READ_THROUGH: dict[tuple[str, str], str] = {
     ("jobset.x-k8s.io", "JobSet"): (
         "the pods of its Jobs (each Job replica a gang): the JobSet as a whole is not one gang "
         "(not enforced yet)"
-    ),
-    ("scheduling.k8s.io", "Workload"): (
-        "the PodGroups made from its podGroupTemplates and their pods: its "
-        "compositePodGroupTemplates, a gang of gangs, are not enforced yet"
     ),
 }
 """Kinds whose controllers make the objects batchplace reads: a note, not "not used"."""

@@ -37,7 +37,7 @@ few parts it cannot read for the loader's warning).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from models.dra import PodResourceClaim
@@ -58,6 +58,7 @@ from models.snapshot import (
 )
 
 from .dra_objects import read_pod_resource_claims
+from .network_topology_fields import read_network_topology
 from .jobset import read_jobset_gang
 from .leader_worker_set import read_leader_worker_set_gang
 from .owner_gang import OwnerGang
@@ -91,6 +92,7 @@ from .kube_fields import (
     read_tolerations,
 )
 from .pod_affinity_fields import read_inter_pod
+from .sub_group_policy import PodGroupReplica, SubGroupPolicyRecord, read_sub_group_policies
 from .raw import Metadata, RawObject, Warnings, build_model
 from .vgpu import VgpuAsk, vgpu_ask
 
@@ -166,20 +168,6 @@ def read_preemptable(obj: RawObject, meta: Metadata) -> bool | None:
         if text is not None:
             return text in _TRUE
     return None
-
-
-def read_network_topology(spec: RawObject) -> NetworkTopology | None:
-    """`spec.networkTopology`: mode hard (default) or soft, `highestTierAllowed` >= 1."""
-    if not spec.has("networkTopology"):
-        return None
-    topology = spec.child("networkTopology")
-    mode = topology.string("mode", "hard")
-    if mode not in ("hard", "soft"):
-        raise topology.error("mode", f"must be hard or soft, got {mode!r}")
-    return NetworkTopology(
-        mode="hard" if mode == "hard" else "soft",
-        highest_tier_allowed=topology.optional_integer("highestTierAllowed", minimum=1),
-    )
 
 
 def read_network_topology_annotations(obj: RawObject, meta: Metadata) -> NetworkTopology | None:
@@ -339,6 +327,7 @@ class PodRecord:
     checkpoint_time: float | None = None  # `batchplace.io/last-checkpoint`
     scheduled_reason: str | None = None  # a pending pod's PodScheduled condition reason
     owner_gang: OwnerGang | None = None  # its LeaderWorkerSet group / JobSet Job (`owner_gang_groups`)
+    replica: PodGroupReplica | None = None  # the Workload API pod group replica it names (`sub_groups`)
 
     @property
     def key(self) -> str:
@@ -363,6 +352,7 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
         raise spec.error("schedulingGates", "a pod with nodeName set has no scheduling gates (Kubernetes refuses both)")
     if node is None and (template.scheduler_name or "default-scheduler") not in scheduler_names:
         return None
+    replica_link = _workload_replica(spec)
     return PodRecord(
         namespace=meta.namespace,
         name=meta.name,
@@ -372,6 +362,7 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
             meta.tag(VOLCANO_GROUP_ANNOTATION)
             or meta.tag(XK8S_GROUP_LABEL)
             or spec.child("schedulingGroup").optional_string("podGroupName")
+            or (replica_link[0] if replica_link else None)
         ),
         task_name=(
             meta.annotations.get(VOLCANO_TASK_ANNOTATION)
@@ -389,6 +380,27 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
         checkpoint_time=obj.child("metadata").child("annotations").timestamp(CHECKPOINT_ANNOTATION),
         scheduled_reason=_scheduled_reason(status) if node is None else None,
         owner_gang=owner_gang,
+        replica=replica_link[1] if replica_link else None,
+    )
+
+
+def _workload_replica(spec: RawObject) -> tuple[str, PodGroupReplica] | None:
+    """The Kubernetes Workload API pod group a pod names, with the group it joins: its
+    `spec.schedulingGroup{podGroupName, podGroupReplicaKey}` (a PodGroup object; a replica key
+    only when set, `sub_groups` says why), else its `spec.workloadRef{name, podGroup,
+    podGroupReplicaKey}` (a pod group inside a Workload, which is the group it joins). Example:
+    `workloadRef: {name: llm, podGroup: decode, podGroupReplicaKey: "1"}` → group `llm`,
+    replica (decode, 1)."""
+    group = spec.child("schedulingGroup")
+    pod_group = group.optional_string("podGroupName")
+    if pod_group is not None:
+        key = group.optional_string("podGroupReplicaKey")
+        return (pod_group, PodGroupReplica(pod_group=pod_group, key=key, path=group.path)) if key else None
+    if not spec.has("workloadRef"):
+        return None
+    ref = spec.child("workloadRef")
+    return ref.required_string("name"), PodGroupReplica(
+        pod_group=ref.required_string("podGroup"), key=ref.optional_string("podGroupReplicaKey"), path=ref.path
     )
 
 
@@ -446,6 +458,9 @@ class PodGroupRecord:
     location: Location
     priority: int | None = None  # set for a one-pod PodGroup whose pod states `spec.priority`
     sla_waiting_s: float | None = None  # `sla-waiting-time`
+    sub_group_policies: tuple[SubGroupPolicyRecord, ...] = ()  # Volcano `subGroupPolicy` (`sub_groups`)
+    replica_min_member: Mapping[str, int] = field(default_factory=dict)  # Workload API pod group → its gang minimum
+    template_ref: tuple[str, str] | None = None  # (Workload, template) whose policy it takes (`kube_workload`)
 
     @property
     def key(self) -> str:
@@ -467,9 +482,10 @@ def read_volcano_pod_group(obj: RawObject, meta: Metadata, *, warnings: Warnings
         priority_class=spec.optional_string("priorityClassName"),
         creation_time=meta.creation_time or 0.0,
         preemptable=read_preemptable(obj, meta) is not False,
-        network_topology=read_network_topology(spec),
+        network_topology=read_network_topology(spec, warnings=warnings),
         location=obj.location,
         sla_waiting_s=read_sla_waiting(obj, meta, warnings),
+        sub_group_policies=read_sub_group_policies(spec, warnings=warnings),
     )
 
 
