@@ -56,6 +56,8 @@ def read_jobset_gang(obj: RawObject, meta: Metadata) -> OwnerGang | None:
         size=None,
         leader=meta.tag(JOB_COMPLETION_INDEX_ANNOTATION) in (None, "0"),
         exclusive_topology=meta.tag(JOBSET_EXCLUSIVE_TOPOLOGY_ANNOTATION),
+        policy=replicated_job,
+        together=True,
     )
 
 

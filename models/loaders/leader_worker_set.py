@@ -66,6 +66,8 @@ def read_leader_worker_set_gang(obj: RawObject, meta: Metadata) -> OwnerGang | N
         size=size,
         leader=leader,
         exclusive_topology=meta.annotations.get(LWS_EXCLUSIVE_TOPOLOGY_ANNOTATION) or None,
+        policy=set_name,
+        together=False,
     )
 
 

@@ -37,7 +37,7 @@ few parts it cannot read for the loader's warning).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from models.dra import PodResourceClaim
@@ -53,6 +53,7 @@ from models.snapshot import (
     NetworkTopology,
     PreemptionPolicy,
     ResourceList,
+    SubGroup,
     Task,
     Toleration,
 )
@@ -124,8 +125,10 @@ _NUMA_POLICIES: dict[str, NumaPolicy] = {
     "restricted": "restricted",
     "single-numa-node": "single-numa-node",
 }
-JobController = Literal["volcano", "kubeflow"]
-"""Whose job created a pod: Volcano's job controller or Kubeflow's training operator."""
+JobController = Literal["volcano", "kubeflow", "leaderworkerset", "jobset"]
+"""Whose job created a pod: Volcano's job controller, Kubeflow's training operator, the
+LeaderWorkerSet or the JobSet controller."""
+_OWNER_CONTROLLERS: dict[str, JobController] = {"LeaderWorkerSet": "leaderworkerset", "JobSet": "jobset"}
 _TRUE = ("1", "t", "T", "true", "TRUE", "True")  # what Go's strconv.ParseBool reads as true
 _FINISHED_PHASES = ("Succeeded", "Failed")
 GPUS_PATH: tuple[PathPart, ...] = ("metadata", "annotations", GPUS_ANNOTATION)
@@ -339,6 +342,7 @@ class PodRecord:
     checkpoint_time: float | None = None  # `batchplace.io/last-checkpoint`
     scheduled_reason: str | None = None  # a pending pod's PodScheduled condition reason
     owner_gang: OwnerGang | None = None  # its LeaderWorkerSet group / JobSet Job (`owner_gang_groups`)
+    sub_group: str | None = None  # the sub-group of its PodGroup it is in (`PodGroupRecord.sub_groups`)
 
     @property
     def key(self) -> str:
@@ -379,7 +383,7 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
             or meta.labels.get(KUBEFLOW_REPLICA_TYPE_LABEL)
             or (owner_gang.task if owner_gang else None)
         ),
-        job=_creating_job(meta),
+        job=_creating_job(meta) or ((_OWNER_CONTROLLERS[owner_gang.kind], owner_gang.owner) if owner_gang else None),
         queue_name=meta.annotations.get(POD_QUEUE_ANNOTATION),
         gpu_indices=_gpu_indices(obj, meta),
         creation_time=meta.creation_time,
@@ -446,6 +450,11 @@ class PodGroupRecord:
     location: Location
     priority: int | None = None  # set for a one-pod PodGroup whose pod states `spec.priority`
     sla_waiting_s: float | None = None  # `sla-waiting-time`
+    sub_groups: tuple[SubGroup, ...] = ()  # gangs inside the gang (`SubGroup`)
+    min_sub_groups: dict[str, int] = field(default_factory=dict)  # policy → sub-groups that must start
+    sub_group_label_keys: dict[str, str] = field(default_factory=dict)
+    """sub-group name → the node label key it must sit inside one value of (an exclusive
+    topology), made a HyperNode tier once nodes and HyperNodes are known (`exclusive_topology`)."""
 
     @property
     def key(self) -> str:

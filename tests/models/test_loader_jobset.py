@@ -1,25 +1,28 @@
-"""Loading a JobSet's pods, as JobSet and its Jobs create them: each Job replica (one
-replicated Job, one job index) is one PodGroup of the pods present."""
+"""Loading a JobSet's pods, as JobSet and its Jobs create them: the JobSet is one PodGroup,
+each Job replica (one replicated Job, one job index) a sub-group of the pods present, and
+every Job present must start for the JobSet to start."""
 
 from __future__ import annotations
 
+from models.snapshot import SubGroup
 from tests.models._kube_builders import load, load_error, node
 from tests.models._owner_gang_pods import JOBSET, jobset_pod
 
 
-def test_each_job_replica_is_a_pod_group_of_its_pods_named_as_the_job() -> None:
+def test_the_jobset_is_one_pod_group_and_each_job_replica_a_sub_group_of_its_pods() -> None:
     pods = [jobset_pod("train", rjob, job, index) for rjob in ("driver", "workers") for job in range(2) for index in range(2)]
-    loaded = load(node("n1", gpus=8), *pods[2:], pods[0])  # input order is not gang order
-    groups = loaded.snapshot.pod_groups
-    assert [(g.key, g.min_member) for g in groups] == [
-        ("default/train-driver-1", 2),
-        ("default/train-workers-0", 2),
-        ("default/train-workers-1", 2),
-        ("default/train-driver-0", 1),
-    ]
-    assert [t.name for t in groups[1].tasks] == ["workers"]
-    (set_warning,) = [w for w in loaded.warnings if "JobSet default/train: each Job replica is a gang of its own" in w]
-    assert "not enforced yet" in set_warning
+    loaded = load(node("n1", gpus=8), *pods[2:], pods[0])  # input order is not gang order; driver-0 has 1 pod
+    (group,) = loaded.snapshot.pod_groups
+    assert group.sub_groups == (
+        SubGroup(name="train-driver-1", policy="driver", min_member=2),
+        SubGroup(name="train-workers-0", policy="workers", min_member=2),
+        SubGroup(name="train-workers-1", policy="workers", min_member=2),
+        SubGroup(name="train-driver-0", policy="driver", min_member=1),
+    )
+    assert (group.key, group.min_member, group.min_sub_groups) == ("default/train", 7, {"driver": 2, "workers": 2})
+    assert [t.name for t in group.tasks] == ["driver", "workers"]
+    assert {p.name: p.sub_group for p in loaded.snapshot.pods}["train-driver-0-0-x7k2p"] == "train-driver-0"
+    assert not any("not enforced yet" in w for w in loaded.warnings)
 
 
 def test_a_leader_admitted_alone_under_exclusive_placement_is_a_gang_of_one_with_its_affinity() -> None:
@@ -29,7 +32,7 @@ def test_a_leader_admitted_alone_under_exclusive_placement_is_a_gang_of_one_with
     assert group.min_member == 1
     (task,) = group.tasks
     assert [term.topology_key for term in task.inter_pod.required_affinity] == ["rack"]
-    assert not any("exclusive topology" in w for w in loaded.warnings)
+    assert not any("carries the pod affinity" in w for w in loaded.warnings)
 
 
 def test_an_exclusive_topology_no_pod_enforces_is_a_warning() -> None:
