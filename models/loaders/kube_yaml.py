@@ -16,13 +16,15 @@ their schema does not have is a warning with the nearest known name, see `field_
     scheduling.k8s.io PodGroup                kube_pod_group
     batch.volcano.sh Job (vcjob)              volcano_job
     kubeflow.org PyTorchJob                   pytorch_job
+    leaderworkerset.x-k8s.io LeaderWorkerSet  leader_worker_set(_object)
+    jobset.x-k8s.io JobSet                    jobset(_object)
     topology.volcano.sh HyperNode             cluster_objects
     nodeinfo.volcano.sh Numatopology          cluster_objects
     resource.k8s.io DeviceClass, ResourceSlice,
       ResourceClaim, ResourceClaimTemplate    dra_objects
 
-A LeaderWorkerSet, JobSet or Kubernetes Workload is skipped with a note that it is read
-through the pods and PodGroups its controller makes. Every other kind is skipped with one
+A Kubernetes Workload is skipped with a note that it is read through the PodGroups its
+controller makes. Every other kind is skipped with one
 warning. Errors (all `SnapshotError`, see
 `models.errors`): `InputFormatError` when text is not YAML or a document is not a
 Kubernetes object, `FieldError` when a field's value is wrong; both say file, document,
@@ -54,6 +56,8 @@ from .dra_objects import read_device_class, read_resource_claim, read_resource_c
 from .field_schemas import KindSchema, kind_schema, warn_unknown_fields
 from .object_names import check_object_name
 from .kube_pod_group import read_kube_pod_group
+from .jobset_object import read_jobset
+from .leader_worker_set_object import read_leader_worker_set
 from .pytorch_job import read_pytorch_job
 from .raw import (
     DEFAULT_NAMESPACE,
@@ -426,6 +430,18 @@ def _pytorch_job(obj: RawObject, meta: Metadata, context: _Context) -> None:
         _add_job(obj, record, context)
 
 
+def _leader_worker_set(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    record = read_leader_worker_set(obj, meta, scheduler_names=context.scheduler_names, warnings=context.warnings)
+    if record is not None:
+        _add_job(obj, record, context)
+
+
+def _jobset(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    record = read_jobset(obj, meta, scheduler_names=context.scheduler_names, warnings=context.warnings)
+    if record is not None:
+        _add_job(obj, record, context)
+
+
 def _add_job(obj: RawObject, record: JobRecord, context: _Context) -> None:
     unread = {field for pod in record.pods for field in pod.template.unread_fields}
     if unread:
@@ -467,6 +483,8 @@ _READERS: dict[tuple[str, str], Callable[[RawObject, Metadata, _Context], None]]
     ("scheduling.x-k8s.io", "PodGroup"): _xk8s_pod_group,
     ("batch.volcano.sh", "Job"): _volcano_job,
     ("kubeflow.org", "PyTorchJob"): _pytorch_job,
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): _leader_worker_set,
+    ("jobset.x-k8s.io", "JobSet"): _jobset,
     ("topology.volcano.sh", "HyperNode"): _hypernode,
     ("nodeinfo.volcano.sh", "Numatopology"): _numatopology,
     ("resource.k8s.io", "DeviceClass"): _device_class,
@@ -475,14 +493,6 @@ _READERS: dict[tuple[str, str], Callable[[RawObject, Metadata, _Context], None]]
     ("resource.k8s.io", "ResourceClaimTemplate"): _resource_claim_template,
 }
 _READ_THROUGH: dict[tuple[str, str], str] = {
-    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (
-        "the pods its controller creates (each group a gang): the set as a whole is not "
-        "one gang, and nothing keeps its groups in one network domain (not enforced yet)"
-    ),
-    ("jobset.x-k8s.io", "JobSet"): (
-        "the pods of its Jobs (each Job replica a gang): the JobSet as a whole is not one gang "
-        "(not enforced yet)"
-    ),
     ("scheduling.k8s.io", "Workload"): (
         "the PodGroups made from its podGroupTemplates and their pods: its "
         "compositePodGroupTemplates, a gang of gangs, are not enforced yet"

@@ -105,6 +105,7 @@ __all__ = [
     "PodGroupRecord",
     "JobRecord",
     "warn_job_controller_fields",
+    "templates_are_ours",
     "read_pod_template",
     "read_pod",
     "read_volcano_pod_group",
@@ -131,6 +132,7 @@ LeaderWorkerSet or the JobSet controller."""
 _OWNER_CONTROLLERS: dict[str, JobController] = {"LeaderWorkerSet": "leaderworkerset", "JobSet": "jobset"}
 _TRUE = ("1", "t", "T", "true", "TRUE", "True")  # what Go's strconv.ParseBool reads as true
 _FINISHED_PHASES = ("Succeeded", "Failed")
+KUBERNETES_DEFAULT_SCHEDULER = "default-scheduler"
 GPUS_PATH: tuple[PathPart, ...] = ("metadata", "annotations", GPUS_ANNOTATION)
 
 
@@ -365,7 +367,7 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
     template = read_pod_template(obj, meta)
     if node is not None and template.scheduling_gates:
         raise spec.error("schedulingGates", "a pod with nodeName set has no scheduling gates (Kubernetes refuses both)")
-    if node is None and (template.scheduler_name or "default-scheduler") not in scheduler_names:
+    if node is None and (template.scheduler_name or KUBERNETES_DEFAULT_SCHEDULER) not in scheduler_names:
         return None
     return PodRecord(
         namespace=meta.namespace,
@@ -535,6 +537,25 @@ def warn_job_controller_fields(obj: RawObject, fields: Sequence[str], *, control
     verb, pronoun = ("is", "it") if len(fields) == 1 else ("are", "them")
     message = f"{', '.join(fields)} {verb} for {controller}; placement does not read {pronoun}"
     warnings.add(obj.location, message, like=f"fields for {controller} not read")
+
+
+def templates_are_ours(
+    templates: Sequence[PodTemplate], scheduler_names: Collection[str], obj: RawObject, warnings: Warnings
+) -> bool:
+    """Whether a job whose pods come from `templates` is batchplace's: every template names one
+    of `scheduler_names` (none named: Kubernetes' default-scheduler). A job of another
+    scheduler is skipped silently; one whose templates disagree with a warning, as a gang
+    cannot be split between schedulers."""
+    schedulers = {template.scheduler_name or KUBERNETES_DEFAULT_SCHEDULER for template in templates}
+    ours = {name for name in schedulers if name in scheduler_names}
+    if ours and ours != schedulers:
+        warnings.add(
+            obj.location,
+            f"replicas name different schedulers ({', '.join(sorted(schedulers))}); a gang cannot be split "
+            "between schedulers, so the job is skipped",
+        )
+        return False
+    return bool(ours)
 
 
 def task_from_template(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from models.pod_affinity import PodAffinityTerm
 from models.snapshot import NetworkTopology, SubGroup
 from tests.models._kube_builders import hypernode, load, load_error, member, node, pod
-from tests.models._owner_gang_pods import LWS, lws_pod
+from tests.models._owner_gang_pods import LWS, lws_object, lws_pod
 
 
 def test_the_set_is_one_pod_group_and_each_group_a_sub_group_of_size_members() -> None:
@@ -161,8 +161,66 @@ def test_pods_of_one_group_disagreeing_on_size_is_an_error_naming_the_later_pod(
     assert "Pod default/llm-0-1" in message and "gang llm-0: size 3, but pod llm-0 of it says 2" in message
 
 
-def test_the_leader_worker_set_object_is_skipped_with_a_note_of_what_is_not_enforced() -> None:
-    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "llm"}, "spec": {}}
-    (note,) = load(node("n1"), lws).warnings
-    assert "(LeaderWorkerSet default/llm): a LeaderWorkerSet is read through the pods its controller creates" in note
-    assert "the set as a whole is not one gang" in note and "not enforced yet" in note
+def test_the_leader_worker_set_object_is_the_same_pod_group_with_every_group_pending() -> None:
+    lws = lws_object("llm", replicas=2, size=3, leader_gpus=1, worker_gpus=2, exclusive="rack")
+    loaded = load(*RACKED, lws)
+    (group,) = loaded.snapshot.pod_groups
+    hard_rack = NetworkTopology(mode="hard", highest_tier_allowed=1)
+    assert (group.key, group.min_member, group.min_sub_groups) == ("default/llm", 3, {})
+    assert group.sub_groups == (
+        SubGroup(name="llm-0", policy="llm", min_member=3, network_topology=hard_rack),
+        SubGroup(name="llm-1", policy="llm", min_member=3, network_topology=hard_rack),
+    )
+    assert [(t.name, t.requests["gpu"], t.labels[f"{LWS}/name"]) for t in group.tasks] == [
+        ("leader", 1000, "llm"),
+        ("worker", 2000, "llm"),
+    ]
+    assert group.tasks[0].labels[f"{LWS}/worker-index"] == "0"
+    assert [(p.name, p.phase, p.task, p.sub_group) for p in loaded.snapshot.pods] == [
+        ("llm-0", "pending", "leader", "llm-0"),
+        ("llm-0-1", "pending", "worker", "llm-0"),
+        ("llm-0-2", "pending", "worker", "llm-0"),
+        ("llm-1", "pending", "leader", "llm-1"),
+        ("llm-1-1", "pending", "worker", "llm-1"),
+        ("llm-1-2", "pending", "worker", "llm-1"),
+    ]
+    assert not loaded.warnings
+
+
+def test_without_a_leader_template_the_leader_is_a_worker_and_defaults_apply() -> None:
+    # replicas and size default to 1: one group of its leader alone.
+    (group,) = load(node("n1", gpus=8), lws_object("llm", replicas=None, size=None, worker_gpus=2)).snapshot.pod_groups
+    assert [(t.name, t.requests["gpu"]) for t in group.tasks] == [("leader", 2000)]
+    assert [(s.name, s.min_member) for s in group.sub_groups] == [("llm-0", 1)]
+
+
+def test_with_its_pods_in_the_input_the_object_is_not_expanded_again() -> None:
+    pods = [lws_pod("llm", 0, worker, size=3) for worker in range(3)]
+    loaded = load(node("n1", gpus=8), lws_object("llm", replicas=2, size=3), *pods)
+    (group,) = loaded.snapshot.pod_groups
+    assert [s.name for s in group.sub_groups] == ["llm-0"]  # group 1's pods are not created yet
+    assert [p.name for p in loaded.snapshot.pods] == ["llm-0", "llm-0-1", "llm-0-2"]
+    assert any("the input holds pods this job created" in w for w in loaded.warnings)
+
+
+def test_fields_for_the_lws_controller_alone_are_named_in_one_warning() -> None:
+    lws = lws_object("llm", startupPolicy="LeaderReady", rolloutStrategy={"type": "RollingUpdate"})
+    lws["metadata"]["annotations"][f"{LWS}/subgroup-exclusive-topology"] = "rack"  # type: ignore[index]
+    (warning,) = load(node("n1", gpus=8), lws).warnings
+    assert "spec.rolloutStrategy, spec.startupPolicy" in warning
+    assert f"metadata.annotations.{LWS}/subgroup-exclusive-topology" in warning
+    assert "are for the LeaderWorkerSet controller; placement does not read them" in warning
+
+
+def test_no_replicas_or_another_scheduler_makes_no_pods() -> None:
+    zero = load(node("n1", gpus=8), lws_object("llm", replicas=0))
+    assert zero.snapshot.pod_groups == () and any("spec.replicas is 0" in w for w in zero.warnings)
+    other = load(node("n1", gpus=8), lws_object("llm", scheduler="default-scheduler"))
+    assert other.snapshot.pod_groups == () and not other.warnings
+
+
+def test_a_bad_size_names_the_field() -> None:
+    message = load_error(node("n1"), lws_object("llm", size=0))
+    assert "(LeaderWorkerSet default/llm): spec.leaderWorkerTemplate.size: must be >= 1, got 0" in message
+    text = load_error(node("n1"), lws_object("llm", size="x"))
+    assert "spec.leaderWorkerTemplate.size: expected an integer, got a string 'x'" in text
