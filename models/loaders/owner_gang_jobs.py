@@ -26,9 +26,9 @@ from .workloads import (
     JobController,
     JobRecord,
     PodGroupRecord,
-    PodRecord,
     PodTemplate,
     labelled_queue,
+    pending_pod,
     read_pod_template,
     read_preemptable,
     task_from_template,
@@ -123,7 +123,16 @@ def owner_job(
         group=group,
         tasks=tuple(_task(t) for t in templates if t.task in used),
         pods=tuple(
-            _pod(obj, meta, name=name, owner=by_task[task], sub_group=pods.sub_group.name, controller=controller)
+            pending_pod(
+                obj,
+                meta,
+                name=name,
+                task=task,
+                template=by_task[task].template,
+                job=controller,
+                sub_group=pods.sub_group.name,
+                path=by_task[task].obj.path,
+            )
             for pods in sub_groups
             for name, task in zip(pods.names, pods.tasks, strict=True)
         ),
@@ -132,24 +141,3 @@ def owner_job(
 
 def _task(template: OwnerTemplate) -> Task:
     return task_from_template(template.template, template.obj.location, name=template.task, min_available=0)
-
-
-def _pod(
-    obj: RawObject, meta: Metadata, *, name: str, owner: OwnerTemplate, sub_group: str, controller: JobController
-) -> PodRecord:
-    return PodRecord(
-        namespace=meta.namespace,
-        name=name,
-        template=owner.template,
-        node=None,
-        group_name=meta.name,
-        task_name=owner.task,
-        job=(controller, meta.name),
-        queue_name=None,
-        gpu_indices=None,
-        creation_time=meta.creation_time,
-        start_time=None,
-        location=obj.location,
-        path=owner.obj.path,
-        sub_group=sub_group,
-    )

@@ -98,6 +98,7 @@ from .vgpu import VgpuAsk, vgpu_ask
 __all__ = [
     "task_from_template",
     "expanded_pods",
+    "pending_pod",
     "NumaPolicy",
     "JobController",
     "PodTemplate",
@@ -594,20 +595,37 @@ def expanded_pods(
 ) -> list[PodRecord]:
     """The pending pods a job controller creates for one task: `<job>-<task>-<index>`."""
     return [
-        PodRecord(
-            namespace=job_meta.namespace,
-            name=f"{job_meta.name}-{task}-{index}",
-            template=template,
-            node=None,
-            group_name=job_meta.name,
-            task_name=task,
-            job=(job, job_meta.name),
-            queue_name=None,
-            gpu_indices=None,
-            creation_time=job_meta.creation_time,
-            start_time=None,
-            location=obj.location,
-            path=(*obj.path, "template"),
-        )
+        pending_pod(obj, job_meta, name=f"{job_meta.name}-{task}-{index}", task=task, template=template, job=job)
         for index in range(replicas)
     ]
+
+
+def pending_pod(
+    obj: RawObject,
+    job_meta: Metadata,
+    *,
+    name: str,
+    task: str,
+    template: PodTemplate,
+    job: JobController,
+    sub_group: str | None = None,
+    path: tuple[PathPart, ...] | None = None,
+) -> PodRecord:
+    """One pending pod a job controller would create, in the job's PodGroup (named as the
+    job); `path`: where its template sits (the job's `template` by default)."""
+    return PodRecord(
+        namespace=job_meta.namespace,
+        name=name,
+        template=template,
+        node=None,
+        group_name=job_meta.name,
+        task_name=task,
+        job=(job, job_meta.name),
+        queue_name=None,
+        gpu_indices=None,
+        creation_time=job_meta.creation_time,
+        start_time=None,
+        location=obj.location,
+        path=(*obj.path, "template") if path is None else path,
+        sub_group=sub_group,
+    )
