@@ -6,8 +6,9 @@ Output: a `Snapshot`, or a `SnapshotError` naming the document(s) at fault.
 Order (each step needs the previous ones): expand jobs and add one-pod PodGroups →
 put Volcano vGPU asks into `gpu` (the smallest GPU memory a node states, `vgpu`) →
 reject duplicate names, naming both documents → build Nodes (with GPUs and NUMA cells),
-resolve HyperNode selectors, and exclusive topologies to tiers → join pods to PodGroups and tasks → give running pods their
-GPU devices → resolve priorities → validate the whole Snapshot.
+resolve HyperNode selectors, then exclusive topologies to tiers (`exclusive_topology`) →
+join pods to PodGroups and tasks → give running pods their GPU devices → resolve
+priorities → validate the whole Snapshot.
 
 Priorities, as Kubernetes and Volcano resolve them: a pod's `spec.priority` when set
 (admission fills it in a live cluster), else its `priorityClassName`'s value, else the

@@ -9,8 +9,8 @@ Rules, in order:
    pods the job created — for a vcjob, pods whose label or annotation
    `volcano.sh/job-name` names it; for a PyTorchJob, pods whose label
    `training.kubeflow.org/job-name` does; for a LeaderWorkerSet or JobSet, pods whose
-   `leaderworkerset.sigs.k8s.io/name` or `jobset.sigs.k8s.io/jobset-name` does: then the job is a live one and its real PodGroup
-   and pods are read instead (warning).
+   `leaderworkerset.sigs.k8s.io/name` or `jobset.sigs.k8s.io/jobset-name` does: then the
+   job is a live one and its real PodGroup and pods are read instead (warning).
 2. Pods without a PodGroup that a LeaderWorkerSet or a JobSet made join one PodGroup per
    set / JobSet, each group / Job replica a sub-group of it (`owner_gang_groups`, before
    the next sentence applies); a LeaderWorkerSet or JobSet object in the input whose pods

@@ -55,7 +55,9 @@ _JOB_FIELDS = (
 )
 
 
-def read_jobset(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str], warnings: Warnings) -> JobRecord | None:
+def read_jobset(
+    obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str], warnings: Warnings
+) -> JobRecord | None:
     """The JobSet's PodGroup and pending pods (module docstring); None when its pods are
     another scheduler's, it is suspended or it makes no pods."""
     spec = obj.child("spec")
@@ -83,10 +85,12 @@ def read_jobset(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[s
         fields += [f"{where}.template.spec.{key}" for key in _JOB_FIELDS if job_spec.has(key)]
         labels = {JOBSET_NAME_KEY: meta.name, JOBSET_REPLICATED_JOB_KEY: name}
         templates.append(owner_template(job_spec.child("template"), meta, task=name, labels=labels))
-        key = job_template.child("metadata").string_map("annotations").get(JOBSET_EXCLUSIVE_TOPOLOGY_ANNOTATION) or exclusive
+        job_annotations = job_template.child("metadata").string_map("annotations")
+        key = job_annotations.get(JOBSET_EXCLUSIVE_TOPOLOGY_ANNOTATION) or exclusive
         if not (replicas and pods_per_job):
             continue
-        check_object_name(f"{meta.name}-{name}-{replicas - 1}-{pods_per_job - 1}", meta.namespace, obj.location, obj.path)
+        longest = f"{meta.name}-{name}-{replicas - 1}-{pods_per_job - 1}"  # the last Job's last pod
+        check_object_name(longest, meta.namespace, obj.location, obj.path)
         min_sub_groups[name] = replicas
         for job_index in range(replicas):
             job = f"{meta.name}-{name}-{job_index}"

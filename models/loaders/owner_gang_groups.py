@@ -123,8 +123,9 @@ def _sub_group(pods: list[PodRecord], sizes: dict[str, int], warnings: Warnings)
     if len(pods) == 1 and gang.leader and min_member > 1:
         warnings.add(
             first.location,
-            f"{gang.kind} {first.namespace}/{gang.owner}: only the leader of gang {gang.name} (size {min_member}) is "
-            "in the input; its controller creates the others once the leader is placed, so the gang is the leader alone",
+            f"{gang.kind} {first.namespace}/{gang.owner}: only the leader of gang {gang.name} (size {min_member}) "
+            "is in the input; its controller creates the others once the leader is placed, so the gang is the "
+            "leader alone",
             like=f"a {gang.kind} gang is its leader alone",
         )
         min_member = 1

@@ -66,7 +66,9 @@ def check_pod_count(spec: RawObject, key: str, total: int) -> None:
         raise spec.error(key, f"its pods total {total}, more than a snapshot's {MAX_PODS}")
 
 
-def owner_template(template_obj: RawObject, owner_meta: Metadata, *, task: str, labels: dict[str, str]) -> OwnerTemplate:
+def owner_template(
+    template_obj: RawObject, owner_meta: Metadata, *, task: str, labels: dict[str, str]
+) -> OwnerTemplate:
     """A pod template (`metadata`, `spec`) with the labels its controller adds to every pod
     of the task (`labels`), so other pods' selectors see the expanded pods as the real ones."""
     template_meta = template_obj.child("metadata")
@@ -109,7 +111,8 @@ def owner_job(
         min_resources=None,
         priority_class=templates[0].template.priority_class,
         creation_time=meta.creation_time or 0.0,
-        preemptable=read_preemptable(obj, meta) is not False and all(t.template.preemptable is not False for t in templates),
+        preemptable=read_preemptable(obj, meta) is not False
+        and all(t.template.preemptable is not False for t in templates),
         network_topology=None,
         location=obj.location,
         sub_groups=tuple(pods.sub_group for pods in sub_groups),
