@@ -1,6 +1,6 @@
 """Read a JobSet (`jobset.x-k8s.io/v1alpha2`, kubernetes-sigs/jobset): from the labels and
 annotations JobSet puts on the Jobs it creates, which their pods inherit, or, when none of
-its pods is in the input, from the object itself.
+its pods is in the input, from the object itself (`jobset_object`).
 
 A JobSet makes, per replicated Job, `replicas` Jobs named `<jobset>-<replicated job>-<job
 index>`; their pods carry `jobset.sigs.k8s.io/jobset-name`, `replicatedjob-name` and
@@ -8,7 +8,7 @@ index>`; their pods carry `jobset.sigs.k8s.io/jobset-name`, `replicatedjob-name`
 Each Job replica is a unit that starts whole (a distributed trainer's ranks), so it is a
 sub-group gang named as the Job, policy the replicated Job, task the replicated Job's name;
 the JobSet is one PodGroup `<jobset>`, which starts only with every Job present whole (its
-Jobs run as one job: its failure policy restarts them all). `owner_gang_groups` builds that
+Jobs run as one job: by default one failed Job fails or restarts the whole JobSet). `owner_gang_groups` builds that
 PodGroup from the pods. A Job's pods do not state its parallelism (the Job object is not
 read: `kube_yaml` skips batch/v1 Job), so its members are the pods present — or the Job's
 size from its JobSet, when that is in the input too (what the parent adds to its pods).
@@ -21,8 +21,6 @@ a node selector for its value. batchplace reads that affinity and selector as an
 makes the key each Job's hard network topology at the tier whose HyperNodes group the nodes
 by it (`exclusive_topology`); until the followers exist the gang is the leader alone, as the
 pods present say.
-
-The object itself: `jobset_object`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Read a JobSet object when its pods are not in the input (`jobset` reads them when
-they are, and says how the JobSet is a PodGroup with sub-groups).
+"""Read a JobSet object whose pods are not in the input (`jobset` reads the pods
+when they are, and says how a JobSet is one PodGroup with sub-groups).
 
 The object (`read_jobset`), read when its pods are not in the input, becomes the same
 PodGroup with every pod pending: per `spec.replicatedJobs[]`, `replicas` (default 1) Jobs of

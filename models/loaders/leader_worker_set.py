@@ -1,6 +1,6 @@
 """Read a LeaderWorkerSet (`leaderworkerset.x-k8s.io/v1`, kubernetes-sigs/lws): from the
 labels and annotations the LWS controller and its pod webhook put on its pods, or, when none
-of its pods is in the input, from the object itself.
+of its pods is in the input, from the object itself (`leader_worker_set_object`).
 
 LWS makes `replicas` groups of `size` pods: a leader `<set>-<group index>` (worker index 0)
 and workers `<set>-<group index>-<worker index>`. Every pod carries the labels
@@ -21,8 +21,6 @@ topology at the tier whose HyperNodes group the nodes by it (`exclusive_topology
 `subgroup-exclusive-topology` with `leaderWorkerTemplate.subGroupPolicy` splits a group
 further (a third gang level the model does not hold): inside a group it is kept by the
 pods' webhook affinity, once the pods exist.
-
-The object itself: `leader_worker_set_object`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Read a LeaderWorkerSet object when its pods are not in the input (`leader_worker_set` reads them when
-they are, and says how the LeaderWorkerSet is a PodGroup with sub-groups).
+"""Read a LeaderWorkerSet object whose pods are not in the input (`leader_worker_set` reads the pods
+when they are, and says how a LeaderWorkerSet is one PodGroup with sub-groups).
 
 The object (`read_leader_worker_set`), read when its pods are not in the input, becomes the
 same PodGroup with every group's pods pending: `spec.replicas` (default 1) groups,
