@@ -3,8 +3,8 @@
 Why a generated file: the loader warns about fields an object's schema does not have
 (`spec.minAvaliable`), but `models` may not import the `kubernetes` client (the import
 contract in pyproject.toml). So this script reads the client's models (core kinds: their
-`openapi_types` and `attribute_map`) and the upstream CRDs in `scripts/crds/` (Volcano's
-and scheduler-plugins'), and writes one JSON table the loader reads. Run it after
+`openapi_types` and `attribute_map`) and the upstream CRDs in `scripts/crds/` (Volcano's,
+scheduler-plugins', Kubeflow's, LeaderWorkerSet's and JobSet's), and writes one JSON table the loader reads. Run it after
 upgrading the client or copying newer CRDs; `tests/models/test_field_schemas.py` checks
 the committed table is what it writes.
 
@@ -139,6 +139,8 @@ CRD_KINDS = (
     ("nodeinfo.volcano.sh_numatopologies.yaml", "Volcano Numatopology"),
     ("scheduling.x-k8s.io_podgroups.yaml", "scheduler-plugins PodGroup"),
     ("kubeflow.org_pytorchjobs.yaml", "Kubeflow PyTorchJob"),
+    ("leaderworkerset.x-k8s.io_leaderworkersets.yaml", "LeaderWorkerSet"),
+    ("jobset.x-k8s.io_jobsets.yaml", "JobSet"),
 )
 # Fields batchplace reads that the upstream schema lacks, added so reading them is no
 # warning: (group, kind, path to the object, field). Each is explained where it is read

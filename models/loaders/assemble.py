@@ -7,8 +7,9 @@ Order (each step needs the previous ones): expand jobs and add one-pod PodGroups
 sub-groups (`sub_groups`) →
 put Volcano vGPU asks into `gpu` (the smallest GPU memory a node states, `vgpu`) →
 reject duplicate names, naming both documents → build Nodes (with GPUs and NUMA cells),
-resolve HyperNode selectors → join pods to PodGroups and tasks → give running pods their
-GPU devices → resolve priorities → validate the whole Snapshot.
+resolve HyperNode selectors, then exclusive topologies to tiers (`exclusive_topology`) →
+join pods to PodGroups and tasks → give running pods their GPU devices → resolve
+priorities → validate the whole Snapshot.
 
 Priorities, as Kubernetes and Volcano resolve them: a pod's `spec.priority` when set
 (admission fills it in a live cluster), else its `priorityClassName`'s value, else the
@@ -43,6 +44,7 @@ from .cluster_objects import (
     QueueRecord,
 )
 from .dra_objects import DraRecord, DraUnused, check_device_classes
+from .exclusive_topology import resolve_exclusive_topologies
 from .gpu_assignment import RunningGpuPod, assign_gpus
 from .grouping import Workload, add_one_pod_groups, expand_jobs, join_pods
 from .kube_workload import PodGroupTemplates, resolve_template_policies
@@ -83,6 +85,7 @@ def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
     priorities = _Priorities(inventory.priority_classes, warnings)
     nodes = build_nodes(inventory.nodes, inventory.numa_topologies, warnings)
     hypernodes = resolve_hypernodes(inventory.hypernodes, nodes, warnings)
+    resolve_exclusive_topologies(workload, nodes, hypernodes, warnings)
     join_pods(workload, nodes, warnings)
     context = _PodContext(
         workload=workload,
@@ -289,9 +292,9 @@ def _pod_group(
         tasks=tasks,
         task_min_available_total=declared_total if declared_total != sum(t.min_available for t in tasks) else None,
         network_topology=group.network_topology,
+        sub_groups=group.sub_groups,
+        min_sub_groups=group.min_sub_groups,
         sla_waiting_s=group.sla_waiting_s,
-        sub_groups=workload.sub_groups.get(group.key, ()),
-        min_sub_groups=workload.min_sub_groups.get(group.key, {}),
     )
 
 
@@ -326,8 +329,8 @@ def _pod(pod: PodRecord, context: _PodContext) -> Pod:
         name=pod.name,
         phase="pending" if pod.pending else "running",
         pod_group=membership[0] if membership else None,
-        sub_group=context.workload.pod_sub_group.get(pod.key) if membership else None,
         task=membership[1] if membership else None,
+        sub_group=pod.sub_group if membership else None,
         requests=pod.template.requests,
         node=pod.node,
         gpu_indices=indices,

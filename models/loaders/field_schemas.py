@@ -11,8 +11,8 @@ so too, as one warning line per field with the nearest known name:
 Input: a raw object whose (group, kind) the loader reads. Output: warnings only; the object
 is read as before. The schemas come from `field_schemas.json`, written by
 `scripts/generate_field_schemas.py` from the `kubernetes` client's models and the upstream
-Volcano, scheduler-plugins and Kubeflow (PyTorchJob) CRDs (models may not import the client
-itself).
+Volcano, scheduler-plugins, Kubeflow (PyTorchJob), LeaderWorkerSet and JobSet CRDs (models
+may not import the client itself).
 
 An apiVersion the group does not serve for the kind (`batch.volcano.sh/v1beta1` Job) is a
 warning naming the served ones, and the object is still read, by the served version's

@@ -17,13 +17,15 @@ their schema does not have is a warning with the nearest known name, see `field_
     scheduling.k8s.io Workload                kube_workload
     batch.volcano.sh Job (vcjob)              volcano_job
     kubeflow.org PyTorchJob                   pytorch_job
+    leaderworkerset.x-k8s.io LeaderWorkerSet  leader_worker_set(_object)
+    jobset.x-k8s.io JobSet                    jobset(_object)
     topology.volcano.sh HyperNode             cluster_objects
     nodeinfo.volcano.sh Numatopology          cluster_objects
     resource.k8s.io DeviceClass, ResourceSlice,
       ResourceClaim, ResourceClaimTemplate    dra_objects
 
-A LeaderWorkerSet, JobSet or Kubernetes Workload with podGroupTemplates is skipped with a
-note that it is read through the pods and PodGroups its controller makes. Every other kind is skipped with one
+A Kubernetes Workload with podGroupTemplates is skipped with a note that it is read through
+the PodGroups its controller makes. Every other kind is skipped with one
 warning. Errors (all `SnapshotError`, see
 `models.errors`): `InputFormatError` when text is not YAML or a document is not a
 Kubernetes object, `FieldError` when a field's value is wrong; both say file, document,
@@ -56,6 +58,8 @@ from .field_schemas import KindSchema, kind_schema, warn_unknown_fields
 from .object_names import check_object_name
 from .kube_pod_group import read_kube_pod_group
 from .kube_workload import PodGroupTemplates, read_kube_workload
+from .jobset_object import read_jobset
+from .leader_worker_set_object import read_leader_worker_set
 from .pytorch_job import read_pytorch_job
 from .raw import (
     DEFAULT_NAMESPACE,
@@ -344,10 +348,6 @@ def _read_object(obj: RawObject, context: _Context) -> None:
     group = api_version.rpartition("/")[0]
     reader = _READERS.get((group, kind))
     if reader is None:
-        read_through = _READ_THROUGH.get((group, kind))
-        if read_through is not None:
-            context.warnings.add(obj.location, f"a {kind} is read through {read_through}; the {kind} itself is skipped")
-            return
         message = f"kind {api_version}/{kind} is not used; skipped{_nearest_kind(group, kind)}"
         context.warnings.add(obj.location, message)
         return
@@ -436,6 +436,18 @@ def _pytorch_job(obj: RawObject, meta: Metadata, context: _Context) -> None:
         _add_job(obj, record, context)
 
 
+def _leader_worker_set(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    record = read_leader_worker_set(obj, meta, scheduler_names=context.scheduler_names, warnings=context.warnings)
+    if record is not None:
+        _add_job(obj, record, context)
+
+
+def _jobset(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    record = read_jobset(obj, meta, scheduler_names=context.scheduler_names, warnings=context.warnings)
+    if record is not None:
+        _add_job(obj, record, context)
+
+
 def _add_job(obj: RawObject, record: JobRecord, context: _Context) -> None:
     unread = {field for pod in record.pods for field in pod.template.unread_fields}
     if unread:
@@ -478,6 +490,8 @@ _READERS: dict[tuple[str, str], Callable[[RawObject, Metadata, _Context], None]]
     ("scheduling.x-k8s.io", "PodGroup"): _xk8s_pod_group,
     ("batch.volcano.sh", "Job"): _volcano_job,
     ("kubeflow.org", "PyTorchJob"): _pytorch_job,
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): _leader_worker_set,
+    ("jobset.x-k8s.io", "JobSet"): _jobset,
     ("topology.volcano.sh", "HyperNode"): _hypernode,
     ("nodeinfo.volcano.sh", "Numatopology"): _numatopology,
     ("resource.k8s.io", "DeviceClass"): _device_class,
@@ -485,15 +499,4 @@ _READERS: dict[tuple[str, str], Callable[[RawObject, Metadata, _Context], None]]
     ("resource.k8s.io", "ResourceClaim"): _resource_claim,
     ("resource.k8s.io", "ResourceClaimTemplate"): _resource_claim_template,
 }
-_READ_THROUGH: dict[tuple[str, str], str] = {
-    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (
-        "the pods its controller creates (each group a gang): the set as a whole is not "
-        "one gang, and nothing keeps its groups in one network domain (not enforced yet)"
-    ),
-    ("jobset.x-k8s.io", "JobSet"): (
-        "the pods of its Jobs (each Job replica a gang): the JobSet as a whole is not one gang "
-        "(not enforced yet)"
-    ),
-}
-"""Kinds whose controllers make the objects batchplace reads: a note, not "not used"."""
 _SCHEMAS: dict[tuple[str, str], KindSchema] = {(group, kind): kind_schema(group, kind) for group, kind in _READERS}

@@ -1,8 +1,8 @@
 """Form each PodGroup's sub-groups (`SubGroup`, gangs inside the gang) from its pods.
 
 Input: the `Workload` after jobs are expanded and one-pod PodGroups added, each PodGroup
-record with what it said (`sub_group_policy`). Output: `workload.sub_groups`,
-`workload.min_sub_groups` and `workload.pod_sub_group`, which `assemble` puts on the
+record with what it said (`sub_group_policy`). Output: the PodGroup records' `sub_groups`
+and `min_sub_groups` and the pod records' `sub_group`, which `assemble` puts on the
 snapshot; pending pods that name a pod group their Workload lacks are dropped.
 
 Volcano `subGroupPolicy` (scheduling.volcano.sh/v1beta1), as Volcano's scheduler forms its
@@ -49,6 +49,14 @@ from .workloads import PodGroupRecord, PodRecord
 __all__ = ["assign_sub_groups"]
 
 
+@dataclasses.dataclass
+class _Assigned:
+    """What `assign_sub_groups` assigned, applied to the workload once at its end."""
+
+    groups: dict[str, PodGroupRecord] = dataclasses.field(default_factory=dict)  # key → record with its sub-groups
+    pod_sub_group: dict[str, str] = dataclasses.field(default_factory=dict)  # pod key → its sub-group
+
+
 def assign_sub_groups(workload: Workload, warnings: Warnings) -> None:
     """Fill the workload's sub-groups (module docstring); drop pending pods that name a pod
     group their Workload does not have, or a Workload not in the input."""
@@ -69,19 +77,30 @@ def assign_sub_groups(workload: Workload, warnings: Warnings) -> None:
             members.setdefault(group.key, []).append(pod)
     workload.pods = kept
     dropped: set[str] = set()
+    assigned = _Assigned()
     for key, pods in members.items():
         group = groups[key]
         if group.sub_group_policies:
-            _apply_policies(workload, group, pods, warnings)
+            _apply_policies(group, pods, warnings, assigned)
         elif group.replica_min_member:
-            dropped |= _apply_replicas(workload, group, pods, warnings)
-    workload.pods = [pod for pod in workload.pods if pod.key not in dropped]
+            dropped |= _apply_replicas(group, pods, warnings, assigned)
+    workload.groups = [assigned.groups.get(group.key, group) for group in workload.groups]
+    workload.pods = [
+        dataclasses.replace(pod, sub_group=assigned.pod_sub_group[pod.key]) if pod.key in assigned.pod_sub_group else pod
+        for pod in workload.pods
+        if pod.key not in dropped
+    ]
 
 
 # ---- Volcano subGroupPolicy ----
 
 
-def _apply_policies(workload: Workload, group: PodGroupRecord, pods: Sequence[PodRecord], warnings: Warnings) -> None:
+def _apply_policies(
+    group: PodGroupRecord,
+    pods: Sequence[PodRecord],
+    warnings: Warnings,
+    assigned: _Assigned,
+) -> None:
     members: dict[str, list[PodRecord]] = {}
     policy_of: dict[str, SubGroupPolicyRecord] = {}
     for pod in pods:
@@ -134,7 +153,7 @@ def _apply_policies(workload: Workload, group: PodGroupRecord, pods: Sequence[Po
                 f"{where}.minSubGroups {policy.min_sub_groups} is more than the {formed} sub-group(s) its pods form; "
                 "the PodGroup stays pending until pods for more arrive",
             )
-    _record(workload, group, sub_groups, members, min_sub_groups)
+    _record(group, sub_groups, members, min_sub_groups, assigned)
 
 
 def _policy_sub_group(policies: Sequence[SubGroupPolicyRecord], pod: PodRecord) -> tuple[SubGroupPolicyRecord, str] | None:
@@ -152,7 +171,12 @@ def _policy_sub_group(policies: Sequence[SubGroupPolicyRecord], pod: PodRecord) 
 # ---- Kubernetes Workload API pod group replicas ----
 
 
-def _apply_replicas(workload: Workload, group: PodGroupRecord, pods: Sequence[PodRecord], warnings: Warnings) -> set[str]:
+def _apply_replicas(
+    group: PodGroupRecord,
+    pods: Sequence[PodRecord],
+    warnings: Warnings,
+    assigned: _Assigned,
+) -> set[str]:
     """Sub-groups per pod group replica; returns the pending pods to drop."""
     if not any(pod.replica is not None for pod in pods):
         return set()
@@ -180,7 +204,7 @@ def _apply_replicas(workload: Workload, group: PodGroupRecord, pods: Sequence[Po
         SubGroup(name=name, policy=policy_of[name], min_member=group.replica_min_member[policy_of[name]])
         for name in members
     ]
-    _record(workload, group, sub_groups, members, {})
+    _record(group, sub_groups, members, {}, assigned)
     return dropped
 
 
@@ -198,14 +222,14 @@ def _keyless_replica(group: PodGroupRecord, pod: PodRecord, warnings: Warnings) 
 
 
 def _record(
-    workload: Workload,
     group: PodGroupRecord,
     sub_groups: list[SubGroup],
     members: dict[str, list[PodRecord]],
     min_sub_groups: dict[str, int],
+    assigned: _Assigned,
 ) -> None:
-    workload.sub_groups[group.key] = tuple(sub_groups)
-    workload.min_sub_groups[group.key] = min_sub_groups
+    """Note the PodGroup's record with its sub-groups, and each member's sub-group, in `assigned`."""
+    assigned.groups[group.key] = dataclasses.replace(group, sub_groups=tuple(sub_groups), min_sub_groups=min_sub_groups)
     for name, pods in members.items():
         for pod in pods:
-            workload.pod_sub_group[pod.key] = name
+            assigned.pod_sub_group[pod.key] = name

@@ -53,6 +53,7 @@ from models.snapshot import (
     NetworkTopology,
     PreemptionPolicy,
     ResourceList,
+    SubGroup,
     Task,
     Toleration,
 )
@@ -99,6 +100,7 @@ from .vgpu import VgpuAsk, vgpu_ask
 __all__ = [
     "task_from_template",
     "expanded_pods",
+    "pending_pod",
     "NumaPolicy",
     "JobController",
     "PodTemplate",
@@ -106,6 +108,7 @@ __all__ = [
     "PodGroupRecord",
     "JobRecord",
     "warn_job_controller_fields",
+    "templates_are_ours",
     "read_pod_template",
     "read_pod",
     "read_volcano_pod_group",
@@ -126,10 +129,13 @@ _NUMA_POLICIES: dict[str, NumaPolicy] = {
     "restricted": "restricted",
     "single-numa-node": "single-numa-node",
 }
-JobController = Literal["volcano", "kubeflow"]
-"""Whose job created a pod: Volcano's job controller or Kubeflow's training operator."""
+JobController = Literal["volcano", "kubeflow", "leaderworkerset", "jobset"]
+"""Whose job created a pod: Volcano's job controller, Kubeflow's training operator, the
+LeaderWorkerSet or the JobSet controller."""
+_OWNER_CONTROLLERS: dict[str, JobController] = {"LeaderWorkerSet": "leaderworkerset", "JobSet": "jobset"}
 _TRUE = ("1", "t", "T", "true", "TRUE", "True")  # what Go's strconv.ParseBool reads as true
 _FINISHED_PHASES = ("Succeeded", "Failed")
+KUBERNETES_DEFAULT_SCHEDULER = "default-scheduler"
 GPUS_PATH: tuple[PathPart, ...] = ("metadata", "annotations", GPUS_ANNOTATION)
 
 
@@ -328,6 +334,7 @@ class PodRecord:
     scheduled_reason: str | None = None  # a pending pod's PodScheduled condition reason
     owner_gang: OwnerGang | None = None  # its LeaderWorkerSet group / JobSet Job (`owner_gang_groups`)
     replica: PodGroupReplica | None = None  # the Workload API pod group replica it names (`sub_groups`)
+    sub_group: str | None = None  # the sub-group of its PodGroup it is in (`PodGroupRecord.sub_groups`)
 
     @property
     def key(self) -> str:
@@ -350,7 +357,7 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
     template = read_pod_template(obj, meta)
     if node is not None and template.scheduling_gates:
         raise spec.error("schedulingGates", "a pod with nodeName set has no scheduling gates (Kubernetes refuses both)")
-    if node is None and (template.scheduler_name or "default-scheduler") not in scheduler_names:
+    if node is None and (template.scheduler_name or KUBERNETES_DEFAULT_SCHEDULER) not in scheduler_names:
         return None
     replica_link = _workload_replica(spec)
     return PodRecord(
@@ -370,7 +377,7 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
             or meta.labels.get(KUBEFLOW_REPLICA_TYPE_LABEL)
             or (owner_gang.task if owner_gang else None)
         ),
-        job=_creating_job(meta),
+        job=_creating_job(meta) or ((_OWNER_CONTROLLERS[owner_gang.kind], owner_gang.owner) if owner_gang else None),
         queue_name=meta.annotations.get(POD_QUEUE_ANNOTATION),
         gpu_indices=_gpu_indices(obj, meta),
         creation_time=meta.creation_time,
@@ -461,6 +468,11 @@ class PodGroupRecord:
     sub_group_policies: tuple[SubGroupPolicyRecord, ...] = ()  # Volcano `subGroupPolicy` (`sub_groups`)
     replica_min_member: Mapping[str, int] = field(default_factory=dict)  # Workload API pod group → its gang minimum
     template_ref: tuple[str, str] | None = None  # (Workload, template) whose policy it takes (`kube_workload`)
+    sub_groups: tuple[SubGroup, ...] = ()  # gangs inside the gang (`SubGroup`)
+    min_sub_groups: dict[str, int] = field(default_factory=dict)  # policy → sub-groups that must start
+    sub_group_label_keys: dict[str, str] = field(default_factory=dict)
+    """sub-group name → the node label key it must sit inside one value of (an exclusive
+    topology), made a HyperNode tier once nodes and HyperNodes are known (`exclusive_topology`)."""
 
     @property
     def key(self) -> str:
@@ -544,6 +556,25 @@ def warn_job_controller_fields(obj: RawObject, fields: Sequence[str], *, control
     warnings.add(obj.location, message, like=f"fields for {controller} not read")
 
 
+def templates_are_ours(
+    templates: Sequence[PodTemplate], scheduler_names: Collection[str], obj: RawObject, warnings: Warnings
+) -> bool:
+    """Whether a job whose pods come from `templates` is batchplace's: every template names one
+    of `scheduler_names` (none named: Kubernetes' default-scheduler). A job of another
+    scheduler is skipped silently; one whose templates disagree with a warning, as a gang
+    cannot be split between schedulers."""
+    schedulers = {template.scheduler_name or KUBERNETES_DEFAULT_SCHEDULER for template in templates}
+    ours = {name for name in schedulers if name in scheduler_names}
+    if ours and ours != schedulers:
+        warnings.add(
+            obj.location,
+            f"replicas name different schedulers ({', '.join(sorted(schedulers))}); a gang cannot be split "
+            "between schedulers, so the job is skipped",
+        )
+        return False
+    return bool(ours)
+
+
 def task_from_template(
     template: PodTemplate,
     location: Location,
@@ -580,20 +611,37 @@ def expanded_pods(
 ) -> list[PodRecord]:
     """The pending pods a job controller creates for one task: `<job>-<task>-<index>`."""
     return [
-        PodRecord(
-            namespace=job_meta.namespace,
-            name=f"{job_meta.name}-{task}-{index}",
-            template=template,
-            node=None,
-            group_name=job_meta.name,
-            task_name=task,
-            job=(job, job_meta.name),
-            queue_name=None,
-            gpu_indices=None,
-            creation_time=job_meta.creation_time,
-            start_time=None,
-            location=obj.location,
-            path=(*obj.path, "template"),
-        )
+        pending_pod(obj, job_meta, name=f"{job_meta.name}-{task}-{index}", task=task, template=template, job=job)
         for index in range(replicas)
     ]
+
+
+def pending_pod(
+    obj: RawObject,
+    job_meta: Metadata,
+    *,
+    name: str,
+    task: str,
+    template: PodTemplate,
+    job: JobController,
+    sub_group: str | None = None,
+    path: tuple[PathPart, ...] | None = None,
+) -> PodRecord:
+    """One pending pod a job controller would create, in the job's PodGroup (named as the
+    job); `path`: where its template sits (the job's `template` by default)."""
+    return PodRecord(
+        namespace=job_meta.namespace,
+        name=name,
+        template=template,
+        node=None,
+        group_name=job_meta.name,
+        task_name=task,
+        job=(job, job_meta.name),
+        queue_name=None,
+        gpu_indices=None,
+        creation_time=job_meta.creation_time,
+        start_time=None,
+        location=obj.location,
+        path=(*obj.path, "template") if path is None else path,
+        sub_group=sub_group,
+    )
