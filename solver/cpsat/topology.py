@@ -7,10 +7,17 @@ victim left, and the greedy hint. Output: each topology-tracked unit's candidate
 patterns with tracked pods per (profile, atom).
 
 An *atom* is the smallest set of nodes topology cannot tell apart: the lowest HyperNode
-of tier ≤ the smallest hard tier limit (else the node itself); with soft topology only,
+of tier ≤ the smallest hard tier limit, sub-groups' included (else the node itself); with soft topology only,
 the lowest-tier HyperNode (else `OUTSIDE`). Every hard domain is a union of atoms,
 because HyperNodes nest. A unit is *tracked* when topology can matter: soft, or hard
 with more than one pod in all (one pod is always inside one domain).
+
+Sub-groups (`UnitSubGroup`): a hard one gets candidate domains of its own, of tier ≤ its
+limit, each inside one of its job's candidates when the job is hard (a sub-group's pods
+are the job's pods: a domain outside every job candidate could never be used), holding
+its running pods; its tasks' pods go only to its candidates' atoms, the job's other pods
+to the job's. The model then picks every sub-group's domain and the job's together
+(`cpsat.constraints._sub_group_domain`).
 
 Candidate pruning that cannot cut off the optimum: a hard domain is dropped when, even
 with every candidate victim gone, its eligible nodes cannot hold the unit's minimum —
@@ -125,6 +132,7 @@ def candidates(build: BuildContext, units, atom_of, domain_atoms, victims_on, ki
     sub_domains = _SubGroupDomains(
         build, pods_per_domain, domain_names, domain_tier, domain_anchor, atom_of, atom_id, single_nodes, domain_atoms
     )
+    hinted_sub = _hint_nodes_per_sub_group(build) if any(sub.tracked for u in units for sub in u.sub_groups) else {}
     for unit in units:
         if not unit.tracked:
             continue  # no topology, or one pod in all: always inside one domain
@@ -196,11 +204,10 @@ def candidates(build: BuildContext, units, atom_of, domain_atoms, victims_on, ki
             unit.atoms = sorted(set(ranked) | required)
         subs = [sub for sub in unit.sub_groups if sub.tracked]
         if subs:
-            hinted_sub = _hint_nodes_per_sub_group(build, unit)
             job_domains = [domain_atoms[d] for d in unit.domains] if unit.hard_limit is not None else None
             for sub in subs:
                 options = sub_domains.options(sub, job_domains)
-                nodes = set(sub.anchors) | hinted_sub.get(sub.sub.name, set())
+                nodes = set(sub.anchors) | hinted_sub.get((unit.group.key, sub.sub.name), set())
                 hint_domain = _hint_domain(build, nodes, sub.hard_limit, atom_of, domain_atoms)
                 sub.domains = _kept_candidates(build, f"{unit.group.key} sub-group {sub.sub.name}", options, hint_domain, kept_by)
                 sub.atoms = sorted({a for d in sub.domains for a in domain_atoms[d]})
@@ -237,7 +244,10 @@ class _SubGroupDomains:
     still lacks — each task's pods counted one node at a time with every candidate victim
     gone, summed over its tasks (optimistic: a domain dropped could never hold it)."""
 
-    def __init__(self, build: BuildContext, pods_per_domain: _PodsPerDomain, domain_names, domain_tier, domain_anchor, atom_of, atom_id, single_nodes, domain_atoms):  # noqa: ANN001
+    def __init__(  # noqa: ANN001 — the arrays `candidates` builds, as it names them
+        self, build: BuildContext, pods_per_domain: _PodsPerDomain, domain_names, domain_tier, domain_anchor, atom_of,
+        atom_id, single_nodes, domain_atoms,
+    ):
         self.build, self.pods_per_domain = build, pods_per_domain
         self.domain_names, self.domain_tier, self.domain_anchor = domain_names, domain_tier, domain_anchor
         self.atom_of, self.atom_id, self.single_nodes, self.domain_atoms = atom_of, atom_id, single_nodes, domain_atoms
@@ -272,14 +282,14 @@ class _SubGroupDomains:
         return options
 
 
-def _hint_nodes_per_sub_group(build: BuildContext, unit: Unit) -> dict[str, set[int]]:
-    """Sub-group name → the nodes the hint binds its pods to."""
-    nodes: dict[str, set[int]] = {}
+def _hint_nodes_per_sub_group(build: BuildContext) -> dict[tuple[str, str], set[int]]:
+    """(PodGroup key, sub-group name) → the nodes the hint binds its pods to."""
+    nodes: dict[tuple[str, str], set[int]] = {}
     pods = build.snapshot.pod_by_key
     for bind in build.hint.binds:
         pod = pods.get(bind.pod)
-        if pod is not None and pod.pod_group == unit.group.key and pod.sub_group is not None:
-            nodes.setdefault(pod.sub_group, set()).add(build.problem.node_index[bind.node])
+        if pod is not None and pod.pod_group is not None and pod.sub_group is not None:
+            nodes.setdefault((pod.pod_group, pod.sub_group), set()).add(build.problem.node_index[bind.node])
     return nodes
 
 class _PodsPerDomain:

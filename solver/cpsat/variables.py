@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from solver.cpsat.data import ModelData
-from solver.cpsat.units import task_atoms
+from solver.cpsat.units import Unit, UnitTask, task_atoms
 
 __all__ = [
     "Lin",
@@ -195,19 +195,14 @@ def create_variables(model: cp_model.CpModel, data: ModelData) -> Variables:
 def _unit_vars(model: cp_model.CpModel, data: ModelData, u: int, tasks: dict[int, int]) -> UnitVars:
     unit = data.units[u]
     key = unit.group.key
-    pods = {
-        tasks[id(t)]: model.new_int_var(
-            0, len(t.pending), f"pods[{key}:{t.name}]" if t.sub_group is None else f"pods[{key}:{t.name}@{unit.sub_groups[t.sub_group].sub.name}]"
-        )
-        for t in unit.tasks
-    }
+    pods = {tasks[id(t)]: model.new_int_var(0, len(t.pending), f"pods[{_task_label(unit, t)}]") for t in unit.tasks}
     result = UnitVars(admitted=model.new_bool_var(f"admitted[{key}]"), pods=pods)
     if unit.tracked:
         for task in unit.tasks:
             position = tasks[id(task)]
-            where = f"{key}:{task.name}" if task.sub_group is None else f"{key}:{task.name}@{unit.sub_groups[task.sub_group].sub.name}"
+            label = _task_label(unit, task)
             for atom in task_atoms(unit, task):
-                result.pods_in[(position, atom)] = model.new_int_var(0, len(task.pending), f"pods_in[{where},{atom}]")
+                result.pods_in[(position, atom)] = model.new_int_var(0, len(task.pending), f"pods_in[{label},{atom}]")
         for domain in unit.domains:
             result.domain[domain] = model.new_bool_var(f"domain[{key},{domain}]")
         if unit.soft:
@@ -227,6 +222,13 @@ def _unit_vars(model: cp_model.CpModel, data: ModelData, u: int, tasks: dict[int
                 sub_vars.domain[domain] = model.new_bool_var(f"domain[{where},{domain}]")
         result.sub_groups.append(sub_vars)
     return result
+
+
+def _task_label(unit: Unit, task: UnitTask) -> str:
+    """A task's name in the model: `team-a/llm:worker`, or `team-a/llm:worker@llm-1` for its
+    pods in sub-group llm-1."""
+    label = f"{unit.group.key}:{task.name}"
+    return label if task.sub_group is None else f"{label}@{unit.sub_groups[task.sub_group].sub.name}"
 
 
 def _anchor_span(data: ModelData, node: int) -> str | None:
