@@ -21,6 +21,7 @@ from models.snapshot import Snapshot
 from solver.checker import check_placement
 from solver.cpsat import CpsatConfig, CpsatResult
 from solver.cpsat.engine import solve_cpsat
+from solver.cpsat.units import DataLimits
 from solver.objective import ObjectiveContext, score
 from solver.problem import build_problem
 from tests.builders import (
@@ -35,7 +36,7 @@ from tests.builders import (
 )
 
 
-def _cpsat(snapshot: Snapshot, hint: Placement | None = None) -> CpsatResult:
+def _cpsat(snapshot: Snapshot, hint: Placement | None = None, config: CpsatConfig = CpsatConfig()) -> CpsatResult:
     """CP-SAT alone from `hint` (default: none); its placement passes the checker and its
     tiers are `score` of it."""
     context = ObjectiveContext.of(snapshot)
@@ -43,7 +44,7 @@ def _cpsat(snapshot: Snapshot, hint: Placement | None = None) -> CpsatResult:
         snapshot,
         problem=build_problem(snapshot),
         context=context,
-        config=CpsatConfig(),
+        config=config,
         deadline=time.perf_counter() + 20,
         hint=hint,
     )
@@ -116,6 +117,21 @@ def test_shards_of_one_job_go_to_different_leaves_when_no_leaf_holds_both() -> N
     where = _where(snapshot, result.placement)
     assert sorted(sorted(leaves) for leaves in where.values()) == [["L1"], ["L2"]]
     assert len(result.placement.binds) == 4
+
+
+def test_cut_candidates_keep_a_domain_for_every_shard_inside_each_job_domain() -> None:
+    """Spines S1 (racks r1, r2) and S2 (r3, r4), racks of 2 nodes; a job of two shards of 2,
+    each in one rack, the job in one spine, and 2 candidate domains per gang. Cut by spread
+    alone, shard job-0 would keep r1, r2 and job-1 r3, r4 — no spine holds a candidate of
+    each, and nothing starts; taken in turn from each job candidate, each shard keeps a rack
+    of S1 and one of S2, and the job starts whole in one spine."""
+    job = _shards("job", 2)
+    nodes = [*_leaves({"r1": 2, "r2": 2}, "S1"), *_leaves({"r3": 2, "r4": 2}, "S2")]
+    snapshot = make_snapshot(nodes=nodes, groups=[job])
+    result = _cpsat(snapshot, config=CpsatConfig(limits=DataLimits(max_domains_per_gang=2)))
+    assert len(result.placement.binds) == 4
+    where = _where(snapshot, result.placement)
+    assert sorted(sorted(leaves) for leaves in where.values()) in ([["r1"], ["r2"]], [["r3"], ["r4"]])
 
 
 def test_the_joint_choice_starts_a_job_a_shard_by_shard_best_fit_does_not() -> None:
