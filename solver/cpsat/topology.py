@@ -248,9 +248,9 @@ def _round_robin(spread: list[str], within: list[str], domain_atoms: Mapping[str
     """Up to `limit` of `spread` (in its order), taking in turn the next one inside each of
     the job's candidate domains `within`. Why: the job's sub-groups must all sit inside the
     one job domain chosen; cut by spread alone, each shard of a job on one leaf kept racks
-    of other leaves than its sibling shards, and few leaves had a rack for every shard (on
-    an NVL72-style tree of 56 racks of 18 nodes, 60 jobs of 2–4 shards: 384 of 1,826 pods
-    placed, the model proven optimal within its candidates)."""
+    of other leaves than its sibling shards, few leaves had a rack for every shard, and on
+    an NVL72-style tree with dozens of sharded jobs the model, proven optimal within its
+    candidates, left most of the pods that fit pending."""
     queues = [[name for name in spread if domain_atoms[name] <= domain_atoms[job]] for job in within]
     keep: list[str] = []
     while len(keep) < limit and any(queues):
