@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from ortools.sat.python import cp_model
 
 from solver.cpsat.data import ModelData
+from solver.cpsat.units import task_spanned
 from solver.cpsat.variables import Lin, Variables
 from solver.rules.gang import least_kept, members_missing, task_shortfalls
 
@@ -280,25 +281,26 @@ def _quota(model: cp_model.CpModel, data: ModelData, variables: Variables, alloc
 def _topology(model: cp_model.CpModel, data: ModelData, variables: Variables) -> None:
     """Hard: an admitted PodGroup picks exactly one candidate domain and all its pods go to
     that domain's atoms; a hard sub-group that gets a bind picks one of its own, inside the
-    job's, and its pods go to that one's atoms. Soft: `spans` says which lowest-tier
-    HyperNodes hold its pods."""
+    job's, and its pods go to that one's atoms. `spans` (soft topology, or hard sub-groups:
+    `solver.objective.spanned`) says which lowest-tier HyperNodes hold the pods the
+    locality tier counts."""
     for unit, unit_vars in zip(data.units, variables.units):
-        if not unit.tracked:
-            continue
-        if unit.hard_limit is not None:
+        if unit.tracked and unit.hard_limit is not None:
             model.add(_sum(unit_vars.domain.values()) == unit_vars.admitted)
             for (t, atom), var in unit_vars.pods_in.items():
                 allowed = [v for d, v in unit_vars.domain.items() if atom in data.domain_atoms[d]]
                 bound = len(data.tasks[t].pending)
                 model.add(var <= bound * _sum(allowed))
-        if unit.soft:
-            anchored = {data.ctx.span_domain.get(data.problem.node_names[n]) for n in unit.anchors}
+        if unit.spans:
+            anchored = {data.ctx.span_domain.get(data.problem.node_names[n]) for n in unit.span_anchors}
+            counted = {t for (t, _) in unit_vars.pods_in if task_spanned(unit, data.tasks[t])}
             for span, var in unit_vars.spans.items():
                 if span in anchored:
                     model.add(var == unit_vars.admitted)
                     continue
-                here = [v for (t, atom), v in unit_vars.pods_in.items() if data.soft_domain.get(atom) == span]
-                total = sum(len(data.tasks[t].pending) for (t, atom) in unit_vars.pods_in if data.soft_domain.get(atom) == span)
+                inside = [(t, atom) for (t, atom) in unit_vars.pods_in if t in counted and data.soft_domain.get(atom) == span]
+                here = [unit_vars.pods_in[key] for key in inside]
+                total = sum(len(data.tasks[t].pending) for t, _ in inside)
                 model.add(_sum(here) >= var)
                 model.add(_sum(here) <= total * var)
         for sub, sub_vars in zip(unit.sub_groups, unit_vars.sub_groups):

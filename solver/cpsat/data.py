@@ -59,7 +59,7 @@ from solver.cpsat.patterns import (
 from solver.cpsat.topology import OUTSIDE, atoms, candidates, topology_sets
 from solver.cpsat.units import DataLimits, Unit, UnitSubGroup, UnitTask
 from solver.cpsat.victims import NO_ATOM, NodeGroup, VictimKind, VictimSubGroup, node_groups, victims
-from solver.objective import ObjectiveContext, pod_value, soft_topology
+from solver.objective import ObjectiveContext, pod_value, soft_topology, spanned, spans_counted
 from solver.problem import UNLIMITED, GroupFacts, Problem
 from solver.rules.gang import sub_group_minimum
 from solver.rules.preemption import waits_instead
@@ -269,6 +269,8 @@ def _units(build: BuildContext) -> tuple[list[Unit], list[UnitTask], list[Shape]
                 soft=soft_topology(group),
                 anchors=sorted(set(anchors)),
                 tracked=tracked or any(sub.tracked for sub in split.subs),
+                spans=spans_counted(group),
+                span_anchors=sorted({int(problem.pod_node[p]) for p in facts.running_pods if spanned(group, snapshot.pods[p].sub_group)}),
                 sub_groups=split.subs,
                 started_sub_groups=split.started,
             )
@@ -326,7 +328,7 @@ class _SubGroupSplit:
                     minimum=minimum,
                     hard_limit=limit,
                     anchors=nodes,
-                    tracked=limit is not None and pending_of[sub.name] + len(nodes) > 1,
+                    tracked=limit is not None,
                 )
             )
 

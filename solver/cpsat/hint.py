@@ -24,6 +24,7 @@ from ortools.sat.python import cp_model
 from models.placement import Placement
 from solver.cpsat.data import ModelData
 from solver.cpsat.patterns import evaluate
+from solver.cpsat.units import task_spanned
 from solver.cpsat.variables import Variables
 
 __all__ = ["NodeUse", "node_uses", "augment", "hint_values"]
@@ -166,10 +167,11 @@ def hint_values(
             chosen = min(fitting, key=lambda d: (len(data.domain_atoms[d]), d)) if admitted and fitting else None
             for domain, var in unit_vars.domain.items():
                 values[var] = int(domain == chosen)
-        if unit.soft:
-            spans = {data.soft_domain.get(a) for a in atoms_used}
+        if unit.spans:
+            spanned_tasks = [variables.task_index[id(task)] for task in unit.tasks if task_spanned(unit, task)]
+            spans = {data.soft_domain.get(a) for position in spanned_tasks for a in atoms_of_task.get(position, ())}
             if admitted:
-                spans |= {data.ctx.span_domain.get(problem.node_names[n]) for n in unit.anchors}
+                spans |= {data.ctx.span_domain.get(problem.node_names[n]) for n in unit.span_anchors}
             for span, var in unit_vars.spans.items():
                 values[var] = int(admitted and span in spans)
         for sub, sub_vars in zip(unit.sub_groups, unit_vars.sub_groups):

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from solver.cpsat.data import ModelData
-from solver.cpsat.units import Unit, UnitTask, task_atoms
+from solver.cpsat.units import Unit, UnitTask, task_atoms, task_spanned
 
 __all__ = [
     "Lin",
@@ -205,11 +205,11 @@ def _unit_vars(model: cp_model.CpModel, data: ModelData, u: int, tasks: dict[int
                 result.pods_in[(position, atom)] = model.new_int_var(0, len(task.pending), f"pods_in[{label},{atom}]")
         for domain in unit.domains:
             result.domain[domain] = model.new_bool_var(f"domain[{key},{domain}]")
-        if unit.soft:
-            atoms = {a for task in unit.tasks for a in task_atoms(unit, task)}
-            spans = {data.soft_domain.get(a) for a in atoms} | {_anchor_span(data, n) for n in unit.anchors}
-            for span in sorted(s for s in spans if s is not None):
-                result.spans[span] = model.new_bool_var(f"spans[{key},{span}]")
+    if unit.spans:  # soft units are tracked; a unit of hard sub-groups may count only running ones
+        atoms = {a for task in unit.tasks if task_spanned(unit, task) for a in task_atoms(unit, task)}
+        spans = {data.soft_domain.get(a) for a in atoms} | {_anchor_span(data, n) for n in unit.span_anchors}
+        for span in sorted(s for s in spans if s is not None):
+            result.spans[span] = model.new_bool_var(f"spans[{key},{span}]")
     for sub in unit.sub_groups:
         where = f"{key}/{sub.sub.name}"
         counted = sub.sub.policy in unit.group.min_sub_groups

@@ -26,9 +26,11 @@ from solver.objective import ObjectiveContext, score
 from solver.problem import build_problem
 from tests.builders import (
     Gang,
+    bind_gang,
     created_at,
     make_gang,
     make_node,
+    make_placement,
     make_snapshot,
     make_task,
     solve_checked,
@@ -164,6 +166,36 @@ def test_two_sharded_jobs_pack_into_two_leaves_and_leave_the_third_whole() -> No
     (c_leaf,) = where["default/c:none"]
     shard_leaves = set().union(*(where[f"{job}-{i}"] for job in "ab" for i in range(2)))
     assert c_leaf not in shard_leaves and len(shard_leaves) == 2
+
+
+def test_locality_counts_the_racks_a_jobs_hard_shards_sit_in() -> None:
+    """`score`'s locality tier: two shards of 2 on one 4-node leaf → 1, on two leaves → 2;
+    a job without hard sub-groups (and without soft topology) → 0 wherever it goes."""
+    job = _shards("job", 2)
+    plain = make_gang("plain", replicas=4, gpus=8, topology_tier=2)
+    nodes = _leaves({"L1": 4, "L2": 4})
+    packed, spread = ["L1-0", "L1-1", "L1-2", "L1-3"], ["L1-0", "L1-1", "L2-0", "L2-1"]
+    for gang, where, locality in ((job, packed, 1), (job, spread, 2), (plain, spread, 0)):
+        snapshot = make_snapshot(nodes=nodes, groups=[gang])
+        placement = make_placement(binds=bind_gang(gang, where))
+        assert check_placement(snapshot, placement) == ()
+        assert score(snapshot, placement).locality == locality
+
+
+def test_a_jobs_shards_share_a_leaf_when_one_holds_them_leaving_whole_leaves_free() -> None:
+    """Three leaves of 4 nodes, jobs a and b of two shards of 2 (each shard in one leaf, each
+    job on the spine): each job's shards share one leaf (locality 1 per job, not 2), so the
+    third leaf stays whole — 1 leaf free, where shards spread one per leaf could leave 0."""
+    a = created_at(_shards("a", 2), 100.0)
+    b = created_at(_shards("b", 2), 200.0)
+    snapshot = make_snapshot(nodes=_leaves({"L1": 4, "L2": 4, "L3": 4}), groups=[a, b])
+    result = _cpsat(snapshot)
+    where = _where(snapshot, result.placement)
+    assert len(result.placement.binds) == 8
+    assert where["a-0"] == where["a-1"] and where["b-0"] == where["b-1"] and where["a-0"] != where["b-0"]
+    assert result.objective.locality == 2
+    used = {snapshot.hypernode_chain[b.node][0] for b in result.placement.binds}
+    assert len({"L1", "L2", "L3"} - used) == 1
 
 
 def test_min_sub_groups_holds_a_job_back_until_enough_shards_fit() -> None:
