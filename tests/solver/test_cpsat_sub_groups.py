@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models.placement import Placement
-from models.snapshot import Snapshot
+from models.snapshot import NetworkTopology, Snapshot
 from solver.checker import check_placement
 from solver.cpsat import CpsatConfig, CpsatResult
 from solver.cpsat.engine import solve_cpsat
@@ -298,8 +298,9 @@ def test_a_running_shard_keeps_its_leaf_when_its_job_grows() -> None:
 @st.composite
 def _nested_gangs(draw: st.DrawFn) -> Snapshot:
     """2–3 leaves of 1–3 nodes under 1–2 spines, 1–3 jobs of 1–3 shards of 1–3 pods of
-    4 or 8 GPUs, each with a random shard minimum, min_sub_groups, job minimum, hard or no
-    tier per shard and job, some shards partly running."""
+    4 or 8 GPUs, each with a random shard minimum, min_sub_groups, job minimum and priority;
+    the job's topology none, hard (tier 2) or soft, each shard's none, hard (tier 1 or 2)
+    or soft; a 4-GPU job's first pod sometimes running (a victim, or a shard started)."""
     leaves = draw(st.integers(2, 3))
     nodes = []
     for leaf in range(leaves):
@@ -321,10 +322,18 @@ def _nested_gangs(draw: st.DrawFn) -> Snapshot:
             topology_tier=draw(st.sampled_from([None, 2])),
             running_on=running,
         )
-        tier = draw(st.sampled_from([None, 1]))
+        if job.group.network_topology is None and draw(st.booleans()):
+            job = Gang(group=job.group.model_copy(update={"network_topology": NetworkTopology(mode="soft")}), pods=job.pods)
+        tier = draw(st.sampled_from([None, 1, 2, "soft"]))
         minimum = draw(st.integers(0, size))
         min_sub_groups = draw(st.integers(0, shards))
-        groups.append(with_sub_groups(job, size, tier=tier, minimum=minimum, min_sub_groups=min_sub_groups or None))
+        cut = with_sub_groups(
+            job, size, tier=tier if isinstance(tier, int) else None, minimum=minimum, min_sub_groups=min_sub_groups or None
+        )
+        if tier == "soft":
+            soft = tuple(sub.model_copy(update={"network_topology": NetworkTopology(mode="soft")}) for sub in cut.group.sub_groups)
+            cut = Gang(group=cut.group.model_copy(update={"sub_groups": soft}), pods=cut.pods)
+        groups.append(cut)
     return make_snapshot(nodes=nodes, groups=groups)
 
 
