@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from ortools.sat.python import cp_model
 
 from solver.cpsat.data import ModelData
-from solver.cpsat.units import task_spanned
+from solver.cpsat.units import in_hard_sub_group
 from solver.cpsat.variables import Lin, Variables
 from solver.rules.gang import least_kept, members_missing, task_shortfalls
 
@@ -281,31 +281,46 @@ def _quota(model: cp_model.CpModel, data: ModelData, variables: Variables, alloc
 def _topology(model: cp_model.CpModel, data: ModelData, variables: Variables) -> None:
     """Hard: an admitted PodGroup picks exactly one candidate domain and all its pods go to
     that domain's atoms; a hard sub-group that gets a bind picks one of its own, inside the
-    job's, and its pods go to that one's atoms. `spans` (soft topology, or hard sub-groups:
-    `solver.objective.spanned`) says which lowest-tier HyperNodes hold the pods the
-    locality tier counts."""
+    job's, and its pods go to that one's atoms. Soft: `spans` says which lowest-tier
+    HyperNodes hold its pods; `opened`, which whole racks hard sub-groups' pods go to."""
     for unit, unit_vars in zip(data.units, variables.units):
-        if unit.tracked and unit.hard_limit is not None:
+        if not unit.tracked:
+            continue
+        if unit.hard_limit is not None:
             model.add(_sum(unit_vars.domain.values()) == unit_vars.admitted)
             for (t, atom), var in unit_vars.pods_in.items():
                 allowed = [v for d, v in unit_vars.domain.items() if atom in data.domain_atoms[d]]
                 bound = len(data.tasks[t].pending)
                 model.add(var <= bound * _sum(allowed))
-        if unit.spans:
-            anchored = {data.ctx.span_domain.get(data.problem.node_names[n]) for n in unit.span_anchors}
-            counted = {t for (t, _) in unit_vars.pods_in if task_spanned(unit, data.tasks[t])}
+        if unit.soft:
+            anchored = {data.ctx.span_domain.get(data.problem.node_names[n]) for n in unit.anchors}
             for span, var in unit_vars.spans.items():
                 if span in anchored:
                     model.add(var == unit_vars.admitted)
                     continue
-                inside = [(t, atom) for (t, atom) in unit_vars.pods_in if t in counted and data.soft_domain.get(atom) == span]
-                here = [unit_vars.pods_in[key] for key in inside]
-                total = sum(len(data.tasks[t].pending) for t, _ in inside)
+                here = [v for (t, atom), v in unit_vars.pods_in.items() if data.soft_domain.get(atom) == span]
+                total = sum(len(data.tasks[t].pending) for (t, atom) in unit_vars.pods_in if data.soft_domain.get(atom) == span)
                 model.add(_sum(here) >= var)
                 model.add(_sum(here) <= total * var)
         for sub, sub_vars in zip(unit.sub_groups, unit_vars.sub_groups):
             if sub.tracked:
                 _sub_group_domain(model, data, variables, unit.index, sub.index)
+    _racks_opened(model, data, variables)
+
+
+def _racks_opened(model: cp_model.CpModel, data: ModelData, variables: Variables) -> None:
+    """`opened[r]` says whether whole rack r gets a pod of a hard sub-group, both ways (the
+    locality tier counts it: `solver.objective.racks_opened`)."""
+    here: dict[str, list[tuple[cp_model.IntVar, int]]] = {rack: [] for rack in variables.opened}
+    for unit, unit_vars in zip(data.units, variables.units):
+        for (t, atom), var in unit_vars.pods_in.items():
+            rack = data.soft_domain.get(atom)
+            if rack in here and in_hard_sub_group(unit, data.tasks[t]):
+                here[rack].append((var, len(data.tasks[t].pending)))
+    for rack, var in variables.opened.items():
+        pods = _sum(v for v, _ in here[rack])
+        model.add(pods >= var)
+        model.add(pods <= sum(most for _, most in here[rack]) * var)
 
 
 def _sub_group_domain(model: cp_model.CpModel, data: ModelData, variables: Variables, u: int, s: int) -> None:

@@ -59,7 +59,7 @@ from solver.cpsat.patterns import (
 from solver.cpsat.topology import OUTSIDE, atoms, candidates, topology_sets
 from solver.cpsat.units import DataLimits, Unit, UnitSubGroup, UnitTask
 from solver.cpsat.victims import NO_ATOM, NodeGroup, VictimKind, VictimSubGroup, node_groups, victims
-from solver.objective import ObjectiveContext, pod_value, soft_topology, spanned, spans_counted
+from solver.objective import ObjectiveContext, pod_value, soft_topology, whole_racks
 from solver.problem import UNLIMITED, GroupFacts, Problem
 from solver.rules.gang import sub_group_minimum
 from solver.rules.preemption import waits_instead
@@ -101,6 +101,7 @@ class ModelData:
     victim_minimum: dict[int, int]
     victim_fixed: dict[int, int]  # PodGroup index → running pods that are no candidates
     victim_sub_groups: dict[tuple[int, str], VictimSubGroup]  # (PodGroup index, sub-group) with candidate victims
+    whole_racks: frozenset[str]  # lowest-tier HyperNodes no pod runs on (`solver.objective.racks_opened`)
     restricted: list[str] = field(default_factory=list)
     fixed: FixedPart | None = None  # inter-pod constraints: the hint's part taken as it is (`cpsat.interpod`)
 
@@ -175,6 +176,7 @@ def _build(build: BuildContext) -> ModelData:
         victim_minimum=victim_minimum,
         victim_fixed=victim_fixed,
         victim_sub_groups=victim_sub_groups,
+        whole_racks=whole_racks(build.snapshot, build.ctx),
         restricted=build.restricted,
         fixed=build.fixed,
     )
@@ -269,8 +271,6 @@ def _units(build: BuildContext) -> tuple[list[Unit], list[UnitTask], list[Shape]
                 soft=soft_topology(group),
                 anchors=sorted(set(anchors)),
                 tracked=tracked or any(sub.tracked for sub in split.subs),
-                spans=spans_counted(group),
-                span_anchors=sorted({int(problem.pod_node[p]) for p in facts.running_pods if spanned(group, snapshot.pods[p].sub_group)}),
                 sub_groups=split.subs,
                 started_sub_groups=split.started,
             )

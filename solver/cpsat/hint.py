@@ -24,7 +24,7 @@ from ortools.sat.python import cp_model
 from models.placement import Placement
 from solver.cpsat.data import ModelData
 from solver.cpsat.patterns import evaluate
-from solver.cpsat.units import task_spanned
+from solver.cpsat.units import in_hard_sub_group
 from solver.cpsat.variables import Variables
 
 __all__ = ["NodeUse", "node_uses", "augment", "hint_values"]
@@ -167,11 +167,10 @@ def hint_values(
             chosen = min(fitting, key=lambda d: (len(data.domain_atoms[d]), d)) if admitted and fitting else None
             for domain, var in unit_vars.domain.items():
                 values[var] = int(domain == chosen)
-        if unit.spans:
-            spanned_tasks = [variables.task_index[id(task)] for task in unit.tasks if task_spanned(unit, task)]
-            spans = {data.soft_domain.get(a) for position in spanned_tasks for a in atoms_of_task.get(position, ())}
+        if unit.soft:
+            spans = {data.soft_domain.get(a) for a in atoms_used}
             if admitted:
-                spans |= {data.ctx.span_domain.get(problem.node_names[n]) for n in unit.span_anchors}
+                spans |= {data.ctx.span_domain.get(problem.node_names[n]) for n in unit.anchors}
             for span, var in unit_vars.spans.items():
                 values[var] = int(admitted and span in spans)
         for sub, sub_vars in zip(unit.sub_groups, unit_vars.sub_groups):
@@ -188,6 +187,16 @@ def hint_values(
                 values[var] = int(domain == chosen)
     for c, var in enumerate(variables.any_admitted):
         values[var] = int(c in admitted_classes)
+    opened = {
+        data.soft_domain.get(atom_of_node[n])
+        for unit in data.units
+        for task in unit.tasks
+        if in_hard_sub_group(unit, task)
+        for p in task.pending
+        for n in bound_nodes.get(p, ())
+    }
+    for rack, var in variables.opened.items():
+        values[var] = int(rack in opened)
     # Node groups: option counts.
     option_counts: dict[int, dict[int, int]] = {}
     for use in uses:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from models.snapshot import PodGroup, SubGroup
 
-__all__ = ["DataLimits", "UnitTask", "UnitSubGroup", "Unit", "MIN_PATTERNS_PER_PROFILE", "task_atoms", "task_spanned"]
+__all__ = ["DataLimits", "UnitTask", "UnitSubGroup", "Unit", "MIN_PATTERNS_PER_PROFILE", "task_atoms", "in_hard_sub_group"]
 
 MIN_PATTERNS_PER_PROFILE = 8
 """The least a profile's walk is cut at under `DataLimits.max_patterns`."""
@@ -102,7 +102,7 @@ class UnitSubGroup:
     minimum: int  # `gang.sub_group_minimum`
     hard_limit: int | None
     anchors: list[int]  # nodes of its running pods
-    tracked: bool  # hard: every one, even of one pod, so that the locality tier sees where its pods go
+    tracked: bool  # hard: every one, even of one pod, so that the rack its pods open is known (`racks_opened`)
     domains: list[str] = field(default_factory=list)
     atoms: list[str] = field(default_factory=list)
 
@@ -125,19 +125,14 @@ class Unit:
     tracked: bool  # topology matters: soft, or hard with more than one pod in all
     domains: list[str] = field(default_factory=list)  # hard: candidate domains (HyperNode or "node:<name>")
     atoms: list[str] = field(default_factory=list)  # candidate atoms of its pods (topology units)
-    spans: bool = False  # the locality tier counts its pods' HyperNodes (`solver.objective.spans_counted`)
-    span_anchors: list[int] = field(default_factory=list)  # nodes of its running pods that count there
     sub_groups: list[UnitSubGroup] = field(default_factory=list)  # those with pending pods (`UnitSubGroup`)
     started_sub_groups: dict[str, int] = field(default_factory=dict)
     """Policy → its sub-groups without pending pods here whose running pods already meet their
     minimum: started whatever the model does (an admitted PodGroup loses no pod)."""
 
 
-def task_spanned(unit: Unit, task: UnitTask) -> bool:
-    """Does the locality tier count the HyperNodes of the task's pods
-    (`solver.objective.spanned`): every task of a soft unit, the tasks of hard sub-groups."""
-    if unit.soft:
-        return True
+def in_hard_sub_group(unit: Unit, task: UnitTask) -> bool:
+    """Are the task's pods in a hard sub-group (whose racks `solver.objective.racks_opened` counts)?"""
     return task.sub_group is not None and unit.sub_groups[task.sub_group].hard_limit is not None
 
 

@@ -17,7 +17,9 @@ in a dumped model (`pods[team-a/llm:worker]`, `pattern_nodes[p3#17]`):
     `reclaimed`;
   - `VictimGroupVars`: `keeps` (the gang keeps ≥ min_member, or nothing), one per
     victim PodGroup and one per sub-group of it with candidate victims (`victim_sub_groups`);
-  - `PreemptorClassVars`: `any_admitted` per (queue, priority) of units.
+  - `PreemptorClassVars`: `any_admitted` per (queue, priority) of units;
+  - `opened` per whole rack a hard sub-group may go to: it gets one of their pods
+    (`solver.objective.racks_opened`).
 
 `Lin` is a linear expression kept as (variable, coefficient) terms plus a constant, so
 that the engine can both hand it to CP-SAT and evaluate it on a hint or a solution.
@@ -33,7 +35,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from solver.cpsat.data import ModelData
-from solver.cpsat.units import Unit, UnitTask, task_atoms, task_spanned
+from solver.cpsat.units import Unit, UnitTask, in_hard_sub_group, task_atoms
 
 __all__ = [
     "Lin",
@@ -149,6 +151,7 @@ class Variables:
     victim_groups: dict[int, VictimGroupVars]
     victim_sub_groups: dict[tuple[int, str], VictimGroupVars]  # (PodGroup index, sub-group) → its keep
     any_admitted: list[IntVar]  # per preemptor class
+    opened: dict[str, IntVar]  # whole rack → a pod of a hard sub-group is bound there
     task_index: dict[int, int]  # id(UnitTask) → position in ModelData.tasks
 
 
@@ -180,6 +183,13 @@ def create_variables(model: cp_model.CpModel, data: ModelData) -> Variables:
     any_admitted = [
         model.new_bool_var(f"any_admitted[{q}/priority {p}{'/waits' if waits else ''}]") for q, p, _, waits in data.preemptor_classes
     ]
+    racks = {
+        data.soft_domain.get(atom)
+        for unit, unit_vars in zip(data.units, units)
+        for (t, atom) in unit_vars.pods_in
+        if in_hard_sub_group(unit, data.tasks[t])
+    }
+    opened = {rack: model.new_bool_var(f"opened[{rack}]") for rack in sorted(r for r in racks if r in data.whole_racks)}
     return Variables(
         units=units,
         profiles=profiles,
@@ -188,6 +198,7 @@ def create_variables(model: cp_model.CpModel, data: ModelData) -> Variables:
         victim_groups=victim_groups,
         victim_sub_groups=victim_sub_groups,
         any_admitted=any_admitted,
+        opened=opened,
         task_index=task_index,
     )
 
@@ -205,11 +216,11 @@ def _unit_vars(model: cp_model.CpModel, data: ModelData, u: int, tasks: dict[int
                 result.pods_in[(position, atom)] = model.new_int_var(0, len(task.pending), f"pods_in[{label},{atom}]")
         for domain in unit.domains:
             result.domain[domain] = model.new_bool_var(f"domain[{key},{domain}]")
-    if unit.spans:  # soft units are tracked; a unit of hard sub-groups may count only running ones
-        atoms = {a for task in unit.tasks if task_spanned(unit, task) for a in task_atoms(unit, task)}
-        spans = {data.soft_domain.get(a) for a in atoms} | {_anchor_span(data, n) for n in unit.span_anchors}
-        for span in sorted(s for s in spans if s is not None):
-            result.spans[span] = model.new_bool_var(f"spans[{key},{span}]")
+        if unit.soft:
+            atoms = {a for task in unit.tasks for a in task_atoms(unit, task)}
+            spans = {data.soft_domain.get(a) for a in atoms} | {_anchor_span(data, n) for n in unit.anchors}
+            for span in sorted(s for s in spans if s is not None):
+                result.spans[span] = model.new_bool_var(f"spans[{key},{span}]")
     for sub in unit.sub_groups:
         where = f"{key}/{sub.sub.name}"
         counted = sub.sub.policy in unit.group.min_sub_groups

@@ -168,34 +168,45 @@ def test_two_sharded_jobs_pack_into_two_leaves_and_leave_the_third_whole() -> No
     assert c_leaf not in shard_leaves and len(shard_leaves) == 2
 
 
-def test_locality_counts_the_racks_a_jobs_hard_shards_sit_in() -> None:
-    """`score`'s locality tier: two shards of 2 on one 4-node leaf → 1, on two leaves → 2;
-    a job without hard sub-groups (and without soft topology) → 0 wherever it goes."""
+def test_locality_counts_the_whole_racks_hard_shards_open() -> None:
+    """`score`'s locality tier: two shards of 2 on one whole 4-node leaf → 1, on two whole
+    leaves → 2, on the free half of L3 (where `other` runs) and L1 → 1; a job without hard
+    sub-groups (and without soft topology) → 0 wherever it goes."""
     job = _shards("job", 2)
     plain = make_gang("plain", replicas=4, gpus=8, topology_tier=2)
-    nodes = _leaves({"L1": 4, "L2": 4})
-    packed, spread = ["L1-0", "L1-1", "L1-2", "L1-3"], ["L1-0", "L1-1", "L2-0", "L2-1"]
-    for gang, where, locality in ((job, packed, 1), (job, spread, 2), (plain, spread, 0)):
-        snapshot = make_snapshot(nodes=nodes, groups=[gang])
+    other = make_gang("other", replicas=2, gpus=8, running_on=["L3-0", "L3-1"])
+    nodes = _leaves({"L1": 4, "L2": 4, "L3": 4})
+    packed, spread, half = ["L1-0", "L1-1", "L1-2", "L1-3"], ["L1-0", "L1-1", "L2-0", "L2-1"], ["L3-2", "L3-3", "L1-0", "L1-1"]
+    for gang, where, locality in ((job, packed, 1), (job, spread, 2), (job, half, 1), (plain, spread, 0)):
+        snapshot = make_snapshot(nodes=nodes, groups=[gang, other])
         placement = make_placement(binds=bind_gang(gang, where))
         assert check_placement(snapshot, placement) == ()
         assert score(snapshot, placement).locality == locality
 
 
-def test_a_jobs_shards_share_a_leaf_when_one_holds_them_leaving_whole_leaves_free() -> None:
-    """Three leaves of 4 nodes, jobs a and b of two shards of 2 (each shard in one leaf, each
-    job on the spine): each job's shards share one leaf (locality 1 per job, not 2), so the
-    third leaf stays whole — 1 leaf free, where shards spread one per leaf could leave 0."""
+def test_two_sharded_jobs_open_two_leaves_of_three() -> None:
+    """Three whole leaves of 4 nodes, jobs a and b of two shards of 2 (each shard in one
+    leaf, each job on the spine): their 8 pods open 2 leaves (locality 2), not 3 or 4 —
+    one leaf stays whole."""
     a = created_at(_shards("a", 2), 100.0)
     b = created_at(_shards("b", 2), 200.0)
     snapshot = make_snapshot(nodes=_leaves({"L1": 4, "L2": 4, "L3": 4}), groups=[a, b])
     result = _cpsat(snapshot)
-    where = _where(snapshot, result.placement)
     assert len(result.placement.binds) == 8
-    assert where["a-0"] == where["a-1"] and where["b-0"] == where["b-1"] and where["a-0"] != where["b-0"]
     assert result.objective.locality == 2
     used = {snapshot.hypernode_chain[b.node][0] for b in result.placement.binds}
     assert len({"L1", "L2", "L3"} - used) == 1
+
+
+def test_a_shard_fills_a_rack_in_use_and_leaves_the_whole_one_free() -> None:
+    """Leaf La whole (2 nodes), leaf Lz with `other` running on one of its 3 nodes: a shard
+    of 2 goes to Lz's free two, so La stays whole (La sorts first: no chance by order)."""
+    job = _shards("job", 1)
+    other = make_gang("other", gpus=8, preemptable=False, running_on=["Lz-0"])
+    snapshot = make_snapshot(nodes=_leaves({"La": 2, "Lz": 3}), groups=[job, other])
+    result = _cpsat(snapshot)
+    assert sorted(b.node for b in result.placement.binds) == ["Lz-1", "Lz-2"]
+    assert result.objective.locality == 0
 
 
 def test_min_sub_groups_holds_a_job_back_until_enough_shards_fit() -> None:
