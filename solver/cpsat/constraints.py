@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from ortools.sat.python import cp_model
 
 from solver.cpsat.data import ModelData
-from solver.cpsat.units import in_hard_sub_group
+from solver.cpsat.units import task_in_hard_sub_group
 from solver.cpsat.variables import Lin, Variables
 from solver.rules.gang import least_kept, members_missing, task_shortfalls
 
@@ -315,7 +315,7 @@ def _racks_opened(model: cp_model.CpModel, data: ModelData, variables: Variables
     for unit, unit_vars in zip(data.units, variables.units):
         for (t, atom), var in unit_vars.pods_in.items():
             rack = data.soft_domain.get(atom)
-            if rack in here and in_hard_sub_group(unit, data.tasks[t]):
+            if rack in here and task_in_hard_sub_group(unit, data.tasks[t]):
                 here[rack].append((var, len(data.tasks[t].pending)))
     for rack, var in variables.opened.items():
         pods = _sum(v for v, _ in here[rack])

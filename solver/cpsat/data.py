@@ -59,7 +59,7 @@ from solver.cpsat.patterns import (
 from solver.cpsat.topology import OUTSIDE, atoms, candidates, topology_sets
 from solver.cpsat.units import DataLimits, Unit, UnitSubGroup, UnitTask
 from solver.cpsat.victims import NO_ATOM, NodeGroup, VictimKind, VictimSubGroup, node_groups, victims
-from solver.objective import ObjectiveContext, pod_value, soft_topology, whole_racks
+from solver.objective import ObjectiveContext, in_hard_sub_group, pod_value, soft_topology, whole_racks
 from solver.problem import UNLIMITED, GroupFacts, Problem
 from solver.rules.gang import sub_group_minimum
 from solver.rules.preemption import waits_instead
@@ -101,7 +101,7 @@ class ModelData:
     victim_minimum: dict[int, int]
     victim_fixed: dict[int, int]  # PodGroup index → running pods that are no candidates
     victim_sub_groups: dict[tuple[int, str], VictimSubGroup]  # (PodGroup index, sub-group) with candidate victims
-    whole_racks: frozenset[str]  # lowest-tier HyperNodes no pod runs on (`solver.objective.racks_opened`)
+    whole_racks: frozenset[str]  # lowest-tier HyperNodes no pod runs on and the fixed part opens none of (`_whole_racks_left`)
     restricted: list[str] = field(default_factory=list)
     fixed: FixedPart | None = None  # inter-pod constraints: the hint's part taken as it is (`cpsat.interpod`)
 
@@ -176,7 +176,7 @@ def _build(build: BuildContext) -> ModelData:
         victim_minimum=victim_minimum,
         victim_fixed=victim_fixed,
         victim_sub_groups=victim_sub_groups,
-        whole_racks=whole_racks(build.snapshot, build.ctx),
+        whole_racks=_whole_racks_left(build),
         restricted=build.restricted,
         fixed=build.fixed,
     )
@@ -282,6 +282,23 @@ def _units(build: BuildContext) -> tuple[list[Unit], list[UnitTask], list[Shape]
             shape for shape in shapes if problem.eligible_by_class[shape_rows[shape.index], node]
         ]
     return units, tasks, shapes, sorted(classes, key=classes.__getitem__)
+
+
+def _whole_racks_left(build: BuildContext) -> frozenset[str]:
+    """The whole racks (`solver.objective.whole_racks`) the model may open: without those the
+    fixed part's binds of hard sub-groups open already — its locality constant counts them,
+    and a rack opened twice counts once in `score`."""
+    racks = whole_racks(build.snapshot, build.ctx)
+    if build.fixed is None:
+        return racks
+    pods, span = build.snapshot.pod_by_key, build.ctx.span_domain
+    opened = set()
+    for bind in build.fixed.placement.binds:
+        pod = pods[bind.pod]
+        group = build.snapshot.pod_group_by_key[pod.pod_group]
+        if in_hard_sub_group(group, pod.sub_group):
+            opened.add(span.get(bind.node))
+    return racks - opened
 
 
 class _SubGroupSplit:

@@ -24,7 +24,7 @@ from ortools.sat.python import cp_model
 from models.placement import Placement
 from solver.cpsat.data import ModelData
 from solver.cpsat.patterns import evaluate
-from solver.cpsat.units import in_hard_sub_group
+from solver.cpsat.units import task_in_hard_sub_group
 from solver.cpsat.variables import Variables
 
 __all__ = ["NodeUse", "node_uses", "augment", "hint_values"]
@@ -191,7 +191,7 @@ def hint_values(
         data.soft_domain.get(atom_of_node[n])
         for unit in data.units
         for task in unit.tasks
-        if in_hard_sub_group(unit, task)
+        if task_in_hard_sub_group(unit, task)
         for p in task.pending
         for n in bound_nodes.get(p, ())
     }

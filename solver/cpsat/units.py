@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from models.snapshot import PodGroup, SubGroup
 
-__all__ = ["DataLimits", "UnitTask", "UnitSubGroup", "Unit", "MIN_PATTERNS_PER_PROFILE", "task_atoms", "in_hard_sub_group"]
+__all__ = ["DataLimits", "UnitTask", "UnitSubGroup", "Unit", "MIN_PATTERNS_PER_PROFILE", "task_atoms", "task_in_hard_sub_group"]
 
 MIN_PATTERNS_PER_PROFILE = 8
 """The least a profile's walk is cut at under `DataLimits.max_patterns`."""
@@ -131,7 +131,7 @@ class Unit:
     minimum: started whatever the model does (an admitted PodGroup loses no pod)."""
 
 
-def in_hard_sub_group(unit: Unit, task: UnitTask) -> bool:
+def task_in_hard_sub_group(unit: Unit, task: UnitTask) -> bool:
     """Are the task's pods in a hard sub-group (whose racks `solver.objective.racks_opened` counts)?"""
     return task.sub_group is not None and unit.sub_groups[task.sub_group].hard_limit is not None
 

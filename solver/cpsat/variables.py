@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from solver.cpsat.data import ModelData
-from solver.cpsat.units import Unit, UnitTask, in_hard_sub_group, task_atoms
+from solver.cpsat.units import Unit, UnitTask, task_atoms, task_in_hard_sub_group
 
 __all__ = [
     "Lin",
@@ -187,7 +187,7 @@ def create_variables(model: cp_model.CpModel, data: ModelData) -> Variables:
         data.soft_domain.get(atom)
         for unit, unit_vars in zip(data.units, units)
         for (t, atom) in unit_vars.pods_in
-        if in_hard_sub_group(unit, data.tasks[t])
+        if task_in_hard_sub_group(unit, data.tasks[t])
     }
     opened = {rack: model.new_bool_var(f"opened[{rack}]") for rack in sorted(r for r in racks if r in data.whole_racks)}
     return Variables(

@@ -22,6 +22,7 @@ from solver.checker import check_placement
 from solver.cpsat import CpsatConfig, CpsatResult
 from solver.cpsat.engine import solve_cpsat
 from solver.cpsat.units import DataLimits
+from solver.greedy import solve_greedy
 from solver.objective import ObjectiveContext, score
 from solver.problem import build_problem
 from tests.builders import (
@@ -33,7 +34,9 @@ from tests.builders import (
     make_placement,
     make_snapshot,
     make_task,
+    pod_term,
     solve_checked,
+    with_pod_rules,
     with_sub_groups,
 )
 
@@ -207,6 +210,27 @@ def test_a_shard_fills_a_rack_in_use_and_leaves_the_whole_one_free() -> None:
     result = _cpsat(snapshot)
     assert sorted(b.node for b in result.placement.binds) == ["Lz-1", "Lz-2"]
     assert result.objective.locality == 0
+
+
+def test_a_rack_the_fixed_part_opens_is_no_rack_the_model_opens_again() -> None:
+    """`f` (a shard of 2 with a required anti-affinity: placed as greedy places it, the
+    model's fixed part) opens one of the whole leaves; `j`, a shard of 2 the model places,
+    joins it there — that leaf counts once, in the fixed part's locality (total 1, not 2)."""
+    f = with_pod_rules(
+        with_sub_groups(make_gang("f", replicas=2, gpus=8, topology_tier=1), 2, tier=1),
+        labels={"app": "f"},
+        required_anti_affinity=[pod_term(app="f")],
+    )
+    j = with_sub_groups(make_gang("j", replicas=2, gpus=8, topology_tier=1), 2, tier=1)
+    snapshot = make_snapshot(nodes=_leaves({"L1": 4, "L2": 4}), groups=[f, j])
+    problem = build_problem(snapshot)
+    greedy = solve_greedy(snapshot, problem=problem)
+    assert check_placement(snapshot, greedy.placement) == ()
+    result = _cpsat(snapshot, hint=greedy.placement)
+    assert "inter-pod" in " ".join(result.restricted)
+    where = _where(snapshot, result.placement)
+    assert where["f-0"] == where["j-0"]
+    assert result.objective.locality == 1
 
 
 def test_min_sub_groups_holds_a_job_back_until_enough_shards_fit() -> None:
