@@ -233,9 +233,7 @@ def _first_come(model: cp_model.CpModel, data: ModelData, variables: Variables) 
         if unit.running or unit.anchors:
             continue
         tasks = tuple((t.name, t.shape, len(t.pending), t.minimum, t.single_numa, t.value, t.sub_group) for t in unit.tasks)
-        subs = tuple(
-            (s.sub.policy, s.minimum, s.hard_limit, s.tracked, tuple(s.domains)) for s in unit.sub_groups
-        )
+        subs = tuple((s.sub.policy, s.minimum, s.hard_limit, s.tracked, tuple(s.domains)) for s in unit.sub_groups)
         signature = (
             unit.queue, unit.group.priority, unit.preemptor_class, unit.min_member, unit.hard_limit, unit.soft,
             unit.tracked, tuple(unit.domains), tuple(unit.atoms), tasks,
@@ -302,7 +300,7 @@ def _topology(model: cp_model.CpModel, data: ModelData, variables: Variables) ->
                 total = sum(len(data.tasks[t].pending) for (t, atom) in unit_vars.pods_in if data.soft_domain.get(atom) == span)
                 model.add(_sum(here) >= var)
                 model.add(_sum(here) <= total * var)
-        for sub, sub_vars in zip(unit.sub_groups, unit_vars.sub_groups):
+        for sub in unit.sub_groups:
             if sub.tracked:
                 _sub_group_domain(model, data, variables, unit.index, sub.index)
     _racks_opened(model, data, variables)

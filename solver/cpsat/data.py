@@ -101,7 +101,7 @@ class ModelData:
     victim_minimum: dict[int, int]
     victim_fixed: dict[int, int]  # PodGroup index → running pods that are no candidates
     victim_sub_groups: dict[tuple[int, str], VictimSubGroup]  # (PodGroup index, sub-group) with candidate victims
-    whole_racks: frozenset[str]  # lowest-tier HyperNodes no pod runs on and the fixed part opens none of (`_whole_racks_left`)
+    whole_racks: frozenset[str]  # racks the model may open (`_whole_racks_left`)
     restricted: list[str] = field(default_factory=list)
     fixed: FixedPart | None = None  # inter-pod constraints: the hint's part taken as it is (`cpsat.interpod`)
 
@@ -313,11 +313,12 @@ class _SubGroupSplit:
         if not group.sub_groups:
             return
         pods = snapshot.pods
-        self.running_of: dict[tuple[str, str | None], int] = {}
+        self.running_of: dict[tuple[str | None, str | None], int] = {}  # (task, sub-group) → running pods
         anchors: dict[str, set[int]] = {}
         for p in facts.running_pods:
             pod = pods[p]
-            self.running_of[(pod.task or "", pod.sub_group)] = self.running_of.get((pod.task or "", pod.sub_group), 0) + 1
+            key = (pod.task, pod.sub_group)
+            self.running_of[key] = self.running_of.get(key, 0) + 1
             if pod.sub_group is not None:
                 anchors.setdefault(pod.sub_group, set()).add(int(problem.pod_node[p]))
         pending_of: dict[str, int] = {}
@@ -358,7 +359,10 @@ class _SubGroupSplit:
         for p in pending:
             by_sub.setdefault(self.snapshot.pods[p].sub_group, []).append(p)
         ordered = sorted(by_sub, key=lambda name: -1 if name is None else self.position[name])
-        return [(None if name is None else self.position[name], by_sub[name], self.running_of.get((task, name), 0)) for name in ordered]
+        return [
+            (None if name is None else self.position[name], by_sub[name], self.running_of.get((task, name), 0))
+            for name in ordered
+        ]
 
 
 def _neighbourhood(

@@ -28,7 +28,15 @@ from dataclasses import dataclass, field
 
 from models.snapshot import PodGroup, SubGroup
 
-__all__ = ["DataLimits", "UnitTask", "UnitSubGroup", "Unit", "MIN_PATTERNS_PER_PROFILE", "task_atoms", "task_in_hard_sub_group"]
+__all__ = [
+    "DataLimits",
+    "UnitTask",
+    "UnitSubGroup",
+    "Unit",
+    "MIN_PATTERNS_PER_PROFILE",
+    "task_atoms",
+    "task_in_hard_sub_group",
+]
 
 MIN_PATTERNS_PER_PROFILE = 8
 """The least a profile's walk is cut at under `DataLimits.max_patterns`."""
@@ -91,9 +99,9 @@ class UnitTask:
 @dataclass
 class UnitSubGroup:
     """A sub-group of a unit's PodGroup with pending pods this cycle: it binds nothing, or
-    enough for its minimum (running pods counted), and — `tracked` (hard, more than one pod
-    in all) — all its pods inside one of `domains` (tier ≤ its limit, inside one of the
-    job's candidate domains when the job is hard)."""
+    enough for its minimum (running pods counted), and — `tracked`: hard — all its pods
+    inside one of `domains` (tier ≤ its limit, inside one of the job's candidate domains
+    when the job is hard)."""
 
     index: int  # position in `Unit.sub_groups`
     sub: SubGroup
