@@ -41,9 +41,12 @@ from tests.builders import (
 )
 
 
-def _cpsat(snapshot: Snapshot, hint: Placement | None = None, config: CpsatConfig = CpsatConfig()) -> CpsatResult:
+def _cpsat(
+    snapshot: Snapshot, hint: Placement | None = None, config: CpsatConfig = CpsatConfig(), *, via_place: bool = True
+) -> CpsatResult:
     """CP-SAT alone from `hint` (default: none); its placement passes the checker and its
-    tiers are `score` of it."""
+    tiers are `score` of it. `via_place`: `place(..., engine="cpsat")` (greedy's hint, the
+    checker, the better-of-two) keeps a CP-SAT answer as good — no fallback, as many binds."""
     context = ObjectiveContext.of(snapshot)
     result = solve_cpsat(
         snapshot,
@@ -56,6 +59,10 @@ def _cpsat(snapshot: Snapshot, hint: Placement | None = None, config: CpsatConfi
     assert result.placement is not None and result.objective is not None
     assert check_placement(snapshot, result.placement) == ()
     assert result.objective == score(snapshot, result.placement, context=context)
+    if via_place:
+        decision = solve_checked(snapshot, "cpsat")
+        assert decision.fallback is None and decision.engine == "cpsat"
+        assert len(decision.placement.binds) == len(result.placement.binds)
     return result
 
 
@@ -99,8 +106,6 @@ def test_each_shard_lands_whole_in_one_leaf_under_the_jobs_spine() -> None:
     assert all(len(leaves) == 1 for leaves in where.values())
     spines = {snapshot.hypernode_chain[b.node][1] for b in result.placement.binds}
     assert len(spines) == 1
-    decision = solve_checked(snapshot, "cpsat")
-    assert decision.fallback is None
 
 
 def _interleaved(name: str, shards: int, size: int) -> Gang:
@@ -152,8 +157,6 @@ def test_the_joint_choice_starts_a_job_a_shard_by_shard_best_fit_does_not() -> N
     assert _started(snapshot, result.placement) == {"wide", "big"}
     assert len(result.placement.binds) == 7
     assert _where(snapshot, result.placement) == {"wide-0": {"L2"}, "wide-1": {"L2"}, "default/big:none": {"L1"}}
-    decision = solve_checked(snapshot, "cpsat")
-    assert decision.fallback is None and len(decision.placement.binds) == 7
 
 
 def test_two_sharded_jobs_pack_into_two_leaves_and_leave_the_third_whole() -> None:
@@ -239,7 +242,7 @@ def test_min_sub_groups_holds_a_job_back_until_enough_shards_fit() -> None:
     start (4 pods) and the third waits."""
     job = _shards("job", 3, min_member=2, min_sub_groups=2)
     tight = make_snapshot(nodes=_leaves({"L1": 2, "L2": 1}), groups=[job])
-    assert _cpsat(tight).placement.binds == ()
+    assert _cpsat(tight, via_place=False).placement.binds == ()
     roomy = make_snapshot(nodes=_leaves({"L1": 2, "L2": 2}), groups=[job])
     result = _cpsat(roomy)
     where = _where(roomy, result.placement)
@@ -251,7 +254,7 @@ def test_a_shard_is_not_started_below_its_minimum_even_when_the_job_could_be() -
     the job's spine, but no leaf holds a shard: nothing is bound."""
     job = _shards("job", 2, size=3, min_member=3)
     snapshot = make_snapshot(nodes=_leaves({"L1": 2, "L2": 2}), groups=[job])
-    assert _cpsat(snapshot).placement.binds == ()
+    assert _cpsat(snapshot, via_place=False).placement.binds == ()
 
 
 def _with_launcher() -> Gang:
@@ -307,7 +310,7 @@ def test_a_victim_shard_is_evicted_whole_never_cut_below_its_minimum() -> None:
     p = make_gang("p", gpus=8, priority=5)
     wide = make_gang("wide", gpus=16, priority=2)
     snapshot = make_snapshot(nodes=_leaves({"L1": 2, "L2": 2}), groups=[v, p, wide])
-    result = _cpsat(snapshot)
+    result = _cpsat(snapshot, via_place=False)
     evicted = sorted(e.pod for e in result.placement.evictions)
     assert evicted in (["default/v-worker-0", "default/v-worker-1"], ["default/v-worker-2", "default/v-worker-3"])
     assert [b.pod for b in result.placement.binds] == ["default/p-worker-0"]
@@ -377,7 +380,7 @@ def _nested_gangs(draw: st.DrawFn) -> Snapshot:
 def test_cpsat_on_random_nested_gangs_passes_the_checker(snapshot: Snapshot) -> None:
     """Every answer from an empty hint passes the checker with tiers equal to `score`
     (`_cpsat`), and no sub-group with a bind ends below its minimum."""
-    result = _cpsat(snapshot)
+    result = _cpsat(snapshot, via_place=False)
     bound: dict[str, int] = {}
     for bind in result.placement.binds:
         pod = snapshot.pod_by_key[bind.pod]
