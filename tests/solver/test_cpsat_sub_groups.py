@@ -249,6 +249,18 @@ def test_min_sub_groups_holds_a_job_back_until_enough_shards_fit() -> None:
     assert len(where) == 2 and sorted(sorted(v) for v in where.values()) == [["L1"], ["L2"]]
 
 
+def test_a_shard_running_whole_counts_toward_min_sub_groups() -> None:
+    """Three shards of 2, min_sub_groups 2; job-0 runs whole on L1, and one more leaf of 2
+    is free (L2; L3 has 1 node): starting job-1 or job-2 there makes two started shards,
+    the other waits. Counting only the shards started this cycle, no placement would do."""
+    running = make_gang("job", replicas=6, gpus=8, min_member=2, topology_tier=2, running_on=["L1-0", "L1-1"])
+    job = with_sub_groups(running, 2, tier=1, min_sub_groups=2)
+    snapshot = make_snapshot(nodes=_leaves({"L1": 2, "L2": 2, "L3": 1}), groups=[job])
+    result = _cpsat(snapshot)
+    ((shard, leaves),) = _where(snapshot, result.placement).items()
+    assert shard in ("job-1", "job-2") and leaves == {"L2"}
+
+
 def test_a_shard_is_not_started_below_its_minimum_even_when_the_job_could_be() -> None:
     """Shards of 3 (min 3), min_member 3, leaves of 2 and 2 under one spine: 4 pods would fit
     the job's spine, but no leaf holds a shard: nothing is bound."""
