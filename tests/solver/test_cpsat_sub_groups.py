@@ -144,6 +144,19 @@ def test_cut_candidates_keep_a_domain_for_every_shard_inside_each_job_domain() -
     assert sorted(sorted(leaves) for leaves in where.values()) in ([["r1"], ["r2"]], [["r3"], ["r4"]])
 
 
+def test_a_hard_shard_outside_every_hypernode_sits_on_one_node() -> None:
+    """No HyperNodes: a node is a domain of its own, so each shard of two 4-GPU pods takes
+    one 8-GPU node (n1, n2), never the 4-GPU n3 with half of another node."""
+    job = with_sub_groups(make_gang("job", replicas=4, gpus=4), 2, tier=1)
+    nodes = [make_node("n1", gpus=8), make_node("n2", gpus=8), make_node("n3", gpus=4)]
+    snapshot = make_snapshot(nodes=nodes, groups=[job])
+    result = _cpsat(snapshot)
+    on: dict[str, set[str]] = {}
+    for bind in result.placement.binds:
+        on.setdefault(snapshot.pod_by_key[bind.pod].sub_group or "", set()).add(bind.node)
+    assert sorted(sorted(nodes) for nodes in on.values()) == [["n1"], ["n2"]]
+
+
 def test_the_joint_choice_starts_a_job_a_shard_by_shard_best_fit_does_not() -> None:
     """Leaves L1 (3 nodes) and L2 (4) under one spine. `wide` (older): two shards of 2, all
     4 pods needed; `big` (younger): 3 pods inside one leaf. Shard by shard, best fit puts
