@@ -7,7 +7,8 @@ variable and constraint steps read; nothing here touches OR-Tools.
 What is aggregated, and why it stays exact:
   - *units*: the PodGroups that may get binds this cycle (queue exists and is open, enough
     pods for their minimum, tasks not waiting on dependencies); each task's pending pods
-    are interchangeable, so a task is one count, never one variable per pod;
+    are interchangeable, so a task is one count, never one variable per pod — one count
+    per sub-group its pods are in, when the PodGroup has sub-groups (`cpsat.units`);
   - *shapes*: tasks with the same requests, eligibility class and (effective) NUMA policy
     share pattern slots. A 1-GPU or fractional single-numa-node pod is always on one cell,
     so when no NUMA cell states its CPU its policy changes nothing and it shares a shape;

@@ -10,7 +10,7 @@ the safety net cut the search. `solver.place` wraps it (fallback, checker, bette
 
 The model, built in named steps (each its own module):
   1. data (`cpsat.data`): the part fixed for inter-pod constraints (`cpsat.interpod`),
-     units (PodGroups that may bind), shapes, node profiles, node groups with eviction
+     units (PodGroups that may bind, with their sub-groups), shapes, node profiles, node groups with eviction
      options, victim kinds, topology atoms and candidate domains;
      patterns per profile (`cpsat.patterns`);
   2. variables (`cpsat.variables`): counts, never one boolean per (pod, node): pods per task
