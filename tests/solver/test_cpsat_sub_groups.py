@@ -6,7 +6,8 @@ Most cases run the model from an empty hint (`_cpsat`), so that they test the mo
 whatever the greedy engine does with sub-groups; where greedy's placement is valid too,
 `place(..., engine="cpsat")` is asked as well and must not fall back.
 
-Nodes hold one 8-GPU pod each throughout, so "a shard of 2" is "two nodes of one leaf".
+Nodes hold one 8-GPU pod each unless a case says otherwise, so "a shard of 2" is "two
+nodes of one leaf".
 """
 
 from __future__ import annotations
@@ -93,19 +94,15 @@ def _shards(name: str, shards: int, size: int = 2, **kwargs) -> Gang:  # noqa: A
     return with_sub_groups(job, size, tier=1, **kwargs)
 
 
-def test_each_shard_lands_whole_in_one_leaf_under_the_jobs_spine() -> None:
-    """Spine sp: leaves L1, L2 of 2 nodes; spine sq: leaf L3 of 4. A job of two shards of 2
-    on one spine: each shard fills one leaf of sp, or both share L3 — the tiers do not
-    tell these apart, so the test asserts what both have: each shard in one leaf, all four
-    pods on one spine."""
+def test_both_shards_share_the_one_leaf_that_holds_them_rather_than_open_two() -> None:
+    """Spine sp: leaves L1, L2 of 2 nodes; spine sq: leaf L3 of 4; all whole. A job of two
+    shards of 2 on one spine fits either one shard per leaf of sp or both in L3: L3 opens
+    one whole leaf, sp's two (locality 1 against 2), so both shards go to L3."""
     job = _shards("job", 2)
     snapshot = make_snapshot(nodes=[*_leaves({"L1": 2, "L2": 2}), *_leaves({"L3": 4}, "sq")], groups=[job])
     result = _cpsat(snapshot)
-    where = _where(snapshot, result.placement)
-    assert set(where) == {"job-0", "job-1"}
-    assert all(len(leaves) == 1 for leaves in where.values())
-    spines = {snapshot.hypernode_chain[b.node][1] for b in result.placement.binds}
-    assert len(spines) == 1
+    assert _where(snapshot, result.placement) == {"job-0": {"L3"}, "job-1": {"L3"}}
+    assert result.objective.locality == 1
 
 
 def _interleaved(name: str, shards: int, size: int) -> Gang:
