@@ -21,19 +21,6 @@ from models.placement import Bind, ClaimAllocation, Eviction, Placement
 
 runner = CliRunner()
 EXAMPLES = sorted(EXAMPLES_DIR.glob("*.yaml"))
-SUB_GROUP_EXAMPLES = {"lws-disaggregated-serving"}
-"""Examples whose sub-groups only the engines of issue 34 place whole: until then greedy's
-placement breaks rule 5 and `solve` stops on it. Strict, so the marker comes off with them."""
-SOLVED_EXAMPLES = [
-    pytest.param(
-        path,
-        id=path.stem,
-        marks=pytest.mark.xfail(strict=True, reason="the engines do not place sub-groups yet (issue 34)")
-        if path.stem in SUB_GROUP_EXAMPLES
-        else (),
-    )
-    for path in EXAMPLES
-]
 
 
 def test_every_demo_scenario_comes_out_as_expected() -> None:
@@ -49,7 +36,7 @@ def test_demo_command_prints_a_verdict_per_scenario_and_exits_zero() -> None:
     assert "FAIL" not in result.output
 
 
-@pytest.mark.parametrize("example", SOLVED_EXAMPLES)
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda path: path.stem)
 def test_solve_json_follows_the_output_contract(example: Path) -> None:
     result = runner.invoke(app, ["solve", str(example), "--output", "json"])
     assert result.exit_code == 0, result.output
@@ -153,7 +140,7 @@ def test_installed_console_script_runs_the_demo() -> None:
     script = Path(sys.executable).parent / "batchplace"
     completed = subprocess.run([str(script), "demo", "--quiet"], capture_output=True, text=True, timeout=120)
     assert completed.returncode == 0, completed.stderr
-    assert "all 10 scenarios came out as expected" in completed.stdout
+    assert "all 12 scenarios came out as expected" in completed.stdout
 
 
 def test_import_contracts_hold() -> None:

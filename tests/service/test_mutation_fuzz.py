@@ -58,13 +58,8 @@ HOSTILE_VALUES: tuple[Any, ...] = (
 )
 
 
-WAITING_FOR_SUB_GROUP_ENGINES = {"lws-disaggregated-serving.yaml"}
-"""Left out of the seeds until the engines place sub-groups whole (issue 34): greedy's placement
-of them breaks rule 5, which the server answers with 500. Put it back with that work."""
-
-
 def _seed_documents() -> list[list[Any]]:
-    paths = [path for path in sorted(EXAMPLES_DIR.glob("*.yaml")) if path.name not in WAITING_FOR_SUB_GROUP_ENGINES]
+    paths = sorted(EXAMPLES_DIR.glob("*.yaml"))
     return [[d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d] for path in paths]
 
 

@@ -19,19 +19,10 @@ from tests.models._kube_builders import Obj, load, node
 from tests.models._owner_gang_pods import LWS, jobset_pod, lws_pod
 
 
-# The loader makes a set / JobSet one PodGroup with a sub-group per group / Job (issue 34);
-# until greedy and CP-SAT place sub-groups whole, the checker rejects what they place. Strict:
-# these turn red once the engines do, and the marker comes off.
-ENGINES_PLACE_SUB_GROUPS = pytest.mark.xfail(
-    strict=True, reason="the engines do not place sub-groups whole yet (issue 34, engine part)"
-)
-
-
 def _bound_per_group(loaded: Snapshot, decision: Decision) -> Counter[str]:
     return Counter(loaded.pod_by_key[bind.pod].sub_group for bind in decision.placement.binds)
 
 
-@ENGINES_PLACE_SUB_GROUPS
 @pytest.mark.parametrize("engine", ENGINES)
 def test_of_two_lws_groups_only_the_one_that_fits_whole_starts(engine: str) -> None:
     # 2 nodes of 4 GPUs; a group is 3 pods of 2 GPUs (6 GPUs): one group fits, not two.
@@ -83,7 +74,6 @@ def _lws_sets(draw: st.DrawFn) -> tuple[list[int], list[Obj]]:
     return node_gpus, pods
 
 
-@ENGINES_PLACE_SUB_GROUPS
 @pytest.mark.parametrize("engine", ("cpsat", "greedy"))
 @settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(drawn=_lws_sets())
