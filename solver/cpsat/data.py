@@ -52,6 +52,7 @@ from solver.cpsat.patterns import (
     PatternSet,
     Profile,
     Shape,
+    add_fill,
     build_pattern_set,
 )
 from solver.cpsat.topology import OUTSIDE, atoms, candidates, topology_sets
@@ -323,6 +324,7 @@ def _pattern_sets(
                 most=pending_by_shape,
                 fits=None if fits is None else fits[profile.eligibility],
                 sparse_fill=share < limits.max_patterns_per_profile,
+                fill=False,  # added once the set is final: a walk cut here may be walked again
             )
         cut = [p for p in cut if sets[p].walk_cut and share < limits.max_patterns_per_profile]
         left = limits.max_patterns - sum(len(s.patterns) for p, s in sets.items() if p not in cut)
@@ -331,6 +333,7 @@ def _pattern_sets(
             break
         share = grown
     for profile_id, pattern_set in sets.items():
+        add_fill(pattern_set, most=pending_by_shape)
         if pattern_set.restricted:
             build.restricted.append(f"profile {profile_id}: more than {caps[profile_id]} patterns")
     return sets

@@ -57,6 +57,7 @@ __all__ = [
     "Pattern",
     "PatternSet",
     "build_pattern_set",
+    "add_fill",
     "topology_patterns",
     "dominated",
     "evaluate",
@@ -195,6 +196,7 @@ def build_pattern_set(
     most: Mapping[int, int],
     fits: MultisetFit | None = None,
     sparse_fill: bool = False,
+    fill: bool = True,
 ) -> PatternSet:
     """The node patterns of `profile` over the untracked `shapes` that fit it alone.
 
@@ -202,7 +204,8 @@ def build_pattern_set(
     `topology_patterns` and left out of these patterns. `most[shape]`: pods of that shape
     there are to place (`Walk.most`); `fits`: a further check of each multiset (`Walk.fits`);
     `sparse_fill`: when the set is cut, the homogeneous patterns of `_add_homogeneous` are
-    thinned (`_kept_fill`)."""
+    thinned (`_kept_fill`); `fill=False`: a cut set gets them only from `add_fill`, for a
+    caller that may walk the profile again with another cap and would throw them away."""
     state, _ = initial_state(profile)
     declared = declared_slots(profile)
     fitting = [s for s in shapes if fits_alone(profile, s, state, declared) and (fits is None or fits({s.index: 1}) is not None)]
@@ -231,9 +234,17 @@ def build_pattern_set(
     )
     for pattern in walk.found:
         result.add(pattern)
-    if walk.cut:
-        _add_homogeneous(result, node_shapes, measure, most=most, sparse=sparse_fill)
+    if fill:
+        add_fill(result, most=most)
     return result
+
+
+def add_fill(pattern_set: PatternSet, *, most: Mapping[int, int]) -> None:
+    """A cut set's homogeneous fill patterns (`_add_homogeneous`, sparse when the set says
+    so), after its walk; nothing for a set whose walk was not cut."""
+    if pattern_set.walk_cut:
+        node_shapes = sorted((s for s in pattern_set.shapes if not s.topology), key=shape_rank)
+        _add_homogeneous(pattern_set, node_shapes, pattern_set.measure, most=most, sparse=pattern_set.sparse_fill)
 
 
 SPARSE_FILL_DENSE = 4

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from solver.cpsat.config import CpsatConfig
 from solver.cpsat.data import DataLimits, ModelData, build_model_data
+from solver.cpsat.patterns import PatternSet, add_fill, build_pattern_set
 from solver.objective import ObjectiveContext, score
 from solver.problem import build_problem
 from solver.checker import check_placement
@@ -108,3 +109,30 @@ def test_profiles_with_few_patterns_leave_their_share_to_one_with_many() -> None
     assert {p: [q.counts for q in s.patterns] for p, s in shared.pattern_sets.items()} == {
         p: [q.counts for q in s.patterns] for p, s in unlimited.pattern_sets.items()
     }
+
+
+def test_fill_patterns_added_once_the_walk_is_final_are_the_ones_the_walk_would_add() -> None:
+    """Water-filling walks a cut profile again with a larger share, so its fill patterns are
+    added only to the final walk (`add_fill`): the same patterns, in the same order, as a
+    set built with its fill at once."""
+    data = model_data(many_profiles(), DataLimits(max_patterns_per_profile=60, max_patterns=60))
+    most: dict[int, int] = {}
+    for task in data.tasks:
+        most[task.shape] = most.get(task.shape, 0) + len(task.pending)
+    for pattern_set in data.pattern_sets.values():
+        for sparse in (False, True):
+            def built(fill: bool) -> PatternSet:
+                return build_pattern_set(
+                    pattern_set.profile, pattern_set.shapes, measure=pattern_set.measure, cap=10, most=most,
+                    sparse_fill=sparse, fill=fill,
+                )
+
+            at_once, walked = built(True), built(False)
+            assert walked.walk_cut and len(walked.patterns) == 10  # cut, and no fill yet
+            add_fill(walked, most=most)
+            assert len(at_once.patterns) > 10
+            assert [(p.counts, p.splits, p.fragment) for p in walked.patterns] == [
+                (p.counts, p.splits, p.fragment) for p in at_once.patterns
+            ]
+    budgeted = {p: [q.counts for q in s.patterns] for p, s in data.pattern_sets.items()}
+    assert all(len(counts) > 10 for counts in budgeted.values())  # the final sets have their fill
