@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from solver.cpsat.config import CpsatConfig
 from solver.cpsat.data import DataLimits, ModelData, build_model_data
-from solver.cpsat.patterns import PatternSet, add_fill, build_pattern_set
+from solver.cpsat.patterns import PatternSet, add_fill, build_pattern_set, walk_further
 from solver.objective import ObjectiveContext, score
 from solver.problem import build_problem
 from solver.checker import check_placement
@@ -136,3 +136,29 @@ def test_fill_patterns_added_once_the_walk_is_final_are_the_ones_the_walk_would_
             ]
     budgeted = {p: [q.counts for q in s.patterns] for p, s in data.pattern_sets.items()}
     assert all(len(counts) > 10 for counts in budgeted.values())  # the final sets have their fill
+
+
+def test_a_walk_continued_to_a_larger_cap_finds_what_a_walk_with_that_cap_finds() -> None:
+    """Water-filling continues a cut walk where it stopped (`walk_further`) instead of
+    walking its first patterns again: the set is the one a walk started at the larger cap
+    builds — the same patterns in the same order, cut or not, restricted or not."""
+    data = model_data(many_profiles(), DataLimits(max_patterns_per_profile=60, max_patterns=10**9))
+    most: dict[int, int] = {}
+    for task in data.tasks:
+        most[task.shape] = most.get(task.shape, 0) + len(task.pending)
+    for pattern_set in data.pattern_sets.values():
+        def built(cap: int) -> PatternSet:
+            return build_pattern_set(
+                pattern_set.profile, pattern_set.shapes, measure=pattern_set.measure, cap=cap, most=most, fill=False
+            )
+
+        for small, large in ((10, 25), (10, 10_000)):
+            continued = built(small)
+            assert continued.walk_cut
+            walk_further(continued, large, sparse_fill=True)
+            at_once = built(large)
+            assert [(p.counts, p.splits, p.fragment) for p in continued.patterns] == [
+                (p.counts, p.splits, p.fragment) for p in at_once.patterns
+            ]
+            assert (continued.walk_cut, continued.restricted) == (at_once.walk_cut, at_once.restricted)
+        assert len(at_once.patterns) > 25 and not at_once.walk_cut  # the whole walk, past both caps
