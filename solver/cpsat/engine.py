@@ -98,6 +98,11 @@ __all__ = [
     "CpsatConfig", "CpsatResult", "StageReport", "ModelInvalid", "solve_cpsat", "PRESOLVE_SECONDS_PER_VARIABLE",
     "PRESOLVE_MIN_STAGE_S",
     "TIE_BREAK_MIN_S",
+    "BuildSize",
+    "BuildCost",
+    "BUILD_COST",
+    "build_size",
+    "build_seconds",
 ]
 
 log = logging.getLogger(__name__)
@@ -124,10 +129,54 @@ worst snapshot, and 16 no more than 8; on the standard family's 1,000-node sizes
 gave the same answers (measured: docs/results.md, section 4, point 3)."""
 TIE_BREAK_MIN_S = 0.2
 """The first-come tie-break may take as long as the tiers' search took, or this much."""
-BUILD_SECONDS_PER_VARIABLE = 3e-5
-"""Building the model in Python and completing the hint, per variable counted by
-`_build_seconds`: what was measured at 10,000 nodes / 5,000 pending pods, with a margin on
-top (docs/results.md, "Building the CP-SAT model")."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildSize:
+    """What the engine builds after its data step, by kind (`build_size`): the kinds whose
+    Python cost per variable differs, counted from the `ModelData` before a variable exists."""
+
+    patterns: int
+    """Node and atom pattern variables, with their capacity and objective terms."""
+    options: int
+    """Eviction option variables of node groups with a choice, with what they evict."""
+    unit_variables: int
+    """PodGroup and victim variables (admitted, pods per task and atom, evictions per kind)."""
+    nodes: int
+    """Nodes: each one's use in the hint and its node group's supply."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildCost:
+    """Seconds per item of a `BuildSize` for building the model in Python and the hint's
+    values (`build_seconds`), charged to the search's budget as nominal seconds of the
+    search clock (`cpsat.clock`). Not the hint's completion, a search charged its own
+    deterministic time; not the data step before it, which is done by then."""
+
+    pattern_s: float
+    option_s: float
+    unit_variable_s: float
+    node_s: float
+    margin: float
+    """On top of the fitted rates: the largest measured cost was 1.1 times its fit."""
+
+    def seconds(self, size: BuildSize) -> float:
+        fitted = (
+            self.pattern_s * size.patterns
+            + self.option_s * size.options
+            + self.unit_variable_s * size.unit_variables
+            + self.node_s * size.nodes
+        )
+        return self.margin * fitted
+
+
+BUILD_COST = BuildCost(pattern_s=8.5e-6, option_s=2.3e-5, unit_variable_s=5e-6, node_s=2e-5, margin=1.25)
+"""Fitted to the CPU time of building the model and the hint's values on the standard,
+tight and mixed bench families at 1,000 x 1,000 and 10,000 x 5,000 (docs/results.md,
+"Building the CP-SAT model"). One rate for every variable (3e-5 s, set at 10,000 x 5,000
+on the standard family, with a margin) charged the mixed family's 1,000-node models
+0.75-0.82 s for 0.24-0.31 s of work, and CP-SAT never started at 1 s (docs/results.md,
+"A second bench family")."""
 
 
 class _Incumbents(cp_model.CpSolverSolutionCallback):
@@ -163,7 +212,7 @@ def solve_cpsat(
     uses, pods_per_task, evictions = node_uses(data, hint)
     augment(data, uses)
     stats["data_s"] = time.perf_counter() - started
-    expected = _build_seconds(data)
+    expected = build_seconds(data)
     if clock.left() < expected + MIN_SEARCH_S:
         log.info("cpsat: no time to build the model (~%.2fs) and search", expected)
         return _unknown(data, (), stats, clock)
@@ -352,16 +401,24 @@ def _break_ties(model, data, variables, values, config, clock, seconds, reports)
     return values
 
 
-def _build_seconds(data: ModelData) -> float:
-    """Expected time to build the model of `data` (variables counted before they exist)."""
-    count = sum(len(p.patterns) for p in data.pattern_sets.values())
-    count += sum(len(patterns) for patterns in data.topology_sets.values())
+def build_size(data: ModelData) -> BuildSize:
+    """What `data` makes the engine build, by kind (variables counted before they exist)."""
     live = [g for g in data.node_groups if len(g.options) > 1]
     kinds = {k for g in live for k, _ in g.kinds}
-    count += sum(len(g.options) for g in live)
-    count += 3 * len(data.units) + 3 * len(kinds) + len({data.kinds[k].owner for k in kinds})
-    count += sum(len(u.atoms) * len(u.tasks) for u in data.units)
-    return BUILD_SECONDS_PER_VARIABLE * count
+    unit_variables = 3 * len(data.units) + 3 * len(kinds) + len({data.kinds[k].owner for k in kinds})
+    unit_variables += sum(len(u.atoms) * len(u.tasks) for u in data.units)
+    return BuildSize(
+        patterns=sum(len(p.patterns) for p in data.pattern_sets.values())
+        + sum(len(patterns) for patterns in data.topology_sets.values()),
+        options=sum(len(g.options) for g in live),
+        unit_variables=unit_variables,
+        nodes=data.problem.node_count,
+    )
+
+
+def build_seconds(data: ModelData) -> float:
+    """Expected Python time of building the model of `data` and the hint's values (`BUILD_COST`)."""
+    return BUILD_COST.seconds(build_size(data))
 
 
 def _objective(tiers: Tiers, values: list[int]) -> ObjectiveVector:
