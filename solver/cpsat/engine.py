@@ -158,7 +158,8 @@ class BuildCost:
     unit_variable_s: float
     node_s: float
     margin: float
-    """On top of the fitted rates: the largest measured cost was 1.1 times its fit."""
+    """On top of the fitted rates: above the largest cost measured over its fit, so the
+    charge covers the build (docs/results.md, "Building the CP-SAT model")."""
 
     def seconds(self, size: BuildSize) -> float:
         fitted = (
@@ -173,10 +174,10 @@ class BuildCost:
 BUILD_COST = BuildCost(pattern_s=8.5e-6, option_s=2.3e-5, unit_variable_s=5e-6, node_s=2e-5, margin=1.25)
 """Fitted to the CPU time of building the model and the hint's values on the standard,
 tight and mixed bench families at 1,000 x 1,000 and 10,000 x 5,000 (docs/results.md,
-"Building the CP-SAT model"). One rate for every variable (3e-5 s, set at 10,000 x 5,000
-on the standard family, with a margin) charged the mixed family's 1,000-node models
-0.75-0.82 s for 0.24-0.31 s of work, and CP-SAT never started at 1 s (docs/results.md,
-"A second bench family")."""
+"Building the CP-SAT model"). Why per kind: one rate for every variable, set on the
+standard family at 10,000 nodes, charged the mixed family's 1,000-node models several
+times their cost, and CP-SAT never started at a 1 s limit there (docs/results.md, "A
+second bench family")."""
 
 
 class _Incumbents(cp_model.CpSolverSolutionCallback):
