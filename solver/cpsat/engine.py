@@ -127,6 +127,11 @@ proves its optimum early hands the rest back. On the `tight` bench family at 1,0
 and 1 s, weight 8 won back clearly more of greedy's loss than 4, on average and on the
 worst snapshot, and 16 no more than 8; on the standard family's 1,000-node sizes 4 and 8
 gave the same answers (measured: docs/results.md, section 4, point 3)."""
+SOLVE_START_SECONDS_PER_VARIABLE = 3e-6
+"""What a CP-SAT solve costs before its search, per model variable: loading the model (and
+presolving it, for the hint's completion), which its deterministic time does not count.
+Charged to the search clock before every solve, so the solves a budget holds are the
+solves it pays for (docs/results.md, "A second bench family")."""
 TIE_BREAK_MIN_S = 0.2
 """The first-come tie-break may take as long as the tiers' search took, or this much."""
 
@@ -254,9 +259,10 @@ def solve_cpsat(
     throughput_bound: int | None = None
     for position, stage in enumerate(stages):
         remaining = clock.left()
-        if remaining <= 0.005:
+        if remaining <= _start_seconds(clock, model) + 0.005:
             proven = False
             break
+        clock.charged(_start_seconds(clock, model))
         model.minimize(stage.expression.expr())
         _set_hint(model, values, partial)
         # The share of what is left once the stage's objective and hint are set (tens of ms
@@ -383,9 +389,10 @@ def _break_ties(model, data, variables, values, config, clock, seconds, reports)
     answer does not wait for the whole time limit)."""
     kept = clock.left() - min(seconds, clock.left())  # what the tie-break leaves of the clock
     for expression in first_come(data, variables):
-        remaining = clock.left() - kept
+        remaining = clock.left() - kept - _start_seconds(clock, model)
         if remaining < MIN_SEARCH_S:
             break
+        clock.charged(_start_seconds(clock, model))
         model.minimize(expression.expr())
         _set_hint(model, values, {})
         solver = _solver(config, clock, remaining, presolve=_presolve(config, model, remaining))
@@ -485,6 +492,11 @@ def _repack(
             repack.add(repack.get_int_var_from_proto_index(unit.admitted.index) == 1)
             for pods in unit.pods.values():
                 repack.add(repack.get_int_var_from_proto_index(pods.index) >= values[pods.index])
+    start = _start_seconds(clock, repack)
+    if seconds <= start + 0.005:
+        return values
+    clock.charged(start)
+    seconds -= start
     repack.minimize(stage.expression.expr())
     _set_hint(repack, values, {})
     solver = _solver(config, clock, seconds, presolve=_presolve(config, repack, seconds))
@@ -510,6 +522,12 @@ def _presolve(config: CpsatConfig, model: cp_model.CpModel, seconds: float) -> b
     if seconds < PRESOLVE_MIN_STAGE_S:
         return False
     return len(model.proto.variables) * PRESOLVE_SECONDS_PER_VARIABLE <= PRESOLVE_SHARE * seconds
+
+
+def _start_seconds(clock: SearchClock, model: cp_model.CpModel) -> float:
+    """The start-up a solve of `model` is charged (`SOLVE_START_SECONDS_PER_VARIABLE`); none
+    by the wall clock, whose limits already hold it."""
+    return SOLVE_START_SECONDS_PER_VARIABLE * len(model.proto.variables) if clock.deterministic else 0.0
 
 
 def _solver(config: CpsatConfig, clock: SearchClock, seconds: float, *, presolve: bool = True) -> cp_model.CpSolver:
@@ -546,9 +564,11 @@ def _complete(
 ) -> tuple[list[int] | None, str]:
     """A full solution extending the decision values `partial` (None if they do not fit or
     time ran out), and the completion's status name."""
-    remaining = clock.left()
+    start = _start_seconds(clock, model)
+    remaining = clock.left() - start
     if remaining <= 0.005:
         return None, "no time"
+    clock.charged(start)
     model.clear_objective()
     _set_hint(model, None, partial)
     solver = _solver(config, clock, min(remaining, max(0.2, remaining * 0.3)))

@@ -1,8 +1,10 @@
-"""The CP-SAT engine's estimate of building its model (`solver.cpsat.engine.build_seconds`),
-charged to the search's deterministic budget: it counts, kind by kind, the variables the
-model then gets, prices each kind at its own rate (`BUILD_COST`), and the engine builds
-the model exactly when the budget holds the estimate and `MIN_SEARCH_S` — a decision on
-the input alone, never on the clock (docs/results.md, "Building the CP-SAT model")."""
+"""What the CP-SAT engine charges its deterministic budget besides the searches' own time:
+its estimate of building the model (`solver.cpsat.engine.build_seconds`) — the variables
+the model then gets, counted kind by kind and each priced at its own rate (`BUILD_COST`);
+the model is built exactly when the budget holds the estimate and `MIN_SEARCH_S` — and
+each solve's start-up (`SOLVE_START_SECONDS_PER_VARIABLE`), so a solve starts only when
+the budget holds it. Decisions on the input alone, never on the clock (docs/results.md,
+"Building the CP-SAT model", "A second bench family")."""
 
 from __future__ import annotations
 
@@ -15,7 +17,18 @@ from models.snapshot import Snapshot
 from solver.checker import check_placement
 from solver.cpsat.config import CpsatConfig
 from solver.cpsat.data import ModelData, build_model_data
-from solver.cpsat.engine import BUILD_COST, MIN_SEARCH_S, BuildCost, BuildSize, build_seconds, build_size, solve_cpsat
+from solver.cpsat.clock import SearchClock
+from solver.cpsat.engine import (
+    BUILD_COST,
+    MIN_SEARCH_S,
+    SOLVE_START_SECONDS_PER_VARIABLE,
+    BuildCost,
+    BuildSize,
+    _complete,
+    build_seconds,
+    build_size,
+    solve_cpsat,
+)
 from solver.cpsat.hint import augment, node_uses
 from solver.cpsat.variables import create_variables
 from solver.greedy import solve_greedy
@@ -86,3 +99,22 @@ def test_the_model_is_built_exactly_when_the_budget_holds_the_estimate_and_a_sea
             assert check_placement(snapshot, result.placement) == ()
         else:
             assert result.status == "UNKNOWN" and result.placement is None
+
+
+def test_a_solve_starts_only_when_the_budget_holds_its_start_up_and_is_charged_it() -> None:
+    """Loading a model costs a solve before its search, which deterministic time does not
+    count: the hint's completion of a 1,000-variable model is refused by a budget short of
+    that start-up (not started: nothing charged), and charged it on top of its search."""
+    model = cp_model.CpModel()
+    pods = [model.new_int_var(0, 1, f"x{i}") for i in range(1000)]
+    model.add(sum(pods) <= 10)
+    start = SOLVE_START_SECONDS_PER_VARIABLE * 1000
+    short = SearchClock(deadline=time.perf_counter() + 60, search_s=start + 0.004)
+    assert _complete(model, {}, CpsatConfig(), short) == (None, "no time")
+    assert short.spent_s == 0
+    enough = SearchClock(deadline=time.perf_counter() + 60, search_s=start + 0.5)
+    values, status = _complete(model, {}, CpsatConfig(), enough)
+    assert values is not None and status in ("OPTIMAL", "FEASIBLE")
+    assert enough.spent_s >= start + enough.searched_s - 1e-12
+    by_the_wall = SearchClock(deadline=time.perf_counter() + 60, search_s=None)  # its limits hold the start-up
+    assert _complete(model, {}, CpsatConfig(), by_the_wall)[0] is not None
