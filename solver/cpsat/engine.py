@@ -181,8 +181,8 @@ BUILD_COST = BuildCost(pattern_s=8.5e-6, option_s=2.3e-5, unit_variable_s=5e-6, 
 tight and mixed bench families at 1,000 x 1,000 and 10,000 x 5,000 (docs/results.md,
 "Building the CP-SAT model"). Why per kind: one rate for every variable, set on the
 standard family at 10,000 nodes, charged the mixed family's 1,000-node models several
-times their cost, and CP-SAT never started at a 1 s limit there (docs/results.md, "A
-second bench family")."""
+times their cost, and at the bench's limit CP-SAT never started there (docs/results.md,
+"A second bench family")."""
 
 
 class _Incumbents(cp_model.CpSolverSolutionCallback):
