@@ -155,8 +155,10 @@ def state_fragment(measure: PackingMeasure, profile: Profile, state: State, cpu_
     """Tier 5's value of a node of `profile` left in `state` by pods taking `cpu_used`
     (`PackingMeasure.state`, which remembers it per end state)."""
     whole, partial, _ = state
-    frees = tuple(sorted(free for _, free in partial)) if len(partial) > 1 else tuple(free for _, free in partial)
-    return measure.split_state(profile.packing_cpu - cpu_used, sum(whole), frees, profile.packing_class)
+    frees = [free for _, free in partial]
+    if len(frees) > 1:
+        frees.sort()
+    return measure.split_state(profile.packing_cpu - cpu_used, sum(whole), tuple(frees), profile.packing_class)
 
 
 def take_cpu(cpu: tuple[int, ...], slot: int, amount: int) -> tuple[int, ...] | None:
@@ -304,17 +306,16 @@ def make_pattern(
     # Fewest splits, least fragment, then the densest packing (most whole devices, fewest
     # partly used ones) to break ties: equal for the objective.
     last = levels[-1]
+    fragments = {state: state_fragment(measure, profile, state, cpu_used) for state in last}
     if len(last) == 1:
         best = next(iter(last))
     else:
-        best = min(
-            last, key=lambda s: (last[s][0], state_fragment(measure, profile, s, cpu_used), -sum(s[0]), len(s[1]), s)
-        )
+        best = min(last, key=lambda s: (last[s][0], fragments[s], -sum(s[0]), len(s[1]), s))
     splits = last[best][0]
     return Pattern(
         counts=tuple(sorted((i, n) for i, n in counts.items() if n)),
         splits=splits,
-        fragment=state_fragment(measure, profile, best, cpu_used) + extra_fragment,
+        fragment=fragments[best] + extra_fragment,
         _levels=levels,
         _order=order,
         _best=best,
