@@ -15,9 +15,9 @@ from ortools.sat.python import cp_model
 
 from models.snapshot import Snapshot
 from solver.checker import check_placement
+from solver.cpsat.clock import SearchClock
 from solver.cpsat.config import CpsatConfig
 from solver.cpsat.data import ModelData, build_model_data
-from solver.cpsat.clock import SearchClock
 from solver.cpsat.engine import (
     BUILD_COST,
     MIN_SEARCH_S,

@@ -7,6 +7,9 @@ in its tiers."""
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from solver.cpsat.config import CpsatConfig
 from solver.cpsat.data import DataLimits, ModelData, build_model_data
 from solver.cpsat.patterns import PatternSet, add_fill, build_pattern_set, walk_further
@@ -15,7 +18,8 @@ from solver.problem import build_problem
 from solver.checker import check_placement
 from models.snapshot import GPU, Snapshot
 from tests.builders import make_gang, make_node, make_snapshot
-from tests.solver.test_cpsat_properties import run_cpsat
+from tests.solver.test_cpsat_properties import PROPERTY_SETTINGS, run_cpsat
+from tests.strategies import snapshots
 
 
 def model_data(snapshot: Snapshot, limits: DataLimits) -> ModelData:
@@ -162,3 +166,27 @@ def test_a_walk_continued_to_a_larger_cap_finds_what_a_walk_with_that_cap_finds(
             ]
             assert (continued.walk_cut, continued.restricted) == (at_once.walk_cut, at_once.restricted)
         assert len(at_once.patterns) > 25 and not at_once.walk_cut  # the whole walk, past both caps
+
+
+@PROPERTY_SETTINGS
+@given(snapshots(max_nodes=12, max_groups=8), st.integers(1, 12), st.integers(0, 40))
+def test_on_any_cluster_a_walk_continued_is_the_walk_started_at_the_larger_cap(snapshot: Snapshot, small: int, more: int) -> None:
+    data = model_data(snapshot, DataLimits())
+    most: dict[int, int] = {}
+    for task in data.tasks:
+        most[task.shape] = most.get(task.shape, 0) + len(task.pending)
+    for pattern_set in data.pattern_sets.values():
+        def built(cap: int) -> PatternSet:
+            return build_pattern_set(
+                pattern_set.profile, pattern_set.shapes, measure=pattern_set.measure, cap=cap, most=most,
+                fits=pattern_set.fits, sparse_fill=True, fill=False,
+            )
+
+        continued, at_once = built(small), built(small + more)
+        walk_further(continued, small + more, sparse_fill=True)
+        assert [(p.counts, p.splits, p.fragment, p._best) for p in continued.patterns] == [
+            (p.counts, p.splits, p.fragment, p._best) for p in at_once.patterns
+        ]
+        assert (continued.walk_cut, continued.restricted, continued.sparse_fill) == (
+            at_once.walk_cut, at_once.restricted, at_once.sparse_fill
+        )
