@@ -128,10 +128,10 @@ and 1 s, weight 8 won back clearly more of greedy's loss than 4, on average and 
 worst snapshot, and 16 no more than 8; on the standard family's 1,000-node sizes 4 and 8
 gave the same answers (measured: docs/results.md, section 4, point 3)."""
 SOLVE_START_SECONDS_PER_VARIABLE = 3e-6
-"""What a CP-SAT solve costs before its search, per model variable: loading the model (and
-presolving it, for the hint's completion), which its deterministic time does not count.
-Charged to the search clock before every solve, so the solves a budget holds are the
-solves it pays for (docs/results.md, "A second bench family")."""
+"""What a CP-SAT solve costs before its search, per model variable: loading the model,
+which its deterministic time does not count. Charged to the search clock before every
+solve, so the solves a budget holds are the solves it pays for (docs/results.md, "A second
+bench family")."""
 TIE_BREAK_MIN_S = 0.2
 """The first-come tie-break may take as long as the tiers' search took, or this much."""
 
@@ -563,7 +563,9 @@ def _complete(
     model: cp_model.CpModel, partial: dict[cp_model.IntVar, int], config: CpsatConfig, clock: SearchClock
 ) -> tuple[list[int] | None, str]:
     """A full solution extending the decision values `partial` (None if they do not fit or
-    time ran out), and the completion's status name."""
+    time ran out), and the completion's status name. Without presolve: with the decisions
+    fixed, what is left is propagation, and presolving the whole model first cost this
+    solve most of its time (docs/results.md, "A second bench family")."""
     start = _start_seconds(clock, model)
     remaining = clock.left() - start
     if remaining <= 0.005:
@@ -571,7 +573,7 @@ def _complete(
     clock.charged(start)
     model.clear_objective()
     _set_hint(model, None, partial)
-    solver = _solver(config, clock, min(remaining, max(0.2, remaining * 0.3)))
+    solver = _solver(config, clock, min(remaining, max(0.2, remaining * 0.3)), presolve=False)
     solver.parameters.fix_variables_to_their_hinted_value = True
     status = solver.solve(model)
     clock.charge(solver)
