@@ -55,7 +55,9 @@ from solver.cpsat.patterns import (
     PatternSet,
     Profile,
     Shape,
+    add_fill,
     build_pattern_set,
+    walk_further,
 )
 from solver.cpsat.topology import OUTSIDE, atoms, candidates, topology_sets
 from solver.cpsat.units import DataLimits, Unit, UnitSubGroup, UnitTask
@@ -413,6 +415,9 @@ def _pattern_sets(
         for profile_id in cut:
             profile = build.profiles[profile_id]
             caps[profile_id] = share
+            if profile_id in sets:  # cut at a smaller share: its walk goes on from there
+                walk_further(sets[profile_id], share, sparse_fill=share < limits.max_patterns_per_profile)
+                continue
             sets[profile_id] = build_pattern_set(
                 profile,
                 build.eligible_shapes[profile.eligibility] if profile.considered else [],
@@ -421,6 +426,7 @@ def _pattern_sets(
                 most=pending_by_shape,
                 fits=None if fits is None else fits[profile.eligibility],
                 sparse_fill=share < limits.max_patterns_per_profile,
+                fill=False,  # added once the set is final: a walk cut here may be walked further
             )
         cut = [p for p in cut if sets[p].walk_cut and share < limits.max_patterns_per_profile]
         left = limits.max_patterns - sum(len(s.patterns) for p, s in sets.items() if p not in cut)
@@ -429,6 +435,7 @@ def _pattern_sets(
             break
         share = grown
     for profile_id, pattern_set in sets.items():
+        add_fill(pattern_set, most=pending_by_shape)
         if pattern_set.restricted:
             build.restricted.append(f"profile {profile_id}: more than {caps[profile_id]} patterns")
     return sets

@@ -342,6 +342,9 @@ def plan_stages(tiers: Tiers, order: Sequence[int] | None = None) -> list[Stage]
     the tiers in `order` (indices into `TIERS`; default: `TIERS`'s own order)."""
     stages: list[Stage] = []
     current: list[tuple[int, int]] = []  # (tier, range)
+    tier_order = range(len(tiers.minimised)) if order is None else order
+    # Each tier's bounds once: a tier is tens of thousands of terms on a large model.
+    bounds = {tier: tiers.minimised[tier].bounds() for tier in tier_order}
 
     def close() -> None:
         if not current:
@@ -362,12 +365,12 @@ def plan_stages(tiers: Tiers, order: Sequence[int] | None = None) -> list[Stage]
         """Σ weight · max |tier| over the tiers of `stage`, weighted as `close` would."""
         total, weight = 0, 1
         for tier, span in reversed(stage):
-            total += weight * max(abs(bound) for bound in tiers.minimised[tier].bounds())
+            total += weight * max(abs(bound) for bound in bounds[tier])
             weight *= span + 1
         return total
 
-    for tier in range(len(tiers.minimised)) if order is None else order:
-        low, high = tiers.minimised[tier].bounds()
+    for tier in tier_order:
+        low, high = bounds[tier]
         span = high - low
         if span == 0:
             continue

@@ -269,9 +269,13 @@ def _profile_vars(model: cp_model.CpModel, data: ModelData, node_groups: list[No
         for option, profile in enumerate(group.after):
             count = _option_count(group_vars, size, option)
             supply.setdefault(profile, Lin()).add_lin(count)
-            most[profile] = most.get(profile, 0) + size
             if group.atom:
                 atom_supply.setdefault(profile, {}).setdefault(group.atom, Lin()).add_lin(count)
+        # The group's options share its nodes: it gives a profile at most its size, however
+        # many of its options end there (a bound per option summed them, several times it).
+        for profile in set(group.after):
+            most[profile] = most.get(profile, 0) + size
+            if group.atom:
                 most_atom[(profile, group.atom)] = most_atom.get((profile, group.atom), 0) + size
     result: dict[int, ProfileVars] = {}
     for profile, pattern_set in data.pattern_sets.items():
