@@ -1,6 +1,8 @@
 """Conformance: cases ported from Volcano's scheduler tests and kube-scheduler's filter
-plugins and DRA allocator, each solved by greedy, CP-SAT and `auto`, each answer judged by the
-checker (a DRA case's claims too: exactly the claims it names, on an allowed device set).
+plugins, gang scheduling and DRA allocator, each solved by greedy, CP-SAT and `auto`, each
+answer judged by the checker (a DRA case's claims too: exactly the claims it names, on an
+allowed device set; a nested-gang case's sub-groups: how many started per policy, how many
+pods each holds).
 
 The cases live in `cases/` as YAML (see `conformance_cases.py` for the format), one file
 per original test case, named after its origin. A case where batchplace deliberately
