@@ -28,6 +28,11 @@ happen. That document is taken out before the rest goes to the loader:
           devices: [gpus driver/pool/gpu-0, gpus driver/pool/gpu-1 admin]  # request, device, admin?
           one_of: [[...], [...]]  # instead of devices: any one of these sets (several answers fit)
           reserved_for: [c1/p1]
+      sub_groups_started:         # policy -> its sub-groups that end with their minimum
+        c1/pg1: {task2: 1}        # (running kept + bound), as the gang rule counts them
+      sub_groups_placed:          # sub-group -> its pods running kept + bound
+        c1/pg1: {task2-worker: 2}
+    model: {...}                  # nested gangs the objects stand for (`case_model.py`)
     xfail:                        # engine -> the finding that makes it fail today
       greedy: greedy never preempts to free queue quota
 
@@ -54,6 +59,7 @@ from models.loaders import load_snapshot_documents
 from models.loaders.kube_yaml import parse_yaml_documents
 from models.snapshot import Snapshot
 from solver.place import EngineName
+from tests.conformance.case_model import with_case_model
 
 __all__ = ["CASES_DIR", "ENGINES", "Case", "Origin", "Expected", "ExpectedClaim", "load_case", "case_paths"]
 
@@ -90,6 +96,8 @@ class Expected:
     within_one_of: tuple[frozenset[str], ...]
     same_node: tuple[frozenset[str], ...] = ()
     claims: dict[str, ExpectedClaim] = field(default_factory=dict)
+    sub_groups_started: dict[str, dict[str, int]] = field(default_factory=dict)
+    sub_groups_placed: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -127,14 +135,17 @@ def load_case(path: Path) -> Case:
         path=path,
         origin=origin,
         expected=_expected(header.get("expect") or {}),
-        snapshot=load_snapshot_documents(cluster).snapshot,
+        snapshot=with_case_model(load_snapshot_documents(cluster).snapshot, header.get("model") or {}, case=name),
         difference=header.get("difference"),
         xfail=xfail,
     )
 
 
 def _expected(expect: Mapping[str, object]) -> Expected:
-    known = {"binds", "bind_count", "evictions", "podgroups", "queues", "within_one_of", "same_node", "claims"}
+    known = {
+        *("binds", "bind_count", "evictions", "podgroups", "queues", "within_one_of", "same_node", "claims"),
+        *("sub_groups_started", "sub_groups_placed"),
+    }
     unknown = set(expect) - known
     if unknown:
         raise ValueError(f"unknown expectation keys {sorted(unknown)}")
@@ -151,6 +162,8 @@ def _expected(expect: Mapping[str, object]) -> Expected:
         within_one_of=tuple(frozenset(nodes) for nodes in expect.get("within_one_of") or ()),
         same_node=tuple(frozenset(pods) for pods in expect.get("same_node") or ()),
         claims={key: _expected_claim(key, value) for key, value in dict(expect.get("claims") or {}).items()},
+        sub_groups_started={key: dict(value) for key, value in dict(expect.get("sub_groups_started") or {}).items()},
+        sub_groups_placed={key: dict(value) for key, value in dict(expect.get("sub_groups_placed") or {}).items()},
     )
 
 

@@ -1,6 +1,8 @@
 """Conformance: cases ported from Volcano's scheduler tests and kube-scheduler's filter
-plugins and DRA allocator, each solved by greedy, CP-SAT and `auto`, each answer judged by the
-checker (a DRA case's claims too: exactly the claims it names, on an allowed device set).
+plugins, gang scheduling and DRA allocator, each solved by greedy, CP-SAT and `auto`, each
+answer judged by the checker (a DRA case's claims too: exactly the claims it names, on an
+allowed device set; a nested-gang case's sub-groups: how many started per policy, how many
+pods each holds).
 
 The cases live in `cases/` as YAML (see `conformance_cases.py` for the format), one file
 per original test case, named after its origin. A case where batchplace deliberately
@@ -20,6 +22,7 @@ import pytest
 from models.placement import ClaimAllocation
 from solver.checker import check_placement
 from solver.place import EngineName, SolveConfig, place
+from solver.rules.gang import started_sub_groups
 from tests.conformance.conformance_cases import ENGINES, Case, case_paths, load_case
 
 DIFFERENCES_DOC = Path(__file__).resolve().parents[2] / "docs" / "volcano-differences.md"
@@ -74,12 +77,30 @@ def test_case_outcome_matches_origin(case: Case, engine: EngineName) -> None:
             said = [reason for reason in got.reasons if reason.rule == want.get("reason", reason.rule)]
             assert any(word in reason for reason in said), f"{key}: {word!r} in none of {said}"
 
+    for key, want in expected.sub_groups_placed.items():
+        placed = _placed_per_sub_group(case, key, bound, set(evicted))
+        assert {name: placed.get(name, 0) for name in want} == want, f"{key}: sub-groups hold {placed}; binds {bound}"
+    for key, want in expected.sub_groups_started.items():
+        group = case.snapshot.pod_group_by_key[key]
+        started = started_sub_groups(group, _placed_per_sub_group(case, key, bound, set(evicted)))
+        assert {policy: started.get(policy, 0) for policy in want} == want, f"{key}: started {started}; binds {bound}"
+
     shares = {share.name: share for share in decision.queues}
     for queue, want in expected.queues.items():
         for resource, amount in want.get("deserved", {}).items():
             assert shares[queue].deserved.get(resource, 0) == amount, f"{queue}: {shares[queue]}"
         for resource, amount in want.get("allocated", {}).items():
             assert shares[queue].allocated.get(resource, 0) == amount, f"{queue}: {shares[queue]}"
+
+
+def _placed_per_sub_group(case: Case, key: str, bound: dict[str, str], evicted: set[str]) -> dict[str, int]:
+    """Sub-group → its pods that end the cycle on a node: running and not evicted, or bound."""
+    placed: Counter[str] = Counter()
+    for pod in case.snapshot.pods_by_group.get(key, ()):  # type: ignore[call-overload]
+        on_node = pod.key in bound if pod.phase == "pending" else pod.key not in evicted
+        if pod.sub_group is not None and on_node:
+            placed[pod.sub_group] += 1
+    return dict(placed)
 
 
 def _assert_claims(case: Case, allocations: tuple[ClaimAllocation, ...]) -> None:
