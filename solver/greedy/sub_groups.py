@@ -7,7 +7,8 @@ The engine (`greedy.engine`) tries the job's domains as for any gang — HyperNo
 none, a soft job topology its domains then the cluster — and asks `transaction` to place
 the job's minimum inside one of them as one Statement:
   1. each policy's `min_sub_groups`: its sub-groups not started yet (a partly running one
-     first, then in PodGroup order) are started one by one until enough have started;
+     first, then the largest minimum first, `_start_order`) are started one by one until
+     enough have started;
   2. the job's own minimum (min_member, task minimums where they apply), running pods
      counted: further pods of started sub-groups (inside the sub-group's domain), then
      further whole sub-groups, then pods in no sub-group — the most constrained first, so
@@ -89,17 +90,20 @@ def transaction(engine: NestingEngine, plan: GroupPlan, domain: np.ndarray | Non
     for sub in plan.sub_groups:
         if not _started(engine, sub):
             sub.domain = None
-    for policy, missing in sub_groups_missing(group, _placed_per_sub_group(engine, plan)).items():
-        for sub in _startable(engine, plan, policy):
-            if not missing:
-                break
-            tried.add(sub.sub.name)
-            why = _start(engine, plan, sub, domain, action)
-            if why is None:
-                missing -= 1
-            else:
-                failures.append(why)
-        if missing:
+    missing = sub_groups_missing(group, _placed_per_sub_group(engine, plan))
+    # Every policy's candidates in one order (`_start_order`), not policy by policy: a small
+    # shard of the first policy must not take the one domain a large shard of the next fits in.
+    for sub in _start_order(engine, [sub for policy in missing for sub in _startable(engine, plan, policy)]):
+        if not missing.get(sub.sub.policy):
+            continue
+        tried.add(sub.sub.name)
+        why = _start(engine, plan, sub, domain, action)
+        if why is None:
+            missing[sub.sub.policy] -= 1
+        else:
+            failures.append(why)
+    for policy, short_by in missing.items():
+        if short_by:
             started = started_sub_groups(group, _placed_per_sub_group(engine, plan))[policy]
             short = reasons.sub_groups_short(policy, job=group.name, started=started, minimum=group.min_sub_groups[policy])
             return _fail(engine, plan, mark, [short, *failures[:1]])
@@ -142,13 +146,14 @@ def _fill(
             count = wanted(row)
             if count and _place_in_sub_group(engine, plan, sub, row, pods[:count], domain, preemptor):
                 return True
-    for sub in plan.sub_groups:
+    for sub in _start_order(engine, plan.sub_groups):
         if sub.sub.name in tried or _started(engine, sub):
             continue
         if not any(wanted(row) for row, _ in _unbound(engine, sub.pending)):
             continue
         tried.add(sub.sub.name)
-        why = _start(engine, plan, sub, domain, action)
+        asked = max(wanted(row) for row, _ in _by_row(_unbound(engine, sub.pending)))
+        why = _start(engine, plan, sub, domain, action, job_wants=asked)
         if why is None:
             return True
         failures.append(why)
@@ -175,11 +180,24 @@ def _wanted(plan: GroupPlan, placed: dict[str, int]) -> Callable[[int], int]:
 
 
 def _start(
-    engine: NestingEngine, plan: GroupPlan, sub: SubGroupPlan, domain: np.ndarray | None, action: str | None
+    engine: NestingEngine,
+    plan: GroupPlan,
+    sub: SubGroupPlan,
+    domain: np.ndarray | None,
+    action: str | None,
+    *,
+    job_wants: int = 0,
 ) -> str | None:
     """Start `sub`: its minimum, less its pods running and bound, bound whole inside one of its
-    domains within `domain`; None when it started, else the reason it did not (rolled back)."""
-    state, group = engine.state, plan.group
+    domains within `domain`; None when it started, else the reason it did not (rolled back).
+
+    When the job's minimum still wants `job_wants` pods of it, more than its own minimum, that
+    many are tried first, in one domain that holds them: started at its minimum alone, a shard
+    would go to the fullest domain (best fit) and could not grow there. Example (Volcano's
+    soft-job, hard-sub-group allocate case): min_member 3, the master in leaf s0, workers of
+    minimum 1 → two workers together go to leaf s1, where one alone would have taken s0's last
+    slot and left the job at 2."""
+    group = plan.group
     have = _placed(engine, sub)
     need = sub.minimum - have
     waiting = _unbound(engine, sub.pending)
@@ -187,21 +205,43 @@ def _start(
         return None
     if len(waiting) < need:
         return reasons.sub_group_too_few_pods(sub.sub.name, job=group.name, minimum=sub.minimum, pods=have + len(waiting))
+    larger = min(len(waiting), job_wants)
+    if larger > need and _bind_in_one_domain(engine, plan, sub, domain, waiting[:larger], waiting, action) == larger:
+        return None
     pods = waiting[:need]
+    most = _bind_in_one_domain(engine, plan, sub, domain, pods, waiting, action)
+    if most == len(pods):
+        return None
+    if sub.tier_limit is not None:
+        most = max(most, _most_that_fit(engine, plan, sub, domain, pods))
+    return reasons.sub_group_no_room(
+        sub.sub.name, job=group.name, placed=have + most, minimum=sub.minimum, tier=sub.tier_limit
+    )
+
+
+def _bind_in_one_domain(
+    engine: NestingEngine,
+    plan: GroupPlan,
+    sub: SubGroupPlan,
+    domain: np.ndarray | None,
+    pods: Pods,
+    waiting: Pods,
+    action: str | None,
+) -> int:
+    """Bind all `pods` of `sub` inside the first of its domains (`_sub_group_domains`) that
+    takes them, set as its domain, and return how many: all of them, or — nothing bound —
+    the most any domain took."""
+    state = engine.state
     most = 0
     for region in _sub_group_domains(engine, plan, sub, domain, pods, waiting, action):
         mark = state.checkpoint()
         got = _place_all(engine, plan, pods, region, action)
         if got == len(pods):
             sub.domain = region
-            return None
+            return got
         most = max(most, got)
         state.rollback(mark)
-    if sub.tier_limit is not None:
-        most = max(most, _most_that_fit(engine, plan, sub, domain, pods))
-    return reasons.sub_group_no_room(
-        sub.sub.name, job=group.name, placed=have + most, minimum=sub.minimum, tier=sub.tier_limit
-    )
+    return most
 
 
 def _sub_group_domains(
@@ -439,9 +479,17 @@ def _placed_per_sub_group(engine: NestingEngine, plan: GroupPlan) -> dict[str, i
 
 
 def _startable(engine: NestingEngine, plan: GroupPlan, policy: str) -> list[SubGroupPlan]:
-    """`policy`'s sub-groups not started, a partly running one first (it completes what runs)."""
-    subs = [sub for sub in plan.sub_groups if sub.sub.policy == policy and not _started(engine, sub)]
-    return sorted(subs, key=lambda sub: not _kept(engine, sub))
+    """`policy`'s sub-groups not started, in the order `_start_order` gives."""
+    return _start_order(engine, [sub for sub in plan.sub_groups if sub.sub.policy == policy and not _started(engine, sub)])
+
+
+def _start_order(engine: NestingEngine, subs: list[SubGroupPlan]) -> list[SubGroupPlan]:
+    """The order sub-groups are started in: a partly running one first (it completes what
+    runs), then the largest minimum first, then PodGroup order — first fit decreasing, so a
+    small shard does not take the only domain a large one fits in. Example (Volcano's
+    partition-policy allocate cases): a 2-node leaf and a lone node; shard a of 1 pod and
+    shard b of 2 → b takes the leaf, a the lone node (a first would strand b)."""
+    return sorted(subs, key=lambda sub: (not _kept(engine, sub), -sub.minimum))
 
 
 def _placed_per_task(engine: NestingEngine, plan: GroupPlan) -> dict[str, int]:
