@@ -92,6 +92,8 @@ class ClusterView:
     resource_slices: tuple[JsonObject, ...] = ()
     resource_claims: tuple[JsonObject, ...] = ()
     resource_claim_templates: tuple[JsonObject, ...] = ()
+    kube_workloads: tuple[JsonObject, ...] = ()  # scheduling.k8s.io Workloads, each with its apiVersion and kind
+    kube_pod_groups: tuple[JsonObject, ...] = ()  # scheduling.k8s.io PodGroups, each with its apiVersion and kind
 
 
 @dataclass(frozen=True)
@@ -239,6 +241,8 @@ def _documents(view: ClusterView, pods: Sequence[JsonObject]) -> list[JsonObject
         *_typed(view.priority_classes, "scheduling.k8s.io/v1", "PriorityClass"),
         *_typed(view.volcano_pod_groups, "scheduling.volcano.sh/v1beta1", "PodGroup"),
         *_typed(view.xk8s_pod_groups, "scheduling.x-k8s.io/v1alpha1", "PodGroup"),
+        *view.kube_workloads,
+        *view.kube_pod_groups,
         *_typed(view.device_classes, "resource.k8s.io/v1", "DeviceClass"),
         *_typed(view.resource_slices, "resource.k8s.io/v1", "ResourceSlice"),
         *_typed(view.resource_claims, "resource.k8s.io/v1", "ResourceClaim"),

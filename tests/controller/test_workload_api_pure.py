@@ -1,0 +1,128 @@
+"""The Kubernetes Workload API (`scheduling.k8s.io` Workload and PodGroup) in the controller:
+watched at the newest version the server serves, read as nothing where it serves none, and
+fed to the loader with the version it was read at.
+
+A discovery source stands in for the server here: the test control plane (kube-apiserver
+v1.20) cannot serve these kinds even as CRDs (see docs/controller.md), so the live tests
+only show that such a server is read as serving none."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from controller.caches import ClusterCaches
+from controller.kinds import (
+    KUBE_PODGROUPS,
+    KUBE_PODGROUPS_V1ALPHA2,
+    KUBE_WORKLOADS,
+    KUBE_WORKLOADS_V1ALPHA2,
+    WORKLOAD_API_KINDS,
+)
+from controller.kube import ListResult
+from controller.loop import wait_for
+from controller.observe import ClusterView, observe
+from models.snapshot import PodGroupKey
+from tests.controller._controller_builders import node, pod
+
+
+def _kube_pod_group(name: str, min_count: int) -> dict:
+    """A PodGroup as the server lists it: no apiVersion or kind on list items."""
+    return {
+        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+    }
+
+
+def _workload(name: str) -> dict:
+    return {
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {"podGroupTemplates": [{"name": "workers", "schedulingPolicy": {"gang": {"minCount": 2}}}]},
+    }
+
+
+class _Server:
+    """A discovery source serving `served` (and every built-in kind), with `objects` per kind."""
+
+    def __init__(self, served: set, objects: dict) -> None:
+        self._served = served
+        self._objects = objects
+        self.listed: list = []
+
+    def served(self, kinds):
+        return {kind for kind in kinds if kind in self._served}
+
+    def list(self, kind):
+        self.listed.append(kind)
+        return ListResult(items=list(self._objects.get(kind, [])), resource_version="1")
+
+    def watch(self, kind, *, resource_version, timeout_s=300):
+        time.sleep(0.05)
+        return iter(())
+
+
+def _view(server: _Server) -> tuple[ClusterCaches, ClusterView]:
+    caches = ClusterCaches(server, scheduler_names=("batchplace",), rediscover_s=0.01)
+    stop = threading.Event()
+    caches.start(stop)
+    try:
+        assert caches.wait_synced(5)
+        assert wait_for(lambda: caches.synced() and len(server.listed) >= 1, 5)
+        return caches, caches.view()
+    finally:
+        stop.set()
+        caches.join()
+
+
+def test_a_server_serving_both_versions_is_read_at_v1beta1_only() -> None:
+    """Both versions hold the same objects: reading both would count each gang twice."""
+    server = _Server(
+        set(WORKLOAD_API_KINDS),
+        {KUBE_PODGROUPS: [_kube_pod_group("g", 2)], KUBE_PODGROUPS_V1ALPHA2: [_kube_pod_group("g", 2)],
+         KUBE_WORKLOADS: [_workload("w")], KUBE_WORKLOADS_V1ALPHA2: [_workload("w")]},
+    )
+    caches, view = _view(server)
+    assert caches.informer(KUBE_PODGROUPS) is not None and caches.informer(KUBE_WORKLOADS) is not None
+    assert caches.informer(KUBE_PODGROUPS_V1ALPHA2) is None and caches.informer(KUBE_WORKLOADS_V1ALPHA2) is None
+    assert [(o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in view.kube_pod_groups] == [
+        ("scheduling.k8s.io/v1beta1", "PodGroup", "g")
+    ]
+    assert [(o["apiVersion"], o["kind"]) for o in view.kube_workloads] == [("scheduling.k8s.io/v1beta1", "Workload")]
+
+
+def test_a_server_serving_v1alpha2_alone_is_read_at_v1alpha2() -> None:
+    server = _Server(
+        {KUBE_PODGROUPS_V1ALPHA2, KUBE_WORKLOADS_V1ALPHA2},
+        {KUBE_PODGROUPS_V1ALPHA2: [_kube_pod_group("g", 2)], KUBE_WORKLOADS_V1ALPHA2: [_workload("w")]},
+    )
+    _, view = _view(server)
+    assert [o["apiVersion"] for o in view.kube_pod_groups] == ["scheduling.k8s.io/v1alpha2"]
+    assert [o["apiVersion"] for o in view.kube_workloads] == ["scheduling.k8s.io/v1alpha2"]
+
+
+def test_a_server_without_the_workload_api_reads_none_and_says_so_once(caplog) -> None:
+    caplog.set_level(logging.INFO, logger="controller.caches")
+    server = _Server(set(), {})
+    caches, view = _view(server)
+    assert not any(caches.informer(kind) for kind in WORKLOAD_API_KINDS)
+    assert (view.kube_workloads, view.kube_pod_groups) == ((), ())
+    said = [r.getMessage() for r in caplog.records if "Workload API" in r.getMessage()]
+    assert len(said) == 1
+
+
+def test_a_kube_pod_group_read_from_the_cluster_is_the_gang_of_the_pods_that_name_it() -> None:
+    """The view's objects carry their apiVersion, so `observe` hands them to the loader as read:
+    the PodGroup's gang minCount is the gang's minMember."""
+    group = {**_kube_pod_group("g", 3), "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup"}
+    pods = []
+    for index in range(3):
+        member = pod(f"g-{index}")
+        member["spec"]["schedulingGroup"] = {"podGroupName": "g"}
+        pods.append(member)
+    observation = observe(
+        ClusterView(pods=tuple(pods), nodes=(node("n1", cpu=8),), kube_pod_groups=(group,)), scheduler_names=("batchplace",)
+    )
+    gang = observation.snapshot.pod_group_by_key[PodGroupKey("ns/g")]
+    assert gang.min_member == 3
+    assert {p.key for p in observation.snapshot.pods_by_group[gang.key]} == {"ns/g-0", "ns/g-1", "ns/g-2"}
