@@ -46,6 +46,7 @@ from typing import Any
 from controller.dra_claims import ClaimIndex, claim_index, claim_statuses
 from controller.kinds import VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
 from controller.repair import HeldPod, RepairEviction, counted, over_allocatable, repair_evictions
+from controller.sub_group_status import SUB_GROUPS_ANNOTATION
 from models.errors import Location, SnapshotError, format_path
 from models.loaders import load_snapshot_documents
 from models.loaders.keys import GPUS_ANNOTATION, VOLCANO_JOB_NAME_KEY, VOLCANO_TASK_ANNOTATION
@@ -118,6 +119,7 @@ class PodGroupRef:
     name: str
     uid: str
     status: Mapping[str, Any]
+    sub_groups: str | None = None  # its `batchplace.io/sub-groups` annotation as read (controller.sub_group_status)
 
     @property
     def kind(self) -> ResourceKind:
@@ -585,6 +587,7 @@ def _pod_group_refs(view: ClusterView) -> dict[PodGroupKey, PodGroupRef]:
                 name=str(metadata.get("name", "")),
                 uid=str(metadata.get("uid", "")),
                 status=obj.get("status") or {},
+                sub_groups=(metadata.get("annotations") or {}).get(SUB_GROUPS_ANNOTATION),
             )
     return refs
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from controller.sub_group_status import SUB_GROUPS_ANNOTATION
 from controller.timing import rfc3339
 from models.reason import Reason
 from solver.reasons import EVENT_MESSAGE_CHARS, gang_message, nodes_would_help
@@ -274,9 +275,12 @@ def _xk8s_phase(status: GroupStatus, min_member: int) -> str:
 
 
 def status_patch(
-    status: GroupStatus, *, flavor: str, min_member: int, observed: Mapping[str, Any], now: datetime, transition_id: str
+    status: GroupStatus, *, flavor: str, min_member: int, observed: Mapping[str, Any], now: datetime, transition_id: str,
+    sub_groups: str | None = None,
 ) -> dict[str, Any]:
-    """The merge patch body for `flavor` ("volcano" or "xk8s")."""
+    """The merge patch body for `flavor` ("volcano" or "xk8s"). `sub_groups`: the JSON of a
+    Volcano PodGroup's per-sub-group status (`controller.sub_group_status`), written in the
+    same patch as its annotation; None leaves the annotation as it is."""
     if flavor == "xk8s":
         return {"status": {"phase": _xk8s_phase(status, min_member), "scheduled": status.placed, "running": status.running}}
     previous = _current_condition(observed)
@@ -293,11 +297,20 @@ def status_patch(
         "transitionID": str(previous.get("transitionID")) if unchanged and previous else transition_id,
         "lastTransitionTime": str(previous.get("lastTransitionTime")) if unchanged and previous else rfc3339(now),
     }
-    return {"status": {"phase": status.phase, "running": status.running, "conditions": [condition]}}
+    body: dict[str, Any] = {"status": {"phase": status.phase, "running": status.running, "conditions": [condition]}}
+    if sub_groups is not None:
+        body["metadata"] = {"annotations": {SUB_GROUPS_ANNOTATION: sub_groups}}
+    return body
 
 
-def is_current(status: GroupStatus, *, flavor: str, min_member: int, observed: Mapping[str, Any]) -> bool:
-    """True when the object already says this (no write needed)."""
+def is_current(
+    status: GroupStatus, *, flavor: str, min_member: int, observed: Mapping[str, Any],
+    sub_groups: str | None = None, observed_sub_groups: str | None = None,
+) -> bool:
+    """True when the object already says this (no write needed); a Volcano PodGroup's
+    sub-group annotation too, when `sub_groups` is given (`observed_sub_groups`: what it says)."""
+    if flavor != "xk8s" and sub_groups is not None and sub_groups != observed_sub_groups:
+        return False
     if flavor == "xk8s":
         return (observed.get("phase"), observed.get("scheduled"), observed.get("running")) == (
             _xk8s_phase(status, min_member),
