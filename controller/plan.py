@@ -55,7 +55,7 @@ Rules, in the order they apply to a gang:
    kube-scheduler does (`controller.dra_claims`). A claim that cannot be written binds
    nothing of the gang.
 
-9. A PodGroup with sub-groups says how each fares (`controller.sub_group_status`): its
+9. A PodGroup with sub-groups says how each fares (`solver.sub_group_report`, written as `controller.sub_group_status` says): its
    condition's message ends "sub-groups: 3 of 4 started", a Volcano PodGroup carries each
    sub-group's status (started, placed/min, the domain it landed in, why not) in the
    `batchplace.io/sub-groups` annotation, written in the status's patch, and each pending pod
@@ -75,12 +75,13 @@ from controller import status as status_text
 from controller.dra_claims import ClaimWrite, claim_writes
 from controller.observe import Observation, PodGroupRef, SeenCondition, TerminatingPod
 from controller.repair import RepairEviction
-from controller.sub_group_status import SubGroupStatus, annotation_value, sub_group_statuses
-from controller.sub_group_status import summary as sub_group_summary
+from controller.sub_group_status import annotation_value
 from models.placement import Bind, ClaimAllocation, Decision, Eviction, PodGroupOutcome
 from models.snapshot import NodeName, Pod, PodGroupKey, PodKey, Snapshot
 from solver.reasons import EVENT_MESSAGE_CHARS, gang_assigned_message, gang_released
 from solver.rules import gated
+from solver.sub_group_report import SubGroupStatus, sub_group_statuses
+from solver.sub_group_report import summary as sub_group_summary
 from solver.offline_evictions import OfflineEviction
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Status per sub-group (`controller.sub_group_status`, `controller.plan` rule 9) at the pure
+"""Status per sub-group (`solver.sub_group_report`, `controller.sub_group_status`, `controller.plan` rule 9) at the pure
 seam, with hand-computed answers: which sub-group started, placed/min, the domain it landed
 in, why one waits — on a Volcano PodGroup's annotation, in its condition's message, and in
 the PodScheduled message of each pending pod of a sub-group."""
@@ -11,15 +11,10 @@ from datetime import datetime, timezone
 from controller import status as status_text
 from controller.observe import Observation, PodGroupRef, PodRef
 from controller.plan import plan
-from controller.sub_group_status import (
-    SUB_GROUPS_ANNOTATION,
-    SubGroupStatus,
-    annotation_value,
-    read_annotation,
-    sub_group_statuses,
-)
+from controller.sub_group_status import SUB_GROUPS_ANNOTATION, annotation_value, read_annotation
 from models.placement import Decision, Placement, PodGroupOutcome
 from models.reason import Reason
+from solver.sub_group_report import SubGroupStatus, sub_group_statuses
 from tests.builders import bind_gang, make_gang, make_node, make_snapshot, with_sub_groups
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
