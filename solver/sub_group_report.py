@@ -4,8 +4,9 @@ prefill or decode role) fares after a cycle: what the controller writes on the P
 
 Per sub-group: whether it started (its pods bound or running reach its minimum,
 `solver.rules.gang.sub_group_minimum`), its pods placed and its minimum, the domain it landed
-in — the closest HyperNode holding all its placed pods (`solver.rules.topology.common_domain`),
-the node itself when they share one, none when nothing is placed — and, while it has not
+in — the closest HyperNode holding all its placed pods (of any tier: the rack of a shard on
+one node), else the node itself when they share one outside every HyperNode, else none — and,
+while it has not
 started, why: the first of its PodGroup's reasons that names it ("gang: subgroup decode-1 of
 llm-serve: …"), else the PodGroup's first reason.
 """
@@ -16,9 +17,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from models.placement import Bind
-from models.snapshot import PodGroup, Snapshot
+from models.snapshot import NodeName, PodGroup, Snapshot
 from solver.rules.gang import sub_group_minimum, sub_group_pods
-from solver.rules.topology import common_domain
+from solver.rules.topology import common_domain, domains_within
 
 __all__ = ["SubGroupStatus", "sub_group_statuses", "summary"]
 
@@ -59,11 +60,21 @@ def sub_group_statuses(
                 started=started,
                 placed=len(nodes),
                 minimum=sub_group_minimum(sub),
-                domain=common_domain(snapshot, [n for n in nodes if n is not None], ANY_TIER),
+                domain=_landed_in(snapshot, [n for n in nodes if n is not None]),
                 reason="" if started else _reason_for(sub.name, reasons),
             )
         )
     return tuple(statuses)
+
+
+def _landed_in(snapshot: Snapshot, nodes: Sequence[NodeName]) -> str | None:
+    """The closest HyperNode holding every node of `nodes` (`common_domain`, which for one node
+    is the node: here its closest HyperNode, else the node); None when they share none."""
+    distinct = sorted(set(nodes))
+    if len(distinct) == 1:
+        chain = domains_within(snapshot, distinct[0], ANY_TIER)
+        return chain[0] if chain else distinct[0]
+    return common_domain(snapshot, distinct, ANY_TIER)
 
 
 def _reason_for(name: str, reasons: Sequence[str]) -> str:

@@ -12,6 +12,11 @@ States (this cycle's decision, as the controller would act on it):
   - `starting`: the placement binds pods of it this cycle and the gang minimum is met;
   - `pending`: the minimum is not met; `reasons` say which rule keeps it out, with numbers.
 
+Sub-groups (gangs inside the gang: shards, serving replicas, prefill and decode roles) are
+shown inside their job as the controller writes them (`solver.sub_group_report`): each
+one's policy, placed/min after this cycle, started or waiting (and why), and the domain it
+landed in; each pod line names its sub-group.
+
 Events: the snapshot carries none, so the detail page shows those the controller's plan
 writes for this decision (`controller.plan`), and only those: `Preempted` on each victim;
 `Scheduled` per bind of a PodGroup that evicts nobody (one that preempts binds in a later
@@ -38,6 +43,7 @@ from solver.reasons import gang_assigned_message, gang_message, gated_waiting
 from solver.rules import node_affinity
 from solver.rules.eligibility import eligible
 from solver.rules.gang import task_minimums_apply
+from solver.sub_group_report import SubGroupStatus, sub_group_statuses
 
 __all__ = [
     "STATES",
@@ -157,6 +163,7 @@ class PodLine:
     this_cycle: str
     scheduled_reason: str = ""  # a pending pod's PodScheduled reason as its object says it
     claims: str = ""  # its DRA claims' devices: allocated already, or by this cycle ("claim: gpus: gpu-0, gpu-1")
+    sub_group: str = ""  # the sub-group it belongs to, "" when none
 
 
 @dataclass(frozen=True)
@@ -178,6 +185,7 @@ class PodGroupDetail:
     gpu_devices_reserved: int
     preempts: tuple[str, ...]
     events: tuple[EventLine, ...]
+    sub_groups: tuple[SubGroupStatus, ...] = ()  # after this cycle, in the PodGroup's order
 
 
 def _claims_by_pod(analysis: Analysis) -> dict[str, str]:
@@ -248,6 +256,7 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
                 this_cycle=this_cycle,
                 scheduled_reason=pod.scheduled_reason or "",
                 claims=claims_of.get(pod.key, ""),
+                sub_group=pod.sub_group or "",
             )
         )
     if assigned:  # the gang's one Scheduled Event, on its PodGroup
@@ -267,6 +276,7 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
         ]
         events[:0] = [EventLine("Warning", "Unschedulable", f"PodGroup {key}", message), *waiting]
     preempts = tuple(f"{e.pod} on {e.node} ({e.reason})" for e in placement.evictions if e.for_ == key)
+    sub_groups = sub_group_statuses(snapshot, group, [b for b in placement.binds if b.pod in {p.key for p in pods}], row.reasons)
     return PodGroupDetail(
         row=row,
         group=group,
@@ -277,6 +287,7 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
         gpu_devices_reserved=reserved,
         preempts=preempts,
         events=tuple(events),
+        sub_groups=sub_groups,
     )
 
 

@@ -38,7 +38,7 @@ def test_each_sub_group_says_started_placed_min_and_the_closest_domain_holding_i
     statuses = sub_group_statuses(snapshot, group, binds, [SHORT])
     assert statuses == (
         SubGroupStatus(name="job-0", policy="shard", started=True, placed=2, minimum=2, domain="leaf-a"),
-        SubGroupStatus(name="job-1", policy="shard", started=True, placed=2, minimum=2, domain="b1"),
+        SubGroupStatus(name="job-1", policy="shard", started=True, placed=2, minimum=2, domain="leaf-b"),  # one node: its rack
         SubGroupStatus(name="job-2", policy="shard", started=False, placed=0, minimum=2, domain=None,
                        reason="gang: subgroup job-1 of default/job: 1 of min 2 pods fit in any tier-1 domain"),
     )
