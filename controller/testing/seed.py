@@ -1,10 +1,11 @@
 """The seed examples as live objects: what `kubectl apply` and the job controllers would create.
 
 Input: an example file (`examples/*.yaml`: Nodes, Queues, HyperNodes, Pods, vcjobs,
-PyTorchJobs, DRA objects). Output: `SeedObject`s in creation order — cluster-scoped objects
-first (DeviceClasses and ResourceSlices after the nodes), then ResourceClaimTemplates and
-ResourceClaims, then per vcjob the Job itself, its PodGroup and its pods, per PyTorchJob its
-PodGroup and its pods — for `create_all` to send to an API server. A ResourceClaim given
+PyTorchJobs, LeaderWorkerSets, JobSets, DRA objects). Output: `SeedObject`s in creation
+order — cluster-scoped objects first (DeviceClasses and ResourceSlices after the nodes), then
+ResourceClaimTemplates and ResourceClaims, then per vcjob the Job itself, its PodGroup and its
+pods, per PyTorchJob its PodGroup and its pods, per LeaderWorkerSet or JobSet its pods
+(`controller.testing.seed_owner_gangs`) — for `create_all` to send to an API server. A ResourceClaim given
 with a `status` (allocated already) gets it written after it is created, as the API server
 keeps no status on create.
 
@@ -57,6 +58,7 @@ from controller.kinds import (
     ResourceKind,
 )
 from controller.testing.files import EXAMPLES_DIR
+from controller.testing.seed_owner_gangs import JOBSET, LEADER_WORKER_SET, jobset_pods, leader_worker_set_pods
 from models.loaders import load_snapshot_documents
 
 __all__ = ["SeedObject", "seed_objects", "vcjob_objects", "pytorch_job_objects", "create_all", "EXAMPLES_DIR"]
@@ -76,6 +78,7 @@ _KINDS: dict[tuple[str, str], ResourceKind] = {
     **{(kind.api_version, kind.kind): kind for kind in DRA_KINDS},
 }
 _PYTORCH_JOB = ("kubeflow.org/v1", "PyTorchJob")
+_OWNER_PODS = {LEADER_WORKER_SET: leader_worker_set_pods, JOBSET: jobset_pods}
 _ORDER = (NODES, NUMATOPOLOGIES, PRIORITY_CLASSES, QUEUES, HYPERNODES, DEVICE_CLASSES, RESOURCE_SLICES)
 _CLAIMS_FIRST = (RESOURCE_CLAIM_TEMPLATES, RESOURCE_CLAIMS)
 """Namespaced objects made before the workloads that name them."""
@@ -102,6 +105,12 @@ def seed_objects(path: Path, *, namespace: str | None, scheduler_name: str = "ba
         if (document.get("apiVersion"), document.get("kind")) == _PYTORCH_JOB:
             objects = pytorch_job_objects(document, namespace=own, scheduler_name=scheduler_name, source=str(path))
             workloads.extend(objects)
+            continue
+        expand = _OWNER_PODS.get((document.get("apiVersion"), document.get("kind")))
+        if expand is not None:  # a LeaderWorkerSet or JobSet: its pods, as its controller creates them
+            for pod in expand(_clean(document), namespace=own):
+                _set_scheduler(pod["spec"], scheduler_name)
+                workloads.append(SeedObject(PODS, own, pod))
             continue
         kind = _KINDS.get((document.get("apiVersion"), document.get("kind")))
         if kind is None:

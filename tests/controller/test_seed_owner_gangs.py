@@ -1,0 +1,80 @@
+"""`demo --live` seeds a LeaderWorkerSet and a JobSet as their controllers create them: the
+pods, named, labelled and annotated as LWS and JobSet (and the batch Job controller) name
+them, the leader with the webhook's exclusive-placement affinity; read back by the loader
+with no pod refused and each pod in its group."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from controller.kinds import PODS
+from controller.observe import ClusterView, observe
+from controller.testing.seed import seed_objects
+from tests.controller._controller_builders import node
+
+LWS = {
+    "apiVersion": "leaderworkerset.x-k8s.io/v1",
+    "kind": "LeaderWorkerSet",
+    "metadata": {"name": "decode", "annotations": {"leaderworkerset.sigs.k8s.io/exclusive-topology": "rack"}},
+    "spec": {
+        "replicas": 2,
+        "leaderWorkerTemplate": {
+            "size": 3,
+            "leaderTemplate": {"metadata": {"labels": {"role": "leader"}},
+                               "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "2"}}}]}},
+            "workerTemplate": {"spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}},
+        },
+    },
+}
+JOBSET = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+    "kind": "JobSet",
+    "metadata": {"name": "train"},
+    "spec": {"replicatedJobs": [{
+        "name": "workers", "replicas": 2,
+        "template": {"metadata": {"annotations": {"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"}},
+                     "spec": {"parallelism": 2, "completions": 2, "completionMode": "Indexed",
+                              "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}},
+    }]},
+}
+
+
+def _seed(tmp_path: Path, document: dict) -> list[dict]:  # type: ignore[type-arg]
+    path = tmp_path / "example.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    objects = seed_objects(path, namespace="ns")
+    assert {obj.kind for obj in objects} == {PODS}
+    return [obj.body for obj in objects]
+
+
+def test_a_leader_worker_set_is_seeded_as_its_leaders_and_workers(tmp_path: Path) -> None:
+    pods = _seed(tmp_path, LWS)
+    assert [p["metadata"]["name"] for p in pods] == ["decode-0", "decode-0-1", "decode-0-2", "decode-1", "decode-1-1", "decode-1-2"]
+    labels = {p["metadata"]["name"]: p["metadata"]["labels"] for p in pods}
+    assert labels["decode-1-2"]["leaderworkerset.sigs.k8s.io/group-index"] == "1"
+    assert labels["decode-1-2"]["leaderworkerset.sigs.k8s.io/worker-index"] == "2"
+    assert labels["decode-0"]["role"] == "leader" and "role" not in labels["decode-0-1"]
+    assert len({labels[n]["leaderworkerset.sigs.k8s.io/group-key"] for n in ("decode-0", "decode-0-1", "decode-1")}) == 2
+    assert all(p["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/size"] == "3" for p in pods)
+    assert all(p["spec"]["schedulerName"] == "batchplace" for p in pods)
+    with_affinity = [p["metadata"]["name"] for p in pods if "affinity" in p["spec"]]
+    assert with_affinity == ["decode-0", "decode-1"]
+    snapshot = observe(ClusterView(pods=tuple(pods), nodes=(node("n1", cpu=16),)), scheduler_names=("batchplace",)).snapshot
+    assert len(snapshot.pods) == 6 and all(pod.pod_group is not None for pod in snapshot.pods)
+
+
+def test_a_jobset_is_seeded_as_its_jobs_pods(tmp_path: Path) -> None:
+    pods = _seed(tmp_path, JOBSET)
+    names = [p["metadata"]["name"] for p in pods]
+    assert [name.rsplit("-", 1)[0] for name in names] == ["train-workers-0-0", "train-workers-0-1", "train-workers-1-0", "train-workers-1-1"]
+    for pod in pods:
+        labels = pod["metadata"]["labels"]
+        assert labels["jobset.sigs.k8s.io/jobset-name"] == "train"
+        assert labels["batch.kubernetes.io/job-name"] == f"train-workers-{labels['jobset.sigs.k8s.io/job-index']}"
+        assert len(labels["jobset.sigs.k8s.io/job-key"]) == 40  # a label value: at most 63 characters
+        assert pod["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/exclusive-topology"] == "rack"
+    assert [("affinity" in p["spec"]) for p in pods] == [True, False, True, False]
+    snapshot = observe(ClusterView(pods=tuple(pods), nodes=(node("n1", cpu=16),)), scheduler_names=("batchplace",)).snapshot
+    assert len(snapshot.pods) == 4 and all(pod.pod_group is not None for pod in snapshot.pods)
