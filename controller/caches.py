@@ -36,6 +36,7 @@ from controller.kinds import (
     KUBE_PODGROUPS,
     KUBE_PODGROUPS_V1ALPHA2,
     KUBE_WORKLOADS,
+    KUBE_WORKLOADS_V1ALPHA1,
     KUBE_WORKLOADS_V1ALPHA2,
     NODES,
     NUMATOPOLOGIES,
@@ -144,8 +145,7 @@ class ClusterCaches:
         for kind in missing:
             if kind.crd and kind not in served:
                 continue
-            newer = OLDER_VERSIONS.get(kind)
-            if newer is not None and (newer in served or self.informer(newer) is not None):
+            if any(newer in served or self.informer(newer) is not None for newer in OLDER_VERSIONS.get(kind, ())):
                 continue
             informer = Informer(
                 self._source,
@@ -233,7 +233,7 @@ class ClusterCaches:
             resource_slices=self._items(RESOURCE_SLICES),
             resource_claims=self._items(RESOURCE_CLAIMS),
             resource_claim_templates=self._items(RESOURCE_CLAIM_TEMPLATES),
-            kube_workloads=self._versioned(KUBE_WORKLOADS, KUBE_WORKLOADS_V1ALPHA2),
+            kube_workloads=self._versioned(KUBE_WORKLOADS, KUBE_WORKLOADS_V1ALPHA2, KUBE_WORKLOADS_V1ALPHA1),
             kube_pod_groups=self._versioned(KUBE_PODGROUPS, KUBE_PODGROUPS_V1ALPHA2),
         )
 

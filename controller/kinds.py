@@ -8,9 +8,11 @@ Kinds from CRDs (`crd=True`) are watched only where the API server serves them: 
 without Volcano's HyperNode CRD simply has no HyperNodes. The DRA kinds
 (`resource.k8s.io/v1`) are built in from Kubernetes 1.34 on, but are marked so too: an older
 server does not serve the group, and a cluster without it simply has no DRA devices. So are
-the Kubernetes Workload API kinds (`scheduling.k8s.io` Workload and PodGroup: v1alpha2 from
-1.36, v1beta1 from 1.37, behind the GenericWorkload feature gate), each at the newest version
-the server serves (`OLDER_VERSIONS`): a cluster without them has no such gangs.
+the Kubernetes Workload API kinds (`scheduling.k8s.io`, behind the GenericWorkload feature
+gate: Workload v1alpha1 in 1.35, with its pod groups inline and pods naming them in
+`spec.workloadRef`; Workload and PodGroup objects v1alpha2 in 1.36 and v1beta1 in 1.37), each
+at the newest version the server serves (`OLDER_VERSIONS`): a cluster without them has no
+such gangs.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ __all__ = [
     "DRA_KINDS",
     "KUBE_WORKLOADS",
     "KUBE_WORKLOADS_V1ALPHA2",
+    "KUBE_WORKLOADS_V1ALPHA1",
     "KUBE_PODGROUPS",
     "KUBE_PODGROUPS_V1ALPHA2",
     "WORKLOAD_API_KINDS",
@@ -109,15 +112,17 @@ RESOURCE_CLAIM_TEMPLATES = ResourceKind(
 DRA_KINDS = (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
 KUBE_WORKLOADS = ResourceKind("scheduling.k8s.io", "v1beta1", "workloads", "Workload", True, crd=True)
 KUBE_WORKLOADS_V1ALPHA2 = ResourceKind("scheduling.k8s.io", "v1alpha2", "workloads", "Workload", True, crd=True)
+KUBE_WORKLOADS_V1ALPHA1 = ResourceKind("scheduling.k8s.io", "v1alpha1", "workloads", "Workload", True, crd=True)
 KUBE_PODGROUPS = ResourceKind("scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup", True, crd=True)
 KUBE_PODGROUPS_V1ALPHA2 = ResourceKind("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup", True, crd=True)
-WORKLOAD_API_KINDS = (KUBE_WORKLOADS, KUBE_WORKLOADS_V1ALPHA2, KUBE_PODGROUPS, KUBE_PODGROUPS_V1ALPHA2)
-OLDER_VERSIONS: dict[ResourceKind, ResourceKind] = {
-    KUBE_WORKLOADS_V1ALPHA2: KUBE_WORKLOADS,
-    KUBE_PODGROUPS_V1ALPHA2: KUBE_PODGROUPS,
+WORKLOAD_API_KINDS = (KUBE_WORKLOADS, KUBE_WORKLOADS_V1ALPHA2, KUBE_WORKLOADS_V1ALPHA1, KUBE_PODGROUPS, KUBE_PODGROUPS_V1ALPHA2)
+OLDER_VERSIONS: dict[ResourceKind, tuple[ResourceKind, ...]] = {
+    KUBE_WORKLOADS_V1ALPHA2: (KUBE_WORKLOADS,),
+    KUBE_WORKLOADS_V1ALPHA1: (KUBE_WORKLOADS, KUBE_WORKLOADS_V1ALPHA2),
+    KUBE_PODGROUPS_V1ALPHA2: (KUBE_PODGROUPS,),
 }
-"""An older version → the newer one of the same resource: the older is watched only where the
-newer is not served (a server serving both holds the same objects under each)."""
+"""An older version → the newer ones of the same resource: the older is watched only where no
+newer one is served (a server serving several holds the same objects under each)."""
 
 WATCHED: tuple[ResourceKind, ...] = (
     PODS,

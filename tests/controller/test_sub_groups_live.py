@@ -180,7 +180,7 @@ def test_a_server_without_the_workload_api_is_read_as_serving_none_with_the_rbac
     controller_client: KubeClient, start_controller: StartController
 ) -> None:
     """v1.20 serves no `scheduling.k8s.io` Workload or PodGroup: the controller's identity gets
-    404 — not 403, so the ClusterRole grants the reads a 1.36+ server would answer — and the
+    404 — not 403, so the ClusterRole grants the reads a 1.35+ server would answer — and the
     controller watches none of them."""
     for kind in (KUBE_WORKLOADS, KUBE_PODGROUPS):
         with pytest.raises(NotFound):

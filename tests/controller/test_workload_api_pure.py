@@ -17,6 +17,7 @@ from controller.kinds import (
     KUBE_PODGROUPS,
     KUBE_PODGROUPS_V1ALPHA2,
     KUBE_WORKLOADS,
+    KUBE_WORKLOADS_V1ALPHA1,
     KUBE_WORKLOADS_V1ALPHA2,
     WORKLOAD_API_KINDS,
 )
@@ -98,6 +99,20 @@ def test_a_server_serving_v1alpha2_alone_is_read_at_v1alpha2() -> None:
     )
     _, view = _view(server)
     assert [o["apiVersion"] for o in view.kube_pod_groups] == ["scheduling.k8s.io/v1alpha2"]
+    assert [o["apiVersion"] for o in view.kube_workloads] == ["scheduling.k8s.io/v1alpha2"]
+
+
+def test_a_1_35_server_s_v1alpha1_workloads_are_read_where_nothing_newer_is_served() -> None:
+    """1.35's Workload (v1alpha1): pod groups inline, no PodGroup objects."""
+    inline = {"metadata": {"name": "w", "namespace": "ns"},
+              "spec": {"podGroups": [{"name": "workers", "policy": {"gang": {"minCount": 2}}}]}}
+    server = _Server({KUBE_WORKLOADS_V1ALPHA1}, {KUBE_WORKLOADS_V1ALPHA1: [inline]})
+    caches, view = _view(server)
+    assert [o["apiVersion"] for o in view.kube_workloads] == ["scheduling.k8s.io/v1alpha1"]
+    assert view.kube_pod_groups == ()
+    both = _Server({KUBE_WORKLOADS_V1ALPHA1, KUBE_WORKLOADS_V1ALPHA2}, {KUBE_WORKLOADS_V1ALPHA2: [_workload("w")]})
+    caches, view = _view(both)
+    assert caches.informer(KUBE_WORKLOADS_V1ALPHA1) is None
     assert [o["apiVersion"] for o in view.kube_workloads] == ["scheduling.k8s.io/v1alpha2"]
 
 
