@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from controller import status as status_text
 from controller.observe import Observation, PodGroupRef, PodRef
 from controller.plan import plan
@@ -15,7 +18,7 @@ from controller.sub_group_status import SUB_GROUPS_ANNOTATION, annotation_value,
 from models.placement import Decision, Placement, PodGroupOutcome
 from models.reason import Reason
 from solver.sub_group_report import SubGroupStatus, sub_group_statuses
-from tests.builders import bind_gang, make_gang, make_node, make_snapshot, with_sub_groups
+from tests.builders import bind_gang, make_bind, make_gang, make_node, make_snapshot, with_sub_groups
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 SHORT = Reason("gang: subgroup job-1 of default/job: 1 of min 2 pods fit in any tier-1 domain", rule="gang", code="subgroup")
@@ -128,3 +131,34 @@ def test_a_pod_group_without_sub_groups_is_written_as_before() -> None:
     outcome = PodGroupOutcome(name=gang.key, queue="default", placed=2, min_member=2, state="scheduled")
     write = plan(_observation(gang, snapshot), _decision(outcome, bind_gang(gang, ["a1", "a2"]))).gangs[0].status
     assert write is not None and write.sub_groups is None and "sub-groups" not in write.status.message
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    replicas=st.integers(1, 8),
+    size=st.integers(1, 4),
+    minimum=st.integers(0, 4),
+    choices=st.lists(st.one_of(st.none(), st.sampled_from(["a1", "a2", "b1", "b2"])), min_size=8, max_size=8),
+)
+def test_every_sub_group_reads_its_placed_pods_its_start_and_the_closest_domain_holding_them(
+    replicas: int, size: int, minimum: int, choices: list[str | None]
+) -> None:
+    """Whatever the sub-groups and binds: placed counts the sub-group's bound pods, it started
+    iff placed ≥ max(1, its min_member), and its domain holds every node it is on while no
+    smaller HyperNode does."""
+    gang = with_sub_groups(make_gang("job", replicas=replicas, cpu=1), size, minimum=minimum)
+    snapshot = _cluster(gang)
+    group = snapshot.pod_group_by_key[gang.key]
+    binds = [make_bind(pod, node) for pod, node in zip(gang.pods, choices) if node is not None]
+    on = {bind.pod: bind.node for bind in binds}
+    for status in sub_group_statuses(snapshot, group, binds, []):
+        nodes = {on[pod.key] for pod in gang.pods if pod.sub_group == status.name and pod.key in on}
+        assert status.placed == sum(1 for pod in gang.pods if pod.sub_group == status.name and pod.key in on)
+        assert status.started == (status.placed >= max(1, minimum))
+        if not nodes:
+            assert status.domain is None
+            continue
+        assert status.domain is not None
+        assert all(status.domain in snapshot.hypernode_chain[node] for node in nodes)
+        smaller = [h for h in snapshot.hypernodes if h.tier < snapshot.hypernode_by_name[status.domain].tier]
+        assert not any(nodes <= set(h.node_members) for h in smaller), (nodes, status.domain)
