@@ -10,7 +10,9 @@ with a `status` (allocated already) gets it written after it is created, as the 
 keeps no status on create.
 
 A vcjob is expanded by `models.loaders` itself (the same expansion `batchplace solve`
-uses): the PodGroup takes the loader's name, queue, minMember and per-task minAvailable,
+uses): the PodGroup takes the loader's name, queue, minMember and per-task minAvailable (and,
+for tasks with a Volcano 1.14 `partitionPolicy`, the `subGroupPolicy` the job controller
+writes, each pod labelled with its partition),
 and one pod is made per pod of the loaded Snapshot, `<job>-<task>-<index>`, from its
 task's template, with the labels and annotations Volcano's job controller puts on them
 (`scheduling.k8s.io/group-name`, `volcano.sh/job-name`, `volcano.sh/task-spec`, …).
@@ -153,9 +155,11 @@ def vcjob_objects(job: JsonObject, *, namespace: str, scheduler_name: str, sourc
             "queue": group.queue,
             **({"priorityClassName": spec["priorityClassName"]} if spec.get("priorityClassName") else {}),
             **({"networkTopology": spec["networkTopology"]} if spec.get("networkTopology") else {}),
+            **({"subGroupPolicy": policies} if (policies := _partition_policies(spec)) else {}),
         },
         "status": {"phase": "Pending"},
     }
+    partition_size = {policy["name"]: policy["subGroupSize"] for policy in policies}
     objects = [SeedObject(VCJOBS, namespace, job), SeedObject(VOLCANO_PODGROUPS, namespace, pod_group)]
     for pod in snapshot.pods:
         template = copy.deepcopy(templates[pod.task or ""])
@@ -171,6 +175,8 @@ def vcjob_objects(job: JsonObject, *, namespace: str, scheduler_name: str, sourc
             "volcano.sh/queue-name": group.queue,
             "volcano.sh/task-spec": pod.task or "",
         }
+        if pod.task in partition_size:  # its partition, as the job controller labels it: pod index // partitionSize
+            labels[PARTITION_ID_LABEL] = str(int(pod.name.rsplit("-", 1)[1]) // partition_size[pod.task])
         annotations = {
             **(metadata.get("annotations") or {}),
             "scheduling.k8s.io/group-name": group.name,
@@ -186,6 +192,34 @@ def vcjob_objects(job: JsonObject, *, namespace: str, scheduler_name: str, sourc
         }
         objects.append(SeedObject(PODS, namespace, body))
     return objects
+
+
+PARTITION_ID_LABEL = "volcano.sh/partition-id"
+
+
+def _partition_policies(spec: JsonObject) -> list[JsonObject]:
+    """The PodGroup's `subGroupPolicy` Volcano's job controller (1.14+) writes for the tasks
+    with a `partitionPolicy`: one per task, named as it, over its pods (`volcano.sh/task-spec`)
+    split by their partition label, `partitionSize` pods each, `minPartitions` of them to
+    start, each inside the partition's `networkTopology`."""
+    policies = []
+    for index, task in enumerate(spec.get("tasks") or []):
+        partition = task.get("partitionPolicy")
+        if not partition:
+            continue
+        name = str(task.get("name") or f"default{index}")
+        policy: JsonObject = {
+            "name": name,
+            "subGroupSize": partition["partitionSize"],
+            "labelSelector": {"matchLabels": {"volcano.sh/task-spec": name}},
+            "matchLabelKeys": [PARTITION_ID_LABEL],
+        }
+        if partition.get("minPartitions"):
+            policy["minSubGroups"] = partition["minPartitions"]
+        if partition.get("networkTopology"):
+            policy["networkTopology"] = partition["networkTopology"]
+        policies.append(policy)
+    return policies
 
 
 def pytorch_job_objects(

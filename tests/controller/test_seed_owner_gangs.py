@@ -1,7 +1,8 @@
 """`demo --live` seeds a LeaderWorkerSet and a JobSet as their controllers create them: the
 pods, named, labelled and annotated as LWS and JobSet (and the batch Job controller) name
 them, the leader with the webhook's exclusive-placement affinity; read back by the loader
-with no pod refused and each pod in its group."""
+with no pod refused and each pod in its group. And a Volcano 1.14 vcjob's partitions as its
+job controller writes them: the PodGroup's `subGroupPolicy`, each pod's partition label."""
 
 from __future__ import annotations
 
@@ -78,3 +79,36 @@ def test_a_jobset_is_seeded_as_its_jobs_pods(tmp_path: Path) -> None:
     assert [("affinity" in p["spec"]) for p in pods] == [True, False, True, False]
     snapshot = observe(ClusterView(pods=tuple(pods), nodes=(node("n1", cpu=16),)), scheduler_names=("batchplace",)).snapshot
     assert len(snapshot.pods) == 4 and all(pod.pod_group is not None for pod in snapshot.pods)
+
+
+PARTITIONED = {
+    "apiVersion": "batch.volcano.sh/v1alpha1",
+    "kind": "Job",
+    "metadata": {"name": "pretrain"},
+    "spec": {
+        "minAvailable": 6,
+        "tasks": [
+            {"name": "ps", "replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}},
+            {"name": "trainer", "replicas": 6,
+             "partitionPolicy": {"totalPartitions": 3, "partitionSize": 2, "minPartitions": 2,
+                                 "networkTopology": {"mode": "hard", "highestTierAllowed": 1}},
+             "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}},
+        ],
+    },
+}
+
+
+def test_a_vcjob_s_partitions_are_seeded_as_its_job_controller_writes_them(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(PARTITIONED), encoding="utf-8")
+    objects = seed_objects(path, namespace="ns")
+    (group,) = [obj.body for obj in objects if obj.kind.kind == "PodGroup"]
+    assert group["spec"]["subGroupPolicy"] == [{
+        "name": "trainer", "subGroupSize": 2, "minSubGroups": 2,
+        "labelSelector": {"matchLabels": {"volcano.sh/task-spec": "trainer"}},
+        "matchLabelKeys": ["volcano.sh/partition-id"],
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+    }]
+    partition = {obj.body["metadata"]["name"]: obj.body["metadata"]["labels"].get("volcano.sh/partition-id")
+                 for obj in objects if obj.kind == PODS}
+    assert partition == {"pretrain-ps-0": None, **{f"pretrain-trainer-{i}": str(i // 2) for i in range(6)}}
