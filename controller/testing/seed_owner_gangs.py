@@ -17,11 +17,13 @@ JobSet (`jobset.x-k8s.io/v1alpha2`): per replicated Job, `replicas` indexed Jobs
 `batch.kubernetes.io/job-name` and `job-completion-index`, and the JobSet's (or the
 replicated Job's) `alpha.jobset.sigs.k8s.io/exclusive-topology`.
 
-With exclusive placement both webhooks give the leader (worker 0, completion index 0) a
-required pod affinity to its own group (key label In [its key]) and a required anti-affinity
-to every other group (Exists, NotIn), on the topology key. Not reproduced: their followers
-wait for the leader to be scheduled and get its domain as a node selector; here every pod
-is created at once, and batchplace places each group whole, inside one domain.
+Not reproduced: what the two pod webhooks add for exclusive placement — the leader's required
+pod affinity to its own group and anti-affinity to the others on the topology key, the
+followers created only once the leader is scheduled, with its domain as a node selector.
+Every pod is created at once, carrying the exclusive-topology annotation, from which
+batchplace keeps each group whole inside one domain of that key's tier (the group's
+sub-group topology); the live tests (`tests/controller/test_sub_groups_live.py`) bind pods
+that do carry the webhooks' affinity.
 """
 
 from __future__ import annotations
@@ -61,8 +63,6 @@ def leader_worker_set_pods(lws: JsonObject, *, namespace: str) -> list[JsonObjec
                 annotations[f"{_LWS}/exclusive-topology"] = exclusive
             pod = _pod(leader_template if worker == 0 else worker_template, leader if worker == 0 else f"{leader}-{worker}",
                        namespace, labels, annotations)
-            if exclusive and worker == 0:
-                _exclusive(pod, f"{_LWS}/group-key", key, exclusive)
             pods.append(pod)
     return pods
 
@@ -88,8 +88,6 @@ def jobset_pods(jobset: JsonObject, *, namespace: str) -> list[JsonObject]:
                 annotations = {**tags, **({_JS_EXCLUSIVE: exclusive} if exclusive else {})}
                 suffix = _sha1(f"{job}-{completion}")[:5]
                 pod = _pod(job_spec.get("template") or {}, f"{job}-{completion}-{suffix}", namespace, tags, annotations)
-                if exclusive and completion == 0:
-                    _exclusive(pod, f"{_JS}/job-key", key, exclusive)
                 pods.append(pod)
     return pods
 
@@ -108,18 +106,6 @@ def _pod(template: JsonObject, name: str, namespace: str, labels: JsonObject, an
         },
         "spec": template.get("spec") or {},
     }
-
-
-def _exclusive(pod: JsonObject, key_label: str, key: str, topology_key: str) -> None:
-    """The webhooks' exclusive placement on the leader: with its own group, apart from the others."""
-    own = {"labelSelector": {"matchExpressions": [{"key": key_label, "operator": "In", "values": [key]}]},
-           "topologyKey": topology_key}
-    others = {"labelSelector": {"matchExpressions": [{"key": key_label, "operator": "Exists"},
-                                                     {"key": key_label, "operator": "NotIn", "values": [key]}]},
-              "topologyKey": topology_key}
-    affinity = pod["spec"].setdefault("affinity", {})
-    affinity["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [own]}
-    affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [others]}
 
 
 def _sha1(text: str) -> str:

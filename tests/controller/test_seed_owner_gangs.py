@@ -1,6 +1,6 @@
 """`demo --live` seeds a LeaderWorkerSet and a JobSet as their controllers create them: the
 pods, named, labelled and annotated as LWS and JobSet (and the batch Job controller) name
-them, the leader with the webhook's exclusive-placement affinity; read back by the loader
+them, with the exclusive-topology annotation; read back by the loader
 with no pod refused and each pod in its group. And a Volcano 1.14 vcjob's partitions as its
 job controller writes them: the PodGroup's `subGroupPolicy`, each pod's partition label."""
 
@@ -60,8 +60,7 @@ def test_a_leader_worker_set_is_seeded_as_its_leaders_and_workers(tmp_path: Path
     assert len({labels[n]["leaderworkerset.sigs.k8s.io/group-key"] for n in ("decode-0", "decode-0-1", "decode-1")}) == 2
     assert all(p["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/size"] == "3" for p in pods)
     assert all(p["spec"]["schedulerName"] == "batchplace" for p in pods)
-    with_affinity = [p["metadata"]["name"] for p in pods if "affinity" in p["spec"]]
-    assert with_affinity == ["decode-0", "decode-1"]
+    assert all(p["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/exclusive-topology"] == "rack" for p in pods)
     snapshot = observe(ClusterView(pods=tuple(pods), nodes=(node("n1", cpu=16),)), scheduler_names=("batchplace",)).snapshot
     assert len(snapshot.pods) == 6 and all(pod.pod_group is not None for pod in snapshot.pods)
 
@@ -76,7 +75,6 @@ def test_a_jobset_is_seeded_as_its_jobs_pods(tmp_path: Path) -> None:
         assert labels["batch.kubernetes.io/job-name"] == f"train-workers-{labels['jobset.sigs.k8s.io/job-index']}"
         assert len(labels["jobset.sigs.k8s.io/job-key"]) == 40  # a label value: at most 63 characters
         assert pod["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/exclusive-topology"] == "rack"
-    assert [("affinity" in p["spec"]) for p in pods] == [True, False, True, False]
     snapshot = observe(ClusterView(pods=tuple(pods), nodes=(node("n1", cpu=16),)), scheduler_names=("batchplace",)).snapshot
     assert len(snapshot.pods) == 4 and all(pod.pod_group is not None for pod in snapshot.pods)
 
