@@ -1,7 +1,7 @@
 """The PodGroups page (a table to filter and sort) and one PodGroup's page.
 
-Input: an `Analysis`. Output: `PodGroupRow`s — state, queue, priority, placed/min_member,
-age and its reason sentences from this cycle's decision (why a pending one waits; what of
+Input: an `Analysis`. Output: `PodGroupRow`s — state, queue, priority, placed/min_member
+(and how many of its sub-groups start), age and its reason sentences from this cycle's decision (why a pending one waits; what of
 a started one waits: a dependent task, a task no node matches) — and for one
 PodGroup a `PodGroupDetail` with its tasks (and where each may run), its pods (node, GPU devices, its DRA claims' devices, a pending
 one's PodScheduled reason as its object says it — `Unschedulable` when a node would help —, what this cycle
@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from models.placement import PodGroupOutcome, devices_by_request
+from models.placement import Bind, PodGroupOutcome, devices_by_request
 from models.snapshot import GPU, PodGroup, PodGroupKey, PodKey, Snapshot, Task
 from service.ui.analysis import Analysis
 from service.ui.units import gpus_text, queue_slots, resources_text
@@ -76,6 +76,7 @@ class PodGroupRow:
     gpus: str
     age_s: float | None
     reasons: tuple[str, ...]
+    sub_groups: str = ""  # "3 of 4 sub-groups started" after this cycle; "" without sub-groups
 
 
 def _state(outcome: PodGroupOutcome | None, bound: int) -> str:
@@ -88,10 +89,12 @@ def build_podgroup_rows(analysis: Analysis) -> tuple[PodGroupRow, ...]:
     snapshot = analysis.snapshot
     slots = queue_slots(snapshot)
     outcomes = analysis.outcome_by_group
+    binds_of = _binds_by_group(analysis)
     rows = []
     for group in snapshot.pod_groups:
         outcome = outcomes.get(group.key)
         pods = snapshot.pods_by_group.get(group.key, ())
+        subs = sub_group_statuses(snapshot, group, binds_of.get(group.key, ()), ()) if group.sub_groups else ()
         rows.append(
             PodGroupRow(
                 key=group.key,
@@ -105,9 +108,20 @@ def build_podgroup_rows(analysis: Analysis) -> tuple[PodGroupRow, ...]:
                 gpus=gpus_text(sum(pod.requests.get(GPU, 0) for pod in pods)),
                 age_s=analysis.now_s - group.creation_time if group.creation_time > 0 else None,
                 reasons=outcome.reasons if outcome else (),
+                sub_groups=f"{sum(1 for sub in subs if sub.started)} of {len(subs)} sub-groups started" if subs else "",
             )
         )
     return tuple(rows)
+
+
+def _binds_by_group(analysis: Analysis) -> dict[PodGroupKey, list[Bind]]:
+    pods = analysis.snapshot.pod_by_key
+    found: dict[PodGroupKey, list[Bind]] = {}
+    for bind in analysis.decision.placement.binds:
+        group = pods[bind.pod].pod_group
+        if group is not None:
+            found.setdefault(group, []).append(bind)
+    return found
 
 
 def filter_rows(rows: Sequence[PodGroupRow], *, text: str = "", state: str = "", queue: str = "") -> list[PodGroupRow]:
@@ -276,7 +290,7 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
         ]
         events[:0] = [EventLine("Warning", "Unschedulable", f"PodGroup {key}", message), *waiting]
     preempts = tuple(f"{e.pod} on {e.node} ({e.reason})" for e in placement.evictions if e.for_ == key)
-    sub_groups = sub_group_statuses(snapshot, group, [b for b in placement.binds if b.pod in {p.key for p in pods}], row.reasons)
+    sub_groups = sub_group_statuses(snapshot, group, _binds_by_group(analysis).get(key, ()), row.reasons)
     return PodGroupDetail(
         row=row,
         group=group,

@@ -16,7 +16,7 @@ from models.snapshot import PodGroupKey, PodKey, Snapshot
 from service.ui.analysis import Analysis
 from service.ui.cluster_view import build_cluster_view
 from service.ui.pages import Source, environment
-from service.ui.podgroup_view import build_podgroup_detail
+from service.ui.podgroup_view import build_podgroup_detail, build_podgroup_rows
 from solver.after import build_after
 from solver.sub_group_report import SubGroupStatus
 
@@ -77,6 +77,11 @@ def test_the_podgroup_detail_holds_each_sub_group_with_its_domain() -> None:
     assert {line.key: line.sub_group for line in detail.pods} == {
         "ml/d-0": "decode-0", "ml/d-1": "decode-0", "ml/p-0": "prefill-0", "ml/p-1": "prefill-1"
     }
+
+
+def test_the_podgroups_table_counts_the_sub_groups_started() -> None:
+    (row,) = build_podgroup_rows(_analysis())
+    assert row.sub_groups == "2 of 3 sub-groups started"
 
 
 def test_the_podgroup_page_shows_the_sub_groups_table() -> None:
