@@ -463,9 +463,14 @@ def _released(outcome: PodGroupOutcome, observation: Observation, held_s: float)
         for pod in bound
     )
     events = () if ref is None else (podgroup_event(ref, type_="Warning", reason=GANG_RELEASED, message=why),)
+    group = observation.snapshot.pod_group_by_key.get(outcome.name)
+    subs = tuple(  # every sub-group loses its pods with the release: none started, each waits for why
+        dataclasses.replace(sub, started=False, placed=0, domain=None, reason=str(why))
+        for sub in (sub_group_statuses(observation.snapshot, group, (), ()) if group is not None else ())
+    )
     return GangPlan(
         group=outcome.name, min_member=outcome.min_member, total_pods=total, placed_before=len(bound), running=running,
-        evictions=evicts, status=_set_status(ref, status, outcome.min_member), events=events, ref=ref, note=why,
+        evictions=evicts, status=_set_status(ref, status, outcome.min_member, subs), events=events, ref=ref, note=why,
     )
 
 

@@ -162,3 +162,17 @@ def test_every_sub_group_reads_its_placed_pods_its_start_and_the_closest_domain_
         assert all(status.domain in snapshot.hypernode_chain[node] for node in nodes)
         smaller = [h for h in snapshot.hypernodes if h.tier < snapshot.hypernode_by_name[status.domain].tier]
         assert not any(nodes <= set(h.node_members) for h in smaller), (nodes, status.domain)
+
+
+def test_a_released_gang_s_sub_groups_all_read_not_started_with_the_release_as_why() -> None:
+    """A partly bound gang released (`controller.plan` rule 6): its bound pods are evicted, so
+    the annotation must not keep saying a sub-group runs where it did."""
+    gang = with_sub_groups(make_gang("job", replicas=4, cpu=1, running_on=["a1", "a2"]), 2)
+    snapshot = _cluster(gang)
+    outcome = PodGroupOutcome(name=gang.key, queue="default", placed=2, min_member=4, state="pending")
+    released = plan(_observation(gang, snapshot), _decision(outcome), release={gang.key: 120.0}).gangs[0]
+    assert {evict.pod for evict in released.evictions} == {"default/job-worker-0", "default/job-worker-1"}
+    assert released.status is not None
+    statuses = json.loads(released.status.sub_groups or "")
+    assert [(s["name"], s["started"], s["placed"], s["domain"]) for s in statuses] == [("job-0", False, 0, None), ("job-1", False, 0, None)]
+    assert all(s["reason"].startswith("gang: ") and "released" in s["reason"] for s in statuses)
