@@ -11,9 +11,9 @@ nodes are rack-2 and rack-3: a sub-group of two 4-GPU pods fits in no other rack
 nodes of rack-0 and rack-1 together would hold one, across two racks — what the rule
 forbids).
 
-The Kubernetes Workload API (`scheduling.k8s.io` Workload and PodGroup) cannot be served by
-this API server (v1.20, see docs/controller.md): here the controller finds it not served,
-with the RBAC to read it; the read path is tested at the pure seam (test_workload_api_pure)."""
+The Kubernetes Workload API (`scheduling.k8s.io` Workload and PodGroup) is not served by this
+API server (v1.20, see docs/controller.md): here the controller finds it not served, with the
+RBAC to read it; test_workload_api_live serves it as CRDs on a control plane of its own."""
 
 from __future__ import annotations
 

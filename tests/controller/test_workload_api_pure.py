@@ -2,9 +2,8 @@
 watched at the newest version the server serves, read as nothing where it serves none, and
 fed to the loader with the version it was read at.
 
-A discovery source stands in for the server here: the test control plane (kube-apiserver
-v1.20) cannot serve these kinds even as CRDs (see docs/controller.md), so the live tests
-only show that such a server is read as serving none."""
+A discovery source stands in for the server here, serving each version as asked; the live
+test (test_workload_api_live) has a real API server serve them as CRDs."""
 
 from __future__ import annotations
 
