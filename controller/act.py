@@ -434,15 +434,15 @@ class Actuator:
         ref = gang.ref
         if ref is None or status_text.is_current(
             status, flavor=ref.flavor, min_member=gang.min_member, observed=ref.status,
-            sub_groups=sub_groups, observed_sub_groups=ref.sub_groups,
+            sub_groups=sub_groups, observed_sub_groups=ref.sub_groups, api_version=ref.api_version,
         ):
             return
         self._require_leader(report, dropping=1)
         body = status_text.status_patch(
             status, flavor=ref.flavor, min_member=gang.min_member, observed=ref.status, now=now, transition_id=transition_id,
-            sub_groups=sub_groups,
+            sub_groups=sub_groups, api_version=ref.api_version,
         )
-        kind, subresource = ref.kind, ("status" if ref.flavor == "xk8s" else None)
+        kind, subresource = ref.kind, (None if ref.flavor == "volcano" else "status")
         try:
             self._call("patch", lambda: self._api.patch(kind, ref.namespace, ref.name, body, subresource=subresource))
             with self._count_lock:

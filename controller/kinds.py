@@ -150,6 +150,7 @@ VERBS: dict[tuple[str, str], tuple[str, ...]] = {
     ("scheduling.k8s.io", "priorityclasses"): ("list", "watch"),
     ("scheduling.k8s.io", "workloads"): ("list", "watch"),
     ("scheduling.k8s.io", "podgroups"): ("list", "watch"),
+    ("scheduling.k8s.io", "podgroups/status"): ("patch",),  # its scheduling condition, as kube-scheduler writes it
     ("coordination.k8s.io", "leases"): ("get", "create", "update"),
     ("scheduling.volcano.sh", "podgroups"): ("list", "watch", "patch"),  # status lives in the main resource
     ("scheduling.volcano.sh", "queues"): ("list", "watch"),

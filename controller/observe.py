@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.dra_claims import ClaimIndex, claim_index, claim_statuses
-from controller.kinds import VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
+from controller.kinds import KUBE_PODGROUPS, KUBE_PODGROUPS_V1ALPHA2, VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
 from controller.repair import HeldPod, RepairEviction, counted, over_allocatable, repair_evictions
 from controller.sub_group_status import SUB_GROUPS_ANNOTATION
 from models.errors import Location, SnapshotError, format_path
@@ -114,16 +114,19 @@ class PodGroupRef:
     """A PodGroup object in the API (one-pod PodGroups the loader makes up have none)."""
 
     key: PodGroupKey
-    flavor: str  # "volcano" (status in the main resource) or "xk8s" (status subresource)
+    flavor: str  # "volcano" (status in the main resource), "xk8s" or "kube" (status subresource)
     namespace: str
     name: str
     uid: str
     status: Mapping[str, Any]
     sub_groups: str | None = None  # its `batchplace.io/sub-groups` annotation as read (controller.sub_group_status)
+    api_version: str = ""  # a Kubernetes Workload API PodGroup's, as read: v1alpha2 or v1beta1
 
     @property
     def kind(self) -> ResourceKind:
-        """The API resource it is read from and written to: its flavor's."""
+        """The API resource it is read from and written to: its flavor's (and version's)."""
+        if self.flavor == "kube":
+            return KUBE_PODGROUPS if self.api_version == KUBE_PODGROUPS.api_version else KUBE_PODGROUPS_V1ALPHA2
         return XK8S_PODGROUPS if self.flavor == "xk8s" else VOLCANO_PODGROUPS
 
 
@@ -576,7 +579,7 @@ def _load(
 
 def _pod_group_refs(view: ClusterView) -> dict[PodGroupKey, PodGroupRef]:
     refs: dict[PodGroupKey, PodGroupRef] = {}
-    for flavor, objects in (("xk8s", view.xk8s_pod_groups), ("volcano", view.volcano_pod_groups)):
+    for flavor, objects in (("kube", view.kube_pod_groups), ("xk8s", view.xk8s_pod_groups), ("volcano", view.volcano_pod_groups)):
         for obj in objects:
             metadata = obj.get("metadata") or {}
             key = PodGroupKey(_key(obj))
@@ -588,6 +591,7 @@ def _pod_group_refs(view: ClusterView) -> dict[PodGroupKey, PodGroupRef]:
                 uid=str(metadata.get("uid", "")),
                 status=obj.get("status") or {},
                 sub_groups=(metadata.get("annotations") or {}).get(SUB_GROUPS_ANNOTATION),
+                api_version=str(obj.get("apiVersion") or ""),
             )
     return refs
 

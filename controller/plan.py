@@ -486,7 +486,8 @@ def _set_status(
     if sub_groups:
         status = dataclasses.replace(status, message=f"{status.message}; {sub_group_summary(sub_groups)}")
     if status_text.is_current(
-        status, flavor=ref.flavor, min_member=min_member, observed=ref.status, sub_groups=annotation, observed_sub_groups=ref.sub_groups
+        status, flavor=ref.flavor, min_member=min_member, observed=ref.status, sub_groups=annotation,
+        observed_sub_groups=ref.sub_groups, api_version=ref.api_version,
     ):
         return None
     return SetStatus(ref=ref, status=status, min_member=min_member, sub_groups=annotation)

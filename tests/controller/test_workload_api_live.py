@@ -79,12 +79,13 @@ def _bound(admin: KubeClient) -> dict[str, str]:
             if p["spec"].get("nodeName")}
 
 
-def test_the_workload_api_is_watched_at_v1beta1_and_a_pod_group_s_min_count_is_its_gang_live(
+def test_the_workload_api_is_watched_at_v1beta1_and_a_pod_group_s_min_count_is_its_gang_and_its_condition_says_so_live(
     plane: ControlPlane, admin: KubeClient, controller: Controller
 ) -> None:
-    """A v1beta1 PodGroup of gang minCount 3 and its 3 one-cpu pods, on 4-cpu nodes where
-    each pod must have a node of its own (3 cpu each): with two nodes nothing binds (3 of
-    min 3 cannot start on 2), with a third all three bind at once."""
+    """A v1beta1 PodGroup of gang minCount 3 and its 3 pods of 3 cpu, on 4-cpu nodes (a node
+    each): with two nodes nothing binds (3 of min 3 cannot start on 2) and its
+    `PodGroupInitiallyScheduled` condition says False, Unschedulable, why; with a third all
+    three bind at once and the condition turns True, Scheduled — as kube-scheduler writes it."""
     assert controller.caches.informer(KUBE_PODGROUPS) is not None and controller.caches.informer(KUBE_WORKLOADS) is not None
     assert controller.caches.informer(KUBE_PODGROUPS_V1ALPHA2) is None and controller.caches.informer(KUBE_WORKLOADS_V1ALPHA2) is None
     admin.create(NODES, None, for_api(node("n1", cpu=4)))
@@ -108,6 +109,17 @@ def test_the_workload_api_is_watched_at_v1beta1_and_a_pod_group_s_min_count_is_i
     assert _bound(admin) == {}, "a gang of min 3 bound in part"
     (group,) = controller.caches.view().kube_pod_groups
     assert group["apiVersion"] == "scheduling.k8s.io/v1beta1"
+    waiting = wait_until(lambda: _condition(admin), what="the PodGroup's condition")
+    assert (waiting["status"], waiting["reason"]) == ("False", "Unschedulable")
+    assert waiting["message"].startswith("3/3 tasks in gang unschedulable: ")
     admin.create(NODES, None, for_api(node("n3", cpu=4)))
     bound = wait_until(lambda: len(_bound(admin)) == 3 and _bound(admin), what="the gang bound whole")
     assert sorted(bound.values()) == ["n1", "n2", "n3"]
+    started = wait_until(lambda: (c := _condition(admin)) and c["status"] == "True" and c, what="the PodGroup scheduled")
+    assert started["reason"] == "Scheduled" and started["lastTransitionTime"]
+
+
+def _condition(admin: KubeClient) -> dict | None:  # type: ignore[type-arg]
+    """The PodGroup's `PodGroupInitiallyScheduled` condition (v1beta1), as the API server has it."""
+    conditions = (admin.get(KUBE_PODGROUPS, NAMESPACE, "train-workers").get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == "PodGroupInitiallyScheduled"), None)

@@ -1,6 +1,7 @@
 """The Kubernetes Workload API (`scheduling.k8s.io` Workload and PodGroup) in the controller:
-watched at the newest version the server serves, read as nothing where it serves none, and
-fed to the loader with the version it was read at.
+watched at the newest version the server serves, read as nothing where it serves none, fed to
+the loader with the version it was read at, and a PodGroup's condition written as
+kube-scheduler writes it (`controller.status`).
 
 A discovery source stands in for the server here, serving each version as asked; the live
 test (test_workload_api_live) has a real API server serve them as CRDs."""
@@ -10,7 +11,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from datetime import datetime, timezone
 
+from controller import status as status_text
 from controller.caches import ClusterCaches
 from controller.kinds import (
     KUBE_PODGROUPS,
@@ -140,3 +143,42 @@ def test_a_kube_pod_group_read_from_the_cluster_is_the_gang_of_the_pods_that_nam
     gang = observation.snapshot.pod_group_by_key[PodGroupKey("ns/g")]
     assert gang.min_member == 3
     assert {p.key for p in observation.snapshot.pods_by_group[gang.key]} == {"ns/g-0", "ns/g-1", "ns/g-2"}
+
+
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+WAITING = status_text.unschedulable(min_member=3, placed=0, total_pods=3, running=0, reasons=["gang: 2 of min 3 pods fit"])
+STARTED = status_text.scheduled(min_member=3, placed=3, total_pods=3, running=0)
+DISRUPTION = {"type": "DisruptionTarget", "status": "False", "reason": "Fine", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+
+
+def test_a_v1alpha2_pod_group_gets_pod_group_scheduled_in_its_status_and_keeps_its_other_conditions() -> None:
+    body = status_text.status_patch(WAITING, flavor="kube", min_member=3, observed={"conditions": [DISRUPTION]}, now=NOW,
+                                    transition_id="t", api_version="scheduling.k8s.io/v1alpha2")
+    assert body == {"status": {"conditions": [DISRUPTION, {
+        "type": "PodGroupScheduled", "status": "False", "reason": "Unschedulable", "message": WAITING.message,
+        "lastTransitionTime": "2026-01-02T03:04:05Z",
+    }]}}
+    seen = {"conditions": body["status"]["conditions"]}
+    assert status_text.is_current(WAITING, flavor="kube", min_member=3, observed=seen, api_version="scheduling.k8s.io/v1alpha2")
+    assert not status_text.is_current(STARTED, flavor="kube", min_member=3, observed=seen, api_version="scheduling.k8s.io/v1alpha2")
+    later = status_text.status_patch(STARTED, flavor="kube", min_member=3, observed=seen, now=NOW.replace(hour=4),
+                                     transition_id="t", api_version="scheduling.k8s.io/v1alpha2")
+    (disruption, scheduled) = later["status"]["conditions"]
+    assert disruption == DISRUPTION
+    assert (scheduled["status"], scheduled["reason"], scheduled["lastTransitionTime"]) == ("True", "Scheduled", "2026-01-02T04:04:05Z")
+
+
+def test_a_v1beta1_pod_group_s_initially_scheduled_once_true_is_never_written_again() -> None:
+    """v1beta1's condition records the first start: a gang evicted later still reads True."""
+    started = status_text.status_patch(STARTED, flavor="kube", min_member=3, observed={}, now=NOW, transition_id="t",
+                                       api_version="scheduling.k8s.io/v1beta1")
+    (condition,) = started["status"]["conditions"]
+    assert (condition["type"], condition["status"]) == ("PodGroupInitiallyScheduled", "True")
+    seen = {"conditions": [condition]}
+    assert status_text.is_current(WAITING, flavor="kube", min_member=3, observed=seen, api_version="scheduling.k8s.io/v1beta1")
+
+
+def test_a_kube_pod_group_read_from_the_cluster_is_written_at_its_own_version() -> None:
+    group = {**_kube_pod_group("g", 3), "apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup"}
+    ref = observe(ClusterView(kube_pod_groups=(group,)), scheduler_names=("batchplace",)).pod_groups[PodGroupKey("ns/g")]
+    assert (ref.flavor, ref.kind) == ("kube", KUBE_PODGROUPS_V1ALPHA2)
