@@ -241,7 +241,9 @@ class Actuator:
                     self._event(podgroup_event(gang.ref, type_="Warning", reason="FailedScheduling", message=message), report, now=now)
                 return
         if planned is not None:
-            self._write_status(gang, planned.status, report, now=now, transition_id=transition_id, sub_groups=planned.sub_groups)
+            self._write_status(
+                gang, planned.status, report, now=now, transition_id=transition_id, sub_groups=planned.sub_groups
+            )
         self._pod_conditions(gang.pod_conditions, report, now=now)
         for event in gang.events:
             self._event(event, report, now=now)

@@ -55,11 +55,12 @@ Rules, in the order they apply to a gang:
    kube-scheduler does (`controller.dra_claims`). A claim that cannot be written binds
    nothing of the gang.
 
-9. A PodGroup with sub-groups says how each fares (`solver.sub_group_report`, written as `controller.sub_group_status` says): its
-   condition's message ends "sub-groups: 3 of 4 started", a Volcano PodGroup carries each
-   sub-group's status (started, placed/min, the domain it landed in, why not) in the
-   `batchplace.io/sub-groups` annotation, written in the status's patch, and each pending pod
-   of a sub-group names it in its PodScheduled message ("subgroup decode-1: …").
+9. A PodGroup with sub-groups says how each fares (`solver.sub_group_report`, written where
+   `controller.sub_group_status` says): its condition's message ends "sub-groups: 3 of 4
+   started", a Volcano PodGroup carries each sub-group's status (started, placed/min, the
+   domain it landed in, why not) in the `batchplace.io/sub-groups` annotation, written in the
+   status's patch, and each pending pod of a sub-group names it in its PodScheduled message
+   ("subgroup decode-1: …").
 
 Events are capped per cycle (`max_pod_events`), as kube-scheduler's recorder rate-limits:
 the rest follow in later cycles, since what was not reported is reported then.
