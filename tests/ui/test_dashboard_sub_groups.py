@@ -10,9 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+from fastapi.testclient import TestClient
+
 from models.placement import Bind, Decision, Placement, PodGroupOutcome
 from models.reason import Reason
 from models.snapshot import PodGroupKey, PodKey, Snapshot
+from service.app import create_app
+from service.settings import ServiceSettings
 from service.ui.analysis import Analysis
 from service.ui.cluster_view import build_cluster_view
 from service.ui.pages import Source, environment
@@ -105,3 +110,29 @@ def test_the_cluster_view_marks_the_racks_left_whole() -> None:
     assert whole == {"rack-a": False, "rack-b": False, "rack-c": True}
     assert (view.whole_racks, view.racks) == (1, 3)
     assert not spine.whole
+
+
+CLUSTER = [
+    *({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+       "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": "2"}}} for name in ("a1", "b1")),
+    *({"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": rack},
+       "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": name}}}]}}
+      for rack, name in (("rack-a", "a1"), ("rack-b", "b1"))),
+    {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "busy", "namespace": "ml"},
+     "spec": {"schedulerName": "volcano", "nodeName": "a1", "containers": [{"name": "c", "image": "x", "resources": {
+         "requests": {"cpu": "1", "nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}}]},
+     "status": {"phase": "Running"}},
+]
+
+
+def test_the_cluster_page_marks_the_whole_racks_and_counts_them() -> None:
+    """rack-a holds a running GPU pod, rack-b nothing: one of two tier-1 domains whole."""
+    with TestClient(create_app(ServiceSettings())) as client:
+        uploaded = client.post("/ui/upload", files={"file": ("cluster.yaml", yaml.safe_dump_all(CLUSTER).encode(), "application/yaml")})
+        assert uploaded.status_code == 200, uploaded.text
+        key = str(uploaded.url).rsplit("s=", 1)[1]
+        page = client.get(f"/ui/cluster?s={key}")
+    assert page.status_code == 200, page.text
+    assert "<b>1</b> of 2 tier-1 domains whole" in page.text
+    sections = {part.split('"', 1)[0]: part.split("</h3>", 1)[0] for part in page.text.split('data-domain="')[1:]}
+    assert 'class="whole"' in sections["rack-b"] and 'class="whole"' not in sections["rack-a"]
