@@ -368,7 +368,10 @@ def _gang(
     group = snapshot.pod_group_by_key.get(outcome.name)
 
     def set_status(status: status_text.GroupStatus, binds_landing: Sequence[Bind] = ()) -> SetStatus | None:
-        subs = sub_group_statuses(snapshot, group, binds_landing, outcome.reasons) if group is not None and group.sub_groups else ()
+        if group is None or not group.sub_groups:
+            return _set_status(ref, status, outcome.min_member)
+        left_out = {unplaced.pod: unplaced.reason for unplaced in outcome.unplaced_pods}
+        subs = sub_group_statuses(snapshot, group, binds_landing, outcome.reasons, left_out)
         return _set_status(ref, status, outcome.min_member, subs)
 
     if evictions:

@@ -8,16 +8,17 @@ in — the closest HyperNode holding all its placed pods (of any tier: the rack 
 one node), else the node itself when they share one outside every HyperNode, else none — and,
 while it has not
 started, why: the first of its PodGroup's reasons that names it ("gang: subgroup decode-1 of
-llm-serve: …"), else the PodGroup's first reason.
+llm-serve: …"), else the reason one of its pods is left out of a started PodGroup
+(`PodGroupOutcome.unplaced_pods`), else the PodGroup's first reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from models.placement import Bind
-from models.snapshot import NodeName, PodGroup, Snapshot
+from models.snapshot import NodeName, Pod, PodGroup, PodKey, Snapshot
 from solver.rules.gang import sub_group_minimum, sub_group_pods
 from solver.rules.topology import common_domain, domains_within
 
@@ -38,11 +39,13 @@ class SubGroupStatus:
 
 
 def sub_group_statuses(
-    snapshot: Snapshot, group: PodGroup, binds: Iterable[Bind], reasons: Sequence[str]
+    snapshot: Snapshot, group: PodGroup, binds: Iterable[Bind], reasons: Sequence[str],
+    pod_reasons: Mapping[PodKey, str] = {},
 ) -> tuple[SubGroupStatus, ...]:
     """Each sub-group of `group` after its running pods stay and `binds` land, in the
-    PodGroup's order. Example: decode-0 (min 4) with 4 pods bound on rack r1's nodes →
-    started, placed 4, domain "r1"; decode-1 with none → not started, its reason."""
+    PodGroup's order; `reasons`: the PodGroup's, `pod_reasons`: why each pod a started
+    PodGroup leaves pending is left out. Example: decode-0 (min 4) with 4 pods bound on rack
+    r1's nodes → started, placed 4, domain "r1"; decode-1 with none → not started, its reason."""
     bound_node = {bind.pod: bind.node for bind in binds}
     members = sub_group_pods(snapshot, group)
     statuses = []
@@ -61,7 +64,7 @@ def sub_group_statuses(
                 placed=len(nodes),
                 minimum=sub_group_minimum(sub),
                 domain=_landed_in(snapshot, [n for n in nodes if n is not None]),
-                reason="" if started else _reason_for(sub.name, reasons),
+                reason="" if started else _reason_for(sub.name, reasons, members.get(sub.name, ()), pod_reasons),
             )
         )
     return tuple(statuses)
@@ -77,11 +80,15 @@ def _landed_in(snapshot: Snapshot, nodes: Sequence[NodeName]) -> str | None:
     return common_domain(snapshot, distinct, ANY_TIER)
 
 
-def _reason_for(name: str, reasons: Sequence[str]) -> str:
-    """The first reason naming sub-group `name`, else the PodGroup's first, else ""."""
+def _reason_for(name: str, reasons: Sequence[str], pods: Sequence[Pod], pod_reasons: Mapping[PodKey, str]) -> str:
+    """The first reason naming sub-group `name`, else the first of its pods', else the
+    PodGroup's first, else ""."""
     for reason in reasons:
         if f"subgroup {name} " in reason or f"subgroup {name}:" in reason:
             return str(reason)
+    for pod in pods:
+        if pod.key in pod_reasons:
+            return str(pod_reasons[pod.key])
     return str(reasons[0]) if reasons else ""
 
 

@@ -275,8 +275,8 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
         )
     if assigned:  # the gang's one Scheduled Event, on its PodGroup
         events.append(EventLine("Normal", "Scheduled", f"PodGroup {key}", gang_assigned_message(assigned)))
+    outcome = analysis.outcome_by_group.get(key)
     if row.state == "pending":
-        outcome = analysis.outcome_by_group.get(key)
         message = gang_message(
             min_member=outcome.min_member if outcome else group.min_member,
             placed=sum(1 for pod in pods if pod.phase == "running"),
@@ -290,7 +290,8 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
         ]
         events[:0] = [EventLine("Warning", "Unschedulable", f"PodGroup {key}", message), *waiting]
     preempts = tuple(f"{e.pod} on {e.node} ({e.reason})" for e in placement.evictions if e.for_ == key)
-    sub_groups = sub_group_statuses(snapshot, group, _binds_by_group(analysis).get(key, ()), row.reasons)
+    left_out = {unplaced.pod: unplaced.reason for unplaced in outcome.unplaced_pods} if outcome else {}
+    sub_groups = sub_group_statuses(snapshot, group, _binds_by_group(analysis).get(key, ()), row.reasons, left_out)
     return PodGroupDetail(
         row=row,
         group=group,

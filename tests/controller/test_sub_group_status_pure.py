@@ -15,7 +15,7 @@ from controller import status as status_text
 from controller.observe import Observation, PodGroupRef, PodRef
 from controller.plan import plan
 from controller.sub_group_status import SUB_GROUPS_ANNOTATION, annotation_value, read_annotation
-from models.placement import Decision, Placement, PodGroupOutcome
+from models.placement import Decision, Placement, PodGroupOutcome, UnplacedPod
 from models.reason import Reason
 from solver.sub_group_report import SubGroupStatus, sub_group_statuses
 from tests.builders import bind_gang, make_bind, make_gang, make_node, make_snapshot, with_sub_groups
@@ -176,3 +176,21 @@ def test_a_released_gang_s_sub_groups_all_read_not_started_with_the_release_as_w
     statuses = json.loads(released.status.sub_groups or "")
     assert [(s["name"], s["started"], s["placed"], s["domain"]) for s in statuses] == [("job-0", False, 0, None), ("job-1", False, 0, None)]
     assert all(s["reason"].startswith("gang: ") and "released" in s["reason"] for s in statuses)
+
+
+def test_a_sub_group_a_started_job_leaves_out_gives_its_pods_reason() -> None:
+    """A started PodGroup has no reasons of its own; a sub-group it leaves out says why its
+    pods are (`PodGroupOutcome.unplaced_pods`)."""
+    gang = with_sub_groups(make_gang("job", replicas=4, cpu=1), 2)
+    snapshot = _cluster(gang)
+    left = Reason("unplaced: task worker: 2 pending pods fit beside this placement, which leaves them out (GREEDY)",
+                  rule="unplaced", code="left_out")
+    outcome = PodGroupOutcome(
+        name=gang.key, queue="default", placed=2, min_member=2, state="scheduled",
+        unplaced_pods=tuple(UnplacedPod(pod=pod.key, reason=left) for pod in gang.pods[2:]),
+    )
+    write = plan(_observation(gang, snapshot), _decision(outcome, bind_gang(gang, ["a1", "a2"])[:2])).gangs[0].status
+    assert write is not None
+    job0, job1 = json.loads(write.sub_groups or "")
+    assert (job0["started"], job0["reason"]) == (True, "")
+    assert (job1["started"], job1["reason"]) == (False, str(left))
