@@ -122,6 +122,43 @@ def test_a_volcano_pod_group_s_shards_are_bound_each_inside_one_rack_and_the_sta
     assert condition(status)["message"].endswith("sub-groups: 2 of 2 started")
 
 
+def test_a_volcano_job_starts_on_its_min_sub_groups_and_the_shard_left_out_says_why_live(
+    namespace: str, admin: KubeClient, core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, start_controller: StartController
+) -> None:
+    """PodGroup `train`: 3 shards of 2, `minSubGroups: 2`, `minMember: 4`: two shards take
+    rack-2 and rack-3, the third fits in no rack and waits — its status says so, and why."""
+    _cluster(admin, namespace)
+    admin.create(VOLCANO_PODGROUPS, namespace, {
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": {"name": "train", "namespace": namespace},
+        "spec": {"minMember": 4, "queue": "default", "subGroupPolicy": [{
+            "name": "shard", "subGroupSize": 2, "minSubGroups": 2, "matchLabelKeys": ["shard"],
+            "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+        }]},
+    })
+    members = {f"shard-{s}": [f"train-{s}-{i}" for i in range(2)] for s in range(3)}
+    _create(admin, namespace, [
+        pod(name, gpus=str(PER_POD_GPUS), scheduler="batchplace", group="train", labels={"shard": sub.split("-")[1]})
+        for sub, names in members.items() for name in names
+    ])
+    start_controller(ControllerConfig(period_s=0.3, time_limit_s=1.0))
+    nodes = wait_until(lambda: len(bound(core, namespace)) == 6 and bound(core, namespace), what="two shards bound")
+    started = {sub: names for sub, names in members.items() if set(names) <= set(nodes)}
+    landed = _assert_each_whole_in_one_free_rack(nodes, started)
+    (waiting,) = set(members) - set(started)
+
+    def written() -> dict[str, dict] | None:  # type: ignore[type-arg]
+        annotation = (volcano_pod_group(custom, namespace, "train")["metadata"].get("annotations") or {}).get(SUB_GROUPS_ANNOTATION)
+        found = {status["name"]: status for status in json.loads(annotation)} if annotation else {}
+        return found if found and all(found[sub]["started"] for sub in started) else None
+
+    statuses = wait_until(written, what="the sub-group status on the PodGroup")
+    assert {sub: statuses[sub]["domain"] for sub in started} == landed
+    assert (statuses[waiting]["started"], statuses[waiting]["placed"], statuses[waiting]["domain"]) == (False, 0, None)
+    assert statuses[waiting]["reason"], "a shard left out says why"
+    status = pg_status(custom, namespace, "train")
+    assert condition(status)["message"].endswith("sub-groups: 2 of 3 started")
+
+
 def test_a_leader_worker_set_s_groups_bind_each_inside_one_rack_and_the_one_left_says_its_sub_group_live(
     namespace: str, admin: KubeClient, core: k8s.CoreV1Api, start_controller: StartController
 ) -> None:
