@@ -153,6 +153,44 @@ def _dra(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
     )
 
 
+def _sub_group_domains(snapshot: Snapshot, decision: Decision) -> tuple[dict[str, set[str]], dict[str, int]]:
+    """Each sub-group's lowest HyperNodes (its racks or leaves) and its bound pods."""
+    domains: dict[str, set[str]] = {}
+    counts: dict[str, int] = {}
+    for bind in decision.placement.binds:
+        sub = snapshot.pod_by_key[bind.pod].sub_group or "-"
+        domains.setdefault(sub, set()).add(snapshot.hypernode_chain[bind.node][0])
+        counts[sub] = counts.get(sub, 0) + 1
+    return domains, counts
+
+
+def _lws_serving(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
+    """Only one assignment places every replica group whole inside one rack: the prefill
+    groups (2 × 8 GPUs) in rack-b and rack-c, the decode groups (2 × 4 GPUs) in rack-a and
+    rack-d — chosen jointly; group by group best fit leaves a prefill group out."""
+    domains, counts = _sub_group_domains(snapshot, decision)
+    subs = ("prefill-0", "prefill-1", "decode-0", "decode-1")
+    whole = all(counts.get(sub) == 2 and len(domains[sub]) == 1 for sub in subs)
+    prefill = set().union(*(domains.get(sub, set()) for sub in subs[:2]))
+    decode = set().union(*(domains.get(sub, set()) for sub in subs[2:]))
+    ok = whole and prefill == {"rack-b", "rack-c"} and decode == {"rack-a", "rack-d"}
+    return ok, "; ".join(
+        f"{sub} {counts.get(sub, 0)} of 2 in {', '.join(sorted(domains.get(sub, ()))) or '-'}" for sub in subs
+    )
+
+
+def _subgroup_training(snapshot: Snapshot, decision: Decision) -> tuple[bool, str]:
+    """Four shards of 2 pods, each inside one leaf, the job inside one spine: spine-a has room
+    for the 8 pods but only 3 whole shards, so all of it goes to spine-b."""
+    domains, counts = _sub_group_domains(snapshot, decision)
+    spines = {snapshot.hypernode_chain[bind.node][1] for bind in decision.placement.binds}
+    shards = sorted(sub for sub in counts if sub != "-")
+    whole = len(shards) == 4 and all(counts[sub] == 2 and len(domains[sub]) == 1 for sub in shards)
+    ok = whole and spines == {"spine-b"} and len(decision.placement.binds) == 8
+    where = "; ".join(f"{sub} in {', '.join(sorted(domains[sub]))}" for sub in shards)
+    return ok, f"{len(decision.placement.binds)} of 8 pods in {', '.join(sorted(spines)) or '-'}; {where}"
+
+
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario("hello-volcano-job.yaml", "hello-volcano-job scheduled", _hello),
     Scenario("queue-weights.yaml", "queue-a 2 jobs, queue-b 4 jobs (weights 1:2)", _queue_weights),
@@ -171,6 +209,12 @@ SCENARIOS: tuple[Scenario, ...] = (
         "dra-gpus.yaml", "llm-train's claims on hgx-0, hgx-1, 8 GPUs of one NVLink domain each; notebook-infer on a MIG slice",
         _dra,
     ),
+    Scenario(
+        "lws-disaggregated-serving.yaml",
+        "prefill groups in rack-b and rack-c, decode groups in rack-a and rack-d, each whole in one rack",
+        _lws_serving,
+    ),
+    Scenario("subgroup-training.yaml", "8 pods in spine-b, 4 shards of 2 each inside one leaf", _subgroup_training),
 )
 
 

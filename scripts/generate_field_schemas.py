@@ -3,14 +3,15 @@
 Why a generated file: the loader warns about fields an object's schema does not have
 (`spec.minAvaliable`), but `models` may not import the `kubernetes` client (the import
 contract in pyproject.toml). So this script reads the client's models (core kinds: their
-`openapi_types` and `attribute_map`) and the upstream CRDs in `scripts/crds/` (Volcano's
-and scheduler-plugins'), and writes one JSON table the loader reads. Run it after
+`openapi_types` and `attribute_map`) and the upstream CRDs in `scripts/crds/` (Volcano's,
+scheduler-plugins', Kubeflow's, LeaderWorkerSet's and JobSet's), and writes one JSON table the loader reads. Run it after
 upgrading the client or copying newer CRDs; `tests/models/test_field_schemas.py` checks
 the committed table is what it writes.
 
 The table:
 
-    {"kinds": {group: {kind: {"label": "Volcano Job", "versions": [...], "type": name}}},
+    {"kinds": {group: {kind: {"label": "Volcano Job", "versions": [...], "type": name,
+                              "version_types": {version: name}?}}},
      "types": {name: {"fields": {jsonName: type name, or null}, "open": true?}
                | {"values": type name}}}
 
@@ -21,6 +22,8 @@ objects (`additionalProperties` with properties, such as a PyTorchJob's
 checked, each value is checked against the values' type. `open`
 marks an object whose schema keeps unknown fields (`x-kubernetes-preserve-unknown-fields`).
 A CRD's top-level `metadata` is the client's `V1ObjectMeta`, as the API server validates it.
+`version_types` names the type of a version whose shape differs from the kind's (the
+Workload API's first shape, `spec.podGroups`, which the client no longer carries).
 Identical CRD object types are stored once, under the first path that has them.
 
 Usage: python scripts/generate_field_schemas.py [--output FILE]
@@ -50,7 +53,82 @@ CORE_KINDS = (
     ("resource.k8s.io", "ResourceClaim", "Kubernetes ResourceClaim", {"v1": "ResourceV1ResourceClaim"}),
     ("resource.k8s.io", "ResourceClaimTemplate", "Kubernetes ResourceClaimTemplate", {"v1": "V1ResourceClaimTemplate"}),
     # v1alpha3's PodGroup has v1beta1's fields (the client's models agree), so one schema serves both.
-    ("scheduling.k8s.io", "PodGroup", "Kubernetes PodGroup", {"v1alpha3": "V1beta1PodGroup", "v1beta1": "V1beta1PodGroup"}),
+    (
+        "scheduling.k8s.io",
+        "PodGroup",
+        "Kubernetes PodGroup",
+        {"v1alpha2": "V1beta1PodGroup", "v1alpha3": "V1beta1PodGroup", "v1beta1": "V1beta1PodGroup"},
+    ),
+    # v1alpha3's Workload has v1beta1's fields too; the earlier shape is in WRITTEN_VERSIONS.
+    ("scheduling.k8s.io", "Workload", "Kubernetes Workload", {"v1alpha3": "V1beta1Workload", "v1beta1": "V1beta1Workload"}),
+)
+# Versions of a kind whose schema the client no longer carries, written from the upstream Go
+# types (kubernetes/kubernetes staging/src/k8s.io/api/scheduling, KEP-4671 and KEP-5832):
+# (group, kind, versions, type name, OpenAPI schema, client types of further `spec` fields).
+# The table lists them under the kind's `version_types`. The alphas have been published with
+# either shape (inline `podGroups`, or `podGroupTemplates` as in v1beta1), so they know both.
+_WORKLOAD_POLICY = {
+    "type": "object",
+    "properties": {"basic": {"type": "object"}, "gang": {"type": "object", "properties": {"minCount": {"type": "integer"}}}},
+}
+_WORKLOAD_PODGROUPS = {
+    "type": "object",
+    "properties": {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {},
+        "spec": {
+            "type": "object",
+            "properties": {
+                "controllerRef": {
+                    "type": "object",
+                    "properties": {"apiGroup": {"type": "string"}, "kind": {"type": "string"}, "name": {"type": "string"}},
+                },
+                "podGroups": {
+                    "type": "array",
+                    "items": {"type": "object", "properties": {"name": {"type": "string"}, "policy": _WORKLOAD_POLICY}},
+                },
+            },
+        },
+    },
+}
+WRITTEN_VERSIONS = (
+    (
+        "scheduling.k8s.io",
+        "Workload",
+        ("v1alpha1", "v1alpha2"),
+        "scheduling.k8s.io/Workload(alpha)",
+        _WORKLOAD_PODGROUPS,
+        {"podGroupTemplates": "V1beta1PodGroupTemplate", "compositePodGroupTemplates": "V1beta1CompositePodGroupTemplate"},
+    ),
+)
+# Pod fields of the Workload API that the client's models lack (the first API shape, or newer
+# than the client): (client type, field, OpenAPI schema of its value).
+CLIENT_EXTRA_FIELDS = (
+    (
+        "V1PodSpec",
+        "workloadRef",
+        {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "podGroup": {"type": "string"}, "podGroupReplicaKey": {"type": "string"}},
+        },
+    ),
+    ("V1PodSchedulingGroup", "podGroupReplicaKey", {"type": "string"}),
+    (
+        "V1beta1PodGroupSpec",
+        "podGroupTemplateRef",
+        {
+            "type": "object",
+            "properties": {
+                "workloadName": {"type": "string"},
+                "podGroupTemplateName": {"type": "string"},
+                "workload": {
+                    "type": "object",
+                    "properties": {"workloadName": {"type": "string"}, "podGroupTemplateName": {"type": "string"}},
+                },
+            },
+        },
+    ),
 )
 # (CRD file, label)
 CRD_KINDS = (
@@ -61,6 +139,8 @@ CRD_KINDS = (
     ("nodeinfo.volcano.sh_numatopologies.yaml", "Volcano Numatopology"),
     ("scheduling.x-k8s.io_podgroups.yaml", "scheduler-plugins PodGroup"),
     ("kubeflow.org_pytorchjobs.yaml", "Kubeflow PyTorchJob"),
+    ("leaderworkerset.x-k8s.io_leaderworkersets.yaml", "LeaderWorkerSet"),
+    ("jobset.x-k8s.io_jobsets.yaml", "JobSet"),
 )
 # Fields batchplace reads that the upstream schema lacks, added so reading them is no
 # warning: (group, kind, path to the object, field). Each is explained where it is read
@@ -126,6 +206,18 @@ def build_table() -> dict[str, object]:
             raise SystemExit(f"{kind}: one schema per kind is supported, got {sorted(map(str, names))}")
         kinds.setdefault(group, {})[kind] = {"label": label, "versions": sorted(classes), "type": names.pop()}
     seen: dict[str, str] = {}
+    for type_name, field, schema in CLIENT_EXTRA_FIELDS:
+        fields = {**types[type_name]["fields"], field: _crd_type(schema, f"{type_name}.{field}", types, seen)}
+        types[type_name]["fields"] = dict(sorted(fields.items()))
+    for group, kind, versions, name, schema, spec_fields in WRITTEN_VERSIONS:
+        stored = str(_crd_type(schema, name, types, seen))
+        types[stored]["fields"] = {**types[stored]["fields"], "metadata": _client_type("V1ObjectMeta", types)}
+        spec_type = types[str(types[stored]["fields"]["spec"])]
+        further = {field: _client_type(class_name, types) for field, class_name in spec_fields.items()}
+        spec_type["fields"] = dict(sorted({**spec_type["fields"], **further}.items()))
+        entry = kinds[group][kind]
+        entry["versions"] = sorted((*entry["versions"], *versions))
+        entry["version_types"] = {**entry.get("version_types", {}), **{version: stored for version in versions}}
     for file_name, label in CRD_KINDS:
         crd = yaml.safe_load((CRD_DIR / file_name).read_text(encoding="utf-8"))
         group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]

@@ -3,11 +3,13 @@
 Input: an `Inventory` (what each document said, in input order) and the `Warnings` so far.
 Output: a `Snapshot`, or a `SnapshotError` naming the document(s) at fault.
 
-Order (each step needs the previous ones): expand jobs and add one-pod PodGroups →
+Order (each step needs the previous ones): expand jobs and add one-pod PodGroups → form
+sub-groups (`sub_groups`) →
 put Volcano vGPU asks into `gpu` (the smallest GPU memory a node states, `vgpu`) →
 reject duplicate names, naming both documents → build Nodes (with GPUs and NUMA cells),
-resolve HyperNode selectors → join pods to PodGroups and tasks → give running pods their
-GPU devices → resolve priorities → validate the whole Snapshot.
+resolve HyperNode selectors, then exclusive topologies to tiers (`exclusive_topology`) →
+join pods to PodGroups and tasks → give running pods their GPU devices → resolve
+priorities → validate the whole Snapshot.
 
 Priorities, as Kubernetes and Volcano resolve them: a pod's `spec.priority` when set
 (admission fills it in a live cluster), else its `priorityClassName`'s value, else the
@@ -42,10 +44,13 @@ from .cluster_objects import (
     QueueRecord,
 )
 from .dra_objects import DraRecord, DraUnused, check_device_classes
+from .exclusive_topology import resolve_exclusive_topologies
 from .gpu_assignment import RunningGpuPod, assign_gpus
 from .grouping import Workload, add_one_pod_groups, expand_jobs, join_pods
+from .kube_workload import PodGroupTemplates, resolve_template_policies
 from .owner_gang_groups import add_owner_gang_groups
 from .raw import Warnings, build_model, pydantic_message
+from .sub_groups import assign_sub_groups
 from .vgpu_workload import apply_vgpu
 from .workloads import JobRecord, PodGroupRecord, PodRecord
 
@@ -67,17 +72,20 @@ class Inventory:
     pod_count: int = 0  # pods read or expanded so far, checked against the snapshot's limit
     dra: list[DraRecord] = field(default_factory=list)  # DeviceClasses, ResourceSlices, claims, claim templates
     dra_unused: DraUnused = field(default_factory=DraUnused)
+    pod_group_templates: list[PodGroupTemplates] = field(default_factory=list)  # templates-shape Workloads
 
 
 def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
-    workload = expand_jobs(inventory.workloads, warnings)
+    workload = expand_jobs(resolve_template_policies(inventory.workloads, inventory.pod_group_templates), warnings)
     add_owner_gang_groups(workload, warnings)
     add_one_pod_groups(workload)
+    assign_sub_groups(workload, warnings)
     apply_vgpu(workload, [record.gpu_memory_mib for record in inventory.nodes], warnings)
     _reject_duplicates(inventory, workload)
     priorities = _Priorities(inventory.priority_classes, warnings)
     nodes = build_nodes(inventory.nodes, inventory.numa_topologies, warnings)
     hypernodes = resolve_hypernodes(inventory.hypernodes, nodes, warnings)
+    resolve_exclusive_topologies(workload, nodes, hypernodes, warnings)
     join_pods(workload, nodes, warnings)
     context = _PodContext(
         workload=workload,
@@ -284,6 +292,8 @@ def _pod_group(
         tasks=tasks,
         task_min_available_total=declared_total if declared_total != sum(t.min_available for t in tasks) else None,
         network_topology=group.network_topology,
+        sub_groups=group.sub_groups,
+        min_sub_groups=group.min_sub_groups,
         sla_waiting_s=group.sla_waiting_s,
     )
 
@@ -320,6 +330,7 @@ def _pod(pod: PodRecord, context: _PodContext) -> Pod:
         phase="pending" if pod.pending else "running",
         pod_group=membership[0] if membership else None,
         task=membership[1] if membership else None,
+        sub_group=pod.sub_group if membership else None,
         requests=pod.template.requests,
         node=pod.node,
         gpu_indices=indices,

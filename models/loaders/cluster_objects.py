@@ -57,6 +57,7 @@ __all__ = [
     "NodeRecord",
     "NumaTopologyRecord",
     "LabelSelector",
+    "read_label_selector",
     "MemberRecord",
     "HyperNodeRecord",
     "QueueRecord",
@@ -280,7 +281,7 @@ def _member(member: RawObject) -> MemberRecord:
         raise selector.error(None, f"needs exactly one of exactMatch, regexMatch, labelMatch, got {len(given)}")
     exact = selector.child("exactMatch").required_string("name") if given == ["exactMatch"] else None
     pattern = _pattern(selector.child("regexMatch")) if given == ["regexMatch"] else None
-    labels = _label_selector(selector.child("labelMatch")) if given == ["labelMatch"] else None
+    labels = read_label_selector(selector.child("labelMatch")) if given == ["labelMatch"] else None
     return MemberRecord(member_type, exact, pattern, labels, member.path)
 
 
@@ -295,7 +296,8 @@ def _pattern(regex: RawObject) -> re.Pattern[str]:
 _SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
-def _label_selector(selector: RawObject) -> LabelSelector:
+def read_label_selector(selector: RawObject) -> LabelSelector:
+    """A `metav1.LabelSelector` (a HyperNode's `labelMatch`, a sub-group policy's `labelSelector`)."""
     expressions = []
     for expression in selector.children("matchExpressions"):
         operator = expression.required_string("operator")

@@ -11,8 +11,8 @@ so too, as one warning line per field with the nearest known name:
 Input: a raw object whose (group, kind) the loader reads. Output: warnings only; the object
 is read as before. The schemas come from `field_schemas.json`, written by
 `scripts/generate_field_schemas.py` from the `kubernetes` client's models and the upstream
-Volcano, scheduler-plugins and Kubeflow (PyTorchJob) CRDs (models may not import the client
-itself).
+Volcano, scheduler-plugins, Kubeflow (PyTorchJob), LeaderWorkerSet and JobSet CRDs (models
+may not import the client itself).
 
 An apiVersion the group does not serve for the kind (`batch.volcano.sh/v1beta1` Job) is a
 warning naming the served ones, and the object is still read, by the served version's
@@ -28,6 +28,7 @@ of generated pods) is listed three times, then counted (`Warnings(like=…)`).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 from collections.abc import Iterator, Mapping
@@ -51,6 +52,10 @@ class KindSchema:
     label: str
     versions: tuple[str, ...]
     type_name: str
+    version_types: Mapping[str, str] = dataclasses.field(default_factory=dict)  # a version of another shape → its type
+
+    def type_of(self, version: str) -> str:
+        return self.version_types.get(version, self.type_name)
 
 
 @cache
@@ -64,7 +69,12 @@ def kind_schema(group: str, kind: str) -> KindSchema:
     entry = _table()["kinds"].get(group, {}).get(kind)
     if entry is None:
         raise LookupError(f"{_TABLE_FILE} has no {kind} of group {group!r}: run scripts/generate_field_schemas.py")
-    return KindSchema(label=entry["label"], versions=tuple(entry["versions"]), type_name=entry["type"])
+    return KindSchema(
+        label=entry["label"],
+        versions=tuple(entry["versions"]),
+        type_name=entry["type"],
+        version_types=entry.get("version_types", {}),
+    )
 
 
 def warn_unknown_fields(obj: RawObject, schema: KindSchema, warnings: Warnings) -> None:
@@ -78,7 +88,7 @@ def warn_unknown_fields(obj: RawObject, schema: KindSchema, warnings: Warnings) 
             f"a cluster would refuse it, read as {served[-1]}"
         )
         warnings.add(obj.location, message, like=f"apiVersion {api_version} of a {schema.label}")
-    for path, key, known in _unknown(obj.data, schema.type_name, ()):
+    for path, key, known in _unknown(obj.data, schema.type_of(version), ()):
         nearest = difflib.get_close_matches(key, known, n=1)
         note = f"not a field of a {schema.label}" + (f"; did you mean {nearest[0]}?" if nearest else "")
         where = format_path((*obj.path, *path, key))

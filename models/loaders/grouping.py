@@ -8,10 +8,13 @@ Rules, in order:
 1. A job is expanded into its PodGroup and pending pods, unless the input already holds
    pods the job created — for a vcjob, pods whose label or annotation
    `volcano.sh/job-name` names it; for a PyTorchJob, pods whose label
-   `training.kubeflow.org/job-name` does: then the job is a live one and its real PodGroup
-   and pods are read instead (warning).
-2. Pods without a PodGroup that a LeaderWorkerSet group or a JobSet Job replica made join
-   one PodGroup per group (`owner_gang_groups`, before the next sentence applies).
+   `training.kubeflow.org/job-name` does; for a LeaderWorkerSet or JobSet, pods whose
+   `leaderworkerset.sigs.k8s.io/name` or `jobset.sigs.k8s.io/jobset-name` does: then the
+   job is a live one and its real PodGroup and pods are read instead (warning).
+2. Pods without a PodGroup that a LeaderWorkerSet or a JobSet made join one PodGroup per
+   set / JobSet, each group / Job replica a sub-group of it (`owner_gang_groups`, before
+   the next sentence applies); a LeaderWorkerSet or JobSet object in the input whose pods
+   are there too only adds what they lack (`Workload.live_jobs`).
    A pending pod of batchplace without a PodGroup gets a one-pod PodGroup
    `podgroup-<pod>` (queue from `scheduling.volcano.sh/queue-name`, min_member 1), as
    Volcano's PodGroup controller makes for plain pods. So does a running pod without a
@@ -62,6 +65,7 @@ class Workload:
     groups: list[PodGroupRecord]
     pods: list[PodRecord]
     jobs: dict[str, JobRecord] = field(default_factory=dict)  # group key → the expanded job
+    live_jobs: dict[str, JobRecord] = field(default_factory=dict)  # group key → a job read through its pods
     tasks: dict[str, tuple[Task, ...]] = field(default_factory=dict)  # group key → tasks
     membership: dict[str, tuple[str, str] | None] = field(default_factory=dict)  # pod key → (group, task)
 
@@ -80,6 +84,7 @@ def expand_jobs(records: Sequence[PodGroupRecord | PodRecord | JobRecord], warni
                 record.group.location,
                 "the input holds pods this job created; they and their PodGroup are read instead of expanding the job",
             )
+            workload.live_jobs[record.group.key] = record
         else:
             workload.groups.append(record.group)
             workload.pods.extend(record.pods)

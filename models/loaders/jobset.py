@@ -1,23 +1,26 @@
-"""Read a JobSet pod's gang (`jobset.x-k8s.io/v1alpha2`, kubernetes-sigs/jobset) from the
-labels and annotations JobSet puts on the Jobs it creates, which their pods inherit.
+"""Read a JobSet (`jobset.x-k8s.io/v1alpha2`, kubernetes-sigs/jobset): from the labels and
+annotations JobSet puts on the Jobs it creates, which their pods inherit, or, when none of
+its pods is in the input, from the object itself (`jobset_object`).
 
 A JobSet makes, per replicated Job, `replicas` Jobs named `<jobset>-<replicated job>-<job
 index>`; their pods carry `jobset.sigs.k8s.io/jobset-name`, `replicatedjob-name` and
 `job-index` (as labels and annotations) and `jobset.sigs.k8s.io/job-key` (a hash of the Job).
-Each Job replica is a unit that starts whole (a distributed trainer's ranks), so its pods
-form one gang: a PodGroup named as the Job, its task the replicated job's name. Its members
-are the pods present: the pods do not state the Job's parallelism, and the Job object is not
-read (`kube_yaml` skips batch/v1 Job).
+Each Job replica is a unit that starts whole (a distributed trainer's ranks), so it is a
+sub-group gang named as the Job, policy the replicated Job, task the replicated Job's name;
+the JobSet is one PodGroup `<jobset>`, which starts only with every Job present whole (its
+Jobs run as one job: by default one failed Job fails or restarts the whole JobSet). `owner_gang_groups` builds that
+PodGroup from the pods. A Job's pods do not state its parallelism (the Job object is not
+read: `kube_yaml` skips batch/v1 Job), so its members are the pods present — or the Job's
+size from its JobSet, when that is in the input too (what the parent adds to its pods).
 
 Exclusive placement: `alpha.jobset.sigs.k8s.io/exclusive-topology: <node label key>` on the
 JobSet or a replicated Job's template is copied onto the pods; JobSet's pod webhook gives the
 leader (completion index 0) a required pod affinity to its own job-key and anti-affinity to
 other job-keys on that key, and admits the followers only once the leader is scheduled, with
-a node selector for its value. batchplace reads that affinity and selector as any pod's, so
-the rule is enforced as JobSet means it (`owner_gang_groups` warns when no pod carries it);
-until the followers exist the gang is the leader alone, as the pods present say.
-
-Not read: the JobSet object itself — so the JobSet as a whole is not one gang.
+a node selector for its value. batchplace reads that affinity and selector as any pod's, and
+makes the key each Job's hard network topology at the tier whose HyperNodes group the nodes
+by it (`exclusive_topology`); until the followers exist the gang is the leader alone, as the
+pods present say.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from models.errors import FieldError
 from .owner_gang import OwnerGang
 from .raw import Metadata, RawObject
 
-__all__ = ["read_jobset_gang", "JOBSET_NAME_KEY", "JOBSET_EXCLUSIVE_TOPOLOGY_ANNOTATION"]
+__all__ = ["read_jobset_gang", "JOBSET_NAME_KEY", "JOBSET_REPLICATED_JOB_KEY", "JOBSET_EXCLUSIVE_TOPOLOGY_ANNOTATION"]
 
 JOBSET_NAME_KEY = "jobset.sigs.k8s.io/jobset-name"
 JOBSET_REPLICATED_JOB_KEY = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -56,6 +59,8 @@ def read_jobset_gang(obj: RawObject, meta: Metadata) -> OwnerGang | None:
         size=None,
         leader=meta.tag(JOB_COMPLETION_INDEX_ANNOTATION) in (None, "0"),
         exclusive_topology=meta.tag(JOBSET_EXCLUSIVE_TOPOLOGY_ANNOTATION),
+        policy=replicated_job,
+        together=True,
     )
 
 
@@ -65,3 +70,4 @@ def _required(obj: RawObject, meta: Metadata, key: str, jobset: str) -> str:
         message = f"a JobSet pod ({JOBSET_NAME_KEY}: {jobset}) needs this label, as JobSet sets it; it is missing"
         raise FieldError(message, location=obj.location, path=(*obj.path, "metadata", "labels", key))
     return value
+

@@ -82,6 +82,7 @@ OFFLINE_QOS_LEVELS = frozenset({"BE"})
 SLA_WAITING_TIME_ANNOTATION = "sla-waiting-time"
 VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
 VOLCANO_JOB_NAME_KEY = "volcano.sh/job-name"
+VOLCANO_PARTITION_ID_LABEL = "volcano.sh/partition-id"  # a vcjob pod's partition: its index // partitionSize
 VOLCANO_JOB_NAMESPACE_LABEL = "volcano.sh/job-namespace"
 VOLCANO_QUEUE_LABEL = "volcano.sh/queue-name"
 VOLCANO_NUMA_POLICY_ANNOTATION = "volcano.sh/numa-topology-policy"

@@ -14,15 +14,18 @@ their schema does not have is a warning with the nearest known name, see `field_
     scheduling.volcano.sh Queue, PodGroup     cluster_objects, workloads
     scheduling.x-k8s.io PodGroup              workloads
     scheduling.k8s.io PodGroup                kube_pod_group
+    scheduling.k8s.io Workload                kube_workload
     batch.volcano.sh Job (vcjob)              volcano_job
     kubeflow.org PyTorchJob                   pytorch_job
+    leaderworkerset.x-k8s.io LeaderWorkerSet  leader_worker_set(_object)
+    jobset.x-k8s.io JobSet                    jobset(_object)
     topology.volcano.sh HyperNode             cluster_objects
     nodeinfo.volcano.sh Numatopology          cluster_objects
     resource.k8s.io DeviceClass, ResourceSlice,
       ResourceClaim, ResourceClaimTemplate    dra_objects
 
-A LeaderWorkerSet, JobSet or Kubernetes Workload is skipped with a note that it is read
-through the pods and PodGroups its controller makes. Every other kind is skipped with one
+A Kubernetes Workload with podGroupTemplates is skipped with a note that it is read through
+the PodGroups its controller makes. Every other kind is skipped with one
 warning. Errors (all `SnapshotError`, see
 `models.errors`): `InputFormatError` when text is not YAML or a document is not a
 Kubernetes object, `FieldError` when a field's value is wrong; both say file, document,
@@ -54,6 +57,9 @@ from .dra_objects import read_device_class, read_resource_claim, read_resource_c
 from .field_schemas import KindSchema, kind_schema, warn_unknown_fields
 from .object_names import check_object_name
 from .kube_pod_group import read_kube_pod_group
+from .kube_workload import PodGroupTemplates, read_kube_workload
+from .jobset_object import read_jobset
+from .leader_worker_set_object import read_leader_worker_set
 from .pytorch_job import read_pytorch_job
 from .raw import (
     DEFAULT_NAMESPACE,
@@ -342,10 +348,6 @@ def _read_object(obj: RawObject, context: _Context) -> None:
     group = api_version.rpartition("/")[0]
     reader = _READERS.get((group, kind))
     if reader is None:
-        read_through = _READ_THROUGH.get((group, kind))
-        if read_through is not None:
-            context.warnings.add(obj.location, f"a {kind} is read through {read_through}; the {kind} itself is skipped")
-            return
         message = f"kind {api_version}/{kind} is not used; skipped{_nearest_kind(group, kind)}"
         context.warnings.add(obj.location, message)
         return
@@ -404,6 +406,14 @@ def _kube_pod_group(obj: RawObject, meta: Metadata, context: _Context) -> None:
     context.inventory.workloads.append(read_kube_pod_group(obj, meta, warnings=context.warnings))
 
 
+def _kube_workload(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    record = read_kube_workload(obj, meta, warnings=context.warnings)
+    if isinstance(record, PodGroupTemplates):
+        context.inventory.pod_group_templates.append(record)
+    else:
+        context.inventory.workloads.append(record)
+
+
 def _pod(obj: RawObject, meta: Metadata, context: _Context) -> None:
     record = read_pod(obj, meta, scheduler_names=context.scheduler_names)
     if record is None:
@@ -422,6 +432,18 @@ def _volcano_job(obj: RawObject, meta: Metadata, context: _Context) -> None:
 
 def _pytorch_job(obj: RawObject, meta: Metadata, context: _Context) -> None:
     record = read_pytorch_job(obj, meta, scheduler_names=context.scheduler_names, warnings=context.warnings)
+    if record is not None:
+        _add_job(obj, record, context)
+
+
+def _leader_worker_set(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    record = read_leader_worker_set(obj, meta, scheduler_names=context.scheduler_names, warnings=context.warnings)
+    if record is not None:
+        _add_job(obj, record, context)
+
+
+def _jobset(obj: RawObject, meta: Metadata, context: _Context) -> None:
+    record = read_jobset(obj, meta, scheduler_names=context.scheduler_names, warnings=context.warnings)
     if record is not None:
         _add_job(obj, record, context)
 
@@ -462,11 +484,14 @@ _READERS: dict[tuple[str, str], Callable[[RawObject, Metadata, _Context], None]]
     ("", "Pod"): _pod,
     ("scheduling.k8s.io", "PriorityClass"): _priority_class,
     ("scheduling.k8s.io", "PodGroup"): _kube_pod_group,
+    ("scheduling.k8s.io", "Workload"): _kube_workload,
     ("scheduling.volcano.sh", "Queue"): _queue,
     ("scheduling.volcano.sh", "PodGroup"): _volcano_pod_group,
     ("scheduling.x-k8s.io", "PodGroup"): _xk8s_pod_group,
     ("batch.volcano.sh", "Job"): _volcano_job,
     ("kubeflow.org", "PyTorchJob"): _pytorch_job,
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): _leader_worker_set,
+    ("jobset.x-k8s.io", "JobSet"): _jobset,
     ("topology.volcano.sh", "HyperNode"): _hypernode,
     ("nodeinfo.volcano.sh", "Numatopology"): _numatopology,
     ("resource.k8s.io", "DeviceClass"): _device_class,
@@ -474,19 +499,4 @@ _READERS: dict[tuple[str, str], Callable[[RawObject, Metadata, _Context], None]]
     ("resource.k8s.io", "ResourceClaim"): _resource_claim,
     ("resource.k8s.io", "ResourceClaimTemplate"): _resource_claim_template,
 }
-_READ_THROUGH: dict[tuple[str, str], str] = {
-    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (
-        "the pods its controller creates (each group a gang): the set as a whole is not "
-        "one gang, and nothing keeps its groups in one network domain (not enforced yet)"
-    ),
-    ("jobset.x-k8s.io", "JobSet"): (
-        "the pods of its Jobs (each Job replica a gang): the JobSet as a whole is not one gang "
-        "(not enforced yet)"
-    ),
-    ("scheduling.k8s.io", "Workload"): (
-        "the PodGroups made from its podGroupTemplates and their pods: its "
-        "compositePodGroupTemplates, a gang of gangs, are not enforced yet"
-    ),
-}
-"""Kinds whose controllers make the objects batchplace reads: a note, not "not used"."""
 _SCHEMAS: dict[tuple[str, str], KindSchema] = {(group, kind): kind_schema(group, kind) for group, kind in _READERS}

@@ -1,7 +1,7 @@
 """The gang a workload controller's labels put a pod in: LeaderWorkerSet's groups and
 JobSet's Jobs, whose pods name no PodGroup (they go to the default scheduler's queue with
 labels only). `leader_worker_set` and `jobset` read it from a pod; `owner_gang_groups` turns
-the pods of one gang into one PodGroup.
+the pods of one owner (the set, the JobSet) into one PodGroup, each gang a sub-group of it.
 """
 
 from __future__ import annotations
@@ -30,3 +30,5 @@ class OwnerGang:
     size: int | None
     leader: bool
     exclusive_topology: str | None
+    policy: str
+    together: bool

@@ -79,6 +79,7 @@ from .workloads import (
     read_pod_template,
     read_preemptable,
     task_from_template,
+    templates_are_ours,
     warn_job_controller_fields,
 )
 
@@ -86,7 +87,6 @@ __all__ = ["read_pytorch_job"]
 
 REPLICA_TYPES = ("Master", "Worker")  # the operator's order: the master leads
 OPERATOR_NAME = "pytorchjob-controller"
-KUBERNETES_DEFAULT_SCHEDULER = "default-scheduler"
 JOB_CONTROLLER = "Kubeflow's training operator"
 MAX_PODS = SnapshotLimits().max_pods
 _RUN_POLICY_FIELDS = ("cleanPodPolicy", "ttlSecondsAfterFinished", "backoffLimit", "managedBy")
@@ -123,7 +123,7 @@ def read_pytorch_job(
     if total_replicas > MAX_PODS:
         message = f"the replicas total {total_replicas}, more than a snapshot's {MAX_PODS} pods"
         raise spec.error("pytorchReplicaSpecs", message)
-    if not _is_ours(replicas, scheduler_names, obj, warnings):
+    if not templates_are_ours([r.template for r in replicas], scheduler_names, obj, warnings):
         return None
     if run_policy.boolean("suspend", False):
         message = "spec.runPolicy.suspend is true: the operator creates no pods until it is resumed; skipped"
@@ -213,19 +213,6 @@ def _operator_labels(job_meta: Metadata, task: str, *, master: bool) -> dict[str
 
 def _annotated_queue(meta: Metadata) -> str:
     return next((value for key in XK8S_QUEUE_KEYS if (value := meta.annotations.get(key))), DEFAULT_QUEUE)
-
-
-def _is_ours(replicas: list[_Replicas], scheduler_names: Collection[str], obj: RawObject, warnings: Warnings) -> bool:
-    schedulers = {r.template.scheduler_name or KUBERNETES_DEFAULT_SCHEDULER for r in replicas}
-    ours = {name for name in schedulers if name in scheduler_names}
-    if ours and ours != schedulers:
-        warnings.add(
-            obj.location,
-            f"replicas name different schedulers ({', '.join(sorted(schedulers))}); a gang cannot be split "
-            "between schedulers, so the job is skipped",
-        )
-        return False
-    return bool(ours)
 
 
 def _job_controller_fields(spec: RawObject, replicas: list[_Replicas]) -> list[str]:

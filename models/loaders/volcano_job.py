@@ -23,6 +23,13 @@ once pods run or finish, not where they go: accepted, and named in one warning p
 `spec.plugins (ssh, svc), spec.tasks[mpimaster].policies are for Volcano's job controller;
 placement does not read them` (a task by its name, an unnamed one by its index).
 `min_resources` is left unset (the engines derive a gang's needs from its tasks).
+
+A task's `partitionPolicy` (Volcano 1.14+: `totalPartitions`, `partitionSize`,
+`minPartitions`, `networkTopology`) becomes a sub-group policy of the PodGroup named as the
+task, as the job controller writes it, and its pods carry their partition label, so
+`sub_groups` forms the task's partitions `<task>-0`, `<task>-1`, … (`_partition_policy`); a
+task with one and no `minAvailable` needs minPartitions × partitionSize pods, as the job
+controller counts it.
 """
 
 from __future__ import annotations
@@ -33,7 +40,15 @@ from dataclasses import dataclass
 
 from models.snapshot import DEFAULT_QUEUE, SnapshotLimits, Task
 
-from .keys import VOLCANO_JOB_NAME_KEY, VOLCANO_JOB_NAMESPACE_LABEL, VOLCANO_QUEUE_LABEL, VOLCANO_TASK_ANNOTATION
+from .cluster_objects import LabelSelector
+from .keys import (
+    VOLCANO_JOB_NAME_KEY,
+    VOLCANO_JOB_NAMESPACE_LABEL,
+    VOLCANO_PARTITION_ID_LABEL,
+    VOLCANO_QUEUE_LABEL,
+    VOLCANO_TASK_ANNOTATION,
+)
+from .sub_group_policy import SubGroupPolicyRecord
 from .kube_fields import read_sla_waiting
 from .object_names import check_vcjob_names
 from .raw import Metadata, RawObject, Warnings
@@ -78,6 +93,7 @@ class _TaskSpec:
     template: PodTemplate
     depends_on: tuple[str, ...]
     obj: RawObject
+    partition: SubGroupPolicyRecord | None = None  # the sub-group policy its partitionPolicy makes
 
 
 def read_volcano_job(
@@ -89,7 +105,9 @@ def read_volcano_job(
         raise spec.error("tasks", "a vcjob needs at least one task")
     job_priority_class = spec.optional_string("priorityClassName")
     queue = spec.string("queue", DEFAULT_QUEUE)
-    tasks = [_read_task(task, index, meta, job_priority_class, queue) for index, task in enumerate(task_objs)]
+    tasks = [
+        _read_task(task, index, meta, job_priority_class, queue, warnings) for index, task in enumerate(task_objs)
+    ]
     _check_task_names(tasks)
     check_vcjob_names(meta.name, [task.name for task in tasks], obj.location, obj.path)
     total_replicas = sum(task.replicas for task in tasks)
@@ -110,9 +128,10 @@ def read_volcano_job(
         priority_class=job_priority_class,
         creation_time=meta.creation_time or 0.0,
         preemptable=read_preemptable(obj, meta) is not False,
-        network_topology=read_network_topology(spec),
+        network_topology=read_network_topology(spec, warnings=warnings),
         location=obj.location,
         sla_waiting_s=read_sla_waiting(obj, meta, warnings),
+        sub_group_policies=tuple(task.partition for task in tasks if task.partition is not None),
     )
     return JobRecord(
         kind="vcjob",
@@ -139,7 +158,7 @@ def _job_controller_fields(spec: RawObject, task_objs: tuple[RawObject, ...]) ->
 
 
 def _read_task(
-    task: RawObject, index: int, job_meta: Metadata, job_priority_class: str | None, queue: str
+    task: RawObject, index: int, job_meta: Metadata, job_priority_class: str | None, queue: str, warnings: Warnings
 ) -> _TaskSpec:
     replicas = task.integer("replicas", 0, minimum=0)
     min_available = task.optional_integer("minAvailable", minimum=0)
@@ -148,6 +167,9 @@ def _read_task(
     template_obj = task.child("template")
     template_meta = template_obj.child("metadata")
     name = task.string("name", f"{DEFAULT_TASK_PREFIX}{index}")
+    partition = _partition_policy(task, name, replicas, warnings)
+    if min_available is None and partition is not None and partition.min_sub_groups:
+        min_available = partition.min_sub_groups * (partition.sub_group_size or 0)
     pod_meta = Metadata(
         name=name,
         namespace=job_meta.namespace,
@@ -165,6 +187,35 @@ def _read_task(
         template=template,
         depends_on=task.child("dependsOn").string_list("name"),
         obj=task,
+        partition=partition,
+    )
+
+
+def _partition_policy(task: RawObject, name: str, replicas: int, warnings: Warnings) -> SubGroupPolicyRecord | None:
+    """A task's `partitionPolicy` as the sub-group policy Volcano's job controller writes onto
+    the PodGroup for it (`getSubGroupPolicy`): named as the task, its pods (label
+    `volcano.sh/task-spec: <task>`) split by `volcano.sh/partition-id` (pod index //
+    partitionSize), min_member partitionSize, minSubGroups minPartitions, the partition's
+    networkTopology. Checked as Volcano's webhook does: totalPartitions × partitionSize =
+    replicas. Example: replicas 8, partitionSize 4 → sub-groups worker-0, worker-1 of min 4."""
+    if not task.has("partitionPolicy"):
+        return None
+    policy = task.child("partitionPolicy")
+    total, size = (_required_count(policy, key) for key in ("totalPartitions", "partitionSize"))
+    if total * size != replicas:
+        message = f"totalPartitions {total} × partitionSize {size} = {total * size}, not the task's replicas ({replicas})"
+        raise policy.error("totalPartitions", message)
+    minimum = policy.integer("minPartitions", 0, minimum=0)
+    if minimum > total:
+        raise policy.error("minPartitions", f"must be <= totalPartitions ({total}), got {minimum}")
+    return SubGroupPolicyRecord(
+        name=name,
+        selector=LabelSelector(match_labels=((VOLCANO_TASK_ANNOTATION, name),), expressions=()),
+        match_label_keys=(VOLCANO_PARTITION_ID_LABEL,),
+        sub_group_size=size,
+        min_sub_groups=minimum,
+        network_topology=read_network_topology(policy, warnings=warnings),
+        path=policy.path,
     )
 
 
@@ -231,5 +282,24 @@ def _task_model(task: _TaskSpec) -> Task:
     )
 
 
+def _required_count(policy: RawObject, key: str) -> int:
+    value = policy.optional_integer(key, minimum=1)
+    if value is None:
+        raise policy.error(key, "required (an integer >= 1), got nothing")
+    return value
+
+
 def _task_pods(task: _TaskSpec, job_meta: Metadata) -> list[PodRecord]:
-    return expanded_pods(task.obj, job_meta, task=task.name, template=task.template, replicas=task.replicas, job="volcano")
+    pods = expanded_pods(task.obj, job_meta, task=task.name, template=task.template, replicas=task.replicas, job="volcano")
+    if task.partition is None or not task.partition.sub_group_size:
+        return pods
+    size = task.partition.sub_group_size
+    return [  # the partition label the job controller puts on each pod (`_partition_policy`)
+        dataclasses.replace(
+            pod,
+            template=dataclasses.replace(
+                pod.template, labels={**pod.template.labels, VOLCANO_PARTITION_ID_LABEL: str(index // size)}
+            ),
+        )
+        for index, pod in enumerate(pods)
+    ]

@@ -37,7 +37,7 @@ few parts it cannot read for the loader's warning).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from models.dra import PodResourceClaim
@@ -53,11 +53,13 @@ from models.snapshot import (
     NetworkTopology,
     PreemptionPolicy,
     ResourceList,
+    SubGroup,
     Task,
     Toleration,
 )
 
 from .dra_objects import read_pod_resource_claims
+from .network_topology_fields import read_network_topology
 from .jobset import read_jobset_gang
 from .leader_worker_set import read_leader_worker_set_gang
 from .owner_gang import OwnerGang
@@ -91,12 +93,14 @@ from .kube_fields import (
     read_tolerations,
 )
 from .pod_affinity_fields import read_inter_pod
+from .sub_group_policy import PodGroupReplica, SubGroupPolicyRecord, read_sub_group_policies
 from .raw import Metadata, RawObject, Warnings, build_model
 from .vgpu import VgpuAsk, vgpu_ask
 
 __all__ = [
     "task_from_template",
     "expanded_pods",
+    "pending_pod",
     "NumaPolicy",
     "JobController",
     "PodTemplate",
@@ -104,6 +108,7 @@ __all__ = [
     "PodGroupRecord",
     "JobRecord",
     "warn_job_controller_fields",
+    "templates_are_ours",
     "read_pod_template",
     "read_pod",
     "read_volcano_pod_group",
@@ -124,10 +129,13 @@ _NUMA_POLICIES: dict[str, NumaPolicy] = {
     "restricted": "restricted",
     "single-numa-node": "single-numa-node",
 }
-JobController = Literal["volcano", "kubeflow"]
-"""Whose job created a pod: Volcano's job controller or Kubeflow's training operator."""
+JobController = Literal["volcano", "kubeflow", "leaderworkerset", "jobset"]
+"""Whose job created a pod: Volcano's job controller, Kubeflow's training operator, the
+LeaderWorkerSet or the JobSet controller."""
+_OWNER_CONTROLLERS: dict[str, JobController] = {"LeaderWorkerSet": "leaderworkerset", "JobSet": "jobset"}
 _TRUE = ("1", "t", "T", "true", "TRUE", "True")  # what Go's strconv.ParseBool reads as true
 _FINISHED_PHASES = ("Succeeded", "Failed")
+KUBERNETES_DEFAULT_SCHEDULER = "default-scheduler"
 GPUS_PATH: tuple[PathPart, ...] = ("metadata", "annotations", GPUS_ANNOTATION)
 
 
@@ -166,20 +174,6 @@ def read_preemptable(obj: RawObject, meta: Metadata) -> bool | None:
         if text is not None:
             return text in _TRUE
     return None
-
-
-def read_network_topology(spec: RawObject) -> NetworkTopology | None:
-    """`spec.networkTopology`: mode hard (default) or soft, `highestTierAllowed` >= 1."""
-    if not spec.has("networkTopology"):
-        return None
-    topology = spec.child("networkTopology")
-    mode = topology.string("mode", "hard")
-    if mode not in ("hard", "soft"):
-        raise topology.error("mode", f"must be hard or soft, got {mode!r}")
-    return NetworkTopology(
-        mode="hard" if mode == "hard" else "soft",
-        highest_tier_allowed=topology.optional_integer("highestTierAllowed", minimum=1),
-    )
 
 
 def read_network_topology_annotations(obj: RawObject, meta: Metadata) -> NetworkTopology | None:
@@ -339,6 +333,8 @@ class PodRecord:
     checkpoint_time: float | None = None  # `batchplace.io/last-checkpoint`
     scheduled_reason: str | None = None  # a pending pod's PodScheduled condition reason
     owner_gang: OwnerGang | None = None  # its LeaderWorkerSet group / JobSet Job (`owner_gang_groups`)
+    replica: PodGroupReplica | None = None  # the Workload API pod group replica it names (`sub_groups`)
+    sub_group: str | None = None  # the sub-group of its PodGroup it is in (`PodGroupRecord.sub_groups`)
 
     @property
     def key(self) -> str:
@@ -361,8 +357,9 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
     template = read_pod_template(obj, meta)
     if node is not None and template.scheduling_gates:
         raise spec.error("schedulingGates", "a pod with nodeName set has no scheduling gates (Kubernetes refuses both)")
-    if node is None and (template.scheduler_name or "default-scheduler") not in scheduler_names:
+    if node is None and (template.scheduler_name or KUBERNETES_DEFAULT_SCHEDULER) not in scheduler_names:
         return None
+    replica_link = _workload_replica(spec)
     return PodRecord(
         namespace=meta.namespace,
         name=meta.name,
@@ -372,6 +369,7 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
             meta.tag(VOLCANO_GROUP_ANNOTATION)
             or meta.tag(XK8S_GROUP_LABEL)
             or spec.child("schedulingGroup").optional_string("podGroupName")
+            or (replica_link[0] if replica_link else None)
         ),
         task_name=(
             meta.annotations.get(VOLCANO_TASK_ANNOTATION)
@@ -379,7 +377,7 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
             or meta.labels.get(KUBEFLOW_REPLICA_TYPE_LABEL)
             or (owner_gang.task if owner_gang else None)
         ),
-        job=_creating_job(meta),
+        job=_creating_job(meta) or ((_OWNER_CONTROLLERS[owner_gang.kind], owner_gang.owner) if owner_gang else None),
         queue_name=meta.annotations.get(POD_QUEUE_ANNOTATION),
         gpu_indices=_gpu_indices(obj, meta),
         creation_time=meta.creation_time,
@@ -389,6 +387,27 @@ def read_pod(obj: RawObject, meta: Metadata, *, scheduler_names: Collection[str]
         checkpoint_time=obj.child("metadata").child("annotations").timestamp(CHECKPOINT_ANNOTATION),
         scheduled_reason=_scheduled_reason(status) if node is None else None,
         owner_gang=owner_gang,
+        replica=replica_link[1] if replica_link else None,
+    )
+
+
+def _workload_replica(spec: RawObject) -> tuple[str, PodGroupReplica] | None:
+    """The Kubernetes Workload API pod group a pod names, with the group it joins: its
+    `spec.schedulingGroup{podGroupName, podGroupReplicaKey}` (a PodGroup object; a replica key
+    only when set, `sub_groups` says why), else its `spec.workloadRef{name, podGroup,
+    podGroupReplicaKey}` (a pod group inside a Workload, which is the group it joins). Example:
+    `workloadRef: {name: llm, podGroup: decode, podGroupReplicaKey: "1"}` → group `llm`,
+    replica (decode, 1)."""
+    group = spec.child("schedulingGroup")
+    pod_group = group.optional_string("podGroupName")
+    if pod_group is not None:
+        key = group.optional_string("podGroupReplicaKey")
+        return (pod_group, PodGroupReplica(pod_group=pod_group, key=key, path=group.path)) if key else None
+    if not spec.has("workloadRef"):
+        return None
+    ref = spec.child("workloadRef")
+    return ref.required_string("name"), PodGroupReplica(
+        pod_group=ref.required_string("podGroup"), key=ref.optional_string("podGroupReplicaKey"), path=ref.path
     )
 
 
@@ -446,6 +465,14 @@ class PodGroupRecord:
     location: Location
     priority: int | None = None  # set for a one-pod PodGroup whose pod states `spec.priority`
     sla_waiting_s: float | None = None  # `sla-waiting-time`
+    sub_group_policies: tuple[SubGroupPolicyRecord, ...] = ()  # Volcano `subGroupPolicy` (`sub_groups`)
+    replica_min_member: Mapping[str, int] = field(default_factory=dict)  # Workload API pod group → its gang minimum
+    template_ref: tuple[str, str] | None = None  # (Workload, template) whose policy it takes (`kube_workload`)
+    sub_groups: tuple[SubGroup, ...] = ()  # gangs inside the gang (`SubGroup`)
+    min_sub_groups: dict[str, int] = field(default_factory=dict)  # policy → sub-groups that must start
+    sub_group_label_keys: dict[str, str] = field(default_factory=dict)
+    """sub-group name → the node label key it must sit inside one value of (an exclusive
+    topology), made a HyperNode tier once nodes and HyperNodes are known (`exclusive_topology`)."""
 
     @property
     def key(self) -> str:
@@ -467,9 +494,10 @@ def read_volcano_pod_group(obj: RawObject, meta: Metadata, *, warnings: Warnings
         priority_class=spec.optional_string("priorityClassName"),
         creation_time=meta.creation_time or 0.0,
         preemptable=read_preemptable(obj, meta) is not False,
-        network_topology=read_network_topology(spec),
+        network_topology=read_network_topology(spec, warnings=warnings),
         location=obj.location,
         sla_waiting_s=read_sla_waiting(obj, meta, warnings),
+        sub_group_policies=read_sub_group_policies(spec, warnings=warnings),
     )
 
 
@@ -528,6 +556,25 @@ def warn_job_controller_fields(obj: RawObject, fields: Sequence[str], *, control
     warnings.add(obj.location, message, like=f"fields for {controller} not read")
 
 
+def templates_are_ours(
+    templates: Sequence[PodTemplate], scheduler_names: Collection[str], obj: RawObject, warnings: Warnings
+) -> bool:
+    """Whether a job whose pods come from `templates` is batchplace's: every template names one
+    of `scheduler_names` (none named: Kubernetes' default-scheduler). A job of another
+    scheduler is skipped silently; one whose templates disagree with a warning, as a gang
+    cannot be split between schedulers."""
+    schedulers = {template.scheduler_name or KUBERNETES_DEFAULT_SCHEDULER for template in templates}
+    ours = {name for name in schedulers if name in scheduler_names}
+    if ours and ours != schedulers:
+        warnings.add(
+            obj.location,
+            f"replicas name different schedulers ({', '.join(sorted(schedulers))}); a gang cannot be split "
+            "between schedulers, so the job is skipped",
+        )
+        return False
+    return bool(ours)
+
+
 def task_from_template(
     template: PodTemplate,
     location: Location,
@@ -564,20 +611,37 @@ def expanded_pods(
 ) -> list[PodRecord]:
     """The pending pods a job controller creates for one task: `<job>-<task>-<index>`."""
     return [
-        PodRecord(
-            namespace=job_meta.namespace,
-            name=f"{job_meta.name}-{task}-{index}",
-            template=template,
-            node=None,
-            group_name=job_meta.name,
-            task_name=task,
-            job=(job, job_meta.name),
-            queue_name=None,
-            gpu_indices=None,
-            creation_time=job_meta.creation_time,
-            start_time=None,
-            location=obj.location,
-            path=(*obj.path, "template"),
-        )
+        pending_pod(obj, job_meta, name=f"{job_meta.name}-{task}-{index}", task=task, template=template, job=job)
         for index in range(replicas)
     ]
+
+
+def pending_pod(
+    obj: RawObject,
+    job_meta: Metadata,
+    *,
+    name: str,
+    task: str,
+    template: PodTemplate,
+    job: JobController,
+    sub_group: str | None = None,
+    path: tuple[PathPart, ...] | None = None,
+) -> PodRecord:
+    """One pending pod a job controller would create, in the job's PodGroup (named as the
+    job); `path`: where its template sits (the job's `template` by default)."""
+    return PodRecord(
+        namespace=job_meta.namespace,
+        name=name,
+        template=template,
+        node=None,
+        group_name=job_meta.name,
+        task_name=task,
+        job=(job, job_meta.name),
+        queue_name=None,
+        gpu_indices=None,
+        creation_time=job_meta.creation_time,
+        start_time=None,
+        location=obj.location,
+        path=(*obj.path, "template") if path is None else path,
+        sub_group=sub_group,
+    )

@@ -155,8 +155,10 @@ def state_fragment(measure: PackingMeasure, profile: Profile, state: State, cpu_
     """Tier 5's value of a node of `profile` left in `state` by pods taking `cpu_used`
     (`PackingMeasure.state`, which remembers it per end state)."""
     whole, partial, _ = state
-    frees = tuple(sorted(free for _, free in partial)) if len(partial) > 1 else tuple(free for _, free in partial)
-    return measure.split_state(profile.packing_cpu - cpu_used, sum(whole), frees, profile.packing_class)
+    frees = [free for _, free in partial]
+    if len(frees) > 1:
+        frees.sort()
+    return measure.split_state(profile.packing_cpu - cpu_used, sum(whole), tuple(frees), profile.packing_class)
 
 
 def take_cpu(cpu: tuple[int, ...], slot: int, amount: int) -> tuple[int, ...] | None:
@@ -252,7 +254,6 @@ class Walk:
     shapes: Sequence[Shape]
     measure: PackingMeasure
     declared: tuple[int, ...]
-    cap: int
     first_limit: int  # the first pod must be of shapes[:first_limit] (topology patterns: a topology shape)
     most: Mapping[int, int] = field(default_factory=dict)
     """Pods of each shape there are to place: a pattern with more can never be used, so it is
@@ -263,6 +264,7 @@ class Walk:
     found: list[Pattern] = field(default_factory=list)
     cut: bool = False
     pruned: bool = False  # best fit was used for fractional pods (not every device choice kept)
+    steps: Iterator[bool] | None = field(default=None, repr=False)  # where `walk_patterns` paused
 
 
 UNBOUNDED_PODS = 1 << 30
@@ -304,24 +306,38 @@ def make_pattern(
     # Fewest splits, least fragment, then the densest packing (most whole devices, fewest
     # partly used ones) to break ties: equal for the objective.
     last = levels[-1]
+    fragments = {state: state_fragment(measure, profile, state, cpu_used) for state in last}
     if len(last) == 1:
         best = next(iter(last))
     else:
-        best = min(
-            last, key=lambda s: (last[s][0], state_fragment(measure, profile, s, cpu_used), -sum(s[0]), len(s[1]), s)
-        )
+        best = min(last, key=lambda s: (last[s][0], fragments[s], -sum(s[0]), len(s[1]), s))
     splits = last[best][0]
     return Pattern(
         counts=tuple(sorted((i, n) for i, n in counts.items() if n)),
         splits=splits,
-        fragment=state_fragment(measure, profile, best, cpu_used) + extra_fragment,
+        fragment=fragments[best] + extra_fragment,
         _levels=levels,
         _order=order,
         _best=best,
     )
 
 
-def walk_patterns(
+def walk_patterns(walk: Walk, cap: int) -> None:
+    """Walk on until `walk.found` holds `cap` patterns (then `walk.cut`) or the walk ends.
+    A walk continued with a larger cap finds what a walk started with that cap finds: the
+    same depth-first order, paused where the smaller cap stopped it (so water-filling,
+    `cpsat.data._pattern_sets`, walks each pattern once)."""
+    if walk.steps is None:
+        state, _ = initial_state(walk.profile)
+        walk.steps = _walk_steps(walk, 0, {}, [0] * len(walk.profile.free), [{state: (0, None, None)}], ())
+    while len(walk.found) < cap:
+        if next(walk.steps, None) is None:
+            walk.cut = False
+            return
+    walk.cut = True
+
+
+def _walk_steps(
     walk: Walk,
     start: int,
     counts: dict[int, int],
@@ -330,15 +346,13 @@ def walk_patterns(
     order: tuple[int, ...],
     fractions: int = 0,
     cpu_used: int = 0,
-) -> None:
+) -> Iterator[bool]:
     """Depth-first over multisets of `walk.shapes` from `start` on (each multiset once, in
-    shape order); `fractions` counts the fractional pods of `order` (EXACT_FRACTIONS),
-    `cpu_used` the CPU they ask."""
+    shape order), yielding after each pattern it appends to `walk.found`; `fractions`
+    counts the fractional pods of `order` (EXACT_FRACTIONS), `cpu_used` the CPU they ask."""
     free = walk.profile.free
     stop = walk.first_limit if not order else len(walk.shapes)
     for j in range(start, stop):
-        if walk.cut:
-            return
         shape = walk.shapes[j]
         if counts.get(shape.index, 0) >= walk.most.get(shape.index, UNBOUNDED_PODS):
             continue
@@ -360,10 +374,8 @@ def walk_patterns(
         next_order = (*order, shape.index)
         next_cpu = cpu_used + shape.cpu_milli
         walk.found.append(make_pattern(walk.measure, walk.profile, counts, next_levels, next_order, next_cpu, extra))
-        if len(walk.found) >= walk.cap:
-            walk.cut = True
-        else:
-            walk_patterns(walk, j, counts, new_used, next_levels, next_order, next_fractions, next_cpu)
+        yield True
+        yield from _walk_steps(walk, j, counts, new_used, next_levels, next_order, next_fractions, next_cpu)
         counts[shape.index] -= 1
 
 

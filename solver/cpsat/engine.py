@@ -10,7 +10,7 @@ the safety net cut the search. `solver.place` wraps it (fallback, checker, bette
 
 The model, built in named steps (each its own module):
   1. data (`cpsat.data`): the part fixed for inter-pod constraints (`cpsat.interpod`),
-     units (PodGroups that may bind), shapes, node profiles, node groups with eviction
+     units (PodGroups that may bind, with their sub-groups), shapes, node profiles, node groups with eviction
      options, victim kinds, topology atoms and candidate domains;
      patterns per profile (`cpsat.patterns`);
   2. variables (`cpsat.variables`): counts, never one boolean per (pod, node): pods per task
@@ -88,6 +88,7 @@ from solver.cpsat.hint import augment, hint_values, node_uses
 from solver.cpsat.interpod import fix_inter_pod, merged
 from solver.cpsat.objective import Stage, Tiers, build_tiers, first_come, plan_stages
 from solver.cpsat.polish import pack_shares
+from solver.cpsat.units import task_atoms
 from solver.cpsat.variables import Variables, create_variables
 from solver.objective import TIERS, ObjectiveContext, ObjectiveVector, score
 from solver.problem import Problem
@@ -98,6 +99,11 @@ __all__ = [
     "CpsatConfig", "CpsatResult", "StageReport", "ModelInvalid", "solve_cpsat", "PRESOLVE_SECONDS_PER_VARIABLE",
     "PRESOLVE_MIN_STAGE_S",
     "TIE_BREAK_MIN_S",
+    "BuildSize",
+    "BuildCost",
+    "BUILD_COST",
+    "build_size",
+    "build_seconds",
 ]
 
 log = logging.getLogger(__name__)
@@ -122,12 +128,62 @@ proves its optimum early hands the rest back. On the `tight` bench family at 1,0
 and 1 s, weight 8 won back clearly more of greedy's loss than 4, on average and on the
 worst snapshot, and 16 no more than 8; on the standard family's 1,000-node sizes 4 and 8
 gave the same answers (measured: docs/results.md, section 4, point 3)."""
+SOLVE_START_SECONDS_PER_VARIABLE = 3e-6
+"""What a CP-SAT solve costs before its search, per model variable: loading the model,
+which its deterministic time does not count. Charged to the search clock before every
+solve, so the solves a budget holds are the solves it pays for (docs/results.md, "A second
+bench family")."""
 TIE_BREAK_MIN_S = 0.2
 """The first-come tie-break may take as long as the tiers' search took, or this much."""
-BUILD_SECONDS_PER_VARIABLE = 3e-5
-"""Building the model in Python and completing the hint, per variable counted by
-`_build_seconds`: what was measured at 10,000 nodes / 5,000 pending pods, with a margin on
-top (docs/results.md, "Building the CP-SAT model")."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildSize:
+    """What the engine builds after its data step, by kind (`build_size`): the kinds whose
+    Python cost per variable differs, counted from the `ModelData` before a variable exists."""
+
+    patterns: int
+    """Node and atom pattern variables, with their capacity and objective terms."""
+    options: int
+    """Eviction option variables of node groups with a choice, with what they evict."""
+    unit_variables: int
+    """PodGroup and victim variables (admitted, pods per task and atom, evictions per kind)."""
+    nodes: int
+    """Nodes: each one's use in the hint and its node group's supply."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildCost:
+    """Seconds per item of a `BuildSize` for building the model in Python and the hint's
+    values (`build_seconds`), charged to the search's budget as nominal seconds of the
+    search clock (`cpsat.clock`). Not the hint's completion, a search charged its own
+    deterministic time; not the data step before it, which is done by then."""
+
+    pattern_s: float
+    option_s: float
+    unit_variable_s: float
+    node_s: float
+    margin: float
+    """On top of the fitted rates: above the largest cost measured over its fit, so the
+    charge covers the build (docs/results.md, "Building the CP-SAT model")."""
+
+    def seconds(self, size: BuildSize) -> float:
+        fitted = (
+            self.pattern_s * size.patterns
+            + self.option_s * size.options
+            + self.unit_variable_s * size.unit_variables
+            + self.node_s * size.nodes
+        )
+        return self.margin * fitted
+
+
+BUILD_COST = BuildCost(pattern_s=8.5e-6, option_s=2.3e-5, unit_variable_s=5e-6, node_s=2e-5, margin=1.25)
+"""Fitted to the CPU time of building the model and the hint's values on the standard,
+tight and mixed bench families at 1,000 x 1,000 and 10,000 x 5,000 (docs/results.md,
+"Building the CP-SAT model"). Why per kind: one rate for every variable, set on the
+standard family at 10,000 nodes, charged the mixed family's 1,000-node models several
+times their cost, and at the bench's limit CP-SAT never started there (docs/results.md,
+"A second bench family")."""
 
 
 class _Incumbents(cp_model.CpSolverSolutionCallback):
@@ -163,7 +219,7 @@ def solve_cpsat(
     uses, pods_per_task, evictions = node_uses(data, hint)
     augment(data, uses)
     stats["data_s"] = time.perf_counter() - started
-    expected = _build_seconds(data)
+    expected = build_seconds(data)
     if clock.left() < expected + MIN_SEARCH_S:
         log.info("cpsat: no time to build the model (~%.2fs) and search", expected)
         return _unknown(data, (), stats, clock)
@@ -204,9 +260,10 @@ def solve_cpsat(
     throughput_bound: int | None = None
     for position, stage in enumerate(stages):
         remaining = clock.left()
-        if remaining <= 0.005:
+        if remaining <= _start_seconds(clock, model) + 0.005:
             proven = False
             break
+        clock.charged(_start_seconds(clock, model))
         model.minimize(stage.expression.expr())
         _set_hint(model, values, partial)
         # The share of what is left once the stage's objective and hint are set (tens of ms
@@ -333,9 +390,10 @@ def _break_ties(model, data, variables, values, config, clock, seconds, reports)
     answer does not wait for the whole time limit)."""
     kept = clock.left() - min(seconds, clock.left())  # what the tie-break leaves of the clock
     for expression in first_come(data, variables):
-        remaining = clock.left() - kept
+        remaining = clock.left() - kept - _start_seconds(clock, model)
         if remaining < MIN_SEARCH_S:
             break
+        clock.charged(_start_seconds(clock, model))
         model.minimize(expression.expr())
         _set_hint(model, values, {})
         solver = _solver(config, clock, remaining, presolve=_presolve(config, model, remaining))
@@ -352,16 +410,25 @@ def _break_ties(model, data, variables, values, config, clock, seconds, reports)
     return values
 
 
-def _build_seconds(data: ModelData) -> float:
-    """Expected time to build the model of `data` (variables counted before they exist)."""
-    count = sum(len(p.patterns) for p in data.pattern_sets.values())
-    count += sum(len(patterns) for patterns in data.topology_sets.values())
+def build_size(data: ModelData) -> BuildSize:
+    """What `data` makes the engine build, by kind (variables counted before they exist)."""
     live = [g for g in data.node_groups if len(g.options) > 1]
     kinds = {k for g in live for k, _ in g.kinds}
-    count += sum(len(g.options) for g in live)
-    count += 3 * len(data.units) + 3 * len(kinds) + len({data.kinds[k].owner for k in kinds})
-    count += sum(len(u.atoms) * len(u.tasks) for u in data.units)
-    return BUILD_SECONDS_PER_VARIABLE * count
+    unit_variables = 3 * len(data.units) + 3 * len(kinds) + len({data.kinds[k].owner for k in kinds})
+    unit_variables += sum(len(task_atoms(u, t)) for u in data.units for t in u.tasks)  # pods per (task, atom)
+    unit_variables += sum(len(sub.domains) + 2 for u in data.units for sub in u.sub_groups)
+    return BuildSize(
+        patterns=sum(len(p.patterns) for p in data.pattern_sets.values())
+        + sum(len(patterns) for patterns in data.topology_sets.values()),
+        options=sum(len(g.options) for g in live),
+        unit_variables=unit_variables,
+        nodes=data.problem.node_count,
+    )
+
+
+def build_seconds(data: ModelData) -> float:
+    """Expected Python time of building the model of `data` and the hint's values (`BUILD_COST`)."""
+    return BUILD_COST.seconds(build_size(data))
 
 
 def _objective(tiers: Tiers, values: list[int]) -> ObjectiveVector:
@@ -427,6 +494,11 @@ def _repack(
             repack.add(repack.get_int_var_from_proto_index(unit.admitted.index) == 1)
             for pods in unit.pods.values():
                 repack.add(repack.get_int_var_from_proto_index(pods.index) >= values[pods.index])
+    start = _start_seconds(clock, repack)
+    if seconds <= start + 0.005:
+        return values
+    clock.charged(start)
+    seconds -= start
     repack.minimize(stage.expression.expr())
     _set_hint(repack, values, {})
     solver = _solver(config, clock, seconds, presolve=_presolve(config, repack, seconds))
@@ -452,6 +524,12 @@ def _presolve(config: CpsatConfig, model: cp_model.CpModel, seconds: float) -> b
     if seconds < PRESOLVE_MIN_STAGE_S:
         return False
     return len(model.proto.variables) * PRESOLVE_SECONDS_PER_VARIABLE <= PRESOLVE_SHARE * seconds
+
+
+def _start_seconds(clock: SearchClock, model: cp_model.CpModel) -> float:
+    """The start-up a solve of `model` is charged (`SOLVE_START_SECONDS_PER_VARIABLE`); none
+    by the wall clock, whose limits already hold it."""
+    return SOLVE_START_SECONDS_PER_VARIABLE * len(model.proto.variables) if clock.deterministic else 0.0
 
 
 def _solver(config: CpsatConfig, clock: SearchClock, seconds: float, *, presolve: bool = True) -> cp_model.CpSolver:
@@ -487,13 +565,17 @@ def _complete(
     model: cp_model.CpModel, partial: dict[cp_model.IntVar, int], config: CpsatConfig, clock: SearchClock
 ) -> tuple[list[int] | None, str]:
     """A full solution extending the decision values `partial` (None if they do not fit or
-    time ran out), and the completion's status name."""
-    remaining = clock.left()
+    time ran out), and the completion's status name. Without presolve: with the decisions
+    fixed, what is left is propagation, and presolving the whole model first cost this
+    solve most of its time (docs/results.md, "A second bench family")."""
+    start = _start_seconds(clock, model)
+    remaining = clock.left() - start
     if remaining <= 0.005:
         return None, "no time"
+    clock.charged(start)
     model.clear_objective()
     _set_hint(model, None, partial)
-    solver = _solver(config, clock, min(remaining, max(0.2, remaining * 0.3)))
+    solver = _solver(config, clock, min(remaining, max(0.2, remaining * 0.3)), presolve=False)
     solver.parameters.fix_variables_to_their_hinted_value = True
     status = solver.solve(model)
     clock.charge(solver)

@@ -10,10 +10,11 @@ at the optimum: fairness uses max/min equalities and floor divisions as row pair
 per queue and resource, the least per queue) on the allocation `fairness_allocated` counts
 (the in-queue preemption credit — what a queue's preempted kinds hold beyond its own
 binds, up to those binds — is a max equality with 0 then a min equality, added to the
-queue and its ancestors), spans are reified both ways, and everything else is linear in
-counts (pattern constants carry the NUMA splits, the preferred node affinity weight missed,
-the usage band of the profile's nodes times the pods placed, and fragments plus, on a GPU
-node's profile, packing's charge per pod asking no GPU). The part fixed for inter-pod
+queue and its ancestors), spans and the whole racks hard sub-groups open are reified both
+ways, and everything else is linear in counts (pattern constants carry the NUMA splits,
+the preferred node affinity weight missed, the usage band of the profile's nodes times the
+pods placed, and fragments plus, on a GPU node's profile, packing's charge per pod asking
+no GPU). The part fixed for inter-pod
 constraints (`cpsat.interpod`) enters as constants: its throughput, disruption, locality,
 usage and GPU-node charge, its queue allocation; its fragments are in the node profiles,
 which it has already filled.
@@ -231,6 +232,8 @@ def _locality(data: ModelData, variables: Variables) -> Lin:
     for unit_vars in variables.units:
         for var in unit_vars.spans.values():
             lin.add(var, 1)
+    for var in variables.opened.values():  # whole racks hard sub-groups go to
+        lin.add(var, 1)
     missed_by_class: dict[int, dict[int, int]] = {}
     for profile, profile_vars in variables.profiles.items():
         pattern_set = data.pattern_sets[profile]
@@ -339,6 +342,9 @@ def plan_stages(tiers: Tiers, order: Sequence[int] | None = None) -> list[Stage]
     the tiers in `order` (indices into `TIERS`; default: `TIERS`'s own order)."""
     stages: list[Stage] = []
     current: list[tuple[int, int]] = []  # (tier, range)
+    tier_order = range(len(tiers.minimised)) if order is None else order
+    # Each tier's bounds once: a tier is tens of thousands of terms on a large model.
+    bounds = {tier: tiers.minimised[tier].bounds() for tier in tier_order}
 
     def close() -> None:
         if not current:
@@ -359,12 +365,12 @@ def plan_stages(tiers: Tiers, order: Sequence[int] | None = None) -> list[Stage]
         """Σ weight · max |tier| over the tiers of `stage`, weighted as `close` would."""
         total, weight = 0, 1
         for tier, span in reversed(stage):
-            total += weight * max(abs(bound) for bound in tiers.minimised[tier].bounds())
+            total += weight * max(abs(bound) for bound in bounds[tier])
             weight *= span + 1
         return total
 
-    for tier in range(len(tiers.minimised)) if order is None else order:
-        low, high = tiers.minimised[tier].bounds()
+    for tier in tier_order:
+        low, high = bounds[tier]
         span = high - low
         if span == 0:
             continue

@@ -57,6 +57,8 @@ __all__ = [
     "Pattern",
     "PatternSet",
     "build_pattern_set",
+    "add_fill",
+    "walk_further",
     "topology_patterns",
     "dominated",
     "evaluate",
@@ -75,6 +77,7 @@ class PatternSet:
     fits: MultisetFit | None = field(default=None, repr=False)  # `Walk.fits`, for every pattern of the set
     walk_cut: bool = False  # the walk stopped at its cap
     sparse_fill: bool = False  # cut, and its fill patterns sparse (`_kept_fill`)
+    walk: Walk | None = field(default=None, repr=False)  # paused, until `add_fill` ends it (`walk_further`)
     _index: dict[tuple[tuple[int, int], ...], Pattern] = field(default_factory=dict, repr=False)
 
     def find(self, counts: tuple[tuple[int, int], ...]) -> Pattern | None:
@@ -195,6 +198,7 @@ def build_pattern_set(
     most: Mapping[int, int],
     fits: MultisetFit | None = None,
     sparse_fill: bool = False,
+    fill: bool = True,
 ) -> PatternSet:
     """The node patterns of `profile` over the untracked `shapes` that fit it alone.
 
@@ -202,7 +206,8 @@ def build_pattern_set(
     `topology_patterns` and left out of these patterns. `most[shape]`: pods of that shape
     there are to place (`Walk.most`); `fits`: a further check of each multiset (`Walk.fits`);
     `sparse_fill`: when the set is cut, the homogeneous patterns of `_add_homogeneous` are
-    thinned (`_kept_fill`)."""
+    thinned (`_kept_fill`); `fill=False`: a cut set gets them only from `add_fill`, for a
+    caller that may walk the profile again with another cap and would throw them away."""
     state, _ = initial_state(profile)
     declared = declared_slots(profile)
     fitting = [s for s in shapes if fits_alone(profile, s, state, declared) and (fits is None or fits({s.index: 1}) is not None)]
@@ -212,28 +217,46 @@ def build_pattern_set(
         shapes=node_shapes,
         measure=measure,
         declared=declared,
-        cap=cap,
         first_limit=len(node_shapes),
         most=most,
         fits=fits,
     )
-    walk_patterns(walk, 0, {}, [0] * len(profile.free), [{state: (0, None, None)}], ())
     result = PatternSet(
         profile=profile,
         shapes=tuple(fitting),
         patterns=[],
         empty_fragment=state_fragment(measure, profile, state, 0) + ((fits({}) or 0) if fits is not None else 0),
-        restricted=walk.cut or walk.pruned,
+        restricted=False,
         measure=measure,
         fits=fits,
-        walk_cut=walk.cut,
-        sparse_fill=walk.cut and sparse_fill,
+        walk=walk,
     )
-    for pattern in walk.found:
-        result.add(pattern)
-    if walk.cut:
-        _add_homogeneous(result, node_shapes, measure, most=most, sparse=sparse_fill)
+    walk_further(result, cap, sparse_fill=sparse_fill)
+    if fill:
+        add_fill(result, most=most)
     return result
+
+
+def walk_further(pattern_set: PatternSet, cap: int, *, sparse_fill: bool) -> None:
+    """Continue the set's walk (before `add_fill`) until it holds `cap` walked patterns: the
+    set a walk with that cap builds, without walking its first patterns again."""
+    walk = pattern_set.walk
+    assert walk is not None, "the set's fill patterns were added: its walk is over"
+    walk_patterns(walk, cap)
+    for pattern in walk.found[len(pattern_set.patterns) :]:
+        pattern_set.add(pattern)
+    pattern_set.restricted = walk.cut or walk.pruned
+    pattern_set.walk_cut = walk.cut
+    pattern_set.sparse_fill = walk.cut and sparse_fill
+
+
+def add_fill(pattern_set: PatternSet, *, most: Mapping[int, int]) -> None:
+    """A cut set's homogeneous fill patterns (`_add_homogeneous`, sparse when the set says
+    so), once its walk is final; nothing for a set whose walk was not cut."""
+    pattern_set.walk = None  # the walk is over: its paused state goes
+    if pattern_set.walk_cut:
+        node_shapes = sorted((s for s in pattern_set.shapes if not s.topology), key=shape_rank)
+        _add_homogeneous(pattern_set, node_shapes, pattern_set.measure, most=most, sparse=pattern_set.sparse_fill)
 
 
 SPARSE_FILL_DENSE = 4
@@ -318,18 +341,16 @@ def topology_patterns(
         _add_homogeneous(holder, tracked, measure, most=most, sparse=sparse_fill)
         return holder.patterns, True
     others = sorted((s for s in pattern_set.shapes if not s.topology), key=shape_rank)
-    state, _ = initial_state(profile)
     walk = Walk(
         profile=profile,
         shapes=[*tracked, *others],
         measure=measure,
         declared=declared_slots(profile),
-        cap=cap,
         first_limit=len(tracked),
         most=most,
         fits=pattern_set.fits,
     )
-    walk_patterns(walk, 0, {}, [0] * len(profile.free), [{state: (0, None, None)}], ())
+    walk_patterns(walk, cap)
     for pattern in walk.found:
         holder.add(pattern)
     if walk.cut:

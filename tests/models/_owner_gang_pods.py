@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 
-from tests.models._kube_builders import Obj, pod
+from tests.models._kube_builders import Obj, container, pod
 
 LWS = "leaderworkerset.sigs.k8s.io"
 JOBSET = "jobset.sigs.k8s.io"
@@ -150,3 +150,60 @@ def kube_pod_group(name: str, *, version: str = "v1beta1", **spec: object) -> Ob
 
 def member_pod(name: str, group: str, **extra: object) -> Obj:
     return pod(name, scheduler="batchplace", schedulingGroup={"podGroupName": group}, **extra)  # type: ignore[arg-type]
+
+
+def _pod_template(gpus: int, *, scheduler: str = "batchplace", annotations: dict[str, str] | None = None) -> Obj:
+    return {
+        "metadata": {"labels": {"app": "llm"}, "annotations": dict(annotations or {})},
+        "spec": {"schedulerName": scheduler, "containers": [container("1", gpus=gpus)]},
+    }
+
+
+def lws_object(
+    name: str,
+    *,
+    replicas: int | None = 2,
+    size: object = 3,
+    leader_gpus: int | None = None,
+    worker_gpus: int = 1,
+    exclusive: str | None = None,
+    scheduler: str = "batchplace",
+    **spec: object,
+) -> Obj:
+    """A LeaderWorkerSet (`leaderworkerset.x-k8s.io/v1`) as a user submits it; a leader
+    template only when `leader_gpus` is given."""
+    template: Obj = {"size": size, "workerTemplate": _pod_template(worker_gpus, scheduler=scheduler)}
+    if leader_gpus is not None:
+        template["leaderTemplate"] = _pod_template(leader_gpus, scheduler=scheduler)
+    body: Obj = {"leaderWorkerTemplate": template, **spec}
+    if replicas is not None:
+        body["replicas"] = replicas
+    annotations = {f"{LWS}/exclusive-topology": exclusive} if exclusive else {}
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations},
+        "spec": body,
+    }
+
+
+def replicated_job(
+    name: str, *, replicas: int = 1, parallelism: int | None = 1, gpus: int = 1, exclusive: str | None = None, **job_spec: object
+) -> Obj:
+    """One `spec.replicatedJobs[]` entry of a JobSet."""
+    spec: Obj = {"template": _pod_template(gpus), **job_spec}
+    if parallelism is not None:
+        spec["parallelism"] = parallelism
+    annotations = {"alpha.jobset.sigs.k8s.io/exclusive-topology": exclusive} if exclusive else {}
+    return {"name": name, "replicas": replicas, "template": {"metadata": {"annotations": annotations}, "spec": spec}}
+
+
+def jobset_object(name: str, *jobs: Obj, exclusive: str | None = None, **spec: object) -> Obj:
+    """A JobSet (`jobset.x-k8s.io/v1alpha2`) as a user submits it."""
+    annotations = {"alpha.jobset.sigs.k8s.io/exclusive-topology": exclusive} if exclusive else {}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations},
+        "spec": {"replicatedJobs": list(jobs), **spec},
+    }

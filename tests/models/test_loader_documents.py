@@ -292,6 +292,8 @@ def test_every_named_example_exists() -> None:
         "mpi-job.yaml",
         "pytorch-job.yaml",
         "dra-gpus.yaml",
+        "lws-disaggregated-serving.yaml",
+        "subgroup-training.yaml",
     }
 
 

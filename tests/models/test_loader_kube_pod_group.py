@@ -44,7 +44,7 @@ def test_the_workload_itself_is_skipped_with_a_note_naming_what_is_not_enforced(
         "spec": {"podGroupTemplates": [{"name": "workers", "schedulingPolicy": {"gang": {"minCount": 2}}}]},
     }
     (note,) = load(node("n1"), workload).warnings
-    assert "a Workload is read through the PodGroups made from its podGroupTemplates" in note
+    assert "a Workload with podGroupTemplates is read through the PodGroups made from them and their pods" in note
     assert "compositePodGroupTemplates, a gang of gangs, are not enforced yet" in note
 
 

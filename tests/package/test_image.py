@@ -124,7 +124,7 @@ def test_the_image_runs_the_demo_with_its_entry_point(tmp_path: Path) -> None:
     assert_runs_from_the_venv(probe_installed(bin_dir, cwd=cwd), bin_dir.parent)
     program = [*image.entrypoint, "batchplace", "demo"]  # docker run batchplace:dev batchplace demo
     out = run([bin_dir / program[0], *program[1:]], cwd=cwd).stdout
-    assert "all 10 scenarios came out as expected" in out and "FAIL" not in out
+    assert "all 12 scenarios came out as expected" in out and "FAIL" not in out
     default = [*image.entrypoint, *image.cmd]  # the image's own command answers too
     assert default[:2] == ["batchplace", "controller"]
     assert "--kubeconfig" in run([bin_dir / default[0], *default[1:], "--help"], cwd=cwd).stdout

@@ -61,8 +61,8 @@ def test_installed_demo_prints_every_verdict_outside_the_source_tree(installed: 
     bin_dir, elsewhere = installed
     assert_runs_from_the_venv(probe_installed(bin_dir, cwd=elsewhere), bin_dir.parent)
     out = run([bin_dir / "batchplace", "demo", "--quiet"], cwd=elsewhere).stdout
-    assert out.count("OK ") == 10 and "FAIL" not in out
-    assert "all 10 scenarios came out as expected" in out
+    assert out.count("OK ") == 12 and "FAIL" not in out
+    assert "all 12 scenarios came out as expected" in out
 
 
 def test_installed_live_demo_answers_help(installed: tuple[Path, Path]) -> None:

@@ -59,7 +59,8 @@ HOSTILE_VALUES: tuple[Any, ...] = (
 
 
 def _seed_documents() -> list[list[Any]]:
-    return [[d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d] for path in sorted(EXAMPLES_DIR.glob("*.yaml"))]
+    paths = sorted(EXAMPLES_DIR.glob("*.yaml"))
+    return [[d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d] for path in paths]
 
 
 def _containers(node: Any) -> list[tuple[Any, Any]]:

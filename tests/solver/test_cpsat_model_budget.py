@@ -7,14 +7,19 @@ in its tiers."""
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from solver.cpsat.config import CpsatConfig
 from solver.cpsat.data import DataLimits, ModelData, build_model_data
+from solver.cpsat.patterns import PatternSet, add_fill, build_pattern_set, walk_further
 from solver.objective import ObjectiveContext, score
 from solver.problem import build_problem
 from solver.checker import check_placement
 from models.snapshot import GPU, Snapshot
 from tests.builders import make_gang, make_node, make_snapshot
-from tests.solver.test_cpsat_properties import run_cpsat
+from tests.solver.test_cpsat_properties import PROPERTY_SETTINGS, run_cpsat
+from tests.strategies import snapshots
 
 
 def model_data(snapshot: Snapshot, limits: DataLimits) -> ModelData:
@@ -108,3 +113,80 @@ def test_profiles_with_few_patterns_leave_their_share_to_one_with_many() -> None
     assert {p: [q.counts for q in s.patterns] for p, s in shared.pattern_sets.items()} == {
         p: [q.counts for q in s.patterns] for p, s in unlimited.pattern_sets.items()
     }
+
+
+def test_fill_patterns_added_once_the_walk_is_final_are_the_ones_the_walk_would_add() -> None:
+    """Water-filling walks a cut profile again with a larger share, so its fill patterns are
+    added only to the final walk (`add_fill`): the same patterns, in the same order, as a
+    set built with its fill at once."""
+    data = model_data(many_profiles(), DataLimits(max_patterns_per_profile=60, max_patterns=60))
+    most: dict[int, int] = {}
+    for task in data.tasks:
+        most[task.shape] = most.get(task.shape, 0) + len(task.pending)
+    for pattern_set in data.pattern_sets.values():
+        for sparse in (False, True):
+            def built(fill: bool) -> PatternSet:
+                return build_pattern_set(
+                    pattern_set.profile, pattern_set.shapes, measure=pattern_set.measure, cap=10, most=most,
+                    sparse_fill=sparse, fill=fill,
+                )
+
+            at_once, walked = built(True), built(False)
+            assert walked.walk_cut and len(walked.patterns) == 10  # cut, and no fill yet
+            add_fill(walked, most=most)
+            assert len(at_once.patterns) > 10
+            assert [(p.counts, p.splits, p.fragment) for p in walked.patterns] == [
+                (p.counts, p.splits, p.fragment) for p in at_once.patterns
+            ]
+    budgeted = {p: [q.counts for q in s.patterns] for p, s in data.pattern_sets.items()}
+    assert all(len(counts) > 10 for counts in budgeted.values())  # the final sets have their fill
+
+
+def test_a_walk_continued_to_a_larger_cap_finds_what_a_walk_with_that_cap_finds() -> None:
+    """Water-filling continues a cut walk where it stopped (`walk_further`) instead of
+    walking its first patterns again: the set is the one a walk started at the larger cap
+    builds — the same patterns in the same order, cut or not, restricted or not."""
+    data = model_data(many_profiles(), DataLimits(max_patterns_per_profile=60, max_patterns=10**9))
+    most: dict[int, int] = {}
+    for task in data.tasks:
+        most[task.shape] = most.get(task.shape, 0) + len(task.pending)
+    for pattern_set in data.pattern_sets.values():
+        def built(cap: int) -> PatternSet:
+            return build_pattern_set(
+                pattern_set.profile, pattern_set.shapes, measure=pattern_set.measure, cap=cap, most=most, fill=False
+            )
+
+        for small, large in ((10, 25), (10, 10_000)):
+            continued = built(small)
+            assert continued.walk_cut
+            walk_further(continued, large, sparse_fill=True)
+            at_once = built(large)
+            assert [(p.counts, p.splits, p.fragment) for p in continued.patterns] == [
+                (p.counts, p.splits, p.fragment) for p in at_once.patterns
+            ]
+            assert (continued.walk_cut, continued.restricted) == (at_once.walk_cut, at_once.restricted)
+        assert len(at_once.patterns) > 25 and not at_once.walk_cut  # the whole walk, past both caps
+
+
+@PROPERTY_SETTINGS
+@given(snapshots(max_nodes=12, max_groups=8), st.integers(1, 12), st.integers(0, 40))
+def test_on_any_cluster_a_walk_continued_is_the_walk_started_at_the_larger_cap(snapshot: Snapshot, small: int, more: int) -> None:
+    data = model_data(snapshot, DataLimits())
+    most: dict[int, int] = {}
+    for task in data.tasks:
+        most[task.shape] = most.get(task.shape, 0) + len(task.pending)
+    for pattern_set in data.pattern_sets.values():
+        def built(cap: int) -> PatternSet:
+            return build_pattern_set(
+                pattern_set.profile, pattern_set.shapes, measure=pattern_set.measure, cap=cap, most=most,
+                fits=pattern_set.fits, sparse_fill=True, fill=False,
+            )
+
+        continued, at_once = built(small), built(small + more)
+        walk_further(continued, small + more, sparse_fill=True)
+        assert [(p.counts, p.splits, p.fragment, p._best) for p in continued.patterns] == [
+            (p.counts, p.splits, p.fragment, p._best) for p in at_once.patterns
+        ]
+        assert (continued.walk_cut, continued.restricted, continued.sparse_fill) == (
+            at_once.walk_cut, at_once.restricted, at_once.sparse_fill
+        )

@@ -20,7 +20,7 @@ from tests.models._owner_gang_pods import LWS, jobset_pod, lws_pod
 
 
 def _bound_per_group(loaded: Snapshot, decision: Decision) -> Counter[str]:
-    return Counter(loaded.pod_by_key[bind.pod].pod_group for bind in decision.placement.binds)
+    return Counter(loaded.pod_by_key[bind.pod].sub_group for bind in decision.placement.binds)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -34,13 +34,14 @@ def test_of_two_lws_groups_only_the_one_that_fits_whole_starts(engine: str) -> N
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_of_two_jobset_job_replicas_only_one_starts_whole(engine: str) -> None:
-    # Each pod asks 3 GPUs of a 4-GPU node: two pods fit. Interleaved input would start one
-    # pod of each Job as one-pod groups.
+@pytest.mark.parametrize(("nodes", "expected"), [(4, [2, 2]), (3, [])])
+def test_a_jobset_starts_with_every_job_replica_whole_or_not_at_all(engine: str, nodes: int, expected: list[int]) -> None:
+    # Each pod asks 3 GPUs of a 4-GPU node: one pod per node. Two Jobs of 2 pods need 4
+    # nodes; on 3, one-pod groups would start 3 pods, per-Job gangs one Job: neither runs.
     pods = [jobset_pod("train", "workers", job, index, gpus=3) for index in range(2) for job in range(2)]
-    loaded = load(node("n1", gpus=4), node("n2", gpus=4), *pods).snapshot
+    loaded = load(*(node(f"n{i}", gpus=4) for i in range(nodes)), *pods).snapshot
     bound = _bound_per_group(loaded, solve_checked(loaded, engine))
-    assert sorted(bound.values()) == [2]
+    assert sorted(bound.values()) == expected
 
 
 @pytest.mark.parametrize("engine", ENGINES)
