@@ -7,7 +7,8 @@ ServiceAccount (started once each example is created), and a kubelet stand-in th
 bound pods Running and lets evicted pods go. For each example in turn it creates what
 `kubectl apply` and the job controllers (Volcano's, Kubeflow's training operator) would
 (`schedulerName: batchplace`), waits until the controller has settled, and prints the
-pods, PodGroups and Events as `kubectl get` would, with a verdict: expected vs got.
+pods, PodGroups (and their sub-groups, as the controller writes them) and Events as `kubectl
+get` would, with a verdict: expected vs got.
 Everything is torn down at the end.
 
 `demo --live FILE...` does the same with the user's manifests instead of the examples
@@ -33,6 +34,7 @@ from controller.errors import ApiError
 from controller.kinds import EVENTS, HYPERNODES, NAMESPACES, NODES, PODS, QUEUES, VOLCANO_PODGROUPS, XK8S_PODGROUPS
 from controller.kube import KubeClient
 from controller.loop import Controller, ControllerConfig
+from controller.sub_group_status import SUB_GROUPS_ANNOTATION, read_annotation
 from controller.testing.control_plane import ControlPlane
 from controller.testing.files import RBAC_FILE
 from controller.testing.kubelet import KubeletStandIn
@@ -104,6 +106,28 @@ def _pytorch(pods: dict[str, str], groups: dict[str, JsonObject]) -> tuple[bool,
     return ok, f"bert-finetune {len(bert)} of 4 on {where}; resnet-ddp {len(resnet)} of 4 bound"
 
 
+def _disaggregated(pods: dict[str, str], groups: dict[str, JsonObject]) -> tuple[bool, str]:
+    """Each LeaderWorkerSet group (leader `<set>-<g>`, worker `<set>-<g>-1`) inside one rack
+    (`gpu-<rack>-<n>`): prefill's in rack-b and rack-c, decode's in rack-a and rack-d."""
+    racks = {
+        f"{role}-{group}": {pods[name].split("-")[1] for name in (f"{role}-{group}", f"{role}-{group}-1") if name in pods}
+        for role in ("prefill", "decode") for group in range(2)
+    }
+    whole = all(len(found) == 1 for found in racks.values())
+    placed = {group: "".join(sorted(found)) for group, found in racks.items()}
+    ok = whole and {placed["prefill-0"], placed["prefill-1"]} == {"b", "c"} and {placed["decode-0"], placed["decode-1"]} == {"a", "d"}
+    return ok, ", ".join(f"{group} in rack-{rack or '?'}" for group, rack in placed.items())
+
+
+def _shards(pods: dict[str, str], groups: dict[str, JsonObject]) -> tuple[bool, str]:
+    """Each shard (trainer pods 2s, 2s+1) inside one leaf (`gpu-<leaf>-<n>`), all in spine-b."""
+    leaves = {shard: {pods[f"llm-pretrain-trainer-{i}"].split("-")[1] for i in (2 * shard, 2 * shard + 1)
+                      if f"llm-pretrain-trainer-{i}" in pods} for shard in range(4)}
+    ok = all(len(found) == 1 for found in leaves.values()) and set().union(*leaves.values()) <= {"b1", "b2"}
+    shown = ", ".join(f"shard {shard} in leaf-{'/'.join(sorted(found)) or '?'}" for shard, found in leaves.items())
+    return ok, f"{sum(1 for name in pods if name.startswith('llm-pretrain-'))} of 8 bound: {shown}"
+
+
 SCENARIOS = (
     _Scenario("hello-volcano-job.yaml", "the hello job bound, its PodGroup Running", _hello),
     _Scenario("queue-weights.yaml", "queue-b gets twice queue-a: 4 and 2 jobs", _weights),
@@ -113,13 +137,21 @@ SCENARIOS = (
     _Scenario("gpu-topology.yaml", "the 16-GPU gang inside leaf-b", _topology),
     _Scenario("mpi-job.yaml", "both MPI gangs bound whole, the GPU one inside leaf-b", _mpi),
     _Scenario("pytorch-job.yaml", "bert-finetune's 4 pods inside leaf-b, none of resnet-ddp", _pytorch),
+    _Scenario("lws-disaggregated-serving.yaml", "each serving group in one rack: prefill in rack-b, rack-c; decode in rack-a, rack-d",
+              _disaggregated),
+    _Scenario("subgroup-training.yaml", "all 8 trainer pods in spine-b, each 2-pod shard inside one leaf", _shards),
 )
 
 
-def run_live_demo(console: Console, *, settle_s: float = 1.5, timeout_s: float = 30.0) -> list[LiveVerdict]:
+def run_live_demo(
+    console: Console, *, settle_s: float = 1.5, timeout_s: float = 30.0, only: Sequence[str] = ()
+) -> list[LiveVerdict]:
+    """Every example of `SCENARIOS` in turn (those named in `only`, when given)."""
     verdicts: list[LiveVerdict] = []
     with _live_control_plane(console) as (admin, kubeconfig):
         for number, scenario in enumerate(SCENARIOS, start=1):
+            if only and scenario.file not in only:
+                continue
             namespace = f"demo-{number}"
             admin.create(NAMESPACES, None, {"metadata": {"name": namespace}})
             create_all(admin, seed_objects(EXAMPLES_DIR / scenario.file, namespace=namespace))
@@ -240,6 +272,7 @@ def _show(console: Console, admin: KubeClient, namespace: str, title: str) -> tu
             condition.get("message", ""),
         )
     console.print(table)
+    _show_sub_groups(console, namespace, groups)
     events = sorted(admin.list(EVENTS, namespace=namespace).items, key=lambda e: (e.get("lastTimestamp") or "", e["metadata"]["name"]))
     table = Table(title=f"kubectl get events -n {namespace}", title_justify="left", box=None)
     for column in ("TYPE", "REASON", "OBJECT", "MESSAGE"):
@@ -254,6 +287,24 @@ def _show(console: Console, admin: KubeClient, namespace: str, title: str) -> tu
         console.print(f"… and {len(events) - len(shown)} more events")
     bound = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName") and not p["spec"].get("schedulerName") in (None, "default-scheduler")}
     return bound, {g["metadata"]["name"]: g.get("status") or {} for g in groups}
+
+
+def _show_sub_groups(console: Console, namespace: str, groups: Sequence[JsonObject]) -> None:
+    """Each PodGroup's sub-groups as the controller wrote them (`batchplace.io/sub-groups`)."""
+    rows = [
+        (group["metadata"]["name"], sub)
+        for group in groups
+        for sub in read_annotation((group["metadata"].get("annotations") or {}).get(SUB_GROUPS_ANNOTATION))
+    ]
+    if not rows:
+        return
+    table = Table(title=f"sub-groups ({SUB_GROUPS_ANNOTATION}) -n {namespace}", title_justify="left", box=None)
+    for column in ("PODGROUP", "SUB-GROUP", "POLICY", "PLACED/MIN", "STATE", "DOMAIN", "WHY"):
+        table.add_column(column)
+    for name, sub in rows:
+        table.add_row(name, sub.name, sub.policy, f"{sub.placed}/{sub.minimum}", "started" if sub.started else "waits",
+                      sub.domain or "<none>", sub.reason)
+    console.print(table)
 
 
 def _pod_groups(admin: KubeClient, namespace: str) -> list[JsonObject]:

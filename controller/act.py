@@ -241,7 +241,9 @@ class Actuator:
                     self._event(podgroup_event(gang.ref, type_="Warning", reason="FailedScheduling", message=message), report, now=now)
                 return
         if planned is not None:
-            self._write_status(gang, planned.status, report, now=now, transition_id=transition_id)
+            self._write_status(
+                gang, planned.status, report, now=now, transition_id=transition_id, sub_groups=planned.sub_groups
+            )
         self._pod_conditions(gang.pod_conditions, report, now=now)
         for event in gang.events:
             self._event(event, report, now=now)
@@ -426,16 +428,23 @@ class Actuator:
     # ---- status and events ----
 
     def _write_status(
-        self, gang: GangPlan, status: status_text.GroupStatus, report: ActReport, *, now: datetime, transition_id: str
+        self, gang: GangPlan, status: status_text.GroupStatus, report: ActReport, *, now: datetime, transition_id: str,
+        sub_groups: str | None = None,
     ) -> None:
+        """`sub_groups`: the per-sub-group annotation planned (`SetStatus.sub_groups`), None to
+        leave it — after a refused eviction or a failed bind it would claim binds that did not land."""
         ref = gang.ref
-        if ref is None or status_text.is_current(status, flavor=ref.flavor, min_member=gang.min_member, observed=ref.status):
+        if ref is None or status_text.is_current(
+            status, flavor=ref.flavor, min_member=gang.min_member, observed=ref.status,
+            sub_groups=sub_groups, observed_sub_groups=ref.sub_groups, api_version=ref.api_version,
+        ):
             return
         self._require_leader(report, dropping=1)
         body = status_text.status_patch(
-            status, flavor=ref.flavor, min_member=gang.min_member, observed=ref.status, now=now, transition_id=transition_id
+            status, flavor=ref.flavor, min_member=gang.min_member, observed=ref.status, now=now, transition_id=transition_id,
+            sub_groups=sub_groups, api_version=ref.api_version,
         )
-        kind, subresource = ref.kind, ("status" if ref.flavor == "xk8s" else None)
+        kind, subresource = ref.kind, (None if ref.flavor == "volcano" else "status")
         try:
             self._call("patch", lambda: self._api.patch(kind, ref.namespace, ref.name, body, subresource=subresource))
             with self._count_lock:

@@ -10,7 +10,10 @@ Kinds of CRDs (Volcano's PodGroup, Queue, HyperNode, Numatopology, Job; schedule
 PodGroup) are watched only where the server serves them; discovery runs again every
 `rediscover_s`, so a CRD installed later is picked up without a restart. So are the DRA
 kinds (`resource.k8s.io/v1`, Kubernetes ≥ 1.34): a server that does not serve the group has
-no DRA devices, said once in the log, and nothing of it is read.
+no DRA devices, said once in the log, and nothing of it is read. And the Kubernetes Workload
+API (`scheduling.k8s.io` Workload and PodGroup), each at the newest version served
+(`controller.kinds.OLDER_VERSIONS`); its objects reach the view with their `apiVersion`, so
+the loader reads each version's fields.
 
 Pods kept: every pod bound to a node (it takes capacity, whatever its scheduler) and pending
 pods whose `spec.schedulerName` is one of ours; finished pods are filtered by the server
@@ -25,13 +28,19 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol
 
 from controller.errors import ApiError
-from controller.informer import ChangeCallback, Informer, WatchSource
+from controller.informer import ChangeCallback, Informer, WatchSource, object_key
 from controller.kinds import (
     DEVICE_CLASSES,
     DRA_KINDS,
     HYPERNODES,
+    KUBE_PODGROUPS,
+    KUBE_PODGROUPS_V1ALPHA2,
+    KUBE_WORKLOADS,
+    KUBE_WORKLOADS_V1ALPHA1,
+    KUBE_WORKLOADS_V1ALPHA2,
     NODES,
     NUMATOPOLOGIES,
+    OLDER_VERSIONS,
     PODS,
     PRIORITY_CLASSES,
     QUEUES,
@@ -41,6 +50,7 @@ from controller.kinds import (
     VCJOBS,
     VOLCANO_PODGROUPS,
     WATCHED,
+    WORKLOAD_API_KINDS,
     XK8S_PODGROUPS,
     ResourceKind,
 )
@@ -90,6 +100,7 @@ class ClusterCaches:
         self._lock = threading.Lock()
         self._discovered = threading.Event()
         self._said_no_dra = False
+        self._said_no_workload_api = False
 
     # ---- lifecycle ----
 
@@ -127,8 +138,14 @@ class ClusterCaches:
         if not self._said_no_dra and any(kind in crds for kind in DRA_KINDS) and not served & set(DRA_KINDS):
             self._said_no_dra = True
             log.info("resource.k8s.io/v1 is not served: the cluster has no DRA devices, none are read")
+        workload_api = set(WORKLOAD_API_KINDS)
+        if not self._said_no_workload_api and workload_api & set(crds) and not served & workload_api:
+            self._said_no_workload_api = True
+            log.info("the Workload API (scheduling.k8s.io Workload, PodGroup) is not served: none of its gangs are read")
         for kind in missing:
             if kind.crd and kind not in served:
+                continue
+            if any(newer in served or self.informer(newer) is not None for newer in OLDER_VERSIONS.get(kind, ())):
                 continue
             informer = Informer(
                 self._source,
@@ -216,7 +233,18 @@ class ClusterCaches:
             resource_slices=self._items(RESOURCE_SLICES),
             resource_claims=self._items(RESOURCE_CLAIMS),
             resource_claim_templates=self._items(RESOURCE_CLAIM_TEMPLATES),
+            kube_workloads=self._versioned(KUBE_WORKLOADS, KUBE_WORKLOADS_V1ALPHA2, KUBE_WORKLOADS_V1ALPHA1),
+            kube_pod_groups=self._versioned(KUBE_PODGROUPS, KUBE_PODGROUPS_V1ALPHA2),
         )
+
+    def _versioned(self, *kinds: ResourceKind) -> tuple[JsonObject, ...]:
+        """One resource read at several versions, newest first: each object once, with the
+        `apiVersion` and `kind` it was read at (list items come without them)."""
+        found: dict[str, JsonObject] = {}
+        for kind in kinds:
+            for obj in self._items(kind):
+                found.setdefault(object_key(obj), {**obj, "apiVersion": kind.api_version, "kind": kind.kind})
+        return tuple(found.values())
 
     def pod(self, key: str) -> JsonObject | None:
         informer = self.informer(PODS)

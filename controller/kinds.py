@@ -7,7 +7,12 @@ watch the `WATCHED` ones, and `deploy/rbac.yaml` grants exactly the verbs listed
 Kinds from CRDs (`crd=True`) are watched only where the API server serves them: a cluster
 without Volcano's HyperNode CRD simply has no HyperNodes. The DRA kinds
 (`resource.k8s.io/v1`) are built in from Kubernetes 1.34 on, but are marked so too: an older
-server does not serve the group, and a cluster without it simply has no DRA devices.
+server does not serve the group, and a cluster without it simply has no DRA devices. So are
+the Kubernetes Workload API kinds (`scheduling.k8s.io`, behind the GenericWorkload feature
+gate: Workload v1alpha1 in 1.35, with its pod groups inline and pods naming them in
+`spec.workloadRef`; Workload and PodGroup objects v1alpha2 in 1.36 and v1beta1 in 1.37), each
+at the newest version the server serves (`OLDER_VERSIONS`): a cluster without them has no
+such gangs.
 """
 
 from __future__ import annotations
@@ -35,6 +40,13 @@ __all__ = [
     "RESOURCE_CLAIMS",
     "RESOURCE_CLAIM_TEMPLATES",
     "DRA_KINDS",
+    "KUBE_WORKLOADS",
+    "KUBE_WORKLOADS_V1ALPHA2",
+    "KUBE_WORKLOADS_V1ALPHA1",
+    "KUBE_PODGROUPS",
+    "KUBE_PODGROUPS_V1ALPHA2",
+    "WORKLOAD_API_KINDS",
+    "OLDER_VERSIONS",
     "WATCHED",
     "VERBS",
 ]
@@ -98,6 +110,19 @@ RESOURCE_CLAIM_TEMPLATES = ResourceKind(
     "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True, crd=True
 )
 DRA_KINDS = (DEVICE_CLASSES, RESOURCE_SLICES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
+KUBE_WORKLOADS = ResourceKind("scheduling.k8s.io", "v1beta1", "workloads", "Workload", True, crd=True)
+KUBE_WORKLOADS_V1ALPHA2 = ResourceKind("scheduling.k8s.io", "v1alpha2", "workloads", "Workload", True, crd=True)
+KUBE_WORKLOADS_V1ALPHA1 = ResourceKind("scheduling.k8s.io", "v1alpha1", "workloads", "Workload", True, crd=True)
+KUBE_PODGROUPS = ResourceKind("scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup", True, crd=True)
+KUBE_PODGROUPS_V1ALPHA2 = ResourceKind("scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup", True, crd=True)
+WORKLOAD_API_KINDS = (KUBE_WORKLOADS, KUBE_WORKLOADS_V1ALPHA2, KUBE_WORKLOADS_V1ALPHA1, KUBE_PODGROUPS, KUBE_PODGROUPS_V1ALPHA2)
+OLDER_VERSIONS: dict[ResourceKind, tuple[ResourceKind, ...]] = {
+    KUBE_WORKLOADS_V1ALPHA2: (KUBE_WORKLOADS,),
+    KUBE_WORKLOADS_V1ALPHA1: (KUBE_WORKLOADS, KUBE_WORKLOADS_V1ALPHA2),
+    KUBE_PODGROUPS_V1ALPHA2: (KUBE_PODGROUPS,),
+}
+"""An older version → the newer ones of the same resource: the older is watched only where no
+newer one is served (a server serving several holds the same objects under each)."""
 
 WATCHED: tuple[ResourceKind, ...] = (
     PODS,
@@ -110,6 +135,7 @@ WATCHED: tuple[ResourceKind, ...] = (
     NUMATOPOLOGIES,
     VCJOBS,
     *DRA_KINDS,
+    *WORKLOAD_API_KINDS,
 )
 """Listed and watched into the caches; the CRD kinds only where served."""
 
@@ -122,6 +148,9 @@ VERBS: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "nodes"): ("get", "list", "watch"),  # get: each target node read just before a gang's binds
     ("", "events"): ("create",),
     ("scheduling.k8s.io", "priorityclasses"): ("list", "watch"),
+    ("scheduling.k8s.io", "workloads"): ("list", "watch"),
+    ("scheduling.k8s.io", "podgroups"): ("list", "watch"),
+    ("scheduling.k8s.io", "podgroups/status"): ("patch",),  # its scheduling condition, as kube-scheduler writes it
     ("coordination.k8s.io", "leases"): ("get", "create", "update"),
     ("scheduling.volcano.sh", "podgroups"): ("list", "watch", "patch"),  # status lives in the main resource
     ("scheduling.volcano.sh", "queues"): ("list", "watch"),

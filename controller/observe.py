@@ -44,8 +44,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.dra_claims import ClaimIndex, claim_index, claim_statuses
-from controller.kinds import VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
+from controller.kinds import KUBE_PODGROUPS, KUBE_PODGROUPS_V1ALPHA2, VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
 from controller.repair import HeldPod, RepairEviction, counted, over_allocatable, repair_evictions
+from controller.sub_group_status import SUB_GROUPS_ANNOTATION
 from models.errors import Location, SnapshotError, format_path
 from models.loaders import load_snapshot_documents
 from models.loaders.keys import GPUS_ANNOTATION, VOLCANO_JOB_NAME_KEY, VOLCANO_TASK_ANNOTATION
@@ -92,6 +93,8 @@ class ClusterView:
     resource_slices: tuple[JsonObject, ...] = ()
     resource_claims: tuple[JsonObject, ...] = ()
     resource_claim_templates: tuple[JsonObject, ...] = ()
+    kube_workloads: tuple[JsonObject, ...] = ()  # scheduling.k8s.io Workloads, each with its apiVersion and kind
+    kube_pod_groups: tuple[JsonObject, ...] = ()  # scheduling.k8s.io PodGroups, each with its apiVersion and kind
 
 
 @dataclass(frozen=True)
@@ -111,15 +114,19 @@ class PodGroupRef:
     """A PodGroup object in the API (one-pod PodGroups the loader makes up have none)."""
 
     key: PodGroupKey
-    flavor: str  # "volcano" (status in the main resource) or "xk8s" (status subresource)
+    flavor: str  # "volcano" (status in the main resource), "xk8s" or "kube" (status subresource)
     namespace: str
     name: str
     uid: str
     status: Mapping[str, Any]
+    sub_groups: str | None = None  # its `batchplace.io/sub-groups` annotation as read (controller.sub_group_status)
+    api_version: str = ""  # a Kubernetes Workload API PodGroup's, as read: v1alpha2 or v1beta1
 
     @property
     def kind(self) -> ResourceKind:
-        """The API resource it is read from and written to: its flavor's."""
+        """The API resource it is read from and written to: its flavor's (and version's)."""
+        if self.flavor == "kube":
+            return KUBE_PODGROUPS if self.api_version == KUBE_PODGROUPS.api_version else KUBE_PODGROUPS_V1ALPHA2
         return XK8S_PODGROUPS if self.flavor == "xk8s" else VOLCANO_PODGROUPS
 
 
@@ -239,6 +246,8 @@ def _documents(view: ClusterView, pods: Sequence[JsonObject]) -> list[JsonObject
         *_typed(view.priority_classes, "scheduling.k8s.io/v1", "PriorityClass"),
         *_typed(view.volcano_pod_groups, "scheduling.volcano.sh/v1beta1", "PodGroup"),
         *_typed(view.xk8s_pod_groups, "scheduling.x-k8s.io/v1alpha1", "PodGroup"),
+        *view.kube_workloads,
+        *view.kube_pod_groups,
         *_typed(view.device_classes, "resource.k8s.io/v1", "DeviceClass"),
         *_typed(view.resource_slices, "resource.k8s.io/v1", "ResourceSlice"),
         *_typed(view.resource_claims, "resource.k8s.io/v1", "ResourceClaim"),
@@ -570,7 +579,7 @@ def _load(
 
 def _pod_group_refs(view: ClusterView) -> dict[PodGroupKey, PodGroupRef]:
     refs: dict[PodGroupKey, PodGroupRef] = {}
-    for flavor, objects in (("xk8s", view.xk8s_pod_groups), ("volcano", view.volcano_pod_groups)):
+    for flavor, objects in (("kube", view.kube_pod_groups), ("xk8s", view.xk8s_pod_groups), ("volcano", view.volcano_pod_groups)):
         for obj in objects:
             metadata = obj.get("metadata") or {}
             key = PodGroupKey(_key(obj))
@@ -581,6 +590,8 @@ def _pod_group_refs(view: ClusterView) -> dict[PodGroupKey, PodGroupRef]:
                 name=str(metadata.get("name", "")),
                 uid=str(metadata.get("uid", "")),
                 status=obj.get("status") or {},
+                sub_groups=(metadata.get("annotations") or {}).get(SUB_GROUPS_ANNOTATION),
+                api_version=str(obj.get("apiVersion") or ""),
             )
     return refs
 

@@ -55,6 +55,13 @@ Rules, in the order they apply to a gang:
    kube-scheduler does (`controller.dra_claims`). A claim that cannot be written binds
    nothing of the gang.
 
+9. A PodGroup with sub-groups says how each fares (`solver.sub_group_report`, written where
+   `controller.sub_group_status` says): its condition's message ends "sub-groups: 3 of 4
+   started", a Volcano PodGroup carries each sub-group's status (started, placed/min, the
+   domain it landed in, why not) in the `batchplace.io/sub-groups` annotation, written in the
+   status's patch, and each pending pod of a sub-group names it in its PodScheduled message
+   ("subgroup decode-1: …").
+
 Events are capped per cycle (`max_pod_events`), as kube-scheduler's recorder rate-limits:
 the rest follow in later cycles, since what was not reported is reported then.
 """
@@ -69,10 +76,13 @@ from controller import status as status_text
 from controller.dra_claims import ClaimWrite, claim_writes
 from controller.observe import Observation, PodGroupRef, SeenCondition, TerminatingPod
 from controller.repair import RepairEviction
+from controller.sub_group_status import annotation_value
 from models.placement import Bind, ClaimAllocation, Decision, Eviction, PodGroupOutcome
 from models.snapshot import NodeName, Pod, PodGroupKey, PodKey, Snapshot
-from solver.reasons import gang_assigned_message, gang_released
+from solver.reasons import EVENT_MESSAGE_CHARS, gang_assigned_message, gang_released
 from solver.rules import gated
+from solver.sub_group_report import SubGroupStatus, sub_group_statuses
+from solver.sub_group_report import summary as sub_group_summary
 from solver.offline_evictions import OfflineEviction
 
 __all__ = [
@@ -129,6 +139,7 @@ class SetStatus:
     ref: PodGroupRef
     status: status_text.GroupStatus
     min_member: int
+    sub_groups: str | None = None  # a Volcano PodGroup's per-sub-group status, the annotation's JSON (rule 9)
 
 
 @dataclass(frozen=True)
@@ -354,6 +365,14 @@ def _gang(
     running = observation.running.get(outcome.name, 0)
     ref = observation.pod_groups.get(outcome.name)
     base = dict(group=outcome.name, min_member=outcome.min_member, total_pods=total, placed_before=placed_before, running=running, ref=ref)
+    group = snapshot.pod_group_by_key.get(outcome.name)
+
+    def set_status(status: status_text.GroupStatus, binds_landing: Sequence[Bind] = ()) -> SetStatus | None:
+        if group is None or not group.sub_groups:
+            return _set_status(ref, status, outcome.min_member)
+        left_out = {unplaced.pod: unplaced.reason for unplaced in outcome.unplaced_pods}
+        subs = sub_group_statuses(snapshot, group, binds_landing, outcome.reasons, left_out)
+        return _set_status(ref, status, outcome.min_member, subs)
 
     if evictions:
         victims = ", ".join(e.pod for e in evictions[:5]) + (" …" if len(evictions) > 5 else "")
@@ -365,7 +384,7 @@ def _gang(
         return GangPlan(
             **base,  # type: ignore[arg-type]
             evictions=tuple(_evict(e, observation) for e in evictions),
-            status=_set_status(ref, status, outcome.min_member),
+            status=set_status(status),
             note=f"evicts {len(evictions)} victim(s), binds once they are gone",
             pod_conditions=conditions.pending(pods, status_text.pod_pipelined(status.message)),
         )
@@ -378,7 +397,7 @@ def _gang(
             )
             return GangPlan(
                 **base,  # type: ignore[arg-type]
-                status=_set_status(ref, status, outcome.min_member),
+                status=set_status(status),
                 note=f"waits: {blocked}",
                 pod_conditions=conditions.pending(pods, status_text.pod_pipelined(status.message)),
             )
@@ -395,7 +414,7 @@ def _gang(
         return GangPlan(
             **base,  # type: ignore[arg-type]
             binds=planned,
-            status=_set_status(ref, status, outcome.min_member),
+            status=set_status(status, binds),
             events=(*events, *_unplaced_events(outcome, observation, budget)),
             note=f"binds {len(binds)} pod(s)",
             pod_conditions=conditions.unplaced(outcome),
@@ -404,7 +423,7 @@ def _gang(
         status = status_text.scheduled(min_member=outcome.min_member, placed=placed_before, total_pods=total, running=running)
         return GangPlan(
             **base,  # type: ignore[arg-type]
-            status=_set_status(ref, status, outcome.min_member),
+            status=set_status(status),
             events=tuple(_unplaced_events(outcome, observation, budget)),
             pod_conditions=conditions.unplaced(outcome),
         )
@@ -419,7 +438,7 @@ def _gang(
     waiting = status_text.pod_scheduled(reasons, message=status.message)
     return GangPlan(
         **base,  # type: ignore[arg-type]
-        status=_set_status(ref, status, outcome.min_member),
+        status=set_status(status),
         events=tuple(events),
         note=status.message,
         pod_conditions=conditions.pending(pods, waiting),
@@ -448,18 +467,34 @@ def _released(outcome: PodGroupOutcome, observation: Observation, held_s: float)
         for pod in bound
     )
     events = () if ref is None else (podgroup_event(ref, type_="Warning", reason=GANG_RELEASED, message=why),)
+    group = observation.snapshot.pod_group_by_key.get(outcome.name)
+    subs = tuple(  # every sub-group loses its pods with the release: none started, each waits for why
+        dataclasses.replace(sub, started=False, placed=0, domain=None, reason=str(why))
+        for sub in (sub_group_statuses(observation.snapshot, group, (), ()) if group is not None else ())
+    )
     return GangPlan(
         group=outcome.name, min_member=outcome.min_member, total_pods=total, placed_before=len(bound), running=running,
-        evictions=evicts, status=_set_status(ref, status, outcome.min_member), events=events, ref=ref, note=why,
+        evictions=evicts, status=_set_status(ref, status, outcome.min_member, subs), events=events, ref=ref, note=why,
     )
 
 
-def _set_status(ref: PodGroupRef | None, status: status_text.GroupStatus, min_member: int) -> SetStatus | None:
+def _set_status(
+    ref: PodGroupRef | None, status: status_text.GroupStatus, min_member: int, sub_groups: Sequence[SubGroupStatus] = ()
+) -> SetStatus | None:
+    """The status to write, None when the object says it already. With `sub_groups` (rule 9)
+    the condition's message ends with how many started, and a Volcano PodGroup gets each
+    sub-group's status as its annotation, in the same patch."""
     if ref is None:
         return None
-    if status_text.is_current(status, flavor=ref.flavor, min_member=min_member, observed=ref.status):
+    annotation = annotation_value(sub_groups) if sub_groups and ref.flavor == "volcano" else None
+    if sub_groups:
+        status = dataclasses.replace(status, message=f"{status.message}; {sub_group_summary(sub_groups)}")
+    if status_text.is_current(
+        status, flavor=ref.flavor, min_member=min_member, observed=ref.status, sub_groups=annotation,
+        observed_sub_groups=ref.sub_groups, api_version=ref.api_version,
+    ):
         return None
-    return SetStatus(ref=ref, status=status, min_member=min_member)
+    return SetStatus(ref=ref, status=status, min_member=min_member, sub_groups=annotation)
 
 
 def _pod_event(observation: Observation, pod: PodKey, *, type_: str, reason: str, message: str, dedupe: bool) -> EmitEvent:
@@ -599,6 +634,7 @@ class _Conditions:
         ref = self.observation.pods.get(pod)
         if ref is None:
             return None
+        desired = _naming_sub_group(desired, self.observation.snapshot.pod_by_key.get(pod))
         seen = ref.scheduled
         if seen is not None and (seen.status, seen.reason, seen.message) == ("False", desired.reason, desired.message):
             return None
@@ -606,6 +642,15 @@ class _Conditions:
         if self.reported.get(pod_condition_key(pod)) == write.reported_as():
             return None
         return write
+
+
+def _naming_sub_group(desired: status_text.PodScheduled, pod: Pod | None) -> status_text.PodScheduled:
+    """Rule 9: a pod of a sub-group says which, unless its message names it already (a pod of a
+    LeaderWorkerSet or JobSet has no PodGroup object to carry its sub-group's status)."""
+    if pod is None or pod.sub_group is None or f"subgroup {pod.sub_group}" in desired.message:
+        return desired
+    message = f"subgroup {pod.sub_group}: {desired.message}"[:EVENT_MESSAGE_CHARS]
+    return status_text.PodScheduled(desired.reason, message)
 
 
 @dataclass

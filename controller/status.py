@@ -22,6 +22,12 @@ named where its facts are reported (`REPORTED_UNDER`); tests walk both.
 scheduler-plugins' PodGroup has no conditions: its phase (Pending / Scheduling / Scheduled /
 Running) and `scheduled` count carry the same facts.
 
+A Kubernetes Workload API PodGroup (`scheduling.k8s.io`, flavor "kube") gets the one condition
+kube-scheduler writes on it, in its `/status`, other conditions kept: `PodGroupScheduled`
+(v1alpha2) True with reason `Scheduled` once its minimum is bound, else False `Unschedulable`
+with the message; in v1beta1 `PodGroupInitiallyScheduled`, which once True stays True (the
+API's contract: it records the first start, not the present), so it is never written again.
+
 Each pending pod of ours carries the `PodScheduled` condition kube-scheduler writes
 (`pod_scheduled`): status False, and reason `Unschedulable` only when nodes added to the
 cluster could start it (`solver.reasons.nodes_would_help` of its PodGroup's reasons) —
@@ -40,6 +46,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from controller.sub_group_status import SUB_GROUPS_ANNOTATION
 from controller.timing import rfc3339
 from models.reason import Reason
 from solver.reasons import EVENT_MESSAGE_CHARS, gang_message, nodes_would_help
@@ -273,10 +280,52 @@ def _xk8s_phase(status: GroupStatus, min_member: int) -> str:
     return "Pending"
 
 
+KUBE_CONDITIONS = {
+    # a Workload API PodGroup's version → the condition kube-scheduler writes on it
+    "scheduling.k8s.io/v1alpha2": "PodGroupScheduled",
+    "scheduling.k8s.io/v1beta1": "PodGroupInitiallyScheduled",  # True once, then never False again
+}
+TERMINAL_KUBE_CONDITIONS = frozenset({"PodGroupInitiallyScheduled"})
+
+
+def _kube_condition_type(api_version: str) -> str:
+    return KUBE_CONDITIONS.get(api_version, "PodGroupScheduled")
+
+
+def _kube_says(status: GroupStatus) -> dict[str, str]:
+    """The condition's status, reason and message for `status`."""
+    started = status.phase == RUNNING
+    return {"status": "True" if started else "False", "reason": "Scheduled" if started else UNSCHEDULABLE, "message": status.message}
+
+
+def _kube_condition(status: GroupStatus, *, api_version: str, observed: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    kind = _kube_condition_type(api_version)
+    says = _kube_says(status)
+    previous = _condition_of_type(observed, kind)
+    kept = previous is not None and previous.get("status") == says["status"] and previous.get("lastTransitionTime")
+    since = str(previous.get("lastTransitionTime")) if kept and previous else rfc3339(now)
+    return {"type": kind, **says, "lastTransitionTime": since}
+
+
+def _condition_of_type(observed: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for condition in observed.get("conditions") or ():
+        if isinstance(condition, Mapping) and condition.get("type") == kind:
+            return condition
+    return None
+
+
 def status_patch(
-    status: GroupStatus, *, flavor: str, min_member: int, observed: Mapping[str, Any], now: datetime, transition_id: str
+    status: GroupStatus, *, flavor: str, min_member: int, observed: Mapping[str, Any], now: datetime, transition_id: str,
+    sub_groups: str | None = None, api_version: str = "",
 ) -> dict[str, Any]:
-    """The merge patch body for `flavor` ("volcano" or "xk8s")."""
+    """The merge patch body for `flavor` ("volcano", "xk8s" or "kube"; `api_version`: a kube
+    PodGroup's). `sub_groups`: the JSON of a Volcano PodGroup's per-sub-group status
+    (`controller.sub_group_status`), written in the same patch as its annotation; None leaves
+    the annotation as it is."""
+    if flavor == "kube":  # a merge patch replaces the list: the other conditions go back as they were
+        condition = _kube_condition(status, api_version=api_version, observed=observed, now=now)
+        others = [c for c in observed.get("conditions") or () if isinstance(c, Mapping) and c.get("type") != condition["type"]]
+        return {"status": {"conditions": [*others, condition]}}
     if flavor == "xk8s":
         return {"status": {"phase": _xk8s_phase(status, min_member), "scheduled": status.placed, "running": status.running}}
     previous = _current_condition(observed)
@@ -293,11 +342,26 @@ def status_patch(
         "transitionID": str(previous.get("transitionID")) if unchanged and previous else transition_id,
         "lastTransitionTime": str(previous.get("lastTransitionTime")) if unchanged and previous else rfc3339(now),
     }
-    return {"status": {"phase": status.phase, "running": status.running, "conditions": [condition]}}
+    body: dict[str, Any] = {"status": {"phase": status.phase, "running": status.running, "conditions": [condition]}}
+    if sub_groups is not None:
+        body["metadata"] = {"annotations": {SUB_GROUPS_ANNOTATION: sub_groups}}
+    return body
 
 
-def is_current(status: GroupStatus, *, flavor: str, min_member: int, observed: Mapping[str, Any]) -> bool:
-    """True when the object already says this (no write needed)."""
+def is_current(
+    status: GroupStatus, *, flavor: str, min_member: int, observed: Mapping[str, Any],
+    sub_groups: str | None = None, observed_sub_groups: str | None = None, api_version: str = "",
+) -> bool:
+    """True when the object already says this (no write needed); a Volcano PodGroup's
+    sub-group annotation too, when `sub_groups` is given (`observed_sub_groups`: what it says)."""
+    if flavor == "kube":
+        kind = _kube_condition_type(api_version)
+        previous = _condition_of_type(observed, kind)
+        if previous is not None and kind in TERMINAL_KUBE_CONDITIONS and previous.get("status") == "True":
+            return True
+        return previous is not None and all(previous.get(key) == value for key, value in _kube_says(status).items())
+    if flavor == "volcano" and sub_groups is not None and sub_groups != observed_sub_groups:
+        return False
     if flavor == "xk8s":
         return (observed.get("phase"), observed.get("scheduled"), observed.get("running")) == (
             _xk8s_phase(status, min_member),

@@ -1,15 +1,18 @@
 """The seed examples as live objects: what `kubectl apply` and the job controllers would create.
 
 Input: an example file (`examples/*.yaml`: Nodes, Queues, HyperNodes, Pods, vcjobs,
-PyTorchJobs, DRA objects). Output: `SeedObject`s in creation order — cluster-scoped objects
-first (DeviceClasses and ResourceSlices after the nodes), then ResourceClaimTemplates and
-ResourceClaims, then per vcjob the Job itself, its PodGroup and its pods, per PyTorchJob its
-PodGroup and its pods — for `create_all` to send to an API server. A ResourceClaim given
+PyTorchJobs, LeaderWorkerSets, JobSets, DRA objects). Output: `SeedObject`s in creation
+order — cluster-scoped objects first (DeviceClasses and ResourceSlices after the nodes), then
+ResourceClaimTemplates and ResourceClaims, then per vcjob the Job itself, its PodGroup and its
+pods, per PyTorchJob its PodGroup and its pods, per LeaderWorkerSet or JobSet its pods
+(`controller.testing.seed_owner_gangs`) — for `create_all` to send to an API server. A ResourceClaim given
 with a `status` (allocated already) gets it written after it is created, as the API server
 keeps no status on create.
 
 A vcjob is expanded by `models.loaders` itself (the same expansion `batchplace solve`
-uses): the PodGroup takes the loader's name, queue, minMember and per-task minAvailable,
+uses): the PodGroup takes the loader's name, queue, minMember and per-task minAvailable (and,
+for tasks with a Volcano 1.14 `partitionPolicy`, the `subGroupPolicy` the job controller
+writes, each pod labelled with its partition),
 and one pod is made per pod of the loaded Snapshot, `<job>-<task>-<index>`, from its
 task's template, with the labels and annotations Volcano's job controller puts on them
 (`scheduling.k8s.io/group-name`, `volcano.sh/job-name`, `volcano.sh/task-spec`, …).
@@ -57,6 +60,7 @@ from controller.kinds import (
     ResourceKind,
 )
 from controller.testing.files import EXAMPLES_DIR
+from controller.testing.seed_owner_gangs import JOBSET, LEADER_WORKER_SET, jobset_pods, leader_worker_set_pods
 from models.loaders import load_snapshot_documents
 
 __all__ = ["SeedObject", "seed_objects", "vcjob_objects", "pytorch_job_objects", "create_all", "EXAMPLES_DIR"]
@@ -76,6 +80,7 @@ _KINDS: dict[tuple[str, str], ResourceKind] = {
     **{(kind.api_version, kind.kind): kind for kind in DRA_KINDS},
 }
 _PYTORCH_JOB = ("kubeflow.org/v1", "PyTorchJob")
+_OWNER_PODS = {LEADER_WORKER_SET: leader_worker_set_pods, JOBSET: jobset_pods}
 _ORDER = (NODES, NUMATOPOLOGIES, PRIORITY_CLASSES, QUEUES, HYPERNODES, DEVICE_CLASSES, RESOURCE_SLICES)
 _CLAIMS_FIRST = (RESOURCE_CLAIM_TEMPLATES, RESOURCE_CLAIMS)
 """Namespaced objects made before the workloads that name them."""
@@ -102,6 +107,12 @@ def seed_objects(path: Path, *, namespace: str | None, scheduler_name: str = "ba
         if (document.get("apiVersion"), document.get("kind")) == _PYTORCH_JOB:
             objects = pytorch_job_objects(document, namespace=own, scheduler_name=scheduler_name, source=str(path))
             workloads.extend(objects)
+            continue
+        expand = _OWNER_PODS.get((document.get("apiVersion"), document.get("kind")))
+        if expand is not None:  # a LeaderWorkerSet or JobSet: its pods, as its controller creates them
+            for pod in expand(_clean(document), namespace=own):
+                _set_scheduler(pod["spec"], scheduler_name)
+                workloads.append(SeedObject(PODS, own, pod))
             continue
         kind = _KINDS.get((document.get("apiVersion"), document.get("kind")))
         if kind is None:
@@ -144,9 +155,11 @@ def vcjob_objects(job: JsonObject, *, namespace: str, scheduler_name: str, sourc
             "queue": group.queue,
             **({"priorityClassName": spec["priorityClassName"]} if spec.get("priorityClassName") else {}),
             **({"networkTopology": spec["networkTopology"]} if spec.get("networkTopology") else {}),
+            **({"subGroupPolicy": policies} if (policies := _partition_policies(spec)) else {}),
         },
         "status": {"phase": "Pending"},
     }
+    partition_size = {policy["name"]: policy["subGroupSize"] for policy in policies}
     objects = [SeedObject(VCJOBS, namespace, job), SeedObject(VOLCANO_PODGROUPS, namespace, pod_group)]
     for pod in snapshot.pods:
         template = copy.deepcopy(templates[pod.task or ""])
@@ -162,6 +175,8 @@ def vcjob_objects(job: JsonObject, *, namespace: str, scheduler_name: str, sourc
             "volcano.sh/queue-name": group.queue,
             "volcano.sh/task-spec": pod.task or "",
         }
+        if pod.task in partition_size:  # its partition, as the job controller labels it: pod index // partitionSize
+            labels[PARTITION_ID_LABEL] = str(int(pod.name.rsplit("-", 1)[1]) // partition_size[pod.task])
         annotations = {
             **(metadata.get("annotations") or {}),
             "scheduling.k8s.io/group-name": group.name,
@@ -177,6 +192,34 @@ def vcjob_objects(job: JsonObject, *, namespace: str, scheduler_name: str, sourc
         }
         objects.append(SeedObject(PODS, namespace, body))
     return objects
+
+
+PARTITION_ID_LABEL = "volcano.sh/partition-id"
+
+
+def _partition_policies(spec: JsonObject) -> list[JsonObject]:
+    """The PodGroup's `subGroupPolicy` Volcano's job controller (1.14+) writes for the tasks
+    with a `partitionPolicy`: one per task, named as it, over its pods (`volcano.sh/task-spec`)
+    split by their partition label, `partitionSize` pods each, `minPartitions` of them to
+    start, each inside the partition's `networkTopology`."""
+    policies = []
+    for index, task in enumerate(spec.get("tasks") or []):
+        partition = task.get("partitionPolicy")
+        if not partition:
+            continue
+        name = str(task.get("name") or f"default{index}")
+        policy: JsonObject = {
+            "name": name,
+            "subGroupSize": partition["partitionSize"],
+            "labelSelector": {"matchLabels": {"volcano.sh/task-spec": name}},
+            "matchLabelKeys": [PARTITION_ID_LABEL],
+        }
+        if partition.get("minPartitions"):
+            policy["minSubGroups"] = partition["minPartitions"]
+        if partition.get("networkTopology"):
+            policy["networkTopology"] = partition["networkTopology"]
+        policies.append(policy)
+    return policies
 
 
 def pytorch_job_objects(

@@ -26,6 +26,11 @@ pending on GPUs the shape is one whole GPU, so only partly used devices count.
 Worked example: one pending shape 2 × 1000 milli; a node with devices free (1000, 1000,
 400) fits it: fragment 400 of 2400 free; a node with (1000, 300) does not: all 1300.
 
+Whole domains: a HyperNode whose every GPU is free after this cycle (none held, shared,
+reserved by a bind, or held by a pod evicted but not yet gone) is `whole` — the rack or
+leaf a gang that wants one domain of its own can still have; the totals count the tier-1
+ones (`whole_racks` of `racks`), what a placement that packs sub-groups tightly leaves.
+
 Allocation ratio: GPU milli (and CPU, memory) held by running pods and `used_milli` over
 the allocatable of every node, now and after this cycle's binds and evictions.
 """
@@ -82,6 +87,8 @@ class Domain:
     node_count: int
     cluster: bool = False
     """A cluster of a fleet (`models.clusters`): the top of the tree, named after the cluster."""
+    whole: bool = False
+    """Every GPU of its nodes is free after this cycle (module docstring); False without GPUs."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,8 @@ class ClusterView:
     pods: tuple[CellPod, ...]
     queue_slots: Mapping[str, int]
     cell_counts: Mapping[str, int] = field(default_factory=dict)
+    racks: int = 0  # tier-1 HyperNodes with GPUs
+    whole_racks: int = 0  # of them, those whole after this cycle
 
 
 @dataclass
@@ -162,8 +171,12 @@ def build_cluster_view(analysis: Analysis) -> ClusterView:
         for node in snapshot.nodes
     }
     fragment, free = fragmentation(snapshot)
+    domains = _domains(snapshot, rows)
+    racks = [domain for domain in _walk(domains) if domain.tier == 1 and domain.gpus_total > 0]
     return ClusterView(
-        domains=_domains(snapshot, rows),
+        domains=domains,
+        racks=len(racks),
+        whole_racks=sum(1 for domain in racks if domain.whole),
         node_count=len(snapshot.nodes),
         gpu_cells=sum(len(node.gpus) for node in snapshot.nodes),
         gpus_free=counts["free"],
@@ -268,15 +281,24 @@ def _domains(snapshot: Snapshot, rows: Mapping[NodeName, NodeRow]) -> tuple[Doma
 
 
 def _domain(name: str, tier: int | None, children: tuple[Domain, ...], nodes: tuple[NodeRow, ...]) -> Domain:
+    gpus_total = sum(row.gpus_total for row in nodes) + sum(child.gpus_total for child in children)
+    gpus_free = sum(row.gpus_free for row in nodes) + sum(child.gpus_free for child in children)
     return Domain(
         name=name,
         tier=tier,
         children=children,
         nodes=nodes,
-        gpus_total=sum(row.gpus_total for row in nodes) + sum(child.gpus_total for child in children),
-        gpus_free=sum(row.gpus_free for row in nodes) + sum(child.gpus_free for child in children),
+        gpus_total=gpus_total,
+        gpus_free=gpus_free,
         node_count=len(nodes) + sum(child.node_count for child in children),
+        whole=gpus_total > 0 and gpus_free == gpus_total,
     )
+
+
+def _walk(domains: Iterable[Domain]) -> Iterable[Domain]:
+    for domain in domains:
+        yield domain
+        yield from _walk(domain.children)
 
 
 def _ratios(analysis: Analysis) -> tuple[Ratio, ...]:

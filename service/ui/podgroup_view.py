@@ -1,7 +1,7 @@
 """The PodGroups page (a table to filter and sort) and one PodGroup's page.
 
-Input: an `Analysis`. Output: `PodGroupRow`s — state, queue, priority, placed/min_member,
-age and its reason sentences from this cycle's decision (why a pending one waits; what of
+Input: an `Analysis`. Output: `PodGroupRow`s — state, queue, priority, placed/min_member
+(and how many of its sub-groups start), age and its reason sentences from this cycle's decision (why a pending one waits; what of
 a started one waits: a dependent task, a task no node matches) — and for one
 PodGroup a `PodGroupDetail` with its tasks (and where each may run), its pods (node, GPU devices, its DRA claims' devices, a pending
 one's PodScheduled reason as its object says it — `Unschedulable` when a node would help —, what this cycle
@@ -11,6 +11,11 @@ States (this cycle's decision, as the controller would act on it):
   - `running`: its gang minimum is met by pods already running, nothing to bind;
   - `starting`: the placement binds pods of it this cycle and the gang minimum is met;
   - `pending`: the minimum is not met; `reasons` say which rule keeps it out, with numbers.
+
+Sub-groups (gangs inside the gang: shards, serving replicas, prefill and decode roles) are
+shown inside their job as the controller writes them (`solver.sub_group_report`): each
+one's policy, placed/min after this cycle, started or waiting (and why), and the domain it
+landed in; each pod line names its sub-group.
 
 Events: the snapshot carries none, so the detail page shows those the controller's plan
 writes for this decision (`controller.plan`), and only those: `Preempted` on each victim;
@@ -30,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from models.placement import PodGroupOutcome, devices_by_request
+from models.placement import Bind, PodGroupOutcome, devices_by_request
 from models.snapshot import GPU, PodGroup, PodGroupKey, PodKey, Snapshot, Task
 from service.ui.analysis import Analysis
 from service.ui.units import gpus_text, queue_slots, resources_text
@@ -38,6 +43,7 @@ from solver.reasons import gang_assigned_message, gang_message, gated_waiting
 from solver.rules import node_affinity
 from solver.rules.eligibility import eligible
 from solver.rules.gang import task_minimums_apply
+from solver.sub_group_report import SubGroupStatus, sub_group_statuses
 
 __all__ = [
     "STATES",
@@ -70,6 +76,7 @@ class PodGroupRow:
     gpus: str
     age_s: float | None
     reasons: tuple[str, ...]
+    sub_groups: str = ""  # "3 of 4 sub-groups started" after this cycle; "" without sub-groups
 
 
 def _state(outcome: PodGroupOutcome | None, bound: int) -> str:
@@ -82,10 +89,12 @@ def build_podgroup_rows(analysis: Analysis) -> tuple[PodGroupRow, ...]:
     snapshot = analysis.snapshot
     slots = queue_slots(snapshot)
     outcomes = analysis.outcome_by_group
+    binds_of = _binds_by_group(analysis)
     rows = []
     for group in snapshot.pod_groups:
         outcome = outcomes.get(group.key)
         pods = snapshot.pods_by_group.get(group.key, ())
+        subs = sub_group_statuses(snapshot, group, binds_of.get(group.key, ()), ()) if group.sub_groups else ()
         rows.append(
             PodGroupRow(
                 key=group.key,
@@ -99,9 +108,20 @@ def build_podgroup_rows(analysis: Analysis) -> tuple[PodGroupRow, ...]:
                 gpus=gpus_text(sum(pod.requests.get(GPU, 0) for pod in pods)),
                 age_s=analysis.now_s - group.creation_time if group.creation_time > 0 else None,
                 reasons=outcome.reasons if outcome else (),
+                sub_groups=f"{sum(1 for sub in subs if sub.started)} of {len(subs)} sub-groups started" if subs else "",
             )
         )
     return tuple(rows)
+
+
+def _binds_by_group(analysis: Analysis) -> dict[PodGroupKey, list[Bind]]:
+    pods = analysis.snapshot.pod_by_key
+    found: dict[PodGroupKey, list[Bind]] = {}
+    for bind in analysis.decision.placement.binds:
+        group = pods[bind.pod].pod_group
+        if group is not None:
+            found.setdefault(group, []).append(bind)
+    return found
 
 
 def filter_rows(rows: Sequence[PodGroupRow], *, text: str = "", state: str = "", queue: str = "") -> list[PodGroupRow]:
@@ -157,6 +177,7 @@ class PodLine:
     this_cycle: str
     scheduled_reason: str = ""  # a pending pod's PodScheduled reason as its object says it
     claims: str = ""  # its DRA claims' devices: allocated already, or by this cycle ("claim: gpus: gpu-0, gpu-1")
+    sub_group: str = ""  # the sub-group it belongs to, "" when none
 
 
 @dataclass(frozen=True)
@@ -178,6 +199,7 @@ class PodGroupDetail:
     gpu_devices_reserved: int
     preempts: tuple[str, ...]
     events: tuple[EventLine, ...]
+    sub_groups: tuple[SubGroupStatus, ...] = ()  # after this cycle, in the PodGroup's order
 
 
 def _claims_by_pod(analysis: Analysis) -> dict[str, str]:
@@ -248,12 +270,13 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
                 this_cycle=this_cycle,
                 scheduled_reason=pod.scheduled_reason or "",
                 claims=claims_of.get(pod.key, ""),
+                sub_group=pod.sub_group or "",
             )
         )
     if assigned:  # the gang's one Scheduled Event, on its PodGroup
         events.append(EventLine("Normal", "Scheduled", f"PodGroup {key}", gang_assigned_message(assigned)))
+    outcome = analysis.outcome_by_group.get(key)
     if row.state == "pending":
-        outcome = analysis.outcome_by_group.get(key)
         message = gang_message(
             min_member=outcome.min_member if outcome else group.min_member,
             placed=sum(1 for pod in pods if pod.phase == "running"),
@@ -267,6 +290,8 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
         ]
         events[:0] = [EventLine("Warning", "Unschedulable", f"PodGroup {key}", message), *waiting]
     preempts = tuple(f"{e.pod} on {e.node} ({e.reason})" for e in placement.evictions if e.for_ == key)
+    left_out = {unplaced.pod: unplaced.reason for unplaced in outcome.unplaced_pods} if outcome else {}
+    sub_groups = sub_group_statuses(snapshot, group, _binds_by_group(analysis).get(key, ()), row.reasons, left_out)
     return PodGroupDetail(
         row=row,
         group=group,
@@ -277,6 +302,7 @@ def build_podgroup_detail(analysis: Analysis, key: PodGroupKey) -> PodGroupDetai
         gpu_devices_reserved=reserved,
         preempts=preempts,
         events=tuple(events),
+        sub_groups=sub_groups,
     )
 
 
