@@ -42,6 +42,7 @@ from solver import reasons
 from solver.greedy.engine import GreedyConfig, GreedyEngine
 from solver.greedy.explain import unplaceable_tasks
 from solver.greedy.plan import GreedyFailure, GroupPlan
+from solver.greedy.sub_groups import why_left_out
 from solver.outcome import dependency_waits
 from solver.problem import Problem
 from solver.reasons import Reason
@@ -135,10 +136,11 @@ def with_unplaced_pods(snapshot: Snapshot, problem: Problem, decision: Decision,
             outcomes.append(outcome)
             continue
         waits = dependency_waits(snapshot, snapshot.pod_group_by_key[outcome.name])
+        plan = plans.get(outcome.name)
+        per_sub_group = _sub_groups_left_out(engine, plan, pods) if engine is not None and plan is not None else {}
         per_task: dict[str, str] = {}
         for task in dict.fromkeys(pod.task or "" for pod in pods):
             count = sum(1 for pod in pods if (pod.task or "") == task)
-            plan = plans.get(outcome.name)
             if task in waits:
                 per_task[task] = waits[task]
             elif engine is None or plan is None or task not in plan.task_rows:
@@ -148,12 +150,35 @@ def with_unplaced_pods(snapshot: Snapshot, problem: Problem, decision: Decision,
         unplaced = tuple(
             UnplacedPod(
                 pod=pod.key,
-                reason=reasons.gated_waiting(sorted(set(pod.scheduling_gates))) if gated.is_gated(pod) else per_task[pod.task or ""],
+                reason=reasons.gated_waiting(sorted(set(pod.scheduling_gates)))
+                if gated.is_gated(pod)
+                else per_sub_group.get(pod.sub_group or "") or per_task[pod.task or ""],
             )
             for pod in pods
         )
         outcomes.append(outcome.model_copy(update={"unplaced_pods": unplaced}))
     return decision.model_copy(update={"podgroups": tuple(outcomes)})
+
+
+def _sub_groups_left_out(engine: GreedyEngine, plan: GroupPlan, pods: Sequence[Pod]) -> dict[str, str]:
+    """Sub-group → why it does not start, for the sub-groups of `pods` that a started job
+    leaves out whole (none of their pods running or bound) and that would not start in the
+    state after the placement: "gang: subgroup shard-2 of llm: 1 of min 2 pods fit in any
+    tier-1 domain", where the task's sentence would say a node still takes one of its pods."""
+    left_whole = {pod.sub_group for pod in pods if pod.sub_group is not None}
+    if not left_whole:
+        return {}
+    snapshot, problem = engine.snapshot, engine.problem
+    started = {pod.sub_group for pod in snapshot.pods_by_group.get(plan.group.key, ()) if pod.phase == "running"}
+    started |= {
+        snapshot.pod_by_key[problem.pod_keys[p]].sub_group for p in engine.state.binds if problem.pod_group[p] == plan.index
+    }
+    why: dict[str, str] = {}
+    for name in sorted(left_whole - started):
+        sentence = why_left_out(engine, plan, name)
+        if sentence is not None:
+            why[name] = sentence
+    return why
 
 
 def _no_more(engine: GreedyEngine, plan: GroupPlan, task: str, *, pending: int, status: str) -> str:

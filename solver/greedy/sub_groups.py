@@ -53,6 +53,7 @@ from solver.greedy.preempt import AllocatingEngine, Preemptor
 from solver.greedy.topology import candidate_domains, key_resource
 from solver.problem import Problem
 from solver.rules.gang import is_met, started_sub_groups, sub_groups_missing
+from solver.rules.topology import domains_within
 
 __all__ = ["NestingEngine", "transaction", "place_extras"]
 
@@ -111,6 +112,45 @@ def transaction(engine: NestingEngine, plan: GroupPlan, domain: np.ndarray | Non
         if not _fill(engine, plan, placed, domain, action, tried, failures):
             return _fail(engine, plan, mark, failures[:1] or _loose_fit_error(engine, plan, domain))
     return True
+
+
+def why_left_out(engine: NestingEngine, plan: GroupPlan, sub_name: str) -> str | None:
+    """Why sub-group `sub_name` of a started job does not start in the engine's state (a
+    `reasons.sub_group_no_room` or `sub_group_too_few_pods` sentence), or None when its
+    minimum would start there; nothing it tries stays bound. Inside the job's domain: the
+    widest HyperNode of tier ≤ the job's hard limit holding the job's placed pods. For the
+    pods a started job leaves pending (`solver.pending_reasons`), which otherwise read "fit
+    beside this placement" when no rack takes the shard whole."""
+    sub = next(sub for sub in plan.sub_groups if sub.sub.name == sub_name)
+    state = engine.state
+    mark = state.checkpoint()
+    why = _start(engine, plan, sub, _job_region(engine, plan), None)
+    state.rollback(mark)
+    return why
+
+
+def _job_region(engine: NestingEngine, plan: GroupPlan) -> np.ndarray | None:
+    """The nodes of the job's domain in the engine's state (None: anywhere): the widest
+    HyperNode of tier ≤ its hard limit holding its running and bound pods (every one that
+    holds them may take the rest)."""
+    problem, state = engine.problem, engine.state
+    if plan.tier_limit is None:
+        return None
+    members = np.flatnonzero(problem.pod_group == plan.index).tolist()
+    running = [int(problem.pod_node[p]) for p in members if problem.pod_node[p] >= 0 and p not in state.evictions]
+    bound = [state.binds[p].node for p in members if p in state.binds]
+    nodes = {problem.node_names[n] for n in (*running, *bound)}
+    if not nodes:
+        return None
+    snapshot = engine.snapshot
+    shared = set.intersection(*(set(domains_within(snapshot, node, plan.tier_limit)) for node in nodes))
+    if not shared:  # one node outside every HyperNode of the tier holds them all
+        return np.isin(np.arange(problem.node_count), [problem.node_index[node] for node in nodes])
+    name = max(shared, key=lambda hypernode: snapshot.hypernode_by_name[hypernode].tier)
+    for position, names in enumerate(problem.domain_names):
+        if name in names:
+            return problem.domain_of[position] == names.index(name)
+    return None
 
 
 def place_extras(engine: NestingEngine, plan: GroupPlan, *, all_at_once: bool) -> bool:

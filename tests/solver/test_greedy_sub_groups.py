@@ -6,6 +6,8 @@ Every placement is judged by the checker (`solve_checked`), the answers computed
 
 from __future__ import annotations
 
+import pytest
+
 from models.placement import Decision
 from models.snapshot import PodGroup
 from solver import reasons
@@ -213,3 +215,25 @@ def test_a_started_shards_further_pods_stay_in_its_leaf() -> None:
     decision = solve_checked(make_snapshot(nodes=_TWO_LEAVES[:3], groups=[job]), "greedy")
     assert _nodes_of(decision, job, 0, 1) == {"a1", "a2"}
     assert _bound(decision, job) == 2
+
+
+@pytest.mark.parametrize("engine", ["greedy", "auto"])
+def test_a_shard_a_started_job_leaves_out_says_no_leaf_takes_it_whole(engine: str) -> None:
+    """Leaves sw-a (two 8-GPU nodes) and sw-b (8 + 4 GPUs) under one spine; a job of two
+    shards of 2 × 8 GPUs starts with one shard in sw-a. The other shard's pods would each fit
+    a node (b1), so the task's sentence said they "fit beside this placement"; the shard's
+    own sentence says why it waits: only 1 of its 2 pods fits in any leaf."""
+    nodes = [
+        make_node("a1", gpus=8, leaf="sw-a", spine="sp"),
+        make_node("a2", gpus=8, leaf="sw-a", spine="sp"),
+        make_node("b1", gpus=8, leaf="sw-b", spine="sp"),
+        make_node("b2", gpus=4, leaf="sw-b", spine="sp"),
+    ]
+    job = with_sub_groups(make_gang("job", replicas=4, gpus=8, min_member=2, topology_tier=2), 2, tier=1)
+    decision = solve_checked(make_snapshot(nodes=nodes, groups=[job]), engine)
+    (outcome,) = decision.podgroups
+    assert outcome.state == "scheduled"
+    assert {unplaced.pod: unplaced.reason for unplaced in outcome.unplaced_pods} == {
+        "default/job-worker-2": "gang: subgroup job-1 of job: 1 of min 2 pods fit in any tier-1 domain",
+        "default/job-worker-3": "gang: subgroup job-1 of job: 1 of min 2 pods fit in any tier-1 domain",
+    }
