@@ -11,7 +11,8 @@ cycle's `Snapshot` is built (nodes, HyperNodes, every running and pending pod wi
 PodGroup and sub-groups) and the policy decides — batchplace's `solver.place` (greedy, or
 `auto` with `SolveConfig`'s defaults unless a time limit is given, and the controller's
 default `sla-waiting-time`), or the Volcano-like baseline
-(`experiments.baselines.volcano_subgroups`) on the simulator's cluster; (4) the checker
+(`experiments.baselines.volcano_subgroups`) on the simulator's cluster, judged with no
+waiting time (Volcano's `sla` plugin is off by default, so it holds no nodes); (4) the checker
 (`solver.checker.check_placement`) judges the binds against that snapshot — a placement
 with a violation is counted and not applied (the controller binds nothing it rejects;
 `solve` raising `PlacementRejected` counts the same way); (5) a job whose started
@@ -120,10 +121,12 @@ def _pod_name(job: SubGroupJob, sub: int, replica: int) -> str:
 
 
 class SubGroupSnapshots:
-    """The cycle's `Snapshot` of a `SubGroupCluster` and its jobs; nodes and HyperNodes built once."""
+    """The cycle's `Snapshot` of a `SubGroupCluster` and its jobs; nodes and HyperNodes built once.
+    `sla_waiting_s`: every PodGroup's waiting time before nodes are held for it (None: never)."""
 
-    def __init__(self, cluster: SubGroupCluster):
+    def __init__(self, cluster: SubGroupCluster, *, sla_waiting_s: float | None = DEFAULT_SLA_WAITING_S):
         self.cluster = cluster
+        self.sla_waiting_s = sla_waiting_s
         nodes = cluster.nodes
         self._nodes = [
             Node.model_validate({"name": nodes.names[n], "allocatable": {
@@ -141,7 +144,7 @@ class SubGroupSnapshots:
                     pods.append(self._pod(job, sub, replica, now_s))
         return Snapshot.model_validate({
             "nodes": self._nodes, "hypernodes": self._hypernodes, "pod_groups": groups, "pods": pods,
-            "reservation_policy": {"sla_waiting_s": DEFAULT_SLA_WAITING_S, "judged_at_s": now_s},
+            "reservation_policy": {"sla_waiting_s": self.sla_waiting_s, "judged_at_s": now_s},
         })  # fmt: skip
 
     def _pod(self, job: SubGroupJob, sub: int, replica: int, now_s: float) -> dict[str, Any]:
@@ -236,8 +239,9 @@ def run_subgroup_stream(
     `subgroup_workload`); `on_cycle(done, total)` after every cycle (a progress bar)."""
     stream = jobs if jobs is not None else subgroup_workload(cluster, config.seed, hours=config.hours, load=config.load)
     state = ClusterState(cluster.nodes)
-    snapshots = SubGroupSnapshots(cluster)
     volcano = VolcanoSubGroups(cluster) if config.policy == "volcano" else None
+    # Volcano's `sla` plugin is off by default: its binds are judged without held nodes.
+    snapshots = SubGroupSnapshots(cluster, sla_waiting_s=None if volcano is not None else DEFAULT_SLA_WAITING_S)
     batchplace = None if volcano is not None else _Batchplace(config.policy, config.time_limit_s)
     arrivals = sorted(stream, key=lambda j: (j.arrival_s, j.ident))
     horizon = config.hours * 3600.0
