@@ -45,7 +45,7 @@ from experiments.subgroup_workload import (
     nvl72_cluster,
     subgroup_workload,
 )
-from models.placement import Bind, Placement
+from models.placement import Bind, Decision, Placement
 from models.snapshot import Node, Snapshot
 from solver.checker import PlacementRejected, Violation, check_placement
 from solver.place import SolveConfig, place
@@ -95,6 +95,7 @@ class SubGroupResult:
     solve_seconds: np.ndarray  # per decision
     evictions: int = 0
     by_kind: dict[str, tuple[int, int]] = field(default_factory=dict)  # kind → (arrived, started)
+    answered: dict[str, int] = field(default_factory=dict)  # who answered → decisions (`cpsat OPTIMAL`, …)
 
     @property
     def sub_group_violations(self) -> int:
@@ -192,24 +193,42 @@ def _placement(binds: Sequence[SubGroupBind], names: Sequence[str]) -> Placement
     ))  # fmt: skip
 
 
+@dataclass(frozen=True)
+class _Outcome:
+    """One decision: its binds (already in the cluster), its wall time, the violations when
+    `solver.place` refused its own engine's placement, the jobs it evicted, and who answered."""
+
+    binds: list[SubGroupBind]
+    seconds: float
+    rejected: tuple[Violation, ...] = ()
+    evicted: tuple[SubGroupJob, ...] = ()
+    answered_by: str = "volcano"
+
+
+def _answered_by(decision: Decision) -> str:
+    """`cpsat OPTIMAL`, `greedy GREEDY`, `greedy FALLBACK (no_time)`, …"""
+    cause = f" ({decision.fallback.cause})" if decision.fallback is not None else ""
+    return f"{decision.engine} {decision.status}{cause}"
+
+
 class _Batchplace:
     """`solver.place` on the cycle's snapshot; its binds applied to the simulator's cluster."""
 
     def __init__(self, engine: str, time_limit_s: float | None):
         self.config = SolveConfig(engine=engine) if time_limit_s is None else SolveConfig(engine=engine, time_limit_s=time_limit_s)  # type: ignore[arg-type]
 
-    def cycle(self, state: ClusterState, jobs: Sequence[SubGroupJob], snapshot: Snapshot) -> tuple[list[SubGroupBind], float, tuple[Violation, ...], list[SubGroupJob]]:
+    def cycle(self, state: ClusterState, jobs: Sequence[SubGroupJob], snapshot: Snapshot) -> _Outcome:
         started = time.perf_counter()
         try:
             decision = place(snapshot, self.config)
         except PlacementRejected as rejected:
-            return [], time.perf_counter() - started, rejected.violations, []
+            return _Outcome([], time.perf_counter() - started, rejected.violations, answered_by="rejected")
         seconds = time.perf_counter() - started
         pods = {f"{NAMESPACE}/{_pod_name(job, s, r)}": (job, s, r)
                 for job in jobs for s, spec in enumerate(job.sub_groups) for r in range(spec.pods)}  # fmt: skip
         row_of = {name: n for n, name in enumerate(state.nodes.names)}
-        evicted = list({id(pods[e.pod][0]): pods[e.pod][0] for e in decision.placement.evictions}.values())
-        for job in evicted:
+        evicted = tuple({id(pods[e.pod][0]): pods[e.pod][0] for e in decision.placement.evictions}.values())
+        for job in evicted:  # a sub-grouped job restarts whole
             for (sub, replica), assignment in job.assignments.items():
                 state.release(job.request(sub, replica), assignment)
             job.assignments.clear()
@@ -218,7 +237,7 @@ class _Batchplace:
         for bind in decision.placement.binds:
             job, sub, replica = pods[bind.pod]
             binds.append((job, sub, replica, state.bind(job.request(sub, replica), row_of[bind.node], bind.gpus)))
-        return binds, seconds, (), evicted
+        return _Outcome(binds, seconds, evicted=evicted, answered_by=_answered_by(decision))
 
 
 def _whole_racks_free(cluster: SubGroupCluster, state: ClusterState) -> int:
@@ -251,6 +270,7 @@ def run_subgroup_stream(
     violations: list[Violation] = []
     times, racks_free, solve_seconds = [], [], []
     evictions = 0
+    answered: dict[str, int] = {}
     for cycle in range(cycles):
         now = cycle * config.cycle_s
         for job in [j for j in active if j.end_s is not None and j.end_s <= now]:
@@ -264,15 +284,15 @@ def run_subgroup_stream(
         if waiting:
             snapshot = snapshots.snapshot(active, now)
             if volcano is not None:
-                binds, seconds = volcano.cycle(state, waiting)
-                rejected: tuple[Violation, ...] = ()
-                evicted: list[SubGroupJob] = []
+                outcome = _Outcome(*volcano.cycle(state, waiting))
             else:
                 assert batchplace is not None
-                binds, seconds, rejected, evicted = batchplace.cycle(state, active, snapshot)
-            evictions += len(evicted)
-            found = rejected or check_placement(snapshot, _placement(binds, cluster.nodes.names))
-            solve_seconds.append(seconds)
+                outcome = batchplace.cycle(state, active, snapshot)
+            binds = outcome.binds
+            evictions += len(outcome.evicted)
+            answered[outcome.answered_by] = answered.get(outcome.answered_by, 0) + 1
+            found = outcome.rejected or check_placement(snapshot, _placement(binds, cluster.nodes.names))
+            solve_seconds.append(outcome.seconds)
             if found:
                 violations.extend(found)
                 for job, sub, replica, assignment in reversed(binds):
@@ -301,6 +321,7 @@ def run_subgroup_stream(
         racks=len(cluster.domain_names[0]),
         solve_seconds=np.array(solve_seconds),
         evictions=evictions,
+        answered=answered,
         by_kind={k: (sum(1 for j in arrivals if j.kind == k), sum(1 for j in started if j.kind == k)) for k in kinds},
     )
 
@@ -311,7 +332,7 @@ def _percentile(values: np.ndarray, q: float) -> float:
 
 _HEADER = ("cluster", "policy", "seed", "sub-group domain violations", "all violations", "jobs started",
            "training started", "serving started", "mean wait (min)", "whole racks free (mean)", "racks",
-           "solve p50 (s)", "solve p99 (s)", "decisions", "evictions")  # fmt: skip
+           "solve p50 (s)", "solve p99 (s)", "decisions", "evictions", "answered by")  # fmt: skip
 
 
 def _row(result: SubGroupResult) -> tuple[str, ...]:
@@ -324,6 +345,7 @@ def _row(result: SubGroupResult) -> tuple[str, ...]:
         f"{result.mean_wait_s / 60:.1f}", f"{result.racks_free.mean():.1f}" if result.racks_free.size else "nan",
         str(result.racks), f"{_percentile(result.solve_seconds, 50):.3f}", f"{_percentile(result.solve_seconds, 99):.3f}",
         str(result.solve_seconds.size), str(result.evictions),
+        ", ".join(f"{who} ×{count}" for who, count in sorted(result.answered.items(), key=lambda item: -item[1])),
     )  # fmt: skip
 
 
