@@ -21,8 +21,9 @@ placing its other sub-groups as they fit); (6) whole racks free (tier-1 HyperNod
 every GPU idle) are counted.
 
 Per run: jobs arrived and started, mean wait of the started, checker violations (those of
-a sub-group's hard domain apart), whole racks free after each cycle, and each decision's
-wall time (p50/p99; the snapshot build and the re-check are not counted).
+a sub-group's hard domain apart), whole racks free after each cycle (the mean over all
+cycles, and from the first hour on, past the start on an empty cluster), each decision's
+wall time (p50/p99; the snapshot build and the re-check are not counted) and who answered.
 """
 
 from __future__ import annotations
@@ -326,12 +327,16 @@ def run_subgroup_stream(
     )
 
 
+def _mean(values: np.ndarray) -> str:
+    return f"{values.mean():.1f}" if values.size else "nan"
+
+
 def _percentile(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if values.size else float("nan")
 
 
 _HEADER = ("cluster", "policy", "seed", "sub-group domain violations", "all violations", "jobs started",
-           "training started", "serving started", "mean wait (min)", "whole racks free (mean)", "racks",
+           "training started", "serving started", "mean wait (min)", "whole racks free (mean)", "after 1 h", "racks",
            "solve p50 (s)", "solve p99 (s)", "decisions", "evictions", "answered by")  # fmt: skip
 
 
@@ -342,8 +347,7 @@ def _row(result: SubGroupResult) -> tuple[str, ...]:
         c.cluster, c.policy, str(c.seed), str(result.sub_group_violations), str(len(result.violations)),
         f"{result.jobs_started} / {result.jobs_arrived}",
         "{1} / {0}".format(*kinds.get("training", (0, 0))), "{1} / {0}".format(*kinds.get("serving", (0, 0))),
-        f"{result.mean_wait_s / 60:.1f}", f"{result.racks_free.mean():.1f}" if result.racks_free.size else "nan",
-        str(result.racks), f"{_percentile(result.solve_seconds, 50):.3f}", f"{_percentile(result.solve_seconds, 99):.3f}",
+        f"{result.mean_wait_s / 60:.1f}", _mean(result.racks_free), _mean(result.racks_free[result.times_h >= 1.0]), str(result.racks), f"{_percentile(result.solve_seconds, 50):.3f}", f"{_percentile(result.solve_seconds, 99):.3f}",
         str(result.solve_seconds.size), str(result.evictions),
         ", ".join(f"{who} ×{count}" for who, count in sorted(result.answered.items(), key=lambda item: -item[1])),
     )  # fmt: skip
