@@ -126,7 +126,7 @@ class VolcanoSubGroups:
         if job.tier is None:
             return [[self._everything]]
         held = {a.node for a in job.assignments.values()}
-        need = sum(job.sub_groups[s].pods for s in self._order(job)[: self._still_needed(job)]) * job.gpus_per_pod * 1000
+        need = sum(job.sub_groups[s].pods for s in self._order(job)[: sum(self._missing(job).values())]) * job.gpus_per_pod * 1000
         gradients = []
         for tier in range(1, job.tier + 1):
             eligible = [d for d in self._domains[tier - 1]
@@ -136,18 +136,20 @@ class VolcanoSubGroups:
         return gradients
 
     @staticmethod
-    def _still_needed(job: SubGroupJob) -> int:
+    def _missing(job: SubGroupJob) -> dict[str, int]:
+        """Policy → sub-groups still to start before the job is ready (`JobReady`)."""
         started = job.started_sub_groups()
-        return sum(max(0, count - sum(1 for s in started if job.sub_groups[s].policy == policy))
-                   for policy, count in job.min_sub_groups.items())  # fmt: skip
+        return {policy: max(0, count - sum(1 for s in started if job.sub_groups[s].policy == policy))
+                for policy, count in job.min_sub_groups.items()}  # fmt: skip
 
     def _dry_run(self, state: ClusterState, job: SubGroupJob, waiting: list[int], domain: _Domain) -> tuple[float, list[SubGroupBind], bool]:
-        """Sub-groups in order inside `domain` until the job is ready (a running job: until
-        one more starts); what it bound is released before returning."""
+        """Sub-groups in order inside `domain` until the job is ready (a running job: every
+        one that fits); whether it got ready (a running job: one more sub-group started).
+        What it bound is released before returning."""
         placed: list[SubGroupBind] = []
         score = 0.0
-        needed = self._still_needed(job)
-        done = 0
+        missing = self._missing(job)
+        running = not any(missing.values())
         for sub in waiting:
             got = self._sub_group(state, job, sub, domain)
             if got is None:
@@ -155,10 +157,12 @@ class VolcanoSubGroups:
             sub_score, binds = got
             placed.extend(binds)
             score += sub_score
-            done += 1
-            if done >= max(needed, 1) and needed > 0:
+            policy = job.sub_groups[sub].policy
+            if missing.get(policy, 0) > 0:
+                missing[policy] -= 1
+            if not running and not any(missing.values()):
                 break
-        ready = done >= max(needed, 1)
+        ready = bool(placed) and not any(missing.values())
         for _, sub, replica, assignment in reversed(placed):
             state.release(job.request(sub, replica), assignment)
         return score, placed, ready
