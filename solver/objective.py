@@ -64,6 +64,11 @@ The tiers (each an exact integer; "after" means kept running pods plus this cycl
 4. **locality** — smaller is better. For each soft-topology PodGroup (network topology set
    without a hard tier limit) that gets a bind: the number of lowest-tier HyperNodes its
    pods (kept and bound) sit in — nodes in no HyperNode of that tier are not counted; plus
+   the lowest-tier HyperNodes (racks) whole at the snapshot — no pod running on any of
+   their nodes — that get a pod of a hard sub-group bound (`racks_opened`): a shard must
+   sit inside one domain of its tier, and one that fills a rack already in use keeps a
+   whole rack for the next job that needs one (two shards of 2 nodes on one free 4-node
+   rack: 1; on two: 2; in the free half of a rack in use: 0); plus
    one per bound pod whose GPU devices span more than one NUMA cell; plus, per bound pod,
    the preferred node affinity weight its node misses
    (`solver.rules.node_affinity.preference_missed`, 0–100 per term). Example: a soft gang
@@ -165,6 +170,9 @@ __all__ = [
     "fairness_allocated",
     "fairness_unit",
     "soft_topology",
+    "in_hard_sub_group",
+    "whole_racks",
+    "racks_opened",
     "GPU_NODE_KEEP_MILLI",
     "on_gpu_node",
 ]
@@ -435,8 +443,35 @@ def _throughput(ctx: ObjectiveContext, after: After) -> int:
     return total
 
 
+def in_hard_sub_group(group: PodGroup, sub_group: str | None) -> bool:
+    """Is a pod of `group` in `sub_group` (None: in none) in a sub-group of hard topology?"""
+    return sub_group is not None and hard_tier_limit(group.sub_group_by_name[sub_group]) is not None
+
+
+def whole_racks(snapshot: Snapshot, ctx: ObjectiveContext) -> frozenset[str]:
+    """The lowest-tier HyperNodes no pod runs on at the snapshot (`racks_opened`)."""
+
+    def build() -> frozenset[str]:
+        in_use = {ctx.span_domain.get(pod.node) for pod in snapshot.pods if pod.node is not None}
+        return frozenset(set(ctx.span_domain.values()) - in_use)
+
+    return memoized(snapshot, ("whole_racks", ctx.span_tier), build)
+
+
+def racks_opened(snapshot: Snapshot, ctx: ObjectiveContext, after: After) -> int:
+    """The whole racks (`whole_racks`) that get a pod of a hard sub-group bound (module
+    docstring, tier 4). Example: racks r1 (whole) and r2 (a pod running), two shards bound
+    on r1 and one on r2 → 1."""
+    opened = {
+        ctx.span_domain.get(b.node.name)
+        for b in after.bound
+        if b.group.sub_groups and in_hard_sub_group(b.group, b.pod.sub_group)
+    }
+    return len(opened & whole_racks(snapshot, ctx)) if opened else 0
+
+
 def _locality(snapshot: Snapshot, ctx: ObjectiveContext, after: After) -> int:
-    total = 0
+    total = racks_opened(snapshot, ctx, after)
     for group in snapshot.pod_groups:
         if not soft_topology(group) or after.bound_count(group.key) == 0:
             continue

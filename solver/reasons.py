@@ -65,6 +65,9 @@ __all__ = [
     "EVENT_MESSAGE_CHARS",
     "gang_shortfall",
     "gang_too_few_pods",
+    "sub_group_no_room",
+    "sub_group_too_few_pods",
+    "sub_groups_short",
     "gated_waiting",
     "inter_pod_breach",
     "inter_pod_fit_error",
@@ -273,6 +276,27 @@ def gang_too_few_pods(*, minimum: int, pods: int, task: str | None = None) -> st
     if task is None:
         return f"gang: min {minimum} pods but only {pods} exist"
     return f"gang: task {task} needs min {minimum} pods but only {pods} exist"
+
+
+@_says("sub_group_no_room", "gang", nodes_help=True)
+def sub_group_no_room(sub_group: str, *, job: str, placed: int, minimum: int, tier: int | None = None) -> str:
+    """A sub-group (`SubGroup`) whose minimum fits in no domain of its tier, or at all:
+    "gang: subgroup decode-1 of llm-serve: 3 of min 4 pods fit in any tier-1 domain"."""
+    where = "" if tier is None else f" in any tier-{tier} domain"
+    return f"gang: subgroup {sub_group} of {job}: {placed} of min {minimum} pods fit{where}"
+
+
+@_says("sub_group_too_few_pods", "gang", nodes_help=False)
+def sub_group_too_few_pods(sub_group: str, *, job: str, minimum: int, pods: int) -> str:
+    """"gang: subgroup decode-1 of llm-serve needs min 4 pods but only 2 exist"."""
+    return f"gang: subgroup {sub_group} of {job} needs min {minimum} pods but only {pods} exist"
+
+
+@_says("sub_groups_short", "gang", nodes_help=True)
+def sub_groups_short(policy: str, *, job: str, started: int, minimum: int) -> str:
+    """A PodGroup whose policy starts fewer sub-groups than its `min_sub_groups`:
+    "gang: llm-serve: 1 of min 2 sub-groups of policy decode start"."""
+    return f"gang: {job}: {started} of min {minimum} sub-groups of policy {policy} start"
 
 
 @_says("waiting", "gated", nodes_help=False)

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from ortools.sat.python import cp_model
 
 from solver.cpsat.data import ModelData
+from solver.cpsat.units import task_in_hard_sub_group
 from solver.cpsat.variables import Lin, Variables
 from solver.rules.gang import least_kept, members_missing, task_shortfalls
 
@@ -135,10 +136,9 @@ def _capacity(model: cp_model.CpModel, data: ModelData, variables: Variables) ->
                     shape_slots[shape].add(var, pods)
     placed: dict[int, Lin] = {s.index: Lin() for s in data.shapes}
     for position, task in enumerate(data.tasks):
-        unit = data.units[task.unit]
         unit_vars = variables.units[task.unit]
         pods = unit_vars.pods[position]
-        if unit.tracked:
+        if task.tracked:
             in_atoms = [var for (t, _), var in unit_vars.pods_in.items() if t == position]
             model.add(pods == _sum(in_atoms))
             for (t, atom), var in unit_vars.pods_in.items():
@@ -161,23 +161,57 @@ def _gang(model: cp_model.CpModel, data: ModelData, variables: Variables) -> Non
     """A unit binds either nothing or its gang's minimum (`gang_requirement`: min_member over
     all its pods and, when they apply, each task its min_available, running pods counted —
     `gang.task_shortfalls` and `gang.members_missing` as linear rows), and at least one pod
-    when admitted."""
+    when admitted. A task cut by sub-group (`cpsat.units`) meets its minimum over its parts."""
     for unit, unit_vars in zip(data.units, variables.units):
         admitted = unit_vars.admitted
         facts = data.problem.group_facts[unit.group_index]
         shortfalls = task_shortfalls(facts.requirement, facts.running)
         pods = []
+        per_task: dict[str, list[cp_model.IntVar]] = {}
         for task in unit.tasks:
             var = unit_vars.pods[variables.task_index[id(task)]]
             pods.append(var)
             model.add(var <= len(task.pending) * admitted)
-            short = shortfalls[task.name]
+            per_task.setdefault(task.name, []).append(var)
+        for name, parts in per_task.items():
+            short = shortfalls[name]
             if short > 0:
-                model.add(var >= short * admitted)
+                model.add((parts[0] if len(parts) == 1 else _sum(parts)) >= short * admitted)
         model.add(_sum(pods) >= admitted)
         short = members_missing(facts.requirement, unit.running, 0)
         if short > 1:
             model.add(_sum(pods) >= short * admitted)
+        if unit.sub_groups:
+            _sub_groups(model, data, variables, unit.index)
+
+
+def _sub_groups(model: cp_model.CpModel, data: ModelData, variables: Variables, u: int) -> None:
+    """Rule 3's sub-group parts (`solver.rules.gang`), running pods counted: a sub-group that
+    gets a bind gets enough for its minimum, and an admitted job has, for each policy with
+    `min_sub_groups`, that many sub-groups started — those the model starts plus those
+    already running whole (an admitted PodGroup loses no pod: `_preemption`). A pod in no
+    sub-group is in none of these rows; it counts toward the job's min_member above.
+    Example: shards of min 2, min_sub_groups 2, nothing running → an admitted job binds
+    0 or ≥ 2 pods of each shard, and ≥ 2 pods in each of at least two shards."""
+    unit, unit_vars = data.units[u], variables.units[u]
+    started: dict[str, list[cp_model.IntVar]] = {}
+    for sub, sub_vars in zip(unit.sub_groups, unit_vars.sub_groups):
+        pods = [unit_vars.pods[variables.task_index[id(task)]] for task in sub.tasks]
+        pending = sum(len(task.pending) for task in sub.tasks)
+        placed = _sum(pods)
+        model.add(placed <= pending * sub_vars.binds)
+        model.add(placed >= sub_vars.binds)
+        lacking = sub.minimum - sub.running
+        if lacking > 1:
+            model.add(placed >= lacking * sub_vars.binds)
+        if sub_vars.started is not None:
+            if lacking > 0:
+                model.add(placed >= lacking * sub_vars.started)
+            started.setdefault(sub.sub.policy, []).append(sub_vars.started)
+    for policy, minimum in sorted(unit.group.min_sub_groups.items()):
+        have = minimum - unit.started_sub_groups.get(policy, 0)
+        if have > 0:
+            model.add(_sum(started.get(policy, [])) >= have * unit_vars.admitted)
 
 
 # ---- first come, first served among equals ----
@@ -198,10 +232,12 @@ def _first_come(model: cp_model.CpModel, data: ModelData, variables: Variables) 
     for unit in data.units:
         if unit.running or unit.anchors:
             continue
-        tasks = tuple((t.name, t.shape, len(t.pending), t.minimum, t.single_numa, t.value) for t in unit.tasks)
+        tasks = tuple((t.name, t.shape, len(t.pending), t.minimum, t.single_numa, t.value, t.sub_group) for t in unit.tasks)
+        subs = tuple((s.sub.policy, s.minimum, s.hard_limit, s.tracked, tuple(s.domains)) for s in unit.sub_groups)
         signature = (
             unit.queue, unit.group.priority, unit.preemptor_class, unit.min_member, unit.hard_limit, unit.soft,
             unit.tracked, tuple(unit.domains), tuple(unit.atoms), tasks,
+            subs, tuple(sorted(unit.group.min_sub_groups.items())), tuple(sorted(unit.started_sub_groups.items())),
         )
         twins.setdefault(signature, []).append(unit.index)
     for indices in twins.values():
@@ -242,7 +278,9 @@ def _quota(model: cp_model.CpModel, data: ModelData, variables: Variables, alloc
 
 def _topology(model: cp_model.CpModel, data: ModelData, variables: Variables) -> None:
     """Hard: an admitted PodGroup picks exactly one candidate domain and all its pods go to
-    that domain's atoms. Soft: `spans` says which lowest-tier HyperNodes hold its pods."""
+    that domain's atoms; a hard sub-group that gets a bind picks one of its own, inside the
+    job's, and its pods go to that one's atoms. Soft: `spans` says which lowest-tier
+    HyperNodes hold its pods; `opened`, which whole racks hard sub-groups' pods go to."""
     for unit, unit_vars in zip(data.units, variables.units):
         if not unit.tracked:
             continue
@@ -262,6 +300,45 @@ def _topology(model: cp_model.CpModel, data: ModelData, variables: Variables) ->
                 total = sum(len(data.tasks[t].pending) for (t, atom) in unit_vars.pods_in if data.soft_domain.get(atom) == span)
                 model.add(_sum(here) >= var)
                 model.add(_sum(here) <= total * var)
+        for sub in unit.sub_groups:
+            if sub.tracked:
+                _sub_group_domain(model, data, variables, unit.index, sub.index)
+    _racks_opened(model, data, variables)
+
+
+def _racks_opened(model: cp_model.CpModel, data: ModelData, variables: Variables) -> None:
+    """`opened[r]` says whether whole rack r gets a pod of a hard sub-group, both ways (the
+    locality tier counts it: `solver.objective.racks_opened`)."""
+    here: dict[str, list[tuple[cp_model.IntVar, int]]] = {rack: [] for rack in variables.opened}
+    for unit, unit_vars in zip(data.units, variables.units):
+        for (t, atom), var in unit_vars.pods_in.items():
+            rack = data.soft_domain.get(atom)
+            if rack in here and task_in_hard_sub_group(unit, data.tasks[t]):
+                here[rack].append((var, len(data.tasks[t].pending)))
+    for rack, var in variables.opened.items():
+        pods = _sum(v for v, _ in here[rack])
+        model.add(pods >= var)
+        model.add(pods <= sum(most for _, most in here[rack]) * var)
+
+
+def _sub_group_domain(model: cp_model.CpModel, data: ModelData, variables: Variables, u: int, s: int) -> None:
+    """One hard sub-group: exactly one of its candidate domains when it gets a bind, none
+    otherwise; each of its tasks' pods only in that domain's atoms; and the domain inside
+    the job's chosen one when the job is hard (its pods' rows above imply it; said outright,
+    the search learns it without placing a pod). Its running pods are inside every
+    candidate (`cpsat.topology`)."""
+    unit, unit_vars = data.units[u], variables.units[u]
+    sub, sub_vars = unit.sub_groups[s], unit_vars.sub_groups[s]
+    model.add(_sum(sub_vars.domain.values()) == sub_vars.binds)
+    positions = {variables.task_index[id(task)] for task in sub.tasks}
+    for (t, atom), var in unit_vars.pods_in.items():
+        if t in positions:
+            allowed = [v for d, v in sub_vars.domain.items() if atom in data.domain_atoms[d]]
+            model.add(var <= len(data.tasks[t].pending) * _sum(allowed))
+    if unit.hard_limit is not None:
+        for domain, var in sub_vars.domain.items():
+            inside = [v for d, v in unit_vars.domain.items() if data.domain_atoms[domain] <= data.domain_atoms[d]]
+            model.add(var <= _sum(inside))
 
 
 # ---- rule 8 (and 3, 4, 7 for victims): preemption and reclaim ----
@@ -269,7 +346,8 @@ def _topology(model: cp_model.CpModel, data: ModelData, variables: Variables) ->
 
 def _preemption(model: cp_model.CpModel, data: ModelData, variables: Variables, allocation: Allocation) -> None:
     """Each eviction is a preempt or a reclaim for an admitted PodGroup allowed to make it
-    (`victim_refusal`); a victim gang keeps ≥ min_member or nothing; a PodGroup that loses
+    (`victim_refusal`); a victim gang keeps ≥ min_member or nothing, and each sub-group of
+    it its minimum or nothing (`solver.rules.gang`); a PodGroup that loses
     pods binds nothing; reclaim takes only from queues above their deserved share and never
     below a guarantee."""
     classes: dict[int, list[cp_model.IntVar]] = {}
@@ -300,6 +378,14 @@ def _preemption(model: cp_model.CpModel, data: ModelData, variables: Variables, 
         if h in unit_of_group:
             admitted = variables.units[unit_of_group[h]].admitted
             model.add(group_vars.evicted.expr() <= running * (1 - admitted))
+    for (h, name), group_vars in variables.victim_sub_groups.items():
+        sub = data.victim_sub_groups[(h, name)]
+        kept = group_vars.evicted.scaled(-1)
+        kept.constant += sub.running
+        model.add(kept.expr() >= least_kept(sub.minimum, sub.running) * group_vars.keeps)
+        model.add(kept.expr() <= sub.running * group_vars.keeps)
+        if sub.fixed:
+            model.add(group_vars.keeps == 1)
     _reclaim(model, data, variables, allocation)
 
 

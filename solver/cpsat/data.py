@@ -7,7 +7,8 @@ variable and constraint steps read; nothing here touches OR-Tools.
 What is aggregated, and why it stays exact:
   - *units*: the PodGroups that may get binds this cycle (queue exists and is open, enough
     pods for their minimum, tasks not waiting on dependencies); each task's pending pods
-    are interchangeable, so a task is one count, never one variable per pod;
+    are interchangeable, so a task is one count, never one variable per pod — one count
+    per sub-group its pods are in, when the PodGroup has sub-groups (`cpsat.units`);
   - *shapes*: tasks with the same requests, eligibility class and (effective) NUMA policy
     share pattern slots. A 1-GPU or fractional single-numa-node pod is always on one cell,
     so when no NUMA cell states its CPU its policy changes nothing and it shares a shape;
@@ -37,8 +38,10 @@ from dataclasses import dataclass, field
 from models.placement import Placement
 from models.snapshot import (
     GPU_MILLI_PER_DEVICE,
+    PodGroup,
     QueueName,
     Snapshot,
+    Task,
     gpu_devices,
 )
 from solver.after import milli_per_device
@@ -55,10 +58,11 @@ from solver.cpsat.patterns import (
     build_pattern_set,
 )
 from solver.cpsat.topology import OUTSIDE, atoms, candidates, topology_sets
-from solver.cpsat.units import DataLimits, Unit, UnitTask
-from solver.cpsat.victims import NO_ATOM, NodeGroup, VictimKind, node_groups, victims
-from solver.objective import ObjectiveContext, pod_value, soft_topology
-from solver.problem import UNLIMITED, Problem
+from solver.cpsat.units import DataLimits, Unit, UnitSubGroup, UnitTask
+from solver.cpsat.victims import NO_ATOM, NodeGroup, VictimKind, VictimSubGroup, node_groups, victims
+from solver.objective import ObjectiveContext, in_hard_sub_group, pod_value, soft_topology, whole_racks
+from solver.problem import UNLIMITED, GroupFacts, Problem
+from solver.rules.gang import sub_group_minimum
 from solver.rules.preemption import waits_instead
 from solver.rules.topology import hard_tier_limit
 
@@ -97,6 +101,8 @@ class ModelData:
     victim_groups: dict[int, int]  # PodGroup index → its running pods (groups with candidate kinds)
     victim_minimum: dict[int, int]
     victim_fixed: dict[int, int]  # PodGroup index → running pods that are no candidates
+    victim_sub_groups: dict[tuple[int, str], VictimSubGroup]  # (PodGroup index, sub-group) with candidate victims
+    whole_racks: frozenset[str]  # racks the model may open (`_whole_racks_left`)
     restricted: list[str] = field(default_factory=list)
     fixed: FixedPart | None = None  # inter-pod constraints: the hint's part taken as it is (`cpsat.interpod`)
 
@@ -139,12 +145,12 @@ def _build(build: BuildContext) -> ModelData:
     units, tasks, shapes, classes = _units(build)
     for task in tasks:
         build.pending_by_shape[task.shape] = build.pending_by_shape.get(task.shape, 0) + len(task.pending)
-    kinds, victims_on, victim_groups, victim_minimum, victim_fixed = victims(build, units, classes)
+    kinds, victims_on, victim_groups, victim_minimum, victim_fixed, victim_sub_groups = victims(build, units, classes)
     _neighbourhood(build, units, tasks, shapes, victims_on)
     node_profiles = [node_profile(build, n) for n in range(build.problem.node_count)]
     atom_of, soft_domain, domain_atoms = atoms(build, units)
     candidates(build, units, atom_of, domain_atoms, victims_on, kinds, tasks)
-    tracked = sorted({a for u in units for a in u.atoms})
+    tracked = sorted({a for u in units for a in (*u.atoms, *(a for sub in u.sub_groups for a in sub.atoms))})
     tracked_set = set(tracked)
     groups = node_groups(build, node_profiles, atom_of, tracked_set, victims_on, kinds)
     shape_rows = {task.shape: task.row for task in reversed(tasks)}  # a task row per shape (its first)
@@ -170,6 +176,8 @@ def _build(build: BuildContext) -> ModelData:
         victim_groups=victim_groups,
         victim_minimum=victim_minimum,
         victim_fixed=victim_fixed,
+        victim_sub_groups=victim_sub_groups,
+        whole_racks=_whole_racks_left(build),
         restricted=build.restricted,
         fixed=build.fixed,
     )
@@ -202,6 +210,7 @@ def _units(build: BuildContext) -> tuple[list[Unit], list[UnitTask], list[Shape]
         hard_limit = hard_tier_limit(group)
         pending_total = sum(len(pending[t.name]) for t in placeable)
         tracked = soft_topology(group) or (hard_limit is not None and pending_total + len(set(anchors)) > 1)
+        split = _SubGroupSplit(snapshot, problem, group, facts, placeable)
         unit_tasks: list[UnitTask] = []
         for task in placeable:
             row = problem.task_row[(group.key, task.name)]
@@ -211,34 +220,40 @@ def _units(build: BuildContext) -> tuple[list[Unit], list[UnitTask], list[Shape]
             fraction = gpu if 0 < gpu < GPU_MILLI_PER_DEVICE else 0
             numa = task.numa_policy == "single-numa-node"
             effective_numa = numa and (whole >= 2 or known_cell_cpu)
-            key = (tuple(requests.tolist()), int(problem.task_eligibility_class[row]), effective_numa, tracked)
-            if key not in shape_index:
-                shape_index[key] = len(shapes)
-                shapes.append(
-                    Shape(
-                        index=len(shapes),
-                        requests=key[0],
-                        gpu_milli=gpu,
-                        whole=whole,
-                        fraction=fraction,
-                        single_numa=effective_numa,
-                        cpu_milli=int(requests[problem.cpu_column]),
-                        topology=tracked,
+            for sub_position, pods, sub_running in split.parts(task.name, pending[task.name], running[task.name]):
+                task_tracked = tracked or (sub_position is not None and split.subs[sub_position].tracked)
+                key = (tuple(requests.tolist()), int(problem.task_eligibility_class[row]), effective_numa, task_tracked)
+                if key not in shape_index:
+                    shape_index[key] = len(shapes)
+                    shapes.append(
+                        Shape(
+                            index=len(shapes),
+                            requests=key[0],
+                            gpu_milli=gpu,
+                            whole=whole,
+                            fraction=fraction,
+                            single_numa=effective_numa,
+                            cpu_milli=int(requests[problem.cpu_column]),
+                            topology=task_tracked,
+                        )
                     )
+                unit_task = UnitTask(
+                    row=row,
+                    name=task.name,
+                    unit=unit_index,
+                    shape=shape_index[key],
+                    pending=pods,
+                    running=sub_running,
+                    minimum=requirement.task_minimum(task.name),
+                    single_numa=numa,
+                    value=weight * pod_value(task.requests, build.ctx.devices),
+                    tracked=task_tracked,
+                    sub_group=sub_position,
                 )
-            unit_task = UnitTask(
-                row=row,
-                name=task.name,
-                unit=unit_index,
-                shape=shape_index[key],
-                pending=pending[task.name],
-                running=running[task.name],
-                minimum=requirement.task_minimum(task.name),
-                single_numa=numa,
-                value=weight * pod_value(task.requests, build.ctx.devices),
-            )
-            unit_tasks.append(unit_task)
-            tasks.append(unit_task)
+                unit_tasks.append(unit_task)
+                tasks.append(unit_task)
+                if sub_position is not None:
+                    split.subs[sub_position].tasks.append(unit_task)
         # Tasks with nothing pending still count toward the per-task minimum through their running pods.
         # Preemptor class: what `victim_refusal` reads of the preemptor besides its own PodGroup.
         waits = waits_instead(snapshot, group)
@@ -256,7 +271,9 @@ def _units(build: BuildContext) -> tuple[list[Unit], list[UnitTask], list[Shape]
                 hard_limit=hard_limit,
                 soft=soft_topology(group),
                 anchors=sorted(set(anchors)),
-                tracked=tracked,
+                tracked=tracked or any(sub.tracked for sub in split.subs),
+                sub_groups=split.subs,
+                started_sub_groups=split.started,
             )
         )
     # The shapes eligible per node class, for the profiles and patterns built later.
@@ -266,6 +283,87 @@ def _units(build: BuildContext) -> tuple[list[Unit], list[UnitTask], list[Shape]
             shape for shape in shapes if problem.eligible_by_class[shape_rows[shape.index], node]
         ]
     return units, tasks, shapes, sorted(classes, key=classes.__getitem__)
+
+
+def _whole_racks_left(build: BuildContext) -> frozenset[str]:
+    """The whole racks (`solver.objective.whole_racks`) the model may open: without those the
+    fixed part's binds of hard sub-groups open already — its locality constant counts them,
+    and a rack opened twice counts once in `score`."""
+    racks = whole_racks(build.snapshot, build.ctx)
+    if build.fixed is None:
+        return racks
+    pods, span = build.snapshot.pod_by_key, build.ctx.span_domain
+    opened = set()
+    for bind in build.fixed.placement.binds:
+        pod = pods[bind.pod]
+        group = build.snapshot.pod_group_by_key[pod.pod_group]
+        if in_hard_sub_group(group, pod.sub_group):
+            opened.add(span.get(bind.node))
+    return racks - opened
+
+
+class _SubGroupSplit:
+    """A PodGroup's pending pods cut by sub-group, for `_units` (`cpsat.units` says why a
+    task becomes one unit task per sub-group). Without sub-groups: one part per task, as
+    before sub-groups existed."""
+
+    def __init__(self, snapshot: Snapshot, problem: Problem, group: PodGroup, facts: GroupFacts, placeable: list[Task]):
+        self.snapshot, self.group = snapshot, group
+        self.subs: list[UnitSubGroup] = []
+        self.started: dict[str, int] = {}
+        if not group.sub_groups:
+            return
+        pods = snapshot.pods
+        self.running_of: dict[tuple[str | None, str | None], int] = {}  # (task, sub-group) → running pods
+        anchors: dict[str, set[int]] = {}
+        for p in facts.running_pods:
+            pod = pods[p]
+            key = (pod.task, pod.sub_group)
+            self.running_of[key] = self.running_of.get(key, 0) + 1
+            if pod.sub_group is not None:
+                anchors.setdefault(pod.sub_group, set()).add(int(problem.pod_node[p]))
+        pending_of: dict[str, int] = {}
+        for task in placeable:
+            for p in facts.pending[task.name]:
+                if pods[p].sub_group is not None:
+                    pending_of[pods[p].sub_group] = pending_of.get(pods[p].sub_group, 0) + 1
+        self.position: dict[str, int] = {}
+        for sub in group.sub_groups:
+            running = sum(count for (_, name), count in self.running_of.items() if name == sub.name)
+            minimum = sub_group_minimum(sub)
+            if not pending_of.get(sub.name):
+                if running >= minimum:
+                    self.started[sub.policy] = self.started.get(sub.policy, 0) + 1
+                continue
+            limit = hard_tier_limit(sub)
+            nodes = sorted(anchors.get(sub.name, ()))
+            self.position[sub.name] = len(self.subs)
+            self.subs.append(
+                UnitSubGroup(
+                    index=len(self.subs),
+                    sub=sub,
+                    tasks=[],
+                    running=running,
+                    minimum=minimum,
+                    hard_limit=limit,
+                    anchors=nodes,
+                    tracked=limit is not None,
+                )
+            )
+
+    def parts(self, task: str, pending: list[int], running: int) -> list[tuple[int | None, list[int], int]]:
+        """(sub-group position or None, its pending pods of `task`, its running pods of `task`):
+        pods in no sub-group first, then the sub-groups in the PodGroup's order."""
+        if not self.group.sub_groups:
+            return [(None, pending, running)]
+        by_sub: dict[str | None, list[int]] = {}
+        for p in pending:
+            by_sub.setdefault(self.snapshot.pods[p].sub_group, []).append(p)
+        ordered = sorted(by_sub, key=lambda name: -1 if name is None else self.position[name])
+        return [
+            (None if name is None else self.position[name], by_sub[name], self.running_of.get((task, name), 0))
+            for name in ordered
+        ]
 
 
 def _neighbourhood(

@@ -10,7 +10,7 @@ the safety net cut the search. `solver.place` wraps it (fallback, checker, bette
 
 The model, built in named steps (each its own module):
   1. data (`cpsat.data`): the part fixed for inter-pod constraints (`cpsat.interpod`),
-     units (PodGroups that may bind), shapes, node profiles, node groups with eviction
+     units (PodGroups that may bind, with their sub-groups), shapes, node profiles, node groups with eviction
      options, victim kinds, topology atoms and candidate domains;
      patterns per profile (`cpsat.patterns`);
   2. variables (`cpsat.variables`): counts, never one boolean per (pod, node): pods per task
@@ -88,6 +88,7 @@ from solver.cpsat.hint import augment, hint_values, node_uses
 from solver.cpsat.interpod import fix_inter_pod, merged
 from solver.cpsat.objective import Stage, Tiers, build_tiers, first_come, plan_stages
 from solver.cpsat.polish import pack_shares
+from solver.cpsat.units import task_atoms
 from solver.cpsat.variables import Variables, create_variables
 from solver.objective import TIERS, ObjectiveContext, ObjectiveVector, score
 from solver.problem import Problem
@@ -360,7 +361,8 @@ def _build_seconds(data: ModelData) -> float:
     kinds = {k for g in live for k, _ in g.kinds}
     count += sum(len(g.options) for g in live)
     count += 3 * len(data.units) + 3 * len(kinds) + len({data.kinds[k].owner for k in kinds})
-    count += sum(len(u.atoms) * len(u.tasks) for u in data.units)
+    count += sum(len(task_atoms(u, t)) for u in data.units for t in u.tasks)  # pods per (task, atom)
+    count += sum(len(sub.domains) + 2 for u in data.units for sub in u.sub_groups)
     return BUILD_SECONDS_PER_VARIABLE * count
 
 

@@ -127,9 +127,8 @@ def _binds(data, variables, value, free_slots, atom_slots) -> list[Bind]:  # noq
     cursor: dict[int, int] = {}
     slot_cursor: dict[tuple[str, int], int] = {}  # (atom, shape) → slots of atom_slots used so far
     for position, task in enumerate(data.tasks):
-        unit = data.units[task.unit]
         unit_vars = variables.units[task.unit]
-        if not unit.tracked:
+        if not task.tracked:
             continue
         for (t, atom), var in sorted(unit_vars.pods_in.items()):
             if t != position:
@@ -144,7 +143,7 @@ def _binds(data, variables, value, free_slots, atom_slots) -> list[Bind]:  # noq
                 bind(p, slots[used_slots], task.single_numa)
     used: dict[int, int] = {}
     for position, task in enumerate(data.tasks):
-        if data.units[task.unit].tracked:
+        if task.tracked:
             continue
         count = value(variables.units[task.unit].pods[position])
         slots = free_slots.get(task.shape, [])

@@ -24,6 +24,7 @@ from ortools.sat.python import cp_model
 from models.placement import Placement
 from solver.cpsat.data import ModelData
 from solver.cpsat.patterns import evaluate
+from solver.cpsat.units import task_in_hard_sub_group
 from solver.cpsat.variables import Variables
 
 __all__ = ["NodeUse", "node_uses", "augment", "hint_values"]
@@ -145,10 +146,11 @@ def hint_values(
         if admitted:
             admitted_classes.add(unit.preemptor_class)
         atoms_used: dict[str, int] = {}
+        atoms_of_task: dict[int, set[str]] = {}
         for task in unit.tasks:
             position = variables.task_index[id(task)]
             values[unit_vars.pods[position]] = pods_per_task.get(position, 0)
-            if unit.tracked:
+            if task.tracked:
                 per_atom: dict[str, int] = {}
                 for p in task.pending:
                     for n in bound_nodes.get(p, ()):
@@ -158,6 +160,7 @@ def hint_values(
                         values[var] = per_atom.get(atom, 0)
                 for atom, k in per_atom.items():
                     atoms_used[atom] = atoms_used.get(atom, 0) + k
+                atoms_of_task[position] = set(per_atom)
         if unit.tracked and unit.domains:
             needed = set(atoms_used) | {atom_of_node[n] for n in unit.anchors if atom_of_node.get(n)}
             fitting = [d for d in unit.domains if needed <= data.domain_atoms[d]]
@@ -170,8 +173,30 @@ def hint_values(
                 spans |= {data.ctx.span_domain.get(problem.node_names[n]) for n in unit.anchors}
             for span, var in unit_vars.spans.items():
                 values[var] = int(admitted and span in spans)
+        for sub, sub_vars in zip(unit.sub_groups, unit_vars.sub_groups):
+            positions = [variables.task_index[id(task)] for task in sub.tasks]
+            bound = sum(pods_per_task.get(position, 0) for position in positions)
+            values[sub_vars.binds] = int(bound > 0)
+            if sub_vars.started is not None:
+                values[sub_vars.started] = int(sub.running + bound >= sub.minimum)
+            needed = {a for position in positions for a in atoms_of_task.get(position, ())}
+            needed |= {atom_of_node[n] for n in sub.anchors if atom_of_node.get(n)}
+            fitting = [d for d in sub.domains if needed <= data.domain_atoms[d]]
+            chosen = min(fitting, key=lambda d: (len(data.domain_atoms[d]), d)) if bound and fitting else None
+            for domain, var in sub_vars.domain.items():
+                values[var] = int(domain == chosen)
     for c, var in enumerate(variables.any_admitted):
         values[var] = int(c in admitted_classes)
+    opened = {
+        data.soft_domain.get(atom_of_node[n])
+        for unit in data.units
+        for task in unit.tasks
+        if task_in_hard_sub_group(unit, task)
+        for p in task.pending
+        for n in bound_nodes.get(p, ())
+    }
+    for rack, var in variables.opened.items():
+        values[var] = int(rack in opened)
     # Node groups: option counts.
     option_counts: dict[int, dict[int, int]] = {}
     for use in uses:
@@ -212,4 +237,10 @@ def hint_values(
         evicted_of[kind.owner] = evicted_of.get(kind.owner, 0) + sum(evictions.get(kind.index, (0, 0)))
     for h, group_vars in variables.victim_groups.items():
         values[group_vars.keeps] = int(data.victim_groups[h] - evicted_of.get(h, 0) > 0)
+    evicted_of_sub: dict[tuple[object, str | None], int] = {}
+    for kind in data.kinds:
+        key = (kind.owner, kind.sub_group)
+        evicted_of_sub[key] = evicted_of_sub.get(key, 0) + sum(evictions.get(kind.index, (0, 0)))
+    for (h, name), group_vars in variables.victim_sub_groups.items():
+        values[group_vars.keeps] = int(data.victim_sub_groups[(h, name)].running - evicted_of_sub.get((h, name), 0) > 0)
     return values

@@ -10,10 +10,11 @@ at the optimum: fairness uses max/min equalities and floor divisions as row pair
 per queue and resource, the least per queue) on the allocation `fairness_allocated` counts
 (the in-queue preemption credit — what a queue's preempted kinds hold beyond its own
 binds, up to those binds — is a max equality with 0 then a min equality, added to the
-queue and its ancestors), spans are reified both ways, and everything else is linear in
-counts (pattern constants carry the NUMA splits, the preferred node affinity weight missed,
-the usage band of the profile's nodes times the pods placed, and fragments plus, on a GPU
-node's profile, packing's charge per pod asking no GPU). The part fixed for inter-pod
+queue and its ancestors), spans and the whole racks hard sub-groups open are reified both
+ways, and everything else is linear in counts (pattern constants carry the NUMA splits,
+the preferred node affinity weight missed, the usage band of the profile's nodes times the
+pods placed, and fragments plus, on a GPU node's profile, packing's charge per pod asking
+no GPU). The part fixed for inter-pod
 constraints (`cpsat.interpod`) enters as constants: its throughput, disruption, locality,
 usage and GPU-node charge, its queue allocation; its fragments are in the node profiles,
 which it has already filled.
@@ -231,6 +232,8 @@ def _locality(data: ModelData, variables: Variables) -> Lin:
     for unit_vars in variables.units:
         for var in unit_vars.spans.values():
             lin.add(var, 1)
+    for var in variables.opened.values():  # whole racks hard sub-groups go to
+        lin.add(var, 1)
     missed_by_class: dict[int, dict[int, int]] = {}
     for profile, profile_vars in variables.profiles.items():
         pattern_set = data.pattern_sets[profile]

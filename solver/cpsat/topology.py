@@ -7,10 +7,17 @@ victim left, and the greedy hint. Output: each topology-tracked unit's candidate
 patterns with tracked pods per (profile, atom).
 
 An *atom* is the smallest set of nodes topology cannot tell apart: the lowest HyperNode
-of tier ≤ the smallest hard tier limit (else the node itself); with soft topology only,
+of tier ≤ the smallest hard tier limit, sub-groups' included (else the node itself); with soft topology only,
 the lowest-tier HyperNode (else `OUTSIDE`). Every hard domain is a union of atoms,
 because HyperNodes nest. A unit is *tracked* when topology can matter: soft, or hard
 with more than one pod in all (one pod is always inside one domain).
+
+Sub-groups (`UnitSubGroup`): a hard one gets candidate domains of its own, of tier ≤ its
+limit, each inside one of its job's candidates when the job is hard (a sub-group's pods
+are the job's pods: a domain outside every job candidate could never be used), holding
+its running pods; its tasks' pods go only to its candidates' atoms, the job's other pods
+to the job's. The model then picks every sub-group's domain and the job's together
+(`cpsat.constraints._sub_group_domain`).
 
 Candidate pruning that cannot cut off the optimum: a hard domain is dropped when, even
 with every candidate victim gone, its eligible nodes cannot hold the unit's minimum —
@@ -42,7 +49,7 @@ from models.snapshot import GPU_MILLI_PER_DEVICE, gpu_devices
 from solver.after import milli_per_device
 from solver.cpsat.build_context import BuildContext
 from solver.cpsat.patterns import Pattern, topology_patterns
-from solver.cpsat.units import Unit
+from solver.cpsat.units import Unit, UnitSubGroup, task_atoms
 from solver.rules.gang import task_shortfalls
 
 __all__ = ["OUTSIDE", "atoms", "candidates", "topology_sets"]
@@ -56,13 +63,14 @@ def atoms(build: BuildContext, units: list[Unit]) -> tuple[dict[int, str], dict[
     snapshot, problem = build.snapshot, build.problem
     hard = [u for u in units if u.tracked and u.hard_limit is not None]
     soft = [u for u in units if u.tracked and u.soft]
+    sub_limits = [sub.hard_limit for u in units for sub in u.sub_groups if sub.tracked]
     atom_of: dict[int, str] = {}
     soft_domain: dict[str, str | None] = {}
     domain_atoms: dict[str, frozenset[str]] = {}
-    if not hard and not soft:
+    if not hard and not soft and not sub_limits:
         return atom_of, soft_domain, domain_atoms
     tier = snapshot.hypernode_by_name
-    limit = min((u.hard_limit for u in hard), default=None)  # type: ignore[type-var]
+    limit = min([*(u.hard_limit for u in hard), *sub_limits], default=None)  # type: ignore[type-var]
     members: dict[str, set[str]] = {}
     for n, name in enumerate(problem.node_names):
         chain = snapshot.hypernode_chain[name]
@@ -121,6 +129,10 @@ def candidates(build: BuildContext, units, atom_of, domain_atoms, victims_on, ki
     limit_k = build.limits.max_domains_per_gang
     kept_by: dict[str, int] = {}  # domain → units that kept it among their cut candidates
     pods_per_domain = _PodsPerDomain(build, potential, whole, device_free, node_atom, len(atom_names), incidence)
+    sub_domains = _SubGroupDomains(
+        build, pods_per_domain, domain_names, domain_tier, domain_anchor, atom_of, atom_id, single_nodes, domain_atoms
+    )
+    hinted_sub = _hint_nodes_per_sub_group(build) if any(sub.tracked for u in units for sub in u.sub_groups) else {}
     for unit in units:
         if not unit.tracked:
             continue  # no topology, or one pod in all: always inside one domain
@@ -132,7 +144,8 @@ def candidates(build: BuildContext, units, atom_of, domain_atoms, victims_on, ki
         devices = 0
         facts = problem.group_facts[unit.group_index]
         shortfalls = task_shortfalls(facts.requirement, facts.running)
-        for task in unit.tasks:
+        job_tasks = list({task.name: task for task in unit.tasks}.values())  # a task cut by sub-group: once
+        for task in job_tasks:
             need = shortfalls.get(task.name, 0)
             demand += need * problem.task_requests[task.row]
             gpu = int(problem.task_requests[task.row, build.gpu_column])
@@ -153,7 +166,7 @@ def candidates(build: BuildContext, units, atom_of, domain_atoms, victims_on, ki
             fits = (domain_tier <= unit.hard_limit) & (incidence @ whole_atom >= devices)
             for r in columns:
                 fits &= incidence @ per_atom[r] >= demand[r]
-            for task in unit.tasks:
+            for task in job_tasks:
                 if shortfalls.get(task.name, 0) > 0:
                     fits &= pods_per_domain.of(task.row) >= shortfalls[task.name]
             key_sums = incidence @ per_atom[key]
@@ -176,20 +189,10 @@ def candidates(build: BuildContext, units, atom_of, domain_atoms, victims_on, ki
                 for n in alone[fits_alone].tolist():
                     options.append(((0, float(potential[key, n]), atom_of[n]), atom_of[n]))
                     domain_atoms.setdefault(atom_of[n], frozenset({atom_of[n]}))
-            options.sort()
-            chosen = [name for _, name in options]
-            hint_domain = _hint_domain(build, unit, atom_of, domain_atoms)
-            if len(chosen) > limit_k:
-                keep = sorted(chosen, key=lambda name: kept_by.get(name, 0))[:limit_k]  # stable: best fit within a count
-                for name in keep:
-                    kept_by[name] = kept_by.get(name, 0) + 1
-                if hint_domain is not None and hint_domain not in keep and hint_domain in chosen:
-                    keep.append(hint_domain)
-                build.restricted.append(f"{unit.group.key}: {len(chosen)} candidate domains, kept {len(keep)}")
-                chosen = keep
-            unit.domains = chosen
-            unit.atoms = sorted({a for d in chosen for a in domain_atoms[d]})
-        else:
+            hint_domain = _hint_domain(build, set(unit.anchors) | hinted, unit.hard_limit, atom_of, domain_atoms)
+            unit.domains = _kept_candidates(build, unit.group.key, options, hint_domain, kept_by)
+            unit.atoms = sorted({a for d in unit.domains for a in domain_atoms[d]})
+        elif unit.soft:
             key_free = per_atom[key].tolist()
             fits = [i for i in range(len(atom_names)) if key_free[i] > 0]
             required = {atom_of[n] for n in (*unit.anchors, *hinted)}
@@ -199,6 +202,120 @@ def candidates(build: BuildContext, units, atom_of, domain_atoms, victims_on, ki
                 build.restricted.append(f"{unit.group.key}: {len(ranked)} candidate atoms, kept {len(keep)}")
                 ranked = keep
             unit.atoms = sorted(set(ranked) | required)
+        subs = [sub for sub in unit.sub_groups if sub.tracked]
+        if subs:
+            job_domains = [domain_atoms[d] for d in unit.domains] if unit.hard_limit is not None else None
+            for sub in subs:
+                options = sub_domains.options(sub, job_domains)
+                nodes = set(sub.anchors) | hinted_sub.get((unit.group.key, sub.sub.name), set())
+                hint_domain = _hint_domain(build, nodes, sub.hard_limit, atom_of, domain_atoms)
+                sub.domains = _kept_candidates(
+                    build, f"{unit.group.key} sub-group {sub.sub.name}", options, hint_domain, kept_by,
+                    within=unit.domains if unit.hard_limit is not None else None, domain_atoms=domain_atoms,
+                )
+                sub.atoms = sorted({a for d in sub.domains for a in domain_atoms[d]})
+
+
+def _kept_candidates(
+    build: BuildContext,
+    what: str,
+    options: list[tuple[tuple[object, ...], str]],
+    hint_domain: str | None,
+    kept_by: dict[str, int],
+    within: list[str] | None = None,
+    domain_atoms: Mapping[str, frozenset[str]] | None = None,
+) -> list[str]:
+    """The candidate domains kept of `options` ((rank, name), best fit first once sorted):
+    all, or past `max_domains_per_gang` that many, a domain fewer earlier gangs kept first,
+    plus the hint's (module docstring: why spread). `within`: a hard sub-group's job's
+    candidate domains — the kept ones then come from each of them in turn (`_round_robin`)."""
+    options.sort()
+    chosen = [name for _, name in options]
+    limit_k = build.limits.max_domains_per_gang
+    if len(chosen) > limit_k:
+        spread = sorted(chosen, key=lambda name: kept_by.get(name, 0))  # stable: best fit within a count
+        keep = spread[:limit_k] if within is None else _round_robin(spread, within, domain_atoms, limit_k)
+        for name in keep:
+            kept_by[name] = kept_by.get(name, 0) + 1
+        if hint_domain is not None and hint_domain not in keep and hint_domain in chosen:
+            keep.append(hint_domain)
+        build.restricted.append(f"{what}: {len(chosen)} candidate domains, kept {len(keep)}")
+        chosen = keep
+    return chosen
+
+
+def _round_robin(spread: list[str], within: list[str], domain_atoms: Mapping[str, frozenset[str]], limit: int) -> list[str]:
+    """Up to `limit` of `spread` (in its order), taking in turn the next one inside each of
+    the job's candidate domains `within`. Why: the job's sub-groups must all sit inside the
+    one job domain chosen; cut by spread alone, each shard of a job on one leaf kept racks
+    of other leaves than its sibling shards, few leaves had a rack for every shard, and on
+    an NVL72-style tree with dozens of sharded jobs the model, proven optimal within its
+    candidates, left most of the pods that fit pending."""
+    queues = [[name for name in spread if domain_atoms[name] <= domain_atoms[job]] for job in within]
+    keep: list[str] = []
+    while len(keep) < limit and any(queues):
+        for queue in queues:
+            while queue and queue[0] in keep:
+                queue.pop(0)
+            if queue and len(keep) < limit:
+                keep.append(queue.pop(0))
+    return keep
+
+
+class _SubGroupDomains:
+    """A hard sub-group's candidate domains (`UnitSubGroup`): HyperNodes of tier ≤ its limit
+    (or single nodes in none) holding its running pods, inside one of its job's candidate
+    domains when the job is hard, whose eligible nodes could hold the pods its minimum
+    still lacks — each task's pods counted one node at a time with every candidate victim
+    gone, summed over its tasks (optimistic: a domain dropped could never hold it)."""
+
+    def __init__(  # noqa: ANN001 — the arrays `candidates` builds, as it names them
+        self, build: BuildContext, pods_per_domain: _PodsPerDomain, domain_names, domain_tier, domain_anchor, atom_of,
+        atom_id, single_nodes, domain_atoms,
+    ):
+        self.build, self.pods_per_domain = build, pods_per_domain
+        self.domain_names, self.domain_tier, self.domain_anchor = domain_names, domain_tier, domain_anchor
+        self.atom_of, self.atom_id, self.single_nodes, self.domain_atoms = atom_of, atom_id, single_nodes, domain_atoms
+
+    def options(self, sub: UnitSubGroup, job_domains: list[frozenset[str]] | None) -> list[tuple[tuple[object, ...], str]]:
+        rows = sorted({task.row for task in sub.tasks})
+        lacking = max(0, sub.minimum - sub.running)
+        capacity = sum((self.pods_per_domain.of(row) for row in rows), np.zeros(len(self.domain_names)))
+        fits = (self.domain_tier <= sub.hard_limit) & (capacity >= lacking)
+        anchor_atoms = {self.atom_id[self.atom_of[n]] for n in sub.anchors}
+        options: list[tuple[tuple[object, ...], str]] = []
+        for d in np.flatnonzero(fits).tolist():
+            name = self.domain_names[d]
+            if anchor_atoms and not anchor_atoms.issubset(self.domain_anchor[name]):
+                continue
+            if job_domains is not None and not any(self.domain_atoms[name] <= job for job in job_domains):
+                continue
+            options.append(((int(self.domain_tier[d]), float(capacity[d]), name), name))
+        alone = self.single_nodes
+        if len(set(sub.anchors)) > 1:
+            alone = alone[:0]
+        elif sub.anchors:
+            alone = alone[alone == sub.anchors[0]]
+        if alone.size:
+            per_node = sum((self.pods_per_domain.per_node_of(row) for row in rows), np.zeros(self.build.problem.node_count))
+            for n in alone[per_node[alone] >= max(1, lacking)].tolist():
+                atom = self.atom_of[n]
+                if job_domains is not None and not any(atom in job for job in job_domains):
+                    continue
+                options.append(((0, float(per_node[n]), atom), atom))
+                self.domain_atoms.setdefault(atom, frozenset({atom}))
+        return options
+
+
+def _hint_nodes_per_sub_group(build: BuildContext) -> dict[tuple[str, str], set[int]]:
+    """(PodGroup key, sub-group name) → the nodes the hint binds its pods to."""
+    nodes: dict[tuple[str, str], set[int]] = {}
+    pods = build.snapshot.pod_by_key
+    for bind in build.hint.binds:
+        pod = pods.get(bind.pod)
+        if pod is not None and pod.pod_group is not None and pod.sub_group is not None:
+            nodes.setdefault((pod.pod_group, pod.sub_group), set()).add(build.problem.node_index[bind.node])
+    return nodes
 
 class _PodsPerDomain:
     """Per task shape: how many of its pods each domain's eligible nodes could hold, one
@@ -238,6 +355,15 @@ class _PodsPerDomain:
             )
         return found
 
+    def per_node_of(self, task_row: int) -> np.ndarray:
+        """[N] pods of the task's shape each eligible node could hold (0 where not eligible)."""
+        problem = self.problem
+        key = (-1 - int(problem.task_eligibility_class[task_row]), tuple(problem.task_requests[task_row].tolist()))
+        found = self.cache.get(key)
+        if found is None:
+            found = self.cache[key] = self._per_node(problem.task_requests[task_row]) * problem.eligible_nodes(task_row)
+        return found
+
     def _per_node(self, requests: np.ndarray) -> np.ndarray:
         """[N] pods asking `requests` each node holds: the fewest over the resources asked,
         whole devices for whole GPUs, the shares its devices hold for a fraction.
@@ -253,15 +379,18 @@ class _PodsPerDomain:
         return count
 
 
-def _hint_domain(build: BuildContext, unit: Unit, atom_of: Mapping[int, str], domain_atoms: Mapping[str, frozenset[str]]) -> str | None:
-    nodes = set(unit.anchors) | build.hint_nodes.get(unit.group.key, set())
+def _hint_domain(
+    build: BuildContext, nodes: set[int], limit: int | None, atom_of: Mapping[int, str], domain_atoms: Mapping[str, frozenset[str]]
+) -> str | None:
+    """The smallest candidate-able domain of tier ≤ `limit` holding `nodes` (the hint's and
+    the running pods'), so that a cut candidate list keeps the hint representable."""
     if not nodes:
         return None
     atoms = {atom_of[n] for n in nodes}
     if len(atoms) == 1 and next(iter(atoms)).startswith("node:"):
         return next(iter(atoms))
     best = None
-    limit = unit.hard_limit or 0
+    limit = limit or 0
     for name, tier, members in _hypernode_domains(build, domain_atoms):
         if tier > limit:
             continue
@@ -294,7 +423,7 @@ def topology_sets(build: BuildContext, node_groups, pattern_sets, shapes, tasks,
     relevant: dict[str, set[int]] = {}
     pods_in: dict[tuple[str, int], int] = {}  # (atom, shape) → pending pods of the tasks that may go there
     for task in tasks:
-        for atom in units[task.unit].atoms:
+        for atom in task_atoms(units[task.unit], task):
             relevant.setdefault(atom, set()).add(task.shape)
             pods_in[(atom, task.shape)] = pods_in.get((atom, task.shape), 0) + len(task.pending)
     pairs = sorted({(p, g.atom) for g in node_groups if g.atom for p in g.after})

@@ -6,15 +6,37 @@ A *unit* is one PodGroup that may bind; its *tasks* carry the Problem task row, 
 shape they share in the model, their pending pods, the running count and the gang minimum
 (`solver.rules.gang.gang_requirement`'s). Kept apart from the steps so that each step reads
 the units without importing the others.
+
+A PodGroup with sub-groups (`SubGroup`, gangs inside the gang) stays ONE unit — the job —
+and each of its tasks becomes one unit task per sub-group its pending pods are in (plus
+one for its pods in no sub-group): pods of one task in two sub-groups are no longer
+interchangeable (each sub-group has its own minimum and domain). The unit's
+`sub_groups` (`UnitSubGroup`) carry each sub-group's minimum, running pods and candidate
+domains; the constraint step links them to the job (`cpsat.constraints._sub_groups`).
+Why one unit per job rather than one per sub-group: every per-PodGroup term — the job's
+admission, its min_member over all its pods, its own hard domain, its queue's quota and
+fairness, the objective's throughput weight, first-come order, whether a PodGroup that
+loses pods may bind — is then counted once per job, exactly as the checker and `score`
+count it, with no bookkeeping to keep a sub-group from counting as a job of its own.
+Pods in no sub-group are tasks of the job alone: they count toward its min_member and its
+domain, never toward a sub-group's minimum (as `solver.rules.gang` says).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from models.snapshot import PodGroup
+from models.snapshot import PodGroup, SubGroup
 
-__all__ = ["DataLimits", "UnitTask", "Unit", "MIN_PATTERNS_PER_PROFILE"]
+__all__ = [
+    "DataLimits",
+    "UnitTask",
+    "UnitSubGroup",
+    "Unit",
+    "MIN_PATTERNS_PER_PROFILE",
+    "task_atoms",
+    "task_in_hard_sub_group",
+]
 
 MIN_PATTERNS_PER_PROFILE = 8
 """The least a profile's walk is cut at under `DataLimits.max_patterns`."""
@@ -70,6 +92,27 @@ class UnitTask:
     minimum: int  # gang_requirement's: 0 when the PodGroup's task minimums do not apply
     single_numa: bool
     value: int  # throughput of one pod (weight included)
+    tracked: bool = False  # topology matters for its pods: its job's (`Unit.tracked` without sub-groups) or its sub-group's
+    sub_group: int | None = None  # position in `Unit.sub_groups`; None: its pods are in no sub-group
+
+
+@dataclass
+class UnitSubGroup:
+    """A sub-group of a unit's PodGroup with pending pods this cycle: it binds nothing, or
+    enough for its minimum (running pods counted), and — `tracked`: hard — all its pods
+    inside one of `domains` (tier ≤ its limit, inside one of the job's candidate domains
+    when the job is hard)."""
+
+    index: int  # position in `Unit.sub_groups`
+    sub: SubGroup
+    tasks: list[UnitTask]
+    running: int  # its running pods
+    minimum: int  # `gang.sub_group_minimum`
+    hard_limit: int | None
+    anchors: list[int]  # nodes of its running pods
+    tracked: bool  # hard: every one, even of one pod, so that the rack its pods open is known (`racks_opened`)
+    domains: list[str] = field(default_factory=list)
+    atoms: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -90,3 +133,24 @@ class Unit:
     tracked: bool  # topology matters: soft, or hard with more than one pod in all
     domains: list[str] = field(default_factory=list)  # hard: candidate domains (HyperNode or "node:<name>")
     atoms: list[str] = field(default_factory=list)  # candidate atoms of its pods (topology units)
+    sub_groups: list[UnitSubGroup] = field(default_factory=list)  # those with pending pods (`UnitSubGroup`)
+    started_sub_groups: dict[str, int] = field(default_factory=dict)
+    """Policy → its sub-groups without pending pods here whose running pods already meet their
+    minimum: started whatever the model does (an admitted PodGroup loses no pod)."""
+
+
+def task_in_hard_sub_group(unit: Unit, task: UnitTask) -> bool:
+    """Are the task's pods in a hard sub-group (whose racks `solver.objective.racks_opened` counts)?"""
+    return task.sub_group is not None and unit.sub_groups[task.sub_group].hard_limit is not None
+
+
+def task_atoms(unit: Unit, task: UnitTask) -> list[str]:
+    """The atoms a tracked task's pods may go to: its hard sub-group's candidate atoms, else
+    its job's; none for an untracked task (its pods go to the shared pattern slots)."""
+    if not task.tracked:
+        return []
+    if task.sub_group is not None:
+        sub = unit.sub_groups[task.sub_group]
+        if sub.tracked:
+            return sub.atoms
+    return unit.atoms

@@ -6,15 +6,20 @@ in a dumped model (`pods[team-a/llm:worker]`, `pattern_nodes[p3#17]`):
 
   - `UnitVars` (one PodGroup that may get binds): `admitted`, `pods` per task,
     `pods_in` per (tracked task, atom), `domain` per candidate hard domain, `spans` per
-    soft HyperNode;
+    soft HyperNode, and per sub-group with pending pods a `SubGroupVars`: `binds` (it
+    gets a bind), `started` (it reaches its minimum; only for a policy with
+    `min_sub_groups`), `domain` per candidate domain of a hard sub-group;
   - `ProfileVars` (one node profile): `supply` (a linear expression: static nodes plus the
     node-group options that end in this profile), `pattern_nodes` per untracked pattern,
     `atom_pattern_nodes` per (atom, tracked pattern);
   - `NodeGroupVars`: `option_nodes` per eviction option;
   - `KindVars` (interchangeable victims): `evicted` (an expression), `preempted`,
     `reclaimed`;
-  - `VictimGroupVars`: `keeps` (the gang keeps ≥ min_member, or nothing);
-  - `PreemptorClassVars`: `any_admitted` per (queue, priority) of units.
+  - `VictimGroupVars`: `keeps` (the gang keeps ≥ min_member, or nothing), one per
+    victim PodGroup and one per sub-group of it with candidate victims (`victim_sub_groups`);
+  - `PreemptorClassVars`: `any_admitted` per (queue, priority) of units;
+  - `opened` per whole rack a hard sub-group may go to: it gets one of their pods
+    (`solver.objective.racks_opened`).
 
 `Lin` is a linear expression kept as (variable, coefficient) terms plus a constant, so
 that the engine can both hand it to CP-SAT and evaluate it on a hint or a solution.
@@ -30,9 +35,11 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from solver.cpsat.data import ModelData
+from solver.cpsat.units import Unit, UnitTask, task_atoms, task_in_hard_sub_group
 
 __all__ = [
     "Lin",
+    "SubGroupVars",
     "UnitVars",
     "ProfileVars",
     "NodeGroupVars",
@@ -93,12 +100,20 @@ class Lin:
 
 
 @dataclass
+class SubGroupVars:
+    binds: IntVar  # the sub-group gets at least one bind
+    started: IntVar | None  # its running + bound pods reach its minimum (counted for `min_sub_groups`)
+    domain: dict[str, IntVar] = field(default_factory=dict)  # hard: candidate domain → chosen
+
+
+@dataclass
 class UnitVars:
     admitted: IntVar
     pods: dict[int, IntVar]  # task position in ModelData.tasks → pods bound
     pods_in: dict[tuple[int, str], IntVar] = field(default_factory=dict)  # (task, atom) → pods bound there
     domain: dict[str, IntVar] = field(default_factory=dict)
     spans: dict[str, IntVar] = field(default_factory=dict)
+    sub_groups: list[SubGroupVars] = field(default_factory=list)  # aligned with `Unit.sub_groups`
 
 
 @dataclass
@@ -134,7 +149,9 @@ class Variables:
     node_groups: list[NodeGroupVars]
     kinds: list[KindVars]
     victim_groups: dict[int, VictimGroupVars]
+    victim_sub_groups: dict[tuple[int, str], VictimGroupVars]  # (PodGroup index, sub-group) → its keep
     any_admitted: list[IntVar]  # per preemptor class
+    opened: dict[str, IntVar]  # whole rack → a pod of a hard sub-group is bound there
     task_index: dict[int, int]  # id(UnitTask) → position in ModelData.tasks
 
 
@@ -146,24 +163,42 @@ def create_variables(model: cp_model.CpModel, data: ModelData) -> Variables:
     profiles = _profile_vars(model, data, node_groups)
     kinds = _kind_vars(model, data, node_groups)
     evicted_of: dict[object, Lin] = {}
+    evicted_of_sub: dict[tuple[object, str], Lin] = {}
     for kind, kind_vars in zip(data.kinds, kinds):
         evicted_of.setdefault(kind.owner, Lin()).add_lin(kind_vars.evicted)
+        if kind.sub_group is not None:
+            evicted_of_sub.setdefault((kind.owner, kind.sub_group), Lin()).add_lin(kind_vars.evicted)
     victim_groups: dict[int, VictimGroupVars] = {}
     for h in sorted(data.victim_groups):
         if not evicted_of.get(h, Lin()).terms:
             continue  # none of its pods may go: it keeps them all
         name = data.snapshot.pod_groups[h].key
         victim_groups[h] = VictimGroupVars(keeps=model.new_bool_var(f"keeps[{name}]"), evicted=evicted_of.get(h, Lin()))
+    victim_sub_groups: dict[tuple[int, str], VictimGroupVars] = {}
+    for h, sub in sorted(data.victim_sub_groups):
+        evicted = evicted_of_sub.get((h, sub), Lin())
+        if evicted.terms:
+            name = f"{data.snapshot.pod_groups[h].key}/{sub}"
+            victim_sub_groups[(h, sub)] = VictimGroupVars(keeps=model.new_bool_var(f"keeps[{name}]"), evicted=evicted)
     any_admitted = [
         model.new_bool_var(f"any_admitted[{q}/priority {p}{'/waits' if waits else ''}]") for q, p, _, waits in data.preemptor_classes
     ]
+    racks = {
+        data.soft_domain.get(atom)
+        for unit, unit_vars in zip(data.units, units)
+        for (t, atom) in unit_vars.pods_in
+        if task_in_hard_sub_group(unit, data.tasks[t])
+    }
+    opened = {rack: model.new_bool_var(f"opened[{rack}]") for rack in sorted(r for r in racks if r in data.whole_racks)}
     return Variables(
         units=units,
         profiles=profiles,
         node_groups=node_groups,
         kinds=kinds,
         victim_groups=victim_groups,
+        victim_sub_groups=victim_sub_groups,
         any_admitted=any_admitted,
+        opened=opened,
         task_index=task_index,
     )
 
@@ -171,20 +206,40 @@ def create_variables(model: cp_model.CpModel, data: ModelData) -> Variables:
 def _unit_vars(model: cp_model.CpModel, data: ModelData, u: int, tasks: dict[int, int]) -> UnitVars:
     unit = data.units[u]
     key = unit.group.key
-    pods = {tasks[id(t)]: model.new_int_var(0, len(t.pending), f"pods[{key}:{t.name}]") for t in unit.tasks}
+    pods = {tasks[id(t)]: model.new_int_var(0, len(t.pending), f"pods[{_task_label(unit, t)}]") for t in unit.tasks}
     result = UnitVars(admitted=model.new_bool_var(f"admitted[{key}]"), pods=pods)
     if unit.tracked:
         for task in unit.tasks:
             position = tasks[id(task)]
-            for atom in unit.atoms:
-                result.pods_in[(position, atom)] = model.new_int_var(0, len(task.pending), f"pods_in[{key}:{task.name},{atom}]")
+            label = _task_label(unit, task)
+            for atom in task_atoms(unit, task):
+                result.pods_in[(position, atom)] = model.new_int_var(0, len(task.pending), f"pods_in[{label},{atom}]")
         for domain in unit.domains:
             result.domain[domain] = model.new_bool_var(f"domain[{key},{domain}]")
         if unit.soft:
-            spans = {data.soft_domain.get(a) for a in unit.atoms} | {_anchor_span(data, n) for n in unit.anchors}
+            atoms = {a for task in unit.tasks for a in task_atoms(unit, task)}
+            spans = {data.soft_domain.get(a) for a in atoms} | {_anchor_span(data, n) for n in unit.anchors}
             for span in sorted(s for s in spans if s is not None):
                 result.spans[span] = model.new_bool_var(f"spans[{key},{span}]")
+    for sub in unit.sub_groups:
+        where = f"{key}/{sub.sub.name}"
+        counted = sub.sub.policy in unit.group.min_sub_groups
+        sub_vars = SubGroupVars(
+            binds=model.new_bool_var(f"sub_group_binds[{where}]"),
+            started=model.new_bool_var(f"sub_group_started[{where}]") if counted else None,
+        )
+        if sub.tracked:
+            for domain in sub.domains:
+                sub_vars.domain[domain] = model.new_bool_var(f"domain[{where},{domain}]")
+        result.sub_groups.append(sub_vars)
     return result
+
+
+def _task_label(unit: Unit, task: UnitTask) -> str:
+    """A task's name in the model: `team-a/llm:worker`, or `team-a/llm:worker@llm-1` for its
+    pods in sub-group llm-1."""
+    label = f"{unit.group.key}:{task.name}"
+    return label if task.sub_group is None else f"{label}@{unit.sub_groups[task.sub_group].sub.name}"
 
 
 def _anchor_span(data: ModelData, node: int) -> str | None:

@@ -9,12 +9,14 @@ queue and priority, preemptor class = queue and priority of units): a running po
 preemptable PodGroup, preemptable itself, allowed for some preemptor class.
 
 A *kind* is: the same PodGroup (or, for a one-pod PodGroup that is not itself a unit, the
-same queue and priority — gang rules cannot tell them apart), task, eviction cost, and
-what evicting one *releases* (requests, GPU devices by cell and free milli, NUMA cell).
+same queue and priority — gang rules cannot tell them apart), task, sub-group, eviction
+cost, and what evicting one *releases* (requests, GPU devices by cell and free milli, NUMA cell).
 A *node group* is the nodes with the same profile, topology atom and number of victims of
 each kind; an *option* says how many of each kind go. Example: 40 nodes each running one
 8-GPU pod of the same 40-pod gang form one group with options "keep" and "evict"; the
-gang constraint then keeps 40 or 0.
+gang constraint then keeps 40 or 0. A sub-group of a victim PodGroup with candidate
+victims is a `VictimSubGroup`: evicted whole or kept at its minimum (`solver.rules.gang`),
+as the PodGroup is at min_member.
 
 Restrictions (sound, reported): a group with more than `max_options_per_node` options
 keeps only "the first j victims, cheapest first" (plus the hint's); beyond
@@ -34,9 +36,10 @@ from models.snapshot import GPU_MILLI_PER_DEVICE, QueueName
 from solver.cpsat.build_context import BuildContext, after_profile
 from solver.cpsat.units import Unit
 from solver.objective import pod_value
+from solver.rules.gang import sub_group_minimum
 from solver.rules.preemption import victim_refusal
 
-__all__ = ["VictimKind", "NodeGroup", "NO_ATOM", "victims", "node_groups"]
+__all__ = ["VictimKind", "VictimSubGroup", "NodeGroup", "NO_ATOM", "victims", "node_groups"]
 
 NO_ATOM = ""
 """Atom of a node outside every tracked topology domain."""
@@ -57,6 +60,16 @@ class VictimKind:
     reclaim_classes: tuple[int, ...]
     release: tuple[object, ...] = ()  # what evicting one frees: requests, devices held, cell
     total: int = 0  # candidates of this kind in the cluster
+    sub_group: str | None = None  # the sub-group of its PodGroup its pods are in
+
+
+@dataclass(frozen=True)
+class VictimSubGroup:
+    """A sub-group of a victim PodGroup that has candidate victims."""
+
+    running: int  # its running pods
+    minimum: int  # `gang.sub_group_minimum`
+    fixed: int  # running pods that are no candidates: it keeps some whatever is evicted
 
 
 @dataclass
@@ -78,8 +91,9 @@ def victims(build: BuildContext, units: list[Unit], classes: list[tuple[QueueNam
     victim_groups: dict[int, int] = {}
     victim_minimum: dict[int, int] = {}
     victim_fixed: dict[int, int] = {}
+    victim_sub_groups: dict[tuple[int, str], VictimSubGroup] = {}
     if not units:
-        return kinds, victims_on, victim_groups, victim_minimum, victim_fixed
+        return kinds, victims_on, victim_groups, victim_minimum, victim_fixed, victim_sub_groups
     allocated = {q: problem.resources_dict(problem.queue_allocated[i]) for i, q in enumerate(problem.queue_names)}
     deserved = {q: problem.resources_dict(problem.queue_deserved[i]) for i, q in enumerate(problem.queue_names)}
     unit_of_group = {u.group_index: u for u in units}
@@ -113,7 +127,8 @@ def victims(build: BuildContext, units: list[Unit], classes: list[tuple[QueueNam
             node = int(problem.pod_node[p])
             owner: object = ("anon", queue, group.priority) if anonymous else h
             release = (tuple(problem.pod_requests[p].tolist()), _device_signature(build, p, node))
-            key = (owner, pod.task, ctx.eviction_cost(pod), release)
+            sub_group = None if anonymous else pod.sub_group
+            key = (owner, pod.task, sub_group, ctx.eviction_cost(pod), release)
             if key not in kind_index:
                 requests = problem.pod_requests[p]
                 kind_index[key] = len(kinds)
@@ -129,6 +144,7 @@ def victims(build: BuildContext, units: list[Unit], classes: list[tuple[QueueNam
                         preempt_classes=preempt,
                         reclaim_classes=reclaim,
                         release=release,
+                        sub_group=sub_group,
                     )
                 )
             kind = kinds[kind_index[key]]
@@ -139,11 +155,35 @@ def victims(build: BuildContext, units: list[Unit], classes: list[tuple[QueueNam
             victim_groups[h] = len(pods)
             victim_minimum[h] = problem.group_facts[h].requirement.min_member
             victim_fixed[h] = len(pods) - len(candidates)
+            if group.sub_groups:
+                victim_sub_groups.update(_victim_sub_groups(snapshot, group, h, pods, candidates))
     # Victim order on a node: lowest priority first, then youngest, then key (as greedy).
     for per_kind in victims_on.values():
         for kind, pods in per_kind.items():
             pods.sort(key=lambda p: snapshot.pods[p].key)
-    return kinds, victims_on, victim_groups, victim_minimum, victim_fixed
+    return kinds, victims_on, victim_groups, victim_minimum, victim_fixed, victim_sub_groups
+
+
+def _victim_sub_groups(snapshot, group, h: int, pods: list[int], candidates: list[int]) -> dict[tuple[int, str], VictimSubGroup]:  # noqa: ANN001
+    """(PodGroup index, sub-group) → `VictimSubGroup`, for the sub-groups with candidate victims."""
+    running: dict[str, int] = {}
+    for p in pods:
+        name = snapshot.pods[p].sub_group
+        if name is not None:
+            running[name] = running.get(name, 0) + 1
+    candidate: dict[str, int] = {}
+    for p in candidates:
+        name = snapshot.pods[p].sub_group
+        if name is not None:
+            candidate[name] = candidate.get(name, 0) + 1
+    return {
+        (h, name): VictimSubGroup(
+            running=running[name],
+            minimum=sub_group_minimum(group.sub_group_by_name[name]),
+            fixed=running[name] - count,
+        )
+        for name, count in sorted(candidate.items())
+    }
 
 def _allowed(build: BuildContext, group, sample, classes, reps, h, allocated, deserved):  # noqa: ANN001, ANN202
     preempt, reclaim = [], []

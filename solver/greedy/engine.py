@@ -21,6 +21,8 @@ Input: a `Snapshot` (and optionally its `Problem`, if the caller built one). Out
 
 Hard topology: the gang goes whole into the first candidate domain (`greedy.topology`)
 where its transaction succeeds; soft topology prefers such a domain, then the cluster.
+A PodGroup with sub-groups (gangs inside the gang) fills that transaction sub-group by
+sub-group, each whole inside one domain of its own tier (`greedy.sub_groups`).
 
 Pod affinity, anti-affinity and topology spread (`greedy.interpod`) are filtered pod by pod
 as kube-scheduler does, against the pods running and bound so far, and their preferred
@@ -50,6 +52,7 @@ from models.snapshot import PodGroupKey, Snapshot, gpu_devices
 from solver import reasons
 from solver.after import build_after
 from solver.fragmentation import PackingName, TypicalShape, packing_score
+from solver.greedy import sub_groups
 from solver.greedy.explain import eligibility_error, fit_error, unplaceable_tasks
 from solver.greedy.plan import (
     GreedyFailure,
@@ -179,7 +182,8 @@ class GreedyEngine:
             index += 1
         return out
 
-    def _commit(self, plan: GroupPlan) -> None:
+    def commit(self, plan: GroupPlan) -> None:
+        """Make this cycle's binds and evictions so far final, and move `plan`'s cursors past its bound pods."""
         self.state.forget()
         for task in plan.tasks:
             while task.cursor < len(task.pending) and task.pending[task.cursor] in self.state.binds:
@@ -307,6 +311,8 @@ class GreedyEngine:
 
     def _place_extras(self, plan: GroupPlan, *, all_at_once: bool) -> bool:
         """Pods beyond the minimum, each on its own (no rollback): all, or one per turn."""
+        if plan.sub_groups:
+            return sub_groups.place_extras(self, plan, all_at_once=all_at_once)
         for task in plan.tasks:
             if task.row in plan.exhausted:
                 continue
@@ -320,7 +326,7 @@ class GreedyEngine:
                 plan.exhausted.add(task.row)
                 if not self.state.running_count[plan.index] + self.state.bound_count[plan.index]:
                     self._explain_extras(plan, task)
-            self._commit(plan)
+            self.commit(plan)
             if not all_at_once and got:
                 return self._has_extras(plan)
         return False
@@ -329,7 +335,7 @@ class GreedyEngine:
         """A PodGroup with no minimum that got no pod at all: say why — its queue's capability
         when that holds every pod it could start with (`greedy.quota_hold`), else why no node
         takes a pod the capability allows (`task`'s when it is one)."""
-        quota = self._quota_holding(plan)
+        quota = self.quota_holding(plan)
         if not quota:
             room, _ = self.state.quota_room(plan.queue, self.state.shape(task.row))
             task = task if room else (self._uncapped_task(plan) or task)
@@ -388,10 +394,11 @@ class GreedyEngine:
 
     def _attempt(self, plan: GroupPlan, *, action: str | None, commit: bool) -> bool:
         counts = self.minimum_counts(plan)
+        plan.sub_group_reasons = []  # this try's, said with the job's topology reason when no domain holds it
         for task in plan.tasks:
             if counts[task.row] and not self.problem.eligible_nodes(task.row).any():
                 # A minimum that crosses its queue's capability waits for the quota as well.
-                quota = self._quota_holding(plan)
+                quota = self.quota_holding(plan)
                 plan.failure = GreedyFailure.QUOTA if quota else GreedyFailure.ELIGIBILITY
                 task_model = plan.group.task_by_name[task.name]
                 plan.reasons = [*quota, *eligibility_error(self.state, task_model, task.row), *plan.static_reasons]
@@ -400,7 +407,7 @@ class GreedyEngine:
             domains, best = self._domains(plan, counts, action)
             for domain in domains:
                 mask = domain.mask(self.problem)
-                if self._transaction(plan, counts, mask, action):
+                if self._minimum(plan, counts, mask, action):
                     if not commit:
                         return True
                     plan.domain = mask
@@ -418,16 +425,17 @@ class GreedyEngine:
                             best=best.name if best else None,
                             best_free={name: best.free} if best else {},
                         ),
+                        *plan.sub_group_reasons,
                         *plan.static_reasons,
                     ]
                     # No domain was tried, so no transaction met the queue's capability: say it
                     # too, or an autoscaler reads "a node would help" for a gang its quota holds.
-                    quota = self._quota_holding(plan)
+                    quota = self.quota_holding(plan)
                     if quota:
                         plan.failure = GreedyFailure.QUOTA
                         plan.reasons[:0] = quota
                 return False
-        if self._transaction(plan, counts, None, action):
+        if self._minimum(plan, counts, None, action):
             if not commit:
                 return True
             plan.domain = None
@@ -435,7 +443,7 @@ class GreedyEngine:
         return False
 
     def _committed(self, plan: GroupPlan, action: str | None) -> bool:
-        self._commit(plan)
+        self.commit(plan)
         plan.minimum_met = True
         plan.failure = None
         plan.reasons = []
@@ -475,6 +483,15 @@ class GreedyEngine:
         problem, evicted = self.problem, self.state.evictions
         return np.array([problem.pod_node[p] for p in plan.running_pods if p not in evicted], dtype=np.int64)
 
+    def _minimum(
+        self, plan: GroupPlan, counts: dict[int, int], domain: np.ndarray | None, action: str | None
+    ) -> bool:
+        """The minimum inside `domain` (None: anywhere) as one Statement: all of it, or nothing
+        (rolled back); a PodGroup with sub-groups places them whole (`greedy.sub_groups`)."""
+        if plan.sub_groups:
+            return sub_groups.transaction(self, plan, domain, action)
+        return self._transaction(plan, counts, domain, action)
+
     def _transaction(
         self, plan: GroupPlan, counts: dict[int, int], domain: np.ndarray | None, action: str | None
     ) -> bool:
@@ -510,14 +527,20 @@ class GreedyEngine:
     ) -> int:
         if count <= 0:
             return 0
+        return self.place_pods(plan, task.row, self.unbound(task, count), domain, preemptor)
+
+    def place_pods(
+        self, plan: GroupPlan, row: int, pods: list[int], domain: np.ndarray | None, preemptor: Preemptor | None
+    ) -> int:
+        """Bind `pods` (pending, of task row `row`) inside `domain` (None: anywhere) as far as
+        they fit, evicting through `preemptor` when given; how many were bound."""
         state = self.state
-        pods = self.unbound(task, count)
-        shape = state.shape(task.row)
-        base = self.problem.eligible_nodes(task.row)
+        shape = state.shape(row)
+        base = self.problem.eligible_nodes(row)
         if domain is not None:
             base = base & domain
         got = state.place_batch(shape, pods, base, queue=plan.queue)
-        while preemptor is not None and got < len(pods) and preemptor.make_room(shape, state.inter_pod_base(task.row, base)):
+        while preemptor is not None and got < len(pods) and preemptor.make_room(shape, state.inter_pod_base(row, base)):
             more = state.place_batch(shape, pods[got:], base, queue=plan.queue)
             if not more:
                 break
@@ -556,7 +579,7 @@ class GreedyEngine:
         # the capability or the nodes stopped this try: a capped pod the gang may start without
         # leaves the wait to the nodes, and a minimum that crosses a cap is held by it though
         # the nodes ran out first (an autoscaler must not buy for it).
-        quota = self._quota_holding(plan)
+        quota = self.quota_holding(plan)
         sentences += quota
         plan.failure = GreedyFailure.QUOTA if quota else GreedyFailure.CAPACITY
         plan.reasons = [*sentences, *(details if room or not quota else []), *plan.static_reasons]
@@ -574,7 +597,7 @@ class GreedyEngine:
                 return task
         return None
 
-    def _quota_holding(self, plan: GroupPlan) -> list[reasons.Reason]:
+    def quota_holding(self, plan: GroupPlan) -> list[reasons.Reason]:
         """The quota reason of the capability that holds `plan`'s PodGroup whatever the nodes
         (`greedy.quota_hold`), the job needing the least it can start with; [] when none does."""
         held = holding_capability(

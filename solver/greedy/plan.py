@@ -17,14 +17,14 @@ from enum import Enum
 
 import numpy as np
 
-from models.snapshot import PodGroup, Snapshot
+from models.snapshot import PodGroup, Snapshot, SubGroup
 from solver import reasons
 from solver.outcome import dependency_reasons, gate_reasons
 from solver.problem import GroupFacts, Problem
-from solver.rules.gang import GangRequirement, is_partly_bound, pod_shortages
+from solver.rules.gang import GangRequirement, is_partly_bound, pod_shortages, sub_group_minimum
 from solver.rules.topology import hard_tier_limit
 
-__all__ = ["GreedyFailure", "PlanTask", "GroupPlan", "build_plan", "dominant_shares", "dominant_share_of_row"]
+__all__ = ["GreedyFailure", "PlanTask", "SubGroupPlan", "GroupPlan", "build_plan", "dominant_shares", "dominant_share_of_row"]
 
 
 class GreedyFailure(Enum):
@@ -51,6 +51,21 @@ class PlanTask:
 
 
 @dataclass
+class SubGroupPlan:
+    """One sub-group of a PodGroup (`SubGroup`) for the cycle: its pods by task row, and the
+    domain its minimum went into once it starts (`greedy.sub_groups`)."""
+
+    sub: SubGroup
+    minimum: int  # `gang.sub_group_minimum`: the pods it starts with, running counted
+    tier_limit: int | None  # hard topology: one domain of tier ≤ this
+    soft_topology: bool
+    pending: list[tuple[int, int]]  # (task row, pod index) of tasks that do not wait, snapshot order
+    running: list[int]  # pod indices running at the snapshot (evicted ones stay listed)
+    domain: np.ndarray | None = None  # where its minimum went this cycle (None: not yet, or anywhere)
+    exhausted: bool = False  # its further pods fit nowhere (or it cannot start) this cycle
+
+
+@dataclass
 class GroupPlan:
     """What the engine tracks for one PodGroup during the cycle."""
 
@@ -71,6 +86,13 @@ class GroupPlan:
     exhausted: set[int] = field(default_factory=set)  # task rows whose extras fit nowhere
 
     partly_bound: bool = False  # `solver.rules.gang.is_partly_bound`: served before its priority peers
+    sub_groups: list[SubGroupPlan] = field(default_factory=list)  # empty: a PodGroup without sub-groups
+    loose: list[tuple[int, int]] = field(default_factory=list)  # (task row, pod index) pending in no sub-group
+    sub_group_reasons: list[str] = field(default_factory=list)  # why its last try left a sub-group out
+
+    def sub_group(self, name: str) -> SubGroupPlan:
+        """Its sub-group `name` (one the PodGroup declares)."""
+        return next(sub for sub in self.sub_groups if sub.sub.name == name)
 
     @property
     def order(self) -> tuple[int, bool, float, str]:
@@ -137,11 +159,37 @@ def build_plan(snapshot: Snapshot, problem: Problem, *, index: int) -> GroupPlan
         task_rows={t.name: problem.task_row[(group.key, t.name)] for t in group.tasks},
         partly_bound=is_partly_bound(snapshot, group),
     )
+    if group.sub_groups:
+        _plan_sub_groups(snapshot, plan)
     blocked = _static_blockers(snapshot, plan, facts)
     if blocked:
         plan.reasons = [*blocked, *plan.static_reasons]
         plan.failure = GreedyFailure.STATIC
     return plan
+
+
+def _plan_sub_groups(snapshot: Snapshot, plan: GroupPlan) -> None:
+    """Fill `plan.sub_groups` and `plan.loose` from its tasks' pending pods and its running pods."""
+    by_name = {
+        sub.name: SubGroupPlan(
+            sub=sub,
+            minimum=sub_group_minimum(sub),
+            tier_limit=hard_tier_limit(sub),
+            soft_topology=sub.network_topology is not None and hard_tier_limit(sub) is None,
+            pending=[],
+            running=[],
+        )
+        for sub in plan.group.sub_groups
+    }
+    pending = sorted((pod, task.row) for task in plan.tasks for pod in task.pending)
+    for pod, row in pending:
+        name = snapshot.pods[pod].sub_group
+        (plan.loose if name is None else by_name[name].pending).append((row, pod))
+    for pod in plan.running_pods:
+        name = snapshot.pods[pod].sub_group
+        if name is not None:
+            by_name[name].running.append(pod)
+    plan.sub_groups = list(by_name.values())
 
 
 def _static_blockers(snapshot: Snapshot, plan: GroupPlan, facts: GroupFacts) -> list[str]:

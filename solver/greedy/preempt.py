@@ -13,7 +13,8 @@ allocated and deserved per queue as at the snapshot (the checker's numbers), plu
     or DoNotSchedule spread (`InterPod.protected`): its leaving could break them;
   - gang-aware: a victim PodGroup keeps at least its min_member running pods or loses
     all of them (`gang.victim_may_keep`). Example: min_member 3, 4 running → evicting one is fine; a second
-    eviction takes all 4, never leaving 2;
+    eviction takes all 4, never leaving 2. The same holds for each of its sub-groups
+    (`SubGroup`): one pod of a shard of min 2 with 2 running takes the other with it;
   - reclaim takes from a queue only while it is above its deserved share (Volcano's
     `Reclaimable` loop: each victim is taken while the queue, after the previous ones,
     still exceeds deserved in some resource) — the victim's queue and each ancestor the
@@ -466,8 +467,9 @@ class Preemptor:
                 continue
             group = int(problem.pod_group[victim])
             left = int(state.running_count[group]) - taken.get(group, 0)
-            if victim_may_keep(self._victim_requirement(group), left - 1):
-                take = [victim]
+            part = self._sub_group_part(victim, group, chosen_set, whole_gangs=whole_gangs)
+            if part is not None and victim_may_keep(self._victim_requirement(group), left - len(part)):
+                take = part
             elif whole_gangs and self._whole_gang_evictable(group):
                 take = [p for p in self._running_of(group) if p not in chosen_set]
             else:
@@ -512,6 +514,25 @@ class Preemptor:
             )
             is not None
         )
+
+    def _sub_group_part(self, victim: int, group: int, chosen: set[int], *, whole_gangs: bool) -> list[int] | None:
+        """What evicting `victim` takes with it for its sub-group to keep all or enough
+        (`gang.sub_group_shortfall`): the victim alone when its sub-group keeps none or its
+        minimum (or it is in none); in the whole-gang pass, every running pod of its sub-group
+        not yet chosen when all of them may go; else None. Example: shard of min 2 with 3
+        running → [victim]; with 2 running → both, or None in the first pass."""
+        name = self.engine.snapshot.pods[victim].sub_group
+        if name is None:
+            return [victim]
+        sub = self.engine.plans[group].sub_group(name)
+        evicted = self.engine.state.evictions
+        running = [pod for pod in sub.running if pod not in evicted and pod not in chosen]
+        left = len(running) - 1
+        if left == 0 or left >= sub.minimum:
+            return [victim]
+        if whole_gangs and all(pod in self.victims.allowed for pod in running):
+            return running
+        return None
 
     def _victim_requirement(self, group: int) -> GangRequirement:
         return self.engine.problem.group_facts[group].requirement
