@@ -190,7 +190,7 @@ def test_the_stream_is_seeded_and_its_shards_fit_their_tiers():
             assert all(2 <= s.pods <= 8 for s in job.sub_groups)
 
 
-@pytest.mark.parametrize("policy", ["volcano"])
+@pytest.mark.parametrize("policy", ["volcano", "greedy", "auto"])
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), load=st.floats(0.5, 2.0))
 def test_every_policy_passes_the_checker_and_never_splits_a_sub_group(policy: str, seed: int, load: float):
