@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-
 import numpy as np
 
 from experiments.baselines.volcano_like import binpack_score
@@ -43,14 +41,6 @@ __all__ = ["VolcanoSubGroups", "SubGroupBind", "hypernode_binpack_score"]
 
 SubGroupBind = tuple[SubGroupJob, int, int, Assignment]
 """(job, sub-group index, replica, where)."""
-
-
-@dataclass(frozen=True)
-class _Domain:
-    tier: int  # 0: the whole cluster
-    ident: int
-    mask: np.ndarray  # [N] bool
-    name: str
 
 
 def hypernode_binpack_score(state: ClusterState, mask: np.ndarray, asked_cpu_milli: int, asked_memory_mib: int) -> float:
@@ -78,11 +68,9 @@ class VolcanoSubGroups:
 
     def __init__(self, cluster: SubGroupCluster):
         self.cluster = cluster
-        self._domains = [
-            [_Domain(tier, d, ids == d, cluster.domain_names[tier - 1][d]) for d in range(len(cluster.domain_names[tier - 1]))]
-            for tier, ids in enumerate(cluster.domains, start=1)
-        ]
-        self._everything = _Domain(0, 0, np.ones(cluster.nodes.count, dtype=bool), "cluster")
+        self._domains = [[ids == d for d in range(len(names))] for ids, names in zip(cluster.domains, cluster.domain_names)]
+        """Tier t's domains (`[t - 1]`), each a `[N]` node mask."""
+        self._everything = np.ones(cluster.nodes.count, dtype=bool)
 
     def cycle(self, state: ClusterState, jobs: Sequence[SubGroupJob]) -> tuple[list[SubGroupBind], float]:
         """Binds for the jobs with unplaced sub-groups, oldest first; and the seconds it took."""
@@ -122,15 +110,15 @@ class VolcanoSubGroups:
                 rest.append(index)
         return required + rest
 
-    def _job_gradients(self, state: ClusterState, job: SubGroupJob) -> list[list[_Domain]]:
+    def _job_gradients(self, state: ClusterState, job: SubGroupJob) -> list[list[np.ndarray]]:
         if job.tier is None:
             return [[self._everything]]
         held = {a.node for a in job.assignments.values()}
         need = sum(job.sub_groups[s].pods for s in self._order(job)[: sum(self._missing(job).values())]) * job.gpus_per_pod * 1000
         gradients = []
         for tier in range(1, job.tier + 1):
-            eligible = [d for d in self._domains[tier - 1]
-                        if all(d.mask[n] for n in held) and float(state.left_total[d.mask].sum()) >= need]  # fmt: skip
+            eligible = [mask for mask in self._domains[tier - 1]
+                        if all(mask[n] for n in held) and float(state.left_total[mask].sum()) >= need]  # fmt: skip
             if eligible:
                 gradients.append(eligible)
         return gradients
@@ -142,7 +130,7 @@ class VolcanoSubGroups:
         return {policy: max(0, count - sum(1 for s in started if job.sub_groups[s].policy == policy))
                 for policy, count in job.min_sub_groups.items()}  # fmt: skip
 
-    def _dry_run(self, state: ClusterState, job: SubGroupJob, waiting: list[int], domain: _Domain) -> tuple[float, list[SubGroupBind], bool]:
+    def _dry_run(self, state: ClusterState, job: SubGroupJob, waiting: list[int], domain: np.ndarray) -> tuple[float, list[SubGroupBind], bool]:
         """Sub-groups in order inside `domain` until the job is ready (a running job: every
         one that fits); whether it got ready (a running job: one more sub-group started).
         What it bound is released before returning."""
@@ -167,16 +155,16 @@ class VolcanoSubGroups:
             state.release(job.request(sub, replica), assignment)
         return score, placed, ready
 
-    def _sub_group(self, state: ClusterState, job: SubGroupJob, sub: int, inside: _Domain) -> tuple[float, list[SubGroupBind]] | None:
+    def _sub_group(self, state: ClusterState, job: SubGroupJob, sub: int, inside: np.ndarray) -> tuple[float, list[SubGroupBind]] | None:
         """The sub-group bound in the best domain of the lowest tier where one takes it."""
         spec = job.sub_groups[sub]
         pod = job.request(sub, 0)
         need = spec.pods * pod.total_gpu_milli
         for tier in range(1, spec.tier + 1):
-            best: tuple[float, _Domain] | None = None
+            best: tuple[float, np.ndarray] | None = None
             for domain in self._domains[tier - 1]:
-                mask = domain.mask & inside.mask
-                if not mask.any() or not (domain.mask <= inside.mask).all() or float(state.left_total[mask].sum()) < need:
+                mask = domain & inside
+                if not mask.any() or not (domain <= inside).all() or float(state.left_total[mask].sum()) < need:
                     continue
                 binds = self._bind_pods(state, job, sub, mask)
                 if binds is None:
@@ -185,9 +173,9 @@ class VolcanoSubGroups:
                     state.release(job.request(s, replica), assignment)
                 score = hypernode_binpack_score(state, mask, spec.pods * pod.cpu_milli, spec.pods * pod.memory_mib)
                 if best is None or score > best[0]:
-                    best = (score, domain)
+                    best = (score, mask)
             if best is not None:
-                binds = self._bind_pods(state, job, sub, best[1].mask & inside.mask)
+                binds = self._bind_pods(state, job, sub, best[1])
                 assert binds is not None  # the same dry run, on the same state
                 return best[0], binds
         return None
