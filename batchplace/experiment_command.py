@@ -450,7 +450,7 @@ def subgroups(
             raise typer.Exit(EXIT_INPUT_ERROR) from None
     try:
         built = {name: make_cluster(name, racks=racks, lingjun_file=lingjun_file) for name in chosen_clusters}
-    except (ValueError, KeyError) as error:
+    except ValueError as error:
         print_error(f"--lingjun-dir: {error}")
         raise typer.Exit(EXIT_INPUT_ERROR) from None
     configs = [SubGroupConfig(cluster=name, policy=policy, seed=seed, hours=hours, load=load, time_limit_s=time_limit, racks=racks)

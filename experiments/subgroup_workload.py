@@ -52,6 +52,7 @@ __all__ = [
 
 LINGJUN_ENV = "BATCHPLACE_LINGJUN_DIR"
 LINGJUN_SOURCE = "alibaba/alibaba-lingjun-dataset-2023, data/topo.csv (Cao et al., SIGCOMM '24)"
+LINGJUN_COLUMNS = ("ip", "DSW", "PSW", "ASW")
 CPU_PER_GPU_MILLI = 12_000
 MEMORY_PER_GPU_MIB = 120 * 1024
 NVL72_RACK_NODES = 18
@@ -138,7 +139,11 @@ def lingjun_cluster(path: Path) -> SubGroupCluster:
     """The Lingjun hosts (columns `ip, DSW, PSW, ASW`), ordered by core, aggregation switch,
     ToR and host hash; nodes are named `lj-<PSW>-<ASW>-<k>`."""
     with path.open(newline="") as handle:
-        rows = sorted((row["DSW"], row["PSW"], row["ASW"], row["ip"]) for row in csv.DictReader(handle))
+        reader = csv.DictReader(handle)
+        missing = [column for column in LINGJUN_COLUMNS if column not in (reader.fieldnames or ())]
+        if missing:
+            raise ValueError(f"{path}: no column {', '.join(missing)} (expected {', '.join(LINGJUN_COLUMNS)})")
+        rows = sorted((row["DSW"], row["PSW"], row["ASW"], row["ip"]) for row in reader)
     if not rows:
         raise ValueError(f"{path}: no hosts")
     tors = sorted({(d, p, a) for d, p, a, _ in rows})

@@ -223,5 +223,9 @@ def test_cli_writes_the_table_csvs_and_plot_and_refuses_a_missing_topology(tmp_p
     refused = runner.invoke(app, ["experiment", "subgroups", "--clusters", "lingjun", "--lingjun-dir", str(tmp_path / "none")],
                             env={"BATCHPLACE_LINGJUN_DIR": ""})  # fmt: skip
     assert refused.exit_code == 2 and "topo.csv" in refused.output and "Traceback" not in refused.output
+    bad = tmp_path / "topo.csv"
+    bad.write_text("ip,core,PSW,ASW\nh1,G6,P10,S1\n")
+    wrong = runner.invoke(app, ["experiment", "subgroups", "--clusters", "lingjun", "--lingjun-dir", str(tmp_path)])
+    assert wrong.exit_code == 2 and "no column DSW" in wrong.output and "Traceback" not in wrong.output
     unknown = runner.invoke(app, ["experiment", "subgroups", "--policies", "kube"])
     assert unknown.exit_code == 2 and "--policies: unknown kube" in unknown.output
