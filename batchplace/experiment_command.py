@@ -11,6 +11,9 @@ baselines (a thin CLI over `experiments.fgd`, `experiments.timeline`, `experimen
   cluster mix at a chosen load, the openb pods with their own creation/deletion times, and
   the job streams of the Acme trace's gangs and of the openb pods as jobs; `--scenario
   autoscale` runs the LLM mix on a cluster an autoscaler grows (`experiments.timeline_autoscale`).
+- `batchplace experiment subgroups` — nested gangs (`experiments.subgroup_stream`): sharded
+  training and prefill/decode serving jobs, each sub-group inside one rack, on an
+  NVL72-style tree and the Lingjun switch tree, greedy vs `auto` vs a Volcano-like baseline.
 
 Exit status: 0 when the runs finished (and, for `fgd` with `--require-gate`, the gate
 holds), 1 when the gate fails, 2 for bad arguments.
@@ -400,3 +403,79 @@ def _colocation_timeline(hours: float, out: Path) -> None:
     )
     console.print(table, highlight=False, markup=False)
     console.print(f"wrote {out}/timeline_colocation.csv, summary_colocation.md and timeline_util_colocation.png", markup=False)
+
+
+_LINGJUN_DIR_HELP = (
+    "lingjun: folder holding topo.csv of Alibaba's Lingjun 2023 dataset (alibaba/alibaba-lingjun-dataset-2023, data/), "
+    "or the file. Default: $BATCHPLACE_LINGJUN_DIR."
+)
+
+
+@experiment_app.command()
+def subgroups(
+    clusters: Annotated[str, typer.Option(help="nvl72 (racks of 18 × 4-GPU nodes under leaves and spines), lingjun (the Lingjun switch tree, needs --lingjun-dir), comma-separated, or all.")] = "all",
+    policies: Annotated[str, typer.Option(help="greedy, auto, volcano (Volcano-like sub-groups one after another), comma-separated, or all.")] = "all",
+    seeds: Annotated[str, typer.Option(help="Seeds of the job stream, e.g. 42 or 42-44.")] = "42",
+    hours: Annotated[float, typer.Option(min=0.05, help="Simulated horizon (h): jobs arrive in it, the run stops at it.")] = 3.0,
+    load: Annotated[float, typer.Option(min=0.1, help="Offered load: arrival rate × mean GPU-time per job over the cluster's GPUs.")] = 1.0,
+    racks: Annotated[int, typer.Option(min=4, help="nvl72: racks of 18 nodes (56: 1,008 nodes).")] = 56,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.01, help="batchplace's budget per cycle (s); default: the solver's own default, as shipped.")] = None,
+    out: Annotated[Path, typer.Option(help="Output folder.")] = Path("results/subgroups"),
+    lingjun_dir: Annotated[Path | None, typer.Option("--lingjun-dir", help=_LINGJUN_DIR_HELP)] = None,
+) -> None:
+    """Nested gangs: a stream of sharded training and prefill/decode serving jobs, each shard or replica group inside
+    one rack, on an NVL72-style tree and the Lingjun switch tree — sub-group domain violations (judged by the
+    checker), jobs started, mean wait, whole racks left free after each cycle, solve time p50/p99."""
+    from experiments.plots import plot_timeline_series
+    from experiments.subgroup_stream import (
+        SUBGROUP_CLUSTERS,
+        SUBGROUP_POLICIES,
+        SubGroupConfig,
+        make_cluster,
+        run_subgroup_stream,
+        subgroup_markdown,
+        write_subgroup_csv,
+    )
+    from experiments.subgroup_workload import LINGJUN_ENV, LINGJUN_SOURCE, LingjunNotFound, lingjun_topology_file
+
+    chosen_clusters = _names(clusters, allowed=SUBGROUP_CLUSTERS, what="--clusters")
+    chosen_policies = _names(policies, allowed=SUBGROUP_POLICIES, what="--policies")
+    seed_list = _ints(seeds, what="--seeds")
+    lingjun_file = None
+    if "lingjun" in chosen_clusters:
+        try:
+            lingjun_file = lingjun_topology_file(lingjun_dir)
+        except LingjunNotFound as error:
+            print_error(f"{error}: pass --lingjun-dir DIR or set ${LINGJUN_ENV} (or --clusters nvl72); the topology is {LINGJUN_SOURCE}")
+            raise typer.Exit(EXIT_INPUT_ERROR) from None
+    try:
+        built = {name: make_cluster(name, racks=racks, lingjun_file=lingjun_file) for name in chosen_clusters}
+    except ValueError as error:
+        print_error(f"--lingjun-dir: {error}")
+        raise typer.Exit(EXIT_INPUT_ERROR) from None
+    configs = [SubGroupConfig(cluster=name, policy=policy, seed=seed, hours=hours, load=load, time_limit_s=time_limit, racks=racks)
+               for name in chosen_clusters for seed in seed_list for policy in chosen_policies]  # fmt: skip
+    results = []
+    with _progress() as progress:
+        runs = progress.add_task("runs", total=len(configs), last="")
+        for config in configs:
+            label = f"{config.cluster}/{config.policy}/seed {config.seed}"
+            cycles = progress.add_task(label, total=None, last="")
+
+            def advance(done: int, total: int, task: int = cycles) -> None:
+                progress.update(task, completed=done, total=total)
+
+            results.append(run_subgroup_stream(config, built[config.cluster], on_cycle=advance))
+            progress.remove_task(cycles)
+            progress.update(runs, advance=1, last=f"{label}: {results[-1].jobs_started} started")
+    out.mkdir(parents=True, exist_ok=True)
+    write_subgroup_csv(results, out)
+    table = subgroup_markdown(results)
+    (out / "summary_subgroups.md").write_text(table)
+    for name in chosen_clusters:
+        first = [r for r in results if r.config.cluster == name and r.config.seed == seed_list[0]]
+        plot_timeline_series({r.config.policy: (r.times_h, r.racks_free.astype(float)) for r in first},
+                             out / f"subgroups_racks_free_{name}.png", ylabel="whole racks free", ylim=None,
+                             title=f"whole racks free after each cycle — {name}, seed {seed_list[0]}")  # fmt: skip
+    console.print(table, highlight=False, markup=False)
+    console.print(f"wrote {out}/subgroups.csv, subgroups_cycles.csv, summary_subgroups.md and subgroups_racks_free_*.png", markup=False)

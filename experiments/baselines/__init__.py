@@ -11,6 +11,10 @@
 | `volcano`       | Volcano binpack, pod by pod (`binpack.go`)                        |
 | `kube`          | kube-scheduler LeastAllocated spread (`least_allocated.go`)       |
 
+The sub-group experiment (`experiments.subgroup_stream`) has its own Volcano-like policy,
+`volcano_subgroups.VolcanoSubGroups`: Volcano 1.14's allocate action with sub-group
+policies and the network-topology-aware plugin (sub-groups placed one after another).
+
 `BASELINES` is an explicit tuple (no registration by import side effect); `make_baseline`
 builds one with its random generator (tie-breaks) and, for FGD, the fragmentation tracker.
 """
