@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from experiments.baselines.volcano_subgroups import SubGroupBind, VolcanoSubGroups
-from experiments.cluster_state import WHOLE, Assignment, ClusterState
+from experiments.cluster_state import WHOLE, ClusterState
 from experiments.subgroup_workload import (
     SubGroupCluster,
     SubGroupJob,

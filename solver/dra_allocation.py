@@ -26,7 +26,7 @@ claim of 4 devices matching `nvlinkDomain` gets g4–g7; one of 2 devices, g1–
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from models.dra import AttributeValue, Device, DeviceResult
