@@ -3,7 +3,8 @@ do in the kubelet's place.
 
 - `mark_running`: a pod bound to a node (`spec.nodeName`) still `Pending` gets
   `status.phase: Running`, a start time and Ready conditions (through `pods/status`, as a
-  kubelet writes it).
+  kubelet writes it). Its PodScheduled condition is left as the binding wrote it: a kubelet
+  does not touch it, and the controller's repair reads "bound last" from its time.
 - `finish_terminating`: a pod being deleted (an eviction sets `deletionTimestamp`) is
   removed for good (`gracePeriodSeconds: 0`), as a kubelet does once its containers stop.
 - `run`: both, every `interval_s`, until stopped.
@@ -56,12 +57,12 @@ class KubeletStandIn:
                     "hostIP": "127.0.0.1",
                     "conditions": [
                         {"type": condition, "status": "True", "lastTransitionTime": now}
-                        for condition in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+                        for condition in ("Initialized", "ContainersReady", "Ready")
                     ],
                 }
             }
             try:
-                self._client.patch(PODS, metadata["namespace"], metadata["name"], body, subresource="status")
+                self._client.patch(PODS, metadata["namespace"], metadata["name"], body, subresource="status", strategic=True)
                 started.append(f"{metadata['namespace']}/{metadata['name']}")
             except NotFound:
                 continue

@@ -73,10 +73,8 @@ def test_an_overcommitted_node_is_reported_and_repaired_by_evicting_the_pods_bou
     admin.create(VOLCANO_PODGROUPS, namespace, for_api(pod_group("g", namespace=namespace, min_member=2)))
     admin.create(VOLCANO_PODGROUPS, namespace, for_api(pod_group("new", namespace=namespace, min_member=2)))
     _bound_pod(admin, namespace, "p1-first", on="node-a", gpus=1, indices="2")
-    # "Bound last" is read to the second (PodScheduled's time), and the kubelet stand-in stamps
-    # the condition again when it starts a pod: bound within one second, p1 could read later
-    # than p2. A second apart, p2 is bound last whichever stamp each carries.
-    time.sleep(1.1)
+    # "Bound last" is read to the second (the binding's PodScheduled time), then by name: bound
+    # in the same second or later, p2 comes after p1 and p4 after p3.
     _bound_pod(admin, namespace, "p2-twice", on="node-a", gpus=1, indices="2")
     _bound_pod(admin, namespace, "p3-big", on="node-b", gpus=4)
     _bound_pod(admin, namespace, "p4-g-0", on="node-b", gpus=2, group="g")
