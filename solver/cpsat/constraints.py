@@ -181,7 +181,9 @@ def _gang(model: cp_model.CpModel, data: ModelData, variables: Variables) -> Non
         short = members_missing(facts.requirement, unit.running, 0)
         if short > 1:
             model.add(_sum(pods) >= short * admitted)
-        if unit.sub_groups:
+        # Not `unit.sub_groups` (those with pods pending): a job whose shards have none pending
+        # may still bind a pod in no sub-group, and then owes its `min_sub_groups` too.
+        if unit.group.sub_groups:
             _sub_groups(model, data, variables, unit.index)
 
 

@@ -271,6 +271,19 @@ def test_a_shard_running_whole_counts_toward_min_sub_groups() -> None:
     assert shard in ("job-1", "job-2") and leaves == {"L2"}
 
 
+def test_a_pod_in_no_sub_group_does_not_start_a_job_whose_shards_cannot() -> None:
+    """One shard of min 2 runs half (1 pod, nothing of it pending), min_sub_groups 1, and one
+    pod in no sub-group pending, with room beside it. Binding that pod would start the job
+    with no shard started, so both engines bind nothing. (A case drawn by the sub-group
+    property: the model asked `min_sub_groups` only of jobs with shard pods pending.)"""
+    job = make_gang("job", replicas=2, gpus=1, min_member=0, running_on=["n"])
+    sharded = with_sub_groups(job, 2, min_sub_groups=1)
+    loose = Gang(group=sharded.group, pods=(sharded.pods[0], sharded.pods[1].model_copy(update={"sub_group": None})))
+    snapshot = make_snapshot(nodes=[make_node("n", gpus=4)], groups=[loose])
+    assert _cpsat(snapshot, via_place=False).placement.binds == ()
+    assert solve_checked(snapshot, "greedy").placement.binds == ()
+
+
 def test_a_shard_is_not_started_below_its_minimum_even_when_the_job_could_be() -> None:
     """Shards of 3 (min 3), min_member 3, leaves of 2 and 2 under one spine: 4 pods would fit
     the job's spine, but no leaf holds a shard: nothing is bound."""
