@@ -2,8 +2,9 @@
 (hard or soft tiers, minimums, `min_sub_groups`, a pod or two in no sub-group, leader +
 worker replicas as LeaderWorkerSet makes them), running shards, two queues and
 priorities. For greedy and `auto`, the checker (which judges sub-group minimums and
-domains, victims' sub-groups included) passes the placement, and no sub-group that gets a
-bind ends below its minimum."""
+domains, victims' sub-groups included) passes the placement, no sub-group that gets a
+bind ends below its minimum, and `auto` never answers with greedy's placement because
+the checker rejected CP-SAT's."""
 
 from __future__ import annotations
 
@@ -142,6 +143,12 @@ def _sub_groups_whole(snapshot: Snapshot, decision: Decision) -> list[str]:
     return short
 
 
+def _not_rejected(decision: Decision) -> bool:
+    """CP-SAT's own placement passed the checker: `auto` did not fall back for a rejection
+    (`solve_checked` judges only what `auto` returned, which may be greedy's)."""
+    return decision.fallback is None or decision.fallback.cause != "rejected"
+
+
 @FAST
 @given(nested_clusters())
 def test_greedy_places_nested_gangs_the_checker_accepts(snapshot: Snapshot) -> None:
@@ -154,6 +161,7 @@ def test_greedy_places_nested_gangs_the_checker_accepts(snapshot: Snapshot) -> N
 def test_auto_places_nested_gangs_the_checker_accepts(snapshot: Snapshot) -> None:
     decision = solve_checked(snapshot, "auto", time_limit_s=2.0)
     assert _sub_groups_whole(snapshot, decision) == []
+    assert _not_rejected(decision)
 
 
 @FAST
@@ -161,6 +169,7 @@ def test_auto_places_nested_gangs_the_checker_accepts(snapshot: Snapshot) -> Non
 def test_auto_preemption_keeps_victim_shards_whole_or_gone(snapshot: Snapshot) -> None:
     decision = solve_checked(snapshot, "auto", time_limit_s=2.0)
     assert _sub_groups_whole(snapshot, decision) == []
+    assert _not_rejected(decision)
 
 
 @FAST
