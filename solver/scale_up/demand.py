@@ -87,12 +87,14 @@ def take_room(room: dict[QueueName, dict[str, int]], demand: GangDemand) -> None
 
 def over_queue_room(demand: GangDemand, room: Mapping[QueueName, Mapping[str, int]]) -> str | None:
     """Why its queue's capability keeps it waiting whatever the nodes (a gang asking more
-    than its queue has left is no candidate), or None. Example: "queue small capability
-    leaves 8 gpu, the gang needs 16 gpu"."""
+    than its queue has left is no candidate), or None. A resource it asks none of holds it
+    back from nothing, even in a queue already past that cap (the quota rule: a queue over
+    its cap may not grow there, and a gang that asks none does not grow it). Example:
+    "queue small capability leaves 8 gpu, the gang needs 16 gpu"."""
     asked = demand.requests
     for queue in demand.queues:
         for name, left in sorted(room.get(queue, {}).items()):
-            if asked.get(name, 0) > left:
+            if asked.get(name, 0) > max(0, left):
                 return (
                     f"queue {queue} capability leaves {format_quantity(name, max(0, left))}, "
                     f"the gang needs {format_quantity(name, asked[name])}"

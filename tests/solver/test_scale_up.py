@@ -104,6 +104,22 @@ def test_gang_asking_more_than_its_queue_has_left_gets_no_nodes() -> None:
     assert "quota" in {reason.rule for reason in plan.not_planned[0].reasons}
 
 
+def test_a_gang_asking_none_of_a_resource_its_queue_is_over_gets_nodes() -> None:
+    """Queue small runs 16 GPUs past its cap of 8 (a cap lowered under running pods). A
+    CPU-only gang of it asks no GPU, so that cap does not hold it: it gets a node for the
+    100 cores no node has. (The capability check read its GPU request and raised KeyError:
+    drawn by the scale-up property.)"""
+    cpu_only = make_gang("etl", cpu=100, queue="small")
+    held = make_gang("held", replicas=2, gpus=8, queue="small", running_on=["n8", "n9"], preemptable=False)
+    small = make_queue("small", capability=resources(gpus=8))
+    extra = [make_node("n8", gpus=8), make_node("n9", gpus=8)]
+    snapshot = full_cluster(cpu_only, held, extra_nodes=extra, queues=[small])
+    chosen = templates(template("p5"))
+    plan = checked(snapshot, chosen, plan_scale_up(snapshot, chosen, config=CONFIG))
+    assert plan.started == ("default/etl",)
+    assert [(row.template, len(row.nodes)) for row in plan.bought] == [("p5", 1)]
+
+
 def test_two_gangs_of_one_queue_get_nodes_for_what_its_capability_leaves() -> None:
     """Each fits the queue's 16 GPUs alone, not both: nodes for one only."""
     a = make_gang("a", replicas=2, gpus=8, queue="team", priority=5)
