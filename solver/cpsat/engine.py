@@ -99,6 +99,7 @@ __all__ = [
     "CpsatConfig", "CpsatResult", "StageReport", "ModelInvalid", "solve_cpsat", "PRESOLVE_SECONDS_PER_VARIABLE",
     "PRESOLVE_MIN_STAGE_S",
     "TIE_BREAK_MIN_S",
+    "STAGNATION_MIN_S",
     "BuildSize",
     "BuildCost",
     "BUILD_COST",
@@ -133,6 +134,9 @@ SOLVE_START_SECONDS_PER_VARIABLE = 3e-6
 which its deterministic time does not count. Charged to the search clock before every
 solve, so the solves a budget holds are the solves it pays for (docs/results.md, "A second
 bench family")."""
+STAGNATION_MIN_S = 0.5
+"""The shortest round of a stage that only chooses among equals (`_search_stage`), in
+nominal seconds: a round without a better solution ends the stage."""
 TIE_BREAK_MIN_S = 0.2
 """The first-come tie-break may take as long as the tiers' search took, or this much."""
 
@@ -187,14 +191,90 @@ times their cost, and at the bench's limit CP-SAT never started there (docs/resu
 
 
 class _Incumbents(cp_model.CpSolverSolutionCallback):
-    """Records (seconds, objective) of each solution a stage finds, for experiments."""
+    """Records (seconds, objective) of each solution a stage finds, for experiments; the
+    seconds count from the stage's first search (`offset_s`: the searches before this one)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.found: list[tuple[float, float]] = []
+        self.offset_s = 0.0
 
     def on_solution_callback(self) -> None:
-        self.found.append((self.wall_time, self.objective_value))
+        self.found.append((self.offset_s + self.wall_time, self.objective_value))
+
+
+@dataclasses.dataclass
+class _StageSearch:
+    """What one stage's search (`_search_stage`) ends with."""
+
+    solver: cp_model.CpSolver  # its last search's
+    status: int  # OPTIMAL when the last search proved it; FEASIBLE with a solution; else the last search's
+    solution: list[int] | None  # the best solution over its searches
+    wall_s: float
+    incumbents: _Incumbents
+
+
+def _search_stage(
+    model: cp_model.CpModel,
+    stage: Stage,
+    values: list[int] | None,
+    partial: dict[cp_model.IntVar, int],
+    config: CpsatConfig,
+    clock: SearchClock,
+    share: float,
+) -> _StageSearch:
+    """Minimise `stage` for up to `share` nominal seconds, from the hint the caller set
+    (`values`, else `partial`).
+
+    A stage that only chooses among equals (no fairness or throughput in it) on the
+    deterministic clock searches in rounds, each hinted with the best solution so far and
+    as long as all the rounds before it (at least `STAGNATION_MIN_S`), and stops after a
+    round that found nothing better. Why: such a stage either proves its optimum at once
+    or, on a weak bound, spends its whole share proving a hint it never improves — on the
+    sub-group stream (Lingjun, NVL72) 6 of 218 such stages ran 0.7–3.1 s, 5 of them
+    without a single improvement after their first 0.03 s, and they were the p99 of the
+    call (docs/results.md, "Sub-groups"). A round is a fresh search with the same seed and
+    hint: the same input still stops at the same point. Stages that decide what runs, and
+    stages shorter than two rounds (every stage of a 1 s call), keep their whole share in
+    one search, as before."""
+    sliced = clock.deterministic and 0 not in stage.tiers and 1 not in stage.tiers and share >= 2 * STAGNATION_MIN_S
+    incumbents = _Incumbents()
+
+    def value(solution: list[int]) -> int:
+        return stage.expression.value(lambda var: int(solution[var.index]))
+
+    best: list[int] | None = None  # the best solution the rounds found
+    hint = values
+    searched_s = wall_s = 0.0
+    while True:
+        left = share - searched_s
+        length = min(left, max(STAGNATION_MIN_S, searched_s)) if sliced else left
+        if left - length < STAGNATION_MIN_S / 2:  # no sliver of a round left over
+            length = left
+        if hint is not values:  # the first round's hint the caller set, before it measured `share`
+            _set_hint(model, hint, partial)
+        solver = _solver(config, clock, length, presolve=_presolve(config, model, length))
+        incumbents.offset_s = wall_s
+        status = solver.solve(model, incumbents)
+        searched_s += clock.charge(solver)
+        wall_s += solver.wall_time
+        improved = False
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            found = list(solver.response_proto.solution)
+            improved = hint is None or value(found) < value(hint)
+            if best is None or value(found) <= value(best):
+                best = found
+        if status != cp_model.FEASIBLE or not sliced or not improved or searched_s >= share - 1e-9:
+            break
+        start = _start_seconds(clock, model)
+        if clock.left() <= start + 0.005:
+            break
+        clock.charged(start)
+        searched_s += start
+        hint = best
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) and best is not None:
+        status = cp_model.FEASIBLE  # an earlier round's solution stands
+    return _StageSearch(solver, status, best, wall_s, incumbents)
 
 
 def solve_cpsat(
@@ -269,10 +349,8 @@ def solve_cpsat(
         # The share of what is left once the stage's objective and hint are set (tens of ms
         # on a large model), so the stage's limit does not count that time twice.
         share = max(0.001, clock.left()) * _share(stages, position)
-        solver = _solver(config, clock, share, presolve=_presolve(config, model, share))
-        incumbents = _Incumbents()
-        status = solver.solve(model, incumbents)
-        clock.charge(solver)
+        search = _search_stage(model, stage, values, partial, config, clock, share)
+        solver, status = search.solver, search.status
         name = solver.status_name(status)
         if status == cp_model.MODEL_INVALID:
             raise ModelInvalid(f"CP-SAT rejected the model: {model.validate()}")
@@ -280,19 +358,20 @@ def solve_cpsat(
             raise ModelInvalid("CP-SAT found the model infeasible, but the empty placement satisfies it")
         stage_tiers = tuple(TIERS[t] for t in stage.tiers)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            values = _kept(tiers, order, position, stages, values, list(solver.response_proto.solution))
+            assert search.solution is not None
+            values = _kept(tiers, order, position, stages, values, search.solution)
             # Exact, from the solution: the objective value is a double, a few units off above 2^53.
             solution = values
             value = stage.expression.value(lambda var: int(solution[var.index]))
             reports.append(
-                StageReport(stage_tiers, name, solver.wall_time, value, solver.best_objective_bound, tuple(incumbents.found))
+                StageReport(stage_tiers, name, search.wall_s, value, solver.best_objective_bound, tuple(search.incumbents.found))
             )
             proven = proven and status == cp_model.OPTIMAL
             if 1 in stage.tiers:  # throughput
                 throughput_bound = _throughput_bound(stage, tiers, values, solver, status == cp_model.OPTIMAL)
             model.add(stage.expression.expr() <= value)
         else:
-            reports.append(StageReport(stage_tiers, name, solver.wall_time, None, None))
+            reports.append(StageReport(stage_tiers, name, search.wall_s, None, None))
             proven = False
             if values is not None:
                 # Keep what the incumbent has on these tiers: later stages may not trade it.

@@ -1,15 +1,31 @@
 """How the CP-SAT engine spends a short time limit: hard-topology candidates that can hold
 the gang node by node and are spread over identical gangs, a repack that holds the hint's
-admissions and moves pods to let a waiting gang in, and presolve only where it has time."""
+admissions and moves pods to let a waiting gang in, presolve only where it has time, and
+stages that choose among equals searched in rounds that stop when one finds nothing better."""
 
 from __future__ import annotations
+
+import random
+import time
 
 from ortools.sat.python import cp_model
 
 from models.snapshot import Snapshot
+from solver.cpsat.clock import SearchClock
 from solver.cpsat.data import DataLimits, build_model_data
-from solver.cpsat.engine import PRESOLVE_MIN_STAGE_S, PRESOLVE_SECONDS_PER_VARIABLE, CpsatConfig, _presolve
-from solver.objective import ObjectiveContext
+from solver.cpsat.engine import (
+    PRESOLVE_MIN_STAGE_S,
+    PRESOLVE_SECONDS_PER_VARIABLE,
+    STAGNATION_MIN_S,
+    CpsatConfig,
+    _presolve,
+    _search_stage,
+    _set_hint,
+    _StageSearch,
+)
+from solver.cpsat.objective import Stage
+from solver.cpsat.variables import Lin
+from solver.objective import TIERS, ObjectiveContext
 from solver.problem import build_problem
 from tests.builders import make_gang, make_node, make_snapshot, solve_checked
 from tests.solver.test_cpsat_properties import run_cpsat
@@ -80,3 +96,55 @@ def test_presolve_runs_only_when_the_stage_is_long_and_has_twice_its_expected_co
     assert _presolve(CpsatConfig(), small, PRESOLVE_MIN_STAGE_S)
     assert _presolve(CpsatConfig(presolve=True), model, 0.001)
     assert not _presolve(CpsatConfig(presolve=False), model, 100.0)
+
+
+def _max_sat(seed: int, variables: int = 110) -> tuple[cp_model.CpModel, Lin]:
+    """A random 3-SAT instance past the threshold ratio (4.5 clauses a variable) as MAX-SAT:
+    minimise the clauses broken."""
+    rng = random.Random(seed)
+    model = cp_model.CpModel()
+    x = [model.new_bool_var(f"x{i}") for i in range(variables)]
+    broken = Lin()
+    for c in range(int(variables * 4.5)):
+        literals = [x[v] if rng.random() < 0.5 else ~x[v] for v in rng.sample(range(variables), 3)]
+        kept = model.new_bool_var(f"kept{c}")
+        model.add_bool_or(literals).only_enforce_if(kept)
+        broken.add(kept, -1)
+        broken.constant += 1
+    return model, broken
+
+
+def _stage_from_optimum(seed: int, tier: int) -> tuple[_StageSearch, SearchClock, int]:
+    """`_search_stage` on `_max_sat(seed)` for a stage of `tier`, hinted with an optimal
+    solution, with a share of 10 nominal seconds; and the optimum."""
+    model, broken = _max_sat(seed)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    model.minimize(broken.expr())
+    assert solver.solve(model) == cp_model.OPTIMAL
+    optimum = list(solver.response_proto.solution)
+    clock = SearchClock(deadline=time.perf_counter() + 120, search_s=20.0)
+    _set_hint(model, optimum, {})
+    stage = Stage(tiers=[tier], weights=[1], expression=broken)
+    search = _search_stage(model, stage, optimum, {}, CpsatConfig(), clock, 10.0)
+    return search, clock, broken.value(lambda var: optimum[var.index])
+
+
+def test_a_stage_that_chooses_among_equals_stops_after_a_round_that_finds_nothing_better() -> None:
+    """Locality (tier 3), hinted with the optimum of an instance whose proof the whole
+    share does not finish: the first round (`STAGNATION_MIN_S`, and the few hundredths a
+    search runs past its limit) finds nothing better and the stage ends there, unproven,
+    keeping the hint's value — no second round, not the share of 10 s."""
+    search, clock, optimum = _stage_from_optimum(3, TIERS.index("locality"))
+    assert search.status == cp_model.FEASIBLE
+    solution = search.solution
+    assert solution is not None and _max_sat(3)[1].value(lambda var: solution[var.index]) == optimum
+    assert clock.searched_s < 2 * STAGNATION_MIN_S
+
+
+def test_a_stage_that_decides_what_runs_keeps_its_whole_share() -> None:
+    """Fairness (tier 0), hinted with the optimum of an instance whose proof takes longer
+    than a round: one search, longer than a round, which proves the optimum."""
+    search, clock, _ = _stage_from_optimum(2, TIERS.index("fairness"))
+    assert search.status == cp_model.OPTIMAL
+    assert 2 * STAGNATION_MIN_S < clock.searched_s < 10.0
