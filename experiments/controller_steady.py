@@ -71,6 +71,7 @@ from experiments.live_cluster import (
     LiveCluster,
     PodWatch,
     node_manifest,
+    request_counts,
     settled_counts,
 )
 
@@ -81,6 +82,7 @@ GPU_FILL = 0.8  # share of the GPUs the running GPU gangs take
 CPU_SLOTS_PER_NODE = 32  # 1-cpu pods a node takes at most: 64 cpu − 8 GPU pods × 4 cpu
 DRAIN_S = 30.0  # after the last submission, how long the bench waits for its gangs
 WARM_UP_GANG = "warmup"
+CYCLE_LOG_S = 1.0  # after the last bind, time for the cycle that bound it to write its log line
 GROUP_API = ("scheduling.volcano.sh", "v1beta1")
 
 
@@ -147,8 +149,10 @@ class SteadyRun:
     window_end_unix: float  # last gang bound, or the drain's end
     gangs_finished: int  # old gangs deleted during the window
     pods: tuple[PodRecord, ...]
-    cycles: tuple[CycleRecord, ...]  # those that finished in the window
+    cycles: tuple[CycleRecord, ...]  # those that started in the window
     cpu_seconds: dict[str, float]  # per process and the machine's, in the window
+    requests: dict[str, int]  # `VERB resource` → requests the API server served in the window (all clients)
+    warm_up_requests: dict[str, int]  # the same, controller start → warm-up settled
 
 
 def running_load(config: SteadyConfig) -> RunningLoad:
@@ -400,7 +404,7 @@ def run(config: SteadyConfig) -> SteadyRun:
         sampler = CpuSampler({**cluster.pids, "bench client": os.getpid()})
         sampler.start()
         try:
-            started = time.monotonic()
+            started, at_start = time.monotonic(), request_counts(cluster.admin)
             args = ["--no-leader-elect", "--engine", config.engine]
             controller = cluster.start_controller(args + (["--time-limit", str(config.time_limit_s)] if config.time_limit_s else []))
             sampler.add("controller", controller.pid)
@@ -408,7 +412,7 @@ def run(config: SteadyConfig) -> SteadyRun:
             steady.submit(WARM_UP_GANG)
             if not steady.wait_bound([WARM_UP_GANG], timeout_s=config.warm_up_timeout_s, alive=alive):
                 raise RuntimeError(f"the warm-up gang was not bound ({steady.watch.error or 'timeout'}); controller log:\n{cluster.log_tail()}")
-            settled_counts(cluster.admin)
+            before, _ = settled_counts(cluster.admin)
             warm_up_seconds = time.monotonic() - started
             gangs = [f"new-{n:04d}" for n in range(config.gangs())]
             finished = 0
@@ -420,12 +424,14 @@ def run(config: SteadyConfig) -> SteadyRun:
             steady.wait_submitted()
             steady.wait_bound(gangs, timeout_s=DRAIN_S, alive=alive)
             window_end = time.time()
+            requests = request_counts(cluster.admin) - before
+            time.sleep(CYCLE_LOG_S)
             sampler.stop()
             cycles = tuple(
                 CycleRecord(finished_unix=c["finished_unix"], seconds=c["seconds"], observe_seconds=c.get("observe_seconds", 0.0),
                             solve_seconds=c.get("solve_seconds", 0.0), act_seconds=c.get("act_seconds", 0.0),
                             bound=c.get("bound", 0), engine=str(c.get("engine", "")))
-                for c in cluster.cycles() if c.get("bound") and window_start <= c["finished_unix"] <= window_end
+                for c in cluster.cycles() if c.get("bound") and window_start <= c["finished_unix"] - c["seconds"] <= window_end
             )  # fmt: skip
             return SteadyRun(
                 config=config,
@@ -439,6 +445,8 @@ def run(config: SteadyConfig) -> SteadyRun:
                 pods=steady.records(gangs),
                 cycles=cycles,
                 cpu_seconds=sampler.between(window_start, window_end),
+                requests=dict(requests.most_common()),
+                warm_up_requests=dict((before - at_start).most_common()),
             )
         finally:
             sampler.stop()

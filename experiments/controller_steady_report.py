@@ -69,6 +69,8 @@ class SteadySummary:
     engines: dict[str, int]  # engine that answered → cycles
     cpu_seconds: dict[str, float]  # per process and the machine's, in the window
     cpu_share_of_cores: dict[str, float]  # cpu_seconds / (window × cores)
+    requests: dict[str, int]  # `VERB resource` → served in the window, the bench's own included
+    warm_up_requests: dict[str, int]  # controller start → warm-up gang bound and writes settled
 
 
 def gang_latencies(run: SteadyRun) -> dict[str, float]:
@@ -114,6 +116,8 @@ def summarize(run: SteadyRun) -> SteadySummary:
         engines=dict(Counter(c.engine for c in run.cycles).most_common()),
         cpu_seconds=run.cpu_seconds,
         cpu_share_of_cores={name: round(s / (window_s * CORES), 3) for name, s in run.cpu_seconds.items()},
+        requests=run.requests,
+        warm_up_requests=run.warm_up_requests,
     )
 
 
