@@ -71,6 +71,7 @@ from experiments.live_cluster import (
     LiveCluster,
     PodWatch,
     node_manifest,
+    read_answer,
     request_counts,
     settled_counts,
 )
@@ -252,16 +253,17 @@ def create_running(cluster: LiveCluster, config: SteadyConfig, load: RunningLoad
 
     def start_pod(item: tuple[str, str, int, str]) -> None:
         name, group, gpus, node = item
-        core.create_namespaced_pod(NAMESPACE, _pod(name, group, gpus=gpus, cpu=4 if gpus else 1, node=node), _preload_content=False)
-        core.patch_namespaced_pod_status(name, NAMESPACE, _running_status(), _preload_content=False)
+        read_answer(core.create_namespaced_pod(NAMESPACE, _pod(name, group, gpus=gpus, cpu=4 if gpus else 1, node=node), _preload_content=False))
+        read_answer(core.patch_namespaced_pod_status(name, NAMESPACE, _running_status(), _preload_content=False))
 
     pods = [(f"{group}-{i}", group, gpus, node)
             for gangs, gpus in ((load.gpu_gangs, 1), (load.cpu_gangs, 0))
             for group, nodes in gangs.items() for i, node in enumerate(nodes)]  # fmt: skip
     with ThreadPoolExecutor(config.threads) as pool, _progress() as progress:
-        _in_parallel(pool, lambda n: core.create_node(node_manifest(_node_name(n), gpus=GPUS_PER_NODE), _preload_content=False),
+        _in_parallel(pool, lambda n: read_answer(core.create_node(node_manifest(_node_name(n), gpus=GPUS_PER_NODE), _preload_content=False)),
                      range(config.nodes), what="nodes", progress=progress)  # fmt: skip
-        _in_parallel(pool, lambda g: custom.create_namespaced_custom_object(*GROUP_API, NAMESPACE, "podgroups", _pod_group(g, running=True)),
+        _in_parallel(pool, lambda g: read_answer(custom.create_namespaced_custom_object(
+                         *GROUP_API, NAMESPACE, "podgroups", _pod_group(g, running=True), _preload_content=False)),
                      [*load.gpu_gangs, *load.cpu_gangs], what="running PodGroups", progress=progress)  # fmt: skip
         started = time.monotonic()
         _in_parallel(pool, start_pod, pods, what="running pods (bound, Running)", progress=progress)
@@ -324,7 +326,7 @@ class _Steady:
 
     def _mark_running(self, pod: str) -> None:
         try:
-            self._core.patch_namespaced_pod_status(pod, NAMESPACE, _running_status(), _preload_content=False)
+            read_answer(self._core.patch_namespaced_pod_status(pod, NAMESPACE, _running_status(), _preload_content=False))
         except ApiException as error:
             if error.status != 404:  # finished before it started: nothing to mark
                 raise
@@ -333,7 +335,8 @@ class _Steady:
         self._gangs.submit(self._submit, gang)
 
     def _submit(self, gang: str) -> None:
-        self._custom.create_namespaced_custom_object(*GROUP_API, NAMESPACE, "podgroups", _pod_group(gang, running=False))
+        read_answer(self._custom.create_namespaced_custom_object(
+            *GROUP_API, NAMESPACE, "podgroups", _pod_group(gang, running=False), _preload_content=False))
         futures = [self._requests.submit(self._create_pod, gang, f"{gang}-{i}") for i in range(GANG_PODS)]
         for future in futures:
             future.result()
@@ -341,7 +344,7 @@ class _Steady:
     def _create_pod(self, gang: str, pod: str) -> None:
         response = self._core.create_namespaced_pod(NAMESPACE, _pod(pod, gang, gpus=1, cpu=4), _preload_content=False)
         created_unix = time.time()
-        stamp = json.loads(response.data)["metadata"]["creationTimestamp"]
+        stamp = json.loads(read_answer(response))["metadata"]["creationTimestamp"]
         with self._tracker.lock:
             self._tracker.created[pod] = (gang, created_unix, stamp)
 
@@ -359,11 +362,13 @@ class _Steady:
         return True
 
     def _delete(self, gang: str) -> None:
-        futures = [self._requests.submit(self._core.delete_namespaced_pod, f"{gang}-{i}", NAMESPACE,
-                                         grace_period_seconds=0, _preload_content=False) for i in range(GANG_PODS)]  # fmt: skip
+        futures = [self._requests.submit(self._delete_pod, f"{gang}-{i}") for i in range(GANG_PODS)]
         for future in futures:
             future.result()
-        self._custom.delete_namespaced_custom_object(*GROUP_API, NAMESPACE, "podgroups", gang)
+        read_answer(self._custom.delete_namespaced_custom_object(*GROUP_API, NAMESPACE, "podgroups", gang, _preload_content=False))
+
+    def _delete_pod(self, pod: str) -> None:
+        read_answer(self._core.delete_namespaced_pod(pod, NAMESPACE, grace_period_seconds=0, _preload_content=False))
 
     def wait_submitted(self) -> None:
         """Every create and delete asked for so far has returned."""
