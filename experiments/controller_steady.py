@@ -24,7 +24,7 @@ pods deleted with grace 0, then its PodGroup), and a new gang is submitted (its 
 minMember 8, then its 8 pods of 1 GPU + 4 cpu, created in parallel); the GPUs in use stay
 where they started. One watch notes when each new pod is first seen bound (`spec.nodeName`
 set), and the bench plays the kubelet: each bound pod is marked Running. After the last
-submission the bench waits up to `DRAIN_S` for the last gangs.
+submission the bench waits up to `--drain` s for the last gangs.
 
 Metrics (`experiments.controller_steady_report`): per pod, creation → bind latency, from
 this bench's clock when the create returned to the watch first seeing it bound (the
@@ -81,7 +81,6 @@ GANG_PODS = 8  # minMember of every gang, running or new
 GPUS_PER_NODE = 8
 GPU_FILL = 0.8  # share of the GPUs the running GPU gangs take
 CPU_SLOTS_PER_NODE = 32  # 1-cpu pods a node takes at most: 64 cpu − 8 GPU pods × 4 cpu
-DRAIN_S = 30.0  # after the last submission, how long the bench waits for its gangs
 WARM_UP_GANG = "warmup"
 CYCLE_LOG_S = 1.0  # after the last bind, time for the cycle that bound it to write its log line
 GROUP_API = ("scheduling.volcano.sh", "v1beta1")
@@ -97,6 +96,7 @@ class SteadyConfig:
     duration_s: float = 60.0
     seed: int = 42
     threads: int = 8
+    drain_s: float = 120.0  # after the last submission, how long the bench waits for its gangs
     warm_up_timeout_s: float = 1800.0  # the first cycles over every node and running pod
 
     def gangs(self) -> int:
@@ -427,7 +427,7 @@ def run(config: SteadyConfig) -> SteadyRun:
                 finished += steady.finish_one()
                 steady.submit(gang)
             steady.wait_submitted()
-            steady.wait_bound(gangs, timeout_s=DRAIN_S, alive=alive)
+            steady.wait_bound(gangs, timeout_s=config.drain_s, alive=alive)
             window_end = time.time()
             requests = request_counts(cluster.admin) - before
             time.sleep(CYCLE_LOG_S)
@@ -470,6 +470,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--time-limit", type=float, default=None, help="The controller's --time-limit (default: its own).")
     parser.add_argument("--interval", type=float, default=SteadyConfig.interval_s, help="Seconds between new gangs.")
     parser.add_argument("--duration", type=float, default=SteadyConfig.duration_s, help="Seconds of submissions.")
+    parser.add_argument("--drain", type=float, default=SteadyConfig.drain_s,
+                        help="Seconds to wait after the last submission for the gangs not yet bound.")
     parser.add_argument("--seed", type=int, default=SteadyConfig.seed)
     parser.add_argument("--threads", type=int, default=SteadyConfig.threads, help="Client threads creating objects.")
     parser.add_argument("--out", type=Path, default=Path("results") / "controller-steady")
@@ -479,7 +481,8 @@ def main(argv: list[str] | None = None) -> None:
         if value <= 0:
             parser.error(f"{flag}: must be positive, got {value}")
     config = SteadyConfig(nodes=args.nodes, running=args.running, engine=args.engine, time_limit_s=args.time_limit,
-                          interval_s=args.interval, duration_s=args.duration, seed=args.seed, threads=args.threads)  # fmt: skip
+                          interval_s=args.interval, duration_s=args.duration, drain_s=args.drain, seed=args.seed,
+                          threads=args.threads)  # fmt: skip
     try:
         running_load(config)
     except ValueError as error:
