@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.controller_steady import GANG_PODS, SteadyRun
+from experiments.controller_steady_records import GANG_PODS, SteadyRun
 from experiments.live_cluster import CORES, MACHINE
 
 __all__ = ["Percentiles", "SteadySummary", "percentiles", "summarize", "table", "write_outputs"]

@@ -14,17 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from experiments.controller_steady import (
-    CPU_SLOTS_PER_NODE,
-    GANG_PODS,
-    GPU_FILL,
-    GPUS_PER_NODE,
-    PodRecord,
-    SteadyConfig,
-    SteadyRun,
-    run,
-    running_load,
-)
+from experiments.controller_steady import CPU_SLOTS_PER_NODE, GPU_FILL, GPUS_PER_NODE, run, running_load
+from experiments.controller_steady_records import GANG_PODS, PodRecord, SteadyConfig, SteadyRun
 from experiments.controller_steady_report import gang_latencies, percentiles, summarize, write_outputs
 
 
