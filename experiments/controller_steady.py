@@ -55,7 +55,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -77,6 +77,7 @@ from experiments.live_cluster import (
     request_counts,
     settled_counts,
 )
+from solver.place import ENGINES
 
 NAMESPACE = "steady"
 GPUS_PER_NODE = 8
@@ -407,7 +408,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--running", type=int, default=SteadyConfig.running,
                         help=f"Pods bound and Running before the controller starts, in gangs of {GANG_PODS}: GPU gangs up to "
                              f"{GPU_FILL:.0%} of the GPUs, the rest CPU-only.")  # fmt: skip
-    parser.add_argument("--engine", default=SteadyConfig.engine, help="The controller's --engine.")
+    parser.add_argument("--engine", default=SteadyConfig.engine, choices=ENGINES, help="The controller's --engine.")
     parser.add_argument("--time-limit", type=float, default=None, help="The controller's --time-limit (default: its own).")
     parser.add_argument("--interval", type=float, default=SteadyConfig.interval_s, help="Seconds between new gangs.")
     parser.add_argument("--duration", type=float, default=SteadyConfig.duration_s, help="Seconds of submissions.")
@@ -428,7 +429,10 @@ def main(argv: list[str] | None = None) -> None:
         running_load(config)
     except ValueError as error:
         parser.error(str(error))
-    result = run(config)
+    try:
+        result = run(config)
+    except RuntimeError as error:  # the control plane or the controller did not come up: its own words, no traceback
+        raise SystemExit(f"controller_steady: {error}") from None
     summary = summarize(result)
     written = write_outputs(result, summary, args.out)
     print(table(summary))
