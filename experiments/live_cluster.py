@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -87,12 +88,14 @@ class LiveCluster:
             self.admin = k8s.ApiClient(configuration)
         except BaseException:
             self._stop_plane()
+            shutil.rmtree(self.workdir, ignore_errors=True)
             raise
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         self.stop_controller()
         self._stop_plane()
+        shutil.rmtree(self.workdir, ignore_errors=True)  # kubeconfigs and the log: read before the exit
 
     def start_controller(self, args: Sequence[str]) -> subprocess.Popen[bytes]:
         """`batchplace controller ARGS` as batchplace's ServiceAccount, its log (stdout and
