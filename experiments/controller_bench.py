@@ -44,21 +44,31 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
+
+from experiments.live_cluster import (
+    CORES,
+    GROUP_ANNOTATION,
+    MACHINE,
+    CpuSampler,
+    LiveCluster,
+    PodWatch,
+    node_manifest,
+    request_counts,
+    settled_counts,
+)
 
 RESULTS = Path("results") / "controller-bench"
 NAMESPACE = "bench"
@@ -101,16 +111,6 @@ class BenchResult:
     controller_profile_samples: dict[str, int]  # py-spy samples per part of the controller (--profile)
 
 
-def _node(index: int) -> dict:
-    resources = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(GPUS_PER_NODE), "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": f"node-{index:04d}", "labels": {"nvidia.com/gpu.product": "H100"}},
-        "status": {"allocatable": resources, "capacity": resources},
-    }
-
-
 def _pod_group(index: int) -> dict:
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
@@ -127,7 +127,7 @@ def _pod(group: int, index: int) -> dict:
         "metadata": {
             "name": f"job-{group:04d}-{index}",
             "namespace": NAMESPACE,
-            "annotations": {"scheduling.k8s.io/group-name": f"job-{group:04d}"},
+            "annotations": {GROUP_ANNOTATION: f"job-{group:04d}"},
         },
         "spec": {
             "schedulerName": "batchplace",
@@ -150,7 +150,7 @@ def _create(admin: k8s.ApiClient, config: BenchConfig) -> float:
     core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     groups = config.pods // PODS_PER_GROUP
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda i: core.create_node(_node(i)), range(config.nodes)))
+        list(pool.map(lambda i: core.create_node(node_manifest(f"node-{i:04d}", gpus=GPUS_PER_NODE)), range(config.nodes)))
         list(pool.map(lambda g: custom.create_namespaced_custom_object(
             "scheduling.volcano.sh", "v1beta1", NAMESPACE, "podgroups", _pod_group(g)), range(groups)))
         list(pool.map(lambda gi: core.create_namespaced_pod(NAMESPACE, _pod(*gi)),
@@ -158,135 +158,28 @@ def _create(admin: k8s.ApiClient, config: BenchConfig) -> float:
     return time.monotonic() - started
 
 
-class _CpuSampler:
-    """CPU seconds used so far by each named process (and the whole machine), sampled every
-    `period_s` from /proc, so the CPU of any window can be read afterwards."""
-
-    def __init__(self, pids: dict[str, int], period_s: float = 0.1) -> None:
-        self._pids = dict(pids)
-        self._period_s = period_s
-        self._samples: list[tuple[float, dict[str, float]]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
-
-    def add(self, name: str, pid: int) -> None:
-        self._pids[name] = pid
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            sample = {name: _process_cpu_seconds(pid) for name, pid in list(self._pids.items())}
-            sample[MACHINE] = _machine_busy_seconds()
-            self._samples.append((time.time(), sample))
-            self._stop.wait(self._period_s)
-
-    def between(self, start_unix: float, end_unix: float) -> dict[str, float]:
-        """CPU seconds per process from `start_unix` to `end_unix` (each edge read at the
-        nearest sample; a process not yet started counts from 0)."""
-        first = min(self._samples, key=lambda s: abs(s[0] - start_unix))[1]
-        last = min(self._samples, key=lambda s: abs(s[0] - end_unix))[1]
-        return {name: round(last[name] - first.get(name, 0.0), 2) for name in last}
-
-
-MACHINE = "machine (all processes)"
-CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
-
-
-def _process_cpu_seconds(pid: int) -> float:
-    """utime + stime of a process and all its threads; 0 once it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS_PER_S
-
-
-def _machine_busy_seconds() -> float:
-    """CPU seconds all cores spent not idle (other work on the machine shows up here)."""
-    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
-    user, nice, system, idle, iowait, irq, softirq, steal = fields
-    return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS_PER_S
-
-
 class _BindWatch:
     """Counts the bench's pods bound to a node, from one watch (as any client would see them),
     and notes when the last one was bound."""
 
     def __init__(self, core: k8s.CoreV1Api, pods: int) -> None:
-        listed = core.list_namespaced_pod(NAMESPACE, limit=1, _preload_content=False)
-        self._resource_version = json.loads(listed.data)["metadata"]["resourceVersion"]
-        self._core = core
         self._pods = pods
         self._bound: set[str] = set()
         self.all_bound_unix: float | None = None
         self.done = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="bind-watch", daemon=True)
-        self._thread.start()
+        self._watch = PodWatch(core, NAMESPACE, self._seen)
 
     def count(self) -> int:
         return len(self._bound)
 
-    def _run(self) -> None:
-        response = self._core.list_namespaced_pod(
-            NAMESPACE, watch=True, resource_version=self._resource_version, timeout_seconds=3600, _preload_content=False
-        )
-        buffer = b""
-        for chunk in response.stream(amt=None, decode_content=False):
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
-                if not line.strip():
-                    continue
-                pod = json.loads(line)["object"]
-                if pod.get("spec", {}).get("nodeName"):
-                    self._bound.add(pod["metadata"]["name"])
-            if len(self._bound) >= self._pods:
-                self.all_bound_unix = time.time()
-                self.done.set()
-                response.close()
-                return
-
-
-def _request_counts(admin: k8s.ApiClient) -> Counter[str]:
-    """The API server's own count of requests served (`apiserver_request_total`), by
-    `VERB resource[/subresource]`."""
-    request = admin.param_serialize("GET", "/metrics", header_params={"Accept": "text/plain"}, auth_settings=["BearerToken"])
-    text = admin.call_api(*request).response.data.decode()
-    counts: Counter[str] = Counter()
-    for line in text.splitlines():
-        if not line.startswith("apiserver_request_total{"):
-            continue
-        labels_text, value = line[len("apiserver_request_total{"):].rsplit("} ", 1)
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', labels_text))
-        if not labels.get("resource"):
-            continue  # /metrics, /readyz, discovery
-        what = labels["resource"] + (f"/{labels['subresource']}" if labels.get("subresource") else "")
-        counts[f"{labels['verb']} {what}"] += int(float(value))
-    return counts
-
-
-def _settled_counts(admin: k8s.ApiClient, timeout_s: float = 120.0) -> tuple[Counter[str], float]:
-    """Request counts once the controller's requests stopped changing (Events it sends after
-    the binds included), and when that was."""
-    last = _request_counts(admin)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        time.sleep(1.0)
-        now = _request_counts(admin)
-        if _writes(now) == _writes(last):
-            return now, time.time() - 1.0
-        last = now
-    return last, time.time()
-
-
-def _writes(counts: Counter[str]) -> int:
-    return sum(n for what, n in counts.items() if what.split()[0] in ("POST", "PATCH", "PUT", "DELETE"))
+    def _seen(self, kind: str, pod: dict[str, Any]) -> bool:
+        if pod.get("spec", {}).get("nodeName"):
+            self._bound.add(pod["metadata"]["name"])
+        if len(self._bound) < self._pods:
+            return False
+        self.all_bound_unix = time.time()
+        self.done.set()
+        return True
 
 
 PROFILE_CATEGORIES = (
@@ -321,98 +214,76 @@ def _profile_split(raw: str) -> dict[str, int]:
 
 
 def run(config: BenchConfig) -> BenchResult:
-    workdir = Path(tempfile.mkdtemp(prefix="controller-bench-"))
-    plane = subprocess.Popen(
-        [sys.executable, "-m", "controller.testing.control_plane", str(workdir)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )
-    controller = profiler = None
-    sampler: _CpuSampler | None = None
-    try:
-        line = plane.stdout.readline() if plane.stdout else ""
-        if not line.startswith("ready"):
-            raise RuntimeError(f"control plane did not start: {line!r}")
-        pids = {name: int(pid) for name, pid in (word.split("=") for word in line.split()[2:])}
-        configuration = k8s.Configuration()
-        k8s_config.load_kube_config(config_file=str(workdir / "admin.kubeconfig"), client_configuration=configuration)
-        configuration.connection_pool_maxsize = 16
-        admin = k8s.ApiClient(configuration)
-        create_seconds = _create(admin, config)
-        core = k8s.CoreV1Api(admin)
-        fitting = _fitting_pods(config)
-        watch = _BindWatch(core, fitting)
-        sampler = _CpuSampler({**pids, "bench client": os.getpid()})
-        sampler.start()
-        before = _request_counts(admin)
-        log_path = workdir / "controller.log"
-        started_unix = time.time()
-        with log_path.open("wb") as log:
-            controller = subprocess.Popen(
-                [sys.executable, "-c", "from batchplace.cli import main; main()", "controller",
-                 "--kubeconfig", str(workdir / "controller.kubeconfig"),
-                 "--leader-elect" if config.leader_elect else "--no-leader-elect",
-                 "--engine", config.engine, "--time-limit", str(config.time_limit_s), "--period", "1"],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, "POD_NAMESPACE": "batchplace-system"},  # where deploy/rbac.yaml grants the Lease verbs
-            )
-        sampler.add("controller", controller.pid)
-        profile_path = workdir / "controller.pyspy"
-        if config.profile:
-            profiler = subprocess.Popen(
-                [_py_spy(), "record", "--pid", str(controller.pid), "--format", "raw", "--rate", "50",
-                 "--gil", "--nonblocking", "--output", str(profile_path)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )
-        deadline = time.monotonic() + config.timeout_s
-        while not watch.done.wait(0.5):
-            if time.monotonic() > deadline or controller.poll() is not None:
-                raise RuntimeError(f"{watch.count()} of {fitting} pods bound; controller log:\n{log_path.read_text()[-3000:]}")
-        all_bound_at = watch.all_bound_unix or time.time()
-        if profiler is not None:
-            profiler.send_signal(signal.SIGINT)
-            profiler.wait(60)
-        after, settled_at = _settled_counts(admin)
-        time.sleep(STEADY_S)
-        steady = _request_counts(admin) - after
-        sampler.stop()
-        cycles = [json.loads(l) for l in log_path.read_text().splitlines() if l.startswith("{") and '"cycle"' in l]
-        acting = [c for c in cycles if c.get("bound")]
-        first = acting[0]
-        first_start = first["finished_unix"] - first["seconds"]
-        elapsed = max(all_bound_at - first_start, 1e-9)
-        requests = {what: n for what, n in (after - before).most_common() if n}
-        profile = _profile_split(profile_path.read_text()) if config.profile and profile_path.exists() else {}
-        return BenchResult(
-            nodes=config.nodes,
-            pods=config.pods,
-            engine=config.engine,
-            create_seconds=round(create_seconds, 2),
-            first_cycle_seconds=first["seconds"],
-            first_cycle_observe_seconds=first.get("observe_seconds", 0.0),
-            first_cycle_solve_seconds=first.get("solve_seconds", 0.0),
-            first_cycle_act_seconds=first.get("act_seconds", 0.0),
-            first_cycle_bound=first["bound"],
-            cycles_that_bound=len(acting),
-            all_bound_seconds=round(elapsed, 2),
-            binds_per_second=round(fitting / elapsed, 1),
-            writes_settled_seconds=round(settled_at - first_start, 2),
-            first_cycle_cpu_seconds=sampler.between(first_start, first["finished_unix"]),
-            controller_cpu_seconds=sampler.between(started_unix, all_bound_at).get("controller", 0.0),
-            requests=requests,
-            pending_pods=config.pods - fitting,
-            steady_requests={what: n for what, n in steady.most_common() if n},
-            controller_profile_samples=profile,
-        )
-    finally:
-        if sampler is not None:
+    profiler = None
+    sampler: CpuSampler | None = None
+    with LiveCluster(prefix="controller-bench-") as cluster:
+        try:
+            admin = cluster.admin
+            create_seconds = _create(admin, config)
+            core = k8s.CoreV1Api(admin)
+            fitting = _fitting_pods(config)
+            watch = _BindWatch(core, fitting)
+            sampler = CpuSampler({**cluster.pids, "bench client": os.getpid()})
+            sampler.start()
+            before = request_counts(admin)
+            started_unix = time.time()
+            controller = cluster.start_controller([
+                "--leader-elect" if config.leader_elect else "--no-leader-elect",
+                "--engine", config.engine, "--time-limit", str(config.time_limit_s), "--period", "1",
+            ])
+            sampler.add("controller", controller.pid)
+            profile_path = cluster.workdir / "controller.pyspy"
+            if config.profile:
+                profiler = subprocess.Popen(
+                    [_py_spy(), "record", "--pid", str(controller.pid), "--format", "raw", "--rate", "50",
+                     "--gil", "--nonblocking", "--output", str(profile_path)],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                )
+            deadline = time.monotonic() + config.timeout_s
+            while not watch.done.wait(0.5):
+                if time.monotonic() > deadline or controller.poll() is not None:
+                    raise RuntimeError(f"{watch.count()} of {fitting} pods bound; controller log:\n{cluster.log_tail()}")
+            all_bound_at = watch.all_bound_unix or time.time()
+            if profiler is not None:
+                profiler.send_signal(signal.SIGINT)
+                profiler.wait(60)
+            after, settled_at = settled_counts(admin)
+            time.sleep(STEADY_S)
+            steady = request_counts(admin) - after
             sampler.stop()
-        for process in (profiler, controller):
-            if process is not None and process.poll() is None:
-                process.terminate()
-                process.wait(30)
-        if plane.stdin:
-            plane.stdin.close()
-        plane.wait(60)
+            acting = [c for c in cluster.cycles() if c.get("bound")]
+            first = acting[0]
+            first_start = first["finished_unix"] - first["seconds"]
+            elapsed = max(all_bound_at - first_start, 1e-9)
+            requests = {what: n for what, n in (after - before).most_common() if n}
+            profile = _profile_split(profile_path.read_text()) if config.profile and profile_path.exists() else {}
+            return BenchResult(
+                nodes=config.nodes,
+                pods=config.pods,
+                engine=config.engine,
+                create_seconds=round(create_seconds, 2),
+                first_cycle_seconds=first["seconds"],
+                first_cycle_observe_seconds=first.get("observe_seconds", 0.0),
+                first_cycle_solve_seconds=first.get("solve_seconds", 0.0),
+                first_cycle_act_seconds=first.get("act_seconds", 0.0),
+                first_cycle_bound=first["bound"],
+                cycles_that_bound=len(acting),
+                all_bound_seconds=round(elapsed, 2),
+                binds_per_second=round(fitting / elapsed, 1),
+                writes_settled_seconds=round(settled_at - first_start, 2),
+                first_cycle_cpu_seconds=sampler.between(first_start, first["finished_unix"]),
+                controller_cpu_seconds=sampler.between(started_unix, all_bound_at).get("controller", 0.0),
+                requests=requests,
+                pending_pods=config.pods - fitting,
+                steady_requests={what: n for what, n in steady.most_common() if n},
+                controller_profile_samples=profile,
+            )
+        finally:
+            if sampler is not None:
+                sampler.stop()
+            if profiler is not None and profiler.poll() is None:
+                profiler.terminate()
+                profiler.wait(30)
 
 
 def _py_spy() -> str:
@@ -470,8 +341,6 @@ def report(result: BenchResult) -> str:
             lines.append(f"| {label} | {100 * share:.0f}% | {share * result.controller_cpu_seconds:.1f} |")
     return "\n".join(lines)
 
-
-CORES = os.cpu_count() or 1
 
 
 def main(argv: list[str] | None = None) -> None:
