@@ -350,11 +350,13 @@ def run_sweep(
     """Run every configuration, yielding runs as they finish (any order): in this process
     (`jobs` = 1), in `jobs` worker processes, or as Ray tasks on the cluster at `ray_address`
     (`"local"` starts a local Ray instance). The trace is read from `trace_dir`, else where
-    `experiments.trace_openb.trace_dir` finds it (in each worker)."""
+    `experiments.trace_openb.trace_dir` finds it (in each worker). One configuration runs in
+    this process whatever `jobs` says: a pool of one worker would only add its start-up (a
+    new interpreter importing the solver and reading the trace, about a second)."""
     if ray_address:
         yield from _ray_sweep(configs, ray_address, trace_dir)
         return
-    if jobs <= 1:
+    if jobs <= 1 or len(configs) <= 1:
         for config in configs:
             yield _run_one(config, trace_dir)
         return
