@@ -231,10 +231,11 @@ def _search_stage(
     as long as all the rounds before it (at least `STAGNATION_MIN_S`), and stops after a
     round that found nothing better. Why: such a stage either proves its optimum at once
     or, on a weak bound, spends its whole share proving a hint it never improves — on the
-    sub-group stream (Lingjun, NVL72) 6 of 218 such stages ran 0.7–3.1 s, 5 of them
-    without a single improvement after their first 0.03 s, and they were the p99 of the
-    call (docs/results.md, "Sub-groups"). A round is a fresh search with the same seed and
-    hint: the same input still stops at the same point. Stages that decide what runs, and
+    sub-group stream (Lingjun, NVL72) 5 of 218 such stages ran 0.7–3.1 s, 4 of them
+    without an improvement after their first 0.03 s, and they made the p99 of the call
+    (docs/results.md, "Sub-groups: nested gangs on Lingjun and NVL72"). A round is a
+    fresh search with the same seed and hint: the same input still stops at the same
+    point. Stages that decide what runs, and
     stages shorter than two rounds (every stage of a 1 s call), keep their whole share in
     one search, as before."""
     sliced = clock.deterministic and 0 not in stage.tiers and 1 not in stage.tiers and share >= 2 * STAGNATION_MIN_S
