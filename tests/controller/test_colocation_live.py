@@ -97,8 +97,12 @@ def test_offline_pods_use_the_online_pods_unused_cpu_and_the_fewest_leave_when_i
     assert re.search(r"cpu room \d+m = allocatable 16000m − online usage \d+m − margin 1600m < offline requests 8000m", evicted[0].message)
     assert "evicting 1 of 2 offline pod(s)" in evicted[0].message
     assert not events(core, namespace, name="batch-small", reason="OfflineEvicted")
-    node_events = [e for e in core.list_namespaced_event("default").items if e.reason == "OfflineEvicted" and e.involved_object.name == NODE]
-    assert node_events and f"{namespace}/batch-big" in node_events[0].message
+    # The node's Event is its own write, after the pod's: wait for it as for the pod's.
+    node_events = wait_until(
+        lambda: [e for e in core.list_namespaced_event("default").items if e.reason == "OfflineEvicted" and e.involved_object.name == NODE] or None,
+        what="the OfflineEvicted Event on the node",
+    )
+    assert f"{namespace}/batch-big" in node_events[0].message
     assert controller.metrics.offline_evictions.labels(resource="cpu")._value.get() == 1
     pod = core.read_namespaced_pod("batch-big", namespace)
     assert pod.metadata.deletion_timestamp is not None
