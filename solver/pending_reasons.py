@@ -34,7 +34,7 @@ reasons the caller had (greedy's), so explaining never pushes `place()` past its
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from models.placement import Decision, Placement, UnplacedPod
 from models.snapshot import Pod, PodGroupKey, Snapshot
@@ -129,6 +129,11 @@ def with_unplaced_pods(snapshot: Snapshot, problem: Problem, decision: Decision,
         return decision
     engine = _replayed(snapshot, problem, decision.placement) if time.perf_counter() < deadline else None
     plans = {plan.group.key: plan for plan in engine.plans} if engine is not None else {}
+    bound_sub_groups: dict[PodGroupKey, set[str]] = {}  # per PodGroup, the sub-groups the placement binds pods of
+    for key in bound:
+        pod = snapshot.pod_by_key[key]
+        if pod.sub_group is not None and pod.pod_group is not None:
+            bound_sub_groups.setdefault(pod.pod_group, set()).add(pod.sub_group)
     outcomes = []
     for outcome in decision.podgroups:
         pods = left.get(outcome.name)
@@ -137,7 +142,11 @@ def with_unplaced_pods(snapshot: Snapshot, problem: Problem, decision: Decision,
             continue
         waits = dependency_waits(snapshot, snapshot.pod_group_by_key[outcome.name])
         plan = plans.get(outcome.name)
-        per_sub_group = _sub_groups_left_out(engine, plan, pods) if engine is not None and plan is not None else {}
+        per_sub_group = (
+            _sub_groups_left_out(engine, plan, pods, bound_sub_groups.get(outcome.name, set()))
+            if engine is not None and plan is not None
+            else {}
+        )
         per_task: dict[str, str] = {}
         for task in dict.fromkeys(pod.task or "" for pod in pods):
             count = sum(1 for pod in pods if (pod.task or "") == task)
@@ -160,19 +169,19 @@ def with_unplaced_pods(snapshot: Snapshot, problem: Problem, decision: Decision,
     return decision.model_copy(update={"podgroups": tuple(outcomes)})
 
 
-def _sub_groups_left_out(engine: GreedyEngine, plan: GroupPlan, pods: Sequence[Pod]) -> dict[str, str]:
+def _sub_groups_left_out(
+    engine: GreedyEngine, plan: GroupPlan, pods: Sequence[Pod], bound_sub_groups: Collection[str]
+) -> dict[str, str]:
     """Sub-group → why it does not start, for the sub-groups of `pods` that a started job
-    leaves out whole (none of their pods running or bound) and that would not start in the
-    state after the placement: "gang: subgroup shard-2 of llm: 1 of min 2 pods fit in any
-    tier-1 domain", where the task's sentence would say a node still takes one of its pods."""
+    leaves out whole (none of their pods running or bound: `bound_sub_groups`, those the
+    placement binds pods of) and that would not start in the state after the placement:
+    "gang: subgroup shard-2 of llm: 1 of min 2 pods fit in any tier-1 domain", where the
+    task's sentence would say a node still takes one of its pods."""
     left_whole = {pod.sub_group for pod in pods if pod.sub_group is not None}
     if not left_whole:
         return {}
-    snapshot, problem = engine.snapshot, engine.problem
-    started = {pod.sub_group for pod in snapshot.pods_by_group.get(plan.group.key, ()) if pod.phase == "running"}
-    started |= {
-        snapshot.pod_by_key[problem.pod_keys[p]].sub_group for p in engine.state.binds if problem.pod_group[p] == plan.index
-    }
+    started = {pod.sub_group for pod in engine.snapshot.pods_by_group.get(plan.group.key, ()) if pod.phase == "running"}
+    started |= set(bound_sub_groups)
     why: dict[str, str] = {}
     for name in sorted(left_whole - started):
         sentence = why_left_out(engine, plan, name)
