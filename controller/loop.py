@@ -258,9 +258,13 @@ class Controller:
         self.join()
 
     def join(self, timeout_s: float = 10.0) -> None:
-        """Wait for the loop and the elector (which releases the Lease), then cut the watches."""
+        """Wait for the loop and the elector (which releases the Lease), `timeout_s` in all,
+        then cut the watches and give the informers 2 s: every thread is a daemon, so one
+        stuck in a request ends with the process rather than holding its shutdown past a
+        Deployment's grace period."""
+        deadline = time.monotonic() + timeout_s
         for thread in self._threads:
-            thread.join(timeout_s)
+            thread.join(max(0.0, deadline - time.monotonic()))
         self.client.close()
         self.caches.join(2.0)
         self.actuator.close()
