@@ -115,7 +115,8 @@ class ClusterCaches:
         """Wait for the discovery and informer threads, `timeout_s` in all, not each: they are
         daemons, and one still inside a request (an informer's first LIST on a slow API
         server, which closing the client does not cut) ends with the process. Per thread, a
-        controller stopped while its two dozen informers were listing took over 20 s."""
+        controller stopped while its two dozen informers were listing waited for each in
+        turn, past its grace period."""
         deadline = time.monotonic() + timeout_s
         for thread in list(self._threads):
             thread.join(max(0.0, deadline - time.monotonic()))
