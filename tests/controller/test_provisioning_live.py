@@ -109,13 +109,15 @@ def test_a_failed_request_is_said_and_asked_again_after_the_backoff(
 ) -> None:
     admin.create(NODES, None, for_api(node("gpu-0", cpu=64, memory="256Gi", gpus=8)))
     _create_gang(admin, namespace, "big")
-    start_controller(_config(provisioning_backoff_s=2.0))
+    # A backoff long enough that the Failed Event, sent on its own, is read inside it on a
+    # loaded machine (at 2 s the second attempt had replaced the first by then: 1 CI run).
+    start_controller(_config(provisioning_backoff_s=6.0))
     wait_until(lambda: "batchplace-big-1" in _requests(custom, namespace), what="the first request")
     _set_condition(custom, namespace, "batchplace-big-1", "Failed", "CapacityNotFound", "zone out of GPUs")
     failed = wait_until(lambda: events(core, namespace, name="big", reason="ProvisioningFailed"), what="the Failed Event")
     assert "zone out of GPUs" in failed[0].message and failed[0].type == "Warning"
     assert "batchplace-big-1" in _requests(custom, namespace), "kept during its backoff"
-    wait_until(lambda: set(_requests(custom, namespace)) == {"batchplace-big-2"}, timeout_s=15, what="the second attempt alone")
+    wait_until(lambda: set(_requests(custom, namespace)) == {"batchplace-big-2"}, timeout_s=30, what="the second attempt alone")
     assert _template_names(core, namespace) == ["batchplace-big-2-t0"]
     wait_until(lambda: _annotations(core, namespace, "big-0").get(prov.CONSUME_ANNOTATION) == "batchplace-big-2",
                what="the pods consuming the second request")
