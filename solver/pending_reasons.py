@@ -129,11 +129,14 @@ def with_unplaced_pods(snapshot: Snapshot, problem: Problem, decision: Decision,
         return decision
     engine = _replayed(snapshot, problem, decision.placement) if time.perf_counter() < deadline else None
     plans = {plan.group.key: plan for plan in engine.plans} if engine is not None else {}
-    bound_sub_groups: dict[PodGroupKey, set[str]] = {}  # per PodGroup, the sub-groups the placement binds pods of
-    for key in bound:
-        pod = snapshot.pod_by_key[key]
-        if pod.sub_group is not None and pod.pod_group is not None:
-            bound_sub_groups.setdefault(pod.pod_group, set()).add(pod.sub_group)
+    # Per PodGroup, the sub-groups the placement binds pods of; gathered only when a pod left
+    # out is in a sub-group, so a cycle without sub-groups pays nothing for it.
+    bound_sub_groups: dict[PodGroupKey, set[str]] = {}
+    if engine is not None and any(pod.sub_group is not None for pods in left.values() for pod in pods):
+        for key in bound:
+            pod = snapshot.pod_by_key[key]
+            if pod.sub_group is not None and pod.pod_group is not None:
+                bound_sub_groups.setdefault(pod.pod_group, set()).add(pod.sub_group)
     outcomes = []
     for outcome in decision.podgroups:
         pods = left.get(outcome.name)
