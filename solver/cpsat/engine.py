@@ -235,9 +235,8 @@ def _search_stage(
     without an improvement after their first 0.03 s, and they made the p99 of the call
     (docs/results.md, "Sub-groups: nested gangs on Lingjun and NVL72"). A round is a
     fresh search with the same seed and hint: the same input still stops at the same
-    point. Stages that decide what runs, and
-    stages shorter than two rounds (every stage of a 1 s call), keep their whole share in
-    one search, as before."""
+    point. Stages that decide what runs, and stages shorter than two rounds (every stage
+    of a 1 s call), keep their whole share in one search, as before."""
     sliced = clock.deterministic and 0 not in stage.tiers and 1 not in stage.tiers and share >= 2 * STAGNATION_MIN_S
     incumbents = _Incumbents()
 
