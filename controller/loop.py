@@ -61,6 +61,7 @@ from controller.plan import Plan, offline_plan, plan
 from controller.provisioning import Provisioner
 from controller.shape_history import DEFAULT_HALF_LIFE_S, ShapeHistory
 from controller.status import condition_reason
+from controller.reads import CycleReads
 from controller.timing import Clock, SystemClock
 from controller.usage import UsageSource, UsageTracker
 from models.placement import Decision
@@ -175,6 +176,7 @@ class Controller:
         self.clock = clock or SystemClock()
         self.metrics = metrics or ControllerMetrics()
         self.assumed = AssumedPods(clock=self.clock)
+        self.reads = CycleReads()  # only run_cycle's thread reads through it
         self.caches = ClusterCaches(
             client,
             scheduler_names=config.scheduler_names,
@@ -354,7 +356,9 @@ class Controller:
         view = self.caches.view()
         view = dataclasses.replace(view, resource_claims=self.actuator.assumed_claims.overlay(view.resource_claims))
         try:
-            observation = observe(view, scheduler_names=self.config.scheduler_names, assumed=self.assumed.state())
+            observation = observe(
+                view, scheduler_names=self.config.scheduler_names, assumed=self.assumed.state(), reads=self.reads
+            )
         except ObserveError as error:
             self.metrics.cycles.labels(result="failed").inc()
             log.error("cycle %d: %s", number, error)

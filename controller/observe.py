@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.dra_claims import ClaimIndex, claim_index, claim_statuses
+from controller.reads import CycleReads
 from controller.kinds import KUBE_PODGROUPS, KUBE_PODGROUPS_V1ALPHA2, VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
 from controller.repair import HeldPod, RepairEviction, counted, over_allocatable, repair_evictions
 from controller.sub_group_status import SUB_GROUPS_ANNOTATION
@@ -191,19 +192,25 @@ class Observation:
 
 
 def observe(
-    view: ClusterView, *, scheduler_names: Collection[str], assumed: AssumedState = AssumedState()
+    view: ClusterView,
+    *,
+    scheduler_names: Collection[str],
+    assumed: AssumedState = AssumedState(),
+    reads: CycleReads | None = None,
 ) -> Observation:
+    """`reads`, kept by the caller from cycle to cycle, reads only the objects whose version
+    changed (`controller.reads`); the observation is the same with it or without."""
     pods, terminating_raw = _split_pods(view.pods, assumed)
     holds = _dependency_holds(pods, view.vcjobs)
     held_pods = {key: reason for key, reason in holds.items()}
     pods = [pod for pod in pods if _key(pod) not in held_pods]
-    snapshot, warnings, rejected = _load(_documents(view, pods), scheduler_names)
+    snapshot, warnings, rejected = _load(_documents(view, pods), scheduler_names, reads)
     repairs, victims = _repairs(snapshot, rejected, pods, scheduler_names, assumed)
     evicted = {repair.pod for repair in repairs}
     victims_raw = [pod for pod in pods if _key(pod) in evicted] if evicted else []
     if evicted:  # rule 5: built again without the victims, counted as terminating instead
         pods = [pod for pod in pods if _key(pod) not in evicted]
-        snapshot, warnings, rejected = _load(_documents(view, pods), scheduler_names)
+        snapshot, warnings, rejected = _load(_documents(view, pods), scheduler_names, reads)
     snapshot = _with_dependencies(snapshot, pods, view.vcjobs)
     pod_refs = {ref.key: ref for ref in (_pod_ref(pod) for pod in (*pods, *terminating_raw, *victims_raw))}
     group_of = {pod.key: pod.pod_group for pod in snapshot.pods if pod.pod_group is not None}
@@ -278,8 +285,13 @@ def _split_pods(pods: Sequence[JsonObject], assumed: AssumedState) -> tuple[list
 
 
 def _with_node(pod: JsonObject, bind: AssumedBind) -> JsonObject:
-    """A copy of a pending pod as it is after our bind: on `bind.node`, holding `bind.gpus`."""
+    """A copy of a pending pod as it is after our bind: on `bind.node`, holding `bind.gpus`.
+    The copy is a version of its own, with a `resourceVersion` that says so: the read memo
+    names an object's content by its version, and this content is not the server's."""
     metadata = dict(pod.get("metadata") or {})
+    version = metadata.get("resourceVersion")
+    if version:
+        metadata["resourceVersion"] = f"{version}+bound:{bind.node}:{','.join(map(str, bind.gpus))}"
     if bind.gpus:
         metadata["annotations"] = {**(metadata.get("annotations") or {}), GPUS_ANNOTATION: ",".join(map(str, bind.gpus))}
     return {**pod, "metadata": metadata, "spec": {**(pod.get("spec") or {}), "nodeName": bind.node}}
@@ -545,9 +557,9 @@ def _typed(objects: Sequence[JsonObject], api_version: str, kind: str) -> list[J
 
 
 def _load(
-    documents: list[JsonObject], scheduler_names: Collection[str]
+    documents: list[JsonObject], scheduler_names: Collection[str], reads: CycleReads | None = None
 ) -> tuple[Snapshot, tuple[str, ...], list[Rejected]]:
-    numbered: dict[int, JsonObject] = dict(enumerate(documents, start=1))
+    numbered = dict(enumerate(documents, start=1)) if reads is None else reads.numbered(documents)
     rejected: list[Rejected] = []
     while True:
         try:
@@ -555,6 +567,7 @@ def _load(
                 [(SOURCE, number, obj) for number, obj in numbered.items()],
                 scheduler_names=scheduler_names,
                 check_fields=False,
+                memo=None if reads is None else reads.memo,
             )
             return result.snapshot, result.warnings, rejected
         except SnapshotError as error:

@@ -56,6 +56,7 @@ from .cluster_objects import (
 from .dra_objects import read_device_class, read_resource_claim, read_resource_claim_template, read_resource_slice
 from .field_schemas import KindSchema, kind_schema, warn_unknown_fields
 from .object_names import check_object_name
+from .read_memo import ObjectRead, ReadMemo, RecordedWarnings
 from .kube_pod_group import read_kube_pod_group
 from .kube_workload import PodGroupTemplates, read_kube_workload
 from .jobset_object import read_jobset
@@ -241,16 +242,25 @@ def load_snapshot_documents(
     *,
     scheduler_names: Collection[str] = DEFAULT_SCHEDULER_NAMES,
     check_fields: bool = True,
+    memo: ReadMemo | None = None,
 ) -> LoadResult:
     """`check_fields=False` skips the warnings about unknown fields and apiVersions
     (`field_schemas`): objects read from a live API server passed its own schema, which
-    may be newer than batchplace's table, and a cycle should not pay to walk them again."""
+    may be newer than batchplace's table, and a cycle should not pay to walk them again.
+    `memo` reads each version of an object once across loads (`read_memo`)."""
     context = _Context(Inventory(), Warnings(), frozenset(scheduler_names), check_fields)
+    if memo is not None:
+        memo.begin()
     for source, number, document in documents:
         context.inventory.sources.append(source)
         for obj in _objects(source, number, document):
-            _read_object(obj, context)
+            if memo is None:
+                _read_object(obj, context)
+            else:
+                _read_remembered(obj, context, memo)
     snapshot = assemble(context.inventory, context.warnings)
+    if memo is not None:
+        memo.end()
     return LoadResult(snapshot=snapshot, warnings=context.warnings.lines)
 
 
@@ -356,6 +366,23 @@ def _read_object(obj: RawObject, context: _Context) -> None:
     meta = read_metadata(obj)
     check_object_name(meta.name, None if kind in _CLUSTER_SCOPED else meta.namespace, obj.location, obj.path)
     reader(obj, meta, context)
+
+
+def _read_remembered(obj: RawObject, context: _Context, memo: ReadMemo) -> None:
+    """`_read_object`, or what it added the last time it read this version of the object."""
+    key = memo.key(obj, context.scheduler_names, context.check_fields)
+    if key is None:
+        _read_object(obj, context)
+        return
+    read = memo.get(key)
+    if read is None:
+        own = _Context(Inventory(), RecordedWarnings(), context.scheduler_names, context.check_fields)
+        _read_object(obj, own)
+        read = ObjectRead.of(own.inventory, own.warnings)
+        memo.put(key, read)
+    read.add_to(context.inventory, context.warnings)
+    if read.pod_count:
+        _count_pods(obj, read.pod_count, context)
 
 
 def _nearest_kind(group: str, kind: str) -> str:

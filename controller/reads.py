@@ -1,0 +1,47 @@
+"""What `observe` keeps from one cycle to the next, so a cycle reads only what changed.
+
+Each cycle hands the loader every object in the caches. The loader's `ReadMemo` reads an
+object's version once and reuses what that read added (`models.loaders.read_memo`); for
+that, an object must keep its document number from cycle to cycle, since the number is
+part of every record's location. `CycleReads` gives each object (kind and uid) the number
+it had the cycle before, and a new one to an object it has not seen — so an error still
+names the document the controller leaves out, and the numbers of objects gone are
+forgotten with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from models.loaders.read_memo import ReadMemo
+
+__all__ = ["CycleReads"]
+
+JsonObject = dict[str, Any]
+
+
+class CycleReads:
+    """The read memo and the document numbers of one controller's cycles (one thread)."""
+
+    def __init__(self) -> None:
+        self.memo = ReadMemo()
+        self._numbers: dict[tuple[str, str], int] = {}
+        self._next_number = 1
+
+    def numbered(self, documents: Sequence[JsonObject]) -> dict[int, JsonObject]:
+        """The documents, in their order, each under the number it had last cycle."""
+        numbers: dict[tuple[str, str], int] = {}
+        numbered: dict[int, JsonObject] = {}
+        for obj in documents:
+            uid = (obj.get("metadata") or {}).get("uid")
+            identity = (str(obj.get("kind")), uid) if isinstance(uid, str) and uid else None
+            number = self._numbers.get(identity) if identity is not None else None
+            if number is None or number in numbered:
+                number = self._next_number
+                self._next_number += 1
+            if identity is not None:
+                numbers[identity] = number
+            numbered[number] = obj
+        self._numbers = numbers
+        return numbered
