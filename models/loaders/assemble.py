@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from models.dra import DeviceClass, DraObjects, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from models.errors import FieldError, Location
-from models.snapshot import Node, Pod, PodGroup, PreemptionPolicy, Snapshot
+from models.snapshot import Node, Pod, PodGroup, PreemptionPolicy, Snapshot, Task
 
 from .cluster_build import build_nodes, resolve_hypernodes
 from .cluster_objects import (
@@ -50,6 +50,7 @@ from .grouping import Workload, add_one_pod_groups, expand_jobs, join_pods
 from .kube_workload import PodGroupTemplates, resolve_template_policies
 from .owner_gang_groups import add_owner_gang_groups
 from .raw import Warnings, build_model, pydantic_message
+from .step_memo import NO_STEP_MEMO, StepMemo
 from .sub_groups import assign_sub_groups
 from .vgpu_workload import apply_vgpu
 from .workloads import JobRecord, PodGroupRecord, PodRecord
@@ -75,7 +76,7 @@ class Inventory:
     pod_group_templates: list[PodGroupTemplates] = field(default_factory=list)  # templates-shape Workloads
 
 
-def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
+def assemble(inventory: Inventory, warnings: Warnings, steps: StepMemo = NO_STEP_MEMO) -> Snapshot:
     workload = expand_jobs(resolve_template_policies(inventory.workloads, inventory.pod_group_templates), warnings)
     add_owner_gang_groups(workload, warnings)
     add_one_pod_groups(workload)
@@ -83,16 +84,17 @@ def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
     apply_vgpu(workload, [record.gpu_memory_mib for record in inventory.nodes], warnings)
     _reject_duplicates(inventory, workload)
     priorities = _Priorities(inventory.priority_classes, warnings)
-    nodes = build_nodes(inventory.nodes, inventory.numa_topologies, warnings)
+    nodes = build_nodes(inventory.nodes, inventory.numa_topologies, warnings, steps)
     hypernodes = resolve_hypernodes(inventory.hypernodes, nodes, warnings)
     resolve_exclusive_topologies(workload, nodes, hypernodes, warnings)
-    join_pods(workload, nodes, warnings)
+    join_pods(workload, nodes, warnings, steps)
     context = _PodContext(
         workload=workload,
         groups={group.key: group for group in workload.groups},
         nodes={node.name: node for node in nodes},
         gpus=_running_pod_gpus(workload, nodes, priorities),
         priorities=priorities,
+        steps=steps,
     )
     never_preempting = _never_preempting(workload, priorities)
     _mark_offline(workload, priorities)
@@ -100,7 +102,9 @@ def assemble(inventory: Inventory, warnings: Warnings) -> Snapshot:
         "nodes": nodes,
         "hypernodes": hypernodes,
         "queues": [record.queue for record in inventory.queues],
-        "pod_groups": [_pod_group(group, workload, priorities, never_preempting) for group in workload.groups],
+        "pod_groups": [
+            _pod_group(group, workload, priorities, never_preempting, steps) for group in workload.groups
+        ],
         "pods": [_pod(pod, context) for pod in workload.pods],
         "priority_classes": [record.priority_class for record in inventory.priority_classes],
         "dra": _dra_objects(inventory, warnings),
@@ -273,9 +277,21 @@ def _mark_offline(workload: Workload, priorities: _Priorities) -> None:
 
 
 def _pod_group(
-    group: PodGroupRecord, workload: Workload, priorities: _Priorities, never_preempting: frozenset[str]
+    group: PodGroupRecord,
+    workload: Workload,
+    priorities: _Priorities,
+    never_preempting: frozenset[str],
+    steps: StepMemo,
 ) -> PodGroup:
     tasks = workload.tasks.get(group.key, ())
+    priority = priorities.value(group.priority_class, explicit=group.priority, location=group.location)
+    may_preempt = group.key not in never_preempting
+    return steps.built(
+        "pod group", (group, *tasks), (priority, may_preempt), lambda: _pod_group_model(group, tasks, priority, may_preempt)
+    )
+
+
+def _pod_group_model(group: PodGroupRecord, tasks: tuple[Task, ...], priority: int, may_preempt: bool) -> PodGroup:
     declared_total = sum(group.min_task_member.values())
     return build_model(
         PodGroup,
@@ -283,12 +299,12 @@ def _pod_group(
         namespace=group.namespace,
         name=group.name,
         queue=group.queue,
-        priority=priorities.value(group.priority_class, explicit=group.priority, location=group.location),
+        priority=priority,
         min_member=group.min_member,
         min_resources=group.min_resources,
         creation_time=group.creation_time,
         preemptable=group.preemptable,
-        may_preempt=group.key not in never_preempting,
+        may_preempt=may_preempt,
         tasks=tasks,
         task_min_available_total=declared_total if declared_total != sum(t.min_available for t in tasks) else None,
         network_topology=group.network_topology,
@@ -305,6 +321,7 @@ class _PodContext:
     nodes: Mapping[str, Node]
     gpus: Mapping[str, tuple[int, ...]]
     priorities: _Priorities
+    steps: StepMemo
 
 
 def _pod(pod: PodRecord, context: _PodContext) -> Pod:
@@ -322,6 +339,23 @@ def _pod(pod: PodRecord, context: _PodContext) -> Pod:
     priority = context.priorities.value(
         pod.template.priority_class, explicit=pod.template.priority, location=pod.location
     )
+    numa_cell = _numa_cell(pod, context.nodes, indices)
+    values = (membership, preemptable, indices, offline, priority, numa_cell)
+    return context.steps.built(
+        "pod", (pod,), values, lambda: _pod_model(pod, membership, preemptable, indices, offline, priority, numa_cell)
+    )
+
+
+def _pod_model(
+    pod: PodRecord,
+    membership: tuple[str, str] | None,
+    preemptable: bool,
+    indices: tuple[int, ...],
+    offline: bool,
+    priority: int,
+    numa_cell: int | None,
+) -> Pod:
+    """The Pod a record and what it joined make (the record's fields, the values derived)."""
     return build_model(
         Pod,
         pod.location,
@@ -334,7 +368,7 @@ def _pod(pod: PodRecord, context: _PodContext) -> Pod:
         requests=pod.template.requests,
         node=pod.node,
         gpu_indices=indices,
-        numa_cell=_numa_cell(pod, context.nodes, indices),
+        numa_cell=numa_cell,
         priority=priority,
         preemptable=preemptable,
         start_time=pod.start_time,

@@ -29,12 +29,16 @@ from .cluster_objects import (
     NumaTopologyRecord,
 )
 from .raw import Warnings, build_model
+from .step_memo import NO_STEP_MEMO, StepMemo
 
 __all__ = ["build_nodes", "resolve_hypernodes"]
 
 
 def build_nodes(
-    records: Sequence[NodeRecord], topologies: Sequence[NumaTopologyRecord], warnings: Warnings
+    records: Sequence[NodeRecord],
+    topologies: Sequence[NumaTopologyRecord],
+    warnings: Warnings,
+    steps: StepMemo = NO_STEP_MEMO,
 ) -> list[Node]:
     names = {record.name for record in records}
     topology_of: dict[str, NumaTopologyRecord] = {}
@@ -43,7 +47,11 @@ def build_nodes(
             topology_of[topology.node_name] = topology
         else:
             warnings.add(topology.location, f"names no Node in the input ({topology.node_name!r}); skipped")
-    return [_build_node(record, topology_of.get(record.name)) for record in records]
+    return [_remembered_node(record, topology_of.get(record.name), steps) for record in records]
+
+
+def _remembered_node(record: NodeRecord, topology: NumaTopologyRecord | None, steps: StepMemo) -> Node:
+    return steps.built("node", (record, topology), (), lambda: _build_node(record, topology))
 
 
 def _build_node(record: NodeRecord, topology: NumaTopologyRecord | None) -> Node:

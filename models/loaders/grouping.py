@@ -49,7 +49,8 @@ from dataclasses import dataclass, field
 
 from models.snapshot import DEFAULT_QUEUE, Node, Task
 
-from .raw import Warnings
+from .raw import RecordedWarnings, Warnings
+from .step_memo import NO_STEP_MEMO, StepMemo
 from .workloads import JobRecord, PodGroupRecord, PodRecord, task_from_template
 
 __all__ = ["Workload", "expand_jobs", "add_one_pod_groups", "join_pods"]
@@ -120,7 +121,7 @@ def add_one_pod_groups(workload: Workload) -> None:
     workload.pods = pods
 
 
-def join_pods(workload: Workload, nodes: Sequence[Node], warnings: Warnings) -> None:
+def join_pods(workload: Workload, nodes: Sequence[Node], warnings: Warnings, steps: StepMemo = NO_STEP_MEMO) -> None:
     """Rules 3 and 4: fill `workload.tasks` and `workload.membership`; drop pods that cannot stay."""
     node_names = {node.name for node in nodes}
     groups = {group.key: group for group in workload.groups}
@@ -158,7 +159,7 @@ def join_pods(workload: Workload, nodes: Sequence[Node], warnings: Warnings) -> 
         if key in workload.jobs:
             dropped |= _join_job_tasks(workload, group, members[key], warnings)
         else:
-            _derive_tasks(workload, group, members[key], warnings)
+            _join_tasks(workload, group, members[key], warnings, steps)
     workload.pods = [pod for pod in kept if pod.key not in dropped]
 
 
@@ -213,10 +214,30 @@ def _common_labels(pods: Sequence[PodRecord]) -> dict[str, str]:
     return common
 
 
-def _derive_tasks(workload: Workload, group: PodGroupRecord, pods: list[PodRecord], warnings: Warnings) -> None:
+@dataclass(frozen=True)
+class _DerivedTasks:
+    tasks: tuple[Task, ...]
+    membership: tuple[tuple[str, str], ...]  # (pod key, task name), in pod order
+    warnings: RecordedWarnings
+
+
+def _join_tasks(
+    workload: Workload, group: PodGroupRecord, pods: list[PodRecord], warnings: Warnings, steps: StepMemo
+) -> None:
+    derived = steps.built("tasks", (group, *pods), (), lambda: _derive_tasks(group, pods))
+    derived.warnings.replay(warnings)
+    for pod_key, task_name in derived.membership:
+        workload.membership[pod_key] = (group.key, task_name)
+    workload.tasks[group.key] = derived.tasks
+
+
+def _derive_tasks(group: PodGroupRecord, pods: list[PodRecord]) -> _DerivedTasks:
+    """A PodGroup's tasks from its pods (by task name, split where their shapes differ)."""
+    warnings = RecordedWarnings()
+    shape_of = {pod.key: _shape(pod) for pod in pods}
     shapes_by_task: dict[str, dict[str, list[PodRecord]]] = {}
     for pod in pods:
-        shapes_by_task.setdefault(pod.task_name or DEFAULT_TASK, {}).setdefault(_shape(pod), []).append(pod)
+        shapes_by_task.setdefault(pod.task_name or DEFAULT_TASK, {}).setdefault(shape_of[pod.key], []).append(pod)
     tasks: list[Task] = []
     task_of_shape: dict[tuple[str, str], str] = {}
     for name, shapes in shapes_by_task.items():
@@ -237,10 +258,8 @@ def _derive_tasks(workload: Workload, group: PodGroupRecord, pods: list[PodRecor
     for name in group.min_task_member:
         if name not in shapes_by_task:
             warnings.add(group.location, f"minTaskMember names task {name!r}, which has no pods in the input; ignored")
-    for pod in pods:
-        task_name = task_of_shape[(pod.task_name or DEFAULT_TASK, _shape(pod))]
-        workload.membership[pod.key] = (group.key, task_name)
-    workload.tasks[group.key] = tuple(tasks)
+    membership = tuple((pod.key, task_of_shape[(pod.task_name or DEFAULT_TASK, shape_of[pod.key])]) for pod in pods)
+    return _DerivedTasks(tuple(tasks), membership, warnings)
 
 
 def _task_model(group: PodGroupRecord, name: str, pods: Sequence[PodRecord], min_available: int) -> Task:

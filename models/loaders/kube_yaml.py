@@ -56,13 +56,15 @@ from .cluster_objects import (
 from .dra_objects import read_device_class, read_resource_claim, read_resource_claim_template, read_resource_slice
 from .field_schemas import KindSchema, kind_schema, warn_unknown_fields
 from .object_names import check_object_name
-from .read_memo import ObjectRead, ReadMemo, RecordedWarnings
+from .read_memo import ObjectRead, ReadMemo
+from .step_memo import NO_STEP_MEMO
 from .kube_pod_group import read_kube_pod_group
 from .kube_workload import PodGroupTemplates, read_kube_workload
 from .jobset_object import read_jobset
 from .leader_worker_set_object import read_leader_worker_set
 from .pytorch_job import read_pytorch_job
 from .raw import (
+    RecordedWarnings,
     DEFAULT_NAMESPACE,
     Metadata,
     RawObject,
@@ -258,7 +260,7 @@ def load_snapshot_documents(
                 _read_object(obj, context)
             else:
                 _read_remembered(obj, context, memo)
-    snapshot = assemble(context.inventory, context.warnings)
+    snapshot = assemble(context.inventory, context.warnings, NO_STEP_MEMO if memo is None else memo.steps)
     if memo is not None:
         memo.end()
     return LoadResult(snapshot=snapshot, warnings=context.warnings.lines)

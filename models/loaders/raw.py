@@ -28,6 +28,7 @@ __all__ = [
     "RawObject",
     "Metadata",
     "Warnings",
+    "RecordedWarnings",
     "read_metadata",
     "describe",
     "build_model",
@@ -274,6 +275,21 @@ class Warnings:
     def lines(self) -> tuple[str, ...]:
         counted = [(like, count - self.PER_KIND) for like, count in self._more.items() if count > self.PER_KIND]
         return (*self._lines, *(f"{like} (and {unlisted:,} more)" for like, unlisted in counted))
+
+
+class RecordedWarnings(Warnings):
+    """Warnings that keep each `add` call, to be replayed into a load's own `Warnings`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[Location, str, str | None]] = []
+
+    def add(self, location: Location, message: str, *, like: str | None = None) -> None:
+        self.calls.append((location, message, like))
+
+    def replay(self, warnings: Warnings) -> None:
+        for location, message, like in self.calls:
+            warnings.add(location, message, like=like)
 
 
 def pydantic_message(error: ValidationError) -> tuple[tuple[PathPart, ...], str]:

@@ -16,6 +16,8 @@ without `uid` or `resourceVersion` (hand-written manifests) are read every time.
 are frozen dataclasses and pydantic models that the assembly never changes, which is what
 makes handing the same ones to several loads sound.
 
+The same holds one step further, in the assembly (`step_memo`).
+
 The memo keeps what the last successful load used and drops the rest, so it holds one
 cluster's worth of records, not every version ever seen.
 """
@@ -28,25 +30,15 @@ from dataclasses import dataclass, fields
 from models.errors import Location
 
 from .assemble import Inventory
-from .raw import RawObject, Warnings
+from .raw import RawObject, RecordedWarnings, Warnings
+from .step_memo import StepMemo
 
-__all__ = ["ObjectRead", "ReadMemo", "RecordedWarnings"]
+__all__ = ["ObjectRead", "ReadMemo"]
 
 _RECORD_LISTS = tuple(
     f.name for f in fields(Inventory) if f.name != "sources" and f.default_factory is list  # type: ignore[comparison-overlap]
 )
 """Inventory's lists of records one object's read appends to (`sources` is per document)."""
-
-
-class RecordedWarnings(Warnings):
-    """Warnings that keep each `add` call, to be replayed into a load's own `Warnings`."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: list[tuple[Location, str, str | None]] = []
-
-    def add(self, location: Location, message: str, *, like: str | None = None) -> None:
-        self.calls.append((location, message, like))
 
 
 @dataclass(frozen=True)
@@ -77,11 +69,13 @@ class ObjectRead:
 
 
 class ReadMemo:
-    """`ObjectRead`s by object version and place in the input (see the module docstring)."""
+    """`ObjectRead`s by object version and place in the input, and the assembly's `steps`
+    (see the module docstring)."""
 
     def __init__(self) -> None:
         self._reads: dict[Hashable, ObjectRead] = {}
         self._used: dict[Hashable, ObjectRead] = {}
+        self.steps = StepMemo()
         self.hits = 0
         self.misses = 0
 
@@ -100,6 +94,7 @@ class ReadMemo:
     def begin(self) -> None:
         """A load starts: what it uses is what the memo keeps once it ends."""
         self._used = {}
+        self.steps.begin()
 
     def get(self, key: Hashable) -> ObjectRead | None:
         read = self._reads.get(key)
@@ -118,6 +113,7 @@ class ReadMemo:
         everything, for the one that follows it."""
         self._reads = self._used
         self._used = {}
+        self.steps.end()
 
     def __len__(self) -> int:
         return len(self._reads)
