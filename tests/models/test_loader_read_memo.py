@@ -68,3 +68,14 @@ def test_a_moved_document_is_a_miss_not_a_record_with_the_wrong_location() -> No
     moved = [(source, number + 1, doc) for source, number, doc in documents]
     assert load_snapshot_documents(moved, memo=memo).snapshot == load_snapshot_documents(moved).snapshot
     assert memo.hits == 0
+
+
+def test_what_did_not_change_is_the_same_model_again() -> None:
+    documents = _versioned(EXAMPLES / "gang-min-available-4.yaml")
+    memo = ReadMemo()
+    first = load_snapshot_documents(documents, memo=memo).snapshot
+    again = load_snapshot_documents(copy.deepcopy(documents), memo=memo).snapshot
+    assert first.pods and all(a is b for a, b in zip(first.pods, again.pods, strict=True))
+    assert all(a is b for a, b in zip(first.nodes, again.nodes, strict=True))
+    assert all(a is b for a, b in zip(first.pod_groups, again.pod_groups, strict=True))
+    assert len(memo.steps) == len(first.nodes) + len(first.pods) + len(first.pod_groups)  # a vcjob's tasks are its own
