@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol
 
@@ -56,7 +55,7 @@ from controller.kinds import (
     ResourceKind,
 )
 from controller.observe import ClusterView
-from controller.timing import Clock, SystemClock
+from controller.timing import Clock, SystemClock, join_within
 
 __all__ = ["ClusterCaches", "DiscoverySource", "pod_is_kept"]
 
@@ -117,9 +116,7 @@ class ClusterCaches:
         server, which closing the client does not cut) ends with the process. Per thread, a
         controller stopped while its two dozen informers were listing waited for each in
         turn, past its grace period."""
-        deadline = time.monotonic() + timeout_s
-        for thread in list(self._threads):
-            thread.join(max(0.0, deadline - time.monotonic()))
+        join_within(self._threads, timeout_s)
 
     def _discovery_loop(self, stop: threading.Event) -> None:
         while not stop.is_set():

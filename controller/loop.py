@@ -62,7 +62,7 @@ from controller.provisioning import Provisioner
 from controller.shape_history import DEFAULT_HALF_LIFE_S, ShapeHistory
 from controller.status import condition_reason
 from controller.reads import CycleReads
-from controller.timing import Clock, SystemClock
+from controller.timing import Clock, SystemClock, join_within
 from controller.usage import UsageSource, UsageTracker
 from models.placement import Decision
 from models.snapshot import ColocationPolicy, PodGroupKey, ReservationPolicy, Snapshot, UsagePolicy
@@ -264,9 +264,7 @@ class Controller:
         then cut the watches and give the informers 2 s: every thread is a daemon, so one
         stuck in a request ends with the process rather than holding its shutdown past a
         Deployment's grace period."""
-        deadline = time.monotonic() + timeout_s
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        join_within(self._threads, timeout_s)
         self.client.close()
         self.caches.join(2.0)
         self.actuator.close()

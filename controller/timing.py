@@ -14,11 +14,12 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Protocol
 
-__all__ = ["Clock", "SystemClock", "Backoff", "BackoffPolicy", "rfc3339", "rfc3339_micro"]
+__all__ = ["Clock", "SystemClock", "Backoff", "BackoffPolicy", "join_within", "rfc3339", "rfc3339_micro"]
 
 
 class Clock(Protocol):
@@ -73,6 +74,14 @@ class Backoff:
 
     def reset(self) -> None:
         self.failures = 0
+
+
+def join_within(threads: Iterable[threading.Thread], timeout_s: float) -> None:
+    """Join `threads`, `timeout_s` in all, not each: a shutdown waits its grace period once,
+    however many threads are stuck in a request (they are daemons and end with the process)."""
+    deadline = time.monotonic() + timeout_s
+    for thread in list(threads):
+        thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def rfc3339(moment: datetime) -> str:
