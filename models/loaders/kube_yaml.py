@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import difflib
 import sys
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -255,11 +255,12 @@ def load_snapshot_documents(
         memo.begin()
     for source, number, document in documents:
         context.inventory.sources.append(source)
+        key = None if memo is None else memo.key(source, number, document, context.scheduler_names, check_fields)
+        if memo is not None and key is not None:
+            _read_remembered(source, number, document, key, context, memo)
+            continue
         for obj in _objects(source, number, document):
-            if memo is None:
-                _read_object(obj, context)
-            else:
-                _read_remembered(obj, context, memo)
+            _read_object(obj, context)
     snapshot = assemble(context.inventory, context.warnings, NO_STEP_MEMO if memo is None else memo.steps)
     if memo is not None:
         memo.end()
@@ -370,21 +371,21 @@ def _read_object(obj: RawObject, context: _Context) -> None:
     reader(obj, meta, context)
 
 
-def _read_remembered(obj: RawObject, context: _Context, memo: ReadMemo) -> None:
-    """`_read_object`, or what it added the last time it read this version of the object."""
-    key = memo.key(obj, context.scheduler_names, context.check_fields)
-    if key is None:
-        _read_object(obj, context)
-        return
+def _read_remembered(
+    source: str, number: int, document: object, key: Hashable, context: _Context, memo: ReadMemo
+) -> None:
+    """`_read_object` on a one-object document, or what it added the last time it read this
+    version of the object — then without walking the document again."""
     read = memo.get(key)
     if read is None:
+        (obj,) = _objects(source, number, document)
         own = _Context(Inventory(), RecordedWarnings(), context.scheduler_names, context.check_fields)
         _read_object(obj, own)
         read = ObjectRead.of(own.inventory, own.warnings)
         memo.put(key, read)
     read.add_to(context.inventory, context.warnings)
     if read.pod_count:
-        _count_pods(obj, read.pod_count, context)
+        _count_pods(lambda: next(_objects(source, number, document)), read.pod_count, context)
 
 
 def _nearest_kind(group: str, kind: str) -> str:
@@ -481,7 +482,7 @@ def _add_job(obj: RawObject, record: JobRecord, context: _Context) -> None:
     unread = {field for pod in record.pods for field in pod.template.unread_fields}
     if unread:
         context.warnings.add(obj.location, _not_read(unread), like="scheduling fields not read")
-    _count_pods(obj, len(record.pods), context)
+    _count_pods(lambda: obj, len(record.pods), context)
     context.inventory.workloads.append(record)
 
 
@@ -501,11 +502,12 @@ def _resource_claim_template(obj: RawObject, meta: Metadata, context: _Context) 
     context.inventory.dra.append(read_resource_claim_template(obj, meta, context.inventory.dra_unused))
 
 
-def _count_pods(obj: RawObject, count: int, context: _Context) -> None:
-    """Stop early, before memory runs out, when the input holds more pods than a snapshot may."""
+def _count_pods(where: Callable[[], RawObject], count: int, context: _Context) -> None:
+    """Stop early, before memory runs out, when the input holds more pods than a snapshot may
+    (the error names the object `where` gives, built only then)."""
     context.inventory.pod_count += count
     if context.inventory.pod_count > _MAX_PODS:
-        raise obj.error(None, f"the input holds more than {_MAX_PODS} pods, the snapshot's limit")
+        raise where().error(None, f"the input holds more than {_MAX_PODS} pods, the snapshot's limit")
 
 
 _READERS: dict[tuple[str, str], Callable[[RawObject, Metadata, _Context], None]] = {

@@ -12,7 +12,8 @@ What this asks of the caller: an object it changes in memory (the controller's c
 pending pod as it is after an assumed bind) must carry a `resourceVersion` of its own, and
 an object keeps its document number from load to load (the number is part of every record's
 `Location`, and so of the key: a number that moves is a miss, never a wrong record). Objects
-without `uid` or `resourceVersion` (hand-written manifests) are read every time. The records
+without `uid` or `resourceVersion` (hand-written manifests) and the items of a `List`
+document are read every time. The records
 are frozen dataclasses and pydantic models that the assembly never changes, which is what
 makes handing the same ones to several loads sound.
 
@@ -30,7 +31,7 @@ from dataclasses import dataclass, fields
 from models.errors import Location
 
 from .assemble import Inventory
-from .raw import RawObject, RecordedWarnings, Warnings
+from .raw import RecordedWarnings, Warnings
 from .step_memo import StepMemo
 
 __all__ = ["ObjectRead", "ReadMemo"]
@@ -80,16 +81,23 @@ class ReadMemo:
         self.misses = 0
 
     @staticmethod
-    def key(obj: RawObject, scheduler_names: frozenset[str], check_fields: bool) -> Hashable | None:
-        """The object's version, where it sits, and what the read depends on; None when the
-        object has no uid or resourceVersion to name its content by."""
-        metadata = obj.raw("metadata")
-        if not isinstance(metadata, dict):
+    def key(
+        source: str, number: int, document: object, scheduler_names: frozenset[str], check_fields: bool
+    ) -> Hashable | None:
+        """The document's object version, where it sits, and what the read depends on; None
+        for a `List` or an object without a uid or resourceVersion to name its content by.
+        The object's name is not in the key: the API server keeps a uid's name and namespace."""
+        if not isinstance(document, dict):
+            return None
+        api_version, kind, metadata = document.get("apiVersion"), document.get("kind"), document.get("metadata")
+        if not (isinstance(api_version, str) and isinstance(kind, str) and isinstance(metadata, dict)):
+            return None
+        if kind.endswith("List") and "items" in document:
             return None
         uid, version = metadata.get("uid"), metadata.get("resourceVersion")
         if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
             return None
-        return (uid, version, obj.raw("apiVersion"), obj.raw("kind"), obj.location, obj.path, scheduler_names, check_fields)
+        return (uid, version, api_version, kind, source, number, scheduler_names, check_fields)
 
     def begin(self) -> None:
         """A load starts: what it uses is what the memo keeps once it ends."""
