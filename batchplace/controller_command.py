@@ -244,6 +244,7 @@ def controller(
     if usage_source == "prometheus" and not prometheus_url:
         typer.echo("error: --usage-source prometheus needs --prometheus-url", err=True)
         raise typer.Exit(EXIT_USAGE)
+    from controller.heap import tune_collector
     from controller.kube import KubeClient  # here, so other commands start without the Kubernetes client
     from controller.leader import LeaseConfig, default_lease_namespace, read_service_account_namespace
     from controller.loop import Controller, ControllerConfig
@@ -311,6 +312,7 @@ def controller(
         typer.echo(f"error: cannot load {'kubeconfig ' + str(kubeconfig) if kubeconfig else 'the in-cluster config'}: {error}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
     ctrl = Controller(client, config)
+    tune_collector()  # a long-running process over a cluster's worth of objects (controller.heap)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
