@@ -160,6 +160,9 @@ class Informer:
 
     def _relist(self) -> None:
         result = self._source.list(self.kind)
+        for obj in result.items:  # a list's items come without them; a watch's objects carry them
+            obj.setdefault("apiVersion", self.kind.api_version)
+            obj.setdefault("kind", self.kind.kind)
         fresh = {object_key(obj): obj for obj in result.items if self._keep(obj)}
         with self._lock:
             old = self._store

@@ -552,8 +552,13 @@ def _with_dependencies(snapshot: Snapshot, pods: Sequence[JsonObject], vcjobs: S
 
 
 def _typed(objects: Sequence[JsonObject], api_version: str, kind: str) -> list[JsonObject]:
-    """List items come without apiVersion and kind; the loader dispatches on them."""
-    return [{**obj, "apiVersion": api_version, "kind": kind} for obj in objects]
+    """Each object with the apiVersion and kind the loader dispatches on: a copy only where
+    they are missing or another version (the informers stamp what they list, so in a
+    steady cycle none is copied)."""
+    return [
+        obj if obj.get("kind") == kind and obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version, "kind": kind}
+        for obj in objects
+    ]
 
 
 def _load(

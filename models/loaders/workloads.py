@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from models.dra import PodResourceClaim
@@ -336,10 +337,10 @@ class PodRecord:
     replica: PodGroupReplica | None = None  # the Workload API pod group replica it names (`sub_groups`)
     sub_group: str | None = None  # the sub-group of its PodGroup it is in (`PodGroupRecord.sub_groups`)
 
-    @property
+    @cached_property
     def key(self) -> str:
+        """`namespace/name`, made once: the assembly looks pods up by it on every pass."""
         return f"{self.namespace}/{self.name}"
-
 
     @property
     def pending(self) -> bool:
