@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.dra_claims import ClaimIndex, claim_index, claim_statuses
-from controller.reads import CycleReads
 from controller.kinds import KUBE_PODGROUPS, KUBE_PODGROUPS_V1ALPHA2, VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
+from controller.reads import CycleReads
 from controller.repair import HeldPod, RepairEviction, counted, over_allocatable, repair_evictions
 from controller.sub_group_status import SUB_GROUPS_ANNOTATION
 from models.errors import Location, SnapshotError, format_path
@@ -555,10 +555,8 @@ def _typed(objects: Sequence[JsonObject], api_version: str, kind: str) -> list[J
     """Each object with the apiVersion and kind the loader dispatches on: a copy only where
     they are missing or another version (the informers stamp what they list, so in a
     steady cycle none is copied)."""
-    return [
-        obj if obj.get("kind") == kind and obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version, "kind": kind}
-        for obj in objects
-    ]
+    typed = {"apiVersion": api_version, "kind": kind}
+    return [obj if obj.get("kind") == kind and obj.get("apiVersion") == api_version else {**obj, **typed} for obj in objects]
 
 
 def _load(

@@ -64,10 +64,10 @@ from .jobset_object import read_jobset
 from .leader_worker_set_object import read_leader_worker_set
 from .pytorch_job import read_pytorch_job
 from .raw import (
-    RecordedWarnings,
     DEFAULT_NAMESPACE,
     Metadata,
     RawObject,
+    RecordedWarnings,
     Warnings,
     describe,
     read_metadata,
@@ -376,13 +376,14 @@ def _read_remembered(
 ) -> None:
     """`_read_object` on a one-object document, or what it added the last time it read this
     version of the object — then without walking the document again."""
-    read = memo.get(key)
-    if read is None:
+
+    def first_read() -> ObjectRead:
         (obj,) = _objects(source, number, document)
         own = _Context(Inventory(), RecordedWarnings(), context.scheduler_names, context.check_fields)
         _read_object(obj, own)
-        read = ObjectRead.of(own.inventory, own.warnings)
-        memo.put(key, read)
+        return ObjectRead.of(own.inventory, own.warnings)
+
+    read = memo.read(key, first_read)
     read.add_to(context.inventory, context.warnings)
     if read.pod_count:
         _count_pods(lambda: next(_objects(source, number, document)), read.pod_count, context)

@@ -25,10 +25,8 @@ cluster's worth of records, not every version ever seen.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, fields
-
-from models.errors import Location
 
 from .assemble import Inventory
 from .raw import RecordedWarnings, Warnings
@@ -50,14 +48,14 @@ class ObjectRead:
     records: tuple[tuple[str, tuple[object, ...]], ...]
     pod_count: int
     dra_unused: frozenset[str]
-    warnings: tuple[tuple[Location, str, str | None], ...]
+    warnings: RecordedWarnings
 
     @classmethod
     def of(cls, inventory: Inventory, warnings: RecordedWarnings) -> ObjectRead:
         records = tuple(
             (name, tuple(getattr(inventory, name))) for name in _RECORD_LISTS if getattr(inventory, name)
         )
-        return cls(records, inventory.pod_count, frozenset(inventory.dra_unused.fields), tuple(warnings.calls))
+        return cls(records, inventory.pod_count, frozenset(inventory.dra_unused.fields), warnings)
 
     def add_to(self, inventory: Inventory, warnings: Warnings) -> None:
         """Append the records and replay the warnings (the pod count is the caller's, so that
@@ -65,20 +63,17 @@ class ObjectRead:
         for name, records in self.records:
             getattr(inventory, name).extend(records)
         inventory.dra_unused.fields.update(self.dra_unused)
-        for location, message, like in self.warnings:
-            warnings.add(location, message, like=like)
+        self.warnings.replay(warnings)
 
 
 class ReadMemo:
     """`ObjectRead`s by object version and place in the input, and the assembly's `steps`
-    (see the module docstring)."""
+    (see the module docstring). Both are kept the same way: what the last successful load
+    used (`StepMemo`)."""
 
     def __init__(self) -> None:
-        self._reads: dict[Hashable, ObjectRead] = {}
-        self._used: dict[Hashable, ObjectRead] = {}
+        self._reads = StepMemo()
         self.steps = StepMemo()
-        self.hits = 0
-        self.misses = 0
 
     @staticmethod
     def key(
@@ -99,29 +94,25 @@ class ReadMemo:
             return None
         return (uid, version, api_version, kind, source, number, scheduler_names, check_fields)
 
+    def read(self, key: Hashable, first_read: Callable[[], ObjectRead]) -> ObjectRead:
+        """What the version `key` names added, read by `first_read` the first time."""
+        return self._reads.built("read", (), key, first_read)
+
     def begin(self) -> None:
-        """A load starts: what it uses is what the memo keeps once it ends."""
-        self._used = {}
+        self._reads.begin()
         self.steps.begin()
 
-    def get(self, key: Hashable) -> ObjectRead | None:
-        read = self._reads.get(key)
-        if read is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        self._used[key] = read
-        return read
-
-    def put(self, key: Hashable, read: ObjectRead) -> None:
-        self._reads[key] = self._used[key] = read
-
     def end(self) -> None:
-        """The load built its Snapshot: keep only what it used. A load that failed keeps
-        everything, for the one that follows it."""
-        self._reads = self._used
-        self._used = {}
+        self._reads.end()
         self.steps.end()
+
+    @property
+    def hits(self) -> int:
+        return self._reads.reused
+
+    @property
+    def misses(self) -> int:
+        return self._reads.fresh
 
     def __len__(self) -> int:
         return len(self._reads)

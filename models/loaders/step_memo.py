@@ -18,6 +18,7 @@ __all__ = ["StepMemo", "NO_STEP_MEMO"]
 
 Built = TypeVar("Built")
 
+
 class StepMemo:
     """What assembly steps built, by the identity of the records they read and the equality
     of the values they derived (see the module docstring)."""
@@ -25,6 +26,8 @@ class StepMemo:
     def __init__(self) -> None:
         self._built: dict[Hashable, tuple[tuple[object, ...], object]] = {}
         self._used: dict[Hashable, tuple[tuple[object, ...], object]] = {}
+        self.reused = 0  # calls answered with what an earlier one built
+        self.fresh = 0  # calls that built
 
     def built(self, step: str, records: tuple[object, ...], values: Hashable, build: Callable[[], Built]) -> Built:
         """`build()`, or what it returned when `step` last ran on these very `records` (the
@@ -34,13 +37,19 @@ class StepMemo:
         if entry is None or any(kept is not record for kept, record in zip(entry[0], records, strict=True)):
             entry = (records, build())
             self._built[key] = entry
+            self.fresh += 1
+        else:
+            self.reused += 1
         self._used[key] = entry
         return entry[1]  # type: ignore[return-value]
 
     def begin(self) -> None:
+        """A load starts: what it uses is what the memo keeps once it ends."""
         self._used = {}
 
     def end(self) -> None:
+        """The load built its Snapshot: keep only what it used. A load that failed keeps
+        everything, for the one that follows it."""
         self._built = self._used
         self._used = {}
 
