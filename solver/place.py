@@ -56,11 +56,13 @@ from __future__ import annotations
 
 import gc
 import logging
+import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Literal
 
 from models.placement import Decision, Fallback, FallbackCause, Placement
@@ -75,6 +77,7 @@ from solver.greedy import GreedyConfig
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SearchFailed, search_or_failure
 from solver.objective import TIERS, ObjectiveContext, score
 from solver.outcome import build_decision
+from solver.partition import pool_processes, solve_partitioned
 from solver.pending_reasons import pending_reasons, with_unplaced_pods
 from solver.problem import Problem, build_problem
 from solver.rules import counted, dra
@@ -152,6 +155,10 @@ class SolveConfig:
     memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES
     """What the CP-SAT search process may allocate (`solver.isolation`); past it the answer
     is greedy's (FALLBACK, cause "memory"). None: no ceiling."""
+    partition_parts: int | None = None
+    """Parts of the partitioned solve (`solver.partition`). None: `auto` partitions when the
+    whole model would not fit the time limit (`_partition_parts`); 1: never; 2 or more: `cpsat`
+    and `auto` always solve in (at most) that many parts."""
 
     def __post_init__(self) -> None:
         if sorted(self.objective_order) != sorted(TIERS):
@@ -160,6 +167,8 @@ class SolveConfig:
             raise ValueError(f"safety_net_s {self.safety_net_s}: a positive number of seconds")
         if self.memory_limit_bytes is not None and self.memory_limit_bytes < MIN_MEMORY_LIMIT_BYTES:
             raise ValueError(f"memory_limit_bytes {self.memory_limit_bytes}: at least {MIN_MEMORY_LIMIT_BYTES} (64 MiB)")
+        if self.partition_parts is not None and self.partition_parts < 1:
+            raise ValueError(f"partition_parts {self.partition_parts}: at least 1 (1: never partition), or None")
 
     def cpsat(self, search_s: float | None = None) -> CpsatConfig:
         """The CP-SAT engine's configuration; `search_s`: its deterministic budget (`_Budget`)."""
@@ -218,6 +227,11 @@ patterns asking the allocator (`solver.cpsat.dra`), before its search; per pendi
 naming claims after it (CP-SAT's placement allocated, the reasons' state). Set from CPU
 times measured at 1,000 nodes × 8 devices and 1,000 pending pods (docs/results.md, "DRA
 devices")."""
+PARTITION_NODES_PER_PART = 4_000
+"""Nodes per part of the partitioned solve when `auto` partitions: a part of 4,000 nodes and
+its share of the pending pods builds and searches within its share of a 5 s limit on 2
+cores (30,000 nodes: 8 parts of 1.25 s each, two at a time)."""
+PARTITIONED_ENGINE = "cpsat-partitioned"
 SAFETY_NET_FACTOR = 10.0
 """With `deterministic`, the wall-clock limit of the call (`SolveConfig.safety_net_s`), in
 time limits: the deterministic budget is meant to end near `time_limit_s` on an idle core
@@ -342,9 +356,10 @@ def place(snapshot: Snapshot, config: SolveConfig = SolveConfig(), *, engines: E
 
 def _place(snapshot: Snapshot, config: SolveConfig, engines: Engines) -> Decision:
     started, cpu_started = time.perf_counter(), time.thread_time()
+    given = snapshot  # what the partitioned solve cuts: each part's `place()` counts its own
     snapshot = counted(snapshot)  # as the rules' columns count it: offline pods ask batch-cpu/-memory (solver.rules.counted)
     problem = build_problem(snapshot)
-    decision = _decide(snapshot, problem, config, engines, started=started, cpu_started=cpu_started)
+    decision = _decide(snapshot, problem, config, engines, started=started, cpu_started=cpu_started, given=given)
     deadline = _call_deadline(config, started)
     explained = with_unplaced_pods(snapshot, problem, decision, deadline=deadline)
     if explained.reproducible and config.deterministic and time.perf_counter() > deadline:
@@ -362,7 +377,14 @@ def _call_deadline(config: SolveConfig, started: float) -> float:
 
 
 def _decide(
-    snapshot: Snapshot, problem: Problem, config: SolveConfig, engines: Engines, *, started: float, cpu_started: float
+    snapshot: Snapshot,
+    problem: Problem,
+    config: SolveConfig,
+    engines: Engines,
+    *,
+    started: float,
+    cpu_started: float,
+    given: Snapshot,
 ) -> Decision:
     """The engine's checked `Decision` (module docstring), before its started gangs' unplaced pods are explained."""
     greedy = engines.greedy(
@@ -389,6 +411,9 @@ def _decide(
         reproducible = config.deterministic and cause != "timeout" and not cut  # past the safety net, or by the wall clock
         return decision.model_copy(update={"fallback": Fallback(cause=cause, reason=why), "reproducible": reproducible})
 
+    parts = _partition_parts(given, config, budget)
+    if parts > 1:
+        return _partitioned(given, snapshot, problem, config, engines, greedy, parts=parts, budget=budget, started=started, fallback=fallback)
     if budget.no_time():
         return fallback("no_time", "no time left after greedy")
     context = ObjectiveContext.of(snapshot, config.typical_shapes)
@@ -443,6 +468,88 @@ def _decide(
     reproducible = config.deterministic and not result.wall_clock_cut and time.perf_counter() <= deadline
     if not reproducible and config.deterministic:
         log.warning("cpsat: the wall-clock safety net (%.1f s) cut this answer short: it may differ from run to run", deadline - started)
+    return decision.model_copy(update={"reproducible": reproducible})
+
+
+def _partition_parts(given: Snapshot, config: SolveConfig, budget: _Budget) -> int:
+    """How many parts to solve the cycle in; 1: whole, as ever. Forced by `partition_parts`;
+    by default (`auto` only), when the whole model would not fit the time left for CP-SAT —
+    no time at all, or less than building the model of these nodes alone costs
+    (`solver.cpsat.engine.BUILD_COST`, the estimate by which `solve_cpsat` gives up before
+    it builds) — and there are nodes for at least two parts of `PARTITION_NODES_PER_PART`.
+    DRA snapshots are solved whole: a claim's devices may be shared across parts' pods."""
+    if config.partition_parts is not None:
+        return config.partition_parts
+    nodes = len(given.nodes)
+    if config.engine != "auto" or nodes < 2 * PARTITION_NODES_PER_PART or dra.has_claims(given):
+        return 1
+    from solver.cpsat.engine import BUILD_COST, MIN_SEARCH_S, BuildSize  # OR-Tools: only where CP-SAT runs
+
+    left = budget.search_end - time.perf_counter() if budget.search_s is None else budget.search_s
+    building_nodes_s = BUILD_COST.seconds(BuildSize(patterns=0, options=0, unit_variables=0, nodes=nodes))
+    if left >= building_nodes_s + MIN_SEARCH_S:
+        return 1
+    return math.ceil(nodes / PARTITION_NODES_PER_PART)
+
+
+def _partitioned(
+    given: Snapshot,
+    snapshot: Snapshot,
+    problem: Problem,
+    config: SolveConfig,
+    engines: Engines,
+    greedy: Decision,
+    *,
+    parts: int,
+    budget: _Budget,
+    started: float,
+    fallback: Callable[[FallbackCause, str], Decision],
+) -> Decision:
+    """The partitioned solve's `Decision` (`solver.partition`): each part solved by `place()`
+    with its share of the time limit — the parts run `pool_processes` at a time, so each
+    gets `time_limit_s` × processes / parts — merged and repaired, then judged as CP-SAT's
+    answer is: FEASIBLE (a restriction of the whole), never worse than greedy's, with the
+    LP bound's gap. Engine "cpsat-partitioned", so whoever reads the answer knows the parts
+    were searched apart."""
+    share = pool_processes(parts) / parts
+    part_config = replace(
+        config,
+        time_limit_s=config.time_limit_s * share,
+        safety_net_s=None if config.safety_net_s is None else config.safety_net_s * share,
+        partition_parts=1,
+    )
+    greedy_config = GreedyConfig(packing=config.packing, typical_shapes=config.typical_shapes)
+
+    def rescue(part: Snapshot) -> Placement:
+        part = counted(part)
+        return engines.greedy(part, problem=build_problem(part), config=greedy_config).placement
+
+    solved = solve_partitioned(
+        given, parts=parts, solve=partial(place, config=part_config, engines=engines), rescue=rescue, deadline=budget.deadline
+    )
+    log.info(
+        "partition: %d parts, %d with CP-SAT's own answer, %d gang(s) dropped by the repair",
+        len(solved.parts), solved.own_answers, len(solved.dropped),
+    )  # fmt: skip
+    if solved.violations:
+        log.error("partition: the repaired placement is still rejected:\n%s", PlacementRejected(solved.violations))
+        return fallback("rejected", "the partitioned placement broke a hard rule after its repair")
+    if solved.own_answers == 0:
+        return fallback("no_solution", f"none of the {len(solved.parts)} parts found a CP-SAT answer in time")
+    context = ObjectiveContext.of(snapshot, config.typical_shapes)
+    mine, theirs = score(snapshot, solved.placement, context=context), score(snapshot, greedy.placement, context=context)
+    if mine.ranked(config.objective_order) < theirs.ranked(config.objective_order):
+        return fallback("greedy_better", f"greedy scores better ({theirs} > {mine})")
+    bound = _relaxed_bound(snapshot, problem, budget.deadline) if config.lp_gap is not False else None
+    greedy_reasons = {o.name: o.reasons for o in greedy.podgroups}
+    reasons = pending_reasons(
+        snapshot, problem, solved.placement, _left_pending(snapshot, solved.placement), status="FEASIBLE",
+        deadline=budget.deadline, otherwise=greedy_reasons,
+    )  # fmt: skip
+    decision = _decision(
+        snapshot, solved.placement, PARTITIONED_ENGINE, "FEASIBLE", started, reasons, mine.throughput, bound=bound
+    )
+    reproducible = config.deterministic and solved.reproducible and time.perf_counter() <= budget.deadline
     return decision.model_copy(update={"reproducible": reproducible})
 
 

@@ -1,0 +1,104 @@
+"""Solve the parts side by side in processes of their own, and never lose the caller to one.
+
+Input: the parts' snapshots, the solve to run on each (a picklable callable: `place` with
+the part's configuration bound), the answer to give for a part whose solve fails (greedy's,
+computed here) and a wall-clock deadline. Output: one `PartAnswer` per part, in part order.
+
+Why processes: the parts' searches are CPU-bound Python and native code, which threads
+would run one at a time. Why spawned, not forked: the pool's workers start clean (no locks
+or threads of the caller's, which in the HTTP service and the controller hold both), and
+the same payload — a pickled snapshot and a function named by its module — could be sent
+to workers on other machines. The cost is each worker's start (importing the solver) and
+pickling each part on the way in.
+
+A part that fails answers with `rescue(part)` — greedy's placement of that part — and the
+others keep theirs: "native code can die". Failing is: the solve raising (it is logged), the
+worker dying (the pool is then broken and every part still out fails alike), or the part
+not answering by `deadline`; the pool's workers still running then are stopped, so a hung
+solve never outlives the call.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from multiprocessing import get_context
+
+from models.placement import Decision, Placement
+from models.snapshot import Snapshot
+
+__all__ = ["PartAnswer", "solve_parts", "pool_processes"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PartAnswer:
+    placement: Placement
+    status: str
+    """The part's `Decision.status`; "FALLBACK" too when the part failed here."""
+    reproducible: bool
+    failure: str | None = None
+    """Why the part answered with `rescue`'s placement (raised, died, timed out); None: its own."""
+
+
+def pool_processes(parts: int) -> int:
+    """Worker processes for `parts` parts: one per part, at most one per core."""
+    return max(1, min(parts, os.cpu_count() or 1))
+
+
+def solve_parts(
+    parts: Sequence[Snapshot],
+    *,
+    solve: Callable[[Snapshot], Decision],
+    rescue: Callable[[Snapshot], Placement],
+    deadline: float,
+) -> tuple[PartAnswer, ...]:
+    """Each part's answer (module docstring); `deadline` is `time.perf_counter()` seconds."""
+    answers: list[PartAnswer | None] = [None] * len(parts)
+    executor = ProcessPoolExecutor(max_workers=pool_processes(len(parts)), mp_context=get_context("spawn"))
+    waiting: set[Future[Decision]] = set()
+    try:
+        futures: dict[Future[Decision], int] = {executor.submit(solve, part): index for index, part in enumerate(parts)}
+        waiting = set(futures)
+        while waiting:
+            done, waiting = wait(waiting, timeout=max(0.0, deadline - time.perf_counter()), return_when=FIRST_EXCEPTION)
+            for future in done:
+                answers[futures[future]] = _answer(future, parts[futures[future]], rescue)
+            if not done:
+                break  # the deadline passed
+        for future in waiting:
+            log.error("partition: part %d did not answer in time; greedy's placement of it instead", futures[future])
+            answers[futures[future]] = PartAnswer(rescue(parts[futures[future]]), "FALLBACK", False, "timeout")
+    finally:
+        if waiting:
+            _stop(executor)
+        else:
+            executor.shutdown(wait=True)
+    return tuple(answer for answer in answers if answer is not None)
+
+
+def _answer(future: Future[Decision], part: Snapshot, rescue: Callable[[Snapshot], Placement]) -> PartAnswer:
+    error = future.exception()
+    if error is None:
+        decision = future.result()
+        return PartAnswer(decision.placement, decision.status, decision.reproducible)
+    log.error("partition: a part's solve failed (%s: %s); greedy's placement of it instead", type(error).__name__, error)
+    return PartAnswer(rescue(part), "FALLBACK", True, f"{type(error).__name__}: {error}")
+
+
+def _stop(executor: ProcessPoolExecutor) -> None:
+    """Shut the pool down without waiting for the solves still running: their workers are
+    stopped. (`ProcessPoolExecutor` has no public way to stop a busy worker before Python
+    3.14's `terminate_workers`; its `_processes` are the workers it started.)"""
+    workers = list((getattr(executor, "_processes", None) or {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        if process.is_alive():
+            process.terminate()
+    for process in workers:
+        process.join(timeout=5)

@@ -1,0 +1,275 @@
+"""Cut one cycle's snapshot into parts that can be solved apart: nodes along the topology,
+each pending PodGroup into exactly one part.
+
+Input: a validated `Snapshot` and the number of parts wanted. Output: `Part`s, each a valid
+`Snapshot` of its own — its nodes, the running pods on them, its pending PodGroups with all
+their pending pods, the PodGroups of its running pods, the HyperNodes cut to its nodes, and
+every queue as the whole cluster has it (quota stays global: `solver.partition.repair`
+makes the merged answer keep it).
+
+Nodes, by unit: the domains of the highest HyperNode tier that has at least as many domains
+as parts (spines before leaves: fewer, larger cuts keep more of the topology whole); nodes
+in no such domain, and every node of a cluster without HyperNodes, are units of one node.
+Units are taken in name order and cut into contiguous runs of balanced capacity (GPU milli,
+or CPU milli on a cluster without GPUs). Example: 8 leaves of 16 eight-GPU nodes under one
+spine, 2 parts → the spine is one domain (fewer than 2), the 8 leaves are units; leaves 0–3
+go to part 0 and 4–7 to part 1, 512 GPUs each.
+
+PodGroups with pending pods, by priority then age, each to one part:
+  - anchored: a PodGroup with running pods goes where most of them run (its gang and its
+    domain are there);
+  - hard topology (the PodGroup's tier limit, else its sub-groups' widest): to a part
+    holding a whole HyperNode of tier ≤ the limit with room for it, else one holding such a
+    HyperNode at all, else any part — the gang stays whole in one part and is placed
+    inside what that part holds of its domain, a subset of the domain, so still inside it;
+  - dealt: to the part where its queue's pending demand, with it, is the smallest fraction
+    of the part's free capacity — so each queue's pods spread over the parts in proportion
+    to their room, and fairness across queues holds in each part as in the whole.
+Ties go to the lower part index: the same input gives the same parts, run after run (no
+set or hash order is read).
+
+Not promised: that the parts' best answers add up to the whole's best. A gang is placed
+only inside its part, and inter-pod rules across parts are not seen by either part (the
+checker on the whole snapshot judges the merge).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from models.snapshot import CPU, GPU, HyperNode, Node, NodeName, Pod, PodGroup, PodGroupKey, QueueName, Snapshot
+from solver.rules.topology import hard_tier_limit
+
+__all__ = ["Part", "split_snapshot"]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One sub-problem: its snapshot and the pending PodGroups it owns (placed by no other part)."""
+
+    index: int
+    snapshot: Snapshot
+    owned: tuple[PodGroupKey, ...]
+    """PodGroups whose pending pods this part holds, in dealing order."""
+
+
+def split_snapshot(snapshot: Snapshot, *, parts: int) -> tuple[Part, ...]:
+    """`snapshot` cut into at most `parts` parts (fewer when it has fewer node units); see the
+    module docstring. Example: 4 leaves of 2 nodes, 2 parts → nodes of leaves 0–1 and 2–3."""
+    if parts < 1:
+        raise ValueError(f"parts {parts}: at least 1")
+    resource = GPU if any(node.allocatable.get(GPU, 0) for node in snapshot.nodes) else CPU
+    members = _domain_nodes(snapshot)
+    node_part = _cut_nodes(snapshot, members, parts, resource)
+    count = 1 + max(node_part.values(), default=0)
+    free = _free_capacity(snapshot, node_part, count, resource)
+    owner = _deal_groups(snapshot, members, node_part, free, count, resource)
+    return tuple(_part(snapshot, members, index, node_part, owner) for index in range(count))
+
+
+# ---- nodes ----
+
+
+def _cut_nodes(
+    snapshot: Snapshot, members: Mapping[str, tuple[NodeName, ...]], parts: int, resource: str
+) -> dict[NodeName, int]:
+    """Each node's part: units of the split tier in name order, cut into contiguous runs of
+    balanced capacity; parts left empty by a large unit are closed up."""
+    units = _node_units(snapshot, members, parts)
+    capacity = [sum(snapshot.node_by_name[name].allocatable.get(resource, 0) for name in unit) for unit in units]
+    if sum(capacity) == 0:
+        capacity = [len(unit) for unit in units]
+    total = sum(capacity)
+    wanted = min(parts, len(units))
+    node_part: dict[NodeName, int] = {}
+    before = 0
+    indices: list[int] = []
+    for unit, unit_capacity in zip(units, capacity):
+        # the run whose share of the capacity holds this unit's middle
+        indices.append(min(wanted - 1, int((before + unit_capacity / 2) * wanted / total)))
+        before += unit_capacity
+    renumbered = {old: new for new, old in enumerate(sorted(set(indices)))}
+    for unit, index in zip(units, indices):
+        for name in unit:
+            node_part[name] = renumbered[index]
+    return node_part
+
+
+def _node_units(snapshot: Snapshot, members: Mapping[str, tuple[NodeName, ...]], parts: int) -> list[tuple[NodeName, ...]]:
+    """The node units (module docstring): whole domains of the split tier, then single nodes."""
+    tiers = sorted({h.tier for h in snapshot.hypernodes}, reverse=True)
+    domains: list[HyperNode] = []
+    for tier in tiers:
+        domains = sorted((h for h in snapshot.hypernodes if h.tier == tier and members[h.name]), key=lambda h: h.name)
+        if len(domains) >= parts:
+            break
+    if len(domains) < parts:
+        domains = []
+    units: list[tuple[NodeName, ...]] = [members[h.name] for h in domains]
+    covered = {name for unit in units for name in unit}
+    units += [(node.name,) for node in sorted(snapshot.nodes, key=lambda n: n.name) if node.name not in covered]
+    return units
+
+
+def _domain_nodes(snapshot: Snapshot) -> dict[str, tuple[NodeName, ...]]:
+    """Every HyperNode's nodes, its sub-HyperNodes' included, in the snapshot's node order."""
+    chains = snapshot.hypernode_chain
+    found: dict[str, list[NodeName]] = {h.name: [] for h in snapshot.hypernodes}
+    for node in snapshot.nodes:
+        for name in chains[node.name]:
+            found[name].append(node.name)
+    return {name: tuple(nodes) for name, nodes in found.items()}
+
+
+def _free_capacity(snapshot: Snapshot, node_part: Mapping[NodeName, int], count: int, resource: str) -> list[int]:
+    """Per part: allocatable `resource` less what its running pods hold (at least 1)."""
+    free = [0] * count
+    for node in snapshot.nodes:
+        free[node_part[node.name]] += node.allocatable.get(resource, 0)
+    for pod in snapshot.pods:
+        if pod.phase == "running" and pod.node is not None:
+            free[node_part[pod.node]] -= pod.requests.get(resource, 0)
+    return [max(1, amount) for amount in free]
+
+
+# ---- PodGroups ----
+
+
+def _deal_groups(
+    snapshot: Snapshot,
+    members: Mapping[str, tuple[NodeName, ...]],
+    node_part: Mapping[NodeName, int],
+    free: Sequence[int],
+    count: int,
+    resource: str,
+) -> dict[PodGroupKey, int]:
+    """The part of every PodGroup with pending pods (module docstring)."""
+    whole = _whole_domains(snapshot, members, node_part)
+    domain_free = _domain_free(snapshot, members, resource)
+    dealt: dict[tuple[QueueName, str], list[int]] = {}
+    owner: dict[PodGroupKey, int] = {}
+    for group in sorted(snapshot.pod_groups, key=lambda g: (-g.priority, g.creation_time, g.key)):
+        pods = snapshot.pods_by_group[group.key]
+        pending = [pod for pod in pods if pod.phase == "pending"]
+        if not pending:
+            continue
+        anchor = _anchor(pods, node_part)
+        if anchor is not None:
+            owner[group.key] = anchor
+            continue
+        asked = sum(pod.requests.get(resource, 0) for pod in pending)
+        measure = resource if asked else CPU
+        demand = asked or sum(pod.requests.get(CPU, 0) for pod in pending)
+        ledger = dealt.setdefault((group.queue, measure), [0] * count)
+        candidates = _topology_candidates(group, whole, domain_free, demand, count)
+        room = free if measure == resource else [1] * count  # CPU-only gangs on a GPU cluster: spread by count
+        chosen = min(candidates, key=lambda p: ((ledger[p] + max(demand, 1)) / room[p], p))
+        ledger[chosen] += max(demand, 1)
+        owner[group.key] = chosen
+    return owner
+
+
+def _anchor(pods: Iterable[Pod], node_part: Mapping[NodeName, int]) -> int | None:
+    """The part holding most of these pods' running ones (the lower index on a tie); None: none run."""
+    running: dict[int, int] = {}
+    for pod in pods:
+        if pod.phase == "running" and pod.node is not None:
+            part = node_part[pod.node]
+            running[part] = running.get(part, 0) + 1
+    if not running:
+        return None
+    return min(running, key=lambda part: (-running[part], part))
+
+
+def _whole_domains(
+    snapshot: Snapshot, members: Mapping[str, tuple[NodeName, ...]], node_part: Mapping[NodeName, int]
+) -> list[tuple[int, str, int]]:
+    """(tier, HyperNode, part) of every HyperNode whose nodes all lie in one part."""
+    found = []
+    for name, nodes in sorted(members.items()):
+        if not nodes:
+            continue
+        parts = {node_part[node] for node in nodes}
+        if len(parts) == 1:
+            found.append((snapshot.hypernode_by_name[name].tier, name, parts.pop()))
+    return found
+
+
+def _domain_free(snapshot: Snapshot, members: Mapping[str, tuple[NodeName, ...]], resource: str) -> dict[str, int]:
+    """Free `resource` per HyperNode: allocatable less what running pods hold."""
+    free_by_node = {node.name: node.allocatable.get(resource, 0) for node in snapshot.nodes}
+    for pod in snapshot.pods:
+        if pod.phase == "running" and pod.node is not None:
+            free_by_node[pod.node] -= pod.requests.get(resource, 0)
+    return {name: sum(free_by_node[node] for node in nodes) for name, nodes in members.items()}
+
+
+def _topology_candidates(
+    group: PodGroup, whole: Sequence[tuple[int, str, int]], domain_free: Mapping[str, int], demand: int, count: int
+) -> list[int]:
+    """Parts a PodGroup may go to: for a hard-topology one, those holding a whole HyperNode of
+    tier ≤ its limit with room for it, else holding one at all, else every part."""
+    limit = _tier_limit(group)
+    every = list(range(count))
+    if limit is None:
+        return every
+    within = [(name, part) for tier, name, part in whole if tier <= limit]
+    roomy = sorted({part for name, part in within if domain_free[name] >= demand})
+    return roomy or sorted({part for _, part in within}) or every
+
+
+def _tier_limit(group: PodGroup) -> int | None:
+    """The tier a PodGroup's pods must stay within: its own hard limit, else its sub-groups' widest."""
+    own = hard_tier_limit(group)
+    if own is not None:
+        return own
+    limits = [limit for sub in group.sub_groups if (limit := hard_tier_limit(sub)) is not None]
+    return max(limits) if limits else None
+
+
+# ---- one part ----
+
+
+def _part(
+    snapshot: Snapshot,
+    members: Mapping[str, tuple[NodeName, ...]],
+    index: int,
+    node_part: Mapping[NodeName, int],
+    owner: Mapping[PodGroupKey, int],
+) -> Part:
+    """Part `index` as a snapshot of its own (module docstring)."""
+    nodes = [node for node in snapshot.nodes if node_part[node.name] == index]
+    pods = [pod for pod in snapshot.pods if _pod_part(pod, node_part, owner) == index]
+    named = {pod.pod_group for pod in pods if pod.pod_group is not None}
+    groups = [group for group in snapshot.pod_groups if group.key in named]
+    owned = tuple(group.key for group in groups if owner.get(group.key) == index)
+    hypernodes = _hypernodes_of(snapshot, members, nodes)
+    part = snapshot.replaced(nodes=nodes, pods=pods, pod_groups=groups, hypernodes=hypernodes)
+    return Part(index=index, snapshot=part, owned=owned)
+
+
+def _pod_part(pod: Pod, node_part: Mapping[NodeName, int], owner: Mapping[PodGroupKey, int]) -> int | None:
+    """A running pod's part is its node's; a pending pod's, its PodGroup's."""
+    if pod.node is not None:
+        return node_part[pod.node]
+    return owner.get(pod.pod_group) if pod.pod_group is not None else None
+
+
+def _hypernodes_of(
+    snapshot: Snapshot, members: Mapping[str, tuple[NodeName, ...]], nodes: Sequence[Node]
+) -> list[HyperNode]:
+    """The HyperNodes cut to these nodes: each keeps its members inside them; empty ones go."""
+    kept_nodes = {node.name for node in nodes}
+    kept = {name for name, domain in members.items() if any(node in kept_nodes for node in domain)}
+    return [
+        hypernode.model_copy(
+            update={
+                "node_members": tuple(n for n in hypernode.node_members if n in kept_nodes),
+                "hypernode_members": tuple(h for h in hypernode.hypernode_members if h in kept),
+            }
+        )
+        for hypernode in snapshot.hypernodes
+        if hypernode.name in kept
+    ]

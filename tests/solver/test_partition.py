@@ -1,0 +1,210 @@
+"""The partitioned solve (`solver.partition`): the split gives every pending gang one part,
+the merge and its repair pass the checker on the whole snapshot, quota stays global, a part
+whose solve fails answers with greedy's placement of it, and the same input gives the same
+answer. Parts are forced (`SolveConfig.partition_parts`) on small snapshots, so each solve
+takes seconds (most of it the pool's workers starting)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from builders import created_at, make_bind, make_gang, make_node, make_placement, make_queue, make_snapshot, resources
+from hypothesis import HealthCheck, given, settings
+from strategies import snapshots
+
+from models.placement import Placement
+from models.snapshot import GPU, Snapshot
+from solver.checker import check_placement
+from solver.engines import Engines
+from solver.greedy import GreedyConfig, solve_greedy
+from solver.partition import solve_partitioned, split_snapshot
+from solver.partition.merge import merge_placements
+from solver.partition.repair import repair
+from solver.place import SolveConfig, place
+from solver.problem import build_problem
+from solver.rules import counted
+from solver.rules.topology import hard_tier_limit
+
+SPLIT_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SOLVE_SETTINGS = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def two_leaves_of_four(*, gangs: int = 8, capability_gpus: int | None = None) -> Snapshot:
+    """8 eight-GPU nodes in leaves of 2 under one spine; 1-pod gangs of 8 GPUs alternating
+    between queues `a` (capped when `capability_gpus`) and `b`, youngest last."""
+    nodes = [make_node(f"n{i}", gpus=8, cpu=64, leaf=f"leaf-{i // 2}", spine="spine") for i in range(8)]
+    jobs = [created_at(make_gang(f"g{i}", gpus=8, cpu=8, queue="a" if i % 2 == 0 else "b"), float(i)) for i in range(gangs)]
+    cap = None if capability_gpus is None else resources(gpus=capability_gpus)
+    return make_snapshot(nodes=nodes, groups=jobs, queues=[make_queue("a", capability=cap), make_queue("b")])
+
+
+def greedy_placement(part: Snapshot) -> Placement:
+    part = counted(part)
+    return solve_greedy(part, problem=build_problem(part), config=GreedyConfig()).placement
+
+
+def dies_on_n0(snapshot: Snapshot, **kwargs: object) -> object:
+    """A model search that fails on the part holding node n0 and nowhere else."""
+    if "n0" in snapshot.node_by_name:
+        raise RuntimeError("the search died on the part of n0")
+    from solver.cpsat.engine import solve_cpsat
+
+    return solve_cpsat(snapshot, **kwargs)  # type: ignore[arg-type]
+
+
+# ---- split ----
+
+
+@SPLIT_SETTINGS
+@given(snapshots(max_nodes=24, max_groups=16))
+def test_split_gives_every_pending_gang_exactly_one_part_and_every_node_one(snapshot: Snapshot) -> None:
+    for parts in (2, 3):
+        split = split_snapshot(snapshot, parts=parts)
+        assert 1 <= len(split) <= parts
+        nodes = [node.name for part in split for node in part.snapshot.nodes]
+        assert sorted(nodes) == sorted(node.name for node in snapshot.nodes)
+        pending_groups = sorted({pod.pod_group for pod in snapshot.pods if pod.phase == "pending" and pod.pod_group})
+        owners = {key: [part.index for part in split if key in part.owned] for key in pending_groups}
+        assert all(len(found) == 1 for found in owners.values()), owners
+        for part in split:
+            held = {node.name for node in part.snapshot.nodes}
+            for pod in part.snapshot.pods:
+                if pod.phase == "running":
+                    assert pod.node in held  # a running pod lives in its node's part
+                else:
+                    assert pod.pod_group in part.owned  # a pending pod only in its gang's part
+            assert sum(pod.phase == "pending" for pod in part.snapshot.pods) == sum(
+                len([p for p in snapshot.pods_by_group[key] if p.phase == "pending"]) for key in part.owned
+            )
+
+
+@SPLIT_SETTINGS
+@given(snapshots(max_nodes=24, max_groups=16))
+def test_split_puts_a_hard_topology_gang_in_a_part_holding_a_whole_domain_of_its_tier(snapshot: Snapshot) -> None:
+    split = split_snapshot(snapshot, parts=2)
+    for part in split:
+        for key in part.owned:
+            group = snapshot.pod_group_by_key[key]
+            limit = hard_tier_limit(group)
+            anchored = any(pod.phase == "running" for pod in snapshot.pods_by_group[key])
+            if limit is None or anchored:
+                continue
+            whole = [p.index for p in split if _holds_whole_domain(snapshot, p.snapshot, limit)]
+            if whole:  # when some part holds one, the gang's part does
+                assert part.index in whole, (key, limit, whole)
+
+
+def _holds_whole_domain(snapshot: Snapshot, part: Snapshot, limit: int) -> bool:
+    held = {node.name for node in part.nodes}
+    domains = {h.name for h in snapshot.hypernodes if h.tier <= limit}
+    members = {name: [n for n, chain in snapshot.hypernode_chain.items() if name in chain] for name in domains}
+    return any(nodes and all(n in held for n in nodes) for nodes in members.values())
+
+
+def test_split_cuts_leaves_into_runs_of_balanced_capacity() -> None:
+    split = split_snapshot(two_leaves_of_four(), parts=2)
+    assert [[node.name for node in part.snapshot.nodes] for part in split] == [
+        ["n0", "n1", "n2", "n3"],
+        ["n4", "n5", "n6", "n7"],
+    ]
+    # each queue's four gangs spread two and two
+    for part in split:
+        queues = sorted(part.snapshot.pod_group_by_key[key].queue for key in part.owned)
+        assert queues == ["a", "a", "b", "b"]
+
+
+# ---- repair ----
+
+
+def test_repair_drops_the_youngest_gang_when_two_parts_together_pass_a_queue_capability() -> None:
+    snapshot = two_leaves_of_four(gangs=4, capability_gpus=8)
+    # g0 (older) placed in part 0, g2 (younger) in part 1: each alone within `a`'s 8 GPUs, 16 together
+    merged = make_placement(binds=[make_bind("default/g0-worker-0", "n0", gpus=range(8)), make_bind("default/g2-worker-0", "n4", gpus=range(8))])
+    assert any(v.rule == "quota" for v in check_placement(snapshot, merged))
+    repaired = repair(snapshot, merged)
+    assert repaired.dropped == ("default/g2",)
+    assert [bind.pod for bind in repaired.placement.binds] == ["default/g0-worker-0"]
+    assert repaired.violations == () and check_placement(snapshot, repaired.placement) == ()
+
+
+def test_partitioned_place_keeps_a_queue_within_its_capability_over_the_whole_cluster() -> None:
+    snapshot = two_leaves_of_four(capability_gpus=16)
+    decision = place(snapshot, SolveConfig(time_limit_s=2, partition_parts=2))
+    assert check_placement(snapshot, decision.placement) == ()
+    bound_gpus_a = sum(
+        snapshot.pod_by_key[bind.pod].requests[GPU]
+        for bind in decision.placement.binds
+        if snapshot.pod_group_by_key[snapshot.pod_by_key[bind.pod].pod_group].queue == "a"  # type: ignore[index]
+    )
+    assert bound_gpus_a <= 16_000
+    assert len(decision.placement.binds) == 6  # queue b's four gangs and two of a's: all that quota and room allow
+
+
+# ---- the pool ----
+
+
+def test_a_part_whose_solve_fails_answers_with_greedys_placement_of_it() -> None:
+    snapshot = two_leaves_of_four()
+    config = SolveConfig(engine="cpsat", time_limit_s=1, partition_parts=1)
+    solved = solve_partitioned(
+        snapshot,
+        parts=2,
+        solve=partial(place, config=config, engines=Engines(cpsat=dies_on_n0)),  # type: ignore[arg-type]
+        rescue=greedy_placement,
+        deadline=1e12,
+    )
+    failed, answered = solved.answers
+    assert failed.failure is not None and "died on the part of n0" in failed.failure
+    assert failed.placement == greedy_placement(solved.parts[0].snapshot)
+    assert answered.failure is None and answered.status in ("OPTIMAL", "FEASIBLE")
+    assert solved.own_answers == 1
+    assert solved.violations == () and check_placement(snapshot, solved.placement) == ()
+
+
+def test_place_answers_when_a_parts_search_dies() -> None:
+    snapshot = two_leaves_of_four()
+    decision = place(snapshot, SolveConfig(engine="cpsat", time_limit_s=1, partition_parts=2), engines=Engines(cpsat=dies_on_n0))  # type: ignore[arg-type]
+    assert check_placement(snapshot, decision.placement) == ()
+    assert len(decision.placement.binds) == 8  # every gang fits: the rescued part places its own as greedy does
+
+
+# ---- the whole ----
+
+
+def test_partitioned_place_gives_the_same_answer_twice() -> None:
+    snapshot = two_leaves_of_four(capability_gpus=16)
+    config = SolveConfig(time_limit_s=1, partition_parts=2)
+    first, second = place(snapshot, config), place(snapshot, config)
+    assert first.placement == second.placement
+    assert (first.engine, first.status, first.objective) == (second.engine, second.status, second.objective)
+
+
+def test_partitioned_place_answers_with_cpsat_parts_and_the_lp_gap() -> None:
+    snapshot = two_leaves_of_four(gangs=6)
+    decision = place(snapshot, SolveConfig(time_limit_s=1, partition_parts=2))
+    assert (decision.engine, decision.status) == ("cpsat-partitioned", "FEASIBLE"), decision.fallback
+    assert len(decision.placement.binds) == 6
+    assert decision.bound is not None and decision.gap == 0.0
+
+
+@SOLVE_SETTINGS
+@given(snapshots(max_nodes=16, max_groups=10))
+def test_partitioned_placement_passes_the_checker_on_the_whole_snapshot(snapshot: Snapshot) -> None:
+    decision = place(snapshot, SolveConfig(time_limit_s=1, partition_parts=2))
+    assert check_placement(snapshot, decision.placement) == ()
+    assert decision.engine in ("cpsat-partitioned", "greedy")
+
+
+@SPLIT_SETTINGS
+@given(snapshots(max_nodes=16, max_groups=12))
+def test_merged_greedy_parts_repair_into_a_valid_placement(snapshot: Snapshot) -> None:
+    """The repair converges: whatever the parts place apart, dropping gangs makes it valid."""
+    for parts in (2, 3):
+        split = split_snapshot(snapshot, parts=parts)
+        merged = merge_placements([greedy_placement(part.snapshot) for part in split])
+        repaired = repair(snapshot, merged)
+        assert repaired.violations == ()
+        assert check_placement(snapshot, repaired.placement) == ()
+        kept = {bind.pod for bind in repaired.placement.binds}
+        assert kept <= {bind.pod for bind in merged.binds}
+
