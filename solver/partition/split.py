@@ -22,9 +22,10 @@ PodGroups with pending pods, by priority then age, each to one part:
     holding a whole HyperNode of tier ≤ the limit with room for it, else one holding such a
     HyperNode at all, else any part — the gang stays whole in one part and is placed
     inside what that part holds of its domain, a subset of the domain, so still inside it;
-  - dealt: to the part where its queue's pending demand, with it, is the smallest fraction
-    of the part's free capacity — so each queue's pods spread over the parts in proportion
-    to their room, and fairness across queues holds in each part as in the whole.
+  - dealt: to the part where its queue's pending demand for pods of its size, with it, is
+    the smallest fraction of the part's room for pods of that size (`_Room`) — so each
+    queue's pods spread over the parts in proportion to their room, fairness across queues
+    holds in each part as in the whole, and small pods go where the holes are.
 Ties go to the lower part index: the same input gives the same parts, run after run (no
 set or hash order is read).
 
@@ -39,7 +40,18 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from models.snapshot import CPU, GPU, HyperNode, Node, NodeName, Pod, PodGroup, PodGroupKey, QueueName, Snapshot
+from models.snapshot import (
+    CPU,
+    GPU,
+    HyperNode,
+    Node,
+    NodeName,
+    Pod,
+    PodGroup,
+    PodGroupKey,
+    QueueName,
+    Snapshot,
+)
 from solver.rules.topology import hard_tier_limit
 
 __all__ = ["Part", "split_snapshot"]
@@ -64,8 +76,8 @@ def split_snapshot(snapshot: Snapshot, *, parts: int) -> tuple[Part, ...]:
     members = _domain_nodes(snapshot)
     node_part = _cut_nodes(snapshot, members, parts, resource)
     count = 1 + max(node_part.values(), default=0)
-    free = _free_capacity(snapshot, node_part, count, resource)
-    owner = _deal_groups(snapshot, members, node_part, free, count, resource)
+    room = _Room(snapshot, node_part, count, resource)
+    owner = _deal_groups(snapshot, members, node_part, room, count, resource)
     return tuple(_part(snapshot, members, index, node_part, owner) for index in range(count))
 
 
@@ -123,15 +135,32 @@ def _domain_nodes(snapshot: Snapshot) -> dict[str, tuple[NodeName, ...]]:
     return {name: tuple(nodes) for name, nodes in found.items()}
 
 
-def _free_capacity(snapshot: Snapshot, node_part: Mapping[NodeName, int], count: int, resource: str) -> list[int]:
-    """Per part: allocatable `resource` less what its running pods hold (at least 1)."""
-    free = [0] * count
-    for node in snapshot.nodes:
-        free[node_part[node.name]] += node.allocatable.get(resource, 0)
-    for pod in snapshot.pods:
-        if pod.phase == "running" and pod.node is not None:
-            free[node_part[pod.node]] -= pod.requests.get(resource, 0)
-    return [max(1, amount) for amount in free]
+class _Room:
+    """What each part has free for pods of one size: on each node, the room its free
+    `resource` holds in whole pods of that size, summed per part (memoized per size).
+    Example: nodes with 3 and 8 free GPUs, pods of 4 → room 0 + 8 = 8 GPUs; pods of 1 → 11.
+    Why by size: holes left by running pods take small pods only, and a part of whole free
+    nodes dealt as many small pods as a part of holes would open nodes the holes could have
+    taken."""
+
+    def __init__(self, snapshot: Snapshot, node_part: Mapping[NodeName, int], count: int, resource: str) -> None:
+        self._free = {node.name: node.allocatable.get(resource, 0) for node in snapshot.nodes}
+        for pod in snapshot.pods:
+            if pod.phase == "running" and pod.node is not None:
+                self._free[pod.node] -= pod.requests.get(resource, 0)
+        self._node_part = node_part
+        self._count = count
+        self._by_size: dict[int, list[int]] = {}
+
+    def for_pods_of(self, size: int) -> list[int]:
+        """Per part, the `resource` free in whole pods of `size` (at least 1)."""
+        if size not in self._by_size:
+            room = [0] * self._count
+            for name, free in self._free.items():
+                if free > 0:
+                    room[self._node_part[name]] += free // max(1, size) * max(1, size)
+            self._by_size[size] = [max(1, amount) for amount in room]
+        return self._by_size[size]
 
 
 # ---- PodGroups ----
@@ -141,14 +170,14 @@ def _deal_groups(
     snapshot: Snapshot,
     members: Mapping[str, tuple[NodeName, ...]],
     node_part: Mapping[NodeName, int],
-    free: Sequence[int],
+    room: _Room,
     count: int,
     resource: str,
 ) -> dict[PodGroupKey, int]:
     """The part of every PodGroup with pending pods (module docstring)."""
     whole = _whole_domains(snapshot, members, node_part)
     domain_free = _domain_free(snapshot, members, resource)
-    dealt: dict[tuple[QueueName, str], list[int]] = {}
+    dealt: dict[tuple[QueueName, int], list[int]] = {}
     owner: dict[PodGroupKey, int] = {}
     for group in sorted(snapshot.pod_groups, key=lambda g: (-g.priority, g.creation_time, g.key)):
         pods = snapshot.pods_by_group[group.key]
@@ -160,12 +189,12 @@ def _deal_groups(
             owner[group.key] = anchor
             continue
         asked = sum(pod.requests.get(resource, 0) for pod in pending)
-        measure = resource if asked else CPU
+        size = max(pod.requests.get(resource, 0) for pod in pending)
         demand = asked or sum(pod.requests.get(CPU, 0) for pod in pending)
-        ledger = dealt.setdefault((group.queue, measure), [0] * count)
+        ledger = dealt.setdefault((group.queue, size), [0] * count)
         candidates = _topology_candidates(group, whole, domain_free, demand, count)
-        room = free if measure == resource else [1] * count  # CPU-only gangs on a GPU cluster: spread by count
-        chosen = min(candidates, key=lambda p: ((ledger[p] + max(demand, 1)) / room[p], p))
+        free = room.for_pods_of(size) if asked else [1] * count  # CPU-only gangs on a GPU cluster: spread by count
+        chosen = min(candidates, key=lambda p: ((ledger[p] + max(demand, 1)) / free[p], p))
         ledger[chosen] += max(demand, 1)
         owner[group.key] = chosen
     return owner
