@@ -41,6 +41,14 @@ within the limit plus a small overshoot (the target: < 10 %), and its answer dep
 the time slices the machine gave it. Full garbage collections wait until the call ends
 (`_full_collections_deferred`).
 
+When the whole model would not fit the time limit (`_partition_parts`: at 30,000 nodes ×
+5,000 pending pods greedy's estimate alone passes 5 s), `auto` solves the cycle in parts
+instead (`solver.partition`): the parts along the topology and queues, each solved by this
+`place()` with its share of the time in a process of its own, merged, repaired gang by gang
+and checked on the whole snapshot. The answer is engine "cpsat-partitioned", status
+FEASIBLE, with the LP bound's gap — or greedy's, FALLBACK, as above, when it scores worse,
+no part found a CP-SAT answer, or the repair could not make it pass the checker.
+
 A CP-SAT `Decision` reports `objective` = the throughput tier of its placement (the
 model's value, which equals `score`; a FALLBACK reports its `score` when time allows), `bound` = an upper bound
 on throughput among placements at least as fair (tier 1) as the one returned — CP-SAT's,
@@ -510,7 +518,8 @@ def _partitioned(
     gets `time_limit_s` × processes / parts — merged and repaired, then judged as CP-SAT's
     answer is: FEASIBLE (a restriction of the whole), never worse than greedy's, with the
     LP bound's gap. Engine "cpsat-partitioned", so whoever reads the answer knows the parts
-    were searched apart."""
+    were searched apart. The share depends on the core count (`pool_processes`): the same
+    input gives the same answer on machines with as many cores."""
     share = pool_processes(parts) / parts
     part_config = replace(
         config,

@@ -11,6 +11,10 @@ the same payload — a pickled snapshot and a function named by its module — c
 to workers on other machines. The cost is each worker's start (importing the solver) and
 pickling each part on the way in.
 
+Spawned workers import the caller's main module again: a script that calls `place()` at
+import time must do so under `if __name__ == "__main__":`, or every worker dies starting and
+every part answers with `rescue` (the commands, the service and the controller do).
+
 A part that fails answers with `rescue(part)` — greedy's placement of that part — and the
 others keep theirs: "native code can die". Failing is: the solve raising (it is logged), the
 worker dying (the pool is then broken and every part still out fails alike), or the part
