@@ -18,9 +18,11 @@ Two steps, each dropping whole gangs — a gang's binds and the evictions made f
      Example: `research` capped at 16 GPUs, part 0 binds an 8-GPU gang and part 1 two of 8
      GPUs, 24 in all → the youngest of the lowest priority goes, 16 remain;
   2. the checker: while `check_placement` rejects it, drop for each violation the gang it
-     names (a PodGroup; a pod's gang, or the gang a victim was evicted for; of those with
-     binds or evictions on a node or in a queue's subtree, the one that ranks last), every
-     violation in one round, at most `MAX_CHECK_ROUNDS` rounds.
+     names (a PodGroup placed; of those evicting a victim PodGroup's pods, a victim pod, or
+     with binds or evictions on a node or in a queue's subtree, the one that ranks last; a
+     pod's gang), every violation in one round, at most `MAX_CHECK_ROUNDS` rounds. Example:
+     part 0 evicts one pod of a 2-pod victim gang whose other pod runs in part 1 → "victim
+     pod group cut below its gang" → the gang that evicted it goes, the victim stays whole.
 What still breaks a rule after that is returned, and `solver.place` answers with greedy's
 placement instead.
 """
@@ -120,6 +122,12 @@ class _Gangs:
         """The gang to drop for a violation about `subject` (module docstring, step 2)."""
         if subject in self.binds or subject in self.evictions:
             return subject  # type: ignore[return-value]  # a PodGroup key
+        if subject in snapshot.pod_group_by_key:  # a victim gang cut below its minimum: who cut it
+            return self.last(
+                key
+                for key, evictions in self.evictions.items()
+                if any(snapshot.pod_by_key[e.pod].pod_group == subject for e in evictions)
+            )
         pod = snapshot.pod_by_key.get(subject)  # type: ignore[call-overload]
         if pod is not None:
             if pod.phase == "pending":
