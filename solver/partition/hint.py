@@ -1,11 +1,11 @@
 """A part's heuristic answer decided before it is solved: greedy's placement of the whole,
 cut to the part (`solver.partition.split.Part.hint`).
 
-Why not greedy run again on the part: greedy on the part alone deals its gangs in another
-order (each queue's share of the part is not its share of the cluster) and leaves each
-part its own scraps of stranded GPUs, so the parts' greedy answers added up scored below
-greedy's answer on the whole, on the synthetic bench at 30,000 nodes in the packing tier
-(docs/results.md, "The partitioned solve"). Started from the whole's own placement, a part's
+Why not greedy run again on the part: greedy on the part alone serves its gangs in another
+order (each queue's share of the part is not its share of the cluster) and leaves each part
+its own scraps of partly used nodes, so the parts' greedy answers, merged, stranded more GPUs
+than greedy's answer on the whole (the packing tier) on the standard bench family at 30,000
+nodes, and `auto` answered with greedy's. Started from the whole's own placement, a part's
 search answers with it or with what beats it there, and the merge starts from greedy's.
 
 `GivenPlacement` is a `solver.engines.HeuristicSearch`: `place()` runs it where it would run
