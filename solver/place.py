@@ -85,7 +85,7 @@ from solver.greedy import GreedyConfig
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SearchFailed, search_or_failure
 from solver.objective import TIERS, ObjectiveContext, score
 from solver.outcome import build_decision
-from solver.partition import GivenPlacement, Part, pool_processes, solve_partitioned
+from solver.partition import pool_processes, solve_partitioned
 from solver.pending_reasons import pending_reasons, with_unplaced_pods
 from solver.problem import Problem, build_problem
 from solver.rules import counted, dra
@@ -514,7 +514,7 @@ def _partitioned(
     fallback: Callable[[FallbackCause, str], Decision],
 ) -> Decision:
     """The partitioned solve's `Decision` (`solver.partition`): each part solved by `place()`
-    from greedy's placement of it, with its share of the time limit — the parts run `pool_processes` at a time, so each
+    with its share of the time limit — the parts run `pool_processes` at a time, so each
     gets `time_limit_s` × processes / parts — merged and repaired, then judged as CP-SAT's
     answer is: FEASIBLE (a restriction of the whole), never worse than greedy's, with the
     LP bound's gap. Engine "cpsat-partitioned", so whoever reads the answer knows the parts
@@ -527,12 +527,14 @@ def _partitioned(
         safety_net_s=None if config.safety_net_s is None else config.safety_net_s * share,
         partition_parts=1,
     )
+    greedy_config = GreedyConfig(packing=config.packing, typical_shapes=config.typical_shapes)
+
+    def rescue(part: Snapshot) -> Placement:
+        part = counted(part)
+        return engines.greedy(part, problem=build_problem(part), config=greedy_config).placement
+
     solved = solve_partitioned(
-        given,
-        parts=parts,
-        hint=greedy.placement,
-        solve=partial(_solve_part, config=part_config, engines=engines),
-        deadline=budget.deadline,
+        given, parts=parts, solve=partial(place, config=part_config, engines=engines), rescue=rescue, deadline=budget.deadline
     )
     log.info(
         "partition: %d parts, %d with CP-SAT's own answer, %d gang(s) dropped by the repair",
@@ -558,12 +560,6 @@ def _partitioned(
     )
     reproducible = config.deterministic and solved.reproducible and time.perf_counter() <= budget.deadline
     return decision.model_copy(update={"reproducible": reproducible})
-
-
-def _solve_part(part: Part, *, config: SolveConfig, engines: Engines) -> Decision:
-    """One part of the partitioned solve, in a worker process: `place()` on the part, started
-    from greedy's placement of the whole cut to it (`solver.partition.hint`)."""
-    return place(part.snapshot, config, engines=replace(engines, greedy=GivenPlacement(part.hint)))
 
 
 def _with_claims(snapshot: Snapshot, result: CpsatResult) -> CpsatResult:

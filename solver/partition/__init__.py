@@ -11,8 +11,8 @@ The steps, one module each:
      each pending PodGroup into exactly one part, each queue's demand spread over the
      parts in proportion to their room;
   2. `pool`: each part solved by the caller's solve (`solver.place.place` with the part's
-     share of the time, started from greedy's placement of the whole cut to the part:
-     `hint`) in spawned processes; a part that fails answers with that cut;
+     share of the time) in spawned processes; a part that fails answers with greedy's
+     placement of it;
   3. `merge`: the union of the parts' placements;
   4. `repair`: whole gangs dropped until quota holds over the whole cluster and the checker
      accepts the placement on the whole snapshot.
@@ -32,14 +32,13 @@ from dataclasses import dataclass
 
 from models.placement import Decision, Placement
 from models.snapshot import PodGroupKey, Snapshot
-from solver.partition.hint import GivenPlacement
 from solver.partition.merge import merge_placements
 from solver.partition.pool import PartAnswer, pool_processes, solve_parts
 from solver.partition.repair import repair
 from solver.partition.split import Part, split_snapshot
 from solver.violation import Violation
 
-__all__ = ["Partitioned", "solve_partitioned", "split_snapshot", "Part", "PartAnswer", "GivenPlacement", "pool_processes"]
+__all__ = ["Partitioned", "solve_partitioned", "split_snapshot", "Part", "PartAnswer", "pool_processes"]
 
 OWN_ANSWER_STATUSES = ("OPTIMAL", "FEASIBLE")
 """A part's answer is CP-SAT's own with these statuses (not greedy's, FALLBACK)."""
@@ -71,15 +70,14 @@ def solve_partitioned(
     snapshot: Snapshot,
     *,
     parts: int,
-    hint: Placement,
-    solve: Callable[[Part], Decision],
+    solve: Callable[[Snapshot], Decision],
+    rescue: Callable[[Snapshot], Placement],
     deadline: float,
 ) -> Partitioned:
-    """Split `snapshot` into (at most) `parts` parts along `hint` (greedy's placement of the
-    whole), solve each with `solve` (a part that fails answers with its cut of `hint`), merge
-    and repair (module docstring). `solve` must pickle (a module-level function, or a
-    `functools.partial` of one); `deadline` is `time.perf_counter()` seconds."""
-    split = split_snapshot(snapshot, parts=parts, hint=hint)
-    answers = solve_parts(split, solve=solve, rescue=lambda part: part.hint, deadline=deadline)
+    """Split `snapshot` into (at most) `parts` parts, solve each with `solve` (`rescue` when it
+    fails), merge and repair (module docstring). `solve` must pickle (a module-level function,
+    or a `functools.partial` of one); `deadline` is `time.perf_counter()` seconds."""
+    split = split_snapshot(snapshot, parts=parts)
+    answers = solve_parts([part.snapshot for part in split], solve=solve, rescue=rescue, deadline=deadline)
     repaired = repair(snapshot, merge_placements([answer.placement for answer in answers]))
     return Partitioned(repaired.placement, split, answers, repaired.dropped, repaired.violations)

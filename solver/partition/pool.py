@@ -1,8 +1,8 @@
 """Solve the parts side by side in processes of their own, and never lose the caller to one.
 
-Input: the parts, the solve to run on each (a picklable callable: `place` with the part's
-configuration bound), the answer to give for a part whose solve fails (its hint, greedy's)
-and a wall-clock deadline. Output: one `PartAnswer` per part, in part order.
+Input: the parts' snapshots, the solve to run on each (a picklable callable: `place` with
+the part's configuration bound), the answer to give for a part whose solve fails (greedy's,
+computed here) and a wall-clock deadline. Output: one `PartAnswer` per part, in part order.
 
 Why processes: the parts' searches are CPU-bound Python and native code, which threads
 would run one at a time. Why spawned, not forked: the pool's workers start clean (no locks
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 
 from models.placement import Decision, Placement
-from solver.partition.split import Part
+from models.snapshot import Snapshot
 
 __all__ = ["PartAnswer", "solve_parts", "pool_processes"]
 
@@ -56,10 +56,10 @@ def pool_processes(parts: int) -> int:
 
 
 def solve_parts(
-    parts: Sequence[Part],
+    parts: Sequence[Snapshot],
     *,
-    solve: Callable[[Part], Decision],
-    rescue: Callable[[Part], Placement],
+    solve: Callable[[Snapshot], Decision],
+    rescue: Callable[[Snapshot], Placement],
     deadline: float,
 ) -> tuple[PartAnswer, ...]:
     """Each part's answer (module docstring); `deadline` is `time.perf_counter()` seconds."""
@@ -86,7 +86,7 @@ def solve_parts(
     return tuple(answer for answer in answers if answer is not None)
 
 
-def _answer(future: Future[Decision], part: Part, rescue: Callable[[Part], Placement]) -> PartAnswer:
+def _answer(future: Future[Decision], part: Snapshot, rescue: Callable[[Snapshot], Placement]) -> PartAnswer:
     error = future.exception()
     if error is None:
         decision = future.result()

@@ -18,9 +18,6 @@ go to part 0 and 4–7 to part 1, 512 GPUs each.
 PodGroups with pending pods, by priority then age, each to one part:
   - anchored: a PodGroup with running pods goes where most of them run (its gang and its
     domain are there);
-  - hinted: one the hint (greedy's placement of the whole) binds goes where most of its
-    binds are, and the part gets that placement of it as its own hint (`Part.hint`): each
-    part then starts from what greedy did there, and its search can only add to it;
   - hard topology (the PodGroup's tier limit, else its sub-groups' widest): to a part
     holding a whole HyperNode of tier ≤ the limit with room for it, else one holding such a
     HyperNode at all, else any part — the gang stays whole in one part and is placed
@@ -43,7 +40,6 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from models.placement import Placement
 from models.snapshot import (
     CPU,
     GPU,
@@ -68,16 +64,12 @@ class Part:
     index: int
     snapshot: Snapshot
     owned: tuple[PodGroupKey, ...]
-    """PodGroups whose pending pods this part holds, in snapshot order."""
-    hint: Placement
-    """The hint's binds of the PodGroups this part owns whose binds all lie on its nodes,
-    and the evictions made for them: the hint's own placement of the part, valid in it."""
+    """PodGroups whose pending pods this part holds, in dealing order."""
 
 
-def split_snapshot(snapshot: Snapshot, *, parts: int, hint: Placement = Placement()) -> tuple[Part, ...]:
+def split_snapshot(snapshot: Snapshot, *, parts: int) -> tuple[Part, ...]:
     """`snapshot` cut into at most `parts` parts (fewer when it has fewer node units); see the
-    module docstring. Example: 4 leaves of 2 nodes, 2 parts → nodes of leaves 0–1 and 2–3.
-    `hint`: a placement of the whole (greedy's), whose gangs go where it binds them."""
+    module docstring. Example: 4 leaves of 2 nodes, 2 parts → nodes of leaves 0–1 and 2–3."""
     if parts < 1:
         raise ValueError(f"parts {parts}: at least 1")
     resource = GPU if any(node.allocatable.get(GPU, 0) for node in snapshot.nodes) else CPU
@@ -85,9 +77,8 @@ def split_snapshot(snapshot: Snapshot, *, parts: int, hint: Placement = Placemen
     node_part = _cut_nodes(snapshot, members, parts, resource)
     count = 1 + max(node_part.values(), default=0)
     room = _Room(snapshot, node_part, count, resource)
-    hinted = _hinted_parts(snapshot, node_part, hint)
-    owner = _deal_groups(snapshot, members, node_part, room, count, resource, hinted)
-    return tuple(_part(snapshot, members, index, node_part, owner, hint) for index in range(count))
+    owner = _deal_groups(snapshot, members, node_part, room, count, resource)
+    return tuple(_part(snapshot, members, index, node_part, owner) for index in range(count))
 
 
 # ---- nodes ----
@@ -182,7 +173,6 @@ def _deal_groups(
     room: _Room,
     count: int,
     resource: str,
-    hinted: Mapping[PodGroupKey, int],
 ) -> dict[PodGroupKey, int]:
     """The part of every PodGroup with pending pods (module docstring)."""
     whole = _whole_domains(snapshot, members, node_part)
@@ -195,8 +185,8 @@ def _deal_groups(
         if not pending:
             continue
         anchor = _anchor(pods, node_part)
-        if anchor is not None or group.key in hinted:
-            owner[group.key] = anchor if anchor is not None else hinted[group.key]
+        if anchor is not None:
+            owner[group.key] = anchor
             continue
         asked = sum(pod.requests.get(resource, 0) for pod in pending)
         size = max(pod.requests.get(resource, 0) for pod in pending)
@@ -208,17 +198,6 @@ def _deal_groups(
         ledger[chosen] += max(demand, 1)
         owner[group.key] = chosen
     return owner
-
-
-def _hinted_parts(snapshot: Snapshot, node_part: Mapping[NodeName, int], hint: Placement) -> dict[PodGroupKey, int]:
-    """Per PodGroup the hint binds, the part holding most of its binds (the lower index on a tie)."""
-    binds: dict[PodGroupKey, dict[int, int]] = {}
-    for bind in hint.binds:
-        group = snapshot.pod_by_key[bind.pod].pod_group
-        if group is not None:
-            per_part = binds.setdefault(group, {})
-            per_part[node_part[bind.node]] = per_part.get(node_part[bind.node], 0) + 1
-    return {group: min(per_part, key=lambda part: (-per_part[part], part)) for group, per_part in binds.items()}
 
 
 def _anchor(pods: Iterable[Pod], node_part: Mapping[NodeName, int]) -> int | None:
@@ -288,9 +267,8 @@ def _part(
     index: int,
     node_part: Mapping[NodeName, int],
     owner: Mapping[PodGroupKey, int],
-    hint: Placement,
 ) -> Part:
-    """Part `index` as a snapshot of its own (module docstring), with its share of `hint`."""
+    """Part `index` as a snapshot of its own (module docstring)."""
     nodes = [node for node in snapshot.nodes if node_part[node.name] == index]
     pods = [pod for pod in snapshot.pods if _pod_part(pod, node_part, owner) == index]
     named = {pod.pod_group for pod in pods if pod.pod_group is not None}
@@ -298,22 +276,7 @@ def _part(
     owned = tuple(group.key for group in groups if owner.get(group.key) == index)
     hypernodes = _hypernodes_of(snapshot, members, nodes)
     part = snapshot.replaced(nodes=nodes, pods=pods, pod_groups=groups, hypernodes=hypernodes)
-    return Part(index=index, snapshot=part, owned=owned, hint=_hint_of(snapshot, hint, owned, node_part, index))
-
-
-def _hint_of(
-    snapshot: Snapshot, hint: Placement, owned: Sequence[PodGroupKey], node_part: Mapping[NodeName, int], index: int
-) -> Placement:
-    """`hint` cut to part `index` (`Part.hint`): a gang with a bind or an eviction on another
-    part's nodes is left out whole, so the cut is a placement of the part alone."""
-    outside = {snapshot.pod_by_key[b.pod].pod_group for b in hint.binds if node_part[b.node] != index}
-    outside |= {e.for_ for e in hint.evictions if node_part[e.node] != index}
-    kept = set(owned) - outside
-    return Placement(
-        binds=tuple(b for b in hint.binds if snapshot.pod_by_key[b.pod].pod_group in kept),
-        evictions=tuple(e for e in hint.evictions if e.for_ in kept),
-        claims=tuple(c for c in hint.claims if snapshot.pod_by_key[c.pod].pod_group in kept),
-    )
+    return Part(index=index, snapshot=part, owned=owned)
 
 
 def _pod_part(pod: Pod, node_part: Mapping[NodeName, int], owner: Mapping[PodGroupKey, int]) -> int | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from functools import partial
 
-from builders import created_at, make_bind, make_gang, make_node, make_placement, make_queue, make_snapshot, resources
+from builders import created_at, make_bind, make_eviction, make_gang, make_node, make_placement, make_queue, make_snapshot, resources
 from hypothesis import HealthCheck, given, settings
 from strategies import snapshots
 
@@ -21,7 +21,7 @@ from solver.greedy import GreedyConfig, solve_greedy
 from solver.partition import solve_partitioned, split_snapshot
 from solver.partition.merge import merge_placements
 from solver.partition.repair import repair
-from solver.place import SolveConfig, _solve_part, place
+from solver.place import SolveConfig, place
 from solver.problem import build_problem
 from solver.rules import counted
 from solver.rules.topology import hard_tier_limit
@@ -128,6 +128,22 @@ def test_repair_drops_the_youngest_gang_when_two_parts_together_pass_a_queue_cap
     assert repaired.violations == () and check_placement(snapshot, repaired.placement) == ()
 
 
+def test_repair_drops_the_gang_that_cut_a_victim_gang_split_across_parts() -> None:
+    nodes = [make_node(f"n{i}", gpus=8, cpu=64, leaf=f"leaf-{i // 2}", spine="spine") for i in range(8)]
+    victim = make_gang("victim", replicas=2, gpus=8, cpu=8, running_on=["n0", "n4"])
+    urgent = make_gang("urgent", gpus=8, cpu=8, priority=1)
+    snapshot = make_snapshot(nodes=nodes, groups=[victim, urgent])
+    # part 0 (n0–n3) evicts the victim's pod on n0 for `urgent`; its pod on n4 is part 1's, not seen
+    merged = make_placement(
+        binds=[make_bind(urgent.pending[0], "n0", gpus=range(8))],
+        evictions=[make_eviction(victim.running[0], "n0", for_=urgent)],
+    )
+    assert any(v.subject == victim.key for v in check_placement(snapshot, merged))
+    repaired = repair(snapshot, merged)
+    assert repaired.dropped == (urgent.key,)
+    assert repaired.placement == Placement() and repaired.violations == ()
+
+
 def test_partitioned_place_keeps_a_queue_within_its_capability_over_the_whole_cluster() -> None:
     snapshot = two_leaves_of_four(capability_gpus=16)
     decision = place(snapshot, SolveConfig(time_limit_s=2, partition_parts=2))
@@ -146,20 +162,17 @@ def test_partitioned_place_keeps_a_queue_within_its_capability_over_the_whole_cl
 
 def test_a_part_whose_solve_fails_answers_with_greedys_placement_of_it() -> None:
     snapshot = two_leaves_of_four()
-    greedy = greedy_placement(snapshot)
     config = SolveConfig(engine="cpsat", time_limit_s=1, partition_parts=1)
     solved = solve_partitioned(
         snapshot,
         parts=2,
-        hint=greedy,
-        solve=partial(_solve_part, config=config, engines=Engines(cpsat=dies_on_n0)),  # type: ignore[arg-type]
+        solve=partial(place, config=config, engines=Engines(cpsat=dies_on_n0)),  # type: ignore[arg-type]
+        rescue=greedy_placement,
         deadline=time.perf_counter() + 120,
     )
     failed, answered = solved.answers
     assert failed.failure is not None and "died on the part of n0" in failed.failure
-    part_nodes = {node.name for node in solved.parts[0].snapshot.nodes}
-    greedys_own = [bind for bind in greedy.binds if bind.node in part_nodes]
-    assert greedys_own and failed.placement.binds == tuple(greedys_own)
+    assert failed.placement == greedy_placement(solved.parts[0].snapshot)
     assert answered.failure is None and answered.status in ("OPTIMAL", "FEASIBLE")
     assert solved.own_answers == 1
     assert solved.violations == () and check_placement(snapshot, solved.placement) == ()
