@@ -421,7 +421,9 @@ def _decide(
 
     parts = _partition_parts(given, config, budget)
     if parts > 1:
-        return _partitioned(given, snapshot, problem, config, engines, greedy, parts=parts, budget=budget, started=started, fallback=fallback)
+        return _partitioned(
+            given, snapshot, problem, config, engines, greedy, parts=parts, budget=budget, started=started, fallback=fallback
+        )
     if budget.no_time():
         return fallback("no_time", "no time left after greedy")
     context = ObjectiveContext.of(snapshot, config.typical_shapes)
@@ -533,9 +535,8 @@ def _partitioned(
         part = counted(part)
         return engines.greedy(part, problem=build_problem(part), config=greedy_config).placement
 
-    solved = solve_partitioned(
-        given, parts=parts, solve=partial(place, config=part_config, engines=engines), rescue=rescue, deadline=budget.deadline
-    )
+    solve = partial(place, config=part_config, engines=engines)
+    solved = solve_partitioned(given, parts=parts, solve=solve, rescue=rescue, deadline=budget.deadline)
     log.info(
         "partition: %d parts, %d with CP-SAT's own answer, %d gang(s) dropped by the repair",
         len(solved.parts), solved.own_answers, len(solved.dropped),

@@ -120,7 +120,9 @@ def test_split_cuts_leaves_into_runs_of_balanced_capacity() -> None:
 def test_repair_drops_the_youngest_gang_when_two_parts_together_pass_a_queue_capability() -> None:
     snapshot = two_leaves_of_four(gangs=4, capability_gpus=8)
     # g0 (older) placed in part 0, g2 (younger) in part 1: each alone within `a`'s 8 GPUs, 16 together
-    merged = make_placement(binds=[make_bind("default/g0-worker-0", "n0", gpus=range(8)), make_bind("default/g2-worker-0", "n4", gpus=range(8))])
+    merged = make_placement(
+        binds=[make_bind("default/g0-worker-0", "n0", gpus=range(8)), make_bind("default/g2-worker-0", "n4", gpus=range(8))]
+    )
     assert any(v.rule == "quota" for v in check_placement(snapshot, merged))
     repaired = repair(snapshot, merged)
     assert repaired.dropped == ("default/g2",)
@@ -180,7 +182,8 @@ def test_a_part_whose_solve_fails_answers_with_greedys_placement_of_it() -> None
 
 def test_place_answers_when_a_parts_search_dies() -> None:
     snapshot = two_leaves_of_four()
-    decision = place(snapshot, SolveConfig(engine="cpsat", time_limit_s=1, partition_parts=2), engines=Engines(cpsat=dies_on_n0))  # type: ignore[arg-type]
+    config = SolveConfig(engine="cpsat", time_limit_s=1, partition_parts=2)
+    decision = place(snapshot, config, engines=Engines(cpsat=dies_on_n0))  # type: ignore[arg-type]
     assert check_placement(snapshot, decision.placement) == ()
     assert len(decision.placement.binds) == 8  # every gang fits: the rescued part places its own as greedy does
 
