@@ -235,10 +235,11 @@ patterns asking the allocator (`solver.cpsat.dra`), before its search; per pendi
 naming claims after it (CP-SAT's placement allocated, the reasons' state). Set from CPU
 times measured at 1,000 nodes × 8 devices and 1,000 pending pods (docs/results.md, "DRA
 devices")."""
-PARTITION_NODES_PER_PART = 4_000
-"""Nodes per part of the partitioned solve when `auto` partitions: a part of 4,000 nodes and
-its share of the pending pods builds and searches within its share of a 5 s limit on 2
-cores (30,000 nodes: 8 parts of 1.25 s each, two at a time)."""
+PARTITION_MIN_NODES_PER_PART = 2_000
+"""`auto` never cuts a cycle into parts smaller than this (`_partition_parts`)."""
+PARTITION_PART_SEARCH_S = 0.5
+"""What a part's budget must leave for CP-SAT's search after building its nodes, for `auto`
+to cut the cycle into that many parts (`_partition_parts`)."""
 PARTITIONED_ENGINE = "cpsat-partitioned"
 SAFETY_NET_FACTOR = 10.0
 """With `deterministic`, the wall-clock limit of the call (`SolveConfig.safety_net_s`), in
@@ -280,23 +281,49 @@ class _Budget:
 
     @staticmethod
     def measure(snapshot: Snapshot, config: SolveConfig, started: float, greedy_s: float, greedy_cpu_s: float) -> _Budget:
-        items = len(snapshot.nodes) + len(snapshot.pods)
         slowness = 1.0 if config.deterministic else max(1.0, greedy_s / max(greedy_cpu_s, 1e-3))
         claim_pods = [pod for pod in snapshot.pods if pod.resource_claims] if dra.has_claims(snapshot) else []
         pending_claim_pods = sum(1 for pod in claim_pods if pod.phase == "pending")
-        dra_after_s = DRA_AFTER_SECONDS_PER_CLAIM_POD * pending_claim_pods
+        devices = sum(len(resource_slice.devices) for resource_slice in snapshot.dra.resource_slices) if claim_pods else 0
+        return _Budget.of(
+            config,
+            nodes=len(snapshot.nodes),
+            items=len(snapshot.nodes) + len(snapshot.pods),
+            pending=sum(1 for pod in snapshot.pods if pod.phase == "pending") if config.deterministic else 0,
+            slowness=slowness,
+            deadline=_call_deadline(config, started),
+            dra_greedy_s=(
+                DRA_SECONDS_PER_DEVICE * devices + DRA_SECONDS_PER_CLAIM_POD * len(claim_pods),
+                DRA_MODEL_SECONDS_PER_CLAIM_POD * pending_claim_pods,
+            ),
+            dra_after_s=DRA_AFTER_SECONDS_PER_CLAIM_POD * pending_claim_pods,
+        )
+
+    @staticmethod
+    def of(
+        config: SolveConfig,
+        *,
+        nodes: int,
+        items: int,
+        pending: int,
+        slowness: float,
+        deadline: float,
+        dra_greedy_s: tuple[float, float] = (0.0, 0.0),
+        dra_after_s: float = 0.0,
+    ) -> _Budget:
+        """The budget of a cycle of these sizes: `items` nodes + pods, `pending` pods (read
+        when `deterministic`), DRA's work before CP-SAT (devices and claims; the model's
+        allocation) and after it. Also what a part of the partitioned solve would get."""
         reserve_s = SAFETY_SHARE * config.time_limit_s + slowness * (0.05 + AFTER_SECONDS_PER_ITEM * items + dra_after_s)
         lp_s = slowness * LP_SECONDS_PER_ITEM * items
         lp_reserved = config.lp_gap if config.lp_gap is not None else lp_s <= LP_SHARE * config.time_limit_s
         search_s = None
         if config.deterministic:
-            pending = sum(1 for pod in snapshot.pods if pod.phase == "pending")
-            greedy_estimate = GREEDY_SECONDS_PER_ITEM * items + GREEDY_SECONDS_PER_POD_NODE * pending * len(snapshot.nodes)
-            devices = sum(len(resource_slice.devices) for resource_slice in snapshot.dra.resource_slices) if claim_pods else 0
-            greedy_estimate += DRA_SECONDS_PER_DEVICE * devices + DRA_SECONDS_PER_CLAIM_POD * len(claim_pods)
-            greedy_estimate += DRA_MODEL_SECONDS_PER_CLAIM_POD * pending_claim_pods
+            greedy_estimate = GREEDY_SECONDS_PER_ITEM * items + GREEDY_SECONDS_PER_POD_NODE * pending * nodes
+            greedy_estimate += dra_greedy_s[0]
+            greedy_estimate += dra_greedy_s[1]
             search_s = config.time_limit_s - greedy_estimate - reserve_s - (lp_s if lp_reserved else 0.0)
-        return _Budget(items, slowness, reserve_s, lp_s, lp_reserved, _call_deadline(config, started), search_s)
+        return _Budget(items, slowness, reserve_s, lp_s, lp_reserved, deadline, search_s)
 
     @property
     def search_end(self) -> float:
@@ -482,24 +509,46 @@ def _decide(
 
 
 def _partition_parts(given: Snapshot, config: SolveConfig, budget: _Budget) -> int:
-    """How many parts to solve the cycle in; 1: whole, as ever. Forced by `partition_parts`;
-    by default (`auto` only), when the whole model would not fit the time left for CP-SAT —
-    no time at all, or less than building the model of these nodes alone costs
-    (`solver.cpsat.engine.BUILD_COST`, the estimate by which `solve_cpsat` gives up before
-    it builds) — and there are nodes for at least two parts of `PARTITION_NODES_PER_PART`.
-    DRA snapshots are solved whole: a claim's devices may be shared across parts' pods."""
+    """How many parts to solve the cycle in; 1: whole, as ever. Forced by `partition_parts`.
+    By default (`auto` only) the cycle is cut when the whole model would not fit the time
+    left for CP-SAT — no time at all, or less than building the model of its nodes alone
+    costs (`solver.cpsat.engine.BUILD_COST`, the estimate by which `solve_cpsat` gives up
+    before it builds) — and it has nodes for two parts of `PARTITION_MIN_NODES_PER_PART`.
+
+    Then into the fewest parts a part of which fits: its budget (`_Budget.of`, its share of
+    the nodes, pods and time limit) leaves `PARTITION_PART_SEARCH_S` of search after
+    building its nodes. Why the fewest: each part leaves its own partly used nodes, where
+    greedy on the whole leaves one set (on the standard bench family at 30,000 nodes the
+    parts' greedy answers, merged, stranded fewer GPUs in 2 parts than in 4 or 8). DRA
+    snapshots are solved whole: a claim's devices may be shared across parts' pods."""
     if config.partition_parts is not None:
         return config.partition_parts
     nodes = len(given.nodes)
-    if config.engine != "auto" or nodes < 2 * PARTITION_NODES_PER_PART or dra.has_claims(given):
+    most = nodes // PARTITION_MIN_NODES_PER_PART
+    if config.engine != "auto" or most < 2 or dra.has_claims(given):
         return 1
     from solver.cpsat.engine import BUILD_COST, MIN_SEARCH_S, BuildSize  # OR-Tools: only where CP-SAT runs
 
+    def building_s(part_nodes: int) -> float:
+        return BUILD_COST.seconds(BuildSize(patterns=0, options=0, unit_variables=0, nodes=part_nodes))
+
     left = budget.search_end - time.perf_counter() if budget.search_s is None else budget.search_s
-    building_nodes_s = BUILD_COST.seconds(BuildSize(patterns=0, options=0, unit_variables=0, nodes=nodes))
-    if left >= building_nodes_s + MIN_SEARCH_S:
+    if left >= building_s(nodes) + MIN_SEARCH_S:
         return 1
-    return math.ceil(nodes / PARTITION_NODES_PER_PART)
+    pending = sum(1 for pod in given.pods if pod.phase == "pending")
+    for parts in range(2, most + 1):
+        part = _Budget.of(
+            replace(config, time_limit_s=config.time_limit_s * pool_processes(parts) / parts, deterministic=True),
+            nodes=nodes // parts,
+            items=(nodes + len(given.pods)) // parts,
+            pending=pending // parts,
+            slowness=1.0,
+            deadline=0.0,
+        )
+        assert part.search_s is not None  # deterministic
+        if part.search_s >= building_s(nodes // parts) + PARTITION_PART_SEARCH_S:
+            return parts
+    return most
 
 
 def _partitioned(

@@ -21,7 +21,7 @@ from solver.greedy import GreedyConfig, solve_greedy
 from solver.partition import solve_partitioned, split_snapshot
 from solver.partition.merge import merge_placements
 from solver.partition.repair import repair
-from solver.place import SolveConfig, place
+from solver.place import SolveConfig, _Budget, _partition_parts, place
 from solver.problem import build_problem
 from solver.rules import counted
 from solver.rules.topology import hard_tier_limit
@@ -228,3 +228,20 @@ def test_merged_greedy_parts_repair_into_a_valid_placement(snapshot: Snapshot) -
         kept = {bind.pod for bind in repaired.placement.binds}
         assert kept <= {bind.pod for bind in merged.binds}
 
+
+
+# ---- when `auto` partitions ----
+
+
+def test_auto_partitions_only_when_the_whole_model_would_not_fit_and_then_into_the_fewest_parts_that_do() -> None:
+    from experiments.synthetic import synthetic_snapshot
+
+    def parts(snapshot: Snapshot, config: SolveConfig) -> int:
+        return _partition_parts(snapshot, config, _Budget.measure(snapshot, config, time.perf_counter(), 0.0, 0.0))
+
+    large = synthetic_snapshot(nodes=10_000, pending_pods=5_000, preload=0.5, seed=1)
+    assert parts(large, SolveConfig(time_limit_s=5)) == 1  # the whole model fits 5 s
+    assert parts(large, SolveConfig(time_limit_s=2)) == 2  # greedy's estimate alone leaves no time at 2 s
+    assert parts(large, SolveConfig(engine="cpsat", time_limit_s=2)) == 1  # only `auto` partitions unasked
+    small = synthetic_snapshot(nodes=3_000, pending_pods=5_000, preload=0.5, seed=1)
+    assert parts(small, SolveConfig(time_limit_s=0.5)) == 1  # too few nodes for two parts
