@@ -3,7 +3,7 @@ by side, merged and repaired into one placement of the whole.
 
 Why: past some size the whole model does not fit the time limit — at 30,000 nodes × 5,000
 pending pods greedy's estimated time alone passes a 5 s limit, and `auto` answered with
-greedy's placement (FALLBACK) — while a part of a few thousand nodes builds and searches
+greedy's placement (FALLBACK) — while a part of the cluster builds and searches
 within its share (POP, "partition the problem into sub-problems solved in parallel").
 
 The steps, one module each:
