@@ -64,10 +64,9 @@ from __future__ import annotations
 
 import gc
 import logging
-import math
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
@@ -85,7 +84,7 @@ from solver.greedy import GreedyConfig
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SearchFailed, search_or_failure
 from solver.objective import TIERS, ObjectiveContext, score
 from solver.outcome import build_decision
-from solver.partition import pool_processes, solve_partitioned
+from solver.partition import PartPool, solve_partitioned
 from solver.pending_reasons import pending_reasons, with_unplaced_pods
 from solver.problem import Problem, build_problem
 from solver.rules import counted, dra
@@ -167,6 +166,13 @@ class SolveConfig:
     """Parts of the partitioned solve (`solver.partition`). None: `auto` partitions when the
     whole model would not fit the time limit (`_partition_parts`); 1: never; 2 or more: `cpsat`
     and `auto` always solve in (at most) that many parts."""
+    partition_workers: int | None = None
+    """Parts solved at a time, which sets each part's share of the time limit
+    (`_part_config`). None: this machine's cores, or the Ray cluster's CPUs. The answer
+    depends on it, not on where the parts run."""
+    ray_address: str | None = None
+    """Solve the parts on the Ray cluster at this address (`solver.partition.ray_pool`;
+    "local": one started in this process) instead of in processes of this machine."""
 
     def __post_init__(self) -> None:
         if sorted(self.objective_order) != sorted(TIERS):
@@ -177,6 +183,8 @@ class SolveConfig:
             raise ValueError(f"memory_limit_bytes {self.memory_limit_bytes}: at least {MIN_MEMORY_LIMIT_BYTES} (64 MiB)")
         if self.partition_parts is not None and self.partition_parts < 1:
             raise ValueError(f"partition_parts {self.partition_parts}: at least 1 (1: never partition), or None")
+        if self.partition_workers is not None and self.partition_workers < 1:
+            raise ValueError(f"partition_workers {self.partition_workers}: at least 1, or None")
 
     def cpsat(self, search_s: float | None = None) -> CpsatConfig:
         """The CP-SAT engine's configuration; `search_s`: its deterministic budget (`_Budget`)."""
@@ -240,6 +248,13 @@ PARTITION_MIN_NODES_PER_PART = 2_000
 PARTITION_PART_SEARCH_S = 0.5
 """What a part's budget must leave for CP-SAT's search after building its nodes, for `auto`
 to cut the cycle into that many parts (`_partition_parts`)."""
+PARTITION_START_S = 0.5
+PARTITION_SECONDS_PER_ITEM = 5e-5
+"""What the partitioned solve's steps around the parts take, per call and per node + pod of
+the whole (cutting, pickling and starting the workers, merging, the repair's checker, the
+Decision), kept back from the parts' time (`_part_config`)."""
+PARTITION_MIN_PART_S = 0.5
+"""A part's time limit is never below this, however little the whole's steps leave."""
 PARTITIONED_ENGINE = "cpsat-partitioned"
 SAFETY_NET_FACTOR = 10.0
 """With `deterministic`, the wall-clock limit of the call (`SolveConfig.safety_net_s`), in
@@ -391,10 +406,14 @@ def place(snapshot: Snapshot, config: SolveConfig = SolveConfig(), *, engines: E
 
 def _place(snapshot: Snapshot, config: SolveConfig, engines: Engines) -> Decision:
     started, cpu_started = time.perf_counter(), time.thread_time()
-    given = snapshot  # what the partitioned solve cuts: each part's `place()` counts its own
-    snapshot = counted(snapshot)  # as the rules' columns count it: offline pods ask batch-cpu/-memory (solver.rules.counted)
-    problem = build_problem(snapshot)
-    decision = _decide(snapshot, problem, config, engines, started=started, cpu_started=cpu_started, given=given)
+    parts = _partition_parts(snapshot, config)
+    if parts > 1:
+        # The parts are cut from the snapshot as given: each part's `place()` counts its own.
+        snapshot, problem, decision = _place_partitioned(snapshot, config, engines, parts=parts, started=started)
+    else:
+        snapshot = counted(snapshot)  # as the rules' columns count it: offline pods ask batch-cpu/-memory (solver.rules.counted)
+        problem = build_problem(snapshot)
+        decision = _decide(snapshot, problem, config, engines, started=started, cpu_started=cpu_started)
     deadline = _call_deadline(config, started)
     explained = with_unplaced_pods(snapshot, problem, decision, deadline=deadline)
     if explained.reproducible and config.deterministic and time.perf_counter() > deadline:
@@ -419,7 +438,6 @@ def _decide(
     *,
     started: float,
     cpu_started: float,
-    given: Snapshot,
 ) -> Decision:
     """The engine's checked `Decision` (module docstring), before its started gangs' unplaced pods are explained."""
     greedy = engines.greedy(
@@ -446,11 +464,6 @@ def _decide(
         reproducible = config.deterministic and cause != "timeout" and not cut  # past the safety net, or by the wall clock
         return decision.model_copy(update={"fallback": Fallback(cause=cause, reason=why), "reproducible": reproducible})
 
-    parts = _partition_parts(given, config, budget)
-    if parts > 1:
-        return _partitioned(
-            given, snapshot, problem, config, engines, greedy, parts=parts, budget=budget, started=started, fallback=fallback
-        )
     if budget.no_time():
         return fallback("no_time", "no time left after greedy")
     context = ObjectiveContext.of(snapshot, config.typical_shapes)
@@ -508,19 +521,22 @@ def _decide(
     return decision.model_copy(update={"reproducible": reproducible})
 
 
-def _partition_parts(given: Snapshot, config: SolveConfig, budget: _Budget) -> int:
+def _partition_parts(given: Snapshot, config: SolveConfig) -> int:
     """How many parts to solve the cycle in; 1: whole, as ever. Forced by `partition_parts`.
     By default (`auto` only) the cycle is cut when the whole model would not fit the time
-    left for CP-SAT — no time at all, or less than building the model of its nodes alone
-    costs (`solver.cpsat.engine.BUILD_COST`, the estimate by which `solve_cpsat` gives up
-    before it builds) — and it has nodes for two parts of `PARTITION_MIN_NODES_PER_PART`.
+    limit: its deterministic budget (`_Budget.of`, from the input's sizes alone, so the
+    choice is the same run after run) leaves CP-SAT less than building the model of its
+    nodes costs (`solver.cpsat.engine.BUILD_COST`, the estimate by which `solve_cpsat` gives
+    up before it builds) — and it has nodes for two parts of `PARTITION_MIN_NODES_PER_PART`.
+    Decided before greedy runs on the whole: past this size greedy on the whole alone
+    spends most of the limit (it scores every node for every pending pod), where each
+    part's greedy scores its own nodes for its own pods.
 
-    Then into the fewest parts a part of which fits: its budget (`_Budget.of`, its share of
-    the nodes, pods and time limit) leaves `PARTITION_PART_SEARCH_S` of search after
+    Then into the fewest parts a part of which fits: its budget (its share of the nodes,
+    pods and time, `_part_config`) leaves `PARTITION_PART_SEARCH_S` of search after
     building its nodes. Why the fewest: each part leaves its own partly used nodes, where
-    greedy on the whole leaves one set (on the standard bench family at 30,000 nodes the
-    parts' greedy answers, merged, stranded fewer GPUs in 2 parts than in 4 or 8). DRA
-    snapshots are solved whole: a claim's devices may be shared across parts' pods."""
+    greedy on the whole leaves one set. DRA snapshots are solved whole: a claim's devices
+    may be shared across parts' pods."""
     if config.partition_parts is not None:
         return config.partition_parts
     nodes = len(given.nodes)
@@ -532,84 +548,122 @@ def _partition_parts(given: Snapshot, config: SolveConfig, budget: _Budget) -> i
     def building_s(part_nodes: int) -> float:
         return BUILD_COST.seconds(BuildSize(patterns=0, options=0, unit_variables=0, nodes=part_nodes))
 
-    left = budget.search_end - time.perf_counter() if budget.search_s is None else budget.search_s
-    if left >= building_s(nodes) + MIN_SEARCH_S:
-        return 1
-    pending = sum(1 for pod in given.pods if pod.phase == "pending")
-    for parts in range(2, most + 1):
-        part = _Budget.of(
-            replace(config, time_limit_s=config.time_limit_s * pool_processes(parts) / parts, deterministic=True),
+    def search_s(part_config: SolveConfig, parts: int) -> float:
+        budget = _Budget.of(
+            replace(part_config, deterministic=True),
             nodes=nodes // parts,
-            items=(nodes + len(given.pods)) // parts,
+            items=items // parts,
             pending=pending // parts,
             slowness=1.0,
             deadline=0.0,
         )
-        assert part.search_s is not None  # deterministic
-        if part.search_s >= building_s(nodes // parts) + PARTITION_PART_SEARCH_S:
+        assert budget.search_s is not None  # deterministic
+        return budget.search_s
+
+    items = nodes + len(given.pods)
+    pending = sum(1 for pod in given.pods if pod.phase == "pending")
+    if search_s(config, 1) >= building_s(nodes) + MIN_SEARCH_S:
+        return 1
+    pool = PartPool.of(config.partition_workers, config.ray_address)
+    for parts in range(2, most + 1):
+        if search_s(_part_config(config, items, parts, pool), parts) >= building_s(nodes // parts) + PARTITION_PART_SEARCH_S:
             return parts
-    return most
+    return 1
 
 
-def _partitioned(
-    given: Snapshot,
-    snapshot: Snapshot,
-    problem: Problem,
-    config: SolveConfig,
-    engines: Engines,
-    greedy: Decision,
-    *,
-    parts: int,
-    budget: _Budget,
-    started: float,
-    fallback: Callable[[FallbackCause, str], Decision],
-) -> Decision:
-    """The partitioned solve's `Decision` (`solver.partition`): each part solved by `place()`
-    with its share of the time limit — the parts run `pool_processes` at a time, so each
-    gets `time_limit_s` × processes / parts — merged and repaired, then judged as CP-SAT's
-    answer is: FEASIBLE (a restriction of the whole), never worse than greedy's, with the
-    LP bound's gap. Engine "cpsat-partitioned", so whoever reads the answer knows the parts
-    were searched apart. The share depends on the core count (`pool_processes`): the same
-    input gives the same answer on machines with as many cores."""
-    share = pool_processes(parts) / parts
-    part_config = replace(
+def _part_config(config: SolveConfig, items: int, parts: int, pool: PartPool) -> SolveConfig:
+    """What each part's `place()` is given: the time limit less what the whole's steps around
+    the parts take (`PARTITION_SECONDS_PER_ITEM`: cutting, starting the workers, the merge,
+    the repair and its checker, the Decision), times `pool.at_a_time(parts) / parts` — the
+    parts run that many at a time. The share depends on the worker count: the same input
+    gives the same answer with as many workers, here or on Ray."""
+    share = pool.at_a_time(parts) / parts
+    whole_s = PARTITION_START_S + PARTITION_SECONDS_PER_ITEM * items
+    time_limit_s = max(PARTITION_MIN_PART_S, config.time_limit_s - whole_s) * share
+    return replace(
         config,
-        time_limit_s=config.time_limit_s * share,
+        time_limit_s=time_limit_s,
         safety_net_s=None if config.safety_net_s is None else config.safety_net_s * share,
         partition_parts=1,
     )
+
+
+def _lp_fits_partitioned(config: SolveConfig, items: int) -> bool:
+    """Compute the LP bound of the whole beside the parts? As the whole's budget keeps its
+    time back (`_Budget.of`): `lp_gap` True, or None and its estimate within `LP_SHARE` of
+    the time limit."""
+    if config.lp_gap is not None:
+        return config.lp_gap
+    return LP_SECONDS_PER_ITEM * items <= LP_SHARE * config.time_limit_s
+
+
+def _place_partitioned(
+    given: Snapshot, config: SolveConfig, engines: Engines, *, parts: int, started: float
+) -> tuple[Snapshot, Problem, Decision]:
+    """The partitioned solve's `Decision` (`solver.partition`), with the counted snapshot and
+    problem it was judged on. Each part is solved by `place()` (its own greedy, CP-SAT from
+    it, the better of the two) with `_part_config`'s time; while they run, this process
+    builds the whole's problem and the LP bound. The merge, repaired, is judged on the whole
+    snapshot: FEASIBLE (a restriction of the whole), with the LP bound's gap. Engine
+    "cpsat-partitioned", so whoever reads the answer knows the parts were searched apart.
+
+    No greedy on the whole: at this size it alone would spend the limit. So the answer is
+    never worse than greedy part by part (each part's `place()` keeps the better of its
+    CP-SAT and its greedy answer), not against greedy on the whole. FALLBACK when no part
+    found a CP-SAT answer (the parts' greedy answers, merged: engine "greedy"), and when the
+    repair could not make the merge pass the checker (greedy on the whole, then)."""
     greedy_config = GreedyConfig(packing=config.packing, typical_shapes=config.typical_shapes)
+    deadline = _call_deadline(config, started)
+    whole: dict[str, object] = {}
+
+    def meanwhile() -> None:
+        snapshot = counted(given)
+        problem = build_problem(snapshot)
+        context = ObjectiveContext.of(snapshot, config.typical_shapes)
+        whole.update(snapshot=snapshot, problem=problem, context=context)
+        if _lp_fits_partitioned(config, len(snapshot.nodes) + len(snapshot.pods)):
+            whole["bound"] = _relaxed_bound(snapshot, problem, deadline)
 
     def rescue(part: Snapshot) -> Placement:
         part = counted(part)
         return engines.greedy(part, problem=build_problem(part), config=greedy_config).placement
 
+    pool = PartPool.of(config.partition_workers, config.ray_address)
+    part_config = replace(_part_config(config, len(given.nodes) + len(given.pods), parts, pool), ray_address=None)
     solve = partial(place, config=part_config, engines=engines)
-    solved = solve_partitioned(given, parts=parts, solve=solve, rescue=rescue, deadline=budget.deadline)
+    solved = solve_partitioned(
+        given, parts=parts, solve=solve, rescue=rescue, deadline=deadline, pool=pool, meanwhile=meanwhile
+    )
+    snapshot, problem = whole["snapshot"], whole["problem"]
+    assert isinstance(snapshot, Snapshot) and isinstance(problem, Problem)
     log.info(
         "partition: %d parts, %d with CP-SAT's own answer, %d gang(s) dropped by the repair",
         len(solved.parts), solved.own_answers, len(solved.dropped),
     )  # fmt: skip
     if solved.violations:
         log.error("partition: the repaired placement is still rejected:\n%s", PlacementRejected(solved.violations))
-        return fallback("rejected", "the partitioned placement broke a hard rule after its repair")
-    if solved.own_answers == 0:
-        return fallback("no_solution", f"none of the {len(solved.parts)} parts found a CP-SAT answer in time")
-    context = ObjectiveContext.of(snapshot, config.typical_shapes)
-    mine, theirs = score(snapshot, solved.placement, context=context), score(snapshot, greedy.placement, context=context)
-    if mine.ranked(config.objective_order) < theirs.ranked(config.objective_order):
-        return fallback("greedy_better", f"greedy scores better ({theirs} > {mine})")
-    bound = _relaxed_bound(snapshot, problem, budget.deadline) if config.lp_gap is not False else None
-    greedy_reasons = {o.name: o.reasons for o in greedy.podgroups}
+        greedy = _checked_greedy(snapshot, engines.greedy(snapshot, problem=problem, config=greedy_config))
+        reasons = {o.name: o.reasons for o in greedy.podgroups}
+        decision = _decision(snapshot, greedy.placement, "greedy", "FALLBACK", started, reasons, None)
+        why = Fallback(cause="rejected", reason="the partitioned placement broke a hard rule after its repair")
+        return snapshot, problem, decision.model_copy(update={"fallback": why, "reproducible": False})
+    context = whole["context"]
+    assert isinstance(context, ObjectiveContext)
+    objective = score(snapshot, solved.placement, context=context).throughput
+    bound = whole.get("bound")
+    assert bound is None or isinstance(bound, int)
     reasons = pending_reasons(
         snapshot, problem, solved.placement, _left_pending(snapshot, solved.placement), status="FEASIBLE",
-        deadline=budget.deadline, otherwise=greedy_reasons,
+        deadline=deadline, otherwise=solved.reasons,
     )  # fmt: skip
-    decision = _decision(
-        snapshot, solved.placement, PARTITIONED_ENGINE, "FEASIBLE", started, reasons, mine.throughput, bound=bound
-    )
-    reproducible = config.deterministic and solved.reproducible and time.perf_counter() <= budget.deadline
-    return decision.model_copy(update={"reproducible": reproducible})
+    reproducible = config.deterministic and solved.reproducible
+    if solved.own_answers == 0:
+        decision = _decision(snapshot, solved.placement, "greedy", "FALLBACK", started, reasons, objective, bound=bound)
+        why = Fallback(cause="no_solution", reason=f"none of the {len(solved.parts)} parts found a CP-SAT answer in time")
+        return snapshot, problem, decision.model_copy(update={"fallback": why, "reproducible": reproducible})
+    decision = _decision(snapshot, solved.placement, PARTITIONED_ENGINE, "FEASIBLE", started, reasons, objective, bound=bound)
+    reproducible = reproducible and time.perf_counter() <= deadline
+    return snapshot, problem, decision.model_copy(update={"reproducible": reproducible})
 
 
 def _with_claims(snapshot: Snapshot, result: CpsatResult) -> CpsatResult:

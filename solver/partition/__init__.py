@@ -11,8 +11,8 @@ The steps, one module each:
      each pending PodGroup into exactly one part, each queue's demand spread over the
      parts in proportion to their room;
   2. `pool`: each part solved by the caller's solve (`solver.place.place` with the part's
-     share of the time) in spawned processes; a part that fails answers with greedy's
-     placement of it;
+     share of the time) in spawned processes, or on a Ray cluster (`ray_pool`); a part
+     that fails answers with greedy's placement of it;
   3. `merge`: the union of the parts' placements;
   4. `repair`: whole gangs dropped until quota holds over the whole cluster and the checker
      accepts the placement on the whole snapshot.
@@ -31,14 +31,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from models.placement import Decision, Placement
+from models.reason import Reason
 from models.snapshot import PodGroupKey, Snapshot
 from solver.partition.merge import merge_placements
-from solver.partition.pool import PartAnswer, pool_processes, solve_parts
+from solver.partition.pool import PartAnswer, PartPool, solve_parts
 from solver.partition.repair import repair
 from solver.partition.split import Part, split_snapshot
 from solver.violation import Violation
 
-__all__ = ["Partitioned", "solve_partitioned", "split_snapshot", "Part", "PartAnswer", "pool_processes"]
+__all__ = ["Partitioned", "solve_partitioned", "split_snapshot", "Part", "PartAnswer", "PartPool"]
 
 OWN_ANSWER_STATUSES = ("OPTIMAL", "FEASIBLE")
 """A part's answer is CP-SAT's own with these statuses (not greedy's, FALLBACK)."""
@@ -65,6 +66,11 @@ class Partitioned:
     def reproducible(self) -> bool:
         return all(answer.reproducible for answer in self.answers)
 
+    @property
+    def reasons(self) -> dict[PodGroupKey, tuple[Reason, ...]]:
+        """What each part said of the PodGroups it left pending, judged in that part."""
+        return {key: reasons for answer in self.answers for key, reasons in answer.reasons.items()}
+
 
 def solve_partitioned(
     snapshot: Snapshot,
@@ -73,11 +79,16 @@ def solve_partitioned(
     solve: Callable[[Snapshot], Decision],
     rescue: Callable[[Snapshot], Placement],
     deadline: float,
+    pool: PartPool,
+    meanwhile: Callable[[], None] = lambda: None,
 ) -> Partitioned:
     """Split `snapshot` into (at most) `parts` parts, solve each with `solve` (`rescue` when it
     fails), merge and repair (module docstring). `solve` must pickle (a module-level function,
-    or a `functools.partial` of one); `deadline` is `time.perf_counter()` seconds."""
+    or a `functools.partial` of one); `deadline` is `time.perf_counter()` seconds;
+    `meanwhile` runs in this process while the parts solve."""
     split = split_snapshot(snapshot, parts=parts)
-    answers = solve_parts([part.snapshot for part in split], solve=solve, rescue=rescue, deadline=deadline)
+    answers = solve_parts(
+        [part.snapshot for part in split], solve=solve, rescue=rescue, deadline=deadline, pool=pool, meanwhile=meanwhile
+    )
     repaired = repair(snapshot, merge_placements([answer.placement for answer in answers]))
     return Partitioned(repaired.placement, split, answers, repaired.dropped, repaired.violations)

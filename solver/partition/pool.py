@@ -15,6 +15,10 @@ Spawned workers import the caller's main module again: a script that calls `plac
 import time must do so under `if __name__ == "__main__":`, or every worker dies starting and
 every part answers with `rescue` (the commands, the service and the controller do).
 
+On a Ray cluster (`PartPool.ray_address`, `solver.partition.ray_pool`) the same payload
+runs as Ray tasks instead, with the same answers: a part's `place()` reads its budget in
+deterministic time, not from where it runs.
+
 A part that fails answers with `rescue(part)` — greedy's placement of that part — and the
 others keep theirs: "native code can die". Failing is: the solve raising (it is logged), the
 worker dying (the pool is then broken and every part still out fails alike), or the part
@@ -27,15 +31,16 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing import get_context
 
 from models.placement import Decision, Placement
-from models.snapshot import Snapshot
+from models.reason import Reason
+from models.snapshot import PodGroupKey, Snapshot
 
-__all__ = ["PartAnswer", "solve_parts", "pool_processes"]
+__all__ = ["PartAnswer", "PartPool", "solve_parts"]
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +53,36 @@ class PartAnswer:
     reproducible: bool
     failure: str | None = None
     """Why the part answered with `rescue`'s placement (raised, died, timed out); None: its own."""
+    reasons: Mapping[PodGroupKey, tuple[Reason, ...]] = field(default_factory=dict)
+    """The part's reasons for the PodGroups it left pending (none when it failed)."""
 
 
-def pool_processes(parts: int) -> int:
-    """Worker processes for `parts` parts: one per part, at most one per core."""
-    return max(1, min(parts, os.cpu_count() or 1))
+@dataclass(frozen=True)
+class PartPool:
+    """Where the parts run: `workers` at a time, in spawned processes on this machine, or as
+    tasks on the Ray cluster at `ray_address` ("local": one started in this process)."""
+
+    workers: int
+    ray_address: str | None = None
+
+    @staticmethod
+    def of(workers: int | None, ray_address: str | None) -> PartPool:
+        """`workers` None: this machine's cores, or the Ray cluster's CPUs (connecting to it)."""
+        if workers is None and ray_address is not None:
+            from solver.partition.ray_pool import RayUnavailable, ray_cpus  # Ray: an optional extra
+
+            try:
+                workers = ray_cpus(ray_address)
+            except RayUnavailable as error:
+                log.error("partition: %s; the parts run on this machine", error)
+                ray_address = None
+        if workers is None:
+            workers = os.cpu_count() or 1
+        return PartPool(max(1, workers), ray_address)
+
+    def at_a_time(self, parts: int) -> int:
+        """Parts solving at once: one per part, at most one per worker."""
+        return max(1, min(parts, self.workers))
 
 
 def solve_parts(
@@ -61,14 +91,26 @@ def solve_parts(
     solve: Callable[[Snapshot], Decision],
     rescue: Callable[[Snapshot], Placement],
     deadline: float,
+    pool: PartPool,
+    meanwhile: Callable[[], None] = lambda: None,
 ) -> tuple[PartAnswer, ...]:
-    """Each part's answer (module docstring); `deadline` is `time.perf_counter()` seconds."""
+    """Each part's answer (module docstring); `deadline` is `time.perf_counter()` seconds.
+    `meanwhile` runs here once the parts are sent, while they solve (its errors are the
+    caller's)."""
+    if pool.ray_address is not None:
+        from solver.partition.ray_pool import RayUnavailable, solve_parts_on_ray  # Ray: an optional extra
+
+        try:
+            return solve_parts_on_ray(parts, solve=solve, rescue=rescue, deadline=deadline, pool=pool, meanwhile=meanwhile)
+        except RayUnavailable as error:  # raised before any part is sent
+            log.error("partition: %s; the parts run on this machine", error)
     answers: list[PartAnswer | None] = [None] * len(parts)
-    executor = ProcessPoolExecutor(max_workers=pool_processes(len(parts)), mp_context=get_context("spawn"))
+    executor = ProcessPoolExecutor(max_workers=pool.at_a_time(len(parts)), mp_context=get_context("spawn"))
     waiting: set[Future[Decision]] = set()
     try:
         futures: dict[Future[Decision], int] = {executor.submit(solve, part): index for index, part in enumerate(parts)}
         waiting = set(futures)
+        meanwhile()
         while waiting:
             done, waiting = wait(waiting, timeout=max(0.0, deadline - time.perf_counter()), return_when=FIRST_EXCEPTION)
             for future in done:
@@ -89,8 +131,18 @@ def solve_parts(
 def _answer(future: Future[Decision], part: Snapshot, rescue: Callable[[Snapshot], Placement]) -> PartAnswer:
     error = future.exception()
     if error is None:
-        decision = future.result()
-        return PartAnswer(decision.placement, decision.status, decision.reproducible)
+        return answer_of(future.result())
+    return failed_answer(error, part, rescue)
+
+
+def answer_of(decision: Decision) -> PartAnswer:
+    """A part's own answer: its placement, status and reasons."""
+    reasons = {outcome.name: tuple(outcome.reasons) for outcome in decision.podgroups if outcome.reasons}
+    return PartAnswer(decision.placement, decision.status, decision.reproducible, reasons=reasons)
+
+
+def failed_answer(error: BaseException, part: Snapshot, rescue: Callable[[Snapshot], Placement]) -> PartAnswer:
+    """The answer of a part whose solve raised or whose worker died: `rescue`'s, logged."""
     log.error("partition: a part's solve failed (%s: %s); greedy's placement of it instead", type(error).__name__, error)
     return PartAnswer(rescue(part), "FALLBACK", True, f"{type(error).__name__}: {error}")
 

@@ -18,10 +18,10 @@ from models.snapshot import GPU, Snapshot
 from solver.checker import check_placement
 from solver.engines import Engines
 from solver.greedy import GreedyConfig, solve_greedy
-from solver.partition import solve_partitioned, split_snapshot
+from solver.partition import PartPool, solve_partitioned, split_snapshot
 from solver.partition.merge import merge_placements
 from solver.partition.repair import repair
-from solver.place import SolveConfig, _Budget, _partition_parts, place
+from solver.place import SolveConfig, _partition_parts, place
 from solver.problem import build_problem
 from solver.rules import counted
 from solver.rules.topology import hard_tier_limit
@@ -171,6 +171,7 @@ def test_a_part_whose_solve_fails_answers_with_greedys_placement_of_it() -> None
         solve=partial(place, config=config, engines=Engines(cpsat=dies_on_n0)),  # type: ignore[arg-type]
         rescue=greedy_placement,
         deadline=time.perf_counter() + 120,
+        pool=PartPool(workers=2),
     )
     failed, answered = solved.answers
     assert failed.failure is not None and "died on the part of n0" in failed.failure
@@ -233,15 +234,16 @@ def test_merged_greedy_parts_repair_into_a_valid_placement(snapshot: Snapshot) -
 # ---- when `auto` partitions ----
 
 
-def test_auto_partitions_only_when_the_whole_model_would_not_fit_and_then_into_the_fewest_parts_that_do() -> None:
+def test_auto_partitions_only_when_the_whole_model_would_not_fit_and_a_part_would() -> None:
     from experiments.synthetic import synthetic_snapshot
 
-    def parts(snapshot: Snapshot, config: SolveConfig) -> int:
-        return _partition_parts(snapshot, config, _Budget.measure(snapshot, config, time.perf_counter(), 0.0, 0.0))
-
     large = synthetic_snapshot(nodes=10_000, pending_pods=5_000, preload=0.5, seed=1)
-    assert parts(large, SolveConfig(time_limit_s=5)) == 1  # the whole model fits 5 s
-    assert parts(large, SolveConfig(time_limit_s=2)) == 2  # greedy's estimate alone leaves no time at 2 s
-    assert parts(large, SolveConfig(engine="cpsat", time_limit_s=2)) == 1  # only `auto` partitions unasked
+    many = 8  # workers solving parts at a time: each part's share of the time
+    assert _partition_parts(large, SolveConfig(time_limit_s=5, partition_workers=many)) == 1  # the whole model fits 5 s
+    # At 3 s greedy's estimate on the whole leaves no search; three parts of 3,333 nodes each do
+    assert _partition_parts(large, SolveConfig(time_limit_s=3, partition_workers=many)) == 3
+    # On two workers each part's share is too short to search: the whole, as before
+    assert _partition_parts(large, SolveConfig(time_limit_s=3, partition_workers=2)) == 1
+    assert _partition_parts(large, SolveConfig(engine="cpsat", time_limit_s=3, partition_workers=many)) == 1  # only `auto` partitions unasked
     small = synthetic_snapshot(nodes=3_000, pending_pods=5_000, preload=0.5, seed=1)
-    assert parts(small, SolveConfig(time_limit_s=0.5)) == 1  # too few nodes for two parts
+    assert _partition_parts(small, SolveConfig(time_limit_s=0.5, partition_workers=many)) == 1  # too few nodes for two parts
