@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from batchplace.options import PartitionPartsOption, RayAddressOption, ray_address_of
 from batchplace.render import print_error
 from experiments.bench import (
     DEFAULT_SIZES,
@@ -116,6 +117,8 @@ def bench(
             "(dra-nvlink: all) on one NVLink domain.",
         ),
     ] = "standard",
+    partition_parts: PartitionPartsOption = None,
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Time the placement engines on synthetic GPU clusters and report speed and quality.
 
@@ -141,6 +144,8 @@ def bench(
         seed=seed,
         packing=_parsed("--packing", _parse_packing, packing) if packing is not None else None,
         family=_parsed("--family", parse_family, family),
+        partition_parts=partition_parts,
+        ray_address=ray_address_of(ray_address),
     )
     total = len(config.sizes) * config.repeats * len(config.engines)
     with Progress(

@@ -26,12 +26,15 @@ from batchplace.experiment_command import experiment_app
 from batchplace.options import (
     ColocationMarginOption,
     ColocationOption,
+    PartitionPartsOption,
+    RayAddressOption,
     SolverMemoryOption,
     TypicalShapesOption,
     UsageMaxAgeOption,
     UsageThresholdOption,
     UsageWeightOption,
     colocation_policy_of,
+    ray_address_of,
     scheduler_names_of,
     solver_memory_bytes,
     typical_shapes_of_file,
@@ -154,6 +157,8 @@ def solve(
     colocation: ColocationOption = True,
     cluster: ClusterOption = None,
     scale_up: ScaleUpOption = None,
+    partition_parts: PartitionPartsOption = None,
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Place the pending pods of FILES and print binds, evictions and the reason for each pending PodGroup.
 
@@ -170,7 +175,12 @@ def solve(
     usage_policy = usage_policy_of(usage_threshold, usage_weight, usage_max_age)
     colocation_policy = colocation_policy_of(colocation_margin, colocation)
     config = SolveConfig(
-        engine=engine, time_limit_s=time_limit, memory_limit_bytes=memory_limit_bytes, typical_shapes=shapes  # type: ignore[arg-type]
+        engine=engine,  # type: ignore[arg-type]
+        time_limit_s=time_limit,
+        memory_limit_bytes=memory_limit_bytes,
+        typical_shapes=shapes,
+        partition_parts=partition_parts,
+        ray_address=ray_address_of(ray_address),
     )
     if cluster and scale_up is not None:
         print_error("--scale-up: not with --cluster (a plan is for one cluster)")

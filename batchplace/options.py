@@ -28,6 +28,9 @@ __all__ = [
     "ColocationMarginOption",
     "ColocationOption",
     "scheduler_names_of",
+    "RayAddressOption",
+    "ray_address_of",
+    "PartitionPartsOption",
 ]
 
 SolverMemoryOption = Annotated[
@@ -54,6 +57,42 @@ def solver_memory_bytes(text: str | None) -> int | None:
     if amount < MIN_MEMORY_LIMIT_BYTES:
         raise typer.BadParameter(f"{text!r} is below the minimum, 64Mi", param_hint="--solver-memory")
     return amount
+
+
+RayAddressOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--ray-address",
+        help="Solve the parts of a partitioned cycle (one too large for one CP-SAT model in the time limit) as "
+        "tasks on this Ray cluster: ray://HEAD:10001, auto (on a node of the cluster), or local (a cluster "
+        "started in this process). The answers are those of the local pool with as many workers as the "
+        "cluster has CPUs. Needs the ray extra. Default: processes on this machine.",
+    ),
+]
+PartitionPartsOption = Annotated[
+    Optional[int],
+    typer.Option(
+        "--partition-parts",
+        min=1,
+        help="Solve each cycle in this many parts (along the topology and queues, merged and repaired on the "
+        "whole); 1: never. Default: auto cuts a cycle only when the whole model would not fit the time limit "
+        "and some number of parts would.",
+    ),
+]
+
+
+def ray_address_of(text: str | None) -> str | None:
+    """`--ray-address`, checked by connecting once (the CPUs it reports are the parts solved
+    at a time); an unreachable cluster or a missing `ray` is a `typer.BadParameter`."""
+    if text is None:
+        return None
+    from solver.partition.ray_pool import RayUnavailable, ray_cpus
+
+    try:
+        ray_cpus(text)
+    except RayUnavailable as error:
+        raise typer.BadParameter(str(error), param_hint="--ray-address") from None
+    return text
 
 
 TypicalShapesOption = Annotated[

@@ -14,7 +14,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from batchplace.options import SolverMemoryOption, TypicalShapesOption, solver_memory_bytes, typical_shapes_of_file
+from batchplace.options import (
+    RayAddressOption,
+    SolverMemoryOption,
+    TypicalShapesOption,
+    ray_address_of,
+    solver_memory_bytes,
+    typical_shapes_of_file,
+)
 
 __all__ = ["serve"]
 
@@ -39,6 +46,7 @@ def serve(
     ] = 30.0,
     log_level: Annotated[str, typer.Option(help="debug, info, warning, error.")] = "info",
     solver_memory: SolverMemoryOption = None,
+    ray_address: RayAddressOption = None,
     typical_shapes: TypicalShapesOption = None,
 ) -> None:
     """Serve POST /v1/placements, POST /v1/what-if, /healthz, /readyz, /metrics, /docs and the dashboard at /ui."""
@@ -56,6 +64,7 @@ def serve(
             solver_slots=solver_slots,
             solver_queue=solver_queue,
             solver_memory_bytes=solver_memory_bytes(solver_memory),
+            ray_address=ray_address_of(ray_address),
             typical_shapes=typical_shapes_of_file(typical_shapes),
         )
         os.environ.pop(ENV_PREFIX + "TOKEN_FILE", None)  # only --token-file turns auth on

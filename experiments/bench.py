@@ -182,13 +182,23 @@ class BenchConfig:
     packing: PackingName | None = None
     """The greedy's node score (`SolveConfig.packing`); None: `SolveConfig`'s default."""
     family: FamilyName = "standard"
+    partition_parts: int | None = None
+    """`SolveConfig.partition_parts`; None: `auto` partitions when it would fit."""
+    ray_address: str | None = None
+    """`SolveConfig.ray_address`: the parts of a partitioned solve on this Ray cluster."""
 
     def time_limit(self, size: BenchSize) -> float:
         return self.time_limit_s if self.time_limit_s is not None else default_time_limit(size)
 
     def solve_config(self, engine: EngineName, size: BenchSize) -> SolveConfig:
         """The `SolveConfig` every timed run of `engine` on `size` uses."""
-        solve = SolveConfig(engine=engine, time_limit_s=self.time_limit(size), workers=self.workers)
+        solve = SolveConfig(
+            engine=engine,
+            time_limit_s=self.time_limit(size),
+            workers=self.workers,
+            partition_parts=self.partition_parts,
+            ray_address=self.ray_address,
+        )
         return solve if self.packing is None else replace(solve, packing=self.packing)
 
     def preload(self, repeat: int) -> float:

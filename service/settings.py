@@ -53,6 +53,10 @@ class ServiceSettings(BaseModel):
         DEFAULT_MEMORY_LIMIT_BYTES, ge=MIN_MEMORY_LIMIT_BYTES,
         description="what one CP-SAT search may allocate; past it that answer is greedy's (FALLBACK); None: no ceiling",
     )
+    ray_address: str | None = Field(
+        None, description="the parts of a partitioned solve run on this Ray cluster (serve --ray-address); "
+        "None: processes of this machine"
+    )
     typical_shapes: tuple[TypicalShape, ...] = Field(
         (), description="the pod shapes the packing keeps room for when a request names none (serve --typical-shapes); "
         "empty: each snapshot's pending pods"

@@ -537,6 +537,8 @@ def _partition_parts(given: Snapshot, config: SolveConfig) -> int:
     building its nodes. Why the fewest: each part leaves its own partly used nodes, where
     greedy on the whole leaves one set. DRA snapshots are solved whole: a claim's devices
     may be shared across parts' pods."""
+    if config.engine == "greedy":
+        return 1
     if config.partition_parts is not None:
         return config.partition_parts
     nodes = len(given.nodes)

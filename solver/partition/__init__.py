@@ -34,7 +34,8 @@ from models.placement import Decision, Placement
 from models.reason import Reason
 from models.snapshot import PodGroupKey, Snapshot
 from solver.partition.merge import merge_placements
-from solver.partition.pool import PartAnswer, PartPool, solve_parts
+from solver.partition.answer import PartAnswer
+from solver.partition.pool import PartPool, solve_parts
 from solver.partition.repair import repair
 from solver.partition.split import Part, split_snapshot
 from solver.violation import Violation

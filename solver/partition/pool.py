@@ -31,30 +31,18 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing import get_context
 
 from models.placement import Decision, Placement
-from models.reason import Reason
-from models.snapshot import PodGroupKey, Snapshot
+from models.snapshot import Snapshot
+from solver.partition.answer import PartAnswer, answer_of, failed_answer
 
-__all__ = ["PartAnswer", "PartPool", "solve_parts"]
+__all__ = ["PartPool", "solve_parts"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class PartAnswer:
-    placement: Placement
-    status: str
-    """The part's `Decision.status`; "FALLBACK" too when the part failed here."""
-    reproducible: bool
-    failure: str | None = None
-    """Why the part answered with `rescue`'s placement (raised, died, timed out); None: its own."""
-    reasons: Mapping[PodGroupKey, tuple[Reason, ...]] = field(default_factory=dict)
-    """The part's reasons for the PodGroups it left pending (none when it failed)."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +89,9 @@ def solve_parts(
         from solver.partition.ray_pool import RayUnavailable, solve_parts_on_ray  # Ray: an optional extra
 
         try:
-            return solve_parts_on_ray(parts, solve=solve, rescue=rescue, deadline=deadline, pool=pool, meanwhile=meanwhile)
+            return solve_parts_on_ray(
+                parts, solve=solve, rescue=rescue, deadline=deadline, address=pool.ray_address, meanwhile=meanwhile
+            )
         except RayUnavailable as error:  # raised before any part is sent
             log.error("partition: %s; the parts run on this machine", error)
     answers: list[PartAnswer | None] = [None] * len(parts)
@@ -133,18 +123,6 @@ def _answer(future: Future[Decision], part: Snapshot, rescue: Callable[[Snapshot
     if error is None:
         return answer_of(future.result())
     return failed_answer(error, part, rescue)
-
-
-def answer_of(decision: Decision) -> PartAnswer:
-    """A part's own answer: its placement, status and reasons."""
-    reasons = {outcome.name: tuple(outcome.reasons) for outcome in decision.podgroups if outcome.reasons}
-    return PartAnswer(decision.placement, decision.status, decision.reproducible, reasons=reasons)
-
-
-def failed_answer(error: BaseException, part: Snapshot, rescue: Callable[[Snapshot], Placement]) -> PartAnswer:
-    """The answer of a part whose solve raised or whose worker died: `rescue`'s, logged."""
-    log.error("partition: a part's solve failed (%s: %s); greedy's placement of it instead", type(error).__name__, error)
-    return PartAnswer(rescue(part), "FALLBACK", True, f"{type(error).__name__}: {error}")
 
 
 def _stop(executor: ProcessPoolExecutor) -> None:

@@ -3,7 +3,7 @@
 Input and output as `solver.partition.pool.solve_parts`, whose Ray branch this is: the same
 payload (a part's snapshot and the picklable solve) sent as a Ray task per part instead of
 to a spawned process. The answers are the same as the local pool's given the same worker
-count (`PartPool.workers`): each part's `place()` is deterministic, its time share set
+count (`pool.PartPool.workers`): each part's `place()` is deterministic, its time share set
 before the parts are sent.
 
 Where: `address` is Ray's (`ray://head:10001`, or `auto` on a node of the cluster), or
@@ -18,6 +18,7 @@ Failing is as for the local pool: a task raising or its worker dying (Ray raises
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -25,7 +26,7 @@ from typing import Any
 
 from models.placement import Decision, Placement
 from models.snapshot import Snapshot
-from solver.partition.pool import PartAnswer, PartPool, answer_of, failed_answer
+from solver.partition.answer import PartAnswer, answer_of, failed_answer
 
 __all__ = ["ray_cpus", "solve_parts_on_ray", "RayUnavailable"]
 
@@ -45,6 +46,7 @@ def _ray(address: str) -> Any:
         raise RayUnavailable("a Ray address needs Ray: pip install 'batchplace[ray]'") from error
     with _connect_lock:
         if not ray.is_initialized():
+            _check_reachable(address)
             try:
                 ray.init(
                     address=None if address == "local" else address,
@@ -55,6 +57,25 @@ def _ray(address: str) -> Any:
             except (ConnectionError, RuntimeError, ValueError) as error:
                 raise RayUnavailable(f"Ray cluster at {address!r}: {error}") from error
     return ray
+
+
+CONNECT_TIMEOUT_S = 5.0
+"""How long the head's port may take to accept a connection (`_check_reachable`)."""
+
+
+def _check_reachable(address: str) -> None:
+    """Fail fast on a head that does not answer: Ray's own connect retries for minutes. A
+    `host:port` or `ray://host:port` address must accept a TCP connection within
+    `CONNECT_TIMEOUT_S`; "local" and "auto" are Ray's to resolve."""
+    if address in ("local", "auto"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise RayUnavailable(f"Ray address {address!r}: expected ray://HOST:PORT, HOST:PORT, auto or local")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as error:
+        raise RayUnavailable(f"Ray cluster at {address!r} does not answer: {error}") from None
 
 
 def ray_cpus(address: str) -> int:
@@ -72,12 +93,11 @@ def solve_parts_on_ray(
     solve: Callable[[Snapshot], Decision],
     rescue: Callable[[Snapshot], Placement],
     deadline: float,
-    pool: PartPool,
+    address: str,
     meanwhile: Callable[[], None],
 ) -> tuple[PartAnswer, ...]:
-    """Each part's answer, solved as a Ray task (module docstring)."""
-    assert pool.ray_address is not None
-    ray = _ray(pool.ray_address)
+    """Each part's answer, solved as a Ray task on the cluster at `address` (module docstring)."""
+    ray = _ray(address)
     remote = ray.remote(num_cpus=1, max_retries=0)(_solve_one)
     refs = [remote.remote(solve, part) for part in parts]
     meanwhile()
