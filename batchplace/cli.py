@@ -179,7 +179,7 @@ def solve(
         time_limit_s=time_limit,
         memory_limit_bytes=memory_limit_bytes,
         typical_shapes=shapes,
-        partition_parts=partition_parts,
+        partition_parts=partition_parts or 1,
         ray_address=ray_address_of(ray_address),
     )
     if cluster and scale_up is not None:

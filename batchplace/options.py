@@ -74,9 +74,10 @@ PartitionPartsOption = Annotated[
     typer.Option(
         "--partition-parts",
         min=1,
-        help="Solve each cycle in this many parts (along the topology and queues, merged and repaired on the "
-        "whole); 1: never. Default: auto cuts a cycle only when the whole model would not fit the time limit "
-        "and some number of parts would.",
+        help="Solve each cycle in this many parts along the topology and queues, side by side, merged and "
+        "repaired on the whole (engine cpsat-partitioned); for cycles too large for one CP-SAT model in the "
+        "time limit. Default 1: the whole cycle at once (on the bench's large clusters greedy on the whole "
+        "strands fewer GPUs than the parts merged).",
     ),
 ]
 

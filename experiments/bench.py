@@ -182,8 +182,8 @@ class BenchConfig:
     packing: PackingName | None = None
     """The greedy's node score (`SolveConfig.packing`); None: `SolveConfig`'s default."""
     family: FamilyName = "standard"
-    partition_parts: int | None = None
-    """`SolveConfig.partition_parts`; None: `auto` partitions when it would fit."""
+    partition_parts: int = 1
+    """`SolveConfig.partition_parts`: 1, the whole cycle at once."""
     ray_address: str | None = None
     """`SolveConfig.ray_address`: the parts of a partitioned solve on this Ray cluster."""
 

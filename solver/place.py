@@ -41,13 +41,14 @@ within the limit plus a small overshoot (the target: < 10 %), and its answer dep
 the time slices the machine gave it. Full garbage collections wait until the call ends
 (`_full_collections_deferred`).
 
-When the whole model would not fit the time limit (`_partition_parts`: at 30,000 nodes ×
-5,000 pending pods greedy's estimate alone passes 5 s), `auto` solves the cycle in parts
-instead (`solver.partition`): the parts along the topology and queues, each solved by this
-`place()` with its share of the time in a process of its own, merged, repaired gang by gang
-and checked on the whole snapshot. The answer is engine "cpsat-partitioned", status
-FEASIBLE, with the LP bound's gap — or greedy's, FALLBACK, as above, when it scores worse,
-no part found a CP-SAT answer, or the repair could not make it pass the checker.
+With `partition_parts` N ≥ 2 (`cpsat` and `auto`), the cycle is solved in N parts instead
+(`solver.partition`): cut along the topology and queues, each part solved by this
+`place()` with its share of the time (`_part_config`) in a process of its own or on a Ray
+cluster (`ray_address`), merged, repaired gang by gang and checked on the whole snapshot.
+The answer is engine "cpsat-partitioned", status FEASIBLE — or FALLBACK when no part found
+a CP-SAT answer, or the repair could not make it pass the checker. Not the default: on
+the bench's large clusters greedy on the whole places every pod greedy's parts do and
+strands fewer GPUs (docs/results.md, "The partitioned solve").
 
 A CP-SAT `Decision` reports `objective` = the throughput tier of its placement (the
 model's value, which equals `score`; a FALLBACK reports its `score` when time allows), `bound` = an upper bound
@@ -79,7 +80,7 @@ from solver.checker import PlacementRejected, check_placement
 from solver.cpsat import CpsatConfig, CpsatResult, ModelInvalid
 from solver.cpsat.units import DataLimits
 from solver.engines import DEFAULT_ENGINES, Engines
-from solver.fragmentation import PackingName, TypicalShape
+from solver.fragmentation import PackingName, TypicalShape, packing_measure
 from solver.greedy import GreedyConfig
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SearchFailed, search_or_failure
 from solver.objective import TIERS, ObjectiveContext, score
@@ -162,10 +163,10 @@ class SolveConfig:
     memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES
     """What the CP-SAT search process may allocate (`solver.isolation`); past it the answer
     is greedy's (FALLBACK, cause "memory"). None: no ceiling."""
-    partition_parts: int | None = None
-    """Parts of the partitioned solve (`solver.partition`). None: `auto` partitions when the
-    whole model would not fit the time limit (`_partition_parts`); 1: never; 2 or more: `cpsat`
-    and `auto` always solve in (at most) that many parts."""
+    partition_parts: int = 1
+    """Parts to solve the cycle in (`solver.partition`); 1: whole. The greedy engine and
+    DRA snapshots (a claim's devices may be shared across parts' pods) are always solved
+    whole."""
     partition_workers: int | None = None
     """Parts solved at a time, which sets each part's share of the time limit
     (`_part_config`). None: this machine's cores, or the Ray cluster's CPUs. The answer
@@ -181,8 +182,8 @@ class SolveConfig:
             raise ValueError(f"safety_net_s {self.safety_net_s}: a positive number of seconds")
         if self.memory_limit_bytes is not None and self.memory_limit_bytes < MIN_MEMORY_LIMIT_BYTES:
             raise ValueError(f"memory_limit_bytes {self.memory_limit_bytes}: at least {MIN_MEMORY_LIMIT_BYTES} (64 MiB)")
-        if self.partition_parts is not None and self.partition_parts < 1:
-            raise ValueError(f"partition_parts {self.partition_parts}: at least 1 (1: never partition), or None")
+        if self.partition_parts < 1:
+            raise ValueError(f"partition_parts {self.partition_parts}: at least 1 (1: the whole cycle at once)")
         if self.partition_workers is not None and self.partition_workers < 1:
             raise ValueError(f"partition_workers {self.partition_workers}: at least 1, or None")
 
@@ -243,13 +244,8 @@ patterns asking the allocator (`solver.cpsat.dra`), before its search; per pendi
 naming claims after it (CP-SAT's placement allocated, the reasons' state). Set from CPU
 times measured at 1,000 nodes × 8 devices and 1,000 pending pods (docs/results.md, "DRA
 devices")."""
-PARTITION_MIN_NODES_PER_PART = 2_000
-"""`auto` never cuts a cycle into parts smaller than this (`_partition_parts`)."""
-PARTITION_PART_SEARCH_S = 0.5
-"""What a part's budget must leave for CP-SAT's search after building its nodes, for `auto`
-to cut the cycle into that many parts (`_partition_parts`)."""
 PARTITION_START_S = 0.5
-PARTITION_SECONDS_PER_ITEM = 5e-5
+PARTITION_SECONDS_PER_ITEM = 7e-5
 """What the partitioned solve's steps around the parts take, per call and per node + pod of
 the whole (cutting, pickling and starting the workers, merging, the repair's checker, the
 Decision), kept back from the parts' time (`_part_config`)."""
@@ -296,49 +292,23 @@ class _Budget:
 
     @staticmethod
     def measure(snapshot: Snapshot, config: SolveConfig, started: float, greedy_s: float, greedy_cpu_s: float) -> _Budget:
+        items = len(snapshot.nodes) + len(snapshot.pods)
         slowness = 1.0 if config.deterministic else max(1.0, greedy_s / max(greedy_cpu_s, 1e-3))
         claim_pods = [pod for pod in snapshot.pods if pod.resource_claims] if dra.has_claims(snapshot) else []
         pending_claim_pods = sum(1 for pod in claim_pods if pod.phase == "pending")
-        devices = sum(len(resource_slice.devices) for resource_slice in snapshot.dra.resource_slices) if claim_pods else 0
-        return _Budget.of(
-            config,
-            nodes=len(snapshot.nodes),
-            items=len(snapshot.nodes) + len(snapshot.pods),
-            pending=sum(1 for pod in snapshot.pods if pod.phase == "pending") if config.deterministic else 0,
-            slowness=slowness,
-            deadline=_call_deadline(config, started),
-            dra_greedy_s=(
-                DRA_SECONDS_PER_DEVICE * devices + DRA_SECONDS_PER_CLAIM_POD * len(claim_pods),
-                DRA_MODEL_SECONDS_PER_CLAIM_POD * pending_claim_pods,
-            ),
-            dra_after_s=DRA_AFTER_SECONDS_PER_CLAIM_POD * pending_claim_pods,
-        )
-
-    @staticmethod
-    def of(
-        config: SolveConfig,
-        *,
-        nodes: int,
-        items: int,
-        pending: int,
-        slowness: float,
-        deadline: float,
-        dra_greedy_s: tuple[float, float] = (0.0, 0.0),
-        dra_after_s: float = 0.0,
-    ) -> _Budget:
-        """The budget of a cycle of these sizes: `items` nodes + pods, `pending` pods (read
-        when `deterministic`), DRA's work before CP-SAT (devices and claims; the model's
-        allocation) and after it. Also what a part of the partitioned solve would get."""
+        dra_after_s = DRA_AFTER_SECONDS_PER_CLAIM_POD * pending_claim_pods
         reserve_s = SAFETY_SHARE * config.time_limit_s + slowness * (0.05 + AFTER_SECONDS_PER_ITEM * items + dra_after_s)
         lp_s = slowness * LP_SECONDS_PER_ITEM * items
         lp_reserved = config.lp_gap if config.lp_gap is not None else lp_s <= LP_SHARE * config.time_limit_s
         search_s = None
         if config.deterministic:
-            greedy_estimate = GREEDY_SECONDS_PER_ITEM * items + GREEDY_SECONDS_PER_POD_NODE * pending * nodes
-            greedy_estimate += dra_greedy_s[0]
-            greedy_estimate += dra_greedy_s[1]
+            pending = sum(1 for pod in snapshot.pods if pod.phase == "pending")
+            greedy_estimate = GREEDY_SECONDS_PER_ITEM * items + GREEDY_SECONDS_PER_POD_NODE * pending * len(snapshot.nodes)
+            devices = sum(len(resource_slice.devices) for resource_slice in snapshot.dra.resource_slices) if claim_pods else 0
+            greedy_estimate += DRA_SECONDS_PER_DEVICE * devices + DRA_SECONDS_PER_CLAIM_POD * len(claim_pods)
+            greedy_estimate += DRA_MODEL_SECONDS_PER_CLAIM_POD * pending_claim_pods
             search_s = config.time_limit_s - greedy_estimate - reserve_s - (lp_s if lp_reserved else 0.0)
-        return _Budget(items, slowness, reserve_s, lp_s, lp_reserved, deadline, search_s)
+        return _Budget(items, slowness, reserve_s, lp_s, lp_reserved, _call_deadline(config, started), search_s)
 
     @property
     def search_end(self) -> float:
@@ -431,13 +401,7 @@ def _call_deadline(config: SolveConfig, started: float) -> float:
 
 
 def _decide(
-    snapshot: Snapshot,
-    problem: Problem,
-    config: SolveConfig,
-    engines: Engines,
-    *,
-    started: float,
-    cpu_started: float,
+    snapshot: Snapshot, problem: Problem, config: SolveConfig, engines: Engines, *, started: float, cpu_started: float
 ) -> Decision:
     """The engine's checked `Decision` (module docstring), before its started gangs' unplaced pods are explained."""
     greedy = engines.greedy(
@@ -522,55 +486,10 @@ def _decide(
 
 
 def _partition_parts(given: Snapshot, config: SolveConfig) -> int:
-    """How many parts to solve the cycle in; 1: whole, as ever. Forced by `partition_parts`.
-    By default (`auto` only) the cycle is cut when the whole model would not fit the time
-    limit: its deterministic budget (`_Budget.of`, from the input's sizes alone, so the
-    choice is the same run after run) leaves CP-SAT less than building the model of its
-    nodes costs (`solver.cpsat.engine.BUILD_COST`, the estimate by which `solve_cpsat` gives
-    up before it builds) — and it has nodes for two parts of `PARTITION_MIN_NODES_PER_PART`.
-    Decided before greedy runs on the whole: past this size greedy on the whole alone
-    spends most of the limit (it scores every node for every pending pod), where each
-    part's greedy scores its own nodes for its own pods.
-
-    Then into the fewest parts a part of which fits: its budget (its share of the nodes,
-    pods and time, `_part_config`) leaves `PARTITION_PART_SEARCH_S` of search after
-    building its nodes. Why the fewest: each part leaves its own partly used nodes, where
-    greedy on the whole leaves one set. DRA snapshots are solved whole: a claim's devices
-    may be shared across parts' pods."""
-    if config.engine == "greedy":
+    """How many parts to solve the cycle in (`SolveConfig.partition_parts`); 1: whole."""
+    if config.engine == "greedy" or dra.has_claims(given):
         return 1
-    if config.partition_parts is not None:
-        return config.partition_parts
-    nodes = len(given.nodes)
-    most = nodes // PARTITION_MIN_NODES_PER_PART
-    if config.engine != "auto" or most < 2 or dra.has_claims(given):
-        return 1
-    from solver.cpsat.engine import BUILD_COST, MIN_SEARCH_S, BuildSize  # OR-Tools: only where CP-SAT runs
-
-    def building_s(part_nodes: int) -> float:
-        return BUILD_COST.seconds(BuildSize(patterns=0, options=0, unit_variables=0, nodes=part_nodes))
-
-    def search_s(part_config: SolveConfig, parts: int) -> float:
-        budget = _Budget.of(
-            replace(part_config, deterministic=True),
-            nodes=nodes // parts,
-            items=items // parts,
-            pending=pending // parts,
-            slowness=1.0,
-            deadline=0.0,
-        )
-        assert budget.search_s is not None  # deterministic
-        return budget.search_s
-
-    items = nodes + len(given.pods)
-    pending = sum(1 for pod in given.pods if pod.phase == "pending")
-    if search_s(config, 1) >= building_s(nodes) + MIN_SEARCH_S:
-        return 1
-    pool = PartPool.of(config.partition_workers, config.ray_address)
-    for parts in range(2, most + 1):
-        if search_s(_part_config(config, items, parts, pool), parts) >= building_s(nodes // parts) + PARTITION_PART_SEARCH_S:
-            return parts
-    return 1
+    return config.partition_parts
 
 
 def _part_config(config: SolveConfig, items: int, parts: int, pool: PartPool) -> SolveConfig:
@@ -592,7 +511,7 @@ def _part_config(config: SolveConfig, items: int, parts: int, pool: PartPool) ->
 
 def _lp_fits_partitioned(config: SolveConfig, items: int) -> bool:
     """Compute the LP bound of the whole beside the parts? As the whole's budget keeps its
-    time back (`_Budget.of`): `lp_gap` True, or None and its estimate within `LP_SHARE` of
+    time back (`_Budget.measure`): `lp_gap` True, or None and its estimate within `LP_SHARE` of
     the time limit."""
     if config.lp_gap is not None:
         return config.lp_gap
@@ -609,8 +528,9 @@ def _place_partitioned(
     snapshot: FEASIBLE (a restriction of the whole), with the LP bound's gap. Engine
     "cpsat-partitioned", so whoever reads the answer knows the parts were searched apart.
 
-    No greedy on the whole: at this size it alone would spend the limit. So the answer is
-    never worse than greedy part by part (each part's `place()` keeps the better of its
+    No greedy on the whole: parts are for cycles too large for the whole, where greedy
+    alone spends most of the limit (it scores every node for every pending pod). So the
+    answer is never worse than greedy part by part (each part's `place()` keeps the better of its
     CP-SAT and its greedy answer), not against greedy on the whole. FALLBACK when no part
     found a CP-SAT answer (the parts' greedy answers, merged: engine "greedy"), and when the
     repair could not make the merge pass the checker (greedy on the whole, then)."""
@@ -621,6 +541,7 @@ def _place_partitioned(
     def meanwhile() -> None:
         snapshot = counted(given)
         problem = build_problem(snapshot)
+        packing_measure(snapshot, config.typical_shapes, problem=problem)  # kept for the context: one problem built, not two
         context = ObjectiveContext.of(snapshot, config.typical_shapes)
         whole.update(snapshot=snapshot, problem=problem, context=context)
         if _lp_fits_partitioned(config, len(snapshot.nodes) + len(snapshot.pods)):

@@ -21,7 +21,7 @@ from solver.greedy import GreedyConfig, solve_greedy
 from solver.partition import PartPool, solve_partitioned, split_snapshot
 from solver.partition.merge import merge_placements
 from solver.partition.repair import repair
-from solver.place import SolveConfig, _partition_parts, place
+from solver.place import SolveConfig, place
 from solver.problem import build_problem
 from solver.rules import counted
 from solver.rules.topology import hard_tier_limit
@@ -234,16 +234,8 @@ def test_merged_greedy_parts_repair_into_a_valid_placement(snapshot: Snapshot) -
 # ---- when `auto` partitions ----
 
 
-def test_auto_partitions_only_when_the_whole_model_would_not_fit_and_a_part_would() -> None:
-    from experiments.synthetic import synthetic_snapshot
-
-    large = synthetic_snapshot(nodes=10_000, pending_pods=5_000, preload=0.5, seed=1)
-    many = 8  # workers solving parts at a time: each part's share of the time
-    assert _partition_parts(large, SolveConfig(time_limit_s=5, partition_workers=many)) == 1  # the whole model fits 5 s
-    # At 3 s greedy's estimate on the whole leaves no search; three parts of 3,333 nodes each do
-    assert _partition_parts(large, SolveConfig(time_limit_s=3, partition_workers=many)) == 3
-    # On two workers each part's share is too short to search: the whole, as before
-    assert _partition_parts(large, SolveConfig(time_limit_s=3, partition_workers=2)) == 1
-    assert _partition_parts(large, SolveConfig(engine="cpsat", time_limit_s=3, partition_workers=many)) == 1  # only `auto` partitions unasked
-    small = synthetic_snapshot(nodes=3_000, pending_pods=5_000, preload=0.5, seed=1)
-    assert _partition_parts(small, SolveConfig(time_limit_s=0.5, partition_workers=many)) == 1  # too few nodes for two parts
+def test_only_cpsat_and_auto_solve_in_parts_and_only_when_asked() -> None:
+    snapshot = two_leaves_of_four(gangs=6)
+    assert place(snapshot, SolveConfig(time_limit_s=1)).engine == "cpsat"  # the default: the whole cycle at once
+    assert place(snapshot, SolveConfig(engine="cpsat", time_limit_s=1, partition_parts=2)).engine == "cpsat-partitioned"
+    assert place(snapshot, SolveConfig(engine="greedy", time_limit_s=1, partition_parts=2)).engine == "greedy"
