@@ -104,6 +104,7 @@ class ControllerConfig:
     standby_observe_s: float = 5.0
     identity: str = "batchplace"
     solver_memory_bytes: int | None = DEFAULT_MEMORY_LIMIT_BYTES  # what one CP-SAT search may allocate
+    partition_parts: int = 1  # solve each cycle in this many parts (`SolveConfig.partition_parts`)
     ray_address: str | None = None  # the parts of a partitioned cycle on this Ray cluster (`SolveConfig.ray_address`)
     typical_shapes: tuple[TypicalShape, ...] = ()  # fixed typical shapes; () = learn them (`ShapeHistory`)
     shape_half_life_s: float = DEFAULT_HALF_LIFE_S
@@ -212,6 +213,7 @@ class Controller:
             time_limit_s=config.time_limit_s,
             memory_limit_bytes=config.solver_memory_bytes,
             typical_shapes=config.typical_shapes,
+            partition_parts=config.partition_parts,
             ray_address=config.ray_address,
         )
         self.shapes = ShapeHistory(half_life_s=config.shape_half_life_s)

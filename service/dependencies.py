@@ -177,6 +177,7 @@ def solve_config(
         time_limit_s=settings.time_limit_for(options.time_limit_s),
         objective_order=options.full_objective_order(),
         memory_limit_bytes=settings.solver_memory_bytes,
+        partition_parts=settings.partition_parts,
         ray_address=settings.ray_address,
         typical_shapes=settings.typical_shapes if typical_shapes is None else typical_shapes,
     )

@@ -53,6 +53,9 @@ class ServiceSettings(BaseModel):
         DEFAULT_MEMORY_LIMIT_BYTES, ge=MIN_MEMORY_LIMIT_BYTES,
         description="what one CP-SAT search may allocate; past it that answer is greedy's (FALLBACK); None: no ceiling",
     )
+    partition_parts: int = Field(
+        1, ge=1, le=256, description="solve each request in this many parts (serve --partition-parts); 1: whole"
+    )
     ray_address: str | None = Field(
         None, description="the parts of a partitioned solve run on this Ray cluster (serve --ray-address); "
         "None: processes of this machine"
