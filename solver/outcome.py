@@ -238,7 +238,7 @@ def build_decision(
             group_reasons = _with_colocation_note(snapshot, _with_usage_note(snapshot, group_reasons))
             group_reasons = _with_gpu_lending_note(snapshot, group, group_reasons)
             held = reservation.reservation_of(snapshot, group.key)
-            if held is not None:
+            if held is not None and reservation.reserved_reason(held) not in group_reasons:
                 group_reasons = (reservation.reserved_reason(held), *group_reasons)
         outcomes.append(
             PodGroupOutcome(

@@ -424,7 +424,7 @@ def _decide(
         if cause != "no_time" and budget.lp_fits(config, after_s=budget.reserve_s):
             objective = score(snapshot, checked.placement).throughput
             bound = _relaxed_bound(snapshot, problem, deadline)
-        decision = _decision(snapshot, checked.placement, "greedy", "FALLBACK", started, greedy_reasons, objective, bound=bound)
+        decision = _as_fallback(checked, started, objective, bound=bound)
         reproducible = config.deterministic and cause != "timeout" and not cut  # past the safety net, or by the wall clock
         return decision.model_copy(update={"fallback": Fallback(cause=cause, reason=why), "reproducible": reproducible})
 
@@ -566,8 +566,7 @@ def _place_partitioned(
     if solved.violations:
         log.error("partition: the repaired placement is still rejected:\n%s", PlacementRejected(solved.violations))
         greedy = _checked_greedy(snapshot, engines.greedy(snapshot, problem=problem, config=greedy_config))
-        reasons = {o.name: o.reasons for o in greedy.podgroups}
-        decision = _decision(snapshot, greedy.placement, "greedy", "FALLBACK", started, reasons, None)
+        decision = _as_fallback(greedy, started, None)
         why = Fallback(cause="rejected", reason="the partitioned placement broke a hard rule after its repair")
         return snapshot, problem, decision.model_copy(update={"fallback": why, "reproducible": False})
     context = whole["context"]
@@ -628,6 +627,30 @@ def _checked_greedy(snapshot: Snapshot, greedy: Decision) -> Decision:
     return greedy
 
 
+def _as_fallback(greedy: Decision, started: float, objective: int | None, *, bound: int | None = None) -> Decision:
+    """Greedy's own `Decision` answered as FALLBACK: its outcomes and reasons as greedy built
+    them for this snapshot and placement — not built again from its reasons, which already
+    carry what the build adds (a reservation's sentence would be prefixed twice) and at
+    10,000 nodes cost a pass over every PodGroup."""
+    return greedy.model_copy(
+        update={
+            "engine": "greedy",
+            "status": "FALLBACK",
+            "solve_seconds": time.perf_counter() - started,
+            "objective": None if objective is None else float(objective),
+            "bound": None if bound is None else float(bound),
+            "gap": _gap(objective, bound),
+        }
+    )
+
+
+def _gap(objective: int | None, bound: int | None) -> float | None:
+    """(bound − objective) / bound, when both are known."""
+    if bound is None or objective is None:
+        return None
+    return max(0.0, (bound - objective) / max(1, abs(bound)))
+
+
 def _decision(
     snapshot: Snapshot,
     placement: Placement,
@@ -639,9 +662,6 @@ def _decision(
     *,
     bound: int | None = None,
 ) -> Decision:
-    gap = None
-    if bound is not None and objective is not None:
-        gap = max(0.0, (bound - objective) / max(1, abs(bound)))
     return build_decision(
         snapshot,
         placement,
@@ -651,5 +671,5 @@ def _decision(
         reasons=reasons,
         objective=None if objective is None else float(objective),
         bound=None if bound is None else float(bound),
-        gap=gap,
+        gap=_gap(objective, bound),
     )

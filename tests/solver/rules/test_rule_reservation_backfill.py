@@ -182,3 +182,16 @@ def test_every_engine_binds_on_held_nodes_only_its_holder_or_pods_gone_before_th
         deadline = groups[pod.pod_group].task_by_name[pod.task].active_deadline_s
         drained_in = by_group[holder].drained_in_s
         assert deadline is not None and drained_in is not None and deadline <= drained_in
+
+
+@pytest.mark.parametrize("time_limit_s", [0.01, 1.0], ids=["fallback", "cpsat"])
+def test_the_holders_reason_is_said_once_whoever_answers(time_limit_s: float) -> None:
+    """At 0.01 s `auto` has no time for CP-SAT and answers with greedy's placement
+    (FALLBACK): its reasons are greedy's, the reservation's sentence once, as CP-SAT's."""
+    snapshot = _held_leaf(smalls={"s1": None})
+    decision = solve_checked(snapshot, "auto", time_limit_s=time_limit_s)
+    assert decision.status == ("FALLBACK" if time_limit_s < 0.1 else "OPTIMAL")
+    (big,) = [outcome for outcome in decision.podgroups if outcome.name == "default/big"]
+    assert big.state == "pending"
+    assert [reason.startswith("reservation: waiting 60 min > 30 min") for reason in big.reasons].count(True) == 1
+    assert len(big.reasons) == len(set(big.reasons))
