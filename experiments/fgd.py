@@ -377,12 +377,9 @@ def _expected_cost(config: FgdConfig) -> float:
 
 
 def _ray_sweep(configs: Iterable[FgdConfig], address: str, trace_dir: Path | None) -> Iterator[FgdRun]:
-    try:
-        import ray
-    except ImportError as error:  # the optional extra
-        raise RuntimeError("--ray needs the optional extra: pip install 'batchplace[ray]'") from error
-    if not ray.is_initialized():
-        ray.init(address=None if address == "local" else address, include_dashboard=False, log_to_driver=False)
+    from solver.partition.ray_pool import connected_ray  # Ray: an optional extra
+
+    ray = connected_ray(address)  # raises RayUnavailable without the ray extra or a cluster that answers
     remote = ray.remote(_run_one)
     pending = [remote.remote(config, trace_dir) for config in configs]
     while pending:

@@ -299,7 +299,7 @@ class _Budget:
         dra_after_s = DRA_AFTER_SECONDS_PER_CLAIM_POD * pending_claim_pods
         reserve_s = SAFETY_SHARE * config.time_limit_s + slowness * (0.05 + AFTER_SECONDS_PER_ITEM * items + dra_after_s)
         lp_s = slowness * LP_SECONDS_PER_ITEM * items
-        lp_reserved = config.lp_gap if config.lp_gap is not None else lp_s <= LP_SHARE * config.time_limit_s
+        lp_reserved = _lp_reserved(config, lp_s)
         search_s = None
         if config.deterministic:
             pending = sum(1 for pod in snapshot.pods if pod.phase == "pending")
@@ -509,13 +509,22 @@ def _part_config(config: SolveConfig, items: int, parts: int, pool: PartPool) ->
     )
 
 
-def _lp_fits_partitioned(config: SolveConfig, items: int) -> bool:
-    """Compute the LP bound of the whole beside the parts? As the whole's budget keeps its
-    time back (`_Budget.measure`): `lp_gap` True, or None and its estimate within `LP_SHARE` of
-    the time limit."""
-    if config.lp_gap is not None:
-        return config.lp_gap
-    return LP_SECONDS_PER_ITEM * items <= LP_SHARE * config.time_limit_s
+def _lp_reserved(config: SolveConfig, lp_s: float) -> bool:
+    """Keep the LP bound's time (`lp_s`, estimated) back from the search? `lp_gap` True, or
+    None and the estimate within `LP_SHARE` of the time limit. Read by the whole's budget
+    (`_Budget.measure`) and by the partitioned solve, which computes the bound beside its
+    parts."""
+    return config.lp_gap if config.lp_gap is not None else lp_s <= LP_SHARE * config.time_limit_s
+
+
+@dataclass(frozen=True)
+class _Whole:
+    """What the partitioned solve builds of the whole snapshot while its parts solve."""
+
+    snapshot: Snapshot
+    problem: Problem
+    context: ObjectiveContext
+    bound: int | None
 
 
 def _place_partitioned(
@@ -536,16 +545,16 @@ def _place_partitioned(
     repair could not make the merge pass the checker (greedy on the whole, then)."""
     greedy_config = GreedyConfig(packing=config.packing, typical_shapes=config.typical_shapes)
     deadline = _call_deadline(config, started)
-    whole: dict[str, object] = {}
+    built: list[_Whole] = []
 
     def meanwhile() -> None:
         snapshot = counted(given)
         problem = build_problem(snapshot)
         packing_measure(snapshot, config.typical_shapes, problem=problem)  # kept for the context: one problem built, not two
         context = ObjectiveContext.of(snapshot, config.typical_shapes)
-        whole.update(snapshot=snapshot, problem=problem, context=context)
-        if _lp_fits_partitioned(config, len(snapshot.nodes) + len(snapshot.pods)):
-            whole["bound"] = _relaxed_bound(snapshot, problem, deadline)
+        lp_s = LP_SECONDS_PER_ITEM * (len(snapshot.nodes) + len(snapshot.pods))
+        bound = _relaxed_bound(snapshot, problem, deadline) if _lp_reserved(config, lp_s) else None
+        built.append(_Whole(snapshot, problem, context, bound))
 
     def rescue(part: Snapshot) -> Placement:
         part = counted(part)
@@ -557,8 +566,8 @@ def _place_partitioned(
     solved = solve_partitioned(
         given, parts=parts, solve=solve, rescue=rescue, deadline=deadline, pool=pool, meanwhile=meanwhile
     )
-    snapshot, problem = whole["snapshot"], whole["problem"]
-    assert isinstance(snapshot, Snapshot) and isinstance(problem, Problem)
+    (whole,) = built
+    snapshot, problem = whole.snapshot, whole.problem
     log.info(
         "partition: %d parts, %d with CP-SAT's own answer, %d gang(s) dropped by the repair",
         len(solved.parts), solved.own_answers, len(solved.dropped),
@@ -569,11 +578,8 @@ def _place_partitioned(
         decision = _as_fallback(greedy, started, None)
         why = Fallback(cause="rejected", reason="the partitioned placement broke a hard rule after its repair")
         return snapshot, problem, decision.model_copy(update={"fallback": why, "reproducible": False})
-    context = whole["context"]
-    assert isinstance(context, ObjectiveContext)
-    objective = score(snapshot, solved.placement, context=context).throughput
-    bound = whole.get("bound")
-    assert bound is None or isinstance(bound, int)
+    objective = score(snapshot, solved.placement, context=whole.context).throughput
+    bound = whole.bound
     reasons = pending_reasons(
         snapshot, problem, solved.placement, _left_pending(snapshot, solved.placement), status="FEASIBLE",
         deadline=deadline, otherwise=solved.reasons,

@@ -38,7 +38,7 @@ from multiprocessing import get_context
 
 from models.placement import Decision, Placement
 from models.snapshot import Snapshot
-from solver.partition.answer import PartAnswer, answer_of, failed_answer
+from solver.partition.answer import PartAnswer, answer_of, failed_answer, timed_out_answer
 
 __all__ = ["PartPool", "solve_parts"]
 
@@ -108,8 +108,7 @@ def solve_parts(
             if not done:
                 break  # the deadline passed
         for future in waiting:
-            log.error("partition: part %d did not answer in time; greedy's placement of it instead", futures[future])
-            answers[futures[future]] = PartAnswer(rescue(parts[futures[future]]), "FALLBACK", False, "timeout")
+            answers[futures[future]] = timed_out_answer(futures[future], parts[futures[future]], rescue)
     finally:
         if waiting:
             _stop(executor)

@@ -17,7 +17,6 @@ Failing is as for the local pool: a task raising or its worker dying (Ray raises
 
 from __future__ import annotations
 
-import logging
 import socket
 import threading
 import time
@@ -26,11 +25,10 @@ from typing import Any
 
 from models.placement import Decision, Placement
 from models.snapshot import Snapshot
-from solver.partition.answer import PartAnswer, answer_of, failed_answer
+from solver.partition.answer import PartAnswer, answer_of, failed_answer, timed_out_answer
 
-__all__ = ["ray_cpus", "solve_parts_on_ray", "RayUnavailable"]
+__all__ = ["connected_ray", "ray_cpus", "solve_parts_on_ray", "RayUnavailable"]
 
-log = logging.getLogger(__name__)
 _connect_lock = threading.Lock()
 
 
@@ -38,8 +36,9 @@ class RayUnavailable(RuntimeError):
     """Ray is not installed, or the cluster at the address given cannot be reached."""
 
 
-def _ray(address: str) -> Any:
-    """The `ray` module, connected to `address` (once per process)."""
+def connected_ray(address: str) -> Any:
+    """The `ray` module, connected to `address` (once per process): for the partitioned
+    solve's parts and for any other work sent to the same cluster (the FGD sweep's runs)."""
     try:
         import ray
     except ImportError as error:
@@ -80,7 +79,7 @@ def _check_reachable(address: str) -> None:
 
 def ray_cpus(address: str) -> int:
     """The CPUs of the Ray cluster at `address`: how many parts it solves at a time."""
-    return max(1, int(_ray(address).cluster_resources().get("CPU", 1)))
+    return max(1, int(connected_ray(address).cluster_resources().get("CPU", 1)))
 
 
 def _solve_one(solve: Callable[[Snapshot], Decision], part: Snapshot) -> Decision:
@@ -97,7 +96,7 @@ def solve_parts_on_ray(
     meanwhile: Callable[[], None],
 ) -> tuple[PartAnswer, ...]:
     """Each part's answer, solved as a Ray task on the cluster at `address` (module docstring)."""
-    ray = _ray(address)
+    ray = connected_ray(address)
     remote = ray.remote(num_cpus=1, max_retries=0)(_solve_one)
     refs = [remote.remote(solve, part) for part in parts]
     meanwhile()
@@ -106,9 +105,8 @@ def solve_parts_on_ray(
     answers = []
     for index, (ref, part) in enumerate(zip(refs, parts, strict=True)):
         if ref not in finished:
-            log.error("partition: part %d did not answer in time on Ray; greedy's placement of it instead", index)
             ray.cancel(ref, force=True)
-            answers.append(PartAnswer(rescue(part), "FALLBACK", False, "timeout"))
+            answers.append(timed_out_answer(index, part, rescue))
             continue
         try:
             answers.append(answer_of(ray.get(ref)))
