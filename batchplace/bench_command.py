@@ -117,7 +117,7 @@ def bench(
             "(dra-nvlink: all) on one NVLink domain.",
         ),
     ] = "standard",
-    partition_parts: PartitionPartsOption = None,
+    partition_parts: PartitionPartsOption = 1,
     ray_address: RayAddressOption = None,
 ) -> None:
     """Time the placement engines on synthetic GPU clusters and report speed and quality.
@@ -144,7 +144,7 @@ def bench(
         seed=seed,
         packing=_parsed("--packing", _parse_packing, packing) if packing is not None else None,
         family=_parsed("--family", parse_family, family),
-        partition_parts=partition_parts or 1,
+        partition_parts=partition_parts,
         ray_address=ray_address_of(ray_address),
     )
     total = len(config.sizes) * config.repeats * len(config.engines)

@@ -157,7 +157,7 @@ def solve(
     colocation: ColocationOption = True,
     cluster: ClusterOption = None,
     scale_up: ScaleUpOption = None,
-    partition_parts: PartitionPartsOption = None,
+    partition_parts: PartitionPartsOption = 1,
     ray_address: RayAddressOption = None,
 ) -> None:
     """Place the pending pods of FILES and print binds, evictions and the reason for each pending PodGroup.
@@ -179,7 +179,7 @@ def solve(
         time_limit_s=time_limit,
         memory_limit_bytes=memory_limit_bytes,
         typical_shapes=shapes,
-        partition_parts=partition_parts or 1,
+        partition_parts=partition_parts,
         ray_address=ray_address_of(ray_address),
     )
     if cluster and scale_up is not None:

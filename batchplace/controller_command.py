@@ -100,7 +100,7 @@ def controller(
     time_limit: Annotated[float, typer.Option("--time-limit", min=0.01, max=3600, help="Solver time budget per cycle, seconds.")] = 2.0,
     engine: Annotated[str, typer.Option(help=f"Placement engine: {', '.join(ENGINES)}.")] = "auto",
     solver_memory: SolverMemoryOption = None,
-    partition_parts: PartitionPartsOption = None,
+    partition_parts: PartitionPartsOption = 1,
     ray_address: RayAddressOption = None,
     typical_shapes: TypicalShapesOption = None,
     shape_half_life: Annotated[
@@ -297,7 +297,7 @@ def controller(
         lease=lease,
         identity=name,
         solver_memory_bytes=solver_memory_bytes(solver_memory),
-        partition_parts=partition_parts or 1,
+        partition_parts=partition_parts,
         ray_address=ray_address_of(ray_address),
         typical_shapes=shapes,
         shape_half_life_s=shape_half_life,

@@ -70,7 +70,7 @@ RayAddressOption = Annotated[
     ),
 ]
 PartitionPartsOption = Annotated[
-    Optional[int],
+    int,
     typer.Option(
         "--partition-parts",
         min=1,

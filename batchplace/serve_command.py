@@ -47,7 +47,7 @@ def serve(
     ] = 30.0,
     log_level: Annotated[str, typer.Option(help="debug, info, warning, error.")] = "info",
     solver_memory: SolverMemoryOption = None,
-    partition_parts: PartitionPartsOption = None,
+    partition_parts: PartitionPartsOption = 1,
     ray_address: RayAddressOption = None,
     typical_shapes: TypicalShapesOption = None,
 ) -> None:
@@ -66,7 +66,7 @@ def serve(
             solver_slots=solver_slots,
             solver_queue=solver_queue,
             solver_memory_bytes=solver_memory_bytes(solver_memory),
-            partition_parts=partition_parts or 1,
+            partition_parts=partition_parts,
             ray_address=ray_address_of(ray_address),
             typical_shapes=typical_shapes_of_file(typical_shapes),
         )
