@@ -28,6 +28,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from batchplace.options import PartitionPartsOption
 from batchplace.render import print_error
 from models.duration import DurationError, parse_go_duration
 from solver.rules.reservation import DEFAULT_SLA_WAITING_S
@@ -139,6 +140,7 @@ def fgd(
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes.")] = 2,
     ray: Annotated[str | None, typer.Option("--ray", help="Run on the Ray cluster at ADDRESS (or 'local'); needs the ray extra.")] = None,
     time_limit: Annotated[float, typer.Option("--time-limit", min=0.01, help="CP-SAT time limit per solve (s).")] = 1.0,
+    partition_parts: PartitionPartsOption = 1,
     out: Annotated[Path, typer.Option(help="Output folder for CSV, Markdown and PNG.")] = Path("results/fgd"),
     require_gate: Annotated[bool, typer.Option("--require-gate", help="Exit 1 unless the paper baselines reproduce within ±0.5 points.")] = False,
     trace_dir: Annotated[Path | None, typer.Option("--trace-dir", help=_TRACE_DIR_HELP)] = None,
@@ -180,7 +182,7 @@ def fgd(
     seed_list = _ints(seeds, what="--seeds")
     ks = _ints(batch_sizes, what="--batch-sizes")
     configs = [
-        FgdConfig(policy=policy, seed=seed, trace=name, batch_size=k, time_limit_s=time_limit)
+        FgdConfig(policy=policy, seed=seed, trace=name, batch_size=k, time_limit_s=time_limit, partition_parts=partition_parts)
         for name in traces
         for policy in chosen
         for k in ([1] if policy in BASELINES else ks)

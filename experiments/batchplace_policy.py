@@ -137,6 +137,7 @@ class BatchplacePolicy:
         packing: PackingName = "fragmentation",
         typical: TypicalPods | None = None,
         order: BatchOrder = "arrival",
+        partition_parts: int = 1,
     ):
         self.name = name
         self.engine = engine
@@ -148,8 +149,9 @@ class BatchplacePolicy:
             shapes = typical_shapes(typical)
             self.specs = tuple(sorted({int(s) for s, g in zip(typical.spec.tolist(), typical.num_gpu.tolist()) if s and g}))
         self.config = SolveConfig(
-            engine=engine, time_limit_s=time_limit_s, workers=1, packing=packing, typical_shapes=shapes
-        )
+            engine=engine, time_limit_s=time_limit_s, workers=1, packing=packing, typical_shapes=shapes,
+            partition_parts=partition_parts,
+        )  # fmt: skip
         self._nodes: list[Node | None] = []  # per node row: the validated Node last built
         self._built_version = np.zeros(0, dtype=np.int64)  # per node row: the version it was built at, −1 none
         self._classes = _NodeClasses()
@@ -329,17 +331,18 @@ def _pending_pod(pod: PodRequest) -> dict[str, object]:
 
 
 def make_batchplace_policy(
-    name: str, *, state: ClusterState, tracker: FragTracker, time_limit_s: float = 1.0
+    name: str, *, state: ClusterState, tracker: FragTracker, time_limit_s: float = 1.0, partition_parts: int = 1
 ) -> object:
     """`greedy` / `cpsat` / `auto`: the engine through `solver.place`, its fragmentation score fed
     the trace's typical pods (as FGD's is); `greedy-bestfit`: the engine's plain best fit
     (`packing="best-fit"`); `greedy-pending`: the fragmentation score with typical shapes
     taken from each snapshot's pending pods only (what the product does when no shapes
     are configured); `greedy-frag`: the experiments-side prototype the engine score
-    replaced (`experiments.frag_aware`)."""
+    replaced (`experiments.frag_aware`). `partition_parts`: each batch of `cpsat` / `auto`
+    solved in that many parts (`SolveConfig.partition_parts`)."""
     typical = tracker.typical
     if name in ("greedy", "cpsat", "auto"):
-        return BatchplacePolicy(name, name=name, time_limit_s=time_limit_s, typical=typical)
+        return BatchplacePolicy(name, name=name, time_limit_s=time_limit_s, typical=typical, partition_parts=partition_parts)
     if name == "greedy-large-first":
         return BatchplacePolicy("greedy", name=name, time_limit_s=time_limit_s, typical=typical, order="large-first")
     if name == "greedy-bestfit":

@@ -91,6 +91,7 @@ class FgdConfig:
     batch_size: int = 1
     tune_ratio: float = TUNE_RATIO
     time_limit_s: float = 1.0  # per solve, CP-SAT only
+    partition_parts: int = 1  # parts of each solve (`SolveConfig.partition_parts`), CP-SAT only
 
 
 @dataclass(frozen=True)

@@ -226,7 +226,7 @@ def answers_table(runs: Iterable[FgdRun]) -> str:
         answers, c = run.answers, run.config
         if answers is None or c.policy not in ("cpsat", "auto") or not answers.batches:
             continue
-        cpsat = sum(n for key, n in answers.answered_by.items() if key.startswith("cpsat:"))
+        cpsat = sum(n for key, n in answers.answered_by.items() if key.startswith(("cpsat:", "cpsat-partitioned:")))
         causes = ", ".join(f"{key.rsplit(':', 1)[-1]} {n}" for key, n in sorted(answers.answered_by.items()) if ":FALLBACK" in key)
         seconds = np.array(answers.place_seconds)
         lines.append(

@@ -34,12 +34,15 @@ def policy_label(name: str) -> str:
 
 
 def make_policy(config, rng: np.random.Generator, tracker: FragTracker, state: ClusterState) -> Policy:  # noqa: ANN001
-    """The policy `config.policy` names, ready for one run."""
+    """The policy `config.policy` names, ready for one run; batchplace's CP-SAT policies solve
+    in `config.partition_parts` parts where the config has them (the FGD protocol's), else whole."""
     name = config.policy
     if name in BASELINES:
         return make_baseline(name, rng=rng, tracker=tracker)
     if name in BATCHPLACE_POLICIES:
         from experiments.batchplace_policy import make_batchplace_policy
 
-        return make_batchplace_policy(name, state=state, tracker=tracker, time_limit_s=config.time_limit_s)
+        return make_batchplace_policy(
+            name, state=state, tracker=tracker, time_limit_s=config.time_limit_s, partition_parts=getattr(config, "partition_parts", 1)
+        )
     raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}")

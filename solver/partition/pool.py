@@ -8,8 +8,13 @@ Why processes: the parts' searches are CPU-bound Python and native code, which t
 would run one at a time. Why spawned, not forked: the pool's workers start clean (no locks
 or threads of the caller's, which in the HTTP service and the controller hold both), and
 the same payload — a pickled snapshot and a function named by its module — could be sent
-to workers on other machines. The cost is each worker's start (importing the solver) and
-pickling each part on the way in.
+to workers on other machines. The cost is pickling each part on the way in, and each
+worker's start (importing the solver, about a second) — paid once per process, not per call:
+the workers are kept warm between calls (`_WarmWorkers`), since the controller and the
+service solve a cycle after another, and a pool started per call would spend the first
+second of every limit starting. A worker is replaced after `TASKS_PER_WORKER` parts, so
+what a long-lived worker might accumulate stays bounded. A call that finds the warm
+workers busy (a concurrent call in the service) starts workers of its own for that call.
 
 Spawned workers import the caller's main module again: a script that calls `place()` at
 import time must do so under `if __name__ == "__main__":`, or every worker dies starting and
@@ -30,9 +35,14 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
+import threading
 import time
 from collections.abc import Callable, Sequence
+from collections.abc import Iterator
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing import get_context
 
@@ -40,9 +50,11 @@ from models.placement import Decision, Placement
 from models.snapshot import Snapshot
 from solver.partition.answer import PartAnswer, answer_of, failed_answer, timed_out_answer
 
-__all__ = ["PartPool", "solve_parts"]
+__all__ = ["PartPool", "solve_parts", "TASKS_PER_WORKER"]
 
 log = logging.getLogger(__name__)
+
+TASKS_PER_WORKER = 200
 
 
 @dataclass(frozen=True)
@@ -94,27 +106,96 @@ def solve_parts(
             )
         except RayUnavailable as error:  # raised before any part is sent
             log.error("partition: %s; the parts run on this machine", error)
+    with _WARM.lease(pool.at_a_time(len(parts))) as executor:
+        healthy = False
+        try:
+            answers, healthy = _solve_on(executor, parts, solve=solve, rescue=rescue, deadline=deadline, meanwhile=meanwhile)
+        finally:
+            if not healthy:  # hung or dead workers, or `meanwhile` raised with parts still out
+                _WARM.discard(executor)
+    return answers
+
+
+def _solve_on(
+    executor: ProcessPoolExecutor,
+    parts: Sequence[Snapshot],
+    *,
+    solve: Callable[[Snapshot], Decision],
+    rescue: Callable[[Snapshot], Placement],
+    deadline: float,
+    meanwhile: Callable[[], None],
+) -> tuple[tuple[PartAnswer, ...], bool]:
+    """Each part's answer from `executor`'s workers, and whether the workers are still fit to
+    keep: False when a part missed the deadline (its worker is still busy) or a worker died."""
     answers: list[PartAnswer | None] = [None] * len(parts)
-    executor = ProcessPoolExecutor(max_workers=pool.at_a_time(len(parts)), mp_context=get_context("spawn"))
-    waiting: set[Future[Decision]] = set()
-    try:
-        futures: dict[Future[Decision], int] = {executor.submit(solve, part): index for index, part in enumerate(parts)}
-        waiting = set(futures)
-        meanwhile()
-        while waiting:
-            done, waiting = wait(waiting, timeout=max(0.0, deadline - time.perf_counter()), return_when=FIRST_EXCEPTION)
-            for future in done:
-                answers[futures[future]] = _answer(future, parts[futures[future]], rescue)
-            if not done:
-                break  # the deadline passed
-        for future in waiting:
-            answers[futures[future]] = timed_out_answer(futures[future], parts[futures[future]], rescue)
-    finally:
-        if waiting:
-            _stop(executor)
-        else:
-            executor.shutdown(wait=True)
-    return tuple(answer for answer in answers if answer is not None)
+    # Pickled here, before `meanwhile` runs: the executor would pickle them in its own thread,
+    # while `meanwhile` fills the memos the solver keeps on the same models.
+    payloads = [pickle.dumps((solve, part), protocol=pickle.HIGHEST_PROTOCOL) for part in parts]
+    futures: dict[Future[Decision], int] = {executor.submit(_run, payload): index for index, payload in enumerate(payloads)}
+    waiting = set(futures)
+    meanwhile()
+    while waiting:
+        done, waiting = wait(waiting, timeout=max(0.0, deadline - time.perf_counter()), return_when=FIRST_EXCEPTION)
+        for future in done:
+            answers[futures[future]] = _answer(future, parts[futures[future]], rescue)
+        if not done:
+            break  # the deadline passed
+    for future in waiting:
+        answers[futures[future]] = timed_out_answer(futures[future], parts[futures[future]], rescue)
+    healthy = not waiting and not any(isinstance(future.exception(), BrokenProcessPool) for future in futures)
+    return tuple(answer for answer in answers if answer is not None), healthy
+
+
+class _WarmWorkers:
+    """The process's one pool of spawned workers, kept between calls (module docstring).
+    `lease` hands it to one call at a time — started, or started again with another worker
+    count; a call that finds it leased gets a pool of its own, shut down after the call.
+    `discard` stops a pool whose workers are hung or dead, so the next call starts fresh."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._executor: ProcessPoolExecutor | None = None
+        self._workers = 0
+
+    @contextmanager
+    def lease(self, workers: int) -> Iterator[ProcessPoolExecutor]:
+        if not self._lock.acquire(blocking=False):
+            executor = _new_executor(workers)
+            try:
+                yield executor
+            finally:
+                _stop(executor)
+            return
+        try:
+            if self._executor is None or self._workers != workers:
+                if self._executor is not None:
+                    _stop(self._executor)
+                self._executor, self._workers = _new_executor(workers), workers
+            yield self._executor
+        finally:
+            self._lock.release()
+
+    def discard(self, executor: ProcessPoolExecutor) -> None:
+        _stop(executor)
+        if self._executor is executor:
+            self._executor = None
+
+    def started(self) -> ProcessPoolExecutor | None:
+        """The warm pool, if one is started (for tests and diagnostics)."""
+        return self._executor
+
+
+_WARM = _WarmWorkers()
+
+
+def _new_executor(workers: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), max_tasks_per_child=TASKS_PER_WORKER)
+
+
+def _run(payload: bytes) -> Decision:
+    """In the worker: one part's solve, as `_solve_on` pickled it."""
+    solve, part = pickle.loads(payload)
+    return solve(part)
 
 
 def _answer(future: Future[Decision], part: Snapshot, rescue: Callable[[Snapshot], Placement]) -> PartAnswer:

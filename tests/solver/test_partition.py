@@ -6,19 +6,22 @@ takes seconds (most of it the pool's workers starting)."""
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Sequence
 from functools import partial
 
 from builders import created_at, make_bind, make_eviction, make_gang, make_node, make_placement, make_queue, make_snapshot, resources
 from hypothesis import HealthCheck, given, settings
 from strategies import snapshots
 
-from models.placement import Placement
+from models.placement import Decision, Placement
 from models.snapshot import GPU, Snapshot
 from solver.checker import check_placement
 from solver.engines import Engines
 from solver.greedy import GreedyConfig, solve_greedy
-from solver.partition import PartPool, solve_partitioned, split_snapshot
+from solver.partition import PartAnswer, PartPool, solve_partitioned, split_snapshot
+from solver.partition.pool import solve_parts
 from solver.partition.merge import merge_placements
 from solver.partition.repair import repair
 from solver.place import SolveConfig, place
@@ -42,6 +45,27 @@ def two_leaves_of_four(*, gangs: int = 8, capability_gpus: int | None = None) ->
 def greedy_placement(part: Snapshot) -> Placement:
     part = counted(part)
     return solve_greedy(part, problem=build_problem(part), config=GreedyConfig()).placement
+
+
+def says_its_worker(snapshot: Snapshot) -> Decision:
+    """A part's solve that fails saying which worker process ran it."""
+    raise RuntimeError(f"worker {os.getpid()}")
+
+
+def sleeps_on_n0(snapshot: Snapshot) -> Decision:
+    """A part's solve that hangs on the part holding node n0 and fails elsewhere, saying where."""
+    if "n0" in snapshot.node_by_name:
+        time.sleep(60)
+    raise RuntimeError(f"worker {os.getpid()}")
+
+
+def says_what_it_saw(snapshot: Snapshot, *, seen: dict[int, int]) -> Decision:
+    """A part's solve that fails saying how many entries `seen` had when it was sent."""
+    raise RuntimeError(f"saw {len(seen)}")
+
+
+def workers_of(answers: Sequence[PartAnswer]) -> set[str]:
+    return {answer.failure.rsplit(" ", 1)[-1] for answer in answers if answer.failure and "worker" in answer.failure}
 
 
 def dies_on_n0(snapshot: Snapshot, **kwargs: object) -> object:
@@ -179,6 +203,49 @@ def test_a_part_whose_solve_fails_answers_with_greedys_placement_of_it() -> None
     assert answered.failure is None and answered.status in ("OPTIMAL", "FEASIBLE")
     assert solved.own_answers == 1
     assert solved.violations == () and check_placement(snapshot, solved.placement) == ()
+
+
+def test_the_workers_stay_warm_from_one_call_to_the_next() -> None:
+    parts = [part.snapshot for part in split_snapshot(two_leaves_of_four(), parts=2)]
+
+    def solved() -> set[str]:
+        answers = solve_parts(
+            parts, solve=says_its_worker, rescue=greedy_placement, deadline=time.perf_counter() + 120, pool=PartPool(workers=2)
+        )
+        assert [answer.placement for answer in answers] == [greedy_placement(part) for part in parts]
+        return workers_of(answers)
+
+    first, second = solved(), solved()
+    assert first and second <= first  # the same processes answered: no worker started anew
+
+
+def test_a_part_is_sent_as_it_was_when_solve_parts_was_called() -> None:
+    """`meanwhile` runs while the parts are on their way; what it changes (the solver fills memos
+    on the models the parts share) is not what a part's worker gets, and never breaks the
+    sending ("dictionary changed size during iteration")."""
+    parts = [part.snapshot for part in split_snapshot(two_leaves_of_four(), parts=2)]
+    seen: dict[int, int] = {}
+
+    def meanwhile() -> None:
+        for key in range(200_000):
+            seen[key] = key
+
+    answers = solve_parts(
+        parts, solve=partial(says_what_it_saw, seen=seen), rescue=greedy_placement,
+        deadline=time.perf_counter() + 120, pool=PartPool(workers=2), meanwhile=meanwhile,
+    )  # fmt: skip
+    assert [answer.failure for answer in answers] == ["RuntimeError: saw 0"] * 2
+
+
+def test_workers_left_hung_by_a_missed_deadline_are_replaced() -> None:
+    parts = [part.snapshot for part in split_snapshot(two_leaves_of_four(), parts=2)]
+    pool = PartPool(workers=2)
+    hung = solve_parts(parts, solve=sleeps_on_n0, rescue=greedy_placement, deadline=time.perf_counter() + 5, pool=pool)
+    assert hung[0].failure == "timeout" and hung[0].placement == greedy_placement(parts[0])
+    before = workers_of(hung)
+    after = solve_parts(parts, solve=says_its_worker, rescue=greedy_placement, deadline=time.perf_counter() + 120, pool=pool)
+    assert all(answer.failure is not None and "worker" in answer.failure for answer in after)  # none queued behind the hung one
+    assert before and not workers_of(after) & before
 
 
 def test_place_answers_when_a_parts_search_dies() -> None:
