@@ -55,6 +55,10 @@ __all__ = ["PartPool", "solve_parts", "TASKS_PER_WORKER"]
 log = logging.getLogger(__name__)
 
 TASKS_PER_WORKER = 200
+"""Parts a worker solves before it is replaced: what a long-lived worker may accumulate stays bounded."""
+
+PARENT_POLL_S = 1.0
+"""How often a worker checks that the process that started it is still there."""
 
 
 @dataclass(frozen=True)
@@ -189,7 +193,24 @@ _WARM = _WarmWorkers()
 
 
 def _new_executor(workers: int) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), max_tasks_per_child=TASKS_PER_WORKER)
+    return ProcessPoolExecutor(
+        max_workers=workers, mp_context=get_context("spawn"), max_tasks_per_child=TASKS_PER_WORKER,
+        initializer=_exit_with_parent, initargs=(os.getpid(),),
+    )  # fmt: skip
+
+
+def _exit_with_parent(parent: int) -> None:
+    """In each worker: end it once the process that started it is gone. Warm workers wait
+    between calls, and a parent killed outright (`SIGKILL`, the OOM killer) would otherwise
+    leave them waiting for good: each holds its task queue's both ends, so it never reads an
+    end of file."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def _run(payload: bytes) -> Decision:

@@ -7,9 +7,12 @@ takes seconds (most of it the pool's workers starting)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from functools import partial
+from pathlib import Path
 
 from builders import created_at, make_bind, make_eviction, make_gang, make_node, make_placement, make_queue, make_snapshot, resources
 from hypothesis import HealthCheck, given, settings
@@ -21,7 +24,7 @@ from solver.checker import check_placement
 from solver.engines import Engines
 from solver.greedy import GreedyConfig, solve_greedy
 from solver.partition import PartAnswer, PartPool, solve_partitioned, split_snapshot
-from solver.partition.pool import solve_parts
+from solver.partition.pool import PARENT_POLL_S, solve_parts
 from solver.partition.merge import merge_placements
 from solver.partition.repair import repair
 from solver.place import SolveConfig, place
@@ -306,3 +309,49 @@ def test_only_cpsat_and_auto_solve_in_parts_and_only_when_asked() -> None:
     assert place(snapshot, SolveConfig(time_limit_s=1)).engine == "cpsat"  # the default: the whole cycle at once
     assert place(snapshot, SolveConfig(engine="cpsat", time_limit_s=1, partition_parts=2)).engine == "cpsat-partitioned"
     assert place(snapshot, SolveConfig(engine="greedy", time_limit_s=1, partition_parts=2)).engine == "greedy"
+
+
+STARTS_WARM_WORKERS_AND_WAITS = """
+import functools, sys, time
+from experiments.synthetic import synthetic_snapshot
+from models.placement import Placement
+from solver.partition import PartPool, split_snapshot
+from solver.partition import pool
+from solver.place import SolveConfig, place
+
+if __name__ == "__main__":
+    parts = [part.snapshot for part in split_snapshot(synthetic_snapshot(nodes=8, pending_pods=4, preload=0.5, seed=1), parts=2)]
+    solve = functools.partial(place, config=SolveConfig(engine="greedy"))
+    answers = pool.solve_parts(parts, solve=solve, rescue=lambda part: Placement(), deadline=time.perf_counter() + 120,
+                               pool=PartPool(workers=2))
+    assert all(answer.failure is None for answer in answers), answers
+    print(*pool._WARM.started()._processes, flush=True)
+    time.sleep(600)
+"""
+
+
+def test_warm_workers_end_when_the_process_that_started_them_is_killed(tmp_path: Path) -> None:
+    """A controller killed outright (`SIGKILL`) leaves no worker behind waiting for parts."""
+    script = tmp_path / "starts_warm_workers.py"
+    script.write_text(STARTS_WARM_WORKERS_AND_WAITS)
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
+    try:
+        assert parent.stdout is not None
+        workers = [int(pid) for pid in parent.stdout.readline().split()]
+        assert len(workers) == 2 and all(_alive(pid) for pid in workers)
+    finally:
+        parent.kill()
+        parent.wait()
+    give_up = time.monotonic() + 10 * PARENT_POLL_S
+    while any(_alive(pid) for pid in workers) and time.monotonic() < give_up:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in workers)
+
+
+def _alive(pid: int) -> bool:
+    """Is `pid` a process that has not ended (a zombie has: it waits for its reaper only)?"""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
