@@ -23,9 +23,10 @@ PodGroups with pending pods, by priority then age, each to one part:
     HyperNode at all, else any part — the gang stays whole in one part and is placed
     inside what that part holds of its domain, a subset of the domain, so still inside it;
   - dealt: to the part where its queue's pending demand for pods of its size, with it, is
-    the smallest fraction of the part's room for pods of that size (`_Room`) — so each
-    queue's pods spread over the parts in proportion to their room, fairness across queues
-    holds in each part as in the whole, and small pods go where the holes are.
+    the smallest fraction of the part's room for pods of that size on nodes they may use
+    (`_Room`) — so each queue's pods spread over the parts in proportion to their room,
+    fairness across queues holds in each part as in the whole, small pods go where the
+    holes are, and a pod that selects a GPU model goes where that model is.
 Ties go to the lower part index: the same input gives the same parts, run after run (no
 set or hash order is read).
 
@@ -51,7 +52,9 @@ from models.snapshot import (
     PodGroupKey,
     QueueName,
     Snapshot,
+    Task,
 )
+from solver.rules.eligibility import eligible
 from solver.rules.topology import hard_tier_limit
 
 __all__ = ["Part", "split_snapshot"]
@@ -136,31 +139,39 @@ def _domain_nodes(snapshot: Snapshot) -> dict[str, tuple[NodeName, ...]]:
 
 
 class _Room:
-    """What each part has free for pods of one size: on each node, the room its free
-    `resource` holds in whole pods of that size, summed per part (memoized per size).
-    Example: nodes with 3 and 8 free GPUs, pods of 4 → room 0 + 8 = 8 GPUs; pods of 1 → 11.
-    Why by size: holes left by running pods take small pods only, and a part of whole free
-    nodes dealt as many small pods as a part of holes would open nodes the holes could have
-    taken."""
+    """What each part has free for pods of one size that may go to its nodes: on each node
+    eligible for the pods' task (`rules.eligibility.eligible`: node selector, required
+    node affinity, taints), the room its free `resource` holds in whole pods of that size,
+    summed per part (memoized per size and placement constraints). Example: nodes with 3
+    and 8 free GPUs, pods of 4 → room 0 + 8 = 8 GPUs; pods of 1 → 11; pods of 1 that select
+    the first node's GPU model → 3. Why by size: holes left by running pods take small pods
+    only, and a part of whole free nodes dealt as many small pods as a part of holes would
+    open nodes the holes could have taken. Why by eligibility: a part without the GPU model
+    or pool a pod selects has no room for it however much it has free — dealt there, the
+    pod could not be placed at all."""
 
     def __init__(self, snapshot: Snapshot, node_part: Mapping[NodeName, int], count: int, resource: str) -> None:
+        self._nodes = snapshot.nodes
         self._free = {node.name: node.allocatable.get(resource, 0) for node in snapshot.nodes}
         for pod in snapshot.pods:
             if pod.phase == "running" and pod.node is not None:
                 self._free[pod.node] -= pod.requests.get(resource, 0)
         self._node_part = node_part
         self._count = count
-        self._by_size: dict[int, list[int]] = {}
+        self._by_size: dict[tuple[int, object], list[int]] = {}
 
-    def for_pods_of(self, size: int) -> list[int]:
-        """Per part, the `resource` free in whole pods of `size` (at least 1)."""
-        if size not in self._by_size:
+    def for_pods_of(self, size: int, task: Task) -> list[int]:
+        """Per part, the `resource` free in whole pods of `size` (at least 1) on the nodes
+        `task`'s pods may go to."""
+        key = (size, tuple(sorted(task.node_selector.items())), repr(task.tolerations), repr(task.required_node_affinity))
+        if key not in self._by_size:
             room = [0] * self._count
-            for name, free in self._free.items():
-                if free > 0:
-                    room[self._node_part[name]] += free // max(1, size) * max(1, size)
-            self._by_size[size] = [max(1, amount) for amount in room]
-        return self._by_size[size]
+            for node in self._nodes:
+                free = self._free[node.name]
+                if free > 0 and eligible(node, task):
+                    room[self._node_part[node.name]] += free // max(1, size) * max(1, size)
+            self._by_size[key] = [max(1, amount) for amount in room]
+        return self._by_size[key]
 
 
 # ---- PodGroups ----
@@ -189,11 +200,14 @@ def _deal_groups(
             owner[group.key] = anchor
             continue
         asked = sum(pod.requests.get(resource, 0) for pod in pending)
-        size = max(pod.requests.get(resource, 0) for pod in pending)
+        largest = max(pending, key=lambda pod: pod.requests.get(resource, 0))
+        size = largest.requests.get(resource, 0)
         demand = asked or sum(pod.requests.get(CPU, 0) for pod in pending)
         ledger = dealt.setdefault((group.queue, size), [0] * count)
         candidates = _topology_candidates(group, whole, domain_free, demand, count)
-        free = room.for_pods_of(size) if asked else [1] * count  # CPU-only gangs on a GPU cluster: spread by count
+        task = snapshot.task_of(largest)
+        # CPU-only gangs on a GPU cluster, and pods of no task: spread by count
+        free = room.for_pods_of(size, task) if asked and task is not None else [1] * count
         chosen = min(candidates, key=lambda p: ((ledger[p] + max(demand, 1)) / free[p], p))
         ledger[chosen] += max(demand, 1)
         owner[group.key] = chosen

@@ -144,6 +144,21 @@ def test_split_cuts_leaves_into_runs_of_balanced_capacity() -> None:
 # ---- repair ----
 
 
+def test_split_deals_a_gang_to_a_part_holding_nodes_it_may_use() -> None:
+    """Four gangs that select the GPU model of the second half of the nodes all go to the part
+    holding those nodes; dealt by free GPUs alone, half would go where none can run."""
+    nodes = [make_node(f"n{i}", gpus=8, cpu=64, labels={"gpu-model": "A" if i < 2 else "B"}) for i in range(4)]
+    jobs = [created_at(make_gang(f"g{i}", gpus=4, cpu=4, node_selector={"gpu-model": "B"}), float(i)) for i in range(4)]
+    jobs.append(created_at(make_gang("any", gpus=4, cpu=4), 9.0))
+    snapshot = make_snapshot(nodes=nodes, groups=jobs)
+    first, second = split_snapshot(snapshot, parts=2)
+    assert {node.name for node in second.snapshot.nodes} == {"n2", "n3"}
+    assert sorted(key.split("/")[1] for key in second.owned) == ["g0", "g1", "g2", "g3"]
+    assert [key.split("/")[1] for key in first.owned] == ["any"]  # the part with room for it
+    decision = place(snapshot, SolveConfig(time_limit_s=2, partition_parts=2))
+    assert len(decision.placement.binds) == 5 and check_placement(snapshot, decision.placement) == ()
+
+
 def test_repair_drops_the_youngest_gang_when_two_parts_together_pass_a_queue_capability() -> None:
     snapshot = two_leaves_of_four(gangs=4, capability_gpus=8)
     # g0 (older) placed in part 0, g2 (younger) in part 1: each alone within `a`'s 8 GPUs, 16 together
