@@ -95,16 +95,7 @@ def _replayed(snapshot: Snapshot, problem: Problem, placement: Placement) -> Gre
     """A greedy engine whose state is the one after `placement`: its evictions, then its binds
     on their own devices (module docstring)."""
     engine = GreedyEngine(snapshot, problem, GreedyConfig(preemption=False, reclaim=False, packing="best-fit"))
-    state = engine.state
-    pod_index = {key: i for i, key in enumerate(problem.pod_keys)}
-    group_index = {group.key: k for k, group in enumerate(snapshot.pod_groups)}
-    for eviction in placement.evictions:
-        state.evict(pod_index[eviction.pod], reason=eviction.reason, for_group=group_index[eviction.for_])
-    for bind in placement.binds:
-        pod = pod_index[bind.pod]
-        node = problem.node_index[bind.node]
-        state.bind_on(pod, state.shape(int(problem.pod_task_row[pod])), node, gpus=bind.gpus, numa_cell=bind.numa_cell)
-    state.forget()
+    engine.replay(placement)
     return engine
 
 

@@ -86,6 +86,7 @@ from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SearchFailed, search_or
 from solver.objective import TIERS, ObjectiveContext, score
 from solver.outcome import build_decision
 from solver.partition import PartPool, solve_partitioned
+from solver.partition.fill import fill
 from solver.pending_reasons import pending_reasons, with_unplaced_pods
 from solver.problem import Problem, build_problem
 from solver.rules import counted, dra
@@ -533,13 +534,17 @@ def _place_partitioned(
     """The partitioned solve's `Decision` (`solver.partition`), with the counted snapshot and
     problem it was judged on. Each part is solved by `place()` (its own greedy, CP-SAT from
     it, the better of the two) with `_part_config`'s time; while they run, this process
-    builds the whole's problem and the LP bound. The merge, repaired, is judged on the whole
-    snapshot: FEASIBLE (a restriction of the whole), with the LP bound's gap. Engine
-    "cpsat-partitioned", so whoever reads the answer knows the parts were searched apart.
+    builds the whole's problem and the LP bound. The merge is repaired, then filled
+    (`solver.partition.fill`: greedy places, after it, the pending pods the whole still has
+    room for — a part may have had none left for a PodGroup another part could take), and
+    judged on the whole snapshot: FEASIBLE (a restriction of the whole), with the LP bound's
+    gap. Engine "cpsat-partitioned", so whoever reads the answer knows the parts were
+    searched apart.
 
-    No greedy on the whole: parts are for cycles too large for the whole, where greedy
-    alone spends most of the limit (it scores every node for every pending pod). So the
-    answer is never worse than greedy part by part (each part's `place()` keeps the better of its
+    No greedy over the whole cycle first: parts are for cycles too large for the whole,
+    where greedy alone spends most of the limit (it scores every node for every pending
+    pod); the fill scores nodes only for what the parts left pending. So the answer is
+    never worse than greedy part by part (each part's `place()` keeps the better of its
     CP-SAT and its greedy answer), not against greedy on the whole. FALLBACK when no part
     found a CP-SAT answer (the parts' greedy answers, merged: engine "greedy"), and when the
     repair could not make the merge pass the checker (greedy on the whole, then)."""
@@ -578,18 +583,21 @@ def _place_partitioned(
         decision = _as_fallback(greedy, started, None)
         why = Fallback(cause="rejected", reason="the partitioned placement broke a hard rule after its repair")
         return snapshot, problem, decision.model_copy(update={"fallback": why, "reproducible": False})
-    objective = score(snapshot, solved.placement, context=whole.context).throughput
+    placement = fill(snapshot, problem, solved.placement, greedy_config)
+    if len(placement.binds) > len(solved.placement.binds):
+        log.info("partition: %d more pod(s) placed where the parts had left room", len(placement.binds) - len(solved.placement.binds))
+    objective = score(snapshot, placement, context=whole.context).throughput
     bound = whole.bound
     reasons = pending_reasons(
-        snapshot, problem, solved.placement, _left_pending(snapshot, solved.placement), status="FEASIBLE",
+        snapshot, problem, placement, _left_pending(snapshot, placement), status="FEASIBLE",
         deadline=deadline, otherwise=solved.reasons,
     )  # fmt: skip
     reproducible = config.deterministic and solved.reproducible
     if solved.own_answers == 0:
-        decision = _decision(snapshot, solved.placement, "greedy", "FALLBACK", started, reasons, objective, bound=bound)
+        decision = _decision(snapshot, placement, "greedy", "FALLBACK", started, reasons, objective, bound=bound)
         why = Fallback(cause="no_solution", reason=f"none of the {len(solved.parts)} parts found a CP-SAT answer in time")
         return snapshot, problem, decision.model_copy(update={"fallback": why, "reproducible": reproducible})
-    decision = _decision(snapshot, solved.placement, PARTITIONED_ENGINE, "FEASIBLE", started, reasons, objective, bound=bound)
+    decision = _decision(snapshot, placement, PARTITIONED_ENGINE, "FEASIBLE", started, reasons, objective, bound=bound)
     reproducible = reproducible and time.perf_counter() <= deadline
     return snapshot, problem, decision.model_copy(update={"reproducible": reproducible})
 

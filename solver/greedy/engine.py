@@ -158,6 +158,20 @@ class GreedyEngine:
             run_preemption(self, action="reclaim")
         return self._placement(), {plan.group.key: _distinct(plan.reasons or plan.static_reasons) for plan in self.plans}
 
+    def replay(self, placement: Placement) -> None:
+        """Make the state the one after `placement`, another engine's answer: its evictions,
+        then its binds on their own devices, all final (`commit`ted). What runs next judges
+        or places in what that placement left (`solver.pending_reasons`, `solver.partition.fill`)."""
+        state, problem = self.state, self.problem
+        pod_index = {key: i for i, key in enumerate(problem.pod_keys)}
+        for eviction in placement.evictions:
+            state.evict(pod_index[eviction.pod], reason=eviction.reason, for_group=problem.group_index[eviction.for_])
+        for bind in placement.binds:
+            pod = pod_index[bind.pod]
+            node = problem.node_index[bind.node]
+            state.bind_on(pod, state.shape(int(problem.pod_task_row[pod])), node, gpus=bind.gpus, numa_cell=bind.numa_cell)
+        state.forget()
+
     def inter_pod_breaches(self, placement: Placement) -> dict[PodGroupKey, list[str]]:
         """PodGroups whose bound pods break rule `pod_affinity` or `topology_spread` in the
         end state of `placement`, with the violations as reasons; {} when there is no

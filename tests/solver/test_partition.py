@@ -159,6 +159,23 @@ def test_split_deals_a_gang_to_a_part_holding_nodes_it_may_use() -> None:
     assert len(decision.placement.binds) == 5 and check_placement(snapshot, decision.placement) == ()
 
 
+def test_the_pods_a_part_had_no_room_for_are_placed_where_the_whole_has_room() -> None:
+    """n0 and n1 have their GPUs free but CPU-bound pods on them; n2 and n3 have 2 GPUs free each
+    and CPU to spare. Dealt by GPU room, all four 1-GPU gangs go to the part of n0 and n1,
+    which cannot take one; the fill places them on n2 and n3, as the whole would."""
+    nodes = [make_node(f"n{i}", gpus=8, cpu=64) for i in range(4)]
+    running = [make_gang(f"cpu-{i}", cpu=62, running_on=[f"n{i}"], preemptable=False) for i in (0, 1)]
+    running += [make_gang(f"gpu-{i}", gpus=6, cpu=4, running_on=[f"n{i}"], preemptable=False) for i in (2, 3)]
+    jobs = [created_at(make_gang(f"g{i}", gpus=1, cpu=8), float(10 + i)) for i in range(4)]
+    snapshot = make_snapshot(nodes=nodes, groups=[*running, *jobs])
+    first, _ = split_snapshot(snapshot, parts=2)
+    assert {node.name for node in first.snapshot.nodes} == {"n0", "n1"} and len(first.owned) == 4
+    decision = place(snapshot, SolveConfig(time_limit_s=2, partition_parts=2))
+    assert decision.engine == "cpsat-partitioned"
+    assert sorted(bind.node for bind in decision.placement.binds) == ["n2", "n2", "n3", "n3"]
+    assert check_placement(snapshot, decision.placement) == ()
+
+
 def test_repair_drops_the_youngest_gang_when_two_parts_together_pass_a_queue_capability() -> None:
     snapshot = two_leaves_of_four(gangs=4, capability_gpus=8)
     # g0 (older) placed in part 0, g2 (younger) in part 1: each alone within `a`'s 8 GPUs, 16 together
