@@ -7,8 +7,8 @@ same one, when nothing more fits or the filled placement would break a rule.
 Why: a PodGroup is dealt to one part and placed only on that part's nodes. When the cluster
 is nearly full, the part it was dealt to may have no room left for it while another part
 has: dealt by GPU room per pod size (`split._Room`), the parts cannot see CPU, memory or
-which device a share fits. Measured on the FGD protocol at k = 16, such pods made most of
-what the parts lost against the whole (docs/results.md, "The partitioned solve").
+which device a share fits. On the FGD protocol at k = 16, near a full cluster, the parts
+left such pods pending in some batches (docs/results.md, "The partitioned solve").
 
 How: the greedy engine's state is set to the one after the placement (`GreedyEngine.replay`:
 its evictions, then its binds on their own devices), and greedy allocates in it as in any
