@@ -24,8 +24,7 @@ with the parent, held two ways, because neither alone holds it:
     mapped, and the child may reuse it without the limit noticing;
   - so the parent also reads the child's private memory (`Private_Clean + Private_Dirty`
     of `/proc/PID/smaps_rollup`: pages it allocated or copied on write, not the ones it
-    still shares) every `MEMORY_POLL_S` or less often (`POLL_CPU_SHARE`), and kills it past
-    the ceiling.
+    still shares) every `MEMORY_POLL_S` and kills it past the ceiling.
 The address-space limit counts thread stacks and arenas that are reserved but never
 touched, a few hundred MB for CP-SAT's workers: a ceiling far below 1 GiB can stop a
 search that would have fit.
@@ -62,7 +61,7 @@ from models.placement import FallbackCause
 
 __all__ = [
     "SolverDied", "DeathCause", "run_isolated", "SearchFailed", "search_or_failure", "DEFAULT_MEMORY_LIMIT_BYTES",
-    "KILL_GRACE_S", "poll_interval",
+    "KILL_GRACE_S",
 ]
 
 log = logging.getLogger(__name__)
@@ -82,21 +81,7 @@ KILL_GRACE_S = 2.0
 search, and CP-SAT may overshoot its own limit) before it is killed as hung."""
 
 MEMORY_POLL_S = 0.05
-"""How often the parent reads the child's private memory, at most."""
-
-POLL_CPU_SHARE = 0.02
-"""What share of a core the parent may spend reading the child's memory. A read walks the
-child's page tables, which map everything the parent had at the fork: about a millisecond
-on a small snapshot, several at 10,000 nodes, more past 30,000 (docs/results.md, "The
-search's sub-process and its memory") — read every `MEMORY_POLL_S` that would take a
-sizeable part of a core from the search beside it. So the wait after a read is at least
-the read's own time over this share (`poll_interval`). The address-space limit stops a
-runaway allocation at once whatever the interval."""
-
-
-def poll_interval(read_s: float) -> float:
-    """How long to wait after a read of the child's memory that took `read_s` seconds."""
-    return max(MEMORY_POLL_S, read_s / POLL_CPU_SHARE)
+"""How often the parent reads the child's private memory (a read costs well under a ms)."""
 
 _STDERR_TAIL_BYTES = 2048
 _MAX_FD = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
@@ -244,22 +229,16 @@ def _collect(result_read: int, stderr_read: int, pid: int, *, kill_at: float, me
     with selectors.DefaultSelector() as selector:
         for fd in open_pipes:
             selector.register(fd, selectors.EVENT_READ)
-        next_poll = 0.0  # `time.perf_counter()` seconds: when to read the child's memory again
         while open_pipes:
-            now = time.perf_counter()
-            left = kill_at - now
+            left = kill_at - time.perf_counter()
             if left <= 0:
                 return collected
             if memory_limit_bytes is not None:
-                if now >= next_poll:
-                    private = _private_bytes(pid)
-                    if private > memory_limit_bytes:
-                        collected.private_bytes = private
-                        return collected
-                    read_s = time.perf_counter() - now
-                    now += read_s
-                    next_poll = now + poll_interval(read_s)
-                left = min(left, max(0.0, next_poll - now))
+                private = _private_bytes(pid)
+                if private > memory_limit_bytes:
+                    collected.private_bytes = private
+                    return collected
+                left = min(left, MEMORY_POLL_S)
             for key, _ in selector.select(timeout=left):
                 chunk = os.read(key.fd, 1 << 16)
                 if not chunk:
