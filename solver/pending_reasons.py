@@ -176,12 +176,7 @@ def _sub_groups_left_out(
         return {}
     started = {pod.sub_group for pod in engine.snapshot.pods_by_group.get(plan.group.key, ()) if pod.phase == "running"}
     started |= set(bound_sub_groups)
-    why: dict[str, str] = {}
-    for name in sorted(left_whole - started):
-        sentence = why_left_out(engine, plan, name)
-        if sentence is not None:
-            why[name] = sentence
-    return why
+    return why_left_out(engine, plan, sorted(left_whole - started))
 
 
 def _no_more(engine: GreedyEngine, plan: GroupPlan, task: str, *, pending: int, status: str) -> str:

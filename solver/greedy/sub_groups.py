@@ -29,6 +29,10 @@ Beyond the minimum (`place_extras`, one unit per turn as the engine serves extra
 pods of started sub-groups, then more whole sub-groups, then pods in no sub-group anywhere
 in the job's domain (soft job topology: then anywhere).
 
+Sub-groups alike — same minimum, topology and pods' shapes, nothing placed (`_alike`) — start
+or not alike in one state: once one does not, the rest are not tried until something binds.
+A LeaderWorkerSet of 5,000 replicas on a full cluster costs one try, not 5,000.
+
 A pod in no sub-group counts for the job only: toward its min_member, task minimums and
 topology, never toward a sub-group's minimum or started count (`solver.rules.gang`).
 
@@ -41,7 +45,8 @@ domain".
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -94,15 +99,21 @@ def transaction(engine: NestingEngine, plan: GroupPlan, domain: np.ndarray | Non
     missing = sub_groups_missing(group, _placed_per_sub_group(engine, plan))
     # Every policy's candidates in one order (`_start_order`), not policy by policy: a small
     # shard of the first policy must not take the one domain a large shard of the next fits in.
+    refused: set[_Alike] = set()
     for sub in _start_order(engine, [sub for policy in missing for sub in _startable(engine, plan, policy)]):
         if not missing.get(sub.sub.policy):
             continue
         tried.add(sub.sub.name)
+        if (alike := _alike(engine, sub)) in refused:
+            continue
         why = _start(engine, plan, sub, domain, action)
         if why is None:
             missing[sub.sub.policy] -= 1
+            refused.clear()
         else:
-            failures.append(why)
+            failures.append(why.sentence(sub, job=group.name))
+            if alike is not None:
+                refused.add(alike)
     for policy, short_by in missing.items():
         if short_by:
             started = started_sub_groups(group, _placed_per_sub_group(engine, plan))[policy]
@@ -114,18 +125,32 @@ def transaction(engine: NestingEngine, plan: GroupPlan, domain: np.ndarray | Non
     return True
 
 
-def why_left_out(engine: NestingEngine, plan: GroupPlan, sub_name: str) -> str | None:
-    """Why sub-group `sub_name` of a started job does not start in the engine's state (a
-    `reasons.sub_group_no_room` or `sub_group_too_few_pods` sentence), or None when its
-    minimum would start there; nothing it tries stays bound. Inside the job's domain: the
-    widest HyperNode of tier ≤ the job's hard limit holding the job's placed pods. For the
-    pods a started job leaves pending (`solver.pending_reasons`), which otherwise read "fit
-    beside this placement" when no rack takes the shard whole."""
-    sub = next(sub for sub in plan.sub_groups if sub.sub.name == sub_name)
+def why_left_out(engine: NestingEngine, plan: GroupPlan, sub_names: Iterable[str]) -> dict[str, str]:
+    """Why each of the sub-groups `sub_names` of a started job does not start in the engine's
+    state (a `reasons.sub_group_no_room` or `sub_group_too_few_pods` sentence); those whose
+    minimum would start there are left out. Nothing it tries stays bound. Inside the job's
+    domain: the widest HyperNode of tier ≤ the job's hard limit holding the job's placed pods.
+    For the pods a started job leaves pending (`solver.pending_reasons`), which otherwise read
+    "fit beside this placement" when no rack takes the shard whole. Sub-groups alike
+    (`_alike`) are tried once: a LeaderWorkerSet of 5,000 replicas asks one try, not 5,000."""
     state = engine.state
-    mark = state.checkpoint()
-    why = _start(engine, plan, sub, _job_region(engine, plan), None)
-    state.rollback(mark)
+    region = _job_region(engine, plan)
+    outcomes: dict[_Alike, _NotStarted | None] = {}
+    subs = {sub.sub.name: sub for sub in plan.sub_groups}
+    why: dict[str, str] = {}
+    for name in sub_names:
+        sub = subs[name]
+        alike = _alike(engine, sub)
+        if alike is None or alike not in outcomes:
+            mark = state.checkpoint()
+            outcome = _start(engine, plan, sub, region, None)
+            state.rollback(mark)
+            if alike is not None:
+                outcomes[alike] = outcome
+        else:
+            outcome = outcomes[alike]
+        if outcome is not None:
+            why[name] = outcome.sentence(sub, job=plan.group.name)
     return why
 
 
@@ -179,6 +204,7 @@ def _fill(
     False when nothing more goes, the sub-groups that would not start said in `failures`."""
     wanted = _wanted(plan, placed)
     preemptor = Preemptor(engine, plan, action) if action is not None else None
+    refused: set[tuple[_Alike, int]] = set()
     for sub in plan.sub_groups:
         if not _started(engine, sub):
             continue
@@ -193,10 +219,14 @@ def _fill(
             continue
         tried.add(sub.sub.name)
         asked = max(wanted(row) for row, _ in _by_row(_unbound(engine, sub.pending)))
+        if (alike := _alike(engine, sub)) is not None and (alike, asked) in refused:
+            continue
         why = _start(engine, plan, sub, domain, action, job_wants=asked)
         if why is None:
             return True
-        failures.append(why)
+        failures.append(why.sentence(sub, job=plan.group.name))
+        if alike is not None:
+            refused.add((alike, asked))
     for row, pods in _by_row(_unbound(engine, plan.loose)):
         count = wanted(row)
         if count and engine.place_pods(plan, row, pods[:count], domain, preemptor):
@@ -227,9 +257,12 @@ def _start(
     action: str | None,
     *,
     job_wants: int = 0,
-) -> str | None:
+    explain: bool = True,
+) -> _NotStarted | None:
     """Start `sub`: its minimum, less its pods running and bound, bound whole inside one of its
-    domains within `domain`; None when it started, else the reason it did not (rolled back).
+    domains within `domain`; None when it started, else why it did not (rolled back). With
+    `explain` off, the count of pods that fit is not probed beyond the domains tried (the
+    caller needs only whether it started).
 
     When the job's minimum still wants `job_wants` pods of it, more than its own minimum, that
     many are tried first, in one domain that holds them: started at its minimum alone, a shard
@@ -237,14 +270,13 @@ def _start(
     soft-job, hard-sub-group allocate case): min_member 3, the master in leaf s0, workers of
     minimum 1 → two workers together go to leaf s1, where one alone would have taken s0's last
     slot and left the job at 2."""
-    group = plan.group
     have = _placed(engine, sub)
     need = sub.minimum - have
     waiting = _unbound(engine, sub.pending)
     if need <= 0:
         return None
     if len(waiting) < need:
-        return reasons.sub_group_too_few_pods(sub.sub.name, job=group.name, minimum=sub.minimum, pods=have + len(waiting))
+        return _NotStarted(pods=have + len(waiting), too_few=True)
     larger = min(len(waiting), job_wants)
     if larger > need and _bind_in_one_domain(engine, plan, sub, domain, waiting[:larger], waiting, action) == larger:
         return None
@@ -252,11 +284,40 @@ def _start(
     most = _bind_in_one_domain(engine, plan, sub, domain, pods, waiting, action)
     if most == len(pods):
         return None
-    if sub.tier_limit is not None:
+    if sub.tier_limit is not None and explain:
         most = max(most, _most_that_fit(engine, plan, sub, domain, pods))
-    return reasons.sub_group_no_room(
-        sub.sub.name, job=group.name, placed=have + most, minimum=sub.minimum, tier=sub.tier_limit
-    )
+    return _NotStarted(pods=have + most, too_few=False)
+
+
+@dataclass(frozen=True)
+class _NotStarted:
+    """Why a sub-group did not start, as counts: too few pods exist (`pods` of them, running,
+    bound and pending), or only `pods` fit in one domain. The sentence names the sub-group
+    (`sentence`), so alike sub-groups (`_alike`) share one outcome."""
+
+    pods: int
+    too_few: bool
+
+    def sentence(self, sub: SubGroupPlan, *, job: str) -> str:
+        name = sub.sub.name
+        if self.too_few:
+            return reasons.sub_group_too_few_pods(name, job=job, minimum=sub.minimum, pods=self.pods)
+        return reasons.sub_group_no_room(name, job=job, placed=self.pods, minimum=sub.minimum, tier=sub.tier_limit)
+
+
+_Alike = tuple[int, int | None, bool, tuple[int, ...]]
+
+
+def _alike(engine: NestingEngine, sub: SubGroupPlan) -> _Alike | None:
+    """What `_start` reads of a sub-group with no pod running or bound: its minimum, topology
+    and its pods' task rows in order (a pod's row fixes its shape, eligible nodes and inter-pod
+    terms; which pod it is, only the name its bind carries). Two sub-groups with the same key
+    start or not alike in one state, so one that did not start answers for the rest — a
+    LeaderWorkerSet's replicas, a JobSet's jobs. None for a sub-group with pods placed: its
+    running pods anchor its domains."""
+    if _placed(engine, sub):
+        return None
+    return sub.minimum, sub.tier_limit, sub.soft_topology, tuple(row for row, _ in sub.pending)
 
 
 def _bind_in_one_domain(
@@ -387,12 +448,16 @@ def _extra_step(engine: NestingEngine, plan: GroupPlan, *, all_at_once: bool) ->
             if got:
                 return True
         sub.exhausted = True
+    refused: set[_Alike] = set()
     for sub in plan.sub_groups:
         if sub.exhausted or _started(engine, sub) or not _unbound(engine, sub.pending):
             continue
-        if _start(engine, plan, sub, plan.domain, None) is None:
-            engine.commit(plan)
-            return True
+        if (alike := _alike(engine, sub)) is None or alike not in refused:
+            if _start(engine, plan, sub, plan.domain, None, explain=False) is None:
+                engine.commit(plan)
+                return True
+            if alike is not None:
+                refused.add(alike)
         sub.exhausted = True
     for row, pods in _by_row(_unbound(engine, plan.loose)):
         if row in plan.exhausted:

@@ -24,6 +24,7 @@ from solver.checker import check_placement
 from solver.engines import Engines
 from solver.greedy import GreedyConfig, solve_greedy
 from solver.partition import PartAnswer, PartPool, solve_partitioned, split_snapshot
+from solver.partition import pool
 from solver.partition.pool import PARENT_POLL_S, solve_parts
 from solver.partition.merge import merge_placements
 from solver.partition.repair import repair
@@ -250,8 +251,13 @@ def test_the_workers_stay_warm_from_one_call_to_the_next() -> None:
         assert [answer.placement for answer in answers] == [greedy_placement(part) for part in parts]
         return workers_of(answers)
 
-    first, second = solved(), solved()
-    assert first and second <= first  # the same processes answered: no worker started anew
+    first = solved()
+    warm = pool._WARM.started()
+    assert warm is not None
+    started = {str(pid) for pid in warm._processes}  # the workers the first call started, busy or not
+    second = solved()
+    assert pool._WARM.started() is warm
+    assert first <= started and second and second <= started  # no worker started anew
 
 
 def test_a_part_is_sent_as_it_was_when_solve_parts_was_called() -> None:
@@ -274,11 +280,11 @@ def test_a_part_is_sent_as_it_was_when_solve_parts_was_called() -> None:
 
 def test_workers_left_hung_by_a_missed_deadline_are_replaced() -> None:
     parts = [part.snapshot for part in split_snapshot(two_leaves_of_four(), parts=2)]
-    pool = PartPool(workers=2)
-    hung = solve_parts(parts, solve=sleeps_on_n0, rescue=greedy_placement, deadline=time.perf_counter() + 5, pool=pool)
+    part_pool = PartPool(workers=2)
+    hung = solve_parts(parts, solve=sleeps_on_n0, rescue=greedy_placement, deadline=time.perf_counter() + 5, pool=part_pool)
     assert hung[0].failure == "timeout" and hung[0].placement == greedy_placement(parts[0])
     before = workers_of(hung)
-    after = solve_parts(parts, solve=says_its_worker, rescue=greedy_placement, deadline=time.perf_counter() + 120, pool=pool)
+    after = solve_parts(parts, solve=says_its_worker, rescue=greedy_placement, deadline=time.perf_counter() + 120, pool=part_pool)
     assert all(answer.failure is not None and "worker" in answer.failure for answer in after)  # none queued behind the hung one
     assert before and not workers_of(after) & before
 

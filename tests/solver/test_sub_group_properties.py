@@ -1,6 +1,6 @@
 """Nested gangs over drawn clusters: random leaf/spine trees, jobs cut into sub-groups
-(hard or soft tiers, minimums, `min_sub_groups`, a pod or two in no sub-group, leader +
-worker replicas as LeaderWorkerSet makes them), running shards, two queues and
+(hard or soft tiers, minimums, `min_sub_groups`, a pod or two in no sub-group, pods of two
+sizes, leader + worker replicas as LeaderWorkerSet makes them), running shards, two queues and
 priorities. For greedy and `auto`, the checker (which judges sub-group minimums and
 domains, victims' sub-groups included) passes the placement, no sub-group that gets a
 bind ends below its minimum, and `auto` never answers with greedy's placement because
@@ -10,11 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models.placement import Decision
 from models.snapshot import PodGroup, Snapshot
+from solver.greedy.engine import GreedyConfig, GreedyEngine
+from solver.checker import check_placement
+from solver.greedy import sub_groups
+from solver.greedy.sub_groups import why_left_out
+from solver.problem import build_problem
 from solver.rules.gang import sub_group_minimum
 from tests.builders import Gang, make_gang, make_node, make_queue, make_snapshot, make_task, solve_checked
 
@@ -86,10 +92,17 @@ def nested_clusters(draw: st.DrawFn) -> Snapshot:
         running = draw(st.lists(st.sampled_from(fits), unique=True, max_size=min(3, pods))) if fits else []
         for name in running:
             free_nodes.remove(name)
+        # Half its pods of a second size, drawn: sub-groups cut in pod order then differ in shape.
+        second = draw(st.sampled_from([None, 1, 8]))
+        tasks = None if second is None else [
+            make_task("worker", replicas=pods - pods // 2, gpus=gpus, min_available=0),
+            make_task("big", replicas=pods // 2, gpus=second, min_available=0),
+        ]
         job = make_gang(
             f"job{j}",
             replicas=pods,
             gpus=gpus,
+            tasks=tasks,
             min_member=draw(st.integers(0, pods)),
             queue=queue,
             priority=priority,
@@ -177,3 +190,82 @@ def test_auto_preemption_keeps_victim_shards_whole_or_gone(snapshot: Snapshot) -
 def test_greedy_preemption_keeps_victim_shards_whole_or_gone(snapshot: Snapshot) -> None:
     decision = solve_checked(snapshot, "greedy")
     assert _sub_groups_whole(snapshot, decision) == []
+
+
+@st.composite
+def left_out_shards(draw: st.DrawFn) -> Snapshot:
+    """A started job (its first pod running) of two tasks of drawn sizes cut, in pod order,
+    into sub-groups of drawn size, minimum and tier: many left out, alike or not."""
+    nodes = [
+        make_node(f"n{s}{leaf}{n}", gpus=draw(st.sampled_from([4, 8])), leaf=f"sw{s}{leaf}", spine=f"sp{s}")
+        for s in range(draw(st.integers(1, 2)))
+        for leaf in range(draw(st.integers(1, 3)))
+        for n in range(draw(st.integers(1, 3)))
+    ]
+    small, large = draw(st.integers(1, 8)), draw(st.integers(0, 8))
+    tasks = [make_task("a", replicas=small, gpus=draw(st.sampled_from([1, 2, 4])), min_available=0)]
+    if large:
+        task = make_task("b", replicas=large, gpus=draw(st.sampled_from([2, 4, 8])), min_available=0)
+        tasks.insert(draw(st.integers(0, 1)), task)  # the larger pods' sub-groups first, or last
+    job = make_gang("job", tasks=tasks, min_member=1, running_on={"a": [nodes[0].name]})
+    size = draw(st.integers(1, 3))
+    count = -(-(small + large) // size)
+    minimums = [draw(st.integers(1, size)) for _ in range(count)]
+    return make_snapshot(nodes=nodes, groups=[_with_subs(job, [i // size for i in range(small + large)], minimums=minimums, draw=draw)])
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(nested_clusters(), left_out_shards()), st.data())
+def test_sub_groups_asked_together_get_the_reasons_each_gets_alone(snapshot: Snapshot, data: st.DataObject) -> None:
+    """`why_left_out` tries alike sub-groups (a LeaderWorkerSet's replicas) once for all of
+    them: in the state after a drawn part of greedy's placement, each sub-group's sentence is
+    the one it gets asked alone, its own name in it."""
+    decision = solve_checked(snapshot, "greedy")
+    binds = decision.placement.binds
+    kept = data.draw(st.lists(st.booleans(), min_size=len(binds), max_size=len(binds)))
+    part = decision.placement.model_copy(update={"binds": tuple(bind for bind, keep in zip(binds, kept) if keep)})
+    engine = GreedyEngine(snapshot, build_problem(snapshot), GreedyConfig(preemption=False, reclaim=False))
+    engine.replay(part)
+    for plan in engine.plans:
+        names = [sub.sub.name for sub in plan.sub_groups]
+        alone = {name: why for name in names for why in why_left_out(engine, plan, [name]).values()}
+        assert why_left_out(engine, plan, names) == alone
+        assert all(f"subgroup {name} of" in why for name, why in alone.items())
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(nested_clusters(), left_out_shards()))
+def test_no_sub_group_a_started_job_leaves_out_would_start_after_greedys_placement(snapshot: Snapshot) -> None:
+    """Greedy tries alike sub-groups beyond a job's minimum once for all of them: a started
+    job (no job topology, so its domain is the cluster in both places) leaves out only
+    sub-groups that `why_left_out` says would not start in the state after the placement.
+    Preemption off: a victim freed later in the cycle could make room greedy never saw."""
+    config = GreedyConfig(preemption=False, reclaim=False)
+    problem = build_problem(snapshot)
+    ran = GreedyEngine(snapshot, problem, config)
+    placement, _ = ran.run()
+    assert check_placement(snapshot, placement) == ()
+    started = {plan.group.key for plan in ran.plans if plan.minimum_met and plan.group.network_topology is None}
+    after = GreedyEngine(snapshot, problem, config)
+    after.replay(placement)
+    for plan in after.plans:
+        if plan.group.key not in started:
+            continue
+        placed = {pod.sub_group for pod in snapshot.pods_by_group[plan.group.key] if pod.phase == "running"}
+        placed |= {snapshot.pod_by_key[bind.pod].sub_group for bind in placement.binds}
+        left = [sub.sub.name for sub in plan.sub_groups if sub.sub.name not in placed]
+        assert sorted(why_left_out(after, plan, left)) == sorted(left)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(nested_clusters(), left_out_shards(), full_of_shards()))
+def test_trying_alike_sub_groups_once_changes_no_answer(snapshot: Snapshot) -> None:
+    """Greedy answers the same — binds, evictions, every PodGroup's state and reasons, each
+    pending pod's sentence — whether a sub-group alike to one that did not start is skipped
+    (`sub_groups._alike`) or tried again: the shortcut saves time and nothing else."""
+    with_shortcut = solve_checked(snapshot, "greedy")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sub_groups, "_alike", lambda engine, sub: None)
+        without = solve_checked(snapshot, "greedy")
+    assert without.placement == with_shortcut.placement
+    assert without.podgroups == with_shortcut.podgroups
