@@ -270,7 +270,10 @@ def run_fgd(
     rng = np.random.default_rng([config.seed, 1])  # a stream apart from the workload's
     state.tie_rank = rng.permutation(nodes.count)  # the artifact's seeded node-name prefixes
     tracker = FragTracker(typical, state)
-    policy = (make_policy or default_factory)(config, rng, tracker, state)
+    if make_policy is not None:
+        policy = make_policy(config, rng, tracker, state)
+    else:
+        policy = default_factory(config, rng, tracker, state, partition_parts=config.partition_parts)
     k = max(1, config.batch_size)
     rows = (len(arrivals) + k - 1) // k
     arrived = np.zeros(rows, dtype=np.int64)

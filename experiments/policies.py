@@ -7,13 +7,15 @@ sweeps use; `POLICIES` lists the names in the order tables and plots show them.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 
 from experiments.baselines import BASELINES, Policy, make_baseline
 from experiments.cluster_state import ClusterState
 from experiments.fragmentation import FragTracker
 
-__all__ = ["POLICIES", "BATCHPLACE_POLICIES", "make_policy", "policy_label"]
+__all__ = ["POLICIES", "BATCHPLACE_POLICIES", "PolicyConfig", "make_policy", "policy_label"]
 
 BATCHPLACE_POLICIES: tuple[str, ...] = ("greedy", "cpsat", "auto", "greedy-large-first", "greedy-bestfit", "greedy-pending", "greedy-frag")
 POLICIES: tuple[str, ...] = (*BASELINES, *BATCHPLACE_POLICIES)
@@ -33,9 +35,22 @@ def policy_label(name: str) -> str:
     return _LABELS.get(name, name)
 
 
-def make_policy(config, rng: np.random.Generator, tracker: FragTracker, state: ClusterState) -> Policy:  # noqa: ANN001
+class PolicyConfig(Protocol):
+    """What `make_policy` reads of a run's config (`FgdConfig`, `TimelineConfig`)."""
+
+    @property
+    def policy(self) -> str: ...
+
+    @property
+    def time_limit_s(self) -> float: ...
+
+
+def make_policy(
+    config: PolicyConfig, rng: np.random.Generator, tracker: FragTracker, state: ClusterState, *, partition_parts: int = 1
+) -> Policy:
     """The policy `config.policy` names, ready for one run; batchplace's CP-SAT policies solve
-    in `config.partition_parts` parts where the config has them (the FGD protocol's), else whole."""
+    each batch in `partition_parts` parts (`SolveConfig.partition_parts`; the FGD protocol's
+    `--partition-parts`)."""
     name = config.policy
     if name in BASELINES:
         return make_baseline(name, rng=rng, tracker=tracker)
@@ -43,6 +58,6 @@ def make_policy(config, rng: np.random.Generator, tracker: FragTracker, state: C
         from experiments.batchplace_policy import make_batchplace_policy
 
         return make_batchplace_policy(
-            name, state=state, tracker=tracker, time_limit_s=config.time_limit_s, partition_parts=getattr(config, "partition_parts", 1)
+            name, state=state, tracker=tracker, time_limit_s=config.time_limit_s, partition_parts=partition_parts
         )
     raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}")

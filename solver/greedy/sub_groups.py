@@ -57,6 +57,7 @@ from solver.greedy.plan import GreedyFailure, GroupPlan, SubGroupPlan
 from solver.greedy.preempt import AllocatingEngine, Preemptor
 from solver.greedy.topology import candidate_domains, key_resource
 from solver.problem import Problem
+from solver.rules.dra import has_claims
 from solver.rules.gang import is_met, started_sub_groups, sub_groups_missing
 from solver.rules.topology import domains_within
 
@@ -313,10 +314,15 @@ def _alike(engine: NestingEngine, sub: SubGroupPlan) -> _Alike | None:
     and its pods' task rows in order (a pod's row fixes its shape, eligible nodes and inter-pod
     terms; which pod it is, only the name its bind carries). Two sub-groups with the same key
     start or not alike in one state, so one that did not start answers for the rest — a
-    LeaderWorkerSet's replicas, a JobSet's jobs. None for a sub-group with pods placed: its
-    running pods anchor its domains."""
+    LeaderWorkerSet's replicas, a JobSet's jobs. None for a sub-group with pods placed (its
+    running pods anchor its domains) or a pod that names DRA claims (a claim is the pod's own,
+    perhaps allocated on one node already)."""
     if _placed(engine, sub):
         return None
+    if has_claims(engine.snapshot):
+        problem, snapshot = engine.problem, engine.snapshot
+        if any(snapshot.pod_by_key[problem.pod_keys[pod]].resource_claims for _, pod in sub.pending):
+            return None
     return sub.minimum, sub.tier_limit, sub.soft_topology, tuple(row for row, _ in sub.pending)
 
 

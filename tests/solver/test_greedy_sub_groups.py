@@ -299,3 +299,4 @@ def test_a_shard_that_fits_starts_the_job_after_a_larger_one_did_not() -> None:
     decision = solve_checked(make_snapshot(nodes=_TWO_LEAVES[:2], groups=[job], running=busy), "greedy")
     assert _bound(decision, job) == 2
     assert _nodes_of(decision, job, 0, 1) == set()
+
