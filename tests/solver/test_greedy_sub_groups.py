@@ -280,11 +280,12 @@ def test_hundreds_of_replicas_that_fit_nowhere_change_nothing_and_each_says_why(
         assert unplaced.reason == f"gang: subgroup {replica[unplaced.pod]} of llm: 0 of min 2 pods fit in any tier-1 domain"
 
 
-def test_a_shard_that_fits_starts_the_job_after_a_larger_one_did_not() -> None:
-    """Two nodes of sw-a with 2 GPUs free each; shards of 2 pods, one of which starts the job:
-    job-0 (2 × 4 GPUs) fits no leaf, job-1 (2 × 1 GPU) does. The shard tried after one that
-    did not start is skipped only when it is alike (same pods' shapes, minimum, topology):
-    job-1 is not, so it starts the job."""
+@pytest.mark.parametrize("min_sub_groups", [1, None])
+def test_a_shard_that_fits_starts_the_job_after_a_larger_one_did_not(min_sub_groups: int | None) -> None:
+    """Two nodes of sw-a with 2 GPUs free each; shards of 2 pods, one of which starts the job
+    (by `min_sub_groups`, or by min_member alone): job-0 (2 × 4 GPUs) fits no leaf, job-1
+    (2 × 1 GPU) does. The shard tried after one that did not start is skipped only when it
+    is alike (same pods' shapes, minimum, topology): job-1 is not, so it starts the job."""
     job = with_sub_groups(
         make_gang(
             "job",
@@ -293,7 +294,7 @@ def test_a_shard_that_fits_starts_the_job_after_a_larger_one_did_not() -> None:
         ),
         2,
         tier=1,
-        min_sub_groups=1,
+        min_sub_groups=min_sub_groups,
     )
     busy = [make_running(f"other-{node}", node=node, gpus=6) for node in ("a1", "a2")]
     decision = solve_checked(make_snapshot(nodes=_TWO_LEAVES[:2], groups=[job], running=busy), "greedy")
