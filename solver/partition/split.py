@@ -10,10 +10,15 @@ makes the merged answer keep it).
 Nodes, by unit: the domains of the highest HyperNode tier that has at least as many domains
 as parts (spines before leaves: fewer, larger cuts keep more of the topology whole); nodes
 in no such domain, and every node of a cluster without HyperNodes, are units of one node.
-Units are taken in name order and cut into contiguous runs of balanced capacity (GPU milli,
-or CPU milli on a cluster without GPUs). Example: 8 leaves of 16 eight-GPU nodes under one
+Domains are taken in name order; single nodes after them, each kind (GPU model, allocatable
+and free resources) spread evenly through the order (`_spread`), so every part gets its
+share of every kind — no topology is kept by a single node's place, and a part without the
+kind of hole a pod fits best could only give it a worse one (POP's sub-problems are alike
+in the same way). The order is cut into contiguous runs of balanced capacity (GPU milli, or
+CPU milli on a cluster without GPUs). Example: 8 leaves of 16 eight-GPU nodes under one
 spine, 2 parts → the spine is one domain (fewer than 2), the 8 leaves are units; leaves 0–3
-go to part 0 and 4–7 to part 1, 512 GPUs each.
+go to part 0 and 4–7 to part 1, 512 GPUs each. Without HyperNodes, 4 free 8-GPU nodes a0–a3
+and 4 half-used ones b0–b3 → a0, a1, b0, b1 in part 0 and the rest in part 1.
 
 PodGroups with pending pods, by priority then age, each to one part:
   - anchored: a PodGroup with running pods goes where most of them run (its gang and its
@@ -124,8 +129,24 @@ def _node_units(snapshot: Snapshot, members: Mapping[str, tuple[NodeName, ...]],
         domains = []
     units: list[tuple[NodeName, ...]] = [members[h.name] for h in domains]
     covered = {name for unit in units for name in unit}
-    units += [(node.name,) for node in sorted(snapshot.nodes, key=lambda n: n.name) if node.name not in covered]
-    return units
+    return units + [(name,) for name in _spread(snapshot, [node for node in snapshot.nodes if node.name not in covered])]
+
+
+def _spread(snapshot: Snapshot, nodes: Sequence[Node]) -> list[NodeName]:
+    """`nodes` ordered so each kind (GPU model, allocatable, free after its running pods) is
+    spread evenly through the order: the i-th of a kind of n sits at (i + ½) / n, ties by
+    name. Example: a0–a3 of one kind, b0–b1 of another → a0, b0, a1, a2, b1, a3."""
+    free = {node.name: dict(node.allocatable) for node in nodes}
+    for pod in snapshot.pods:
+        if pod.phase == "running" and pod.node in free:
+            for resource, amount in pod.requests.items():
+                free[pod.node][resource] = free[pod.node].get(resource, 0) - amount
+    by_kind: dict[tuple[object, ...], list[NodeName]] = {}
+    for node in sorted(nodes, key=lambda n: n.name):
+        kind = (node.gpu_model or "", tuple(sorted(node.allocatable.items())), tuple(sorted(free[node.name].items())))
+        by_kind.setdefault(kind, []).append(node.name)
+    placed = [((rank + 0.5) / len(names), name) for names in by_kind.values() for rank, name in enumerate(names)]
+    return [name for _, name in sorted(placed)]
 
 
 def _domain_nodes(snapshot: Snapshot) -> dict[str, tuple[NodeName, ...]]:

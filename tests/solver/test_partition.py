@@ -162,11 +162,12 @@ def test_split_deals_a_gang_to_a_part_holding_nodes_it_may_use() -> None:
 
 def test_the_pods_a_part_had_no_room_for_are_placed_where_the_whole_has_room() -> None:
     """n0 and n1 have their GPUs free but CPU-bound pods on them; n2 and n3 have 2 GPUs free each
-    and CPU to spare. Dealt by GPU room, all four 1-GPU gangs go to the part of n0 and n1,
-    which cannot take one; the fill places them on n2 and n3, as the whole would."""
+    and CPU to spare. Each node is of its own kind (its free CPU differs), so the cut keeps
+    name order. Dealt by GPU room, all four 1-GPU gangs go to the part of n0 and n1, which
+    cannot take one; the fill places them on n2 and n3, as the whole would."""
     nodes = [make_node(f"n{i}", gpus=8, cpu=64) for i in range(4)]
-    running = [make_gang(f"cpu-{i}", cpu=62, running_on=[f"n{i}"], preemptable=False) for i in (0, 1)]
-    running += [make_gang(f"gpu-{i}", gpus=6, cpu=4, running_on=[f"n{i}"], preemptable=False) for i in (2, 3)]
+    running = [make_gang(f"cpu-{i}", cpu=62 - i, running_on=[f"n{i}"], preemptable=False) for i in (0, 1)]
+    running += [make_gang(f"gpu-{i}", gpus=6, cpu=i, running_on=[f"n{i}"], preemptable=False) for i in (2, 3)]
     jobs = [created_at(make_gang(f"g{i}", gpus=1, cpu=8), float(10 + i)) for i in range(4)]
     snapshot = make_snapshot(nodes=nodes, groups=[*running, *jobs])
     first, _ = split_snapshot(snapshot, parts=2)
@@ -175,6 +176,15 @@ def test_the_pods_a_part_had_no_room_for_are_placed_where_the_whole_has_room() -
     assert decision.engine == "cpsat-partitioned"
     assert sorted(bind.node for bind in decision.placement.binds) == ["n2", "n2", "n3", "n3"]
     assert check_placement(snapshot, decision.placement) == ()
+
+
+def test_without_hypernodes_every_part_gets_its_share_of_every_kind_of_node() -> None:
+    """Free 8-GPU nodes a0–a3 and half-used b0–b3: cut in name order, one part would hold every
+    free node and the other every hole. Spread by kind, each part has two of each."""
+    nodes = [make_node(f"{kind}{i}", gpus=8) for kind in "ab" for i in range(4)]
+    running = [make_gang(f"r{i}", gpus=4, running_on=[f"b{i}"]) for i in range(4)]
+    parts = split_snapshot(make_snapshot(nodes=nodes, groups=running), parts=2)
+    assert [sorted(node.name for node in part.snapshot.nodes) for part in parts] == [["a0", "a1", "b0", "b1"], ["a2", "a3", "b2", "b3"]]
 
 
 def test_repair_drops_the_youngest_gang_when_two_parts_together_pass_a_queue_capability() -> None:
