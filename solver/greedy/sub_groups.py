@@ -105,7 +105,7 @@ def transaction(engine: NestingEngine, plan: GroupPlan, domain: np.ndarray | Non
         if not missing.get(sub.sub.policy):
             continue
         tried.add(sub.sub.name)
-        if (alike := _alike(engine, sub)) in refused:
+        if (alike := _alike(engine, sub)) in refused:  # None is never refused
             continue
         why = _start(engine, plan, sub, domain, action)
         if why is None:
@@ -220,7 +220,7 @@ def _fill(
             continue
         tried.add(sub.sub.name)
         asked = max(wanted(row) for row, _ in _by_row(_unbound(engine, sub.pending)))
-        if (alike := _alike(engine, sub)) is not None and (alike, asked) in refused:
+        if ((alike := _alike(engine, sub)), asked) in refused:  # None is never refused
             continue
         why = _start(engine, plan, sub, domain, action, job_wants=asked)
         if why is None:
@@ -458,7 +458,7 @@ def _extra_step(engine: NestingEngine, plan: GroupPlan, *, all_at_once: bool) ->
     for sub in plan.sub_groups:
         if sub.exhausted or _started(engine, sub) or not _unbound(engine, sub.pending):
             continue
-        if (alike := _alike(engine, sub)) is None or alike not in refused:
+        if (alike := _alike(engine, sub)) not in refused:  # None is never refused
             if _start(engine, plan, sub, plan.domain, None, explain=False) is None:
                 engine.commit(plan)
                 return True

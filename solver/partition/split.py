@@ -82,10 +82,11 @@ def split_snapshot(snapshot: Snapshot, *, parts: int) -> tuple[Part, ...]:
         raise ValueError(f"parts {parts}: at least 1")
     resource = GPU if any(node.allocatable.get(GPU, 0) for node in snapshot.nodes) else CPU
     members = _domain_nodes(snapshot)
-    node_part = _cut_nodes(snapshot, members, parts, resource)
+    free = _free_by_node(snapshot)
+    node_part = _cut_nodes(snapshot, members, parts, resource, free)
     count = 1 + max(node_part.values(), default=0)
-    room = _Room(snapshot, node_part, count, resource)
-    owner = _deal_groups(snapshot, members, node_part, room, count, resource)
+    room = _Room(snapshot, node_part, count, resource, free)
+    owner = _deal_groups(snapshot, members, node_part, room, count, resource, free)
     return tuple(_part(snapshot, members, index, node_part, owner) for index in range(count))
 
 
@@ -93,11 +94,15 @@ def split_snapshot(snapshot: Snapshot, *, parts: int) -> tuple[Part, ...]:
 
 
 def _cut_nodes(
-    snapshot: Snapshot, members: Mapping[str, tuple[NodeName, ...]], parts: int, resource: str
+    snapshot: Snapshot,
+    members: Mapping[str, tuple[NodeName, ...]],
+    parts: int,
+    resource: str,
+    free: Mapping[NodeName, Mapping[str, int]],
 ) -> dict[NodeName, int]:
     """Each node's part: units of the split tier in name order, cut into contiguous runs of
     balanced capacity; parts left empty by a large unit are closed up."""
-    units = _node_units(snapshot, members, parts)
+    units = _node_units(snapshot, members, parts, free)
     capacity = [sum(snapshot.node_by_name[name].allocatable.get(resource, 0) for name in unit) for unit in units]
     if sum(capacity) == 0:
         capacity = [len(unit) for unit in units]
@@ -117,7 +122,9 @@ def _cut_nodes(
     return node_part
 
 
-def _node_units(snapshot: Snapshot, members: Mapping[str, tuple[NodeName, ...]], parts: int) -> list[tuple[NodeName, ...]]:
+def _node_units(
+    snapshot: Snapshot, members: Mapping[str, tuple[NodeName, ...]], parts: int, free: Mapping[NodeName, Mapping[str, int]]
+) -> list[tuple[NodeName, ...]]:
     """The node units (module docstring): whole domains of the split tier, then single nodes."""
     tiers = sorted({h.tier for h in snapshot.hypernodes}, reverse=True)
     domains: list[HyperNode] = []
@@ -129,24 +136,30 @@ def _node_units(snapshot: Snapshot, members: Mapping[str, tuple[NodeName, ...]],
         domains = []
     units: list[tuple[NodeName, ...]] = [members[h.name] for h in domains]
     covered = {name for unit in units for name in unit}
-    return units + [(name,) for name in _spread(snapshot, [node for node in snapshot.nodes if node.name not in covered])]
+    return units + [(name,) for name in _spread([node for node in snapshot.nodes if node.name not in covered], free)]
 
 
-def _spread(snapshot: Snapshot, nodes: Sequence[Node]) -> list[NodeName]:
-    """`nodes` ordered so each kind (GPU model, allocatable, free after its running pods) is
+def _spread(nodes: Sequence[Node], free: Mapping[NodeName, Mapping[str, int]]) -> list[NodeName]:
+    """`nodes` ordered so each kind (GPU model, allocatable, `free` after its running pods) is
     spread evenly through the order: the i-th of a kind of n sits at (i + ½) / n, ties by
     name. Example: a0–a3 of one kind, b0–b1 of another → a0, b0, a1, a2, b1, a3."""
-    free = {node.name: dict(node.allocatable) for node in nodes}
-    for pod in snapshot.pods:
-        if pod.phase == "running" and pod.node in free:
-            for resource, amount in pod.requests.items():
-                free[pod.node][resource] = free[pod.node].get(resource, 0) - amount
     by_kind: dict[tuple[object, ...], list[NodeName]] = {}
     for node in sorted(nodes, key=lambda n: n.name):
         kind = (node.gpu_model or "", tuple(sorted(node.allocatable.items())), tuple(sorted(free[node.name].items())))
         by_kind.setdefault(kind, []).append(node.name)
     placed = [((rank + 0.5) / len(names), name) for names in by_kind.values() for rank, name in enumerate(names)]
     return [name for _, name in sorted(placed)]
+
+
+def _free_by_node(snapshot: Snapshot) -> dict[NodeName, dict[str, int]]:
+    """Per node, each resource allocatable less what its running pods request: read once, by
+    the cut (`_spread`), the dealing's room (`_Room`) and its domains (`_domain_free`)."""
+    free = {node.name: dict(node.allocatable) for node in snapshot.nodes}
+    for pod in snapshot.pods:
+        if pod.phase == "running" and pod.node in free:
+            for resource, amount in pod.requests.items():
+                free[pod.node][resource] = free[pod.node].get(resource, 0) - amount
+    return free
 
 
 def _domain_nodes(snapshot: Snapshot) -> dict[str, tuple[NodeName, ...]]:
@@ -171,12 +184,16 @@ class _Room:
     or pool a pod selects has no room for it however much it has free — dealt there, the
     pod could not be placed at all."""
 
-    def __init__(self, snapshot: Snapshot, node_part: Mapping[NodeName, int], count: int, resource: str) -> None:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        node_part: Mapping[NodeName, int],
+        count: int,
+        resource: str,
+        free: Mapping[NodeName, Mapping[str, int]],
+    ) -> None:
         self._nodes = snapshot.nodes
-        self._free = {node.name: node.allocatable.get(resource, 0) for node in snapshot.nodes}
-        for pod in snapshot.pods:
-            if pod.phase == "running" and pod.node is not None:
-                self._free[pod.node] -= pod.requests.get(resource, 0)
+        self._free = {name: amounts.get(resource, 0) for name, amounts in free.items()}
         self._node_part = node_part
         self._count = count
         self._by_size: dict[tuple[int, object], list[int]] = {}
@@ -205,10 +222,11 @@ def _deal_groups(
     room: _Room,
     count: int,
     resource: str,
+    free: Mapping[NodeName, Mapping[str, int]],
 ) -> dict[PodGroupKey, int]:
     """The part of every PodGroup with pending pods (module docstring)."""
     whole = _whole_domains(snapshot, members, node_part)
-    domain_free = _domain_free(snapshot, members, resource)
+    domain_free = _domain_free(members, resource, free)
     dealt: dict[tuple[QueueName, int], list[int]] = {}
     owner: dict[PodGroupKey, int] = {}
     for group in sorted(snapshot.pod_groups, key=lambda g: (-g.priority, g.creation_time, g.key)):
@@ -261,13 +279,11 @@ def _whole_domains(
     return found
 
 
-def _domain_free(snapshot: Snapshot, members: Mapping[str, tuple[NodeName, ...]], resource: str) -> dict[str, int]:
+def _domain_free(
+    members: Mapping[str, tuple[NodeName, ...]], resource: str, free: Mapping[NodeName, Mapping[str, int]]
+) -> dict[str, int]:
     """Free `resource` per HyperNode: allocatable less what running pods hold."""
-    free_by_node = {node.name: node.allocatable.get(resource, 0) for node in snapshot.nodes}
-    for pod in snapshot.pods:
-        if pod.phase == "running" and pod.node is not None:
-            free_by_node[pod.node] -= pod.requests.get(resource, 0)
-    return {name: sum(free_by_node[node] for node in nodes) for name, nodes in members.items()}
+    return {name: sum(free[node].get(resource, 0) for node in nodes) for name, nodes in members.items()}
 
 
 def _topology_candidates(
