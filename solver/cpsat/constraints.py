@@ -139,11 +139,10 @@ def _capacity(model: cp_model.CpModel, data: ModelData, variables: Variables) ->
         unit_vars = variables.units[task.unit]
         pods = unit_vars.pods[position]
         if task.tracked:
-            in_atoms = [var for (t, _), var in unit_vars.pods_in.items() if t == position]
-            model.add(pods == _sum(in_atoms))
-            for (t, atom), var in unit_vars.pods_in.items():
-                if t == position:
-                    atom_slots.setdefault((atom, task.shape), Lin()).add(var, -1)
+            in_atoms = unit_vars.pods_in.get(position, {})
+            model.add(pods == _sum(in_atoms.values()))
+            for atom, var in in_atoms.items():
+                atom_slots.setdefault((atom, task.shape), Lin()).add(var, -1)
         else:
             placed[task.shape].add(pods, 1)
     for shape in data.shapes:
@@ -288,7 +287,7 @@ def _topology(model: cp_model.CpModel, data: ModelData, variables: Variables) ->
             continue
         if unit.hard_limit is not None:
             model.add(_sum(unit_vars.domain.values()) == unit_vars.admitted)
-            for (t, atom), var in unit_vars.pods_in.items():
+            for t, atom, var in unit_vars.atom_pods():
                 allowed = [v for d, v in unit_vars.domain.items() if atom in data.domain_atoms[d]]
                 bound = len(data.tasks[t].pending)
                 model.add(var <= bound * _sum(allowed))
@@ -298,8 +297,8 @@ def _topology(model: cp_model.CpModel, data: ModelData, variables: Variables) ->
                 if span in anchored:
                     model.add(var == unit_vars.admitted)
                     continue
-                here = [v for (t, atom), v in unit_vars.pods_in.items() if data.soft_domain.get(atom) == span]
-                total = sum(len(data.tasks[t].pending) for (t, atom) in unit_vars.pods_in if data.soft_domain.get(atom) == span)
+                here = [v for _, atom, v in unit_vars.atom_pods() if data.soft_domain.get(atom) == span]
+                total = sum(len(data.tasks[t].pending) for t, atom, _ in unit_vars.atom_pods() if data.soft_domain.get(atom) == span)
                 model.add(_sum(here) >= var)
                 model.add(_sum(here) <= total * var)
         for sub in unit.sub_groups:
@@ -313,7 +312,7 @@ def _racks_opened(model: cp_model.CpModel, data: ModelData, variables: Variables
     locality tier counts it: `solver.objective.racks_opened`)."""
     here: dict[str, list[tuple[cp_model.IntVar, int]]] = {rack: [] for rack in variables.opened}
     for unit, unit_vars in zip(data.units, variables.units):
-        for (t, atom), var in unit_vars.pods_in.items():
+        for t, atom, var in unit_vars.atom_pods():
             rack = data.soft_domain.get(atom)
             if rack in here and task_in_hard_sub_group(unit, data.tasks[t]):
                 here[rack].append((var, len(data.tasks[t].pending)))
@@ -332,11 +331,10 @@ def _sub_group_domain(model: cp_model.CpModel, data: ModelData, variables: Varia
     unit, unit_vars = data.units[u], variables.units[u]
     sub, sub_vars = unit.sub_groups[s], unit_vars.sub_groups[s]
     model.add(_sum(sub_vars.domain.values()) == sub_vars.binds)
-    positions = {variables.task_index[id(task)] for task in sub.tasks}
-    for (t, atom), var in unit_vars.pods_in.items():
-        if t in positions:
+    for task in sub.tasks:
+        for atom, var in unit_vars.pods_in.get(variables.task_index[id(task)], {}).items():
             allowed = [v for d, v in sub_vars.domain.items() if atom in data.domain_atoms[d]]
-            model.add(var <= len(data.tasks[t].pending) * _sum(allowed))
+            model.add(var <= len(task.pending) * _sum(allowed))
     if unit.hard_limit is not None:
         for domain, var in sub_vars.domain.items():
             inside = [v for d, v in unit_vars.domain.items() if data.domain_atoms[domain] <= data.domain_atoms[d]]

@@ -130,9 +130,7 @@ def _binds(data, variables, value, free_slots, atom_slots) -> list[Bind]:  # noq
         unit_vars = variables.units[task.unit]
         if not task.tracked:
             continue
-        for (t, atom), var in sorted(unit_vars.pods_in.items()):
-            if t != position:
-                continue
+        for atom, var in sorted(unit_vars.pods_in.get(position, {}).items()):
             count = value(var)
             slots = atom_slots.get((atom, task.shape), [])
             for _ in range(count):

@@ -155,9 +155,8 @@ def hint_values(
                 for p in task.pending:
                     for n in bound_nodes.get(p, ()):
                         per_atom[atom_of_node[n]] = per_atom.get(atom_of_node[n], 0) + 1
-                for (t, atom), var in unit_vars.pods_in.items():
-                    if t == position:
-                        values[var] = per_atom.get(atom, 0)
+                for atom, var in unit_vars.pods_in.get(position, {}).items():
+                    values[var] = per_atom.get(atom, 0)
                 for atom, k in per_atom.items():
                     atoms_used[atom] = atoms_used.get(atom, 0) + k
                 atoms_of_task[position] = set(per_atom)

@@ -29,7 +29,7 @@ Not promised: any constraint — `solver.cpsat.constraints` adds those.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
@@ -110,10 +110,18 @@ class SubGroupVars:
 class UnitVars:
     admitted: IntVar
     pods: dict[int, IntVar]  # task position in ModelData.tasks → pods bound
-    pods_in: dict[tuple[int, str], IntVar] = field(default_factory=dict)  # (task, atom) → pods bound there
+    pods_in: dict[int, dict[str, IntVar]] = field(default_factory=dict)  # tracked task → atom → pods bound there
     domain: dict[str, IntVar] = field(default_factory=dict)
     spans: dict[str, IntVar] = field(default_factory=dict)
     sub_groups: list[SubGroupVars] = field(default_factory=list)  # aligned with `Unit.sub_groups`
+
+    def atom_pods(self) -> Iterator[tuple[int, str, IntVar]]:
+        """Every (task position, atom, pods bound there). `pods_in` is keyed by task first
+        because the rules read one task's atoms at a time: a job of thousands of sub-groups
+        has a task per sub-group, and a flat scan per task would be quadratic."""
+        for position, atoms in self.pods_in.items():
+            for atom, var in atoms.items():
+                yield position, atom, var
 
 
 @dataclass
@@ -186,7 +194,7 @@ def create_variables(model: cp_model.CpModel, data: ModelData) -> Variables:
     racks = {
         data.soft_domain.get(atom)
         for unit, unit_vars in zip(data.units, units)
-        for (t, atom) in unit_vars.pods_in
+        for t, atom, _ in unit_vars.atom_pods()
         if task_in_hard_sub_group(unit, data.tasks[t])
     }
     opened = {rack: model.new_bool_var(f"opened[{rack}]") for rack in sorted(r for r in racks if r in data.whole_racks)}
@@ -212,8 +220,9 @@ def _unit_vars(model: cp_model.CpModel, data: ModelData, u: int, tasks: dict[int
         for task in unit.tasks:
             position = tasks[id(task)]
             label = _task_label(unit, task)
-            for atom in task_atoms(unit, task):
-                result.pods_in[(position, atom)] = model.new_int_var(0, len(task.pending), f"pods_in[{label},{atom}]")
+            result.pods_in[position] = {
+                atom: model.new_int_var(0, len(task.pending), f"pods_in[{label},{atom}]") for atom in task_atoms(unit, task)
+            }
         for domain in unit.domains:
             result.domain[domain] = model.new_bool_var(f"domain[{key},{domain}]")
         if unit.soft:
