@@ -40,11 +40,15 @@ memory"). When a search dies under such a limit, its reason names the limit and
 what to do (`_Limit.reached`), not a ceiling it never reached.
 
 The child's standard error (CP-SAT's own messages, its log lines) is read by the parent and
-written through to the parent's standard error; its last lines go into the reason.
+written through to the parent's standard error; its last lines go into the reason. A child
+still running `STACKS_AFTER_S` past its deadline writes its Python stack there first
+(faulthandler), so a hang is logged with where it hung and its reason names the innermost
+frame.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import pickle
@@ -54,7 +58,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
 from models.placement import FallbackCause
@@ -80,6 +84,10 @@ KILL_GRACE_S = 2.0
 """How long past its deadline the child may take (it extracts the placement after the
 search, and CP-SAT may overshoot its own limit) before it is killed as hung."""
 
+STACKS_AFTER_S = 0.75 * KILL_GRACE_S
+"""Past its deadline by this much, the child writes its Python stack to standard error
+(passed through to the log) before it is killed: a hung search says where it hung."""
+
 MEMORY_POLL_S = 0.05
 """How often the parent reads the child's private memory (a read costs well under a ms)."""
 
@@ -103,6 +111,7 @@ class SolverDied(Exception):
 class _Collected:
     payload: bytearray
     stderr_tail: bytearray
+    stack: bytearray = field(default_factory=bytearray)  # the start of the stack the child wrote when hung
     finished: bool = False  # both pipes reached end of file
     private_bytes: int = 0  # the child's private memory when it was killed for it (0: it was not)
 
@@ -126,7 +135,7 @@ def run_isolated(work: Callable[[], T], *, deadline: float, memory_limit_bytes: 
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # the child: never returns
-        _child(work, result_read, result_write, stderr_read, stderr_write, ceiling)
+        _child(work, result_read, result_write, stderr_read, stderr_write, ceiling, stacks_at=deadline + STACKS_AFTER_S)
     os.close(result_write)
     os.close(stderr_write)
     collected = None
@@ -143,7 +152,8 @@ def run_isolated(work: Callable[[], T], *, deadline: float, memory_limit_bytes: 
         used = f"{collected.private_bytes / (1 << 30):.2f} GiB"
         raise SolverDied("memory", f"used {used}, past the memory ceiling of {_gib(memory_limit_bytes)}: killed{_last_line(tail)}")
     if not collected.finished:
-        raise SolverDied("timeout", f"no answer {KILL_GRACE_S:.0f} s past the deadline: killed{_last_line(tail)}")
+        hung_at = _hung_at(collected.stack.decode("utf-8", "replace"))
+        raise SolverDied("timeout", f"no answer {KILL_GRACE_S:.0f} s past the deadline: killed{hung_at or _last_line(tail)}")
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and collected.payload:
         outcome, value = pickle.loads(bytes(collected.payload))
         if outcome == "error":
@@ -184,7 +194,14 @@ def search_or_failure(
 
 
 def _child(
-    work: Callable[[], object], result_read: int, result_write: int, stderr_read: int, stderr_write: int, ceiling: int | None
+    work: Callable[[], object],
+    result_read: int,
+    result_write: int,
+    stderr_read: int,
+    stderr_write: int,
+    ceiling: int | None,
+    *,
+    stacks_at: float,
 ) -> None:
     code = 0
     try:
@@ -200,6 +217,7 @@ def _child(
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         if ceiling is not None:
             resource.setrlimit(resource.RLIMIT_AS, (ceiling, ceiling))
+        faulthandler.dump_traceback_later(max(0.0, stacks_at - time.perf_counter()), file=2)
         try:
             payload = pickle.dumps(("ok", work()), protocol=pickle.HIGHEST_PROTOCOL)
         except BaseException as error:  # noqa: BLE001 — every failure goes back to the parent
@@ -248,6 +266,7 @@ def _collect(result_read: int, stderr_read: int, pid: int, *, kill_at: float, me
                     collected.payload += chunk
                 else:
                     _pass_through(chunk)
+                    _keep_stack(collected, collected.stderr_tail[-len(_STACK_MARK) :] + chunk, chunk)
                     collected.stderr_tail = (collected.stderr_tail + chunk)[-_STDERR_TAIL_BYTES:]
     collected.finished = True
     return collected
@@ -318,6 +337,29 @@ def _silent(status: int) -> bool:
 def _last_line(tail: str) -> str:
     lines = [line.strip() for line in tail.splitlines() if line.strip()]
     return f" ({lines[-1][:200]})" if lines else ""
+
+
+_STACK_MARK = b"(most recent call first):"
+
+
+def _keep_stack(collected: _Collected, seam: bytes, chunk: bytes) -> None:
+    """Keep the start of the stack a hung child writes (`STACKS_AFTER_S`): its innermost
+    frames come first, and the stack is deeper than the tail keeps (a server's frames sit
+    under the search's). `seam` is `chunk` after the tail's last bytes, for a mark split
+    between two reads."""
+    if collected.stack:
+        if len(collected.stack) < _STDERR_TAIL_BYTES:
+            collected.stack += chunk
+        return
+    at = seam.find(_STACK_MARK)
+    if at >= 0:
+        collected.stack = bytearray(seam[at + len(_STACK_MARK) :]) or bytearray(b"\n")
+
+
+def _hung_at(stack: str) -> str:
+    """The innermost frame of the stack a hung child wrote, or ""."""
+    frames = [line.strip() for line in stack.splitlines() if line.strip().startswith("File ")]
+    return f" (hung at {frames[0][:200]})" if frames else ""
 
 
 def _gib(size: int | None) -> str:

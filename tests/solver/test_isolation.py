@@ -93,6 +93,19 @@ def test_a_hung_child_is_killed_after_its_deadline() -> None:
     assert time.perf_counter() - started < 0.2 + KILL_GRACE_S + 2.0
 
 
+def _wait_for_ever() -> None:
+    threading.Event().wait()
+
+
+def test_a_hung_child_says_where_it_hung_before_it_is_killed(capfd: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SolverDied) as died:
+        run_isolated(_wait_for_ever, deadline=_soon(0.2), memory_limit_bytes=None)
+    assert died.value.cause == "timeout"
+    assert "hung at" in str(died.value) and "in wait" in str(died.value), str(died.value)
+    stack = capfd.readouterr().err
+    assert "most recent call first" in stack and "in _wait_for_ever" in stack, stack[-2000:]
+
+
 def _children() -> set[int]:
     found: set[int] = set()
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
