@@ -28,11 +28,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from functools import cached_property
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from models.cached import cached_property
 from models.node_affinity import NodeSelectorTerm
 from models.semver import Version
 

@@ -54,7 +54,6 @@ pending with that reason, as Volcano leaves it).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cached_property
 from typing import Annotated, Any, Literal, NewType, Self
 
 from pydantic import (
@@ -69,6 +68,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from models.cached import cached_property
 from models.dra import DraObjects, PodResourceClaim
 from models.duration import MAX_DURATION_S
 from models.node_affinity import NodeSelectorTerm, PreferredSchedulingTerm

@@ -39,11 +39,11 @@ import threading
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Literal, Protocol
 
 import numpy as np
 
+from models.cached import cached_property
 from models.snapshot import GPU_MILLI_PER_DEVICE, Snapshot
 from models.typical_shapes import TypicalShape
 from solver.memo import memoized

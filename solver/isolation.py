@@ -13,8 +13,11 @@ and the greedy hint already built, copy-on-write, so nothing is serialised on th
 (a 1,213-node snapshot with 6,208 running pods would cost more to pickle than to solve);
 only the result (a placement) is pickled on the way out. The child runs solver code only
 (no Kubernetes client, no HTTP), and the locks it may meet are reset at fork (logging's)
-or do not exist (`solver.memo` is lock-free); a child that deadlocks anyway is killed at
-its deadline like a hung search. Linux only, like the clusters it serves.
+or do not exist (`solver.memo` and `models.cached` are lock-free: Python 3.11's
+`functools.cached_property` is not, and a search forked while another thread was inside one
+waited for ever on the lock it was copied holding); a child that deadlocks anyway is killed
+at its deadline like a hung search, and says where (below). Linux only, like the clusters
+it serves.
 
 The memory ceiling, `memory_limit_bytes`, is what the child may use beyond what it shares
 with the parent, held two ways, because neither alone holds it:

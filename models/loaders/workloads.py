@@ -38,9 +38,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Literal
 
+from models.cached import cached_property
 from models.dra import PodResourceClaim
 from models.errors import FieldError, Location, PathPart
 from models.node_affinity import NodeSelectorTerm, PreferredSchedulingTerm

@@ -35,10 +35,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
+from models.cached import cached_property
 from models.snapshot import NodeName, Pod, PodGroup, PodGroupKey, Snapshot
 from solver.greedy.state import CycleState
 from solver.problem import Problem, build_problem
