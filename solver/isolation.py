@@ -218,6 +218,7 @@ def _child(
         os.closerange(result_write + 1, _MAX_FD)
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # the parent handles Ctrl-C; the child just dies
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _own_streams()
         if ceiling is not None:
             resource.setrlimit(resource.RLIMIT_AS, (ceiling, ceiling))
         faulthandler.dump_traceback_later(max(0.0, stacks_at - time.perf_counter()), file=2)
@@ -239,6 +240,22 @@ def _child(
             pass
     finally:
         os._exit(code)
+
+
+def _own_streams() -> None:
+    """Give the child its own `sys.stdout` and `sys.stderr`, and point every log handler
+    that writes to a stream at the new `sys.stderr`: a stream object's lock is not reset at
+    fork, so when another of the parent's threads was inside a write (a log line into a
+    full pipe: a log collector that stalls), the child's first log line would wait for ever
+    on the copy. The new ones write to the descriptors 1 and 2 (the pipe to the parent); the
+    descriptors of other streams (a log file) are closed in the child anyway."""
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        setattr(sys, name, open(fd, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False))  # noqa: SIM115 — the child's for its life
+    loggers = [logging.getLogger(), *(x for x in logging.Logger.manager.loggerDict.values() if isinstance(x, logging.Logger))]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if isinstance(handler, logging.StreamHandler):
+                handler.stream = sys.stderr  # not `setStream`: it would flush the old stream, taking its lock
 
 
 def _collect(result_read: int, stderr_read: int, pid: int, *, kill_at: float, memory_limit_bytes: int | None) -> _Collected:

@@ -7,12 +7,15 @@ get killed mid-search — and checks that the caller gets a typed answer and car
 from __future__ import annotations
 
 import errno
+import fcntl
+import logging
 import os
 import resource
 import signal
 import socket
 import subprocess
 import sys
+import termios
 import threading
 import time
 from pathlib import Path
@@ -112,6 +115,38 @@ def _children() -> set[int]:
         text = (task / "children").read_text()
         found.update(int(pid) for pid in text.split())
     return found
+
+
+def _bytes_waiting(read_end: int) -> int:
+    return int.from_bytes(fcntl.ioctl(read_end, termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
+
+
+def test_a_child_forked_while_a_thread_is_stuck_writing_a_log_line_still_logs_and_answers(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A stream's lock is copied into the child as the fork found it: held, when another
+    thread was inside a write (a full pipe: a stalled log collector). The child logs
+    through its own stream, to the parent, and answers."""
+    read_end, write_end = os.pipe()
+    stuck = open(write_end, "w", encoding="utf-8", buffering=1 << 16)  # noqa: SIM115 — closed below
+    log = logging.getLogger("tests.isolation.stuck_stream")
+    handler = logging.StreamHandler(stuck)
+    log.addHandler(handler)
+    writer = threading.Thread(target=lambda: (stuck.write("x" * (1 << 20)), stuck.flush()), daemon=True)
+    writer.start()
+    capacity = fcntl.fcntl(read_end, fcntl.F_GETPIPE_SZ)
+    try:
+        while _bytes_waiting(read_end) < capacity:  # the writer is inside the write, holding the lock
+            time.sleep(0.01)
+        answer = run_isolated(lambda: (log.warning("written by the child"), 42)[1], deadline=_soon(2.0), memory_limit_bytes=None)
+        assert answer == 42
+        assert "written by the child" in capfd.readouterr().err
+    finally:
+        log.removeHandler(handler)
+        while writer.is_alive():
+            os.read(read_end, 1 << 16)
+        stuck.close()
+        os.close(read_end)
 
 
 def _contended_snapshot() -> Snapshot:
