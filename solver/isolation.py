@@ -87,7 +87,7 @@ KILL_GRACE_S = 2.0
 """How long past its deadline the child may take (it extracts the placement after the
 search, and CP-SAT may overshoot its own limit) before it is killed as hung."""
 
-STACKS_AFTER_S = 0.75 * KILL_GRACE_S
+STACKS_AFTER_S = 0.5 * KILL_GRACE_S
 """Past its deadline by this much, the child writes its Python stack to standard error
 (passed through to the log) before it is killed: a hung search says where it hung."""
 
