@@ -74,7 +74,7 @@ from controller.kinds import (
 from controller.kube import KubeClient
 from controller.leader import LeaderElector, LeaseConfig
 from controller.observe import ClusterView, observe
-from controller.timing import Clock, SystemClock, rfc3339
+from controller.timing import Clock, SystemClock, join_within, rfc3339
 from models.clusters import CLUSTER_LABEL, ClusterName, merge_clusters
 from models.errors import SnapshotError
 from models.loaders import load_snapshot_documents
@@ -201,8 +201,9 @@ class FleetManager:
         self._threads.append(loop)
 
     def join(self, timeout_s: float = 10.0) -> None:
-        for thread in self._threads:
-            thread.join(timeout_s)
+        """Wait for the loop and the election, `timeout_s` in all (`join_within`): both may
+        be stuck in a request to an API server that stopped answering, and they are daemons."""
+        join_within(self._threads, timeout_s)
 
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader()
