@@ -149,6 +149,19 @@ def test_a_child_forked_while_a_thread_is_stuck_writing_a_log_line_still_logs_an
         os.close(read_end)
 
 
+def test_a_process_started_with_its_standard_output_closed_still_gets_answers() -> None:
+    """A daemon started with `>&-`: the child has no descriptor 1 to give a stream to."""
+    script = (
+        "import os, sys, time\n"
+        "os.close(1)\n"
+        "from solver.isolation import run_isolated\n"
+        "print(run_isolated(lambda: 6 * 7, deadline=time.perf_counter() + 5, memory_limit_bytes=None), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[2], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0 and done.stderr.strip().splitlines()[-1] == "42", done.stderr[-2000:]
+
+
 def _contended_snapshot() -> Snapshot:
     """More GPU asked than there is, in many shapes: the search runs until it is stopped."""
     nodes = [make_node(f"n{i}", cpu=8, gpus=8) for i in range(40)]
