@@ -143,8 +143,12 @@ def test_a_child_forked_while_a_thread_is_stuck_writing_a_log_line_still_logs_an
         assert "written by the child" in capfd.readouterr().err
     finally:
         log.removeHandler(handler)
+        os.set_blocking(read_end, False)  # the writer may end between a check and a read
         while writer.is_alive():
-            os.read(read_end, 1 << 16)
+            try:
+                os.read(read_end, 1 << 16)
+            except BlockingIOError:
+                writer.join(0.01)
         stuck.close()
         os.close(read_end)
 
