@@ -36,5 +36,7 @@ def test_a_controller_told_to_partition_binds_each_gang_whole_from_the_partition
     start_controller(ControllerConfig(period_s=0.3, time_limit_s=2.0, engine="auto", partition_parts=2))
     nodes = wait_until(lambda: len(bound(core, namespace)) == 6 and bound(core, namespace), what="six pods bound")
     assert sorted(nodes) == ["a-0", "a-1", "b-0", "b-1", "c-0", "c-1"]  # every gang whole
-    bound_by = [record.engine for record in caplog.records if getattr(record, "bound", 0)]  # the cycle log's fields
-    assert bound_by and set(bound_by) == {"cpsat-partitioned"}
+    # The cycle's log line (its fields) comes after its binds have landed: wait for it too.
+    bound_by = wait_until(lambda: [record.engine for record in caplog.records if getattr(record, "bound", 0)],
+                          what="the cycle's log line")
+    assert set(bound_by) == {"cpsat-partitioned"}
