@@ -18,7 +18,6 @@ because everything cached this way is a pure function of a frozen object.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 __all__ = ["cached_property"]
@@ -32,9 +31,6 @@ class cached_property(functools.cached_property[T]):  # noqa: N801 — the stdli
     """`functools.cached_property` as in Python 3.12: computed on first read, kept in the
     instance's `__dict__`, no lock (module docstring). A subclass, so pydantic treats it
     as it treats the stdlib's (not a field)."""
-
-    def __init__(self, func: Callable[[Any], T]) -> None:
-        super().__init__(func)
 
     @overload
     def __get__(self, instance: None, owner: type[Any] | None = None) -> cached_property[T]: ...
