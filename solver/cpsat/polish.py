@@ -12,8 +12,13 @@ node that is already in use and has room, when the node's packing value
 (`PackingMeasure.state`, the tier's own per-node term) strictly falls. A pod that
 holds a NUMA cell stays on a device of that cell. Nothing else changes — node, CPU, memory,
 the pods' count, NUMA splits (one device) — so no hard rule can break and no other tier
-moves; `place()` still runs the checker. Moves repeat until none improves (each one lowers
-a non-negative integer, so it ends).
+moves; `place()` still runs the checker.
+
+A share alone on its device also moves when the packing value stays the same: the typical
+shapes may all be small enough that the measure cannot tell a spread from a packed node,
+and a device freed whole is what the next whole-GPU job needs (the fullest target wins the
+tie, best fit). Moves repeat until none improves: each one lowers the packing value, or
+keeps it and frees a device, so the pair (value, devices in use) falls and the loop ends.
 
 Worked example: three devices, used 850 / 700 / 100 by shares (the 100 alone on device 2),
 typical shapes one whole GPU and 300 milli, weight 0.5 each, CPU to spare. Free 150 / 300 /
@@ -72,7 +77,9 @@ def pack_shares(snapshot: Snapshot, placement: Placement, context: ObjectiveCont
                 bind = binds[position]
                 share = snapshot.pod_by_key[bind.pod].requests[GPU]
                 (current,) = bind.gpus
-                best, best_value = None, packing()
+                now = packing()
+                empties = used[current] == share  # the share is alone: a move frees its device whole
+                best, best_key = None, (now, 0, 0)
                 for target, taken in used.items():
                     if target == current or taken <= 0 or taken + share > GPU_MILLI_PER_DEVICE:
                         continue
@@ -85,8 +92,10 @@ def pack_shares(snapshot: Snapshot, placement: Placement, context: ObjectiveCont
                     value = packing()
                     used[target] -= share
                     used[current] += share
-                    if value < best_value:
-                        best, best_value = target, value
+                    if value < now or (value == now and empties):
+                        key = (value, -1 if empties else 0, -taken)  # lower value, a device freed, the fullest target
+                        if key < best_key:
+                            best, best_key = target, key
                 if best is not None:
                     used[current] -= share
                     used[best] += share

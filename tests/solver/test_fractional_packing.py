@@ -181,3 +181,29 @@ def test_pack_shares_moves_a_lone_share_onto_a_used_device_and_keeps_numa_cells(
     assert score(snapshot, packed).packing < score(snapshot, lonely).packing
     assert check_placement(snapshot, packed) == ()
     assert pack_shares(snapshot, packed, ObjectiveContext.of(snapshot)) == packed
+
+
+def _tie_snapshot() -> Snapshot:
+    """Shares of 100 and 250 milli only (the typical shapes all fit any device with a
+    quarter free), a small node with a device 700 used and a three-device node: the case the
+    property test above found CP-SAT leaving a 100 alone on a fresh device, the packing tier
+    scoring the spread and the packed node alike."""
+    share = partial(make_task, cpu=0.5, min_available=1)
+    groups = [
+        make_gang("g0", min_member=1, tasks=[share("t0")]),
+        make_gang("g1", min_member=1, tasks=[share("t0", gpu_milli=100), share("t1", replicas=3, gpu_milli=100)]),
+        make_gang("g2", min_member=1, tasks=[share("t0", gpu_milli=250), share("t1", replicas=2, gpu_milli=100)]),
+        make_gang("g3", min_member=1, tasks=[share("t0", replicas=2, gpu_milli=100)]),
+    ]
+    nodes = [make_node("n0", cpu=4, gpus=1, gpu_used_milli={0: 700}), make_node("n1", cpu=32, gpus=3)]
+    return make_snapshot(nodes=nodes, groups=groups)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_share_alone_moves_to_a_used_device_when_packing_ties(engine: str) -> None:
+    snapshot = _tie_snapshot()
+    placement = _solve(snapshot, engine).placement
+    assert len(placement.binds) == 10
+    assert _needless_fresh_devices(snapshot, placement) == []
+    assert {(b.node, b.gpus) for b in placement.binds if b.gpus} != {("n1", (0,)), ("n1", (1,)), ("n1", (2,))}
+
