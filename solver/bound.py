@@ -40,7 +40,7 @@ import pulp
 
 from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, Snapshot, gpu_devices
 from solver.after import milli_per_device
-from solver.objective import ObjectiveContext, pod_value
+from solver.objective import JOB_START_VALUE, ObjectiveContext, pod_value
 from solver.problem import Problem, build_problem
 from solver.rules.gang import members_missing, task_shortfalls
 
@@ -126,7 +126,8 @@ def relaxation(
             continue
         facts = problem.group_facts[k]
         requirement = facts.requirement
-        admitted = lp.variable(f"a_{k}", 0, 1)
+        starts = throughput and not any(facts.running.values())  # a bind starts it: `JOB_START_VALUE`
+        admitted = lp.variable(f"a_{k}", 0, 1, ctx.weights[group.key] * JOB_START_VALUE if starts else 0)
         if not facts.can_be_met:
             lp.upper[admitted] = 0
         shortfalls = task_shortfalls(requirement, facts.running)

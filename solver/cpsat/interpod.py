@@ -50,7 +50,15 @@ from models.placement import Bind, Eviction, Placement
 from models.pod_affinity import PodAffinityTerm, TopologySpreadConstraint
 from models.snapshot import GPU, PodGroupKey, Snapshot, Task
 from solver.after import build_after, milli_per_device
-from solver.objective import GPU_NODE_KEEP_MILLI, ObjectiveContext, on_gpu_node, pod_value, score
+from solver.objective import (
+    GPU_NODE_KEEP_MILLI,
+    JOB_START_VALUE,
+    ObjectiveContext,
+    has_running_pods,
+    on_gpu_node,
+    pod_value,
+    score,
+)
 from solver.problem import UNLIMITED, Problem
 from solver.rules import pod_affinity, topology_spread
 from solver.rules.pod_affinity import term_selects
@@ -300,6 +308,9 @@ def _constants(
                 levels.update(
                     (r, int(amount)) for r, amount in enumerate(problem.pod_requests[v]) if amount > 0
                 )
+    for key in {snapshot.pod_by_key[bind.pod].pod_group for bind in placement.binds} - {None}:
+        if not has_running_pods(snapshot, key):  # type: ignore[arg-type]
+            throughput += ctx.weights[key] * JOB_START_VALUE  # type: ignore[index]
     model_problem = dataclasses.replace(
         problem, free=free, gpu_free_milli=gpu_free, cell_cpu_free=cell_cpu, cell_memory_free=cell_memory
     )

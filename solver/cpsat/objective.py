@@ -46,7 +46,7 @@ from ortools.sat.python import cp_model
 from solver.cpsat.constraints import Allocation
 from solver.cpsat.data import ModelData
 from solver.cpsat.variables import Lin, Variables
-from solver.objective import FAIRNESS_SCALE, GPU_NODE_KEEP_MILLI, TIERS, pod_value
+from solver.objective import FAIRNESS_SCALE, GPU_NODE_KEEP_MILLI, JOB_START_VALUE, TIERS, pod_value
 
 __all__ = [
     "Tiers", "Stage", "build_tiers", "plan_stages", "first_come", "FIRST_COME_CHUNK", "MERGE_LIMIT", "MERGE_MAGNITUDE",
@@ -213,6 +213,9 @@ def _throughput(data: ModelData, variables: Variables) -> Lin:
     lin = Lin(constant=constant)
     for position, task in enumerate(data.tasks):
         lin.add(variables.units[task.unit].pods[position], task.value)
+    for unit in data.units:
+        if not unit.running:  # admitted ⇔ a bind: the PodGroup starts (`solver.objective.JOB_START_VALUE`)
+            lin.add(variables.units[unit.index].admitted, ctx.weights[unit.group.key] * JOB_START_VALUE)
     for kind, kind_vars in zip(data.kinds, variables.kinds):
         lin.add_lin(kind_vars.evicted, -kind.value)
     return lin
