@@ -40,7 +40,7 @@ import pulp
 
 from models.snapshot import GPU, GPU_MILLI_PER_DEVICE, Snapshot, gpu_devices
 from solver.after import milli_per_device
-from solver.objective import JOB_START_VALUE, ObjectiveContext, pod_value
+from solver.objective import JOB_VALUE, ObjectiveContext, pod_value
 from solver.problem import Problem, build_problem
 from solver.rules.gang import members_missing, task_shortfalls
 
@@ -96,7 +96,10 @@ def relaxation(
         for n in np.flatnonzero(lent.sum(axis=1)).tolist():
             capacity[int(classes[n])][gpu] += int(lent[n].sum())
     victims: dict[tuple[int, tuple[int, ...], int, int], int] = {}
-    for p in np.flatnonzero(problem.pod_running & (problem.pod_group >= 0)).tolist():
+    running = np.flatnonzero(problem.pod_running & (problem.pod_group >= 0))
+    if throughput:  # every running job kept (`JOB_VALUE`): evicting one whole only lowers the bound's value
+        lp.constant += sum(ctx.weights[snapshot.pod_groups[h].key] for h in set(problem.pod_group[running].tolist())) * JOB_VALUE
+    for p in running.tolist():
         pod = snapshot.pods[p]
         group = snapshot.pod_groups[int(problem.pod_group[p])]
         value = ctx.weights[group.key] * pod_value(pod.requests, ctx.devices) if throughput else 0
@@ -126,8 +129,8 @@ def relaxation(
             continue
         facts = problem.group_facts[k]
         requirement = facts.requirement
-        starts = throughput and not any(facts.running.values())  # a bind starts it: `JOB_START_VALUE`
-        admitted = lp.variable(f"a_{k}", 0, 1, ctx.weights[group.key] * JOB_START_VALUE if starts else 0)
+        starts = throughput and not any(facts.running.values())  # a bind starts a job: `JOB_VALUE`
+        admitted = lp.variable(f"a_{k}", 0, 1, ctx.weights[group.key] * JOB_VALUE if starts else 0)
         if not facts.can_be_met:
             lp.upper[admitted] = 0
         shortfalls = task_shortfalls(requirement, facts.running)

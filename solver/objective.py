@@ -38,8 +38,8 @@ The tiers (each an exact integer; "after" means kept running pods plus this cycl
    Capped, a queue pays in this tier at least half of any room its preemption frees for
    others. Example: q1 (target 6 CPU) holds 5; a low-priority 4-CPU pod is preempted for
    a high-priority 3-CPU one → allocated_after 4, counted 4 + min(4 − 3, 3) = 5: 167, as
-   without the eviction; throughput, 2 · (1 + 3) + 2 (it starts) = 10 against 1 · (1 + 4) = 5,
-   takes the swap. Evicting the 4-CPU pod for a 1-CPU one that another queue's 3-CPU pod joins
+   without the eviction; throughput, 2 · (1 + 3 + 1) = 10 against 1 · (1 + 4 + 1) = 6
+   (each job's pods and the job itself), takes the swap. Evicting the 4-CPU pod for a 1-CPU one that another queue's 3-CPU pod joins
    counts 2 + min(3, 1) = 3.
 2. **throughput** — greater is better. Σ over pods of PodGroups held after the placement
    of weight(priority) · value, with value = 1 + ⌊cpu_milli / 1000⌋ + gpu_milli: one
@@ -53,15 +53,16 @@ The tiers (each an exact integer; "after" means kept running pods plus this cycl
    whenever the new one needs fewer than twice the pods — as Volcano's gang plugin orders
    not-ready jobs first. With no partly bound gang the weights are the plain ranks. Example: a priority-5 PodGroup binds one
    pod of 8 GPUs and 96 cores → 2 · (1 + 96 + 8000) = 16194.
-   Plus weight · `JOB_START_VALUE` (1) per PodGroup started this cycle — one with no pod
-   running at the snapshot that gets a bind: a job started counts as one more pod, so of two
-   placements doing the same work the one that starts more jobs wins (two 8-pod jobs over
-   one 16-pod job of the same shape). Why: jobs started, not only pods, is what a waiting
-   user sees; on the sub-group streams, where one cycle could start one large younger job or
-   two older ones of the same size, this term started more jobs than greedy where `auto`
-   had started fewer (docs/results.md, "Sub-groups: nested gangs on Lingjun and NVL72").
-   One pod's worth leaves every real difference in work to decide first. The example
-   above, a PodGroup with nothing running → 16194 + 2 = 16196.
+   Plus weight · `JOB_VALUE` (1) per PodGroup with a pod running after the placement (kept
+   or bound): a job counts as one more pod, so of two placements doing the same work the one
+   that runs more jobs wins — two 8-pod jobs started over one 16-pod job of the same shape —
+   while evicting a job to start another of the same work gains nothing (each side counts
+   one job; disruption then keeps the running one). Why: jobs started, not only pods, is
+   what a waiting user sees; on the sub-group streams one cycle could start one large
+   younger job or two older ones of the same size, and `auto` had started fewer jobs than
+   greedy (docs/results.md, "Sub-groups: nested gangs on Lingjun and NVL72"). One pod's
+   worth leaves every real difference in work to decide first. The example above → 16194 + 2
+   = 16196.
 3. **disruption** — smaller is better. Σ over evicted pods of
    weight(priority) · (1000 + gpu_milli · age_class), where age_class = 1 + ⌊log2(1 +
    hours run)⌋ is the GPU-time lost on a log scale (1 under an hour, 2 for 1–2 h, 3 for 3–6 h,
@@ -168,14 +169,13 @@ from solver.usage_tier import usage_tier
 __all__ = [
     "FAIRNESS_SCALE",
     "VICTIM_BASE_COST",
-    "JOB_START_VALUE",
+    "JOB_VALUE",
     "TIERS",
     "ObjectiveVector",
     "ObjectiveContext",
     "score",
     "objective_order",
     "pod_value",
-    "has_running_pods",
     "age_class",
     "queue_fairness",
     "fairness_allocated",
@@ -194,8 +194,8 @@ VICTIM_BASE_COST = 1000
 """What any eviction costs before its GPU-time: one victim ≈ one GPU for an hour."""
 GPU_NODE_KEEP_MILLI = 1
 """What the packing tier charges per pod asking no GPU bound to a GPU node (tier 6)."""
-JOB_START_VALUE = 1
-"""What the throughput tier adds per PodGroup started this cycle, times its weight (tier 2)."""
+JOB_VALUE = 1
+"""What the throughput tier adds per PodGroup running after the placement, times its weight (tier 2)."""
 TIERS = ("fairness", "throughput", "disruption", "locality", "usage", "packing")
 """The tiers in DESIGN.md's order (most important first)."""
 
@@ -395,7 +395,7 @@ def score(snapshot: Snapshot, placement: Placement, *, context: ObjectiveContext
     after = build_after(snapshot, placement)
     return ObjectiveVector(
         fairness=_fairness(snapshot, ctx, after),
-        throughput=_throughput(snapshot, ctx, after),
+        throughput=_throughput(ctx, after),
         disruption=sum(ctx.eviction_cost(e.pod) for e in after.evicted),
         locality=_locality(snapshot, ctx, after),
         usage=usage_tier(snapshot, after),
@@ -446,25 +446,17 @@ def _fairness(snapshot: Snapshot, ctx: ObjectiveContext, after: After) -> int:
     return sum(queue_fairness(target, allocated.get(q, {}), ctx.units) for q, target in ctx.targets.items())
 
 
-def _throughput(snapshot: Snapshot, ctx: ObjectiveContext, after: After) -> int:
+def _throughput(ctx: ObjectiveContext, after: After) -> int:
     total = 0
+    groups: set[PodGroupKey] = set()
     for pod in after.kept:
         if pod.pod_group is not None:
             total += ctx.weights[pod.pod_group] * pod_value(pod.requests, ctx.devices)
-    bound_groups: set[PodGroupKey] = set()
+            groups.add(pod.pod_group)
     for bound in after.bound:
         total += ctx.weights[bound.group.key] * pod_value(bound.pod.requests, ctx.devices)
-        bound_groups.add(bound.group.key)
-    for key in bound_groups:
-        if not has_running_pods(snapshot, key):
-            total += ctx.weights[key] * JOB_START_VALUE
-    return total
-
-
-def has_running_pods(snapshot: Snapshot, group: PodGroupKey) -> bool:
-    """Does a pod of `group` run at the snapshot? Without one, a bind starts the PodGroup
-    (the throughput tier's `JOB_START_VALUE`)."""
-    return any(pod.phase == "running" for pod in snapshot.pods_by_group.get(group, ()))
+        groups.add(bound.group.key)
+    return total + sum(ctx.weights[key] for key in groups) * JOB_VALUE
 
 
 def in_hard_sub_group(group: PodGroup, sub_group: str | None) -> bool:

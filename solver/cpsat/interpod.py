@@ -52,9 +52,8 @@ from models.snapshot import GPU, PodGroupKey, Snapshot, Task
 from solver.after import build_after, milli_per_device
 from solver.objective import (
     GPU_NODE_KEEP_MILLI,
-    JOB_START_VALUE,
+    JOB_VALUE,
     ObjectiveContext,
-    has_running_pods,
     on_gpu_node,
     pod_value,
     score,
@@ -308,9 +307,7 @@ def _constants(
                 levels.update(
                     (r, int(amount)) for r, amount in enumerate(problem.pod_requests[v]) if amount > 0
                 )
-    for key in {snapshot.pod_by_key[bind.pod].pod_group for bind in placement.binds} - {None}:
-        if not has_running_pods(snapshot, key):  # type: ignore[arg-type]
-            throughput += ctx.weights[key] * JOB_START_VALUE  # type: ignore[index]
+    throughput += _jobs_started_less_ended(snapshot, ctx, placement)
     model_problem = dataclasses.replace(
         problem, free=free, gpu_free_milli=gpu_free, cell_cpu_free=cell_cpu, cell_memory_free=cell_memory
     )
@@ -348,3 +345,20 @@ def merged(placement: Placement, fixed: FixedPart | None) -> Placement:
     return Placement.model_construct(
         binds=(*placement.binds, *fixed.placement.binds), evictions=(*placement.evictions, *fixed.placement.evictions)
     )
+
+
+def _jobs_started_less_ended(snapshot: Snapshot, ctx: ObjectiveContext, placement: Placement) -> int:
+    """The throughput tier's job term (`solver.objective.JOB_VALUE`) for the fixed part:
+    each of its PodGroups with nothing running that gets a bind, less each running one it
+    evicts whole (the running ones are the model's constant)."""
+    evicted = {eviction.pod for eviction in placement.evictions}
+    started = {snapshot.pod_by_key[bind.pod].pod_group for bind in placement.binds} - {None}
+    ended = {snapshot.pod_by_key[pod].pod_group for pod in evicted} - {None}
+    total = 0
+    for key in started | ended:
+        pods = snapshot.pods_by_group.get(key, ())  # type: ignore[arg-type]
+        runs_before = any(pod.phase == "running" for pod in pods)
+        runs_after = key in started or any(pod.phase == "running" and pod.key not in evicted for pod in pods)
+        total += ctx.weights[key] * JOB_VALUE * (runs_after - runs_before)  # type: ignore[index]
+    return total
+

@@ -46,7 +46,7 @@ from ortools.sat.python import cp_model
 from solver.cpsat.constraints import Allocation
 from solver.cpsat.data import ModelData
 from solver.cpsat.variables import Lin, Variables
-from solver.objective import FAIRNESS_SCALE, GPU_NODE_KEEP_MILLI, JOB_START_VALUE, TIERS, pod_value
+from solver.objective import FAIRNESS_SCALE, GPU_NODE_KEEP_MILLI, JOB_VALUE, TIERS, pod_value
 
 __all__ = [
     "Tiers", "Stage", "build_tiers", "plan_stages", "first_come", "FIRST_COME_CHUNK", "MERGE_LIMIT", "MERGE_MAGNITUDE",
@@ -202,22 +202,36 @@ def _floor_division(model: cp_model.CpModel, quotient: cp_model.IntVar, numerato
 
 
 def _throughput(data: ModelData, variables: Variables) -> Lin:
-    problem, ctx = data.problem, data.ctx
+    """Tier 2 (`solver.objective`): running pods as constants, bound pods, evicted pods; and
+    `JOB_VALUE` per PodGroup running after the placement — the running ones as a constant,
+    less those the placement evicts whole (a victim gang's `keeps` 0, each evicted pod of a
+    one-pod PodGroup), plus each unit with nothing running that gets a bind (`admitted`)."""
+    problem, ctx, snapshot = data.problem, data.ctx, data.snapshot
     constant = 0
+    running_groups: set[int] = set()
     for p in range(len(problem.pod_keys)):
         if problem.pod_running[p] and problem.pod_group[p] >= 0:
-            pod = data.snapshot.pods[p]
+            pod = snapshot.pods[p]
             constant += ctx.weights[pod.pod_group] * pod_value(pod.requests, ctx.devices)  # type: ignore[index]
+            running_groups.add(int(problem.pod_group[p]))
+    constant += sum(ctx.weights[snapshot.pod_groups[h].key] for h in running_groups) * JOB_VALUE
     if data.fixed is not None:
         constant += data.fixed.throughput
     lin = Lin(constant=constant)
     for position, task in enumerate(data.tasks):
         lin.add(variables.units[task.unit].pods[position], task.value)
     for unit in data.units:
-        if not unit.running:  # admitted ⇔ a bind: the PodGroup starts (`solver.objective.JOB_START_VALUE`)
-            lin.add(variables.units[unit.index].admitted, ctx.weights[unit.group.key] * JOB_START_VALUE)
+        if not unit.running:  # admitted ⇔ a bind
+            lin.add(variables.units[unit.index].admitted, ctx.weights[unit.group.key] * JOB_VALUE)
     for kind, kind_vars in zip(data.kinds, variables.kinds):
         lin.add_lin(kind_vars.evicted, -kind.value)
+        if isinstance(kind.owner, tuple):  # one-pod PodGroups: each evicted pod ends its job
+            weight = ctx.weights[snapshot.pod_groups[min(kind.group_indices)].key]
+            lin.add_lin(kind_vars.evicted, -weight * JOB_VALUE)
+    for h, group_vars in variables.victim_groups.items():  # keeps 0: evicted whole
+        weight = ctx.weights[snapshot.pod_groups[h].key] * JOB_VALUE
+        lin.constant -= weight
+        lin.add(group_vars.keeps, weight)
     return lin
 
 

@@ -24,7 +24,7 @@ from solver.checker import check_placement
 from solver.cpsat import CpsatConfig, CpsatResult
 from solver.cpsat.engine import solve_cpsat
 from solver.greedy import solve_greedy
-from solver.objective import ObjectiveContext, ObjectiveVector, score
+from solver.objective import JOB_VALUE, ObjectiveContext, ObjectiveVector, score
 from solver.problem import build_problem
 from tests.strategies import snapshots
 
@@ -252,4 +252,4 @@ def test_exhaustive_search_sees_what_the_checker_allows() -> None:
         }
     )
     best = exhaustive_best(snapshot)
-    assert best.throughput == 2 * 0 + 1 + 1000  # one weight-1 pod of one GPU
+    assert best.throughput == 2 * 0 + 1 + 1000 + JOB_VALUE  # one weight-1 pod of one GPU, and its PodGroup starts

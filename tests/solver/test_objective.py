@@ -6,7 +6,7 @@ from models.snapshot import NetworkTopology
 from models.typical_shapes import TypicalShape
 from solver.after import build_after
 from solver.objective import (
-    JOB_START_VALUE,
+    JOB_VALUE,
     ObjectiveContext,
     ObjectiveVector,
     age_class,
@@ -68,13 +68,13 @@ def test_throughput_weighs_priority_rank_and_gpus_dominate() -> None:
     high = make_gang("high", cpu=96, gpus=8, priority=5)
     snapshot = make_snapshot(nodes=[make_node("n1", cpu=192, gpus=8)], groups=[low, high])
     got = score(snapshot, make_placement(binds=bind_gang(high, ["n1"])))
-    assert got.throughput == 2 * (8097 + JOB_START_VALUE)  # priority 5 is rank 1 of {0, 5} → weight 2; it starts
+    assert got.throughput == 2 * (8097 + JOB_VALUE)  # priority 5 is rank 1 of {0, 5} → weight 2; it starts
 
 
-def test_throughput_counts_a_started_job_as_one_more_pod() -> None:
+def test_throughput_counts_a_running_job_as_one_more_pod() -> None:
     """Room for 4 one-GPU pods: a 4-pod job, or two 2-pod jobs of the same shape — the same
-    work, and the placement that starts two jobs scores one pod's worth more. A job that
-    already runs gets no such term for its next pod."""
+    work, and the placement that starts two jobs scores one pod's worth more. A job counts
+    once, however many of its pods run."""
     big = make_gang("big", replicas=4, gpus=1, min_member=4)
     small_a, small_b = (make_gang(name, replicas=2, gpus=1, min_member=2) for name in ("small-a", "small-b"))
     running = make_gang("running", replicas=2, gpus=1, min_member=1, running_on=["n2"])
@@ -83,12 +83,12 @@ def test_throughput_counts_a_started_job_as_one_more_pod() -> None:
     )
     one = score(snapshot, make_placement(binds=bind_gang(big, ["n1"] * 4)))
     two = score(snapshot, make_placement(binds=[*bind_gang(small_a, ["n1"] * 2), *bind_gang(small_b, ["n1"] * 2)]))
-    assert two.throughput - one.throughput == JOB_START_VALUE
+    assert two.throughput - one.throughput == JOB_VALUE
     assert two > one
     grown = make_gang("grown", replicas=3, gpus=1, min_member=1, running_on=["n2", "n2"])
     snapshot = make_snapshot(nodes=[make_node("n1", cpu=8, gpus=4), make_node("n2", cpu=8, gpus=4)], groups=[grown])
     extra = score(snapshot, make_placement(binds=bind_gang(grown, ["n1"])))
-    assert extra.throughput == 3 * pod_value(resources(cpu=1, gpus=1))  # two kept, one bound, no start
+    assert extra.throughput == 3 * pod_value(resources(cpu=1, gpus=1)) + JOB_VALUE  # two kept, one bound: one job
 
 
 def test_disruption_counts_each_victim_with_its_gpu_time_on_a_log_scale() -> None:
@@ -153,7 +153,7 @@ def test_context_is_reusable_and_changes_nothing() -> None:
 def test_two_task_gang_throughput_adds_both_tasks() -> None:
     gang = make_gang("g", tasks=[make_task("a", cpu=2), make_task("b", cpu=3)])
     snapshot = make_snapshot(nodes=[make_node("n1", cpu=8)], groups=[gang])
-    assert score(snapshot, make_placement(binds=bind_gang(gang, ["n1", "n1"]))).throughput == 3 + 4 + JOB_START_VALUE
+    assert score(snapshot, make_placement(binds=bind_gang(gang, ["n1", "n1"]))).throughput == 3 + 4 + JOB_VALUE
 
 
 def test_fairness_counts_huge_resources_in_coarser_units() -> None:
@@ -187,8 +187,8 @@ def test_in_queue_preemption_never_lowers_its_queues_fairness() -> None:
     nothing = score(snapshot, make_placement())
     swapped = score(snapshot, swap)
     assert nothing.fairness == swapped.fairness == 167 + 286  # q1: 1 of 6 CPU short; org: 2 of 7
-    started = 2 * JOB_START_VALUE  # the preemptor starts
-    assert swapped.throughput == 1 * (1 + 1) + 2 * (1 + 3) + started > nothing.throughput == 1 * (1 + 1) + 1 * (1 + 4)
+    job = JOB_VALUE  # each job running after the placement: low-1 and high, or low-1 and low-2
+    assert swapped.throughput == 1 * (1 + 1 + job) + 2 * (1 + 3 + job) > nothing.throughput == 1 * (1 + 1 + job) + 1 * (1 + 4 + job)
     assert swapped > nothing
 
 
