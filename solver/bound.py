@@ -97,8 +97,9 @@ def relaxation(
             capacity[int(classes[n])][gpu] += int(lent[n].sum())
     victims: dict[tuple[int, tuple[int, ...], int, int], int] = {}
     running = np.flatnonzero(problem.pod_running & (problem.pod_group >= 0))
-    if throughput:  # every running job kept (`JOB_VALUE`): evicting one whole only lowers the bound's value
-        lp.constant += sum(ctx.weights[snapshot.pod_groups[h].key] for h in set(problem.pod_group[running].tolist())) * JOB_VALUE
+    if throughput:  # every running job kept (`JOB_VALUE`): evicting one whole only lowers the value
+        running_groups = set(problem.pod_group[running].tolist())
+        lp.constant += sum(ctx.weights[snapshot.pod_groups[h].key] for h in running_groups) * JOB_VALUE
     for p in running.tolist():
         pod = snapshot.pods[p]
         group = snapshot.pod_groups[int(problem.pod_group[p])]

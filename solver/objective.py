@@ -39,8 +39,8 @@ The tiers (each an exact integer; "after" means kept running pods plus this cycl
    others. Example: q1 (target 6 CPU) holds 5; a low-priority 4-CPU pod is preempted for
    a high-priority 3-CPU one → allocated_after 4, counted 4 + min(4 − 3, 3) = 5: 167, as
    without the eviction; throughput, 2 · (1 + 3 + 1) = 10 against 1 · (1 + 4 + 1) = 6
-   (each job's pods and the job itself), takes the swap. Evicting the 4-CPU pod for a 1-CPU one that another queue's 3-CPU pod joins
-   counts 2 + min(3, 1) = 3.
+   (each job's pods and the job itself), takes the swap. Evicting the 4-CPU pod for a
+   1-CPU one that another queue's 3-CPU pod joins counts 2 + min(3, 1) = 3.
 2. **throughput** — greater is better. Σ over pods of PodGroups held after the placement
    of weight(priority) · value, with value = 1 + ⌊cpu_milli / 1000⌋ + gpu_milli: one
    milli-GPU counts as one core, so a whole GPU outweighs any node's CPUs (GPUs dominate)

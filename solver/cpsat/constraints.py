@@ -371,7 +371,8 @@ def _preemption(model: cp_model.CpModel, data: ModelData, variables: Variables, 
         minimum = least_kept(data.victim_minimum[h], running)
         kept = group_vars.evicted.scaled(-1)
         kept.constant += running
-        model.add(kept.expr() >= max(1, minimum) * group_vars.keeps)  # keeps 1: it runs on (the throughput tier's job term)
+        # keeps 1: at least one pod runs on (what the throughput tier's job term counts)
+        model.add(kept.expr() >= max(1, minimum) * group_vars.keeps)
         model.add(kept.expr() <= running * group_vars.keeps)
         if data.victim_fixed[h]:
             model.add(group_vars.keeps == 1)

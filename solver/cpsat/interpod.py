@@ -361,4 +361,3 @@ def _jobs_started_less_ended(snapshot: Snapshot, ctx: ObjectiveContext, placemen
         runs_after = key in started or any(pod.phase == "running" and pod.key not in evicted for pod in pods)
         total += ctx.weights[key] * JOB_VALUE * (runs_after - runs_before)  # type: ignore[index]
     return total
-

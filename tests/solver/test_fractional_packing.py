@@ -206,4 +206,3 @@ def test_a_share_alone_moves_to_a_used_device_when_packing_ties(engine: str) -> 
     assert len(placement.binds) == 10
     assert _needless_fresh_devices(snapshot, placement) == []
     assert {(b.node, b.gpus) for b in placement.binds if b.gpus} != {("n1", (0,)), ("n1", (1,)), ("n1", (2,))}
-

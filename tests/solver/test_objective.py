@@ -188,7 +188,9 @@ def test_in_queue_preemption_never_lowers_its_queues_fairness() -> None:
     swapped = score(snapshot, swap)
     assert nothing.fairness == swapped.fairness == 167 + 286  # q1: 1 of 6 CPU short; org: 2 of 7
     job = JOB_VALUE  # each job running after the placement: low-1 and high, or low-1 and low-2
-    assert swapped.throughput == 1 * (1 + 1 + job) + 2 * (1 + 3 + job) > nothing.throughput == 1 * (1 + 1 + job) + 1 * (1 + 4 + job)
+    assert swapped.throughput == 1 * (1 + 1 + job) + 2 * (1 + 3 + job)
+    assert nothing.throughput == 1 * (1 + 1 + job) + 1 * (1 + 4 + job)
+    assert swapped.throughput > nothing.throughput
     assert swapped > nothing
 
 
