@@ -43,7 +43,7 @@ from solver.rules.gang import gang_requirement, is_met
 from solver.shares import add_resources, deserved_shares
 
 __all__ = [
-    "build_decision", "allocated_after", "placed_counts", "bound_gpu_milli", "dependency_reasons", "gate_reasons",
+    "build_decision", "pending_groups", "allocated_after", "placed_counts", "bound_gpu_milli", "dependency_reasons", "gate_reasons",
     "REPORTED_RESOURCES",
 ]  # fmt: skip
 
@@ -201,6 +201,18 @@ def _generic_reasons(
     return (reason_text.gang_below_minimum(placed=placed, minimum=minimum),)
 
 
+def _scheduled(snapshot: Snapshot, group: PodGroup, per_task: Mapping[str, int]) -> bool:
+    """Is `group` scheduled with `per_task` pods placed (module docstring)?"""
+    return is_met(gang_requirement(snapshot, group), per_task) and sum(per_task.values()) > 0
+
+
+def pending_groups(snapshot: Snapshot, placement: Placement) -> list[PodGroupKey]:
+    """The PodGroups `placement` leaves pending, in key order — those `build_decision`
+    reports pending, without its reasons and queue shares (the caller explains them first)."""
+    counts = placed_counts(snapshot, placement)
+    return [g.key for g in sorted(snapshot.pod_groups, key=lambda g: g.key) if not _scheduled(snapshot, g, counts[g.key])]
+
+
 def build_decision(
     snapshot: Snapshot,
     placement: Placement,
@@ -223,17 +235,16 @@ def build_decision(
             evicted_by_group.setdefault(pod.pod_group, []).append(eviction)
     outcomes = []
     for group in sorted(snapshot.pod_groups, key=lambda g: g.key):
-        requirement = gang_requirement(snapshot, group)
         per_task = counts[group.key]
         placed = sum(per_task.values())
-        scheduled = is_met(requirement, per_task) and placed > 0
+        scheduled = _scheduled(snapshot, group, per_task)
         waits = [*gate_reasons(snapshot, group), *dependency_reasons(snapshot, group)]
         given = tuple(reasons.get(group.key, ()))
         group_reasons = (*given, *(w for w in waits if w not in given))
         if not scheduled:
             group_reasons = group_reasons or _generic_reasons(
                 snapshot, group.key, evicted=evicted_by_group.get(group.key, []), bound_pods=bound_pods, placed=placed,
-                minimum=requirement.min_member,
+                minimum=gang_requirement(snapshot, group).min_member,
             )
             group_reasons = _with_colocation_note(snapshot, _with_usage_note(snapshot, group_reasons))
             group_reasons = _with_gpu_lending_note(snapshot, group, group_reasons)

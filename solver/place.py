@@ -84,7 +84,7 @@ from solver.fragmentation import PackingName, TypicalShape, packing_measure
 from solver.greedy import GreedyConfig
 from solver.isolation import DEFAULT_MEMORY_LIMIT_BYTES, SearchFailed, search_or_failure
 from solver.objective import TIERS, ObjectiveContext, score
-from solver.outcome import build_decision
+from solver.outcome import build_decision, pending_groups
 from solver.partition import PartPool, solve_partitioned
 from solver.partition.fill import fill
 from solver.pending_reasons import pending_reasons, with_unplaced_pods
@@ -472,7 +472,7 @@ def _decide(
         relaxed = _relaxed_bound(snapshot, problem, deadline)
         if relaxed is not None:
             bound = relaxed if bound is None else min(bound, relaxed)
-    left_pending = _left_pending(snapshot, result.placement)
+    left_pending = pending_groups(snapshot, result.placement)
     cpsat_reasons = pending_reasons(
         snapshot, problem, result.placement, left_pending, status=result.status, deadline=deadline, otherwise=greedy_reasons
     )
@@ -589,7 +589,7 @@ def _place_partitioned(
     objective = score(snapshot, placement, context=whole.context).throughput
     bound = whole.bound
     reasons = pending_reasons(
-        snapshot, problem, placement, _left_pending(snapshot, placement), status="FEASIBLE",
+        snapshot, problem, placement, pending_groups(snapshot, placement), status="FEASIBLE",
         deadline=deadline, otherwise=solved.reasons,
     )  # fmt: skip
     reproducible = config.deterministic and solved.reproducible
@@ -618,12 +618,6 @@ def _with_claims(snapshot: Snapshot, result: CpsatResult) -> CpsatResult:
         return replace(result, placement=placement, objective=score(snapshot, placement), hint_objective=None)
     log.info("cpsat: %d bind(s) left pending: their DRA claims found no devices", len(dropped))
     return replace(result, placement=placement, status="FEASIBLE", objective=score(snapshot, placement), hint_objective=None)
-
-
-def _left_pending(snapshot: Snapshot, placement: Placement) -> list[PodGroupKey]:
-    """PodGroups `placement` leaves below their gang minimum (as `build_decision` judges)."""
-    probe = build_decision(snapshot, placement, engine="cpsat", status="FEASIBLE", solve_seconds=0.0, reasons={})
-    return [outcome.name for outcome in probe.podgroups if outcome.state == "pending"]
 
 
 def _relaxed_bound(snapshot: Snapshot, problem: Problem, deadline: float) -> int | None:

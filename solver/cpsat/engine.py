@@ -241,7 +241,7 @@ def _search_stage(
     incumbents = _Incumbents()
 
     def value(solution: list[int]) -> int:
-        return stage.expression.value(lambda var: int(solution[var.index]))
+        return stage.expression.value(solution)
 
     best: list[int] | None = None  # the best solution the rounds found
     hint = values
@@ -361,8 +361,7 @@ def solve_cpsat(
             assert search.solution is not None
             values = _kept(tiers, order, position, stages, values, search.solution)
             # Exact, from the solution: the objective value is a double, a few units off above 2^53.
-            solution = values
-            value = stage.expression.value(lambda var: int(solution[var.index]))
+            value = stage.expression.value(values)
             reports.append(
                 StageReport(stage_tiers, name, search.wall_s, value, solver.best_objective_bound, tuple(search.incumbents.found))
             )
@@ -375,8 +374,7 @@ def solve_cpsat(
             proven = False
             if values is not None:
                 # Keep what the incumbent has on these tiers: later stages may not trade it.
-                incumbent = values
-                model.add(stage.expression.expr() <= stage.expression.value(lambda var: int(incumbent[var.index])))
+                model.add(stage.expression.expr() <= stage.expression.value(values))
     if values is None:
         return _unknown(data, reports, stats, clock)
     if proven and hint_objective != _objective(tiers, values):
@@ -421,10 +419,7 @@ def _kept(
     later = [t for t in order if not any(t in s.tiers for s in stages[: position + 1])]
 
     def ranked(values: list[int]) -> tuple[int, ...]:
-        def value_of(var: cp_model.IntVar) -> int:
-            return int(values[var.index])
-
-        return (stage.expression.value(value_of), *(tiers.minimised[t].value(value_of) for t in later))
+        return (stage.expression.value(values), *(tiers.minimised[t].value(values) for t in later))
 
     return incumbent if ranked(incumbent) <= ranked(found) else found
 
@@ -484,8 +479,7 @@ def _break_ties(model, data, variables, values, config, clock, seconds, reports)
         values = list(solver.response_proto.solution)
         if status != cp_model.OPTIMAL:
             break
-        solution = values
-        model.add(expression.expr() <= expression.value(lambda var: int(solution[var.index])))
+        model.add(expression.expr() <= expression.value(values))
     return values
 
 
@@ -511,10 +505,7 @@ def build_seconds(data: ModelData) -> float:
 
 
 def _objective(tiers: Tiers, values: list[int]) -> ObjectiveVector:
-    def value_of(var: cp_model.IntVar) -> int:
-        return int(values[var.index])
-
-    return ObjectiveVector(*(tiers.signed(t, lin.value(value_of)) for t, lin in enumerate(tiers.minimised)))
+    return ObjectiveVector(*(tiers.signed(t, lin.value(values)) for t, lin in enumerate(tiers.minimised)))
 
 
 def _one_per_tier(tiers: Tiers, order: list[int]) -> list[Stage]:
@@ -587,9 +578,9 @@ def _repack(
     if status == cp_model.MODEL_INVALID:
         raise ModelInvalid(f"CP-SAT rejected the repack model: {repack.validate()}")
     found = list(solver.response_proto.solution) if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
-    value = None if found is None else stage.expression.value(lambda var: int(found[var.index]))
+    value = None if found is None else stage.expression.value(found)
     reports.append(StageReport(("repack",), solver.status_name(status), solver.wall_time, value, None, tuple(incumbents.found)))
-    before = stage.expression.value(lambda var: int(values[var.index]))
+    before = stage.expression.value(values)
     return found if found is not None and value is not None and value < before else values
 
 
@@ -672,11 +663,7 @@ def _throughput_bound(stage: Stage, tiers: Tiers, values: list[int], solver: cp_
     of this stage; for one as good on the earlier tiers of the stage, each earlier tier is
     ≤ its value here and each later one ≤ its maximum, so
     throughput ≤ (Σ_before w·value + Σ_after w·max − B) / w_throughput."""
-
-    def value_of(var: cp_model.IntVar) -> int:
-        return int(values[var.index])
-
-    throughput = -tiers.minimised[1].value(value_of)
+    throughput = -tiers.minimised[1].value(values)
     if optimal and len(stage.tiers) == 1:
         return throughput
     total = 0.0
@@ -687,6 +674,6 @@ def _throughput_bound(stage: Stage, tiers: Tiers, values: list[int], solver: cp_
             weight_t, seen = weight, True
             continue
         lin = tiers.minimised[tier]
-        total += weight * (lin.bounds()[1] if seen else lin.value(value_of))
+        total += weight * (lin.bounds()[1] if seen else lin.value(values))
     bound = int((total - solver.best_objective_bound) // weight_t)
     return max(bound, throughput)

@@ -29,7 +29,7 @@ Not promised: any constraint — `solver.cpsat.constraints` adds those.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
@@ -82,14 +82,18 @@ class Lin:
         coefficients = [c for _, c in self.terms]
         return cp_model.LinearExpr.weighted_sum(variables, coefficients) + self.constant
 
-    def value(self, value_of: Callable[[IntVar], int]) -> int:
-        return self.constant + sum(c * value_of(v) for v, c in self.terms)
+    def value(self, solution: Sequence[int]) -> int:
+        """The value at `solution`, a value per model variable (a CP-SAT response's, by index)."""
+        return self.constant + sum(c * solution[v.index] for v, c in self.terms)
 
     def bounds(self) -> tuple[int, int]:
+        """The least and most the expression can be, from its variables' domains (read
+        through `IntVar.domain`: half the time of reading the proto's, the whole of this
+        loop on a large model)."""
         low = high = self.constant
         for var, coefficient in self.terms:
-            domain = var.proto.domain
-            lo, hi = domain[0], domain[len(domain) - 1]  # this proto wrapper has no negative indexing
+            domain = var.domain
+            lo, hi = domain.min(), domain.max()
             if coefficient > 0:
                 low += coefficient * lo
                 high += coefficient * hi

@@ -127,7 +127,7 @@ def _stage_from_optimum(seed: int, tier: int) -> tuple[_StageSearch, SearchClock
     _set_hint(model, optimum, {})
     stage = Stage(tiers=[tier], weights=[1], expression=broken)
     search = _search_stage(model, stage, optimum, {}, CpsatConfig(), clock, 10.0)
-    return search, clock, broken.value(lambda var: optimum[var.index])
+    return search, clock, broken.value(optimum)
 
 
 def test_a_stage_that_chooses_among_equals_stops_after_a_round_that_finds_nothing_better() -> None:
@@ -138,7 +138,7 @@ def test_a_stage_that_chooses_among_equals_stops_after_a_round_that_finds_nothin
     search, clock, optimum = _stage_from_optimum(3, TIERS.index("locality"))
     assert search.status == cp_model.FEASIBLE
     solution = search.solution
-    assert solution is not None and _max_sat(3)[1].value(lambda var: solution[var.index]) == optimum
+    assert solution is not None and _max_sat(3)[1].value(solution) == optimum
     assert clock.searched_s < 2 * STAGNATION_MIN_S
 
 
