@@ -87,9 +87,9 @@ class Lin:
         return self.constant + sum(c * solution[v.index] for v, c in self.terms)
 
     def bounds(self) -> tuple[int, int]:
-        """The least and most the expression can be, from its variables' domains (read
-        through `IntVar.domain`: half the time of reading the proto's, the whole of this
-        loop on a large model)."""
+        """The least and most the expression can be, from its variables' domains, read
+        through `IntVar.domain`: half the time of reading the proto's, which was most of this
+        loop on a large model (docs/results.md, "Building the CP-SAT model")."""
         low = high = self.constant
         for var, coefficient in self.terms:
             domain = var.domain
