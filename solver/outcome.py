@@ -43,8 +43,8 @@ from solver.rules.gang import gang_requirement, is_met
 from solver.shares import add_resources, deserved_shares
 
 __all__ = [
-    "build_decision", "pending_groups", "allocated_after", "placed_counts", "bound_gpu_milli", "dependency_reasons", "gate_reasons",
-    "REPORTED_RESOURCES",
+    "build_decision", "pending_groups", "allocated_after", "placed_counts", "bound_gpu_milli", "dependency_reasons",
+    "gate_reasons", "REPORTED_RESOURCES",
 ]  # fmt: skip
 
 REPORTED_RESOURCES = (CPU, MEMORY, GPU)
