@@ -262,6 +262,7 @@ def timeline(
     trace_dir: Annotated[Path | None, typer.Option("--trace-dir", help=_TRACE_DIR_HELP + " Read by --scenario openb and openb-jobs.")] = None,
     acme_dir: Annotated[Path | None, typer.Option("--acme-dir", help=_ACME_DIR_HELP)] = None,
     capability_gpus: Annotated[int, typer.Option("--capability-gpus", min=8, help="autoscale: the training queue's GPU capability (its gangs above it are left out).")] = 64,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.01, help="batchplace's budget per cycle (s) in the llm, acme, openb-jobs and autoscale scenarios; default: the controller's, as shipped.")] = None,
 ) -> None:
     """Timeline protocol: utilization, queueing delay, JCT, fairness, evictions, HyperNodes per gang, solver time.
 
@@ -291,13 +292,14 @@ def timeline(
     except DurationError as error:
         print_error(f"--sla-waiting-time: {error}")
         raise typer.Exit(EXIT_INPUT_ERROR) from None
+    budget = {} if time_limit is None else {"time_limit_s": time_limit}  # None: the configs' own, the controller's
     if scenario == "autoscale":
         from experiments.timeline_autoscale import AUTOSCALE_POLICIES, AutoscaleConfig
 
         chosen = _names(policies, allowed=AUTOSCALE_POLICIES, what="--policies") if policies != "all" else AUTOSCALE_POLICIES
         _autoscale_timeline([AutoscaleConfig(policy=policy, seed=seed, hours=hours if hours != 12.0 else 24.0, load=load,
                                              base_nodes=nodes or 4, training_capability_gpus=capability_gpus,
-                                             sla_waiting_s=sla_waiting_s)
+                                             sla_waiting_s=sla_waiting_s, **budget)
                              for policy in chosen for seed in _ints(seeds, what="--seeds")], out, jobs=jobs)  # fmt: skip
         return
     scenarios = ["llm", "openb"] if scenario == "all" else [scenario]
@@ -315,7 +317,8 @@ def timeline(
         for policy in _names(policies, allowed=allowed, what="--policies") if policies != "all" else allowed:
             for seed in _ints(seeds, what="--seeds"):
                 configs.append(TimelineConfig(scenario=name, policy=policy, seed=seed, hours=hours, trace=trace,
-                                              compress=compress, sla_waiting_s=sla_waiting_s, load=load, nodes=nodes))  # fmt: skip
+                                              compress=compress, sla_waiting_s=sla_waiting_s, load=load, nodes=nodes,
+                                              **budget))  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     results = []
     with _progress() as progress:

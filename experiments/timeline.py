@@ -524,7 +524,7 @@ def write_timeline_csv(results: Sequence[TimelineResult], out: Path) -> None:
         writer.writerow(["scenario", "policy", "seed", "queue", "started", "never_started", "delay_p50_s", "delay_p99_s",
                          "util_mean_pct", "jct_mean_s", "fairness_error_pct", "evictions_per_admitted_gpu",
                          "leaves_spanned_mean", "leaves_excess_mean", "solve_ms_mean", "solve_ms_p99", "wall_s",
-                         "load", "compress", "window_load"])  # fmt: skip
+                         "load", "compress", "window_load", "time_limit_s"])  # fmt: skip
         for r in results:
             for queue, delays in r.delays_by_queue.items():
                 writer.writerow([r.config.scenario, r.config.policy, r.config.seed, queue, delays.size,
@@ -534,7 +534,8 @@ def write_timeline_csv(results: Sequence[TimelineResult], out: Path) -> None:
                                  r.leaves_spanned.mean() if r.leaves_spanned.size else "",
                                  r.leaves_excess.mean() if r.leaves_excess.size else "",
                                  1000 * r.solve_seconds.mean() if r.solve_seconds.size else "",
-                                 1000 * _pct(r.solve_seconds, 99), f"{r.wall_seconds:.1f}", *_load_cells(r)])  # fmt: skip
+                                 1000 * _pct(r.solve_seconds, 99), f"{r.wall_seconds:.1f}", *_load_cells(r),
+                                 _budget_cell(r)])  # fmt: skip
     rows = [(r, row) for r in results for row in r.delay_rows]
     if rows:
         with open(out / "timeline_delays.csv", "w", newline="") as handle:
@@ -551,6 +552,14 @@ def write_timeline_csv(results: Sequence[TimelineResult], out: Path) -> None:
             cells = _load_cells(r)[:2]
             for t, u, h in zip(r.times_h, r.utilization_pct, r.idle_held_pct):
                 writer.writerow([r.config.scenario, r.config.policy, r.config.seed, f"{t:.4f}", f"{u:.3f}", f"{h:.3f}", *cells])
+
+
+def _budget_cell(r: TimelineResult) -> str:
+    """`time_limit_s`: batchplace's budget per cycle (`TimelineConfig.time_limit_s`), blank
+    for the peers, which have none."""
+    from experiments.policies import BATCHPLACE_POLICIES
+
+    return f"{r.config.time_limit_s:g}" if r.config.policy in BATCHPLACE_POLICIES else ""
 
 
 def _load_cells(r: TimelineResult) -> list[str]:

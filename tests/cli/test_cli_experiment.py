@@ -108,3 +108,16 @@ def test_timeline_writes_where_each_job_s_wait_went(tmp_path: Path) -> None:
     for row in rows:
         parts = sum(float(row[f"{name}_s"]) for name in ("cycle", "no_room", "fairness", "passed_over", "requeued", "ran_then_evicted"))
         assert abs(parts - float(row["wait_s"])) < 1e-6
+
+
+def test_timeline_runs_batchplace_at_the_budget_asked(tmp_path: Path) -> None:
+    """`--time-limit` reaches batchplace's runs (the summary CSV records each run's budget;
+    the peers have none) and is refused below its minimum with the flag named."""
+    args = ("--scenario", "llm", "--policies", "volcano,greedy", "--seeds", "42", "--hours", "1", "--jobs", "1",
+            "--out", str(tmp_path / "out"))  # fmt: skip
+    completed = _batchplace("experiment", "timeline", *args, "--time-limit", "0.5", cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    rows = list(csv.DictReader((tmp_path / "out" / "timeline_summary.csv").open()))
+    assert {(row["policy"], row["time_limit_s"]) for row in rows} == {("volcano", ""), ("greedy", "0.5")}
+    refused = _batchplace("experiment", "timeline", *args, "--time-limit", "0", cwd=tmp_path)
+    assert refused.returncode != 0 and "--time-limit" in refused.stderr

@@ -211,7 +211,7 @@ def test_the_cli_runs_acme_from_its_option_and_refuses_a_bad_row(tmp_path):
                                "--acme-dir", str(good), "--out", str(out), "--jobs", "1"])  # fmt: skip
     assert done.exit_code == 0, done.output
     summary = (out / "timeline_summary.csv").read_text().splitlines()
-    assert summary[0].endswith("load,compress,window_load") and summary[1].startswith("acme,volcano,42,")
+    assert summary[0].endswith("load,compress,window_load,time_limit_s") and summary[1].startswith("acme,volcano,42,")
     assert (out / "timeline_delay_by_size_acme.png").is_file()
     bad = tmp_path / "bad"
     bad.mkdir()
