@@ -262,7 +262,7 @@ def timeline(
     trace_dir: Annotated[Path | None, typer.Option("--trace-dir", help=_TRACE_DIR_HELP + " Read by --scenario openb and openb-jobs.")] = None,
     acme_dir: Annotated[Path | None, typer.Option("--acme-dir", help=_ACME_DIR_HELP)] = None,
     capability_gpus: Annotated[int, typer.Option("--capability-gpus", min=8, help="autoscale: the training queue's GPU capability (its gangs above it are left out).")] = 64,
-    time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.01, help="batchplace's budget per cycle (s) in the llm, acme, openb-jobs and autoscale scenarios; default: the controller's, as shipped.")] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", min=0.01, help="batchplace's budget per cycle (s) in every scenario but colocation (which keeps its own 2 s); default: the controller's, as shipped.")] = None,
 ) -> None:
     """Timeline protocol: utilization, queueing delay, JCT, fairness, evictions, HyperNodes per gang, solver time.
 
