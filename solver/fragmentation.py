@@ -36,6 +36,7 @@ CPU and GPU only); the score looks one pod ahead, not over a batch.
 from __future__ import annotations
 
 import threading
+import weakref
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -328,6 +329,7 @@ class _CycleFree(Protocol):
 
     free: np.ndarray  # [R, N]
     gpu_free: np.ndarray  # [N, G]
+    node_changes: np.ndarray  # [N] how often this cycle's binds and evictions changed each node
 
 
 def fgd_bucket(growth_milli: np.ndarray) -> np.ndarray:
@@ -337,13 +339,11 @@ def fgd_bucket(growth_milli: np.ndarray) -> np.ndarray:
 
 
 class _GrowthMemo:
-    """Per pod shape: the last growth computed for each node and the node state it was for."""
+    """Per pod shape: the last growth computed for each node, and the node's change count
+    (`_CycleFree.node_changes`) it was computed at (−1: never)."""
 
-    def __init__(self, gpu_table: tuple[int, int]):
-        node_count, slots = gpu_table
-        self.known = np.zeros(node_count, dtype=bool)
-        self.cpu = np.zeros(node_count, dtype=np.int64)
-        self.rows = np.zeros((node_count, slots), dtype=np.int64)
+    def __init__(self, node_count: int):
+        self.changes = np.full(node_count, -1, dtype=np.int64)
         self.growth = np.zeros(node_count, dtype=np.float64)
 
 
@@ -354,31 +354,32 @@ class FragmentationScore:
         self.shapes = shapes
         self.cpu_column = problem.cpu_column
         self._memo: dict[tuple[int, int, int, bool], _GrowthMemo] = {}
+        self._memo_of: weakref.ref[_CycleFree] | None = None  # the state the memo's change counts are of
 
     def growth(self, state: _CycleFree, shape: _ScoredShape, nodes: np.ndarray) -> np.ndarray:
         """`[len(nodes)]` fragmentation growth in milli if one pod of `shape` goes to each node.
 
         The growth is a pure function of a node's free CPU and free milli per device (and of
         its index, for eligibility), so it is remembered per pod shape and recomputed only
-        for nodes whose state changed since — a gang's pods change a few nodes each, while
-        every pod scores thousands: the cache is what keeps this score affordable at
-        10,000 nodes. Exact: a stale entry is never used."""
-        cpu = state.free[self.cpu_column, nodes]
-        rows = state.gpu_free[nodes]
+        for nodes a bind or eviction changed since (`node_changes`) — a gang's pods change a
+        few nodes each, while every pod scores thousands: the cache is what keeps this score
+        affordable at 10,000 nodes. Exact: a stale entry is never used. Why the change count
+        and not the state itself: comparing every scored node's free milli per device with
+        the remembered one, for every pod, was most of greedy's time at 30,000 nodes
+        (docs/results.md, "The greedy engine's fragmentation score")."""
+        if self._memo_of is None or self._memo_of() is not state:  # counts of another state say nothing here
+            self._memo.clear()
+            self._memo_of = weakref.ref(state)
+        changes = state.node_changes[nodes]
         key = (shape.cpu_milli, shape.gpu_milli, shape.whole_devices, shape.fractional)
         memo = self._memo.get(key)
-        if memo is None:  # the shape's first pod this cycle: every node is new, nothing to compare
-            memo = self._memo[key] = _GrowthMemo(state.gpu_free.shape)
-            stale, at = slice(None), nodes
-        else:
-            stale = ~memo.known[nodes] | (memo.cpu[nodes] != cpu) | (memo.rows[nodes] != rows).any(axis=1)
-            if not stale.any():
-                return memo.growth[nodes]
+        if memo is None:
+            memo = self._memo[key] = _GrowthMemo(state.node_changes.size)
+        stale = memo.changes[nodes] != changes
+        if stale.any():
             at = nodes[stale]
-        memo.growth[at] = self._growth(cpu[stale], rows[stale], shape, at)
-        memo.cpu[at] = cpu[stale]
-        memo.rows[at] = rows[stale]
-        memo.known[at] = True
+            memo.growth[at] = self._growth(state.free[self.cpu_column, at], state.gpu_free[at], shape, at)
+            memo.changes[at] = changes[stale]
         return memo.growth[nodes]
 
     def _growth(self, cpu: np.ndarray, rows: np.ndarray, shape: _ScoredShape, nodes: np.ndarray) -> np.ndarray:

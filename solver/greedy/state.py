@@ -175,6 +175,10 @@ class CycleState:
         self.cell_exists = problem.cell_ids >= 0
         self.gpu_cell = problem.gpu_cell
         self.whole_free = (self.gpu_free == WHOLE).sum(axis=1)  # [N] wholly free devices
+        # [N] binds and evictions applied or undone on each node this cycle: what changes
+        # `free` and `gpu_free` of a node changes this, so a score remembered per node is
+        # fresh while it is the same (`solver.fragmentation.FragmentationScore.growth`)
+        self.node_changes = np.zeros(problem.node_count, dtype=np.int64)
         # [N] the most free milli on a device some fraction (or used_milli) already sits on, −1 if none
         shared = (self.gpu_free >= 0) & (self.gpu_free < WHOLE)
         self.partial_max = np.where(shared, self.gpu_free, -1).max(axis=1, initial=-1)
@@ -494,6 +498,7 @@ class CycleState:
 
     def _apply_bind(self, record: BindRecord, *, sign: int) -> None:
         problem, node = self.problem, record.node
+        self.node_changes[node] += 1
         shape = self._shapes[record.task]
         free = self.free
         gpu = problem.gpu_column
@@ -529,6 +534,7 @@ class CycleState:
         problem = self.problem
         self.evicted_mask[pod] = sign > 0
         node = int(problem.pod_node[pod])
+        self.node_changes[node] += 1
         requests = problem.pod_requests[pod]
         self.free[:, node] += sign * requests
         slots, per_device = self.running_devices(pod)

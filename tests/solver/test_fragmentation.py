@@ -25,8 +25,10 @@ from solver.fragmentation import (
     prepare_shapes,
     typical_shapes_of,
 )
+from solver.greedy.state import CycleState
 from solver.place import SolveConfig, place
 from solver.problem import build_problem
+from solver.rules import counted
 from tests.builders import make_gang, make_node, make_snapshot
 from tests.strategies import snapshots
 
@@ -145,11 +147,14 @@ def test_greedy_with_the_fragmentation_score_passes_the_checker(snapshot: Snapsh
 
 
 class _FreeState:
-    """A stand-in for the engine's cycle state: just the two arrays the score reads."""
+    """A stand-in for the engine's cycle state: the arrays the score reads. Whoever changes
+    a node's free CPU or devices counts it in `node_changes`, as `CycleState` does (tested
+    below on the real one)."""
 
     def __init__(self, cpu: np.ndarray, gpu_free: np.ndarray):
         self.free = cpu[None, :].copy()
         self.gpu_free = gpu_free.copy()
+        self.node_changes = np.zeros(cpu.size, dtype=np.int64)
 
 
 class _Shape:
@@ -177,10 +182,66 @@ def test_remembered_growth_always_equals_a_fresh_computation(data):
         node = data.draw(st.integers(0, nodes - 1))
         state.gpu_free[node, data.draw(st.integers(0, slots - 1))] = data.draw(milli)
         state.free[0, node] = data.draw(st.sampled_from([0, 1000, 8000]))
+        state.node_changes[node] += 1
         subset = np.array(sorted(data.draw(st.sets(st.integers(0, nodes - 1), min_size=1))), dtype=np.int64)
         shape = data.draw(st.sampled_from(asked))
         fresh = FragmentationScore(problem, shapes).growth(state, shape, subset)
         assert remembering.growth(state, shape, subset).tolist() == fresh.tolist()
+
+
+def test_a_score_handed_another_state_forgets_what_it_remembered():
+    """Change counts are per state: a second state, as unchanged as the first by its
+    counts but with other free devices, gets its own growth, not the first state's."""
+    shapes = _shapes((1000, 500, 1.0), nodes=2)
+    problem = type("P", (), {"cpu_column": 0})()
+    score = FragmentationScore(problem, shapes)
+    half = _Shape(1000, 500)
+    first = _FreeState(np.array([8000, 8000]), np.array([[1000, 1000], [1000, 1000]]))
+    second = _FreeState(np.array([8000, 8000]), np.array([[300, 1000], [700, 700]]))
+    every = np.arange(2)
+    score.growth(first, half, every)
+    fresh = FragmentationScore(problem, shapes).growth(second, half, every)
+    assert score.growth(second, half, every).tolist() == fresh.tolist()
+    assert fresh.tolist() != FragmentationScore(problem, shapes).growth(first, half, every).tolist()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snapshot=snapshots(max_nodes=8, max_groups=8), data=st.data())
+def test_the_cycle_state_counts_every_change_of_a_node_and_the_memo_stays_fresh(snapshot: Snapshot, data):
+    """The growth memo trusts `CycleState.node_changes`: every bind, eviction and rollback
+    that changes a node's free resources or devices must count on that node. After each
+    random step, a node whose arrays differ from before has a new count, and the
+    remembering score still gives what a fresh one gives."""
+    snapshot = counted(snapshot)
+    problem = build_problem(snapshot)
+    state = CycleState(problem, snapshot)
+    shapes = _shapes((1000, 500, 2.0), (4000, 1000, 1.0), (2000, 2000, 1.0), nodes=problem.node_count)
+    remembering = FragmentationScore(problem, shapes)
+    pending = [p for p in range(len(problem.pod_keys)) if problem.pod_node[p] < 0 and problem.pod_task_row[p] >= 0]
+    running = [p for p in range(len(problem.pod_keys)) if problem.pod_node[p] >= 0 and problem.pod_group[p] >= 0]
+    every = np.arange(problem.node_count)
+    marks: list[int] = []
+    for _ in range(data.draw(st.integers(1, 10))):
+        before = (state.free.copy(), state.gpu_free.copy(), state.node_changes.copy())
+        step = data.draw(st.sampled_from(["bind", "evict", "checkpoint", "rollback"]))
+        if step == "bind" and pending:
+            pod = data.draw(st.sampled_from(pending))
+            if pod not in state.binds:
+                state.bind(pod, state.shape(int(problem.pod_task_row[pod])), data.draw(st.integers(0, problem.node_count - 1)))
+        elif step == "evict" and running:
+            pod = data.draw(st.sampled_from(running))
+            if pod not in state.evictions:
+                state.evict(pod, reason="test", for_group=int(problem.pod_group[pod]))
+        elif step == "checkpoint":
+            marks.append(state.checkpoint())
+        elif step == "rollback" and marks:
+            state.rollback(marks.pop())
+        free, gpu_free, changes = before
+        changed = (state.free != free).any(axis=0) | (state.gpu_free != gpu_free).any(axis=1)
+        assert (state.node_changes[changed] != changes[changed]).all()
+        for shape in (_Shape(1000, 250), _Shape(2000, 1000)) if state.gpu_free.shape[1] else ():  # GPU pods score GPU nodes
+            fresh = FragmentationScore(problem, shapes).growth(state, shape, every)
+            assert remembering.growth(state, shape, every).tolist() == fresh.tolist()
 
 
 @settings(max_examples=60, deadline=None)
