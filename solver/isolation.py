@@ -121,12 +121,21 @@ class _Collected:
     private_bytes: int = 0  # the child's private memory when it was killed for it (0: it was not)
 
 
-def run_isolated(work: Callable[[], T], *, deadline: float, memory_limit_bytes: int | None) -> T:
+def run_isolated(
+    work: Callable[[], T],
+    *,
+    deadline: float,
+    memory_limit_bytes: int | None,
+    meanwhile: Callable[[], object] | None = None,
+) -> T:
     """`work()` in a forked child; its return value, or the exception it raised, re-raised here.
 
     `deadline` is a `time.perf_counter()` instant (the same monotonic clock in both
     processes): the child is killed `KILL_GRACE_S` after it. Raises `SolverDied` when the
-    child dies, overruns or runs out of memory."""
+    child dies, overruns or runs out of memory. `meanwhile()` runs here while the child
+    works — after the fork, so the child never inherits it half done — for work the
+    caller needs whatever the child answers (its exception kills the child and is
+    re-raised): on two cores it costs the call no wall time while the search lasts longer."""
     result_read, result_write = os.pipe()
     stderr_read, stderr_write = os.pipe()
     ours = None if memory_limit_bytes is None else _address_space_bytes() + memory_limit_bytes
@@ -145,6 +154,8 @@ def run_isolated(work: Callable[[], T], *, deadline: float, memory_limit_bytes: 
     os.close(stderr_write)
     collected = None
     try:
+        if meanwhile is not None:
+            meanwhile()
         collected = _collect(result_read, stderr_read, pid, kill_at=deadline + KILL_GRACE_S, memory_limit_bytes=memory_limit_bytes)
     finally:
         os.close(result_read)
@@ -178,7 +189,13 @@ class SearchFailed:
 
 
 def search_or_failure(
-    work: Callable[[], T], *, deadline: float, memory_limit_bytes: int | None, raise_errors: bool, what: str
+    work: Callable[[], T],
+    *,
+    deadline: float,
+    memory_limit_bytes: int | None,
+    raise_errors: bool,
+    what: str,
+    meanwhile: Callable[[], object] | None = None,
 ) -> T | SearchFailed:
     """`work()` through `run_isolated`, or why it gave no answer — the one policy for every
     CP-SAT search (a placement, a rebalance plan): a dead child is a `SearchFailed` whatever
@@ -187,7 +204,7 @@ def search_or_failure(
     not hide behind greedy's answer), else a `SearchFailed` "engine_error" with its text.
     `what` names the search in the log (`"cpsat"`, `"rebalance"`)."""
     try:
-        return run_isolated(work, deadline=deadline, memory_limit_bytes=memory_limit_bytes)
+        return run_isolated(work, deadline=deadline, memory_limit_bytes=memory_limit_bytes, meanwhile=meanwhile)
     except SolverDied as died:
         log.error("%s: the search process died (%s): %s", what, died.cause, died, extra={"fallback_cause": died.cause})
         return SearchFailed(died.cause, f"CP-SAT {died}")

@@ -415,6 +415,7 @@ def _decide(
     greedy_reasons = {o.name: o.reasons for o in greedy.podgroups}
 
     cut = False  # the safety net cut CP-SAT's search
+    beside: _BoundBeside | None = None  # the LP bound computed while the search runs
 
     def fallback(cause: FallbackCause, why: str) -> Decision:
         log.info("cpsat: returning the greedy placement (%s)", why, extra={"fallback_cause": cause})
@@ -424,7 +425,7 @@ def _decide(
         # spent the limit (a 1,000-node DRA cycle at 1 s: greedy's allocation leaves none).
         if cause != "no_time" and budget.lp_fits(config, after_s=budget.reserve_s):
             objective = score(snapshot, checked.placement).throughput
-            bound = _relaxed_bound(snapshot, problem, deadline)
+            bound = beside.bound() if beside is not None and beside.ran else _relaxed_bound(snapshot, problem, deadline)
         decision = _as_fallback(checked, started, objective, bound=bound)
         reproducible = config.deterministic and cause != "timeout" and not cut  # past the safety net, or by the wall clock
         return decision.model_copy(update={"fallback": Fallback(cause=cause, reason=why), "reproducible": reproducible})
@@ -433,6 +434,8 @@ def _decide(
         return fallback("no_time", "no time left after greedy")
     context = ObjectiveContext.of(snapshot, config.typical_shapes)
     search = engines.model_search()
+    # Deterministic, whether the bound is wanted is known now: it is computed while the search runs.
+    beside = _BoundBeside(snapshot, problem, deadline) if budget.search_s is not None and budget.lp_fits(config) else None
     result = search_or_failure(
         lambda: search(
             snapshot,
@@ -446,6 +449,7 @@ def _decide(
         memory_limit_bytes=config.memory_limit_bytes,
         raise_errors=config.engine == "cpsat",
         what="cpsat",
+        meanwhile=beside,
     )
     cut = not isinstance(result, SearchFailed) and result.wall_clock_cut  # read by `fallback`
     if isinstance(result, SearchFailed):
@@ -469,7 +473,7 @@ def _decide(
         return fallback("rejected", "CP-SAT's placement broke a hard rule")
     bound = result.throughput_bound
     if result.status != "OPTIMAL" and budget.lp_fits(config, after_s=0.3 * budget.reserve_s):
-        relaxed = _relaxed_bound(snapshot, problem, deadline)
+        relaxed = beside.bound() if beside is not None and beside.ran else _relaxed_bound(snapshot, problem, deadline)
         if relaxed is not None:
             bound = relaxed if bound is None else min(bound, relaxed)
     left_pending = pending_groups(snapshot, result.placement)
@@ -618,6 +622,31 @@ def _with_claims(snapshot: Snapshot, result: CpsatResult) -> CpsatResult:
         return replace(result, placement=placement, objective=score(snapshot, placement), hint_objective=None)
     log.info("cpsat: %d bind(s) left pending: their DRA claims found no devices", len(dropped))
     return replace(result, placement=placement, status="FEASIBLE", objective=score(snapshot, placement), hint_objective=None)
+
+
+class _BoundBeside:
+    """The LP bound, computed in this process while the search runs in its child
+    (`run_isolated`'s `meanwhile`): the same bound `_relaxed_bound` gives after it, without
+    the wait — on two cores this process is otherwise idle then. An exception it raises is
+    raised where the bound is read, as it would have been there, not taken for the search's."""
+
+    def __init__(self, snapshot: Snapshot, problem: Problem, deadline: float):
+        self._args = (snapshot, problem, deadline)
+        self._bound: int | None = None
+        self._error: Exception | None = None
+        self.ran = False  # False: the fork failed before it
+
+    def __call__(self) -> None:
+        self.ran = True
+        try:
+            self._bound = _relaxed_bound(*self._args)
+        except Exception as error:  # noqa: BLE001 — raised again where it is read
+            self._error = error
+
+    def bound(self) -> int | None:
+        if self._error is not None:
+            raise self._error
+        return self._bound
 
 
 def _relaxed_bound(snapshot: Snapshot, problem: Problem, deadline: float) -> int | None:

@@ -6,13 +6,17 @@ import logging
 
 import pytest
 
+from experiments.synthetic_mixed import mixed_snapshot
 from models.placement import Placement
 from models.snapshot import Snapshot
+from solver.bound import lp_bound
 from solver.checker import PlacementRejected, check_placement
 from solver.cpsat import CpsatResult, ModelInvalid
 from solver.engines import Engines
 from solver.objective import TIERS, ObjectiveVector, score
 from solver.place import SolveConfig, place
+from solver.problem import build_problem
+from solver.rules import counted
 from tests.builders import bind_gang, make_gang, make_node, make_queue, make_snapshot
 
 
@@ -53,6 +57,19 @@ def test_cpsat_proves_the_optimum_with_bound_and_gap(engine: str) -> None:
     assert decision.objective == score(snapshot, decision.placement).throughput
     assert decision.bound == decision.objective and decision.gap == 0.0
     assert len(decision.placement.binds) == 2
+
+
+def test_an_unproven_answer_carries_the_lp_bound_computed_beside_the_search() -> None:
+    """Unproven, the Decision's bound is the LP bound (here below the model's own), which
+    `place()` computes while the search runs: the same number as computed on its own."""
+    snapshot = mixed_snapshot(nodes=40, pending_pods=30, seed=5)
+    decision = place(snapshot, SolveConfig(time_limit_s=1))
+    assert (decision.engine, decision.status) == ("cpsat", "FEASIBLE")
+    alone = counted(snapshot)
+    relaxed = int(lp_bound(alone, problem=build_problem(alone), backend="scipy"))
+    assert decision.bound == relaxed and decision.objective is not None and decision.objective < relaxed
+    assert decision.gap == (relaxed - decision.objective) / relaxed
+    assert check_placement(snapshot, decision.placement) == ()
 
 
 def test_the_default_engine_is_auto() -> None:

@@ -51,6 +51,36 @@ def test_an_exception_in_the_child_is_raised_in_the_parent_with_its_type() -> No
         run_isolated(fails, deadline=_soon(), memory_limit_bytes=None)
 
 
+def test_meanwhile_runs_here_while_the_child_works(tmp_path: Path) -> None:
+    """The child waits for a file the parent's `meanwhile` writes: it can only answer if
+    `meanwhile` runs in the parent, after the fork, before the parent waits for it."""
+    marker = tmp_path / "meanwhile"
+    ran_in: list[int] = []
+
+    def child() -> int:
+        while not marker.exists():
+            time.sleep(0.005)
+        return os.getpid()
+
+    def meanwhile() -> None:
+        ran_in.append(os.getpid())
+        marker.write_text("go")
+
+    pid = run_isolated(child, deadline=_soon(), memory_limit_bytes=None, meanwhile=meanwhile)
+    assert ran_in == [os.getpid()] and pid != os.getpid()
+
+
+def test_an_exception_in_meanwhile_kills_the_child_and_is_raised_here() -> None:
+    before = _children()
+
+    def fails() -> None:
+        raise KeyError("bound")
+
+    with pytest.raises(KeyError, match="bound"):
+        run_isolated(lambda: time.sleep(30), deadline=_soon(60), memory_limit_bytes=None, meanwhile=fails)
+    assert _children() == before, "the child was left running"
+
+
 def test_the_parents_sockets_are_not_held_open_by_the_search() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
         listener.bind(("127.0.0.1", 0))
