@@ -434,8 +434,9 @@ def _decide(
         return fallback("no_time", "no time left after greedy")
     context = ObjectiveContext.of(snapshot, config.typical_shapes)
     search = engines.model_search()
-    # Deterministic, whether the bound is wanted is known now: it is computed while the search runs.
-    beside = _BoundBeside(snapshot, problem, deadline) if budget.search_s is not None and budget.lp_fits(config) else None
+    # Deterministic, whether the bound is wanted is known now: it is computed while the search
+    # runs, and by the search's own end, so the child is never killed for the time it took.
+    beside = _BoundBeside(snapshot, problem, budget.search_end) if budget.search_s is not None and budget.lp_fits(config) else None
     result = search_or_failure(
         lambda: search(
             snapshot,
