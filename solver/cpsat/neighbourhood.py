@@ -91,7 +91,9 @@ def left_out_nodes(
         elif shape.fraction:
             fitting = device_fits(problem.gpu_free_milli, shape.fraction)
             ok &= fitting.any(axis=1)
-            devices_left = np.where(fitting, problem.gpu_free_milli - shape.fraction, GPU_MILLI_PER_DEVICE).min(axis=1)
+            devices_left = np.where(fitting, problem.gpu_free_milli - shape.fraction, GPU_MILLI_PER_DEVICE).min(
+                axis=1, initial=GPU_MILLI_PER_DEVICE
+            )  # a cluster without GPU devices has no device column to take the least of
         nodes = np.flatnonzero(ok)
         best_fit = nodes[np.lexsort((nodes, cpu_free[nodes], gpu_free[nodes], devices_left[nodes]))]
         keep[best_fit[: per_pod * pods]] = True

@@ -11,6 +11,7 @@ from solver.checker import check_placement
 from solver.cpsat.config import CpsatConfig
 from solver.cpsat.neighbourhood import NODES_PER_POD_KEPT_WHOLE
 from solver.cpsat.units import DataLimits
+from solver.place import SolveConfig, place
 from tests.builders import make_gang, make_node, make_snapshot
 from tests.solver.test_cpsat_properties import run_cpsat, run_cpsat_from
 
@@ -74,3 +75,17 @@ def test_best_fit_ranks_by_what_the_devices_keep_before_the_node_total() -> None
         result = run_cpsat_from(snapshot, Placement(), config)
         assert any(reason.startswith("candidate nodes: 1 of") for reason in result.restricted)
         assert [bind.node for bind in result.placement.binds] == ["tight"]
+
+
+def test_a_gpu_share_asked_of_a_cluster_without_gpus_is_left_pending_not_a_crash() -> None:
+    """Found by hypothesis: with more nodes than the neighbourhood keeps whole and no GPU
+    device anywhere, choosing nodes for a fractional-GPU pod took the least of no device
+    columns — a ValueError in the search, so `cpsat` raised and `auto` fell back. Now no
+    node fits it and the model says so."""
+    nodes = [make_node(f"n{i}", gpus=0, cpu=8) for i in range(NODES_PER_POD_KEPT_WHOLE * 3)]
+    snapshot = make_snapshot(nodes=nodes, groups=[make_gang("share", cpu=1, gpu_milli=500), make_gang("cpu", cpu=2)])
+    for engine in ("cpsat", "auto"):
+        decision = place(snapshot, SolveConfig(engine=engine, time_limit_s=2))  # type: ignore[arg-type]
+        assert (decision.engine, decision.fallback) == ("cpsat", None)
+        assert [b.pod for b in decision.placement.binds] == ["default/cpu-worker-0"]
+        assert check_placement(snapshot, decision.placement) == ()
