@@ -46,7 +46,7 @@ from models.snapshot import (
 )
 from solver.after import milli_per_device
 from solver.cpsat.build_context import BuildContext, new_build_context, node_profile
-from solver.cpsat.devices import MultisetFit
+from solver.cpsat.devices import MultisetFit, StepMemo
 from solver.cpsat.dra import multiset_fits
 from solver.cpsat.interpod import FixedPart
 from solver.cpsat.neighbourhood import left_out_nodes
@@ -409,6 +409,7 @@ def _pattern_sets(
     used_profiles = sorted({p for g in node_groups for p in g.after})
     sets: dict[int, PatternSet] = {}
     caps: dict[int, int] = {}
+    steps: StepMemo = {}  # the device steps every profile's walks share (`devices.StepMemo`)
     cut = used_profiles
     share = limits.patterns_per_profile(len(used_profiles))
     while cut:
@@ -427,6 +428,7 @@ def _pattern_sets(
                 fits=None if fits is None else fits[profile.eligibility],
                 sparse_fill=share < limits.max_patterns_per_profile,
                 fill=False,  # added once the set is final: a walk cut here may be walked further
+                memo=steps,
             )
         cut = [p for p in cut if sets[p].walk_cut and share < limits.max_patterns_per_profile]
         left = limits.max_patterns - sum(len(s.patterns) for p, s in sets.items() if p not in cut)

@@ -47,6 +47,7 @@ __all__ = [
     "Pattern",
     "State",
     "MultisetFit",
+    "StepMemo",
     "Walk",
     "initial_state",
     "state_fragment",
@@ -71,6 +72,13 @@ MultisetFit = Callable[[Mapping[int, int]], "int | None"]
 say — None when they do not — and the fragment they leave there that it does not count
 (milli, added to the pattern's). Down-closed: a sub-multiset of one that fits fits too."""
 Choice = tuple[object, ...]
+Level = dict[State, tuple[int, "State | None", "Choice | None"]]
+StepMemo = dict[tuple[object, ...], "Level"]
+"""`extend`'s answers within one data step, by what they depend on: the states reached so
+far with their splits, the shape, the declared cells and `exact` — not the profile, whose
+node-level room the caller checks. Profiles that differ only in free CPU or memory (half
+of the mixed bench family's ~200 at 1,000 nodes) walk the same device states; with the
+memo each step is taken once (docs/results.md, "Building the CP-SAT model")."""
 
 
 @dataclass(frozen=True)
@@ -261,6 +269,7 @@ class Walk:
     node's pod count bounds each pattern too — a BestEffort pod, asking nothing else, fits
     at most that many times."""
     fits: MultisetFit | None = None  # a further check of each multiset (DRA claims: `cpsat.dra`)
+    memo: StepMemo | None = field(default=None, repr=False)  # `extend`'s, shared by the data step's walks
     found: list[Pattern] = field(default_factory=list)
     cut: bool = False
     pruned: bool = False  # best fit was used for fractional pods (not every device choice kept)
@@ -281,8 +290,20 @@ def extend(
     declared: tuple[int, ...],
     *,
     exact: bool = True,
+    memo: StepMemo | None = None,
 ) -> dict[State, tuple[int, State | None, Choice | None]]:
+    """The states one more pod of `shape` reaches from the last level, each with its fewest
+    splits and how it was reached. With `memo`, a step taken before is not taken again
+    (the same dict is returned: levels are read, never changed)."""
+    key: tuple[object, ...] = ()
+    if memo is not None:
+        key = (tuple((state, entry[0]) for state, entry in levels[-1].items()), shape, declared, exact)
+        known_level = memo.get(key)
+        if known_level is not None:
+            return known_level
     states: dict[State, tuple[int, State | None, Choice | None]] = {}
+    if memo is not None:
+        memo[key] = states
     for state, (splits, _, _) in levels[-1].items():
         for nxt, added, choice in successors(state, shape, walk_profile, declared, exact=exact):
             total = splits + added
@@ -362,7 +383,7 @@ def _walk_steps(
         next_fractions = fractions + (1 if shape.fraction else 0)
         exact = next_fractions <= EXACT_FRACTIONS
         walk.pruned = walk.pruned or not exact
-        states = extend(levels, shape, walk.profile, walk.declared, exact=exact)
+        states = extend(levels, shape, walk.profile, walk.declared, exact=exact, memo=walk.memo)
         if not states:
             continue
         counts[shape.index] = counts.get(shape.index, 0) + 1

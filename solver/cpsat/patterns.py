@@ -33,6 +33,7 @@ from solver.cpsat.devices import (
     Shape,
     Slot,
     State,
+    StepMemo,
     Walk,
     assign,
     declared_slots,
@@ -78,6 +79,7 @@ class PatternSet:
     walk_cut: bool = False  # the walk stopped at its cap
     sparse_fill: bool = False  # cut, and its fill patterns sparse (`_kept_fill`)
     walk: Walk | None = field(default=None, repr=False)  # paused, until `add_fill` ends it (`walk_further`)
+    memo: StepMemo | None = field(default=None, repr=False)  # `extend`'s (`devices.StepMemo`), for its fill and topology walks
     _index: dict[tuple[tuple[int, int], ...], Pattern] = field(default_factory=dict, repr=False)
 
     def find(self, counts: tuple[tuple[int, int], ...]) -> Pattern | None:
@@ -199,6 +201,7 @@ def build_pattern_set(
     fits: MultisetFit | None = None,
     sparse_fill: bool = False,
     fill: bool = True,
+    memo: StepMemo | None = None,
 ) -> PatternSet:
     """The node patterns of `profile` over the untracked `shapes` that fit it alone.
 
@@ -207,7 +210,8 @@ def build_pattern_set(
     there are to place (`Walk.most`); `fits`: a further check of each multiset (`Walk.fits`);
     `sparse_fill`: when the set is cut, the homogeneous patterns of `_add_homogeneous` are
     thinned (`_kept_fill`); `fill=False`: a cut set gets them only from `add_fill`, for a
-    caller that may walk the profile again with another cap and would throw them away."""
+    caller that may walk the profile again with another cap and would throw them away;
+    `memo`: device steps shared with the other profiles' walks (`devices.StepMemo`)."""
     state, _ = initial_state(profile)
     declared = declared_slots(profile)
     fitting = [s for s in shapes if fits_alone(profile, s, state, declared) and (fits is None or fits({s.index: 1}) is not None)]
@@ -220,6 +224,7 @@ def build_pattern_set(
         first_limit=len(node_shapes),
         most=most,
         fits=fits,
+        memo=memo,
     )
     result = PatternSet(
         profile=profile,
@@ -230,6 +235,7 @@ def build_pattern_set(
         measure=measure,
         fits=fits,
         walk=walk,
+        memo=memo,
     )
     walk_further(result, cap, sparse_fill=sparse_fill)
     if fill:
@@ -294,7 +300,7 @@ def _add_homogeneous(
             extra = 0 if result.fits is None else result.fits({shape.index: pods + 1})
             if extra is None:
                 break
-            states = extend(levels, shape, profile, declared, exact=not shape.fraction)
+            states = extend(levels, shape, profile, declared, exact=not shape.fraction, memo=result.memo)
             if not states:
                 break
             if len(states) > 1 and shape.fraction:
@@ -335,7 +341,7 @@ def topology_patterns(
         return [], False
     holder = PatternSet(
         profile=profile, shapes=(), patterns=[], empty_fragment=0, restricted=True, measure=measure,
-        fits=pattern_set.fits,
+        fits=pattern_set.fits, memo=pattern_set.memo,
     )
     if mode == "homogeneous":
         _add_homogeneous(holder, tracked, measure, most=most, sparse=sparse_fill)
@@ -349,6 +355,7 @@ def topology_patterns(
         first_limit=len(tracked),
         most=most,
         fits=pattern_set.fits,
+        memo=pattern_set.memo,
     )
     walk_patterns(walk, cap)
     for pattern in walk.found:

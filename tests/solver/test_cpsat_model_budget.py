@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from solver.cpsat.config import CpsatConfig
 from solver.cpsat.data import DataLimits, ModelData, build_model_data
-from solver.cpsat.patterns import PatternSet, add_fill, build_pattern_set, walk_further
+from solver.cpsat.patterns import PatternSet, add_fill, assign, build_pattern_set, walk_further
 from solver.objective import ObjectiveContext, score
 from solver.problem import build_problem
 from solver.checker import check_placement
@@ -190,3 +190,26 @@ def test_on_any_cluster_a_walk_continued_is_the_walk_started_at_the_larger_cap(s
         assert (continued.walk_cut, continued.restricted, continued.sparse_fill) == (
             at_once.walk_cut, at_once.restricted, at_once.sparse_fill
         )
+
+
+@PROPERTY_SETTINGS
+@given(snapshots(max_nodes=12, max_groups=8))
+def test_device_steps_shared_across_profiles_give_each_profile_its_own_walk(snapshot: Snapshot) -> None:
+    """The data step's walks share their device steps (`devices.StepMemo`): every profile's
+    set — patterns, splits, fragments, best device state and where each pod goes — is the
+    one its walk gives alone, with no memory."""
+    data = model_data(snapshot, DataLimits())
+    most: dict[int, int] = {}
+    for task in data.tasks:
+        most[task.shape] = most.get(task.shape, 0) + len(task.pending)
+    shapes = {shape.index: shape for shape in data.shapes}
+    for pattern_set in data.pattern_sets.values():
+        alone = build_pattern_set(
+            pattern_set.profile, pattern_set.shapes, measure=pattern_set.measure, cap=len(pattern_set.patterns) + 1,
+            most=most, fits=pattern_set.fits, sparse_fill=pattern_set.sparse_fill,
+        )
+        for pattern in pattern_set.patterns:
+            mine = alone.find(pattern.counts)
+            assert mine is not None, "the profile's own walk, at least as long, finds each of its patterns"
+            assert (pattern.splits, pattern.fragment, pattern._best) == (mine.splits, mine.fragment, mine._best)
+            assert assign(pattern, pattern_set.profile, shapes) == assign(mine, pattern_set.profile, shapes)
