@@ -417,6 +417,12 @@ def _decide(
     cut = False  # the safety net cut CP-SAT's search
     beside: _BoundBeside | None = None  # the LP bound computed while the search runs
 
+    def relaxed_bound() -> int | None:
+        """The LP bound: the one computed beside the search when it ran there, else now."""
+        if beside is not None and beside.ran:
+            return beside.bound()
+        return _relaxed_bound(snapshot, problem, deadline)
+
     def fallback(cause: FallbackCause, why: str) -> Decision:
         log.info("cpsat: returning the greedy placement (%s)", why, extra={"fallback_cause": cause})
         checked = _checked_greedy(snapshot, greedy)
@@ -425,7 +431,7 @@ def _decide(
         # spent the limit (a 1,000-node DRA cycle at 1 s: greedy's allocation leaves none).
         if cause != "no_time" and budget.lp_fits(config, after_s=budget.reserve_s):
             objective = score(snapshot, checked.placement).throughput
-            bound = beside.bound() if beside is not None and beside.ran else _relaxed_bound(snapshot, problem, deadline)
+            bound = relaxed_bound()
         decision = _as_fallback(checked, started, objective, bound=bound)
         reproducible = config.deterministic and cause != "timeout" and not cut  # past the safety net, or by the wall clock
         return decision.model_copy(update={"fallback": Fallback(cause=cause, reason=why), "reproducible": reproducible})
@@ -474,7 +480,7 @@ def _decide(
         return fallback("rejected", "CP-SAT's placement broke a hard rule")
     bound = result.throughput_bound
     if result.status != "OPTIMAL" and budget.lp_fits(config, after_s=0.3 * budget.reserve_s):
-        relaxed = beside.bound() if beside is not None and beside.ran else _relaxed_bound(snapshot, problem, deadline)
+        relaxed = relaxed_bound()
         if relaxed is not None:
             bound = relaxed if bound is None else min(bound, relaxed)
     left_pending = pending_groups(snapshot, result.placement)

@@ -295,16 +295,18 @@ def extend(
     """The states one more pod of `shape` reaches from the last level, each with its fewest
     splits and how it was reached. With `memo`, a step taken before is not taken again
     (the same dict is returned: levels are read, never changed)."""
-    key: tuple[object, ...] = ()
-    if memo is not None:
-        key = (tuple((state, entry[0]) for state, entry in levels[-1].items()), shape, declared, exact)
-        known_level = memo.get(key)
-        if known_level is not None:
-            return known_level
-    states: dict[State, tuple[int, State | None, Choice | None]] = {}
-    if memo is not None:
-        memo[key] = states
-    for state, (splits, _, _) in levels[-1].items():
+    if memo is None:
+        return _step(levels[-1], shape, walk_profile, declared, exact)
+    key = (tuple((state, entry[0]) for state, entry in levels[-1].items()), shape, declared, exact)
+    level = memo.get(key)
+    if level is None:
+        level = memo[key] = _step(levels[-1], shape, walk_profile, declared, exact)
+    return level
+
+
+def _step(last: Level, shape: Shape, walk_profile: Profile, declared: tuple[int, ...], exact: bool) -> Level:
+    states: Level = {}
+    for state, (splits, _, _) in last.items():
         for nxt, added, choice in successors(state, shape, walk_profile, declared, exact=exact):
             total = splits + added
             known = states.get(nxt)
