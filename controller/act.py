@@ -62,7 +62,10 @@ from controller.dra_claims import AssumedClaims, ClaimWrite, ClaimWriter
 from controller.errors import ApiError, Conflict, NotFound, ServerError, TooManyRequests, Unavailable
 from controller.kinds import NODES, PODS, ResourceKind
 from controller.metrics import ControllerMetrics
-from controller.plan import BindPod, EmitEvent, Evict, GangPlan, Plan, SetPodCondition, pod_condition_key, podgroup_event
+from controller.plan import (
+    BindPod, EmitEvent, Evict, GangPlan, Plan, SetPodCondition, pod_condition_key, podgroup_event, podgroup_status_key,
+    status_reported_as,
+)
 from controller.timing import BackoffPolicy, Clock, SystemClock, rfc3339
 from controller.write_fence import WriteLease, WriteNotSent
 from models.loaders.keys import GPUS_ANNOTATION
@@ -432,12 +435,17 @@ class Actuator:
         sub_groups: str | None = None,
     ) -> None:
         """`sub_groups`: the per-sub-group annotation planned (`SetStatus.sub_groups`), None to
-        leave it — after a refused eviction or a failed bind it would claim binds that did not land."""
+        leave it — after a refused eviction or a failed bind it would claim binds that did not land.
+        Not written when the copy read says it already, nor when this status was written over
+        that very copy (`reported`: the watch has not shown the write yet)."""
         ref = gang.ref
         if ref is None or status_text.is_current(
             status, flavor=ref.flavor, min_member=gang.min_member, observed=ref.status,
             sub_groups=sub_groups, observed_sub_groups=ref.sub_groups, api_version=ref.api_version,
         ):
+            return
+        written_as = status_reported_as(ref, status, gang.min_member, sub_groups) if ref.resource_version else None
+        if written_as is not None and self.reported.get(podgroup_status_key(ref.key)) == written_as:
             return
         self._require_leader(report, dropping=1)
         body = status_text.status_patch(
@@ -447,6 +455,8 @@ class Actuator:
         kind, subresource = ref.kind, (None if ref.flavor == "volcano" else "status")
         try:
             self._call("patch", lambda: self._api.patch(kind, ref.namespace, ref.name, body, subresource=subresource))
+            if written_as is not None:
+                self.reported[podgroup_status_key(ref.key)] = written_as
             with self._count_lock:
                 report.statuses_written += 1
         except NotFound:

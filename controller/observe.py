@@ -122,6 +122,7 @@ class PodGroupRef:
     status: Mapping[str, Any]
     sub_groups: str | None = None  # its `batchplace.io/sub-groups` annotation as read (controller.sub_group_status)
     api_version: str = ""  # a Kubernetes Workload API PodGroup's, as read: v1alpha2 or v1beta1
+    resource_version: str = ""  # the copy read: a status written over it is not written again over it (controller.act)
 
     @property
     def kind(self) -> ResourceKind:
@@ -608,6 +609,7 @@ def _pod_group_refs(view: ClusterView) -> dict[PodGroupKey, PodGroupRef]:
                 status=obj.get("status") or {},
                 sub_groups=(metadata.get("annotations") or {}).get(SUB_GROUPS_ANNOTATION),
                 api_version=str(obj.get("apiVersion") or ""),
+                resource_version=str(metadata.get("resourceVersion") or ""),
             )
     return refs
 

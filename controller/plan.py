@@ -162,6 +162,19 @@ def pod_condition_key(pod: PodKey) -> str:
     return f"Pod/{pod}/PodScheduled"
 
 
+def podgroup_status_key(group: PodGroupKey) -> str:
+    """The key of a PodGroup's status in `reported`."""
+    return f"PodGroup/{group}/status"
+
+
+def status_reported_as(ref: PodGroupRef, status: status_text.GroupStatus, min_member: int, sub_groups: str | None) -> str:
+    """What `reported` keeps once a PodGroup's status is written: a digest of the status and of
+    the copy it was written over (its resourceVersion). The next cycle may start before the
+    watch shows the write; it then reads that same copy and must not write the status again.
+    Any later change of the object, the write's own included, has another resourceVersion."""
+    return str(hash((status, min_member, sub_groups, ref.resource_version)))
+
+
 @dataclass(frozen=True)
 class GangPlan:
     group: PodGroupKey

@@ -12,19 +12,25 @@ four 8-CPU nodes, room for 8 of the 20 pods.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from datetime import datetime, timezone
 
 from kubernetes import client as k8s
 
+from controller.act import Actuator
+from controller.assumed import AssumedPods
 from controller.kinds import NODES, PODS, VOLCANO_PODGROUPS
 from controller.kube import KubeClient
 from controller.loop import ControllerConfig
+from controller.metrics import ControllerMetrics
 from controller.observe import ClusterView, observe
 from controller.plan import plan
 from solver.rules.gang import gang_requirement
 from tests.builders import solve_checked
 from tests.controller._cluster_queries import bound, condition, events, pg_status, wait_until
 from tests.controller._controller_builders import for_api, node, pod, pod_group, volcano_job_objects
+from tests.controller._dra_cycle import cached_view
 from tests.controller.conftest import StartController
 
 NODE_NAMES = [f"cpu-{i}" for i in range(4)]
@@ -131,3 +137,40 @@ def test_a_bound_gang_gets_one_status_write_and_one_scheduled_event_on_its_podgr
         devices.setdefault(on, []).append(served.metadata.annotations["batchplace.io/gpus"])
     for on, held in devices.items():
         assert sorted(held) == sorted({*held}) and all(d in "0123" for d in held), f"{on}: one distinct GPU per pod: {held}"
+
+
+def test_a_status_is_not_written_again_over_the_copy_it_was_written_over(
+    namespace: str, admin: KubeClient, controller_client: KubeClient
+) -> None:
+    """The cycle after a bind may start before the watch shows the PodGroup's new status: it
+    reads the copy that status was written over and must not write it again (each write is a
+    MODIFIED to every watcher). A copy anyone else changed is another copy: written again."""
+    admin.create(NODES, None, for_api(node("gpu-0", cpu=16, gpus=4)))
+    admin.create(VOLCANO_PODGROUPS, namespace, for_api(pod_group("two", namespace=namespace, min_member=2)))
+    for i in range(2):
+        admin.create(PODS, namespace, for_api(pod(f"two-{i}", namespace=namespace, group="two", gpus=1)))
+    actuator = Actuator(controller_client, assumed=AssumedPods(), metrics=ControllerMetrics())
+
+    def written_on(view: ClusterView) -> bool:
+        """Whether acting on `view`, kept to this test's namespace, wrote the PodGroup's status."""
+        ours = dataclasses.replace(
+            view,
+            pods=tuple(p for p in view.pods if p["metadata"]["namespace"] == namespace),
+            volcano_pod_groups=tuple(g for g in view.volcano_pod_groups if g["metadata"]["namespace"] == namespace),
+        )
+        observation = observe(ours, scheduler_names=("batchplace",))
+        the_plan = plan(observation, solve_checked(observation.snapshot, "greedy"))
+        return actuator.act(the_plan, now=datetime.now(timezone.utc), transition_id="t").statuses_written == 1
+
+    try:
+        before = cached_view(controller_client)
+        assert written_on(before), "the bind's cycle writes the status"
+        assert admin.get(VOLCANO_PODGROUPS, namespace, "two")["status"]["phase"] == "Running"
+        after = cached_view(controller_client)
+        lagging = dataclasses.replace(after, volcano_pod_groups=before.volcano_pod_groups)
+        assert not written_on(lagging), "the pods bound, the PodGroup as it was read before the write"
+        assert not written_on(after), "the write shown"
+        admin.patch(VOLCANO_PODGROUPS, namespace, "two", {"status": {"phase": "Pending", "conditions": None}})
+        assert written_on(cached_view(controller_client)), "another writer's change is written over"
+    finally:
+        actuator.close()
