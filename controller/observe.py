@@ -53,7 +53,7 @@ from models.loaders import load_snapshot_documents
 from models.loaders.keys import GPUS_ANNOTATION, VOLCANO_JOB_NAME_KEY, VOLCANO_TASK_ANNOTATION
 from models.loaders.raw import RawObject, read_metadata
 from models.loaders.workloads import read_pod
-from models.snapshot import NodeName, PodGroup, PodGroupKey, PodKey, ResourceList, Snapshot
+from models.snapshot import NodeName, Pod, PodGroup, PodGroupKey, PodKey, ResourceList, Snapshot
 from solver.reasons import dependency_starting
 
 __all__ = [
@@ -213,7 +213,9 @@ def observe(
         pods = [pod for pod in pods if _key(pod) not in evicted]
         snapshot, warnings, rejected = _load(_documents(view, pods), scheduler_names, reads)
     snapshot = _with_dependencies(snapshot, pods, view.vcjobs)
-    pod_refs = {ref.key: ref for ref in (_pod_ref(pod) for pod in (*pods, *terminating_raw, *victims_raw))}
+    every_pod = (*pods, *terminating_raw, *victims_raw)
+    made = map(_pod_ref, every_pod) if reads is None else reads.per_version("pod_ref", every_pod, _pod_ref)
+    pod_refs = {ref.key: ref for ref in made}
     group_of = {pod.key: pod.pod_group for pod in snapshot.pods if pod.pod_group is not None}
     running: dict[PodGroupKey, int] = {}
     for key, group in group_of.items():
@@ -370,7 +372,18 @@ def _repairs(
 ) -> tuple[tuple[RepairEviction, ...], tuple[TerminatingPod, ...]]:
     """(the repair evictions, the victims as terminating pods). Judged: the nodes of bound pods
     the loader refused (a GPU already taken, more GPUs than the node has) and the nodes whose
-    pods' requests add up to more than their allocatable; the others fit as loaded."""
+    pods' requests add up to more than their allocatable; the others fit as loaded. Each
+    node's sum reads the Snapshot's pods as they are: a bound pod's `HeldPod` is made only
+    when some node is judged (one for every bound pod was most of this step's time)."""
+    nodes = snapshot.node_by_name
+    on_node: dict[NodeName, list[Pod]] = {}
+    for pod in snapshot.pods:
+        if pod.phase == "running" and pod.node is not None and counted(pod, nodes[pod.node]):
+            on_node.setdefault(pod.node, []).append(pod)
+    suspects = {name for name, there in on_node.items() if over_allocatable(nodes[name], there)}
+    refused = [item for item in rejected if item.kind == "Pod"]
+    if not suspects and not refused:
+        return (), ()
     raw_by_key = {_key(pod): pod for pod in pods}
     held: list[HeldPod] = []
     for pod in snapshot.pods:
@@ -381,13 +394,8 @@ def _repairs(
                 HeldPod(key=pod.key, node=pod.node, requests=pod.requests, gpus=annotated, bound_at_s=0.0,
                         group=pod.pod_group, offline=pod.offline, ours=_scheduler_name(raw) in scheduler_names)
             )
-    on_node: dict[NodeName, list[HeldPod]] = {}
-    for pod in held:
-        if counted(pod, snapshot.node_by_name[pod.node]):
-            on_node.setdefault(pod.node, []).append(pod)
-    suspects = {name for name, there in on_node.items() if over_allocatable(snapshot.node_by_name[name], there)}
-    for item in rejected:
-        raw = raw_by_key.get(f"{item.namespace}/{item.name}") if item.kind == "Pod" else None
+    for item in refused:
+        raw = raw_by_key.get(f"{item.namespace}/{item.name}")
         found = _held_pod(raw, snapshot, scheduler_names, assumed) if raw is not None else None
         if found is not None:
             held.append(found)

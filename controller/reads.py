@@ -6,19 +6,21 @@ that, an object must keep its document number from cycle to cycle, since the num
 part of every record's location. `CycleReads` gives each object (kind and uid) the number
 it had the cycle before, and a new one to an object it has not seen — so an error still
 names the document the controller leaves out, and the numbers of objects gone are
-forgotten with them.
+forgotten with them. What `observe` makes of a pod outside the loader (the reference plan
+and act use) is made once per version too (`per_version`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar
 
 from models.loaders.read_memo import ReadMemo
 
 __all__ = ["CycleReads"]
 
 JsonObject = dict[str, Any]
+Made = TypeVar("Made")
 
 
 class CycleReads:
@@ -28,6 +30,7 @@ class CycleReads:
         self.memo = ReadMemo()
         self._numbers: dict[tuple[str, str], int] = {}
         self._next_number = 1
+        self._made: dict[str, dict[Hashable, Any]] = {}
 
     def numbered(self, documents: Sequence[JsonObject]) -> dict[int, JsonObject]:
         """The documents, in their order, each under the number it had last cycle."""
@@ -45,3 +48,27 @@ class CycleReads:
             numbered[number] = obj
         self._numbers = numbers
         return numbered
+
+    def per_version(self, what: str, documents: Sequence[JsonObject], make: Callable[[JsonObject], Made]) -> list[Made]:
+        """`make(document)` for each document, made once per object version (uid and
+        resourceVersion; a document without either is made every time). `what` names the
+        making; what this call did not use is forgotten."""
+        before = self._made.get(what, {})
+        kept: dict[Hashable, Any] = {}
+        made: list[Made] = []
+        for document in documents:
+            metadata = document.get("metadata") or {}
+            uid, version = metadata.get("uid"), metadata.get("resourceVersion")
+            if not (uid and version):
+                made.append(make(document))
+                continue
+            key = (uid, version)
+            value = kept.get(key)
+            if value is None:
+                value = before.get(key)
+                if value is None:
+                    value = make(document)
+                kept[key] = value
+            made.append(value)
+        self._made[what] = kept
+        return made

@@ -33,13 +33,14 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from models.errors import FieldError, Location
 from models.snapshot import GPU, PODS, Node, NodeName, PodGroupKey, PodKey, ResourceList
 from models.loaders.gpu_assignment import RunningGpuPod, assign_gpus
 from solver.rules.colocation import BATCH_RESOURCES
 
-__all__ = ["HeldPod", "RepairEviction", "repair_evictions", "over_allocatable", "counted"]
+__all__ = ["HeldPod", "Holding", "RepairEviction", "repair_evictions", "over_allocatable", "counted"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,17 @@ class HeldPod:
     group: PodGroupKey | None = None
     offline: bool = False  # an offline pod may borrow a lent device's room (`solver.rules.colocation`)
     ours: bool = True  # placed by a scheduler name this controller serves; another's pod is never evicted
+
+
+class Holding(Protocol):
+    """What the sum against a node's allocatable reads of a bound pod: a `HeldPod`, or the
+    Snapshot's own `Pod` when only whether the node fits is asked."""
+
+    @property
+    def requests(self) -> ResourceList: ...
+
+    @property
+    def offline(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -102,7 +114,7 @@ def repair_evictions(
     return (*victims.values(), *_cut_gangs(pods, victims, min_member))
 
 
-def counted(pod: HeldPod, node: Node) -> bool:
+def counted(pod: Holding, node: Node) -> bool:
     """Whether the repair counts `pod` on `node`: not an offline pod on a colocation node —
     there it uses what online pods requested but do not use, judged by measured usage, and
     `solver.offline_evictions` makes it leave when that room shrinks."""
@@ -143,7 +155,7 @@ def _cut_gangs(
     return evictions
 
 
-def over_allocatable(node: Node, pods: Sequence[HeldPod], asked: Collection[str] | None = None) -> str:
+def over_allocatable(node: Node, pods: Sequence[Holding], asked: Collection[str] | None = None) -> str:
     """Which of `node`'s allocatable `pods` together exceed, its pod count included ("" when
     none): "gpu 10000 > 8000"; only the resources in `asked` when given. Offline pods' batch
     resources are colocation's to judge."""

@@ -92,7 +92,7 @@ def assemble(inventory: Inventory, warnings: Warnings, steps: StepMemo = NO_STEP
         workload=workload,
         groups={group.key: group for group in workload.groups},
         nodes={node.name: node for node in nodes},
-        gpus=_running_pod_gpus(workload, nodes, priorities),
+        gpus=_running_pod_gpus(workload, nodes, priorities, steps),
         priorities=priorities,
         steps=steps,
     )
@@ -216,25 +216,34 @@ class _Priorities:
 # ---- GPUs of running pods ----
 
 
-def _running_pod_gpus(workload: Workload, nodes: Sequence[Node], priorities: _Priorities) -> dict[str, tuple[int, ...]]:
+def _running_pod_gpus(
+    workload: Workload, nodes: Sequence[Node], priorities: _Priorities, steps: StepMemo
+) -> dict[str, tuple[int, ...]]:
+    """The devices each bound GPU pod holds, node by node. A node's assignment reads only the
+    node and its pods' records and whether each is offline: built once for the same ones (`steps`)."""
     groups = {group.key: group for group in workload.groups}
-    by_node: dict[str, list[RunningGpuPod]] = {}
+    by_node: dict[str, list[tuple[PodRecord, bool]]] = {}
     for pod in workload.pods:
         if pod.node is not None and (pod.template.requests.get("gpu", 0) or pod.gpu_indices is not None):
-            by_node.setdefault(pod.node, []).append(
-                RunningGpuPod(
-                    key=pod.key,
-                    gpu_milli=pod.template.requests.get("gpu", 0),
-                    annotated=pod.gpu_indices,
-                    location=pod.location,
-                    path=pod.path,
-                    offline=_pod_offline(pod, groups.get(member[0]) if (member := workload.membership.get(pod.key)) else None, priorities),
-                )
-            )
+            member = workload.membership.get(pod.key)
+            offline = _pod_offline(pod, groups.get(member[0]) if member else None, priorities)
+            by_node.setdefault(pod.node, []).append((pod, offline))
     assigned: dict[str, tuple[int, ...]] = {}
     for node in nodes:
-        assigned.update(assign_gpus(node, by_node.get(node.name, [])))
+        there = by_node.get(node.name)
+        if there:
+            records = (node, *(pod for pod, _ in there))
+            offline_flags = tuple(offline for _, offline in there)
+            assigned.update(steps.built("running pod gpus", records, offline_flags, lambda: _assigned(node, there)))
     return assigned
+
+
+def _assigned(node: Node, pods: Sequence[tuple[PodRecord, bool]]) -> dict[str, tuple[int, ...]]:
+    return assign_gpus(node, [
+        RunningGpuPod(key=pod.key, gpu_milli=pod.template.requests.get("gpu", 0), annotated=pod.gpu_indices,
+                      location=pod.location, path=pod.path, offline=offline)
+        for pod, offline in pods
+    ])
 
 
 # ---- models ----

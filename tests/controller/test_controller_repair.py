@@ -158,6 +158,17 @@ def test_observe_of_a_node_that_fits_repairs_nothing() -> None:
     assert len(observation.snapshot.pods) == 2
 
 
+def test_observe_repairs_a_node_over_its_cpu_that_the_loader_reads_whole() -> None:
+    """Two running 3-cpu pods on a 4-cpu node: no object is refused (nothing the loader checks
+    clashes), the sum over the node's allocatable finds it; the pod bound last leaves."""
+    early, late = (pod(name, cpu="3", node_name="n1", phase="Running") for name in ("early", "late"))
+    early["metadata"]["creationTimestamp"], late["metadata"]["creationTimestamp"] = "2025-01-01T00:00:00Z", "2025-01-01T00:00:05Z"
+    observation = observe(ClusterView(nodes=(node("n1", cpu=4),), pods=(early, late)), scheduler_names=("batchplace",))
+    assert observation.rejected == ()
+    assert [(r.pod, r.overflow) for r in observation.repairs] == [("ns/late", "cpu 6000 > 4000")]
+    assert [t.key for t in observation.terminating] == ["ns/late"]
+
+
 def _half_gang_view(*, gpus: int) -> ClusterView:
     """Gang old (minMember 3, one GPU a pod): old-0 bound on n1, old-1 and old-2 pending;
     n1 has `gpus` GPUs, 3 of them held by another scheduler's pod."""

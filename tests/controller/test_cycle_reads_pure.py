@@ -1,6 +1,7 @@
 """Observe with the state it keeps across cycles (`CycleReads`) gives the observation a fresh
 observe gives, cycle after cycle, as pods come, bind, change and go, nodes change, a bind
-is assumed before the watch shows it, and a bad object is rejected."""
+is assumed before the watch shows it, a node is overcommitted and repaired, and a bad object
+is rejected."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from controller.observe import AssumedBind, AssumedState, ClusterView, Observation, observe
@@ -21,15 +22,17 @@ from tests.controller._controller_builders import node, pod, pod_group
 
 JsonObject = dict[str, Any]
 NODES = 3
+GPUS_PER_NODE = 4  # eight pods of up to 2 GPUs bound to three nodes: some nodes overcommitted, repaired
 GROUPS = 2
 POD_NAMES = 8
 
 steps = st.lists(
     st.one_of(
-        st.tuples(st.just("add"), st.integers(0, POD_NAMES - 1), st.integers(-1, GROUPS - 1), st.integers(1, 3)),
+        st.tuples(st.just("add"), st.integers(0, POD_NAMES - 1), st.integers(-1, GROUPS - 1), st.integers(1, 3), st.integers(0, 2)),
         st.tuples(st.just("bind"), st.integers(0, POD_NAMES - 1), st.integers(0, NODES - 1)),
         st.tuples(st.just("assume"), st.integers(0, POD_NAMES - 1), st.integers(0, NODES - 1)),
         st.tuples(st.just("delete"), st.integers(0, POD_NAMES - 1)),
+        st.tuples(st.just("swap"), st.integers(0, POD_NAMES - 1), st.integers(0, POD_NAMES - 1)),
         st.tuples(st.just("node_cpu"), st.integers(0, NODES - 1), st.integers(1, 8)),
         st.tuples(st.just("min_member"), st.integers(0, GROUPS - 1), st.integers(1, 3)),
         st.tuples(st.just("bad_quantity"), st.integers(0, POD_NAMES - 1)),
@@ -48,7 +51,7 @@ class _Cluster:
         self.objects: dict[tuple[str, str], JsonObject] = {}
         self.binds: dict[PodKey, AssumedBind] = {}
         for n in range(NODES):
-            self.put(node(f"n{n}", cpu=4))
+            self.put(node(f"n{n}", cpu=4, gpus=GPUS_PER_NODE))
         for g in range(GROUPS):
             self.put(pod_group(f"g{g}", min_member=1))
 
@@ -64,8 +67,8 @@ class _Cluster:
     def apply(self, step: tuple[Any, ...]) -> None:
         what, *args = step
         if what == "add":
-            index, group, cpu = args
-            self.put(pod(f"p{index}", cpu=str(cpu), group=f"g{group}" if group >= 0 else None))
+            index, group, cpu, gpus = args
+            self.put(pod(f"p{index}", cpu=str(cpu), gpus=gpus, group=f"g{group}" if group >= 0 else None))
         elif what == "bind" and (obj := self.changed("Pod", f"p{args[0]}")) is not None:
             obj["spec"]["nodeName"], obj["status"]["phase"] = f"n{args[1]}", "Running"
             self.put(obj)
@@ -74,6 +77,12 @@ class _Cluster:
         elif what == "delete":
             self.objects.pop(("Pod", f"p{args[0]}"), None)
             self.binds.pop(PodKey(f"ns/p{args[0]}"), None)
+        elif what == "swap":  # a bound pod ends and a pending one binds to its node in the same cycle
+            ending, starting = self.objects.get(("Pod", f"p{args[0]}")), self.changed("Pod", f"p{args[1]}")
+            if ending is not None and starting is not None and ending["spec"].get("nodeName") and args[0] != args[1]:
+                self.apply(("delete", args[0]))
+                starting["spec"]["nodeName"], starting["status"]["phase"] = ending["spec"]["nodeName"], "Running"
+                self.put(starting)
         elif what == "node_cpu" and (obj := self.changed("Node", f"n{args[0]}")) is not None:
             obj["status"]["allocatable"]["cpu"] = obj["status"]["capacity"]["cpu"] = str(args[1])
             self.put(obj)
@@ -109,12 +118,14 @@ def _same(kept: Observation, fresh: Observation) -> None:
     assert [dataclasses.replace(r, message="") for r in kept.rejected] == [dataclasses.replace(r, message="") for r in fresh.rejected]
     assert kept.repairs == fresh.repairs
     assert (kept.running, kept.terminating) == (fresh.running, fresh.terminating)
+    assert kept.pods == fresh.pods
     config = SolveConfig(engine="greedy")
     assert place(kept.snapshot, config).placement == place(fresh.snapshot, config).placement
 
 
 @settings(max_examples=120, deadline=None)
 @given(steps=steps)
+@example(steps=[("add", 0, 0, 1, 1), ("bind", 0, 0), ("add", 1, 0, 1, 1), ("swap", 0, 1)])  # a node's GPU pods replaced one for one
 def test_observe_with_kept_reads_is_observe_from_scratch_every_cycle(steps: list[tuple[Any, ...]]) -> None:
     cluster = _Cluster()
     reads = CycleReads()
@@ -128,7 +139,7 @@ def test_observe_with_kept_reads_is_observe_from_scratch_every_cycle(steps: list
 def test_an_unchanged_cluster_is_read_once() -> None:
     cluster = _Cluster()
     for index in range(4):
-        cluster.apply(("add", index, index % GROUPS, 1))
+        cluster.apply(("add", index, index % GROUPS, 1, index % 2))
     reads = CycleReads()
     for _ in range(3):
         observe(cluster.view(), scheduler_names=("batchplace",), reads=reads)
@@ -138,10 +149,29 @@ def test_an_unchanged_cluster_is_read_once() -> None:
 
 def test_a_bind_assumed_before_the_watch_shows_it_is_not_the_pending_pod_read_before() -> None:
     cluster = _Cluster()
-    cluster.apply(("add", 0, 0, 1))
+    cluster.apply(("add", 0, 0, 1, 0))
     reads = CycleReads()
     pending = observe(cluster.view(), scheduler_names=("batchplace",), reads=reads)
     assert [p.phase for p in pending.snapshot.pods] == ["pending"]
     cluster.apply(("assume", 0, 1))
     bound = observe(cluster.view(), scheduler_names=("batchplace",), assumed=cluster.assumed(), reads=reads)
     assert [(p.phase, p.node) for p in bound.snapshot.pods] == [("running", "n1")]
+
+
+def test_what_is_made_of_a_document_is_made_once_per_version_and_forgotten_once_unused() -> None:
+    made: list[str] = []
+
+    def make(document: JsonObject) -> str:
+        made.append(document["metadata"]["name"])
+        return f"{document['metadata']['name']}@{document['metadata'].get('resourceVersion')}"
+
+    def document(name: str, version: str | None) -> JsonObject:
+        return {"metadata": {"name": name, "uid": f"uid-{name}", **({"resourceVersion": version} if version else {})}}
+
+    reads = CycleReads()
+    assert reads.per_version("ref", [document("a", "1"), document("b", "1")], make) == ["a@1", "b@1"]
+    assert reads.per_version("ref", [document("a", "1"), document("b", "2")], make) == ["a@1", "b@2"]
+    assert made == ["a", "b", "b"], "a's version 1 made once, b made again at its version 2"
+    reads.per_version("ref", [document("b", "2")], make)
+    assert reads.per_version("ref", [document("a", "1"), document("c", None), document("c", None)], make) == ["a@1", "c@None", "c@None"]
+    assert made == ["a", "b", "b", "a", "c", "c"], "a forgotten once a call did not use it; c, without a version, made every time"
