@@ -407,7 +407,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--nodes", type=int, default=SteadyConfig.nodes, help="Nodes of 8 GPUs.")
     parser.add_argument("--running", type=int, default=SteadyConfig.running,
                         help=f"Pods bound and Running before the controller starts, in gangs of {GANG_PODS}: GPU gangs up to "
-                             f"{GPU_FILL:.0%} of the GPUs, the rest CPU-only.")  # fmt: skip
+                             f"{GPU_FILL * 100:.0f} %% of the GPUs, the rest CPU-only.")  # fmt: skip
     parser.add_argument("--engine", default=SteadyConfig.engine, choices=ENGINES, help="The controller's --engine.")
     parser.add_argument("--time-limit", type=float, default=None, help="The controller's --time-limit (default: its own).")
     parser.add_argument("--interval", type=float, default=SteadyConfig.interval_s, help="Seconds between new gangs.")
