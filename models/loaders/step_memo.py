@@ -33,8 +33,8 @@ class StepMemo:
         """`build()`, or what it returned when `step` last ran on these very `records` (the
         memo holds them, so their ids cannot name other objects) and equal `values`."""
         key = (step, tuple(map(id, records)), values)
-        entry = self._built.get(key)
-        if entry is None or any(kept is not record for kept, record in zip(entry[0], records, strict=True)):
+        entry = self._built.get(key)  # an entry holds its records: while it is here, no other object has their ids
+        if entry is None:
             entry = (records, build())
             self._built[key] = entry
             self.fresh += 1
