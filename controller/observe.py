@@ -204,7 +204,8 @@ def observe(
     pods, terminating_raw = _split_pods(view.pods, assumed)
     holds = _dependency_holds(pods, view.vcjobs)
     held_pods = {key: reason for key, reason in holds.items()}
-    pods = [pod for pod in pods if _key(pod) not in held_pods]
+    if held_pods:
+        pods = [pod for pod in pods if _key(pod) not in held_pods]
     snapshot, warnings, rejected = _load(_documents(view, pods), scheduler_names, reads)
     repairs, victims = _repairs(snapshot, rejected, pods, scheduler_names, assumed)
     evicted = {repair.pod for repair in repairs}
@@ -224,7 +225,7 @@ def observe(
             running[group] = running.get(group, 0) + 1
     held_by_group: dict[PodGroupKey, str] = {}
     held_counts: dict[PodGroupKey, int] = {}
-    for pod in view.pods:
+    for pod in view.pods if held_pods else ():
         reason = held_pods.get(_key(pod))
         group = _group_name(pod)
         if reason is not None and group is not None:
