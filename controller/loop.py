@@ -57,7 +57,7 @@ from controller.kube import KubeClient
 from controller.leader import LeaderElector, LeaderStatus, LeaseConfig
 from controller.metrics import ControllerMetrics
 from controller.observe import ClusterView, Observation, ObserveError, observe
-from controller.plan import Plan, offline_plan, plan
+from controller.plan import Plan, forget_gone, offline_plan, plan
 from controller.provisioning import Provisioner
 from controller.shape_history import DEFAULT_HALF_LIFE_S, ShapeHistory
 from controller.status import condition_reason
@@ -390,6 +390,7 @@ class Controller:
         if decision.fallback is not None:
             self.metrics.engine_fallbacks.labels(cause=decision.fallback.cause).inc()
         release = self._partial_past_due(observation.snapshot, started)
+        forget_gone(self.actuator.reported, pods=view.pods, pod_groups=observation.pod_groups.keys())
         the_plan = plan(
             observation, decision, reported=self.actuator.reported, offline=offline, release=release, released=self._released
         )

@@ -69,11 +69,13 @@ the rest follow in later cycles, since what was not reported is reported then.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from controller import status as status_text
 from controller.dra_claims import ClaimWrite, claim_writes
+from controller.informer import object_key
 from controller.observe import Observation, PodGroupRef, SeenCondition, TerminatingPod
 from controller.repair import RepairEviction
 from controller.sub_group_status import annotation_value
@@ -165,6 +167,31 @@ def pod_condition_key(pod: PodKey) -> str:
 def podgroup_status_key(group: PodGroupKey) -> str:
     """The key of a PodGroup's status in `reported`."""
     return f"PodGroup/{group}/status"
+
+
+JsonObject = dict[str, Any]
+
+REPORTED_SLACK = 1_000
+"""Entries `reported` may hold beyond two per object the cluster has before it is pruned."""
+
+
+def forget_gone(reported: MutableMapping[str, str], *, pods: Sequence[JsonObject], pod_groups: Collection[str]) -> int:
+    """Drop what `reported` remembers of Pods and PodGroups no longer in the cluster (`pods`:
+    the pod objects it has; `pod_groups`: the PodGroups' keys); the number dropped. Only
+    once it holds more than twice as many entries as the cluster has objects: the live
+    keys cost a pass over every pod, paid for by the entries it frees. Every key of a pod
+    or a PodGroup reads `Pod/<namespace>/<name>/…` or `PodGroup/<namespace>/<name>/…`;
+    the others (a Node's, a provisioning request's) are few and kept."""
+    if len(reported) <= 2 * (len(pods) + len(pod_groups)) + REPORTED_SLACK:
+        return 0
+    live = {f"Pod/{object_key(pod)}" for pod in pods} | {f"PodGroup/{key}" for key in pod_groups}
+    dropped = 0
+    for key in list(reported):  # a copy: the Event senders' threads may write meanwhile
+        kind, _, rest = key.partition("/")
+        if kind in ("Pod", "PodGroup") and f"{kind}/{rest.rpartition('/')[0]}" not in live:
+            reported.pop(key, None)
+            dropped += 1
+    return dropped
 
 
 def status_reported_as(ref: PodGroupRef, status: status_text.GroupStatus, min_member: int, sub_groups: str | None) -> str:
