@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.dra_claims import ClaimIndex, claim_index, claim_statuses
+from controller.informer import object_key
 from controller.kinds import KUBE_PODGROUPS, KUBE_PODGROUPS_V1ALPHA2, VOLCANO_PODGROUPS, XK8S_PODGROUPS, ResourceKind
 from controller.reads import CycleReads
 from controller.repair import HeldPod, RepairEviction, counted, over_allocatable, repair_evictions
@@ -205,13 +206,13 @@ def observe(
     holds = _dependency_holds(pods, view.vcjobs)
     held_pods = {key: reason for key, reason in holds.items()}
     if held_pods:
-        pods = [pod for pod in pods if _key(pod) not in held_pods]
+        pods = [pod for pod in pods if object_key(pod) not in held_pods]
     snapshot, warnings, rejected = _load(_documents(view, pods), scheduler_names, reads)
     repairs, victims = _repairs(snapshot, rejected, pods, scheduler_names, assumed)
     evicted = {repair.pod for repair in repairs}
-    victims_raw = [pod for pod in pods if _key(pod) in evicted] if evicted else []
+    victims_raw = [pod for pod in pods if object_key(pod) in evicted] if evicted else []
     if evicted:  # rule 5: built again without the victims, counted as terminating instead
-        pods = [pod for pod in pods if _key(pod) not in evicted]
+        pods = [pod for pod in pods if object_key(pod) not in evicted]
         snapshot, warnings, rejected = _load(_documents(view, pods), scheduler_names, reads)
     snapshot = _with_dependencies(snapshot, pods, view.vcjobs)
     every_pod = (*pods, *terminating_raw, *victims_raw)
@@ -226,7 +227,7 @@ def observe(
     held_by_group: dict[PodGroupKey, str] = {}
     held_counts: dict[PodGroupKey, int] = {}
     for pod in view.pods if held_pods else ():
-        reason = held_pods.get(_key(pod))
+        reason = held_pods.get(object_key(pod))
         group = _group_name(pod)
         if reason is not None and group is not None:
             group_key = PodGroupKey(f"{_namespace(pod)}/{group}")
@@ -275,7 +276,7 @@ def _split_pods(pods: Sequence[JsonObject], assumed: AssumedState) -> tuple[list
     kept: list[JsonObject] = []
     terminating: list[JsonObject] = []
     for pod in pods:
-        key = _key(pod)
+        key = object_key(pod)
         bind = assumed.binds.get(key)
         if bind is not None and not (pod.get("spec") or {}).get("nodeName"):
             pod = _with_node(pod, bind)
@@ -342,7 +343,7 @@ def _pod_ref(pod: JsonObject) -> PodRef:
     metadata = pod.get("metadata") or {}
     status = pod.get("status") or {}
     return PodRef(
-        key=PodKey(_key(pod)),
+        key=PodKey(object_key(pod)),
         namespace=_namespace(pod),
         name=str(metadata.get("name", "")),
         uid=str(metadata.get("uid", "")),
@@ -385,7 +386,7 @@ def _repairs(
     refused = [item for item in rejected if item.kind == "Pod"]
     if not suspects and not refused:
         return (), ()
-    raw_by_key = {_key(pod): pod for pod in pods}
+    raw_by_key = {object_key(pod): pod for pod in pods}
     held: list[HeldPod] = []
     for pod in snapshot.pods:
         if pod.phase == "running" and pod.node is not None:
@@ -422,7 +423,7 @@ def _repairs(
 def _held_pod(pod: JsonObject, snapshot: Snapshot, scheduler_names: Collection[str], assumed: AssumedState) -> HeldPod | None:
     """A bound pod the loader refused, read on its own; None when it is unreadable, finished
     or not on a known node (it stays left out, with the loader's message)."""
-    raw = RawObject(pod, Location(object_ref=f"Pod {_key(pod)}"))
+    raw = RawObject(pod, Location(object_ref=f"Pod {object_key(pod)}"))
     try:
         record = read_pod(raw, read_metadata(raw), scheduler_names=())
     except SnapshotError:
@@ -445,7 +446,7 @@ def _scheduler_name(pod: JsonObject) -> str:
 def _bound_at_s(pod: JsonObject, assumed: AssumedState) -> float:
     """When the pod was bound: +inf for our bind the watch has not shown yet, else the time of
     its PodScheduled condition (the API server sets it when it binds), else its creation."""
-    if _key(pod) in assumed.binds:
+    if object_key(pod) in assumed.binds:
         return math.inf
     raw = RawObject(pod, Location())
     try:
@@ -517,7 +518,7 @@ def _dependency_holds(pods: Sequence[JsonObject], vcjobs: Sequence[JsonObject]) 
             pending, starting, running = counts.get((job, dependency), [0, 0, 0])
             if pending == 0 and starting > 0:
                 total = starting + running
-                held[_key(pod)] = dependency_starting(dependency=dependency, running=running, total=total)
+                held[object_key(pod)] = dependency_starting(dependency=dependency, running=running, total=total)
                 break
     return held
 
@@ -530,7 +531,7 @@ def _with_dependencies(snapshot: Snapshot, pods: Sequence[JsonObject], vcjobs: S
     job_of_group: dict[PodGroupKey, tuple[str, str]] = {}
     for pod in pods:
         found = _job_and_task(pod)
-        key = PodKey(_key(pod))
+        key = PodKey(object_key(pod))
         if found is None or found[0] not in jobs or key not in snapshot.pod_by_key:
             continue
         group = snapshot.pod_by_key[key].pod_group
@@ -591,7 +592,7 @@ def _load(
             metadata = obj.get("metadata") or {}
             rejected.append(
                 Rejected(
-                    what=f"{obj.get('kind')} {_key(obj)}",
+                    what=f"{obj.get('kind')} {object_key(obj)}",
                     namespace=metadata.get("namespace"),
                     name=str(metadata.get("name", "")),
                     kind=str(obj.get("kind")),
@@ -608,7 +609,7 @@ def _pod_group_refs(view: ClusterView) -> dict[PodGroupKey, PodGroupRef]:
     for flavor, objects in (("kube", view.kube_pod_groups), ("xk8s", view.xk8s_pod_groups), ("volcano", view.volcano_pod_groups)):
         for obj in objects:
             metadata = obj.get("metadata") or {}
-            key = PodGroupKey(_key(obj))
+            key = PodGroupKey(object_key(obj))
             refs[key] = PodGroupRef(
                 key=key,
                 flavor=flavor,
@@ -627,11 +628,6 @@ def _namespace(obj: JsonObject) -> str:
     return str((obj.get("metadata") or {}).get("namespace") or "default")
 
 
-def _key(obj: JsonObject) -> str:
-    metadata = obj.get("metadata") or {}
-    namespace = metadata.get("namespace")
-    name = metadata.get("name", "")
-    return f"{namespace}/{name}" if namespace else str(name)
 
 
 def _group_name(pod: JsonObject) -> str | None:

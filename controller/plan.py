@@ -71,12 +71,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from controller import status as status_text
 from controller.dra_claims import ClaimWrite, claim_writes
 from controller.informer import object_key
-from controller.observe import Observation, PodGroupRef, SeenCondition, TerminatingPod
+from controller.observe import JsonObject, Observation, PodGroupRef, SeenCondition, TerminatingPod
 from controller.repair import RepairEviction
 from controller.sub_group_status import annotation_value
 from models.placement import Bind, ClaimAllocation, Decision, Eviction, PodGroupOutcome
@@ -168,8 +167,6 @@ def podgroup_status_key(group: PodGroupKey) -> str:
     """The key of a PodGroup's status in `reported`."""
     return f"PodGroup/{group}/status"
 
-
-JsonObject = dict[str, Any]
 
 REPORTED_SLACK = 1_000
 """Entries `reported` may hold beyond two per object the cluster has before it is pruned."""

@@ -63,12 +63,8 @@ class CycleReads:
                 made.append(make(document))
                 continue
             key = (uid, version)
-            value = kept.get(key)
-            if value is None:
-                value = before.get(key)
-                if value is None:
-                    value = make(document)
-                kept[key] = value
-            made.append(value)
+            if key not in kept:
+                kept[key] = before[key] if key in before else make(document)
+            made.append(kept[key])
         self._made[what] = kept
         return made
