@@ -46,7 +46,7 @@ from models.snapshot import (
 )
 from solver.after import milli_per_device
 from solver.cpsat.build_context import BuildContext, new_build_context, node_profile
-from solver.cpsat.devices import MultisetFit, StepMemo
+from solver.cpsat.devices import DeviceSteps, MultisetFit
 from solver.cpsat.dra import multiset_fits
 from solver.cpsat.interpod import FixedPart
 from solver.cpsat.neighbourhood import left_out_nodes
@@ -409,7 +409,7 @@ def _pattern_sets(
     used_profiles = sorted({p for g in node_groups for p in g.after})
     sets: dict[int, PatternSet] = {}
     caps: dict[int, int] = {}
-    steps: StepMemo = {}  # the device steps every profile's walks share (`devices.StepMemo`)
+    steps: DeviceSteps = {}  # the device steps every profile's walks share (`devices.DeviceSteps`)
     cut = used_profiles
     share = limits.patterns_per_profile(len(used_profiles))
     while cut:

@@ -47,7 +47,7 @@ __all__ = [
     "Pattern",
     "State",
     "MultisetFit",
-    "StepMemo",
+    "DeviceSteps",
     "Walk",
     "initial_state",
     "state_fragment",
@@ -73,7 +73,7 @@ say — None when they do not — and the fragment they leave there that it does
 (milli, added to the pattern's). Down-closed: a sub-multiset of one that fits fits too."""
 Choice = tuple[object, ...]
 Level = dict[State, tuple[int, "State | None", "Choice | None"]]
-StepMemo = dict[tuple[object, ...], "Level"]
+DeviceSteps = dict[tuple[object, ...], "Level"]
 """`extend`'s answers within one data step, by what they depend on: the states reached so
 far with their splits, the shape, the declared cells and `exact` — not the profile, whose
 node-level room the caller checks. Profiles that differ only in free CPU or memory (half
@@ -269,7 +269,7 @@ class Walk:
     node's pod count bounds each pattern too — a BestEffort pod, asking nothing else, fits
     at most that many times."""
     fits: MultisetFit | None = None  # a further check of each multiset (DRA claims: `cpsat.dra`)
-    memo: StepMemo | None = field(default=None, repr=False)  # `extend`'s, shared by the data step's walks
+    memo: DeviceSteps | None = field(default=None, repr=False)  # `extend`'s, shared by the data step's walks
     found: list[Pattern] = field(default_factory=list)
     cut: bool = False
     pruned: bool = False  # best fit was used for fractional pods (not every device choice kept)
@@ -290,7 +290,7 @@ def extend(
     declared: tuple[int, ...],
     *,
     exact: bool = True,
-    memo: StepMemo | None = None,
+    memo: DeviceSteps | None = None,
 ) -> dict[State, tuple[int, State | None, Choice | None]]:
     """The states one more pod of `shape` reaches from the last level, each with its fewest
     splits and how it was reached. With `memo`, a step taken before is not taken again

@@ -27,13 +27,13 @@ from solver.cpsat.devices import (
     UNKNOWN,
     WHOLE,
     Choice,
+    DeviceSteps,
     MultisetFit,
     Pattern,
     Profile,
     Shape,
     Slot,
     State,
-    StepMemo,
     Walk,
     assign,
     declared_slots,
@@ -79,7 +79,7 @@ class PatternSet:
     walk_cut: bool = False  # the walk stopped at its cap
     sparse_fill: bool = False  # cut, and its fill patterns sparse (`_kept_fill`)
     walk: Walk | None = field(default=None, repr=False)  # paused, until `add_fill` ends it (`walk_further`)
-    memo: StepMemo | None = field(default=None, repr=False)  # `extend`'s (`devices.StepMemo`), for its fill and topology walks
+    memo: DeviceSteps | None = field(default=None, repr=False)  # `extend`'s (`devices.DeviceSteps`), for its fill and topology walks
     _index: dict[tuple[tuple[int, int], ...], Pattern] = field(default_factory=dict, repr=False)
 
     def find(self, counts: tuple[tuple[int, int], ...]) -> Pattern | None:
@@ -201,7 +201,7 @@ def build_pattern_set(
     fits: MultisetFit | None = None,
     sparse_fill: bool = False,
     fill: bool = True,
-    memo: StepMemo | None = None,
+    memo: DeviceSteps | None = None,
 ) -> PatternSet:
     """The node patterns of `profile` over the untracked `shapes` that fit it alone.
 
@@ -211,7 +211,7 @@ def build_pattern_set(
     `sparse_fill`: when the set is cut, the homogeneous patterns of `_add_homogeneous` are
     thinned (`_kept_fill`); `fill=False`: a cut set gets them only from `add_fill`, for a
     caller that may walk the profile again with another cap and would throw them away;
-    `memo`: device steps shared with the other profiles' walks (`devices.StepMemo`)."""
+    `memo`: device steps shared with the other profiles' walks (`devices.DeviceSteps`)."""
     state, _ = initial_state(profile)
     declared = declared_slots(profile)
     fitting = [s for s in shapes if fits_alone(profile, s, state, declared) and (fits is None or fits({s.index: 1}) is not None)]

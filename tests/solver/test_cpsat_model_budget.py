@@ -195,7 +195,7 @@ def test_on_any_cluster_a_walk_continued_is_the_walk_started_at_the_larger_cap(s
 @PROPERTY_SETTINGS
 @given(snapshots(max_nodes=12, max_groups=8))
 def test_device_steps_shared_across_profiles_give_each_profile_its_own_walk(snapshot: Snapshot) -> None:
-    """The data step's walks share their device steps (`devices.StepMemo`): every profile's
+    """The data step's walks share their device steps (`devices.DeviceSteps`): every profile's
     set — patterns, splits, fragments, best device state and where each pod goes — is the
     one its walk gives alone, with no memory."""
     data = model_data(snapshot, DataLimits())
