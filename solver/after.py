@@ -246,15 +246,37 @@ def _on_node(requests: Mapping[str, int]) -> dict[str, int]:
     return {**requests, PODS: POD_SLOT}
 
 
+def _add_on_node(total: dict[str, int], requests: Mapping[str, int]) -> None:
+    """`_add(total, _on_node(requests))` without the dict in between (a pass over every running pod)."""
+    for name, amount in requests.items():
+        if name != PODS:
+            total[name] = total.get(name, 0) + amount
+    total[PODS] = total.get(PODS, 0) + POD_SLOT
+
+
 def _queue_totals(snapshot: Snapshot, pods: Iterable[Pod]) -> dict[QueueName, dict[str, int]]:
-    """Requests of `pods` per queue, each pod counted in its queue and every ancestor."""
-    totals: dict[QueueName, dict[str, int]] = {q.name: {} for q in snapshot.queues}
+    """Requests of `pods` per queue, each pod counted in its queue and every ancestor.
+    Summed per PodGroup first: the queue tree is walked once per PodGroup, not per pod."""
+    per_group: dict[PodGroupKey, dict[str, int]] = {}
     for pod in pods:
-        if pod.pod_group is None:
-            continue
-        for queue in snapshot.queue_ancestors(snapshot.pod_group_by_key[pod.pod_group].queue):
-            _add(totals[queue], pod.requests)
+        if pod.pod_group is not None:
+            group_total = per_group.get(pod.pod_group)
+            if group_total is None:
+                group_total = per_group[pod.pod_group] = {}
+            _add(group_total, pod.requests)
+    totals: dict[QueueName, dict[str, int]] = {q.name: {} for q in snapshot.queues}
+    for key, group_total in per_group.items():
+        for queue in snapshot.queue_ancestors(snapshot.pod_group_by_key[key].queue):
+            _add(totals[queue], group_total)
     return totals
+
+
+def _plus(totals: Mapping[QueueName, Mapping[str, int]], extra: Mapping[QueueName, Mapping[str, int]]) -> dict[QueueName, dict[str, int]]:
+    """`totals` with `extra` added, queue by queue (new dicts: `totals` is kept)."""
+    out = {queue: dict(amounts) for queue, amounts in totals.items()}
+    for queue, amounts in extra.items():
+        _add(out[queue], amounts)
+    return out
 
 
 def _valid_evictions(snapshot: Snapshot, placement: Placement) -> tuple[EvictedPod, ...]:
@@ -296,10 +318,18 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
     node_used: dict[NodeName, dict[str, int]] = {n.name: {} for n in snapshot.nodes}
     node_bound: dict[NodeName, dict[str, int]] = {}
     gpu_bound: dict[NodeName, dict[int, int]] = {}
-    for pod in kept:
+    group_keys = [g.key for g in snapshot.pod_groups]
+    group_kept: dict[PodGroupKey, dict[str, int]] = {key: {} for key in group_keys}
+    kept_by_group: dict[PodGroupKey, list[Pod]] = {key: [] for key in group_keys}
+    for pod in kept:  # one pass over every running pod: what it takes of its node, and its PodGroup's count
         node_name = pod.node  # running pods always have one
         assert node_name is not None
-        _add(node_used[node_name], _on_node(pod.requests))
+        _add_on_node(node_used[node_name], pod.requests)
+        if pod.pod_group is not None:
+            task = pod.task or ""
+            per_task = group_kept[pod.pod_group]
+            per_task[task] = per_task.get(task, 0) + 1
+            kept_by_group[pod.pod_group].append(pod)
     for b in bound:
         taken = b.on_node
         _add(node_used[b.node.name], taken)
@@ -312,17 +342,9 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
             devices[index] = devices.get(index, 0) + milli
     gpu_used = _DeviceUse(snapshot, kept, bound)
 
-    group_keys = [g.key for g in snapshot.pod_groups]
-    group_kept: dict[PodGroupKey, dict[str, int]] = {key: {} for key in group_keys}
     group_bound: dict[PodGroupKey, dict[str, int]] = {key: {} for key in group_keys}
     group_evicted: dict[PodGroupKey, int] = dict.fromkeys(group_keys, 0)
-    kept_by_group: dict[PodGroupKey, list[Pod]] = {key: [] for key in group_keys}
     bound_by_group: dict[PodGroupKey, list[BoundPod]] = {key: [] for key in group_keys}
-    for pod in kept:
-        if pod.pod_group is not None:
-            task = pod.task or ""
-            group_kept[pod.pod_group][task] = group_kept[pod.pod_group].get(task, 0) + 1
-            kept_by_group[pod.pod_group].append(pod)
     for b in bound:
         counts = group_bound[b.group.key]
         counts[b.task.name] = counts.get(b.task.name, 0) + 1
@@ -331,6 +353,10 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
         if e.pod.pod_group is not None:
             group_evicted[e.pod.pod_group] += 1
 
+    queue_before = _queue_totals(snapshot, running)
+    queue_bound = _queue_totals(snapshot, (b.pod for b in bound))
+    # Without evictions what runs after is what ran before and the binds: added, not summed again.
+    queue_after = _plus(queue_before, queue_bound) if not evicted else _queue_totals(snapshot, (*kept, *(b.pod for b in bound)))
     return After(
         placement=placement,
         kept=kept,
@@ -340,9 +366,9 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
         node_bound=node_bound,
         gpu_used_milli=gpu_used,
         gpu_bound_milli=gpu_bound,
-        queue_allocated_before=_queue_totals(snapshot, running),
-        queue_allocated_after=_queue_totals(snapshot, (*kept, *(b.pod for b in bound))),
-        queue_bound=_queue_totals(snapshot, (b.pod for b in bound)),
+        queue_allocated_before=queue_before,
+        queue_allocated_after=queue_after,
+        queue_bound=queue_bound,
         group_kept=group_kept,
         group_bound=group_bound,
         group_evicted=group_evicted,

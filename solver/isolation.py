@@ -27,7 +27,8 @@ with the parent, held two ways, because neither alone holds it:
     mapped, and the child may reuse it without the limit noticing;
   - so the parent also reads the child's private memory (`Private_Clean + Private_Dirty`
     of `/proc/PID/smaps_rollup`: pages it allocated or copied on write, not the ones it
-    still shares) every `MEMORY_POLL_S` and kills it past the ceiling.
+    still shares) every `MEMORY_POLL_S`, or less often when a read costs more than
+    `MEMORY_POLL_SHARE` of that, and kills it past the ceiling.
 The address-space limit counts thread stacks and arenas that are reserved but never
 touched, a few hundred MB for CP-SAT's workers: a ceiling far below 1 GiB can stop a
 search that would have fit.
@@ -68,7 +69,7 @@ from models.placement import FallbackCause
 
 __all__ = [
     "SolverDied", "DeathCause", "run_isolated", "SearchFailed", "search_or_failure", "DEFAULT_MEMORY_LIMIT_BYTES",
-    "KILL_GRACE_S",
+    "KILL_GRACE_S", "memory_poll_s",
 ]
 
 log = logging.getLogger(__name__)
@@ -92,9 +93,18 @@ STACKS_AFTER_S = 0.5 * KILL_GRACE_S
 (passed through to the log) before it is killed: a hung search says where it hung."""
 
 MEMORY_POLL_S = 0.05
-"""How often the parent reads the child's private memory (a read walks the child's page
-tables, which map all the parent had at the fork: 1.5 ms with the imports alone, about 7 ms
-under a 10,000-node snapshot and its problem)."""
+"""How often the parent reads the child's private memory at most (a read walks the child's
+page tables, which map all the parent had at the fork: 1.5 ms with the imports alone, about
+7 ms under a 10,000-node snapshot and its problem, about 40 ms under the controller's
+10,000 nodes and 100,000 running pods)."""
+
+MEMORY_POLL_SHARE = 0.1
+"""The share of a core the memory reads may take: the next read waits ten times as long as
+the last one took, when that is longer than `MEMORY_POLL_S`. Why: the read is kernel work
+on a core the search and the LP bound beside it need; at the controller's 100,000 running
+pods, reading every 50 ms took 0.67 s of a 1.5 s search (17 reads of 40 ms). The ceiling
+still holds between reads: `RLIMIT_AS` stops fresh allocations at once, and only memory the
+parent had freed can be taken unseen until the next read."""
 
 _STDERR_TAIL_BYTES = 2048
 _MAX_FD = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
@@ -287,19 +297,23 @@ def _collect(result_read: int, stderr_read: int, pid: int, *, kill_at: float, me
     ours as it comes."""
     collected = _Collected(payload=bytearray(), stderr_tail=bytearray())
     open_pipes = {result_read, stderr_read}
+    next_read = 0.0  # `time.perf_counter()` seconds: when the child's memory is read next
     with selectors.DefaultSelector() as selector:
         for fd in open_pipes:
             selector.register(fd, selectors.EVENT_READ)
         while open_pipes:
-            left = kill_at - time.perf_counter()
+            now = time.perf_counter()
+            left = kill_at - now
             if left <= 0:
                 return collected
             if memory_limit_bytes is not None:
-                private = _private_bytes(pid)
-                if private > memory_limit_bytes:
-                    collected.private_bytes = private
-                    return collected
-                left = min(left, MEMORY_POLL_S)
+                if now >= next_read:
+                    private = _private_bytes(pid)
+                    if private > memory_limit_bytes:
+                        collected.private_bytes = private
+                        return collected
+                    next_read = now + memory_poll_s(time.perf_counter() - now)
+                left = min(left, max(0.0, next_read - time.perf_counter()))
             for key, _ in selector.select(timeout=left):
                 chunk = os.read(key.fd, 1 << 16)
                 if not chunk:
@@ -407,6 +421,12 @@ def _hung_at(stack: str) -> str:
 
 def _gib(size: int | None) -> str:
     return "no limit" if size is None else f"{size / (1 << 30):.2f} GiB"
+
+
+def memory_poll_s(read_s: float) -> float:
+    """Seconds to the next read of the child's memory after one that took `read_s`
+    (`MEMORY_POLL_SHARE`). Example: a 1.5 ms read → 0.05 s; a 40 ms read → 0.4 s."""
+    return max(MEMORY_POLL_S, read_s / MEMORY_POLL_SHARE)
 
 
 def _private_bytes(pid: int) -> int:

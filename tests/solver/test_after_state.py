@@ -81,3 +81,14 @@ def test_malformed_entries_are_left_out_of_the_state() -> None:
 
 def test_milli_per_device_follows_the_gpu_shape() -> None:
     assert [milli_per_device(m) for m in (8000, 1000, 999, 1, 0)] == [1000, 1000, 999, 1, 0]
+
+
+def test_binds_without_evictions_add_to_every_queue_up_the_tree_and_leave_before_as_it_was() -> None:
+    snapshot, _, new = _scenario()
+    placement = make_placement(binds=[make_bind(new.pods[0], "n1", gpus=[4])])
+    after = build_after(snapshot, placement)
+    assert after.queue_allocated_before["org"] == resources(cpu=4, gpus=4)
+    assert after.queue_allocated_after["b"] == {"cpu": 1000, "gpu": 250}
+    assert after.queue_allocated_after["a"] == resources(cpu=4, gpus=4)
+    assert after.queue_allocated_after["org"] == {"cpu": 5000, "gpu": 4250}
+    assert after.queue_bound["org"] == {"cpu": 1000, "gpu": 250}

@@ -25,7 +25,7 @@ import pytest
 
 from models.snapshot import Snapshot
 from solver.checker import check_placement
-from solver.isolation import KILL_GRACE_S, SolverDied, run_isolated
+from solver.isolation import KILL_GRACE_S, MEMORY_POLL_S, SolverDied, memory_poll_s, run_isolated
 from solver.place import SolveConfig, place
 from tests.builders import make_gang, make_node, make_snapshot
 
@@ -116,6 +116,29 @@ def test_an_allocation_past_the_ceiling_fails_in_the_child_alone() -> None:
         run_isolated(hoards, deadline=_soon(), memory_limit_bytes=128 * MIB)
     assert died.value.cause == "memory"
     assert "0.12 GiB" in str(died.value)
+
+
+def test_pages_the_child_copies_from_the_parent_count_against_the_ceiling() -> None:
+    """Writing to memory the parent had mapped allocates nothing the address-space limit
+    sees: only the parent's reads of the child's private memory catch it."""
+    inherited = np.ones(256 * MIB, dtype=np.uint8)  # written here, so every page is copied on the child's write
+
+    def writes_every_page() -> int:
+        inherited[:: resource.getpagesize()] = 2
+        time.sleep(8)
+        return 0
+
+    started = time.perf_counter()
+    with pytest.raises(SolverDied) as died:
+        run_isolated(writes_every_page, deadline=_soon(15), memory_limit_bytes=64 * MIB)
+    assert died.value.cause == "memory"
+    assert time.perf_counter() - started < 8
+
+
+def test_the_memory_is_read_less_often_when_a_read_costs_more() -> None:
+    assert memory_poll_s(0.0015) == MEMORY_POLL_S
+    assert memory_poll_s(0.04) == pytest.approx(0.4)
+    assert memory_poll_s(0.4) > memory_poll_s(0.04)
 
 
 def test_a_hung_child_is_killed_after_its_deadline() -> None:
