@@ -611,8 +611,9 @@ class PodGroup(_Frozen):
         "(`ReservationPolicy`); None: its queue's, else the snapshot's default",
     )
 
-    @property
+    @cached_property
     def key(self) -> PodGroupKey:
+        """Made once per object: every pass over the cycle's PodGroups asks for it."""
         return pod_group_key(self.namespace, self.name)
 
     @cached_property
@@ -711,8 +712,9 @@ class Pod(_Frozen):
         "(`QueueQuotaExceeded`, …; the controller writes them); None when it has none. Shown, never decided on",
     )
 
-    @property
+    @cached_property
     def key(self) -> PodKey:
+        """Made once per object: a cycle at 100,000 running pods asked for it 700,000 times."""
         return PodKey(f"{self.namespace}/{self.name}")
 
     @field_validator("requests")
