@@ -93,18 +93,18 @@ STACKS_AFTER_S = 0.5 * KILL_GRACE_S
 (passed through to the log) before it is killed: a hung search says where it hung."""
 
 MEMORY_POLL_S = 0.05
-"""How often the parent reads the child's private memory at most (a read walks the child's
-page tables, which map all the parent had at the fork: 1.5 ms with the imports alone, about
-7 ms under a 10,000-node snapshot and its problem, about 40 ms under the controller's
-10,000 nodes and 100,000 running pods)."""
+"""How often the parent reads the child's private memory at most. A read walks the child's
+page tables, which map all the parent had at the fork, so its cost grows with the parent
+(docs/results.md, "The search's sub-process and its memory")."""
 
 MEMORY_POLL_SHARE = 0.1
 """The share of a core the memory reads may take: the next read waits ten times as long as
 the last one took, when that is longer than `MEMORY_POLL_S`. Why: the read is kernel work
-on a core the search and the LP bound beside it need; at the controller's 100,000 running
-pods, reading every 50 ms took 0.67 s of a 1.5 s search (17 reads of 40 ms). The ceiling
-still holds between reads: `RLIMIT_AS` stops fresh allocations at once, and only memory the
-parent had freed can be taken unseen until the next read."""
+on a core the search and the LP bound beside it need, and under the controller's largest
+clusters reading every `MEMORY_POLL_S` took a large share of a core for the whole search
+(docs/results.md, "The search's sub-process and its memory"). The ceiling still holds between reads:
+`RLIMIT_AS` stops fresh allocations at once, and only memory the parent had freed can be
+taken unseen until the next read."""
 
 _STDERR_TAIL_BYTES = 2048
 _MAX_FD = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
