@@ -628,8 +628,6 @@ def _namespace(obj: JsonObject) -> str:
     return str((obj.get("metadata") or {}).get("namespace") or "default")
 
 
-
-
 def _group_name(pod: JsonObject) -> str | None:
     metadata = pod.get("metadata") or {}
     annotations = metadata.get("annotations") or {}
