@@ -490,6 +490,7 @@ class GreedyEngine:
             devices_all=devices_all,
             tier_limit=plan.tier_limit,
             whole_only=plan.tier_limit is None,
+            domain_free=state.domain_free if action is None else None,
         )
 
     def anchors(self, plan: GroupPlan) -> np.ndarray:

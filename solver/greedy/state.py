@@ -60,6 +60,7 @@ import numpy as np
 from models.snapshot import GPU_MILLI_PER_DEVICE, Snapshot
 from solver.dra_allocation import Shortfall
 from solver.fragmentation import FragmentationScore
+from solver.greedy.domain_free import DomainFree
 from solver.greedy.interpod import InterPod
 from solver.problem import Problem
 from solver.rules import dra
@@ -179,6 +180,7 @@ class CycleState:
         # `free` and `gpu_free` of a node changes this, so a score remembered per node is
         # fresh while it is the same (`solver.fragmentation.FragmentationScore.growth`)
         self.node_changes = np.zeros(problem.node_count, dtype=np.int64)
+        self._domain_free: DomainFree | None = None
         # [N] the most free milli on a device some fraction (or used_milli) already sits on, −1 if none
         shared = (self.gpu_free >= 0) & (self.gpu_free < WHOLE)
         self.partial_max = np.where(shared, self.gpu_free, -1).max(axis=1, initial=-1)
@@ -209,6 +211,13 @@ class CycleState:
         self.inter_pod = InterPod.build(snapshot, problem)  # None: no inter-pod constraint anywhere
         # DRA devices: a pod binds only where its claims are allocated (None: no pod names a claim)
         self.devices = dra.Allocator(snapshot) if dra.has_claims(snapshot) else None
+
+    @property
+    def domain_free(self) -> DomainFree:
+        """Free capacity summed per topology domain, kept up to date (`greedy.domain_free`)."""
+        if self._domain_free is None:
+            self._domain_free = DomainFree(self.problem, self.free, self.whole_free, self.node_changes)
+        return self._domain_free
 
     # ---- transactions ----
 

@@ -385,6 +385,7 @@ def _sub_group_domains(
         devices_all=devices_all,
         tier_limit=sub.tier_limit,
         whole_only=sub.tier_limit is None,
+        domain_free=state.domain_free if action is None else None,
     )
     masks: list[np.ndarray | None] = [_within(found_domain.mask(problem), domain) for found_domain in found]
     return [*masks, domain] if sub.soft_topology else masks

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solver.greedy.domain_free import DomainFree
 from solver.problem import Problem
 
 __all__ = ["Domain", "BestDomain", "candidate_domains", "key_resource"]
@@ -67,9 +68,12 @@ def candidate_domains(
     devices_all: int,
     tier_limit: int | None,
     whole_only: bool,
+    domain_free: DomainFree | None = None,
     per_level: int = 4,
 ) -> tuple[list[Domain], BestDomain | None]:
-    """Domains to try, in order, and the one with most free key resource (for reasons)."""
+    """Domains to try, in order, and the one with most free key resource (for reasons).
+    `domain_free`: the cycle's sums per domain when `available` and `whole_available` are
+    the cycle's own free capacity; read when the gang is eligible everywhere."""
     key = _key_resource(problem, demand_all)
     columns = [int(r) for r in np.flatnonzero(demand_all)]
     found: list[tuple[bool, int, float, int, Domain]] = []
@@ -99,6 +103,7 @@ def candidate_domains(
     # Sums per HyperNode: bincount over `domain_of + 1`, so that bucket 0 collects the
     # nodes in no HyperNode of the tier and needs no boolean indexing.
     everywhere = bool(eligible_any.all())  # the usual case: no mask to multiply in
+    kept = domain_free if everywhere else None
     weights = {r: available[r] if everywhere else available[r] * eligible_any for r in {*columns, key}}
     whole_weights = whole_available if everywhere else whole_available * eligible_any
     for position, tier in enumerate(problem.tiers):
@@ -107,9 +112,13 @@ def candidate_domains(
         count = len(problem.domain_names[position])
         if not count:
             continue
-        bucket = problem.domain_of[position] + 1
-        sums = {r: np.bincount(bucket, weights=w, minlength=count + 1)[1:] for r, w in weights.items()}
-        whole = np.bincount(bucket, weights=whole_weights, minlength=count + 1)[1:]
+        sums: dict[int, np.ndarray] | np.ndarray
+        if kept is not None:
+            sums, whole = kept.of(position)
+        else:
+            bucket = problem.domain_of[position] + 1
+            sums = {r: np.bincount(bucket, weights=w, minlength=count + 1)[1:] for r, w in weights.items()}
+            whole = np.bincount(bucket, weights=whole_weights, minlength=count + 1)[1:]
         level_all = whole >= devices_all
         for r in columns:
             level_all &= sums[r] >= demand_all[r]

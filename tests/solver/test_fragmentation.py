@@ -30,6 +30,7 @@ from solver.place import SolveConfig, place
 from solver.problem import build_problem
 from solver.rules import counted
 from tests.builders import make_gang, make_node, make_snapshot
+from tests.cycle_steps import CycleSteps
 from tests.strategies import snapshots
 
 HALF_GPU = TypicalShape(cpu_milli=1000, gpu_milli=500, weight=1.0)
@@ -217,25 +218,11 @@ def test_the_cycle_state_counts_every_change_of_a_node_and_the_memo_stays_fresh(
     state = CycleState(problem, snapshot)
     shapes = _shapes((1000, 500, 2.0), (4000, 1000, 1.0), (2000, 2000, 1.0), nodes=problem.node_count)
     remembering = FragmentationScore(problem, shapes)
-    pending = [p for p in range(len(problem.pod_keys)) if problem.pod_node[p] < 0 and problem.pod_task_row[p] >= 0]
-    running = [p for p in range(len(problem.pod_keys)) if problem.pod_node[p] >= 0 and problem.pod_group[p] >= 0]
+    steps = CycleSteps(state)
     every = np.arange(problem.node_count)
-    marks: list[int] = []
     for _ in range(data.draw(st.integers(1, 10))):
         before = (state.free.copy(), state.gpu_free.copy(), state.node_changes.copy())
-        step = data.draw(st.sampled_from(["bind", "evict", "checkpoint", "rollback"]))
-        if step == "bind" and pending:
-            pod = data.draw(st.sampled_from(pending))
-            if pod not in state.binds:
-                state.bind(pod, state.shape(int(problem.pod_task_row[pod])), data.draw(st.integers(0, problem.node_count - 1)))
-        elif step == "evict" and running:
-            pod = data.draw(st.sampled_from(running))
-            if pod not in state.evictions:
-                state.evict(pod, reason="test", for_group=int(problem.pod_group[pod]))
-        elif step == "checkpoint":
-            marks.append(state.checkpoint())
-        elif step == "rollback" and marks:
-            state.rollback(marks.pop())
+        steps.take(data)
         free, gpu_free, changes = before
         changed = (state.free != free).any(axis=0) | (state.gpu_free != gpu_free).any(axis=1)
         assert (state.node_changes[changed] != changes[changed]).all()
