@@ -339,12 +339,13 @@ def fgd_bucket(growth_milli: np.ndarray) -> np.ndarray:
 
 
 class _GrowthMemo:
-    """Per pod shape: the last growth computed for each node, and the node's change count
-    (`_CycleFree.node_changes`) it was computed at (−1: never)."""
+    """Per pod shape: the last growth computed for each node, its FGD bucket, and the node's
+    change count (`_CycleFree.node_changes`) they were computed at (−1: never)."""
 
     def __init__(self, node_count: int):
         self.changes = np.full(node_count, -1, dtype=np.int64)
         self.growth = np.zeros(node_count, dtype=np.float64)
+        self.bucket = np.zeros(node_count, dtype=np.int64)
 
 
 class FragmentationScore:
@@ -367,6 +368,10 @@ class FragmentationScore:
         and not the state itself: comparing every scored node's free milli per device with
         the remembered one, for every pod, was most of greedy's time at 30,000 nodes
         (docs/results.md, "The greedy engine's fragmentation score")."""
+        return self._fresh(state, shape, nodes).growth[nodes]
+
+    def _fresh(self, state: _CycleFree, shape: _ScoredShape, nodes: np.ndarray) -> _GrowthMemo:
+        """`shape`'s memo with every node of `nodes` up to date (growth and bucket)."""
         if self._memo_of is None or self._memo_of() is not state:  # counts of another state say nothing here
             self._memo.clear()
             self._memo_of = weakref.ref(state)
@@ -378,9 +383,11 @@ class FragmentationScore:
         stale = memo.changes[nodes] != changes
         if stale.any():
             at = nodes[stale]
-            memo.growth[at] = self._growth(state.free[self.cpu_column, at], state.gpu_free[at], shape, at)
+            growth = self._growth(state.free[self.cpu_column, at], state.gpu_free[at], shape, at)
+            memo.growth[at] = growth
+            memo.bucket[at] = fgd_bucket(growth)
             memo.changes[at] = changes[stale]
-        return memo.growth[nodes]
+        return memo
 
     def _growth(self, cpu: np.ndarray, rows: np.ndarray, shape: _ScoredShape, nodes: np.ndarray) -> np.ndarray:
         """The growth computed afresh for node states `cpu [M]`, `rows [M, G]` of `nodes [M]`:
@@ -403,8 +410,10 @@ class FragmentationScore:
 
     def rank(self, state: _CycleFree, shape: _ScoredShape, nodes: np.ndarray, best_fit: np.ndarray) -> np.ndarray:
         """`[len(nodes)]` rank, smaller is better: FGD bucket of the growth (larger first),
-        then `best_fit` (smaller first), then position in `nodes`."""
-        bucket = fgd_bucket(self.growth(state, shape, nodes))
+        then `best_fit` (smaller first), then position in `nodes`. The buckets are kept with
+        the growth they come from, so a pod's rank computes them for the nodes that changed
+        only (docs/results.md, "The greedy engine's fragmentation score")."""
+        bucket = self._fresh(state, shape, nodes).bucket[nodes]
         order = np.lexsort((best_fit, -bucket))
         rank = np.empty(nodes.size, dtype=np.float64)
         rank[order] = np.arange(nodes.size, dtype=np.float64)
