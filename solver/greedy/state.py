@@ -70,6 +70,9 @@ __all__ = ["TaskShape", "BindRecord", "CycleState", "choose_devices"]
 
 WHOLE = GPU_MILLI_PER_DEVICE
 _BIG = np.int64(1) << np.int64(62)
+FIT_SHAPES_KEPT = 32
+"""Pod shapes whose fit on every node `CycleState.fit_mask` keeps (a bool and a count per
+node each: at 50,000 nodes, 32 of them hold about 14 MB)."""
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,7 @@ class CycleState:
         # fresh while it is the same (`solver.fragmentation.FragmentationScore.growth`)
         self.node_changes = np.zeros(problem.node_count, dtype=np.int64)
         self._domain_free: DomainFree | None = None
+        self._fits: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # pod shape → ([N] fits, [N] node_changes it is of)
         # [N] the most free milli on a device some fraction (or used_milli) already sits on, −1 if none
         shared = (self.gpu_free >= 0) & (self.gpu_free < WHOLE)
         self.partial_max = np.where(shared, self.gpu_free, -1).max(axis=1, initial=-1)
@@ -273,16 +277,40 @@ class CycleState:
     # ---- Filter and Score over all nodes ----
 
     def fit_mask(self, shape: TaskShape, base: np.ndarray) -> np.ndarray:
-        """`[N]` bool: nodes within `base` where one more pod of `shape` fits now."""
+        """`[N]` bool: nodes within `base` where one more pod of `shape` fits now.
+
+        Where it fits is kept per pod shape (the `FIT_SHAPES_KEPT` asked last) and judged
+        again only on the nodes whose `node_changes` count moved since: every change of what
+        a node has free moves it, and a gang's binds change a few nodes while each of its
+        tasks filters all of them."""
         if shape.lends:
             return self._lending_fit_mask(shape, base)
-        mask = base & fits(self.free, shape.requests, shape.columns)
+        key = (shape.amounts, shape.gpu_milli, shape.whole_devices, shape.fractional, shape.single_numa, shape.cpu_milli, shape.memory_bytes)
+        kept = self._fits.pop(key, None)
+        if kept is None:
+            kept = (self._fit(shape, slice(None)), self.node_changes.copy())
+            if len(self._fits) >= FIT_SHAPES_KEPT:
+                del self._fits[next(iter(self._fits))]  # the one asked longest ago
+        else:
+            mask, seen = kept
+            changed = np.flatnonzero(self.node_changes != seen)
+            if changed.size:
+                mask[changed] = self._fit(shape, changed)
+                seen[changed] = self.node_changes[changed]
+        self._fits[key] = kept  # last: the most recently asked
+        return base & kept[0]
+
+    def _fit(self, shape: TaskShape, nodes: np.ndarray | slice) -> np.ndarray:
+        """Whether one more pod of `shape` fits each of `nodes` now (a shape that lends no GPU)."""
+        mask = fits(self.free[:, nodes], shape.requests, shape.columns)
+        if not isinstance(mask, np.ndarray):  # a shape that asks nothing: every node
+            mask = np.ones(self.free[:, nodes].shape[1], dtype=bool)
         if shape.single_numa:
-            mask &= self.numa_fit(shape).any(axis=1)
+            mask &= self.numa_fit(shape, nodes).any(axis=1)
         elif shape.whole_devices:
-            mask &= self.whole_free >= shape.whole_devices
+            mask &= self.whole_free[nodes] >= shape.whole_devices
         elif shape.fractional:
-            mask &= (self.whole_free > 0) | (self.partial_max >= shape.gpu_milli)
+            mask &= (self.whole_free[nodes] > 0) | (self.partial_max[nodes] >= shape.gpu_milli)
         return mask
 
     def device_table(self, shape: TaskShape, nodes: np.ndarray | slice = slice(None)) -> np.ndarray:
@@ -314,15 +342,16 @@ class CycleState:
             return mask & self.numa_fit(shape).any(axis=1)
         return mask & device_fits(self.device_table(shape), shape.gpu_milli).any(axis=1)
 
-    def numa_fit(self, shape: TaskShape) -> np.ndarray:
-        """`[N, C]` bool: cells that hold one more single-numa-node pod of `shape`."""
-        ok = self.cell_exists & (self.cell_cpu >= shape.cpu_milli) & (self.cell_memory >= shape.memory_bytes)
+    def numa_fit(self, shape: TaskShape, nodes: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """`[N, C]` (or `nodes`' rows) bool: cells that hold one more single-numa-node pod of `shape`."""
+        ok = self.cell_exists[nodes] & (self.cell_cpu[nodes] >= shape.cpu_milli) & (self.cell_memory[nodes] >= shape.memory_bytes)
         if shape.whole_devices:
-            ok &= self.cell_whole_free >= shape.whole_devices
+            ok &= self.cell_whole_free[nodes] >= shape.whole_devices
         elif shape.fractional:
-            device_ok = device_fits(self.device_table(shape), shape.gpu_milli)
+            device_ok = device_fits(self.device_table(shape, nodes), shape.gpu_milli)
+            gpu_cell = self.gpu_cell[nodes]
             for cell in range(ok.shape[1]):
-                ok[:, cell] &= (device_ok & (self.gpu_cell == cell)).any(axis=1)
+                ok[:, cell] &= (device_ok & (gpu_cell == cell)).any(axis=1)
         return ok
 
     def score(self, shape: TaskShape, nodes: np.ndarray) -> np.ndarray:

@@ -1,5 +1,6 @@
-"""The greedy engine's free capacity per topology domain, kept across a cycle's binds,
-evictions and rollbacks (`solver.greedy.domain_free`), against sums made afresh."""
+"""What the greedy engine keeps across a cycle's binds, evictions and rollbacks, against
+the same made afresh: the free capacity per topology domain (`solver.greedy.domain_free`)
+and where each pod shape fits (`CycleState.fit_mask`)."""
 
 from __future__ import annotations
 
@@ -88,3 +89,31 @@ def test_kept_sums_equal_sums_made_afresh_after_every_step(snapshot: Snapshot, d
         "tier_limit": None, "whole_only": data.draw(st.booleans()),
     }  # fmt: skip
     assert candidate_domains(problem, **ask, domain_free=state.domain_free) == candidate_domains(problem, **ask)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snapshot=snapshots(max_nodes=12, max_groups=8), data=st.data())
+def test_kept_fit_masks_equal_masks_made_afresh_after_every_step(snapshot: Snapshot, data):
+    """Random binds, evictions, checkpoints and rollbacks, with a random task's fit asked
+    between them and every task's after them (first asked late, or kept from before):
+    each equals the fit judged afresh on every node, within the base mask given."""
+    snapshot = counted(snapshot)
+    problem = build_problem(snapshot)
+    rows = sorted({int(problem.pod_task_row[p]) for p in range(len(problem.pod_keys)) if problem.pod_task_row[p] >= 0})
+    if not rows:
+        return
+    state = CycleState(problem, snapshot)
+    steps = CycleSteps(state)
+
+    def afresh(row: int) -> list[bool]:  # judged on every node as the state is now
+        return state._fit(state.shape(row), slice(None)).tolist()
+
+    for _ in range(data.draw(st.integers(1, 16))):
+        if steps.take(data, "ask") == "ask":
+            row = data.draw(st.sampled_from(rows))
+            base = np.array(data.draw(st.lists(st.booleans(), min_size=problem.node_count, max_size=problem.node_count)))
+            expected = base & np.array(afresh(row), dtype=bool)
+            assert state.fit_mask(state.shape(row), base).tolist() == expected.tolist()
+    every = np.ones(problem.node_count, dtype=bool)
+    for row in rows:
+        assert state.fit_mask(state.shape(row), every).tolist() == afresh(row)
