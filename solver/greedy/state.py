@@ -285,7 +285,10 @@ class CycleState:
         tasks filters all of them."""
         if shape.lends:
             return self._lending_fit_mask(shape, base)
-        key = (shape.amounts, shape.gpu_milli, shape.whole_devices, shape.fractional, shape.single_numa, shape.cpu_milli, shape.memory_bytes)
+        key = (
+            shape.amounts, shape.gpu_milli, shape.whole_devices, shape.fractional, shape.single_numa,
+            shape.cpu_milli, shape.memory_bytes,
+        )  # fmt: skip
         kept = self._fits.pop(key, None)
         if kept is None:
             kept = (self._fit(shape, slice(None)), self.node_changes.copy())
@@ -344,7 +347,8 @@ class CycleState:
 
     def numa_fit(self, shape: TaskShape, nodes: np.ndarray | slice = slice(None)) -> np.ndarray:
         """`[N, C]` (or `nodes`' rows) bool: cells that hold one more single-numa-node pod of `shape`."""
-        ok = self.cell_exists[nodes] & (self.cell_cpu[nodes] >= shape.cpu_milli) & (self.cell_memory[nodes] >= shape.memory_bytes)
+        ok = self.cell_exists[nodes] & (self.cell_cpu[nodes] >= shape.cpu_milli)
+        ok &= self.cell_memory[nodes] >= shape.memory_bytes
         if shape.whole_devices:
             ok &= self.cell_whole_free[nodes] >= shape.whole_devices
         elif shape.fractional:
