@@ -1,5 +1,5 @@
 """Random steps of a greedy cycle on a `CycleState`, for property tests of what the engine
-keeps up to date across them (the fragmentation memo, the per-domain sums)."""
+keeps up to date across them (the fragmentation memo, the per-domain sums, the fit masks)."""
 
 from __future__ import annotations
 

@@ -180,8 +180,10 @@ class CycleState:
         self.gpu_cell = problem.gpu_cell
         self.whole_free = (self.gpu_free == WHOLE).sum(axis=1)  # [N] wholly free devices
         # [N] binds and evictions applied or undone on each node this cycle: what changes
-        # `free` and `gpu_free` of a node changes this, so a score remembered per node is
-        # fresh while it is the same (`solver.fragmentation.FragmentationScore.growth`)
+        # `free` and `gpu_free` of a node changes this, so what is remembered per node is
+        # fresh while it is the same: the fragmentation growth
+        # (`solver.fragmentation.FragmentationScore.growth`), the domain sums (`domain_free`)
+        # and where each pod shape fits (`fit_mask`)
         self.node_changes = np.zeros(problem.node_count, dtype=np.int64)
         self._domain_free: DomainFree | None = None
         self._fits: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # pod shape → ([N] fits, [N] node_changes it is of)
@@ -305,9 +307,10 @@ class CycleState:
 
     def _fit(self, shape: TaskShape, nodes: np.ndarray | slice) -> np.ndarray:
         """Whether one more pod of `shape` fits each of `nodes` now (a shape that lends no GPU)."""
-        mask = fits(self.free[:, nodes], shape.requests, shape.columns)
+        free = self.free[:, nodes]
+        mask = fits(free, shape.requests, shape.columns)
         if not isinstance(mask, np.ndarray):  # a shape that asks nothing: every node
-            mask = np.ones(self.free[:, nodes].shape[1], dtype=bool)
+            mask = np.ones(free.shape[1], dtype=bool)
         if shape.single_numa:
             mask &= self.numa_fit(shape, nodes).any(axis=1)
         elif shape.whole_devices:

@@ -100,8 +100,9 @@ def candidate_domains(
         top = int(np.argmax(pool))
         best = BestDomain(name=problem.node_names[top], free=int(pool[top]))
 
-    # Sums per HyperNode: bincount over `domain_of + 1`, so that bucket 0 collects the
-    # nodes in no HyperNode of the tier and needs no boolean indexing.
+    # Sums per HyperNode: the cycle's kept sums when the gang may go anywhere; else a
+    # bincount over `domain_of + 1`, so that bucket 0 collects the nodes in no HyperNode of
+    # the tier and needs no boolean indexing.
     everywhere = bool(eligible_any.all())  # the usual case: no mask to multiply in
     kept = domain_free if everywhere else None
     weights = {r: available[r] if everywhere else available[r] * eligible_any for r in {*columns, key}}
