@@ -210,12 +210,9 @@ class _DeviceUse(Mapping[NodeName, Mapping[int, int]]):
     added up (`device_use`) the first time it is read. The checker reads the nodes binds
     touched — a few of thousands — so the others' devices are never walked."""
 
-    def __init__(self, snapshot: Snapshot, kept: Iterable[Pod], binds: Iterable[BoundPod]):
+    def __init__(self, snapshot: Snapshot, kept_on_node: Mapping[NodeName, list[Pod]], binds: Iterable[BoundPod]):
         self._nodes = snapshot.node_by_name
-        self._kept: dict[NodeName, list[Pod]] = {}
-        for pod in kept:
-            if pod.gpu_indices:
-                self._kept.setdefault(pod.node, []).append(pod)  # type: ignore[arg-type]  # running pods have a node
+        self._kept_on_node = kept_on_node
         self._binds: dict[NodeName, list[tuple[NodeName, tuple[int, ...], int]]] = {}
         for b in binds:
             if b.gpus_well_formed and not b.lent:
@@ -226,7 +223,42 @@ class _DeviceUse(Mapping[NodeName, Mapping[int, int]]):
         used = self._used.get(name)
         if used is None:
             node = self._nodes[name]
-            used = self._used[name] = device_use([node], self._kept.get(name, ()), self._binds.get(name, ()))[name]
+            kept = [pod for pod in self._kept_on_node.get(name, ()) if pod.gpu_indices]
+            used = self._used[name] = device_use([node], kept, self._binds.get(name, ()))[name]
+        return used
+
+    def __iter__(self) -> Iterator[NodeName]:
+        return iter(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+
+class _NodeUse(Mapping[NodeName, Mapping[str, int]]):
+    """`After.node_used`: every node of the snapshot is a key, and a node's kept and bound
+    pods are added up (`_add_on_node`, then each bind's `on_node`) the first time it is
+    read. The checker reads the nodes binds touched, so a cycle that binds a few pods on a
+    large cluster no longer adds up every running pod's requests."""
+
+    def __init__(self, snapshot: Snapshot, kept_on_node: Mapping[NodeName, list[Pod]], bound: Iterable[BoundPod]):
+        self._nodes = snapshot.node_by_name
+        self._kept_on_node = kept_on_node
+        self._bound_on_node: dict[NodeName, list[BoundPod]] = {}
+        for b in bound:
+            self._bound_on_node.setdefault(b.node.name, []).append(b)
+        self._used: dict[NodeName, dict[str, int]] = {}
+
+    def __getitem__(self, name: NodeName) -> Mapping[str, int]:
+        used = self._used.get(name)
+        if used is None:
+            if name not in self._nodes:
+                raise KeyError(name)
+            used = {}
+            for pod in self._kept_on_node.get(name, ()):
+                _add_on_node(used, pod.requests)
+            for b in self._bound_on_node.get(name, ()):
+                _add(used, b.on_node)
+            self._used[name] = used
         return used
 
     def __iter__(self) -> Iterator[NodeName]:
@@ -315,32 +347,33 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
     kept = tuple(p for p in running if p.key not in evicted_keys) if evicted_keys else running
     bound = _valid_binds(snapshot, placement)
 
-    node_used: dict[NodeName, dict[str, int]] = {n.name: {} for n in snapshot.nodes}
     node_bound: dict[NodeName, dict[str, int]] = {}
     gpu_bound: dict[NodeName, dict[int, int]] = {}
     group_keys = [g.key for g in snapshot.pod_groups]
     group_kept: dict[PodGroupKey, dict[str, int]] = {key: {} for key in group_keys}
     kept_by_group: dict[PodGroupKey, list[Pod]] = {key: [] for key in group_keys}
-    for pod in kept:  # one pass over every running pod: what it takes of its node, and its PodGroup's count
-        node_name = pod.node  # running pods always have one
-        assert node_name is not None
-        _add_on_node(node_used[node_name], pod.requests)
+    kept_on_node: dict[NodeName, list[Pod]] = {}
+    for pod in kept:  # one pass over every running pod: its node (added up when read), and its PodGroup's count
+        on_node = kept_on_node.get(pod.node)  # type: ignore[arg-type]  # running pods always have one
+        if on_node is None:
+            kept_on_node[pod.node] = [pod]  # type: ignore[index]
+        else:
+            on_node.append(pod)
         if pod.pod_group is not None:
             task = pod.task or ""
             per_task = group_kept[pod.pod_group]
             per_task[task] = per_task.get(task, 0) + 1
             kept_by_group[pod.pod_group].append(pod)
     for b in bound:
-        taken = b.on_node
-        _add(node_used[b.node.name], taken)
-        _add(node_bound.setdefault(b.node.name, {}), taken)
+        _add(node_bound.setdefault(b.node.name, {}), b.on_node)
         if not b.gpus_well_formed or b.lent:
             continue  # `binding` reports the first, `colocation` the lent; unknown devices would invent capacity errors
         milli = milli_per_device(b.pod.requests.get(GPU, 0))
         for index in b.gpus:
             devices = gpu_bound.setdefault(b.node.name, {})
             devices[index] = devices.get(index, 0) + milli
-    gpu_used = _DeviceUse(snapshot, kept, bound)
+    node_used = _NodeUse(snapshot, kept_on_node, bound)
+    gpu_used = _DeviceUse(snapshot, kept_on_node, bound)
 
     group_bound: dict[PodGroupKey, dict[str, int]] = {key: {} for key in group_keys}
     group_evicted: dict[PodGroupKey, int] = dict.fromkeys(group_keys, 0)

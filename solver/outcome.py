@@ -40,7 +40,7 @@ from models.snapshot import CPU, GPU, MEMORY, PodGroup, PodGroupKey, QueueName, 
 from solver import reasons as reason_text
 from solver.rules import colocation, dra, gated, reservation, usage
 from solver.rules.gang import gang_requirement, is_met
-from solver.shares import add_resources, deserved_shares
+from solver.shares import add_resources, deserved_shares, queue_allocated
 
 __all__ = [
     "build_decision", "pending_groups", "allocated_after", "placed_counts", "bound_gpu_milli", "dependency_reasons",
@@ -74,7 +74,22 @@ def placed_counts(snapshot: Snapshot, placement: Placement) -> dict[PodGroupKey,
 
 
 def allocated_after(snapshot: Snapshot, placement: Placement) -> dict[QueueName, dict[str, int]]:
-    """Each queue's allocation once the placement is carried out, its subtree included."""
+    """Each queue's allocation once the placement is carried out, its subtree included.
+    Without evictions: what runs (`shares.queue_allocated`, summed once per snapshot) plus
+    the binds, so a cycle adds up its bound pods, not every running pod again. The same
+    amounts either way; only the order of a queue's resource names may differ, and every
+    reader looks them up by name."""
+    if not placement.evictions:
+        total = queue_allocated(snapshot)
+        for key in dict.fromkeys(bind.pod for bind in placement.binds):  # a pod bound twice counts once
+            pod = snapshot.pod_by_key.get(key)
+            if pod is None or pod.pod_group is None or pod.phase == "running":
+                continue
+            queue = snapshot.pod_group_by_key[pod.pod_group].queue
+            if queue in total:
+                for ancestor in snapshot.queue_ancestors(queue):
+                    add_resources(total[ancestor], pod.requests)
+        return total
     evicted = {eviction.pod for eviction in placement.evictions}
     bound = {bind.pod for bind in placement.binds}
     own: dict[QueueName, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}

@@ -71,7 +71,8 @@ import dataclasses
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
+from itertools import chain, repeat
+from operator import attrgetter, is_not
 from typing import NamedTuple
 
 import numpy as np
@@ -92,7 +93,6 @@ from models.snapshot import (
     Snapshot,
     Task,
 )
-from solver.after import milli_per_device
 from solver.memo import memoized_each
 from solver.columns import Column
 from solver.rules import capacity, counted, declared_columns, declared_node_filters, node_affinity
@@ -535,6 +535,10 @@ def _group_facts(
 
 
 _NAME = attrgetter("name")
+_KEY = attrgetter("key")
+_NODE = attrgetter("node")
+_POD_GROUP = attrgetter("pod_group")
+_TASK = attrgetter("task")
 _ALLOCATABLE = attrgetter("allocatable")
 _UNSCHEDULABLE = attrgetter("unschedulable")
 _TAINTS = attrgetter("taints")
@@ -717,27 +721,29 @@ def _pods(
     group_index: Mapping[PodGroupKey, int],
     columns: tuple[Column, ...],
 ) -> _PodTables:
-    """Pod tables; takes running pods' usage off the node, device and cell tables in place."""
+    """Pod tables; takes running pods' usage off the node, device and cell tables in place.
+    Each pass over the cluster's pods gathers one attribute with `map` and looks it up in
+    C: they run over every pod of the cluster, each cycle."""
     pods = snapshot.pods
-    pod_index = {pod.key: p for p, pod in enumerate(pods)}
+    pod_keys = tuple(map(_KEY, pods))
+    pod_index = dict(zip(pod_keys, range(len(pods))))
     pod_requests = _pod_requests(pods, resource_index)
+    gpu_milli = pod_requests[:, resource_index[GPU]].copy()  # as requested: the declared columns' asks come next
     for column in columns:
         if column.moves is None:  # a moving column's asks are requests already (`counted`)
             _asks(pod_requests, resource_index[column.name], column.ask, pod_index)
-    pod_group, pod_task_row = _membership(snapshot, task_row, group_index)
-    node_index = nodes.node_index
-    running_on = [(p, node_index[pod.node]) for p, pod in enumerate(pods) if pod.phase == "running"]  # type: ignore[index]
-    running = _ints([p for p, _ in running_on])
-    pod_node = np.full(len(pods), -1, dtype=np.int64)
-    pod_node[running] = [n for _, n in running_on]
-    device_slots = _hold_devices(pods, running_on, nodes)
-    cell_slots = _hold_cells(pods, running_on, nodes)
+    pod_group, pod_task_row = _membership(pods, task_row, group_index)
+    # A pod has a node exactly when it runs (`Pod`), and a running pod's node is in the snapshot.
+    pod_node = np.fromiter(map(nodes.node_index.get, map(_NODE, pods), repeat(-1)), dtype=np.int64, count=len(pods))
+    running = np.flatnonzero(pod_node >= 0)
+    device_slots = _hold_devices(pods, running, pod_node, gpu_milli, nodes)
+    cell_slots = _hold_cells(pods, pod_node, nodes)
     if running.size:
         usage = np.zeros_like(nodes.free.T)
         np.add.at(usage, pod_node[running], pod_requests[running])
         nodes.free[...] -= usage.T
     return _PodTables(
-        pod_keys=tuple(pod.key for pod in pods),
+        pod_keys=pod_keys,
         pod_index=pod_index,
         pod_requests=_readonly(pod_requests),
         pod_node=_readonly(pod_node),
@@ -750,70 +756,76 @@ def _pods(
 
 
 def _pod_requests(pods: Sequence[Pod], resource_index: Mapping[str, int]) -> np.ndarray:
-    """`[P, R]`: each pod's requests (the declared columns' asks are set after)."""
-    at_p: list[int] = []
-    at_r: list[int] = []
-    amounts: list[int] = []
-    for p, pod in enumerate(pods):
-        for name, amount in pod.requests.items():
-            at_p.append(p)
-            at_r.append(resource_index[name])
-            amounts.append(amount)
+    """`[P, R]`: each pod's requests (the declared columns' asks are set after). Gathered
+    into flat arrays in C (`chain`, `fromiter`): this runs over every pod of the cluster, each
+    cycle."""
     table = np.zeros((len(pods), len(resource_index)), dtype=np.int64)
-    table[_ints(at_p), _ints(at_r)] = amounts
+    requests = [pod.requests for pod in pods]
+    counts = np.fromiter(map(len, requests), dtype=np.int64, count=len(requests))
+    total = int(counts.sum())
+    if total:
+        at_p = np.repeat(np.arange(len(pods), dtype=np.int64), counts)
+        at_r = np.fromiter(map(resource_index.__getitem__, chain.from_iterable(requests)), dtype=np.int64, count=total)
+        amounts = np.fromiter(chain.from_iterable(map(dict.values, requests)), dtype=np.int64, count=total)
+        table[at_p, at_r] = amounts
     return table
 
 
 def _membership(
-    snapshot: Snapshot, task_row: Mapping[TaskKey, int], group_index: Mapping[PodGroupKey, int]
+    pods: Sequence[Pod], task_row: Mapping[TaskKey, int], group_index: Mapping[PodGroupKey, int]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """`[P]` PodGroup index and `[P]` task row of each pod, −1 for pods of other schedulers."""
-    pod_group = np.full(len(snapshot.pods), -1, dtype=np.int64)
-    pod_task_row = np.full(len(snapshot.pods), -1, dtype=np.int64)
-    grouped = [(p, pod.pod_group) for p, pod in enumerate(snapshot.pods) if pod.pod_group is not None]
-    if grouped:
-        at = _ints([p for p, _ in grouped])
-        pod_group[at] = [group_index[key] for _, key in grouped]
-        pod_task_row[at] = [task_row[(key, snapshot.pods[p].task or "")] for p, key in grouped]
+    """`[P]` PodGroup index and `[P]` task row of each pod, −1 for pods of other schedulers
+    (a pod of a PodGroup names one of its tasks: `Snapshot`)."""
+    group_of = list(map(_POD_GROUP, pods))
+    pod_group = np.fromiter(map(group_index.get, group_of, repeat(-1)), dtype=np.int64, count=len(pods))
+    task_keys = zip(group_of, map(_TASK, pods))
+    pod_task_row = np.fromiter(map(task_row.get, task_keys, repeat(-1)), dtype=np.int64, count=len(pods))
     return pod_group, pod_task_row
 
 
-def _hold_devices(pods: Sequence[Pod], running_on: list[tuple[int, int]], nodes: _NodeTables) -> dict[int, tuple[int, ...]]:
-    """Running pod → the GPU slots it holds (those that list devices); takes their milli off
-    `nodes.gpu_free_milli` in place."""
-    slots_of_pod: dict[int, tuple[int, ...]] = {}
-    taken: list[tuple[int, int, int]] = []  # (node, slot, milli)
-    slot_maps: dict[int, dict[int, int]] = {}  # node → {device index: slot}, built on first use
-    gpu_index_rows: list[list[int]] | None = None  # gpu_index as lists, made on first use
-    for p, n in running_on:
-        pod = pods[p]
-        if not pod.gpu_indices:
-            continue
-        slot_of = slot_maps.get(n)
-        if slot_of is None:
-            if gpu_index_rows is None:
-                gpu_index_rows = nodes.gpu_index.tolist()
-            slot_of = slot_maps[n] = {index: g for g, index in enumerate(gpu_index_rows[n]) if index >= 0}
-        slots = tuple(slot_of[i] for i in pod.gpu_indices if i in slot_of)
-        slots_of_pod[p] = slots
-        per_device = milli_per_device(pod.requests.get(GPU, 0))
-        taken.extend((n, g, per_device) for g in slots)
-    if taken:
-        at_n, at_g, milli = zip(*taken)
-        np.subtract.at(nodes.gpu_free_milli, (_ints(list(at_n)), _ints(list(at_g))), _ints(list(milli)))
-    return slots_of_pod
+def _hold_devices(
+    pods: Sequence[Pod], running: np.ndarray, pod_node: np.ndarray, gpu_milli: np.ndarray, nodes: _NodeTables
+) -> dict[int, tuple[int, ...]]:
+    """Running pod → the GPU slots it holds (those that list devices); takes their milli
+    (`gpu_milli`: each pod's request) off `nodes.gpu_free_milli` in place. Each device is
+    matched to its slot by comparing it with its node's row of `gpu_index` (indices are
+    unique on a node), in one numpy pass over every device every running pod holds: this
+    runs over every pod of the cluster, each cycle."""
+    held = [pods[p].gpu_indices for p in running.tolist()]
+    counts = np.fromiter(map(len, held), dtype=np.int64, count=len(held))
+    total = int(counts.sum())
+    if not total:
+        return {}
+    device = np.fromiter(chain.from_iterable(held), dtype=np.int64, count=total)
+    at_n = np.repeat(pod_node[running], counts)
+    milli = gpu_milli[running]
+    whole = (milli > 0) & (milli % GPU_MILLI_PER_DEVICE == 0)
+    per_device = np.repeat(np.where(whole, GPU_MILLI_PER_DEVICE, milli), counts)  # as `after.milli_per_device`
+    matches = (nodes.gpu_index[at_n] == device[:, None]) & (device[:, None] >= 0)
+    found = matches.any(axis=1)
+    slot = np.where(found, matches.argmax(axis=1), -1)
+    np.subtract.at(nodes.gpu_free_milli, (at_n[found], slot[found]), per_device[found])
+    holding = counts > 0
+    holders = running[holding].tolist()
+    ends = np.cumsum(counts)[holding].tolist()
+    sizes = counts[holding].tolist()
+    slots = slot.tolist()
+    if found.all():
+        return {p: tuple(slots[end - size : end]) for p, end, size in zip(holders, ends, sizes)}
+    return {p: tuple(s for s in slots[end - size : end] if s >= 0) for p, end, size in zip(holders, ends, sizes)}
 
 
-def _hold_cells(pods: Sequence[Pod], running_on: list[tuple[int, int]], nodes: _NodeTables) -> dict[int, int]:
+def _hold_cells(pods: Sequence[Pod], pod_node: np.ndarray, nodes: _NodeTables) -> dict[int, int]:
     """Running pod → the slot of the NUMA cell it holds (those that name one); takes its cpu
     and memory off the cell tables in place. A cell of unknown capacity stays UNLIMITED: what
-    runs there is not counted against it."""
+    runs there is not counted against it. The pods that name a cell are found in C (`map`):
+    few pods do, and this runs over every pod of the cluster, each cycle."""
     cell_of_pod: dict[int, int] = {}
     held: list[tuple[int, int, int, int]] = []  # (node, cell slot, cpu, memory)
-    for p, n in running_on:
+    names_cell = np.fromiter(map(is_not, map(_NUMA_CELL, pods), repeat(None)), dtype=bool, count=len(pods))
+    holders = np.flatnonzero(names_cell & (pod_node >= 0))
+    for p, n in zip(holders.tolist(), pod_node[holders].tolist()):
         pod = pods[p]
-        if pod.numa_cell is None:
-            continue
         found = np.flatnonzero(nodes.cell_ids[n] == pod.numa_cell)
         if found.size:
             cell_of_pod[p] = int(found[0])
