@@ -370,8 +370,9 @@ def build_problem(snapshot: Snapshot) -> Problem:
     bounds = np.searchsorted(owner[by_group], np.arange(len(group_keys) + 1))
     group_pods = tuple(_readonly(by_group[bounds[k] : bounds[k + 1]]) for k in range(len(group_keys)))
     group_queue = np.array([queues.queue_index.get(group.queue, -1) for group in snapshot.pod_groups], dtype=np.int64)
+    task_row_of, running_of = pods.pod_task_row.tolist(), pods.pod_running.tolist()  # read per pod below
     group_facts = tuple(
-        _group_facts(snapshot, k, group_pods[k], pods.pod_task_row, pods.pod_running, task_keys)
+        _group_facts(snapshot, k, group_pods[k].tolist(), task_row_of, running_of, task_keys)
         for k in range(len(group_keys))
     )
     groups = _GroupTables(
@@ -495,20 +496,22 @@ def _lent_devices(snapshot: Snapshot, nodes: _NodeTables) -> tuple[np.ndarray, n
 def _group_facts(
     snapshot: Snapshot,
     k: int,
-    pods: np.ndarray,
-    pod_task_row: np.ndarray,
-    pod_running: np.ndarray,
+    pods: list[int],
+    task_row_of: list[int],
+    running_of: list[bool],
     task_keys: tuple[TaskKey, ...],
 ) -> GroupFacts:
+    """PodGroup `k`'s facts from its `pods` (rows) and every pod's task row and running flag
+    (`Problem.pod_task_row`, `pod_running` as lists: read pod by pod)."""
     group = snapshot.pod_groups[k]
     requirement = gang_requirement(snapshot, group)
     pending: dict[str, list[int]] = {task.name: [] for task in group.tasks}
     gated: dict[str, list[int]] = {}
     running: dict[str, int] = {task.name: 0 for task in group.tasks}
     running_pods: list[int] = []
-    for p, row, is_running in zip(pods.tolist(), pod_task_row[pods].tolist(), pod_running[pods].tolist()):
-        task = task_keys[row][1]
-        if is_running:
+    for p in pods:
+        task = task_keys[task_row_of[p]][1]
+        if running_of[p]:
             running[task] += 1
             running_pods.append(p)
         elif is_gated(snapshot.pods[p]):  # no engine sees it: the one seam (module docstring)
