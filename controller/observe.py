@@ -53,6 +53,7 @@ from models.errors import Location, SnapshotError, format_path
 from models.loaders import load_snapshot_documents
 from models.loaders.keys import GPUS_ANNOTATION, VOLCANO_JOB_NAME_KEY, VOLCANO_TASK_ANNOTATION
 from models.loaders.raw import RawObject, read_metadata
+from models.loaders.step_memo import NO_STEP_MEMO, StepMemo
 from models.loaders.workloads import read_pod
 from models.snapshot import NodeName, Pod, PodGroup, PodGroupKey, PodKey, ResourceList, Snapshot
 from solver.reasons import dependency_starting
@@ -208,7 +209,10 @@ def observe(
     if held_pods:
         pods = [pod for pod in pods if object_key(pod) not in held_pods]
     snapshot, warnings, rejected = _load(_documents(view, pods), scheduler_names, reads)
-    repairs, victims = _repairs(snapshot, rejected, pods, scheduler_names, assumed)
+    steps = NO_STEP_MEMO if reads is None else reads.steps
+    steps.begin()
+    repairs, victims = _repairs(snapshot, rejected, pods, scheduler_names, assumed, steps)
+    steps.end()
     evicted = {repair.pod for repair in repairs}
     victims_raw = [pod for pod in pods if object_key(pod) in evicted] if evicted else []
     if evicted:  # rule 5: built again without the victims, counted as terminating instead
@@ -370,19 +374,26 @@ def _seen_scheduled(status: JsonObject) -> SeenCondition | None:
 
 def _repairs(
     snapshot: Snapshot, rejected: Sequence[Rejected], pods: Sequence[JsonObject], scheduler_names: Collection[str],
-    assumed: AssumedState,
+    assumed: AssumedState, steps: StepMemo = NO_STEP_MEMO,
 ) -> tuple[tuple[RepairEviction, ...], tuple[TerminatingPod, ...]]:
     """(the repair evictions, the victims as terminating pods). Judged: the nodes of bound pods
     the loader refused (a GPU already taken, more GPUs than the node has) and the nodes whose
     pods' requests add up to more than their allocatable; the others fit as loaded. Each
     node's sum reads the Snapshot's pods as they are: a bound pod's `HeldPod` is made only
-    when some node is judged (one for every bound pod was most of this step's time)."""
+    when some node is judged (one for every bound pod was most of this step's time). A
+    node's sum is made once for the same Node and Pod objects (`steps`: the loader builds
+    the same ones for objects that did not change), so a cycle adds up the nodes whose pods
+    changed."""
     nodes = snapshot.node_by_name
     on_node: dict[NodeName, list[Pod]] = {}
     for pod in snapshot.pods:
         if pod.phase == "running" and pod.node is not None and counted(pod, nodes[pod.node]):
             on_node.setdefault(pod.node, []).append(pod)
-    suspects = {name for name, there in on_node.items() if over_allocatable(nodes[name], there)}
+    suspects = {
+        name
+        for name, there in on_node.items()
+        if steps.built("overcommit", (nodes[name], *there), (), lambda: over_allocatable(nodes[name], there))
+    }
     refused = [item for item in rejected if item.kind == "Pod"]
     if not suspects and not refused:
         return (), ()

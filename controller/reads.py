@@ -7,7 +7,8 @@ part of every record's location. `CycleReads` gives each object (kind and uid) t
 it had the cycle before, and a new one to an object it has not seen — so an error still
 names the document the controller leaves out, and the numbers of objects gone are
 forgotten with them. What `observe` makes of a pod outside the loader (the reference plan
-and act use) is made once per version too (`per_version`).
+and act use) is made once per version too (`per_version`), and each node's overcommit
+check once for the same Node and Pod objects (`steps`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
 from models.loaders.read_memo import ReadMemo
+from models.loaders.step_memo import StepMemo
 
 __all__ = ["CycleReads"]
 
@@ -28,6 +30,10 @@ class CycleReads:
 
     def __init__(self) -> None:
         self.memo = ReadMemo()
+        self.steps = StepMemo()
+        """What `observe` makes of the Snapshot's objects outside the loader (each node's
+        overcommit check), by the identity of the objects it read; `observe` begins and ends
+        it as the loader does its own (`models.loaders.step_memo`)."""
         self._numbers: dict[tuple[str, str], int] = {}
         self._next_number = 1
         self._made: dict[str, dict[Hashable, Any]] = {}

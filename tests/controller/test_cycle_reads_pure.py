@@ -147,6 +147,20 @@ def test_an_unchanged_cluster_is_read_once() -> None:
     assert (reads.memo.misses, reads.memo.hits) == (objects, 2 * objects)
 
 
+def test_each_nodes_overcommit_check_is_made_again_only_when_its_pods_change() -> None:
+    cluster = _Cluster()
+    for index in range(3):
+        cluster.apply(("add", index, index % GROUPS, 1, 0))
+        cluster.apply(("bind", index, index))  # one pod on each of the three nodes
+    reads = CycleReads()
+    for _ in range(3):
+        observe(cluster.view(), scheduler_names=("batchplace",), reads=reads)
+    assert (reads.steps.fresh, reads.steps.reused) == (NODES, 2 * NODES)
+    cluster.apply(("node_cpu", 0, 2))  # node n0 is a new object: its check is made again
+    observe(cluster.view(), scheduler_names=("batchplace",), reads=reads)
+    assert (reads.steps.fresh, reads.steps.reused) == (NODES + 1, 3 * NODES - 1)
+
+
 def test_a_bind_assumed_before_the_watch_shows_it_is_not_the_pending_pod_read_before() -> None:
     cluster = _Cluster()
     cluster.apply(("add", 0, 0, 1, 0))
