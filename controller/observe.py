@@ -374,7 +374,7 @@ def _seen_scheduled(status: JsonObject) -> SeenCondition | None:
 
 def _repairs(
     snapshot: Snapshot, rejected: Sequence[Rejected], pods: Sequence[JsonObject], scheduler_names: Collection[str],
-    assumed: AssumedState, steps: StepMemo = NO_STEP_MEMO,
+    assumed: AssumedState, steps: StepMemo,
 ) -> tuple[tuple[RepairEviction, ...], tuple[TerminatingPod, ...]]:
     """(the repair evictions, the victims as terminating pods). Judged: the nodes of bound pods
     the loader refused (a GPU already taken, more GPUs than the node has) and the nodes whose

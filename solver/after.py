@@ -31,8 +31,9 @@ What it does not promise: that the placement is valid. It only adds up.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from models.placement import Eviction, Placement
 from models.snapshot import (
@@ -205,27 +206,22 @@ def device_use(
     return used
 
 
-class _DeviceUse(Mapping[NodeName, Mapping[int, int]]):
-    """`After.gpu_used_milli`: every node of the snapshot is a key, and a node's devices are
-    added up (`device_use`) the first time it is read. The checker reads the nodes binds
-    touched — a few of thousands — so the others' devices are never walked."""
+class _PerNode(Mapping[NodeName, Mapping[Any, int]]):
+    """A per-node mapping of `After` whose every node of the snapshot is a key, and whose
+    value for a node is added up (`add_up(node)`) the first time it is read. The checker
+    reads the nodes binds touched — a few of thousands — so a cycle that binds a few pods on
+    a large cluster never adds up the others' pods."""
 
-    def __init__(self, snapshot: Snapshot, kept_on_node: Mapping[NodeName, list[Pod]], binds: Iterable[BoundPod]):
+    def __init__(self, snapshot: Snapshot, add_up: Callable[[Node], Mapping[Any, int]]):
         self._nodes = snapshot.node_by_name
-        self._kept_on_node = kept_on_node
-        self._binds: dict[NodeName, list[tuple[NodeName, tuple[int, ...], int]]] = {}
-        for b in binds:
-            if b.gpus_well_formed and not b.lent:
-                self._binds.setdefault(b.node.name, []).append((b.node.name, b.gpus, b.pod.requests.get(GPU, 0)))
-        self._used: dict[NodeName, dict[int, int]] = {}
+        self._add_up = add_up
+        self._values: dict[NodeName, Mapping[Any, int]] = {}
 
-    def __getitem__(self, name: NodeName) -> Mapping[int, int]:
-        used = self._used.get(name)
-        if used is None:
-            node = self._nodes[name]
-            kept = [pod for pod in self._kept_on_node.get(name, ()) if pod.gpu_indices]
-            used = self._used[name] = device_use([node], kept, self._binds.get(name, ()))[name]
-        return used
+    def __getitem__(self, name: NodeName) -> Mapping[Any, int]:
+        value = self._values.get(name)
+        if value is None:
+            value = self._values[name] = self._add_up(self._nodes[name])
+        return value
 
     def __iter__(self) -> Iterator[NodeName]:
         return iter(self._nodes)
@@ -234,38 +230,20 @@ class _DeviceUse(Mapping[NodeName, Mapping[int, int]]):
         return len(self._nodes)
 
 
-class _NodeUse(Mapping[NodeName, Mapping[str, int]]):
-    """`After.node_used`: every node of the snapshot is a key, and a node's kept and bound
-    pods are added up (`_add_on_node`, then each bind's `on_node`) the first time it is
-    read. The checker reads the nodes binds touched, so a cycle that binds a few pods on a
-    large cluster no longer adds up every running pod's requests."""
+def _node_use(kept: Iterable[Pod], bound: Iterable[BoundPod]) -> dict[str, int]:
+    """`After.node_used` of one node: its kept pods' requests (`_add_on_node`), then each
+    bind's `on_node`."""
+    used: dict[str, int] = {}
+    for pod in kept:
+        _add_on_node(used, pod.requests)
+    for b in bound:
+        _add(used, b.on_node)
+    return used
 
-    def __init__(self, snapshot: Snapshot, kept_on_node: Mapping[NodeName, list[Pod]], bound: Iterable[BoundPod]):
-        self._nodes = snapshot.node_by_name
-        self._kept_on_node = kept_on_node
-        self._bound_on_node: dict[NodeName, list[BoundPod]] = {}
-        for b in bound:
-            self._bound_on_node.setdefault(b.node.name, []).append(b)
-        self._used: dict[NodeName, dict[str, int]] = {}
 
-    def __getitem__(self, name: NodeName) -> Mapping[str, int]:
-        used = self._used.get(name)
-        if used is None:
-            if name not in self._nodes:
-                raise KeyError(name)
-            used = {}
-            for pod in self._kept_on_node.get(name, ()):
-                _add_on_node(used, pod.requests)
-            for b in self._bound_on_node.get(name, ()):
-                _add(used, b.on_node)
-            self._used[name] = used
-        return used
-
-    def __iter__(self) -> Iterator[NodeName]:
-        return iter(self._nodes)
-
-    def __len__(self) -> int:
-        return len(self._nodes)
+def _device_binds(bound: Iterable[BoundPod]) -> list[tuple[NodeName, tuple[int, ...], int]]:
+    """The binds `device_use` counts: well-formed device lists on devices not lent."""
+    return [(b.node.name, b.gpus, b.pod.requests.get(GPU, 0)) for b in bound if b.gpus_well_formed and not b.lent]
 
 
 def _add(total: dict[str, int], extra: Mapping[str, int]) -> None:
@@ -364,7 +342,9 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
             per_task = group_kept[pod.pod_group]
             per_task[task] = per_task.get(task, 0) + 1
             kept_by_group[pod.pod_group].append(pod)
+    bound_on_node: dict[NodeName, list[BoundPod]] = {}
     for b in bound:
+        bound_on_node.setdefault(b.node.name, []).append(b)
         _add(node_bound.setdefault(b.node.name, {}), b.on_node)
         if not b.gpus_well_formed or b.lent:
             continue  # `binding` reports the first, `colocation` the lent; unknown devices would invent capacity errors
@@ -372,8 +352,17 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
         for index in b.gpus:
             devices = gpu_bound.setdefault(b.node.name, {})
             devices[index] = devices.get(index, 0) + milli
-    node_used = _NodeUse(snapshot, kept_on_node, bound)
-    gpu_used = _DeviceUse(snapshot, kept_on_node, bound)
+    node_used = _PerNode(
+        snapshot, lambda node: _node_use(kept_on_node.get(node.name, ()), bound_on_node.get(node.name, ()))
+    )
+    gpu_used = _PerNode(
+        snapshot,
+        lambda node: device_use(
+            [node],
+            [pod for pod in kept_on_node.get(node.name, ()) if pod.gpu_indices],
+            _device_binds(bound_on_node.get(node.name, ())),
+        )[node.name],
+    )
 
     group_bound: dict[PodGroupKey, dict[str, int]] = {key: {} for key in group_keys}
     group_evicted: dict[PodGroupKey, int] = dict.fromkeys(group_keys, 0)

@@ -821,8 +821,8 @@ def _hold_devices(
 def _hold_cells(pods: Sequence[Pod], pod_node: np.ndarray, nodes: _NodeTables) -> dict[int, int]:
     """Running pod → the slot of the NUMA cell it holds (those that name one); takes its cpu
     and memory off the cell tables in place. A cell of unknown capacity stays UNLIMITED: what
-    runs there is not counted against it. The pods that name a cell are found in C (`map`):
-    few pods do, and this runs over every pod of the cluster, each cycle."""
+    runs there is not counted against it. The pods that name a cell are found in C (`map`),
+    and only they are walked: this runs over every pod of the cluster, each cycle."""
     cell_of_pod: dict[int, int] = {}
     held: list[tuple[int, int, int, int]] = []  # (node, cell slot, cpu, memory)
     names_cell = np.fromiter(map(is_not, map(_NUMA_CELL, pods), repeat(None)), dtype=bool, count=len(pods))
