@@ -13,7 +13,8 @@ the Lease) itself, and hands every other path to the HTTP service's app
 Logs are structured: JSON lines on stderr (`--log-format json`, the default) with the
 fields a cycle logs (`cycle`, `bound`, `evicted`, `seconds`, …), or plain text.
 SIGTERM and SIGINT stop the controller cleanly: the Lease is released, so a standby takes
-over at its next try instead of waiting for the Lease to expire.
+over at its next try instead of waiting for the Lease to expire; a shutdown still running
+15 s later writes every thread's stack to stderr (`batchplace.shutdown`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import json
 import logging
 import os
 import re
-import signal
 import socket
 import sys
 import threading
@@ -48,6 +48,7 @@ from batchplace.options import (
     typical_shapes_of_file,
     usage_policy_of,
 )
+from batchplace.shutdown import stop_on_signals
 from models.duration import DurationError, parse_go_duration
 from solver.place import ENGINES
 from solver.rules.reservation import DEFAULT_SLA_WAITING_S
@@ -321,8 +322,7 @@ def controller(
     ctrl = Controller(client, config)
     tune_collector()  # a long-running process over a cluster's worth of objects (controller.heap)
     stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    stop_on_signals(stop)
     server = _start_http(ctrl, host, port) if port is not None else None
     log.info(
         "controller %s starting against %s: schedulers %s, period %.2f s, time limit %.2f s%s%s",

@@ -12,12 +12,12 @@ kubeconfig: one line on stderr, exit 2.
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 from pathlib import Path
 
 import typer
 
+from batchplace.shutdown import stop_on_signals
 from models.clusters import ClusterName, check_cluster_name
 from models.errors import SnapshotError
 
@@ -83,8 +83,7 @@ def run_manager(
     )
     fleet = FleetManager(manager, worker_clients, config)
     stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    stop_on_signals(stop)
     log.info("manager %s starting against %s: workers %s", identity, manager.host, ", ".join(workers))
     fleet.start(stop)
     stop.wait()

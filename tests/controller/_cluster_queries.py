@@ -9,6 +9,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s
@@ -33,10 +34,12 @@ def wait_until(predicate: Callable[[], Any], *, timeout_s: float = 20.0, interva
         time.sleep(interval_s)
 
 
-def stop_controllers(*processes: subprocess.Popen[bytes], grace_s: float = 20.0) -> None:
+def stop_controllers(*processes: subprocess.Popen[bytes], logs: Path, grace_s: float = 20.0) -> None:
     """SIGTERM every process, then wait `grace_s` for each to stop. One still running is
     killed before the test fails: a stuck replica left alive would go on binding pods in
-    the session's API server under the tests that follow."""
+    the session's API server under the tests that follow. The failure carries the end of
+    each `*.log` in `logs`: a shutdown stuck past `batchplace.shutdown.STACKS_AFTER_S` has
+    written every thread's stack there."""
     for process in processes:
         process.terminate()
     stuck = []
@@ -47,7 +50,8 @@ def stop_controllers(*processes: subprocess.Popen[bytes], grace_s: float = 20.0)
             process.kill()
             process.wait(10)
             stuck.append(process.args)
-    assert not stuck, f"still running {grace_s:.0f} s after SIGTERM, killed: {stuck}"
+    tails = {path.name: path.read_text(errors="replace")[-6000:] for path in sorted(logs.glob("*.log"))} if stuck else {}
+    assert not stuck, f"still running {grace_s:.0f} s after SIGTERM, killed: {stuck}; logs: {tails}"
 
 
 def bound(core: k8s.CoreV1Api, namespace: str) -> dict[str, str]:

@@ -79,7 +79,7 @@ def test_the_http_side_serves_health_metrics_and_what_if_on_the_live_snapshot(
         lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
         assert any(line.get("bound") == 1 and line.get("cycle") for line in lines), "structured cycle log"
     finally:
-        stop_controllers(process)
+        stop_controllers(process, logs=tmp_path)
 
 
 def test_the_deploy_manifests_are_accepted_by_the_api_server(control_plane: ControlPlane, api_client: k8s.ApiClient) -> None:
@@ -161,4 +161,4 @@ def test_a_manager_and_a_worker_controller_on_one_cluster_each_lead_through_thei
         assert held is not True and all(process.poll() is None for process in processes), logs()
         assert sorted(held) == ["batchplace", "batchplace-manager"]
     finally:
-        stop_controllers(*processes)
+        stop_controllers(*processes, logs=tmp_path)

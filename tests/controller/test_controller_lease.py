@@ -67,7 +67,7 @@ def test_with_only_a_kubeconfig_the_controller_leads_from_kube_system_and_binds(
         lease = admin.get(LEASES, "kube-system", "batchplace")
         assert lease["spec"]["holderIdentity"].endswith(f"_{process.pid}")
     finally:
-        stop_controllers(process)
+        stop_controllers(process, logs=tmp_path)
         admin.close()
 
 
@@ -131,4 +131,4 @@ def test_a_lease_it_cannot_use_is_one_error_line_and_readyz_says_why(
             lease_namespace or "kube-system", "batchplace", error,
         )
     finally:
-        stop_controllers(process)
+        stop_controllers(process, logs=tmp_path)

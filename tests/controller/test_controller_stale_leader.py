@@ -207,7 +207,7 @@ def test_a_leader_paused_mid_binding_and_resumed_after_a_takeover_sends_nothing_
     finally:
         if first.poll() is None:
             first.send_signal(signal.SIGCONT)
-        stop_controllers(*(p for p in (first, second) if p is not None))
+        stop_controllers(*(p for p in (first, second) if p is not None), logs=tmp_path)
         for name, log in logs.items():
             if log.exists() and sys.exc_info()[0] is not None:
                 sys.stderr.write(f"--- replica-{name} ---\n{log.read_text(errors='replace')[-3000:]}\n")
