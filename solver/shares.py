@@ -198,9 +198,7 @@ def _deal(amount: int, *, weights: Sequence[int], caps: Sequence[int]) -> list[i
 def cluster_allocatable(snapshot: Snapshot) -> dict[str, int]:
     """What the root queue deals out: allocatable of every schedulable node (a sum per
     resource over the nodes, in C, rather than a Python addition per node and resource)."""
-    lists = [node.allocatable for node in snapshot.nodes if not node.unschedulable]
-    names = dict.fromkeys(chain.from_iterable(lists))  # in order of first appearance
-    return {name: sum(map(dict.get, lists, repeat(name, len(lists)), repeat(0, len(lists)))) for name in names}
+    return _summed([node.allocatable for node in snapshot.nodes if not node.unschedulable])
 
 
 def _copied(per_queue: Mapping[QueueName, Mapping[str, int]]) -> dict[QueueName, dict[str, int]]:
@@ -209,18 +207,34 @@ def _copied(per_queue: Mapping[QueueName, Mapping[str, int]]) -> dict[QueueName,
 
 def _own_usage(snapshot: Snapshot, *, include_pending: bool) -> Mapping[QueueName, Mapping[str, int]]:
     """Requests of each queue's own PodGroups' pods (memoized per snapshot: read, never mutate)."""
-    return memoized(snapshot, ("own_usage", include_pending), lambda: _compute_own_usage(snapshot, include_pending))
+    running, every = memoized(snapshot, ("own_usage",), lambda: _compute_own_usage(snapshot))
+    return every if include_pending else running
 
 
-def _compute_own_usage(snapshot: Snapshot, include_pending: bool) -> dict[QueueName, dict[str, int]]:
-    usage: dict[QueueName, dict[str, int]] = {q.name: {} for q in snapshot.queues}
+def _compute_own_usage(snapshot: Snapshot) -> tuple[dict[QueueName, dict[str, int]], dict[QueueName, dict[str, int]]]:
+    """(running pods only, every pod) per queue, from one pass over the pods: each queue's
+    pods' request lists gathered, then summed resource by resource in C (`_summed`) — at
+    100,000 running pods a Python addition per pod and resource was a tenth of a cycle."""
+    queue_of = {group.key: group.queue for group in snapshot.pod_groups}
+    running: dict[QueueName, list[Mapping[str, int]]] = {q.name: [] for q in snapshot.queues}
+    every: dict[QueueName, list[Mapping[str, int]]] = {q.name: [] for q in snapshot.queues}
     for pod in snapshot.pods:
-        if pod.pod_group is None or (pod.phase == "pending" and not include_pending):
+        if pod.pod_group is None:
             continue
-        queue = snapshot.pod_group_by_key[pod.pod_group].queue
-        if queue in usage:
-            add_resources(usage[queue], pod.requests)
-    return usage
+        queue = queue_of[pod.pod_group]
+        if queue in every:
+            every[queue].append(pod.requests)
+            if pod.phase != "pending":
+                running[queue].append(pod.requests)
+    return {q: _summed(lists) for q, lists in running.items()}, {q: _summed(lists) for q, lists in every.items()}
+
+
+def _summed(amounts: Sequence[Mapping[str, int]]) -> dict[str, int]:
+    """The sum of `amounts` (plain dicts) per resource, in order of first appearance (as
+    `add_resources` one by one would add them): one pass per resource in C."""
+    names = dict.fromkeys(chain.from_iterable(amounts))
+    count = len(amounts)
+    return {name: sum(map(dict.get, amounts, repeat(name, count), repeat(0, count))) for name in names}
 
 
 def _with_descendants(snapshot: Snapshot, own: Mapping[QueueName, Mapping[str, int]]) -> dict[QueueName, dict[str, int]]:

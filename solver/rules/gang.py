@@ -227,13 +227,13 @@ def is_partly_bound(snapshot: Snapshot, group: PodGroup) -> bool:
 
 def _partly_bound(snapshot: Snapshot, group: PodGroup) -> bool:
     pods = snapshot.pods_by_group.get(group.key, ())
+    if not any(pod.phase == "pending" and not is_gated(pod) for pod in pods):
+        return False  # nothing to complete it with (most PodGroups of a busy cluster: all running)
     running: dict[str, int] = {}
     for pod in pods:
         if pod.phase == "running" and pod.task is not None:
             running[pod.task] = running.get(pod.task, 0) + 1
-    if not running or not any(pod.phase == "pending" and not is_gated(pod) for pod in pods):
-        return False  # not started, or nothing to complete it with until gates are lifted
-    return not is_met(gang_requirement(snapshot, group), running)
+    return bool(running) and not is_met(gang_requirement(snapshot, group), running)  # not started: a new gang
 
 
 def task_shortfalls(requirement: GangRequirement, running_per_task: Mapping[str, int]) -> dict[str, int]:
