@@ -213,11 +213,12 @@ def _own_usage(snapshot: Snapshot, *, include_pending: bool) -> Mapping[QueueNam
 
 def _compute_own_usage(snapshot: Snapshot) -> tuple[dict[QueueName, dict[str, int]], dict[QueueName, dict[str, int]]]:
     """(running pods only, every pod) per queue, from one pass over the pods: each queue's
-    pods' request lists gathered, then summed resource by resource in C (`_summed`) — at
-    100,000 running pods a Python addition per pod and resource was a tenth of a cycle."""
+    pods' request lists gathered, then summed resource by resource in C (`_summed`): each
+    cycle of a large cluster asks both, and a Python addition per pod and resource, twice,
+    showed in its solve (docs/results.md, "Steady state at 10,000 nodes")."""
     queue_of = {group.key: group.queue for group in snapshot.pod_groups}
-    running: dict[QueueName, list[Mapping[str, int]]] = {q.name: [] for q in snapshot.queues}
-    every: dict[QueueName, list[Mapping[str, int]]] = {q.name: [] for q in snapshot.queues}
+    running: dict[QueueName, list[dict[str, int]]] = {q.name: [] for q in snapshot.queues}
+    every: dict[QueueName, list[dict[str, int]]] = {q.name: [] for q in snapshot.queues}
     for pod in snapshot.pods:
         if pod.pod_group is None:
             continue
@@ -229,8 +230,8 @@ def _compute_own_usage(snapshot: Snapshot) -> tuple[dict[QueueName, dict[str, in
     return {q: _summed(lists) for q, lists in running.items()}, {q: _summed(lists) for q, lists in every.items()}
 
 
-def _summed(amounts: Sequence[Mapping[str, int]]) -> dict[str, int]:
-    """The sum of `amounts` (plain dicts) per resource, in order of first appearance (as
+def _summed(amounts: Sequence[dict[str, int]]) -> dict[str, int]:
+    """The sum of `amounts` per resource, in order of first appearance (as
     `add_resources` one by one would add them): one pass per resource in C."""
     names = dict.fromkeys(chain.from_iterable(amounts))
     count = len(amounts)
