@@ -1,7 +1,8 @@
 """What running pods hold, added up each cycle over every pod of the cluster: the Problem's
-pod tables (`solver.problem`), the checker's after-state per node (`solver.after`) and the
-Decision's queue allocations (`solver.outcome.allocated_after`). Each is gathered in bulk
-or read lazily; here each is held against the sum made pod by pod, on random snapshots."""
+pod tables (`solver.problem`), the checker's after-state per node (`solver.after`), each
+queue's requests before the placement (`solver.shares`) and the Decision's queue
+allocations (`solver.outcome.allocated_after`). Each is gathered in bulk or read lazily;
+here each is held against the sum made pod by pod, on random snapshots."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from solver.outcome import allocated_after
 from solver.place import SolveConfig, place
 from solver.problem import _nodes, build_problem
 from solver.rules import counted, declared_columns
+from solver.shares import cluster_allocatable, queue_allocated, queue_requests
 from tests.strategies import snapshots
 
 
@@ -111,3 +113,27 @@ def test_queue_allocations_after_a_placement_add_up_as_its_pods_do(snapshot: Sna
             for name, amount in pod.requests.items():
                 expected[queue][name] = expected[queue].get(name, 0) + amount
     assert allocated_after(snapshot, placement) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(snapshots())
+def test_each_queues_requests_add_up_as_its_pods_do(snapshot: Snapshot) -> None:
+    """`queue_allocated` (running pods) and `queue_requests` (every pod), each queue with its
+    subtree, and what the root deals (every schedulable node's allocatable)."""
+    running: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
+    every: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
+    for pod in snapshot.pods:
+        if pod.pod_group is None:
+            continue
+        for queue in snapshot.queue_ancestors(snapshot.pod_group_by_key[pod.pod_group].queue):
+            for totals in (every[queue], running[queue]) if pod.phase == "running" else (every[queue],):
+                for name, amount in pod.requests.items():
+                    totals[name] = totals.get(name, 0) + amount
+    assert queue_allocated(snapshot) == running
+    assert queue_requests(snapshot) == every
+    allocatable: dict[str, int] = {}
+    for node in snapshot.nodes:
+        if not node.unschedulable:
+            for name, amount in node.allocatable.items():
+                allocatable[name] = allocatable.get(name, 0) + amount
+    assert cluster_allocatable(snapshot) == allocatable
