@@ -242,7 +242,9 @@ def _node_use(kept: Iterable[Pod], bound: Iterable[BoundPod]) -> dict[str, int]:
 
 
 def _device_binds(bound: Iterable[BoundPod]) -> list[tuple[NodeName, tuple[int, ...], int]]:
-    """The binds `device_use` counts: well-formed device lists on devices not lent."""
+    """The binds that count on devices, as (node, devices, gpu request): well-formed device
+    lists on devices not lent — `binding` reports the first, `colocation` the lent, and
+    unknown devices would invent capacity errors."""
     return [(b.node.name, b.gpus, b.pod.requests.get(GPU, 0)) for b in bound if b.gpus_well_formed and not b.lent]
 
 
@@ -346,11 +348,10 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
     for b in bound:
         bound_on_node.setdefault(b.node.name, []).append(b)
         _add(node_bound.setdefault(b.node.name, {}), b.on_node)
-        if not b.gpus_well_formed or b.lent:
-            continue  # `binding` reports the first, `colocation` the lent; unknown devices would invent capacity errors
-        milli = milli_per_device(b.pod.requests.get(GPU, 0))
-        for index in b.gpus:
-            devices = gpu_bound.setdefault(b.node.name, {})
+    for node_name, gpus, gpu_milli in _device_binds(bound):
+        milli = milli_per_device(gpu_milli)
+        for index in gpus:
+            devices = gpu_bound.setdefault(node_name, {})
             devices[index] = devices.get(index, 0) + milli
     node_used = _PerNode(
         snapshot, lambda node: _node_use(kept_on_node.get(node.name, ()), bound_on_node.get(node.name, ()))

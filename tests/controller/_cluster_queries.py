@@ -50,8 +50,13 @@ def stop_controllers(*processes: subprocess.Popen[bytes], logs: Path, grace_s: f
             process.kill()
             process.wait(10)
             stuck.append(process.args)
-    tails = {path.name: path.read_text(errors="replace")[-6000:] for path in sorted(logs.glob("*.log"))} if stuck else {}
-    assert not stuck, f"still running {grace_s:.0f} s after SIGTERM, killed: {stuck}; logs: {tails}"
+    assert not stuck, f"still running {grace_s:.0f} s after SIGTERM, killed: {stuck}; logs: {log_tails(logs, 6000)}"
+
+
+def log_tails(directory: Path, chars: int) -> dict[str, str]:
+    """The last `chars` characters of each `*.log` in `directory`, by file name: what a
+    failing test that started processes shows of them."""
+    return {path.name: path.read_text(errors="replace")[-chars:] for path in sorted(directory.glob("*.log"))}
 
 
 def bound(core: k8s.CoreV1Api, namespace: str) -> dict[str, str]:

@@ -19,7 +19,7 @@ from controller.kube import KubeClient
 from controller.loop import ControllerConfig
 from controller.testing.control_plane import REPO_ROOT, ControlPlane, free_port
 from controller.testing.seed import EXAMPLES_DIR, create_all, seed_objects
-from tests.controller._cluster_queries import bound, events, http_get, pg_status, stop_controllers, wait_until
+from tests.controller._cluster_queries import bound, events, http_get, log_tails, pg_status, stop_controllers, wait_until
 from tests.controller.conftest import StartController
 
 
@@ -153,12 +153,9 @@ def test_a_manager_and_a_worker_controller_on_one_cluster_each_lead_through_thei
             held = {lease.metadata.name: lease.spec.holder_identity for lease in leases.list_namespaced_lease(namespace).items}
             return held if len(held) == 2 and all(held.values()) else None
 
-        def logs() -> dict[str, str]:
-            return {path.name: path.read_text()[-2000:] for path in tmp_path.glob("*.log")}
-
         held = wait_until(lambda: holders() or any(process.poll() is not None for process in processes),
                           timeout_s=30, what="two Leases held")
-        assert held is not True and all(process.poll() is None for process in processes), logs()
+        assert held is not True and all(process.poll() is None for process in processes), log_tails(tmp_path, 2000)
         assert sorted(held) == ["batchplace", "batchplace-manager"]
     finally:
         stop_controllers(*processes, logs=tmp_path)
