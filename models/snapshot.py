@@ -54,6 +54,7 @@ pending with that reason, as Volcano leaves it).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import chain, repeat
 from typing import Annotated, Any, Literal, NewType, Self
 
 from pydantic import (
@@ -93,6 +94,7 @@ __all__ = [
     "POD_SLOT",
     "KUBELET_DEFAULT_MAX_PODS",
     "GPU_MILLI_PER_DEVICE",
+    "sum_resources",
     "ROOT_QUEUE",
     "DEFAULT_QUEUE",
     "Taint",
@@ -208,6 +210,16 @@ def gpu_devices(gpu_milli: int) -> int:
 def is_fractional_gpu(gpu_milli: int) -> bool:
     """A request of 1–999 milli-GPU shares one device with others."""
     return 0 < gpu_milli < GPU_MILLI_PER_DEVICE
+
+
+def sum_resources(amounts: Sequence[dict[str, int]]) -> dict[str, int]:
+    """The sum of `amounts` per resource, names in order of first appearance: one pass per
+    resource in C, not a Python addition per amount and resource — what adding up 100,000
+    pods' requests each cycle needs. Example: [{"cpu": 1000}, {"cpu": 500, "gpu": 1000}]
+    → {"cpu": 1500, "gpu": 1000}."""
+    names = dict.fromkeys(chain.from_iterable(amounts))
+    count = len(amounts)
+    return {name: sum(map(dict.get, amounts, repeat(name, count), repeat(0, count))) for name in names}
 
 
 class _Frozen(BaseModel):

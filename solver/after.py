@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 from models.placement import Eviction, Placement
 from models.snapshot import (
@@ -53,9 +53,14 @@ from models.snapshot import (
     Task,
     gpu_devices,
     is_fractional_gpu,
+    sum_resources,
 )
 
 __all__ = ["BoundPod", "EvictedPod", "After", "build_after", "device_use", "milli_per_device"]
+
+K = TypeVar("K")
+V = TypeVar("V")
+X = TypeVar("X")
 
 
 def milli_per_device(gpu_milli: int) -> int:
@@ -206,28 +211,41 @@ def device_use(
     return used
 
 
-class _PerNode(Mapping[NodeName, Mapping[Any, int]]):
-    """A per-node mapping of `After` whose every node of the snapshot is a key, and whose
-    value for a node is added up (`add_up(node)`) the first time it is read. The checker
-    reads the nodes binds touched — a few of thousands — so a cycle that binds a few pods on
-    a large cluster never adds up the others' pods."""
+class _Lazy(Mapping[K, V]):
+    """A mapping of `After` whose keys are every key of `objects` (the snapshot's nodes, or
+    its PodGroups), and whose value for a key is made (`make(object)`) the first time it is
+    read. The checker reads the nodes and PodGroups a placement touched — a few of
+    thousands — so a cycle that binds a few pods on a large cluster never adds up the
+    others' pods."""
 
-    def __init__(self, snapshot: Snapshot, add_up: Callable[[Node], Mapping[Any, int]]):
-        self._nodes = snapshot.node_by_name
-        self._add_up = add_up
-        self._values: dict[NodeName, Mapping[Any, int]] = {}
+    def __init__(self, objects: Mapping[K, X], make: Callable[[X], V]):
+        self._objects = objects
+        self._make = make
+        self._values: dict[K, V] = {}
 
-    def __getitem__(self, name: NodeName) -> Mapping[Any, int]:
-        value = self._values.get(name)
-        if value is None:
-            value = self._values[name] = self._add_up(self._nodes[name])
-        return value
+    def __getitem__(self, key: K) -> V:
+        value = self._values.get(key, _UNMADE)
+        if value is _UNMADE:
+            value = self._values[key] = self._make(self._objects[key])
+        return value  # type: ignore[return-value]
 
-    def __iter__(self) -> Iterator[NodeName]:
-        return iter(self._nodes)
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._objects)
 
     def __len__(self) -> int:
-        return len(self._nodes)
+        return len(self._objects)
+
+
+_UNMADE = object()
+
+
+def _per_task(pods: Iterable[Pod]) -> dict[str, int]:
+    """Pods per task name (`""` for a pod without one)."""
+    counts: dict[str, int] = {}
+    for pod in pods:
+        task = pod.task or ""
+        counts[task] = counts.get(task, 0) + 1
+    return counts
 
 
 def _node_use(kept: Iterable[Pod], bound: Iterable[BoundPod]) -> dict[str, int]:
@@ -267,19 +285,24 @@ def _add_on_node(total: dict[str, int], requests: Mapping[str, int]) -> None:
 
 
 def _queue_totals(snapshot: Snapshot, pods: Iterable[Pod]) -> dict[QueueName, dict[str, int]]:
-    """Requests of `pods` per queue, each pod counted in its queue and every ancestor.
-    Summed per PodGroup first: the queue tree is walked once per PodGroup, not per pod."""
-    per_group: dict[PodGroupKey, dict[str, int]] = {}
+    """Requests of `pods` per queue, each pod counted in its queue and every ancestor. Each
+    queue's own pods' requests are gathered and summed per resource (`sum_resources`), then
+    added to its ancestors: the queue tree is walked once per queue, not per pod."""
+    queue_of = {group.key: group.queue for group in snapshot.pod_groups}
+    own: dict[QueueName, list[dict[str, int]]] = {}
     for pod in pods:
         if pod.pod_group is not None:
-            group_total = per_group.get(pod.pod_group)
-            if group_total is None:
-                group_total = per_group[pod.pod_group] = {}
-            _add(group_total, pod.requests)
+            queue = queue_of[pod.pod_group]
+            requests = own.get(queue)
+            if requests is None:
+                own[queue] = [pod.requests]
+            else:
+                requests.append(pod.requests)
     totals: dict[QueueName, dict[str, int]] = {q.name: {} for q in snapshot.queues}
-    for key, group_total in per_group.items():
-        for queue in snapshot.queue_ancestors(snapshot.pod_group_by_key[key].queue):
-            _add(totals[queue], group_total)
+    for queue, requests in own.items():
+        amount = sum_resources(requests)
+        for ancestor in snapshot.queue_ancestors(queue):
+            _add(totals[ancestor], amount)
     return totals
 
 
@@ -330,20 +353,23 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
     node_bound: dict[NodeName, dict[str, int]] = {}
     gpu_bound: dict[NodeName, dict[int, int]] = {}
     group_keys = [g.key for g in snapshot.pod_groups]
-    group_kept: dict[PodGroupKey, dict[str, int]] = {key: {} for key in group_keys}
-    kept_by_group: dict[PodGroupKey, list[Pod]] = {key: [] for key in group_keys}
     kept_on_node: dict[NodeName, list[Pod]] = {}
-    for pod in kept:  # one pass over every running pod: its node (added up when read), and its PodGroup's count
+    for pod in kept:  # one pass over every running pod, for its node (added up when read)
         on_node = kept_on_node.get(pod.node)  # type: ignore[arg-type]  # running pods always have one
         if on_node is None:
             kept_on_node[pod.node] = [pod]  # type: ignore[index]
         else:
             on_node.append(pod)
-        if pod.pod_group is not None:
-            task = pod.task or ""
-            per_task = group_kept[pod.pod_group]
-            per_task[task] = per_task.get(task, 0) + 1
-            kept_by_group[pod.pod_group].append(pod)
+    # A PodGroup's kept pods: its running pods (`Snapshot.pods_by_group`, snapshot order) not evicted.
+    kept_by_group = _Lazy(
+        snapshot.pod_group_by_key,
+        lambda group: tuple(
+            pod
+            for pod in snapshot.pods_by_group[group.key]
+            if pod.phase == "running" and pod.key not in evicted_keys
+        ),
+    )
+    group_kept = _Lazy(snapshot.pod_group_by_key, lambda group: _per_task(kept_by_group[group.key]))
     bound_on_node: dict[NodeName, list[BoundPod]] = {}
     for b in bound:
         bound_on_node.setdefault(b.node.name, []).append(b)
@@ -353,11 +379,11 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
         for index in gpus:
             devices = gpu_bound.setdefault(node_name, {})
             devices[index] = devices.get(index, 0) + milli
-    node_used = _PerNode(
-        snapshot, lambda node: _node_use(kept_on_node.get(node.name, ()), bound_on_node.get(node.name, ()))
+    node_used = _Lazy(
+        snapshot.node_by_name, lambda node: _node_use(kept_on_node.get(node.name, ()), bound_on_node.get(node.name, ()))
     )
-    gpu_used = _PerNode(
-        snapshot,
+    gpu_used = _Lazy(
+        snapshot.node_by_name,
         lambda node: device_use(
             [node],
             [pod for pod in kept_on_node.get(node.name, ()) if pod.gpu_indices],
@@ -395,6 +421,6 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
         group_kept=group_kept,
         group_bound=group_bound,
         group_evicted=group_evicted,
-        kept_by_group={key: tuple(pods) for key, pods in kept_by_group.items()},
+        kept_by_group=kept_by_group,
         bound_by_group={key: tuple(pods) for key, pods in bound_by_group.items()},
     )

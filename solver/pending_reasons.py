@@ -36,6 +36,8 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
+import numpy as np
+
 from models.placement import Decision, Placement, UnplacedPod
 from models.snapshot import Pod, PodGroupKey, Snapshot
 from solver import reasons
@@ -68,7 +70,12 @@ def pending_reasons(
         return unplaceable_tasks(snapshot, problem)
     engine = _replayed(snapshot, problem, placement)
     out: dict[PodGroupKey, list[Reason]] = {}
-    for plan in engine.plans:
+    # A PodGroup with no pod to place has no static reasons (no dependency or node to wait
+    # for): only the wanted ones of those are read.
+    asked = set(np.flatnonzero(problem.group_has_pending).tolist())
+    asked.update(problem.group_index[key] for key in wanted if key in problem.group_index)
+    for k in sorted(asked):
+        plan = engine.plans[k]
         key = plan.group.key
         if key not in wanted:
             if plan.static_reasons:  # a started PodGroup's tasks that cannot place a pod, as greedy says them
@@ -119,7 +126,6 @@ def with_unplaced_pods(snapshot: Snapshot, problem: Problem, decision: Decision,
     if not left:
         return decision
     engine = _replayed(snapshot, problem, decision.placement) if time.perf_counter() < deadline else None
-    plans = {plan.group.key: plan for plan in engine.plans} if engine is not None else {}
     # Per PodGroup, the sub-groups the placement binds pods of; gathered only when a pod left
     # out is in a sub-group, so a cycle without sub-groups pays nothing for it.
     bound_sub_groups: dict[PodGroupKey, set[str]] = {}
@@ -135,7 +141,7 @@ def with_unplaced_pods(snapshot: Snapshot, problem: Problem, decision: Decision,
             outcomes.append(outcome)
             continue
         waits = dependency_waits(snapshot, snapshot.pod_group_by_key[outcome.name])
-        plan = plans.get(outcome.name)
+        plan = engine.plans[problem.group_index[outcome.name]] if engine is not None else None
         per_sub_group = (
             _sub_groups_left_out(engine, plan, pods, bound_sub_groups.get(outcome.name, set()))
             if engine is not None and plan is not None

@@ -52,7 +52,7 @@ Layout choices, and why:
   is 2^-60 of a share), reclaim's "above its deserved share" — is ever decided by it.
 
 - PodGroups: `group_facts[k]` holds what every reader asks of PodGroup k's pods and gang,
-  computed once: its running and pending pods per task, its gang requirement
+  computed once, when first read: its running and pending pods per task, its gang requirement
   (`solver.rules.gang.gang_requirement`) and whether it can ever be met
   (`solver.rules.gang.can_be_met`). Example: min_member 4, one task with 1 running and 2
   pending pods → running {"worker": 1}, pending {"worker": (p1, p2)}, can_be_met False.
@@ -60,6 +60,11 @@ Layout choices, and why:
   so a pod with scheduling gates (rule `gated`) is left out here and only here: it sits in
   `gated`, never in `pending`, and the gang is judged on the pods that may be placed. With
   p2 gated above → pending {"worker": (p1,)}, gated {"worker": (p2,)}.
+  `group_has_pending[k]` says whether PodGroup k has a pod that is not running (pending or
+  gated). Most PodGroups of a busy cluster have none: an engine places pods of the others
+  only, and reads a quiet PodGroup's facts when it weighs evicting it, so a cycle with
+  12,500 running gangs and one new one makes the facts of the new one and the victims it
+  looks at, not of all 12,501.
 
 Not promised: anything about pods' placement — `Problem` describes, engines decide. Running
 pods that request GPUs but list no device indices take node-level GPU capacity only.
@@ -69,11 +74,11 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import attrgetter, is_not
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 import numpy as np
 
@@ -192,7 +197,8 @@ class Problem:
     group_index: Mapping[PodGroupKey, int]
     group_queue: np.ndarray  # [K] queue index, −1 when the queue does not exist
     group_pods: tuple[np.ndarray, ...]  # [K] pod indices of each PodGroup, snapshot order
-    group_facts: tuple[GroupFacts, ...]  # [K] running and pending pods per task, gang requirement
+    group_facts: Sequence[GroupFacts]  # [K] running and pending pods per task, gang requirement (made when read)
+    group_has_pending: np.ndarray  # [K] bool: some pod of it is not running (pending or gated)
     # ---- topology ----
     tiers: tuple[int, ...]  # HyperNode tiers present, ascending
     domain_of: np.ndarray  # [len(tiers), N] HyperNode id within its tier, −1 when in none
@@ -370,17 +376,17 @@ def build_problem(snapshot: Snapshot) -> Problem:
     bounds = np.searchsorted(owner[by_group], np.arange(len(group_keys) + 1))
     group_pods = tuple(_readonly(by_group[bounds[k] : bounds[k + 1]]) for k in range(len(group_keys)))
     group_queue = np.array([queues.queue_index.get(group.queue, -1) for group in snapshot.pod_groups], dtype=np.int64)
-    task_row_of, running_of = pods.pod_task_row.tolist(), pods.pod_running.tolist()  # read per pod below
-    group_facts = tuple(
-        _group_facts(snapshot, k, group_pods[k].tolist(), task_row_of, running_of, task_keys)
-        for k in range(len(group_keys))
-    )
+    has_pending = np.zeros(len(group_keys), dtype=bool)
+    has_pending[owner[grouped[~pods.pod_running[grouped]]]] = True
     groups = _GroupTables(
         group_keys=group_keys,
         group_index=group_index,
         group_queue=_readonly(group_queue),
         group_pods=group_pods,
-        group_facts=group_facts,
+        group_facts=_LazyGroupFacts(
+            snapshot, group_pods, has_pending, pods.pod_task_row, pods.pod_running, task_keys, task_row
+        ),
+        group_has_pending=_readonly(has_pending),
     )
     lent = _LentTables(
         gpu_online_free_milli=online_free if lent_free is not None else None,
@@ -421,7 +427,70 @@ class _GroupTables:
     group_index: Mapping[PodGroupKey, int]
     group_queue: np.ndarray
     group_pods: tuple[np.ndarray, ...]
-    group_facts: tuple[GroupFacts, ...]
+    group_facts: Sequence[GroupFacts]
+    group_has_pending: np.ndarray
+
+
+class _LazyGroupFacts(Sequence[GroupFacts]):
+    """`Problem.group_facts`: PodGroup k's facts made the first time they are read, then
+    kept (module docstring: a busy cluster's cycle reads a few of them). Two threads that
+    read an unmade entry at once may both make it; both make equal facts, as the Problem is
+    frozen, and no lock is held, so a process forked meanwhile reads it too
+    (`models.cached`)."""
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        group_pods: tuple[np.ndarray, ...],
+        group_has_pending: np.ndarray,
+        pod_task_row: np.ndarray,
+        pod_running: np.ndarray,
+        task_keys: tuple[TaskKey, ...],
+        task_row: Mapping[TaskKey, int],
+    ):
+        self._snapshot = snapshot
+        self._group_pods = group_pods
+        self._has_pending = group_has_pending
+        self._pod_task_row = pod_task_row
+        self._pod_running = pod_running
+        self._task_row = task_row
+        self._task_keys = task_keys
+        self._running_by_task_row: list[int] | None = None
+        self._made: list[GroupFacts | None] = [None] * len(group_pods)
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    @overload
+    def __getitem__(self, k: int) -> GroupFacts: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[GroupFacts]: ...
+
+    def __getitem__(self, k: int | slice) -> GroupFacts | Sequence[GroupFacts]:
+        if isinstance(k, slice):
+            return tuple(self[i] for i in range(*k.indices(len(self))))
+        facts = self._made[k]
+        if facts is None:
+            if self._has_pending[k]:
+                facts = _group_facts(
+                    self._snapshot, k, self._group_pods[k], self._pod_task_row, self._pod_running, self._task_keys
+                )
+            else:
+                facts = _running_group_facts(self._snapshot, k, self._group_pods[k], self.running_by_task_row(), self._task_row)
+            self._made[k] = facts
+        return facts
+
+    def running_by_task_row(self) -> list[int]:
+        """Running pods per task row, every PodGroup's at once (made once, when first asked)."""
+        if self._running_by_task_row is None:
+            running = self._pod_running & (self._pod_task_row >= 0)
+            counts = np.bincount(self._pod_task_row[running], minlength=len(self._task_keys))
+            self._running_by_task_row = counts.tolist()
+        return self._running_by_task_row
+
+    def __iter__(self) -> Iterator[GroupFacts]:
+        return (self[k] for k in range(len(self)))
 
 
 @dataclass(frozen=True)
@@ -496,22 +565,22 @@ def _lent_devices(snapshot: Snapshot, nodes: _NodeTables) -> tuple[np.ndarray, n
 def _group_facts(
     snapshot: Snapshot,
     k: int,
-    pods: list[int],
-    task_row_of: list[int],
-    running_of: list[bool],
+    rows: np.ndarray,
+    pod_task_row: np.ndarray,
+    pod_running: np.ndarray,
     task_keys: tuple[TaskKey, ...],
 ) -> GroupFacts:
-    """PodGroup `k`'s facts from its `pods` (rows) and every pod's task row and running flag
-    (`Problem.pod_task_row`, `pod_running` as lists: read pod by pod)."""
+    """PodGroup `k`'s facts from its pods' `rows` and every pod's task row and running flag
+    (`Problem.pod_task_row`, `pod_running`)."""
     group = snapshot.pod_groups[k]
     requirement = gang_requirement(snapshot, group)
     pending: dict[str, list[int]] = {task.name: [] for task in group.tasks}
     gated: dict[str, list[int]] = {}
     running: dict[str, int] = {task.name: 0 for task in group.tasks}
     running_pods: list[int] = []
-    for p in pods:
-        task = task_keys[task_row_of[p]][1]
-        if running_of[p]:
+    for p, row, is_running in zip(rows.tolist(), pod_task_row[rows].tolist(), pod_running[rows].tolist()):
+        task = task_keys[row][1]
+        if is_running:
             running[task] += 1
             running_pods.append(p)
         elif is_gated(snapshot.pods[p]):  # no engine sees it: the one seam (module docstring)
@@ -534,6 +603,28 @@ def _group_facts(
         can_be_met=met,
         gated={task: tuple(pods) for task, pods in gated.items()},
         met_once_ungated=met_ungated,
+    )
+
+
+def _running_group_facts(
+    snapshot: Snapshot, k: int, rows: np.ndarray, running_by_task_row: list[int], task_row: Mapping[TaskKey, int]
+) -> GroupFacts:
+    """`_group_facts` of a PodGroup whose every pod runs (`Problem.group_has_pending`
+    false: most of a busy cluster's), from the running pods counted per task row for all
+    PodGroups at once, reading none of its pods. The same facts as pod by pod:
+    `tests/solver/test_group_facts.py`."""
+    group = snapshot.pod_groups[k]
+    requirement = gang_requirement(snapshot, group)
+    running = {task.name: running_by_task_row[task_row[(group.key, task.name)]] for task in group.tasks}
+    met = can_be_met(requirement, running, dict.fromkeys(running, 0))
+    return GroupFacts(
+        requirement=requirement,
+        running=running,
+        pending=dict.fromkeys(running, ()),
+        running_pods=tuple(rows.tolist()),
+        can_be_met=met,
+        gated={},
+        met_once_ungated=met,
     )
 
 

@@ -67,9 +67,8 @@ a round cannot divide evenly stays undealt.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import chain, repeat
 
-from models.snapshot import ROOT_QUEUE, Queue, QueueName, Snapshot
+from models.snapshot import ROOT_QUEUE, Queue, QueueName, Snapshot, sum_resources
 from solver.memo import memoized
 
 __all__ = [
@@ -198,7 +197,7 @@ def _deal(amount: int, *, weights: Sequence[int], caps: Sequence[int]) -> list[i
 def cluster_allocatable(snapshot: Snapshot) -> dict[str, int]:
     """What the root queue deals out: allocatable of every schedulable node (a sum per
     resource over the nodes, in C, rather than a Python addition per node and resource)."""
-    return _summed([node.allocatable for node in snapshot.nodes if not node.unschedulable])
+    return sum_resources([node.allocatable for node in snapshot.nodes if not node.unschedulable])
 
 
 def _copied(per_queue: Mapping[QueueName, Mapping[str, int]]) -> dict[QueueName, dict[str, int]]:
@@ -213,7 +212,7 @@ def _own_usage(snapshot: Snapshot, *, include_pending: bool) -> Mapping[QueueNam
 
 def _compute_own_usage(snapshot: Snapshot) -> tuple[dict[QueueName, dict[str, int]], dict[QueueName, dict[str, int]]]:
     """(running pods only, every pod) per queue, from one pass over the pods: each queue's
-    pods' request lists gathered, then summed resource by resource in C (`_summed`): each
+    pods' request lists gathered, then summed resource by resource in C (`sum_resources`): each
     cycle of a large cluster asks both, and a Python addition per pod and resource, twice,
     showed in its solve (docs/results.md, "Steady state at 10,000 nodes")."""
     queue_of = {group.key: group.queue for group in snapshot.pod_groups}
@@ -227,15 +226,7 @@ def _compute_own_usage(snapshot: Snapshot) -> tuple[dict[QueueName, dict[str, in
             every[queue].append(pod.requests)
             if pod.phase != "pending":
                 running[queue].append(pod.requests)
-    return {q: _summed(lists) for q, lists in running.items()}, {q: _summed(lists) for q, lists in every.items()}
-
-
-def _summed(amounts: Sequence[dict[str, int]]) -> dict[str, int]:
-    """The sum of `amounts` per resource, in order of first appearance (as
-    `add_resources` one by one would add them): one pass per resource in C."""
-    names = dict.fromkeys(chain.from_iterable(amounts))
-    count = len(amounts)
-    return {name: sum(map(dict.get, amounts, repeat(name, count), repeat(0, count))) for name in names}
+    return {q: sum_resources(lists) for q, lists in running.items()}, {q: sum_resources(lists) for q, lists in every.items()}
 
 
 def _with_descendants(snapshot: Snapshot, own: Mapping[QueueName, Mapping[str, int]]) -> dict[QueueName, dict[str, int]]:

@@ -195,8 +195,8 @@ def _units(build: BuildContext) -> tuple[list[Unit], list[UnitTask], list[Shape]
     known_cell_cpu = bool((problem.cell_cpu_free[problem.cell_ids >= 0] != UNLIMITED).any())
     for k, group in enumerate(snapshot.pod_groups):
         queue = snapshot.queue_by_name.get(group.queue)
-        if queue is None or queue.state != "open" or group.key in build.held:
-            continue
+        if queue is None or queue.state != "open" or group.key in build.held or not problem.group_has_pending[k]:
+            continue  # (nothing to place: every pod of it runs)
         facts = problem.group_facts[k]
         if not facts.can_be_met:
             continue

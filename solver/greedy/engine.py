@@ -54,14 +54,7 @@ from solver.after import build_after
 from solver.fragmentation import PackingName, TypicalShape, packing_score
 from solver.greedy import sub_groups
 from solver.greedy.explain import eligibility_error, fit_error, unplaceable_tasks
-from solver.greedy.plan import (
-    GreedyFailure,
-    GroupPlan,
-    PlanTask,
-    build_plan,
-    dominant_share_of_row,
-    dominant_shares,
-)
+from solver.greedy.plan import GreedyFailure, GroupPlan, GroupPlans, PlanTask, dominant_share_of_row, dominant_shares
 from solver.greedy.preempt import Preemptor, VictimPool, run_preemption
 from solver.greedy.quota_hold import holding_capability
 from solver.greedy.state import CycleState
@@ -138,7 +131,7 @@ class GreedyEngine:
         self.config = config
         self.state = CycleState(problem, snapshot)
         self.state.packing = packing_score(snapshot, problem, packing=config.packing, typical=config.typical_shapes)
-        self.plans = [build_plan(snapshot, problem, index=k) for k in range(len(snapshot.pod_groups))]
+        self.plans = GroupPlans(snapshot, problem)
         for key, sentences in unplaceable_tasks(snapshot, problem).items():  # they hold whatever else happens
             self.plans[problem.group_index[key]].static_reasons.extend(sentences)
         for key, sentences in (dropped or {}).items():  # their placement broke an inter-pod rule
@@ -156,7 +149,8 @@ class GreedyEngine:
             run_preemption(self, action="preempt")
         if self.config.reclaim:
             run_preemption(self, action="reclaim")
-        return self._placement(), {plan.group.key: _distinct(plan.reasons or plan.static_reasons) for plan in self.plans}
+        keys = self.problem.group_keys
+        return self._placement(), {keys[k]: _distinct(self.plans.reasons(k)) for k in range(len(keys))}
 
     def replay(self, placement: Placement) -> None:
         """Make the state the one after `placement`, another engine's answer: its evictions,
@@ -242,7 +236,7 @@ class GreedyEngine:
 
     def _allocate_some(self, chosen: Callable[[GroupPlan], bool]) -> None:
         queues: dict[int, deque[GroupPlan]] = {}
-        for plan in sorted(self.plans, key=lambda p: p.order):
+        for plan in sorted(self.plans.with_pending(), key=lambda p: p.order):
             if chosen(plan) and self._has_work(plan):
                 queues.setdefault(plan.queue, deque()).append(plan)
         # A queue's key changes only when its head changes or a queue on its path gains

@@ -12,8 +12,10 @@ plain list for one queue), both equal to `solver.shares.dominant_share`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import overload
 
 import numpy as np
 
@@ -24,7 +26,10 @@ from solver.problem import GroupFacts, Problem
 from solver.rules.gang import GangRequirement, is_partly_bound, pod_shortages, sub_group_minimum
 from solver.rules.topology import hard_tier_limit
 
-__all__ = ["GreedyFailure", "PlanTask", "SubGroupPlan", "GroupPlan", "build_plan", "dominant_shares", "dominant_share_of_row"]
+__all__ = [
+    "GreedyFailure", "PlanTask", "SubGroupPlan", "GroupPlan", "GroupPlans", "build_plan", "dominant_shares",
+    "dominant_share_of_row",
+]  # fmt: skip
 
 
 class GreedyFailure(Enum):
@@ -161,11 +166,62 @@ def build_plan(snapshot: Snapshot, problem: Problem, *, index: int) -> GroupPlan
     )
     if group.sub_groups:
         _plan_sub_groups(snapshot, plan)
-    blocked = _static_blockers(snapshot, plan, facts)
+    blocked = _static_blockers(snapshot, group, facts)
     if blocked:
         plan.reasons = [*blocked, *plan.static_reasons]
         plan.failure = GreedyFailure.STATIC
     return plan
+
+
+class GroupPlans(Sequence[GroupPlan]):
+    """Every PodGroup's plan by index, each made (`build_plan`) the first time it is read.
+
+    A cycle places pods of the PodGroups that have some (`with_pending`); of the others it
+    reads a plan only when it weighs evicting their pods or explains them. On a busy
+    cluster that is most PodGroups: 12,500 running gangs and one new one make one plan and
+    those of the victims looked at. What a PodGroup with nothing to place says (`reasons`)
+    needs no plan: the reasons `build_plan` would give it, which no step of the cycle
+    changes, since only placing or evicting for it does."""
+
+    def __init__(self, snapshot: Snapshot, problem: Problem):
+        self.snapshot = snapshot
+        self.problem = problem
+        self._made: list[GroupPlan | None] = [None] * len(snapshot.pod_groups)
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    @overload
+    def __getitem__(self, k: int) -> GroupPlan: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[GroupPlan]: ...
+
+    def __getitem__(self, k: int | slice) -> GroupPlan | Sequence[GroupPlan]:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        plan = self._made[k]
+        if plan is None:
+            plan = self._made[k] = build_plan(self.snapshot, self.problem, index=k)
+        return plan
+
+    def __iter__(self) -> Iterator[GroupPlan]:
+        return (self[k] for k in range(len(self)))
+
+    def with_pending(self) -> list[GroupPlan]:
+        """The plans of the PodGroups with a pod not running, in index order: the only ones
+        a cycle may place pods of (the others have no pending pod to bind)."""
+        return [self[k] for k in np.flatnonzero(self.problem.group_has_pending).tolist()]
+
+    def reasons(self, k: int) -> list[str]:
+        """PodGroup `k`'s reasons as they stand: its plan's, or for one whose plan was never
+        made (nothing to place, never a victim), what `build_plan` would say — its static
+        blockers (no pending pod: no dependency or gate to wait on)."""
+        plan = self._made[k]
+        if plan is not None:
+            return plan.reasons or plan.static_reasons
+        group = self.snapshot.pod_groups[k]
+        return _static_blockers(self.snapshot, group, self.problem.group_facts[k])
 
 
 def _plan_sub_groups(snapshot: Snapshot, plan: GroupPlan) -> None:
@@ -192,10 +248,9 @@ def _plan_sub_groups(snapshot: Snapshot, plan: GroupPlan) -> None:
     plan.sub_groups = list(by_name.values())
 
 
-def _static_blockers(snapshot: Snapshot, plan: GroupPlan, facts: GroupFacts) -> list[str]:
+def _static_blockers(snapshot: Snapshot, group: PodGroup, facts: GroupFacts) -> list[str]:
     """Reasons no placement this cycle can change: queue, scheduling gates (rule `gated`), too
     few pods (`gang.pod_shortages`, counting the gated pods, which exist)."""
-    group = plan.group
     queue = snapshot.queue_by_name.get(group.queue)
     if queue is None:
         return [reasons.queue_missing(group.queue)]

@@ -65,7 +65,7 @@ import numpy as np
 
 from models.snapshot import QueueName, Snapshot
 from solver import reasons
-from solver.greedy.plan import GreedyFailure, GroupPlan
+from solver.greedy.plan import GreedyFailure, GroupPlan, GroupPlans
 from solver.greedy.state import WHOLE, CycleState, TaskShape, choose_devices
 from solver.objective import disruption_clock, gpu_time_lost
 from solver.problem import Problem
@@ -91,7 +91,7 @@ class AllocatingEngine(Protocol):
     snapshot: Snapshot
     problem: Problem
     state: CycleState
-    plans: list[GroupPlan]
+    plans: GroupPlans
     victims: VictimPool
 
     def attempt(self, plan: GroupPlan, *, action: str | None, commit: bool = True) -> bool: ...
@@ -115,7 +115,7 @@ _RETRYABLE = {
 def run_preemption(engine: AllocatingEngine, *, action: str) -> None:
     """Try every PodGroup still pending for lack of room, with evictions of kind `action`."""
     state = engine.state
-    plans = [p for p in engine.plans if not p.minimum_met and p.failure in _RETRYABLE[action]]
+    plans = [p for p in engine.plans.with_pending() if not p.minimum_met and p.failure in _RETRYABLE[action]]
     if not plans:
         return
     if action == "preempt":

@@ -1,6 +1,7 @@
 """What running pods hold, added up each cycle over every pod of the cluster: the Problem's
 pod tables (`solver.problem`), the checker's after-state per node (`solver.after`), each
-queue's requests before the placement (`solver.shares`) and the Decision's queue
+queue's requests before the placement (`solver.shares`), each PodGroup's kept pods after it
+(`solver.after`, made when read) and the Decision's queue
 allocations (`solver.outcome.allocated_after`). Each is gathered in bulk or read lazily;
 here each is held against the sum made pod by pod, on random snapshots."""
 
@@ -96,6 +97,23 @@ def test_the_after_state_adds_up_each_node_as_its_pods_do(snapshot: Snapshot, se
         used[PODS] = used.get(PODS, 0) + POD_SLOT
     assert {name: dict(after.node_used[name]) for name in after.node_used} == expected
     assert len(after.node_used) == len(snapshot.nodes)
+
+
+@settings(max_examples=40, deadline=None)
+@given(snapshots(max_nodes=20, max_groups=12), st.integers(0, 1_000))
+def test_the_after_state_counts_each_podgroups_kept_pods_as_its_pods_do(snapshot: Snapshot, seed: int) -> None:
+    placement = _with_evictions(snapshot, place(snapshot, SolveConfig(engine="greedy")).placement, seed)
+    after = build_after(snapshot, placement)
+    evicted = {eviction.pod for eviction in placement.evictions}
+    kept: dict[str, list[str]] = {group.key: [] for group in snapshot.pod_groups}
+    per_task: dict[str, dict[str, int]] = {group.key: {} for group in snapshot.pod_groups}
+    for pod in snapshot.pods:
+        if pod.pod_group is not None and pod.phase == "running" and pod.key not in evicted:
+            kept[pod.pod_group].append(pod.key)
+            per_task[pod.pod_group][pod.task or ""] = per_task[pod.pod_group].get(pod.task or "", 0) + 1
+    assert {key: [pod.key for pod in after.kept_of(key)] for key in after.kept_by_group} == kept
+    assert {key: dict(after.group_kept[key]) for key in after.group_kept} == per_task
+    assert len(after.group_kept) == len(after.kept_by_group) == len(snapshot.pod_groups)
 
 
 @settings(max_examples=40, deadline=None)
