@@ -20,8 +20,9 @@ example.com/quota-check".
 
 from __future__ import annotations
 
-from models.snapshot import Pod, PodGroup, Snapshot
+from models.snapshot import Pod, PodGroup, PodGroupKey, Snapshot
 from solver.after import After
+from solver.memo import memoized
 from solver.violation import Violation
 
 __all__ = ["NAME", "check", "is_gated", "gates_of"]
@@ -37,8 +38,19 @@ def is_gated(pod: Pod) -> bool:
 def gates_of(snapshot: Snapshot, group: PodGroup) -> tuple[str, ...]:
     """The gates `group`'s pending pods wait for, each once, sorted (pods of one PodGroup may
     carry different ones); () when none is gated."""
+    if group.key not in _gated_groups(snapshot):
+        return ()  # most PodGroups: asked of every one each cycle, answered without reading its pods
     pods = snapshot.pods_by_group.get(group.key, ())
     return tuple(sorted({gate for pod in pods if is_gated(pod) for gate in pod.scheduling_gates}))
+
+
+def _gated_groups(snapshot: Snapshot) -> frozenset[PodGroupKey]:
+    """The PodGroups with a gated pod, from one pass over the pods (once per snapshot)."""
+    return memoized(
+        snapshot,
+        ("gated_groups",),
+        lambda: frozenset(pod.pod_group for pod in snapshot.pods if pod.pod_group is not None and is_gated(pod)),
+    )
 
 
 def check(snapshot: Snapshot, after: After) -> list[Violation]:
