@@ -31,9 +31,8 @@ What it does not promise: that the placement is valid. It only adds up.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
 
 from models.placement import Eviction, Placement
 from models.snapshot import (
@@ -55,12 +54,9 @@ from models.snapshot import (
     is_fractional_gpu,
     sum_resources,
 )
+from solver.made_when_read import MadeWhenReadByKey
 
 __all__ = ["BoundPod", "EvictedPod", "After", "build_after", "device_use", "milli_per_device"]
-
-K = TypeVar("K")
-V = TypeVar("V")
-X = TypeVar("X")
 
 
 def milli_per_device(gpu_milli: int) -> int:
@@ -211,34 +207,6 @@ def device_use(
     return used
 
 
-class _Lazy(Mapping[K, V]):
-    """A mapping of `After` whose keys are every key of `objects` (the snapshot's nodes, or
-    its PodGroups), and whose value for a key is made (`make(object)`) the first time it is
-    read. The checker reads the nodes and PodGroups a placement touched — a few of
-    thousands — so a cycle that binds a few pods on a large cluster never adds up the
-    others' pods."""
-
-    def __init__(self, objects: Mapping[K, X], make: Callable[[X], V]):
-        self._objects = objects
-        self._make = make
-        self._values: dict[K, V] = {}
-
-    def __getitem__(self, key: K) -> V:
-        value = self._values.get(key, _UNMADE)
-        if value is _UNMADE:
-            value = self._values[key] = self._make(self._objects[key])
-        return value  # type: ignore[return-value]
-
-    def __iter__(self) -> Iterator[K]:
-        return iter(self._objects)
-
-    def __len__(self) -> int:
-        return len(self._objects)
-
-
-_UNMADE = object()
-
-
 def _per_task(pods: Iterable[Pod]) -> dict[str, int]:
     """Pods per task name (`""` for a pod without one)."""
     counts: dict[str, int] = {}
@@ -361,7 +329,7 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
         else:
             on_node.append(pod)
     # A PodGroup's kept pods: its running pods (`Snapshot.pods_by_group`, snapshot order) not evicted.
-    kept_by_group = _Lazy(
+    kept_by_group = MadeWhenReadByKey(
         snapshot.pod_group_by_key,
         lambda group: tuple(
             pod
@@ -369,7 +337,7 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
             if pod.phase == "running" and pod.key not in evicted_keys
         ),
     )
-    group_kept = _Lazy(snapshot.pod_group_by_key, lambda group: _per_task(kept_by_group[group.key]))
+    group_kept = MadeWhenReadByKey(snapshot.pod_group_by_key, lambda group: _per_task(kept_by_group[group.key]))
     bound_on_node: dict[NodeName, list[BoundPod]] = {}
     for b in bound:
         bound_on_node.setdefault(b.node.name, []).append(b)
@@ -379,10 +347,10 @@ def build_after(snapshot: Snapshot, placement: Placement) -> After:
         for index in gpus:
             devices = gpu_bound.setdefault(node_name, {})
             devices[index] = devices.get(index, 0) + milli
-    node_used = _Lazy(
+    node_used = MadeWhenReadByKey(
         snapshot.node_by_name, lambda node: _node_use(kept_on_node.get(node.name, ()), bound_on_node.get(node.name, ()))
     )
-    gpu_used = _Lazy(
+    gpu_used = MadeWhenReadByKey(
         snapshot.node_by_name,
         lambda node: device_use(
             [node],

@@ -74,11 +74,11 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import attrgetter, is_not
-from typing import NamedTuple, overload
+from typing import NamedTuple
 
 import numpy as np
 
@@ -100,6 +100,7 @@ from models.snapshot import (
 )
 from solver.memo import memoized_each
 from solver.columns import Column
+from solver.made_when_read import MadeWhenRead
 from solver.rules import capacity, counted, declared_columns, declared_node_filters, node_affinity
 from solver.rules.eligibility import eligible
 from solver.rules.gang import GangRequirement, can_be_met, gang_requirement
@@ -383,8 +384,9 @@ def build_problem(snapshot: Snapshot) -> Problem:
         group_index=group_index,
         group_queue=_readonly(group_queue),
         group_pods=group_pods,
-        group_facts=_LazyGroupFacts(
-            snapshot, group_pods, has_pending, pods.pod_task_row, pods.pod_running, task_keys, task_row
+        group_facts=MadeWhenRead(
+            len(group_keys),
+            _group_facts_maker(snapshot, group_pods, has_pending, pods.pod_task_row, pods.pod_running, task_keys, task_row),
         ),
         group_has_pending=_readonly(has_pending),
     )
@@ -429,68 +431,6 @@ class _GroupTables:
     group_pods: tuple[np.ndarray, ...]
     group_facts: Sequence[GroupFacts]
     group_has_pending: np.ndarray
-
-
-class _LazyGroupFacts(Sequence[GroupFacts]):
-    """`Problem.group_facts`: PodGroup k's facts made the first time they are read, then
-    kept (module docstring: a busy cluster's cycle reads a few of them). Two threads that
-    read an unmade entry at once may both make it; both make equal facts, as the Problem is
-    frozen, and no lock is held, so a process forked meanwhile reads it too
-    (`models.cached`)."""
-
-    def __init__(
-        self,
-        snapshot: Snapshot,
-        group_pods: tuple[np.ndarray, ...],
-        group_has_pending: np.ndarray,
-        pod_task_row: np.ndarray,
-        pod_running: np.ndarray,
-        task_keys: tuple[TaskKey, ...],
-        task_row: Mapping[TaskKey, int],
-    ):
-        self._snapshot = snapshot
-        self._group_pods = group_pods
-        self._has_pending = group_has_pending
-        self._pod_task_row = pod_task_row
-        self._pod_running = pod_running
-        self._task_row = task_row
-        self._task_keys = task_keys
-        self._running_by_task_row: list[int] | None = None
-        self._made: list[GroupFacts | None] = [None] * len(group_pods)
-
-    def __len__(self) -> int:
-        return len(self._made)
-
-    @overload
-    def __getitem__(self, k: int) -> GroupFacts: ...
-
-    @overload
-    def __getitem__(self, k: slice) -> Sequence[GroupFacts]: ...
-
-    def __getitem__(self, k: int | slice) -> GroupFacts | Sequence[GroupFacts]:
-        if isinstance(k, slice):
-            return tuple(self[i] for i in range(*k.indices(len(self))))
-        facts = self._made[k]
-        if facts is None:
-            if self._has_pending[k]:
-                facts = _group_facts(
-                    self._snapshot, k, self._group_pods[k], self._pod_task_row, self._pod_running, self._task_keys
-                )
-            else:
-                facts = _running_group_facts(self._snapshot, k, self._group_pods[k], self.running_by_task_row(), self._task_row)
-            self._made[k] = facts
-        return facts
-
-    def running_by_task_row(self) -> list[int]:
-        """Running pods per task row, every PodGroup's at once (made once, when first asked)."""
-        if self._running_by_task_row is None:
-            running = self._pod_running & (self._pod_task_row >= 0)
-            counts = np.bincount(self._pod_task_row[running], minlength=len(self._task_keys))
-            self._running_by_task_row = counts.tolist()
-        return self._running_by_task_row
-
-    def __iter__(self) -> Iterator[GroupFacts]:
-        return (self[k] for k in range(len(self)))
 
 
 @dataclass(frozen=True)
@@ -560,6 +500,31 @@ def _lent_devices(snapshot: Snapshot, nodes: _NodeTables) -> tuple[np.ndarray, n
     for (n, _), g in slot_of.items():
         is_lent[n, g] = True
     return online, np.where(is_lent, np.maximum(lent, 0), lent)
+
+
+def _group_facts_maker(
+    snapshot: Snapshot,
+    group_pods: tuple[np.ndarray, ...],
+    group_has_pending: np.ndarray,
+    pod_task_row: np.ndarray,
+    pod_running: np.ndarray,
+    task_keys: tuple[TaskKey, ...],
+    task_row: Mapping[TaskKey, int],
+) -> Callable[[int], GroupFacts]:
+    """`Problem.group_facts`' maker: PodGroup k's facts from its pods one by one when it has
+    a pod to place, else from the running pods per task row of all PodGroups, counted once
+    (when the first such PodGroup is read)."""
+    running_by_task_row: list[list[int]] = []
+
+    def make(k: int) -> GroupFacts:
+        if group_has_pending[k]:
+            return _group_facts(snapshot, k, group_pods[k], pod_task_row, pod_running, task_keys)
+        if not running_by_task_row:
+            running = pod_running & (pod_task_row >= 0)
+            running_by_task_row.append(np.bincount(pod_task_row[running], minlength=len(task_keys)).tolist())
+        return _running_group_facts(snapshot, k, group_pods[k], running_by_task_row[0], task_row)
+
+    return make
 
 
 def _group_facts(

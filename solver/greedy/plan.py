@@ -12,16 +12,15 @@ plain list for one queue), both equal to `solver.shares.dominant_share`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import overload
 
 import numpy as np
 
 from models.snapshot import PodGroup, Snapshot, SubGroup
 from solver import reasons
 from solver.outcome import dependency_reasons, gate_reasons
+from solver.made_when_read import MadeWhenRead
 from solver.problem import GroupFacts, Problem
 from solver.rules.gang import GangRequirement, is_partly_bound, pod_shortages, sub_group_minimum
 from solver.rules.topology import hard_tier_limit
@@ -173,7 +172,7 @@ def build_plan(snapshot: Snapshot, problem: Problem, *, index: int) -> GroupPlan
     return plan
 
 
-class GroupPlans(Sequence[GroupPlan]):
+class GroupPlans(MadeWhenRead[GroupPlan]):
     """Every PodGroup's plan by index, each made (`build_plan`) the first time it is read.
 
     A cycle places pods of the PodGroups that have some (`with_pending`); of the others it
@@ -184,29 +183,9 @@ class GroupPlans(Sequence[GroupPlan]):
     changes, since only placing or evicting for it does."""
 
     def __init__(self, snapshot: Snapshot, problem: Problem):
+        super().__init__(len(snapshot.pod_groups), lambda k: build_plan(snapshot, problem, index=k))
         self.snapshot = snapshot
         self.problem = problem
-        self._made: list[GroupPlan | None] = [None] * len(snapshot.pod_groups)
-
-    def __len__(self) -> int:
-        return len(self._made)
-
-    @overload
-    def __getitem__(self, k: int) -> GroupPlan: ...
-
-    @overload
-    def __getitem__(self, k: slice) -> Sequence[GroupPlan]: ...
-
-    def __getitem__(self, k: int | slice) -> GroupPlan | Sequence[GroupPlan]:
-        if isinstance(k, slice):
-            return [self[i] for i in range(*k.indices(len(self)))]
-        plan = self._made[k]
-        if plan is None:
-            plan = self._made[k] = build_plan(self.snapshot, self.problem, index=k)
-        return plan
-
-    def __iter__(self) -> Iterator[GroupPlan]:
-        return (self[k] for k in range(len(self)))
 
     def with_pending(self) -> list[GroupPlan]:
         """The plans of the PodGroups with a pod not running, in index order: the only ones
@@ -217,7 +196,7 @@ class GroupPlans(Sequence[GroupPlan]):
         """PodGroup `k`'s reasons as they stand: its plan's, or for one whose plan was never
         made (nothing to place, never a victim), what `build_plan` would say — its static
         blockers (no pending pod: no dependency or gate to wait on)."""
-        plan = self._made[k]
+        plan = self.made(k)
         if plan is not None:
             return plan.reasons or plan.static_reasons
         group = self.snapshot.pod_groups[k]

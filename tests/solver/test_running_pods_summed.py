@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from models.placement import Eviction, Placement
 from models.snapshot import GPU, PODS, POD_SLOT, Snapshot
-from solver.after import build_after, milli_per_device
+from solver.after import After, build_after, milli_per_device
 from solver.outcome import allocated_after
 from solver.place import SolveConfig, place
 from solver.problem import _nodes, build_problem
@@ -69,8 +69,15 @@ def test_the_problem_reads_each_pods_requests_group_and_task(snapshot: Snapshot)
             assert problem.task_keys[problem.pod_task_row[p]] == (pod.pod_group, pod.task)
 
 
-def _with_evictions(snapshot: Snapshot, placement: Placement, seed: int) -> Placement:
-    """`placement` and up to three running pods of PodGroups evicted, chosen by `seed`."""
+def _after_greedy_with_evictions(snapshot: Snapshot, seed: int) -> tuple[Placement, After, set[str]]:
+    """`_greedy_with_evictions`, the after-state and the evicted pods' keys."""
+    placement = _greedy_with_evictions(snapshot, seed)
+    return placement, build_after(snapshot, placement), {eviction.pod for eviction in placement.evictions}
+
+
+def _greedy_with_evictions(snapshot: Snapshot, seed: int) -> Placement:
+    """Greedy's binds and up to three running pods of PodGroups evicted, chosen by `seed`."""
+    placement = place(snapshot, SolveConfig(engine="greedy")).placement
     running = [pod for pod in snapshot.pods if pod.phase == "running" and pod.pod_group is not None]
     chosen = random.Random(seed).sample(running, k=min(len(running), seed % 4))
     evictions = [
@@ -83,9 +90,7 @@ def _with_evictions(snapshot: Snapshot, placement: Placement, seed: int) -> Plac
 @settings(max_examples=40, deadline=None)
 @given(snapshots(max_nodes=20, max_groups=12), st.integers(0, 1_000))
 def test_the_after_state_adds_up_each_node_as_its_pods_do(snapshot: Snapshot, seed: int) -> None:
-    placement = _with_evictions(snapshot, place(snapshot, SolveConfig(engine="greedy")).placement, seed)
-    after = build_after(snapshot, placement)
-    evicted = {eviction.pod for eviction in placement.evictions}
+    placement, after, evicted = _after_greedy_with_evictions(snapshot, seed)
     expected: dict[str, dict[str, int]] = {node.name: {} for node in snapshot.nodes}
     on_node = [(pod.node, pod) for pod in snapshot.pods if pod.phase == "running" and pod.key not in evicted]
     on_node += [(bind.node, snapshot.pod_by_key[bind.pod]) for bind in placement.binds]
@@ -102,9 +107,7 @@ def test_the_after_state_adds_up_each_node_as_its_pods_do(snapshot: Snapshot, se
 @settings(max_examples=40, deadline=None)
 @given(snapshots(max_nodes=20, max_groups=12), st.integers(0, 1_000))
 def test_the_after_state_counts_each_podgroups_kept_pods_as_its_pods_do(snapshot: Snapshot, seed: int) -> None:
-    placement = _with_evictions(snapshot, place(snapshot, SolveConfig(engine="greedy")).placement, seed)
-    after = build_after(snapshot, placement)
-    evicted = {eviction.pod for eviction in placement.evictions}
+    _, after, evicted = _after_greedy_with_evictions(snapshot, seed)
     kept: dict[str, list[str]] = {group.key: [] for group in snapshot.pod_groups}
     per_task: dict[str, dict[str, int]] = {group.key: {} for group in snapshot.pod_groups}
     for pod in snapshot.pods:
@@ -119,7 +122,7 @@ def test_the_after_state_counts_each_podgroups_kept_pods_as_its_pods_do(snapshot
 @settings(max_examples=40, deadline=None)
 @given(snapshots(max_nodes=20, max_groups=12), st.integers(0, 1_000))
 def test_queue_allocations_after_a_placement_add_up_as_its_pods_do(snapshot: Snapshot, seed: int) -> None:
-    placement = _with_evictions(snapshot, place(snapshot, SolveConfig(engine="greedy")).placement, seed)
+    placement = _greedy_with_evictions(snapshot, seed)
     evicted = {eviction.pod for eviction in placement.evictions}
     bound = {bind.pod for bind in placement.binds}
     expected: dict[str, dict[str, int]] = {queue.name: {} for queue in snapshot.queues}
