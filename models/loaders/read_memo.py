@@ -62,25 +62,18 @@ class ObjectRead:
         it checks the snapshot's limit as a first read does)."""
         for name, records in self.records:
             getattr(inventory, name).extend(records)
-        if self.dra_unused:
-            inventory.dra_unused.fields.update(self.dra_unused)
-        if self.warnings.calls:
-            self.warnings.replay(warnings)
+        inventory.dra_unused.fields.update(self.dra_unused)
+        self.warnings.replay(warnings)
 
 
 class ReadMemo:
     """`ObjectRead`s by object version and place in the input, and the assembly's `steps`
     (see the module docstring). Both are kept the same way: what the last successful load
-    used (`StepMemo`). The reads are looked up once per object per load, 100,000 times a
-    cycle on a large cluster, so they are kept in plain dicts (no records to hold: the key
-    names the content)."""
+    used (`StepMemo`)."""
 
     def __init__(self) -> None:
-        self._reads: dict[Hashable, ObjectRead] = {}
-        self._used: dict[Hashable, ObjectRead] = {}
+        self._reads = StepMemo()
         self.steps = StepMemo()
-        self.hits = 0  # reads answered with what an earlier load read
-        self.misses = 0  # objects read
 
     @staticmethod
     def key(
@@ -103,26 +96,23 @@ class ReadMemo:
 
     def read(self, key: Hashable, first_read: Callable[[], ObjectRead]) -> ObjectRead:
         """What the version `key` names added, read by `first_read` the first time."""
-        read = self._reads.get(key)
-        if read is None:
-            read = self._reads[key] = first_read()
-            self.misses += 1
-        else:
-            self.hits += 1
-        self._used[key] = read
-        return read
+        return self._reads.built("read", (), key, first_read)
 
     def begin(self) -> None:
-        """A load starts: what it uses is what the memo keeps once it ends."""
-        self._used = {}
+        self._reads.begin()
         self.steps.begin()
 
     def end(self) -> None:
-        """The load built its Snapshot: keep only what it used. A load that failed keeps
-        everything, for the one that follows it."""
-        self._reads = self._used
-        self._used = {}
+        self._reads.end()
         self.steps.end()
+
+    @property
+    def hits(self) -> int:
+        return self._reads.reused
+
+    @property
+    def misses(self) -> int:
+        return self._reads.fresh
 
     def __len__(self) -> int:
         return len(self._reads)
