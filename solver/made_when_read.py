@@ -3,9 +3,8 @@ key (`MadeWhenReadByKey`).
 
 Why: on a busy cluster a cycle asks about few of the objects it holds — the PodGroups
 with a pod to place, the victims it weighs, the nodes its binds touch — of 12,500
-PodGroups and 10,000 nodes. What the solve derives per PodGroup (`Problem.group_facts`,
-greedy's plans) and what the checker adds up per node and per PodGroup (`solver.after`)
-is made for the ones read, not for all of them each cycle.
+PodGroups and 10,000 nodes. Greedy's plans and what the checker adds up per node and per
+PodGroup (`solver.after`) are made for the ones read, not for all of them each cycle.
 
 Everything made this way is a pure function of frozen inputs (a snapshot, its Problem, a
 placement), so two threads reading an unmade value at once may both make it and get

@@ -52,7 +52,7 @@ Layout choices, and why:
   is 2^-60 of a share), reclaim's "above its deserved share" — is ever decided by it.
 
 - PodGroups: `group_facts[k]` holds what every reader asks of PodGroup k's pods and gang,
-  computed once, when first read: its running and pending pods per task, its gang requirement
+  computed once: its running and pending pods per task, its gang requirement
   (`solver.rules.gang.gang_requirement`) and whether it can ever be met
   (`solver.rules.gang.can_be_met`). Example: min_member 4, one task with 1 running and 2
   pending pods → running {"worker": 1}, pending {"worker": (p1, p2)}, can_be_met False.
@@ -61,10 +61,10 @@ Layout choices, and why:
   `gated`, never in `pending`, and the gang is judged on the pods that may be placed. With
   p2 gated above → pending {"worker": (p1,)}, gated {"worker": (p2,)}.
   `group_has_pending[k]` says whether PodGroup k has a pod that is not running (pending or
-  gated). Most PodGroups of a busy cluster have none: an engine places pods of the others
-  only, and reads a quiet PodGroup's facts when it weighs evicting it, so a cycle with
-  12,500 running gangs and one new one makes the facts of the new one and the victims it
-  looks at, not of all 12,501.
+  gated). Most PodGroups of a busy cluster have none: engines place pods of the others
+  only, and the facts of one whose every pod runs come from the running pods counted per
+  task row for all PodGroups at once, not from its pods one by one (every default path
+  reads them all: greedy for its reasons, the LP bound for what may keep running).
 
 Not promised: anything about pods' placement — `Problem` describes, engines decide. Running
 pods that request GPUs but list no device indices take node-level GPU capacity only.
@@ -74,7 +74,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import attrgetter, is_not
@@ -100,7 +100,6 @@ from models.snapshot import (
 )
 from solver.memo import memoized_each
 from solver.columns import Column
-from solver.made_when_read import MadeWhenRead
 from solver.rules import capacity, counted, declared_columns, declared_node_filters, node_affinity
 from solver.rules.eligibility import eligible
 from solver.rules.gang import GangRequirement, can_be_met, gang_requirement
@@ -198,7 +197,7 @@ class Problem:
     group_index: Mapping[PodGroupKey, int]
     group_queue: np.ndarray  # [K] queue index, −1 when the queue does not exist
     group_pods: tuple[np.ndarray, ...]  # [K] pod indices of each PodGroup, snapshot order
-    group_facts: Sequence[GroupFacts]  # [K] running and pending pods per task, gang requirement (made when read)
+    group_facts: tuple[GroupFacts, ...]  # [K] running and pending pods per task, gang requirement
     group_has_pending: np.ndarray  # [K] bool: some pod of it is not running (pending or gated)
     # ---- topology ----
     tiers: tuple[int, ...]  # HyperNode tiers present, ascending
@@ -384,10 +383,7 @@ def build_problem(snapshot: Snapshot) -> Problem:
         group_index=group_index,
         group_queue=_readonly(group_queue),
         group_pods=group_pods,
-        group_facts=MadeWhenRead(
-            len(group_keys),
-            _group_facts_maker(snapshot, group_pods, has_pending, pods.pod_task_row, pods.pod_running, task_keys, task_row),
-        ),
+        group_facts=_all_group_facts(snapshot, group_pods, has_pending, pods, task_keys, task_row),
         group_has_pending=_readonly(has_pending),
     )
     lent = _LentTables(
@@ -429,7 +425,7 @@ class _GroupTables:
     group_index: Mapping[PodGroupKey, int]
     group_queue: np.ndarray
     group_pods: tuple[np.ndarray, ...]
-    group_facts: Sequence[GroupFacts]
+    group_facts: tuple[GroupFacts, ...]
     group_has_pending: np.ndarray
 
 
@@ -502,29 +498,24 @@ def _lent_devices(snapshot: Snapshot, nodes: _NodeTables) -> tuple[np.ndarray, n
     return online, np.where(is_lent, np.maximum(lent, 0), lent)
 
 
-def _group_facts_maker(
+def _all_group_facts(
     snapshot: Snapshot,
     group_pods: tuple[np.ndarray, ...],
     group_has_pending: np.ndarray,
-    pod_task_row: np.ndarray,
-    pod_running: np.ndarray,
+    pods: _PodTables,
     task_keys: tuple[TaskKey, ...],
     task_row: Mapping[TaskKey, int],
-) -> Callable[[int], GroupFacts]:
-    """`Problem.group_facts`' maker: PodGroup k's facts from its pods one by one when it has
-    a pod to place, else from the running pods per task row of all PodGroups, counted once
-    (when the first such PodGroup is read)."""
-    running_by_task_row: list[list[int]] = []
-
-    def make(k: int) -> GroupFacts:
-        if group_has_pending[k]:
-            return _group_facts(snapshot, k, group_pods[k], pod_task_row, pod_running, task_keys)
-        if not running_by_task_row:
-            running = pod_running & (pod_task_row >= 0)
-            running_by_task_row.append(np.bincount(pod_task_row[running], minlength=len(task_keys)).tolist())
-        return _running_group_facts(snapshot, k, group_pods[k], running_by_task_row[0], task_row)
-
-    return make
+) -> tuple[GroupFacts, ...]:
+    """Every PodGroup's facts: from its pods one by one when it has a pod to place, else
+    from the running pods counted per task row for all PodGroups at once."""
+    counted = pods.pod_running & (pods.pod_task_row >= 0)
+    running_by_task_row = np.bincount(pods.pod_task_row[counted], minlength=len(task_keys)).tolist()
+    return tuple(
+        _group_facts(snapshot, k, group_pods[k], pods.pod_task_row, pods.pod_running, task_keys)
+        if group_has_pending[k]
+        else _running_group_facts(snapshot, k, group_pods[k], running_by_task_row, task_row)
+        for k in range(len(group_pods))
+    )
 
 
 def _group_facts(
