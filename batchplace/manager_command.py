@@ -18,6 +18,7 @@ from pathlib import Path
 import typer
 
 from batchplace.shutdown import stop_on_signals
+from controller.timing import wait_in_main_thread
 from models.clusters import ClusterName, check_cluster_name
 from models.errors import SnapshotError
 
@@ -86,6 +87,6 @@ def run_manager(
     stop_on_signals(stop)
     log.info("manager %s starting against %s: workers %s", identity, manager.host, ", ".join(workers))
     fleet.start(stop)
-    stop.wait()
+    wait_in_main_thread(stop)
     fleet.join()
     log.info("manager %s stopped", identity)

@@ -1,13 +1,14 @@
 """How the long-running commands (`controller`, `manager`) stop on SIGTERM and SIGINT.
 
-The signal sets the command's `stop` event; the command then releases its Lease and
-joins its threads (each join is bounded, and every thread is a daemon). A shutdown that
-still has not finished `STACKS_AFTER_S` later is stuck somewhere no bound reaches — a
-thread the interpreter waits for at exit, a request without a timeout — and Kubernetes
-will kill the pod at the end of its grace period (30 s by default) without a word. So the
-signal also arms `faulthandler` to write every thread's stack to stderr at that point: the
-log then says where the process hung, as the search's sub-process does
-(`solver.isolation`).
+The signal sets the command's `stop` event, which the main thread waits on with
+`controller.timing.wait_in_main_thread` (an untimed wait can miss the signal); the command
+then releases its Lease and joins its threads (each join is bounded, and every thread is a
+daemon). A shutdown that still has not finished `STACKS_AFTER_S` later is stuck somewhere
+no bound reaches — a thread the interpreter waits for at exit, a request without a
+timeout — and Kubernetes will kill the pod at the end of its grace period (30 s by
+default) without a word. So the signal also arms `faulthandler` to write every thread's
+stack to stderr at that point: the log then says where the process hung, as the search's
+sub-process does (`solver.isolation`).
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ from controller.provisioning import Provisioner
 from controller.shape_history import DEFAULT_HALF_LIFE_S, ShapeHistory
 from controller.status import condition_reason
 from controller.reads import CycleReads
-from controller.timing import Clock, SystemClock, join_within
+from controller.timing import Clock, SystemClock, join_within, wait_in_main_thread
 from controller.usage import UsageSource, UsageTracker
 from models.placement import Decision
 from models.snapshot import ColocationPolicy, PodGroupKey, ReservationPolicy, Snapshot, UsagePolicy
@@ -260,7 +260,7 @@ class Controller:
     def run(self, stop: threading.Event) -> None:
         """Start everything and block until `stop` is set; then release the Lease and return."""
         self.start(stop)
-        stop.wait()
+        wait_in_main_thread(stop)
         self.join()
 
     def join(self, timeout_s: float = 10.0) -> None:

@@ -19,7 +19,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Protocol
 
-__all__ = ["Clock", "SystemClock", "Backoff", "BackoffPolicy", "join_within", "rfc3339", "rfc3339_micro"]
+__all__ = [
+    "SIGNAL_CHECK_S", "Clock", "SystemClock", "Backoff", "BackoffPolicy", "join_within", "rfc3339", "rfc3339_micro",
+    "wait_in_main_thread",
+]
 
 
 class Clock(Protocol):
@@ -74,6 +77,23 @@ class Backoff:
 
     def reset(self) -> None:
         self.failures = 0
+
+
+SIGNAL_CHECK_S = 0.5
+"""How often `wait_in_main_thread` wakes to let a signal's Python handler run."""
+
+
+def wait_in_main_thread(stop: threading.Event) -> None:
+    """Block the main thread until `stop` is set, waking every `SIGNAL_CHECK_S`.
+
+    A command that stops on SIGTERM sets `stop` from a Python signal handler, and CPython
+    runs those only in the main thread, between bytecodes. An untimed `stop.wait()` sleeps
+    in a lock: a signal whose C-level handler ran just before the main thread blocked, or
+    ran in another thread, leaves the Python handler pending while the main thread sleeps
+    on, and the process ignores SIGTERM until the kill: a controller started under load and
+    stopped at once sometimes did. Waking now and then bounds the delay to one period."""
+    while not stop.wait(SIGNAL_CHECK_S):
+        pass
 
 
 def join_within(threads: Iterable[threading.Thread], timeout_s: float) -> None:

@@ -48,6 +48,7 @@ from types import TracebackType
 import yaml
 
 from controller.testing.files import BUILD_SCRIPT, CRDS_DIR, DRA_CRDS_DIR, RBAC_FILE
+from controller.timing import wait_in_main_thread
 
 __all__ = [
     "ControlPlane",
@@ -444,7 +445,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         pids = " ".join(f"{name}={pid}" for name, pid in plane.pids().items())
         print(f"ready {plane.url} {pids}", flush=True)
         threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
-        done.wait()
+        wait_in_main_thread(done)
 
 
 if __name__ == "__main__":

@@ -49,3 +49,33 @@ def test_a_shutdown_that_ends_in_time_writes_nothing() -> None:
     assert done.returncode == 0, done.stderr
     assert "stop set" in done.stdout
     assert "most recent call first" not in done.stderr
+
+
+MISSED_SIGNAL_CHILD = textwrap.dedent(
+    """
+    import signal, threading, time
+    import batchplace.shutdown as shutdown
+    from controller.timing import wait_in_main_thread
+
+    stop = threading.Event()
+    shutdown.stop_on_signals(stop)
+
+    def signal_this_thread():
+        time.sleep(0.3)
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+    threading.Thread(target=signal_this_thread, name="signalled", daemon=True).start()
+    wait_in_main_thread(stop)
+    print("stop seen", flush=True)
+    """
+)
+
+
+def test_the_main_thread_sees_a_signal_its_wait_was_not_woken_by() -> None:
+    """SIGTERM handled at the C level in another thread does not wake a main thread asleep in
+    a lock (as when it lands just before the main thread blocks): the Python handler runs
+    only when the main thread next runs bytecode. An untimed `stop.wait()` there never
+    returns; `wait_in_main_thread` must."""
+    done = subprocess.run([sys.executable, "-c", MISSED_SIGNAL_CHILD], capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "stop seen" in done.stdout
