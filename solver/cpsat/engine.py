@@ -64,8 +64,11 @@ docs/results.md, "CP-SAT presolve").
 
 Statuses: OPTIMAL only when every stage proved optimality and nothing was restricted;
 FEASIBLE otherwise; UNKNOWN when no stage produced a solution in time (the caller falls
-back to greedy). MODEL_INVALID raises `ModelInvalid` (a bug); INFEASIBLE raises it too —
-the empty placement always satisfies the model, so infeasibility is a bug as well.
+back to greedy). MODEL_INVALID raises `ModelInvalid` (a bug). INFEASIBLE raises it too
+when no solution is in hand to contradict it. When the incumbent satisfies the model as it
+stands (`satisfied_by`), the claim is CP-SAT's own fault — false INFEASIBLE answers
+without presolve are reported against it (google/or-tools issue 5295) — and the stage
+counts as one without an answer: the incumbent stays, unproven.
 """
 
 from __future__ import annotations
@@ -105,6 +108,7 @@ __all__ = [
     "BUILD_COST",
     "build_size",
     "build_seconds",
+    "satisfied_by",
 ]
 
 log = logging.getLogger(__name__)
@@ -139,6 +143,8 @@ STAGNATION_MIN_S = 0.5
 nominal seconds: a round without a better solution ends the stage."""
 TIE_BREAK_MIN_S = 0.2
 """The first-come tie-break may take as long as the tiers' search took, or this much."""
+SATISFIED_BY_MAX_S = 10.0
+"""Wall-clock cap of `satisfied_by`, a safety net: with every variable fixed it only propagates."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -355,7 +361,11 @@ def solve_cpsat(
         if status == cp_model.MODEL_INVALID:
             raise ModelInvalid(f"CP-SAT rejected the model: {model.validate()}")
         if status == cp_model.INFEASIBLE:
-            raise ModelInvalid("CP-SAT found the model infeasible, but the empty placement satisfies it")
+            if values is None or not satisfied_by(model, values):
+                raise ModelInvalid("CP-SAT found the model infeasible" + ("" if values is None else ", and the incumbent breaks it"))
+            # A solution in hand satisfies every constraint so far: the claim is CP-SAT's own fault.
+            log.warning("cpsat: CP-SAT answered INFEASIBLE on the stage of tiers %s, which the incumbent satisfies; "
+                        "the stage keeps the incumbent", [TIERS[t] for t in stage.tiers])
         stage_tiers = tuple(TIERS[t] for t in stage.tiers)
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             assert search.solution is not None
@@ -654,6 +664,21 @@ def _complete(
     if status == cp_model.MODEL_INVALID:
         raise ModelInvalid(f"CP-SAT rejected the model: {model.validate()}")
     return None, solver.status_name(status)
+
+
+def satisfied_by(model: cp_model.CpModel, values: list[int]) -> bool:
+    """Does `values` (one per variable) satisfy `model`? CP-SAT with every variable fixed to
+    it and no presolve: propagation alone, no search. What an INFEASIBLE answer is checked
+    against before the engine calls its own model a bug."""
+    check = model.clone()
+    check.clear_objective()
+    _set_hint(check, values, {})
+    solver = cp_model.CpSolver()
+    solver.parameters.cp_model_presolve = False
+    solver.parameters.fix_variables_to_their_hinted_value = True
+    solver.parameters.num_workers = 1
+    solver.parameters.max_time_in_seconds = SATISFIED_BY_MAX_S
+    return solver.solve(check) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
 
 def _throughput_bound(stage: Stage, tiers: Tiers, values: list[int], solver: cp_model.CpSolver, optimal: bool) -> int:

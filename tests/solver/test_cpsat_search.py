@@ -22,6 +22,7 @@ from solver.cpsat.engine import (
     _search_stage,
     _set_hint,
     _StageSearch,
+    satisfied_by,
 )
 from solver.cpsat.objective import Stage
 from solver.cpsat.variables import Lin
@@ -148,3 +149,22 @@ def test_a_stage_that_decides_what_runs_keeps_its_whole_share() -> None:
     search, clock, _ = _stage_from_optimum(2, TIERS.index("fairness"))
     assert search.status == cp_model.OPTIMAL
     assert 2 * STAGNATION_MIN_S < clock.searched_s < 10.0
+
+
+def test_satisfied_by_tells_a_solution_from_a_non_solution() -> None:
+    """What the engine checks an INFEASIBLE answer against: a stage's claim is believed only
+    when the incumbent does not satisfy the model as it stands."""
+    model = cp_model.CpModel()
+    x, y = model.new_bool_var("x"), model.new_bool_var("y")
+    size = model.new_int_var(0, 10, "size")
+    model.add(x + y <= 1)
+    model.add(size == 3 * x + 5 * y)
+    model.minimize(-size)  # the objective plays no part in satisfaction
+    assert satisfied_by(model, [1, 0, 3])
+    assert satisfied_by(model, [0, 0, 0])
+    assert not satisfied_by(model, [1, 1, 8])  # x + y <= 1 broken
+    assert not satisfied_by(model, [0, 1, 4])  # size != 5
+    model.add(size <= 4)  # a stage's bound, as the engine adds one after each stage
+    assert not satisfied_by(model, [0, 1, 5])
+    assert satisfied_by(model, [1, 0, 3])
+    assert model.proto.objective.vars, "the check leaves the caller's model as it was"
