@@ -12,7 +12,10 @@ no reference cycles; refcounting frees them when a newer version replaces them. 
 is lost by collecting less often: the young generation waits for `YOUNG` allocations
 instead of 700, the middle one for `MIDDLE` young collections. Full collections still run
 (CPython adds its own rule: only when a quarter of the old generation is new), and
-`solver.place` still defers them while it solves.
+`solver.place` still defers them while it solves. What a young collection walks is what
+the cycle allocated and still holds, so the memos that outlive a cycle keep the key objects
+of the cycle that first stored an entry rather than each cycle's equal new ones
+(`models.loaders.step_memo`, `controller.reads`).
 """
 
 from __future__ import annotations

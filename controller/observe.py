@@ -589,7 +589,7 @@ def _load(
     while True:
         try:
             result = load_snapshot_documents(
-                [(SOURCE, number, obj) for number, obj in numbered.items()],
+                ((SOURCE, number, obj) for number, obj in numbered.items()),  # made one by one (the loader's docstring)
                 scheduler_names=scheduler_names,
                 check_fields=False,
                 memo=None if reads is None else reads.memo,

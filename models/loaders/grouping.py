@@ -217,7 +217,7 @@ def _common_labels(pods: Sequence[PodRecord]) -> dict[str, str]:
 @dataclass(frozen=True)
 class _DerivedTasks:
     tasks: tuple[Task, ...]
-    membership: tuple[tuple[str, str], ...]  # (pod key, task name), in pod order
+    membership: tuple[tuple[str, tuple[str, str]], ...]  # (pod key, (group key, task name)), in pod order
     warnings: RecordedWarnings
 
 
@@ -226,8 +226,8 @@ def _join_tasks(
 ) -> None:
     derived = steps.built("tasks", (group, *pods), (), lambda: _derive_tasks(group, pods))
     derived.warnings.replay(warnings)
-    for pod_key, task_name in derived.membership:
-        workload.membership[pod_key] = (group.key, task_name)
+    for pod_key, member in derived.membership:  # the same tuples every load (`step_memo` says why)
+        workload.membership[pod_key] = member
     workload.tasks[group.key] = derived.tasks
 
 
@@ -258,7 +258,9 @@ def _derive_tasks(group: PodGroupRecord, pods: list[PodRecord]) -> _DerivedTasks
     for name in group.min_task_member:
         if name not in shapes_by_task:
             warnings.add(group.location, f"minTaskMember names task {name!r}, which has no pods in the input; ignored")
-    membership = tuple((pod.key, task_of_shape[(pod.task_name or DEFAULT_TASK, shape_of[pod.key])]) for pod in pods)
+    membership = tuple(
+        (pod.key, (group.key, task_of_shape[(pod.task_name or DEFAULT_TASK, shape_of[pod.key])])) for pod in pods
+    )
     return _DerivedTasks(tuple(tasks), membership, warnings)
 
 

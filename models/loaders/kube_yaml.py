@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import difflib
 import sys
-from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -240,7 +240,7 @@ def load_snapshot_yaml_text(
 
 
 def load_snapshot_documents(
-    documents: Sequence[Document],
+    documents: Iterable[Document],
     *,
     scheduler_names: Collection[str] = DEFAULT_SCHEDULER_NAMES,
     check_fields: bool = True,
@@ -249,7 +249,8 @@ def load_snapshot_documents(
     """`check_fields=False` skips the warnings about unknown fields and apiVersions
     (`field_schemas`): objects read from a live API server passed its own schema, which
     may be newer than batchplace's table, and a cycle should not pay to walk them again.
-    `memo` reads each version of an object once across loads (`read_memo`)."""
+    `memo` reads each version of an object once across loads (`read_memo`). `documents` is
+    read once, in order: a generator keeps a large input's triples from living all at once."""
     context = _Context(Inventory(), Warnings(), frozenset(scheduler_names), check_fields)
     if memo is not None:
         memo.begin()

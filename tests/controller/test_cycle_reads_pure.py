@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -189,3 +190,25 @@ def test_what_is_made_of_a_document_is_made_once_per_version_and_forgotten_once_
     reads.per_version("ref", [document("b", "2")], make)
     assert reads.per_version("ref", [document("a", "1"), document("c", None), document("c", None)], make) == ["a@1", "c@None", "c@None"]
     assert made == ["a", "b", "b", "a", "c", "c"], "a forgotten once a call did not use it; c, without a version, made every time"
+
+
+def test_each_cycle_keeps_the_keys_of_the_first_and_holds_none_of_its_own() -> None:
+    """A cycle's numbers and versions are kept under the key objects stored the first cycle:
+    the keys a later cycle builds to look them up die with it, so the garbage collector does
+    not walk a new key per object every cycle (`controller.reads`)."""
+
+    def document(uid: str, version: str) -> JsonObject:
+        return {"kind": "Pod", "metadata": {"name": "p", "uid": uid, "resourceVersion": version}}
+
+    reads = CycleReads()
+    first = document("uid-a", "7")
+    first_number = list(reads.numbered([first]))
+    reads.per_version("ref", [first], lambda d: d["metadata"]["name"])
+    later_uid, later_version = "".join(["uid-", "a"]), "".join(["7"])  # equal strings, other objects
+    assert later_uid is not first["metadata"]["uid"]
+    before = sys.getrefcount(later_uid), sys.getrefcount(later_version)
+    later = document(later_uid, later_version)
+    assert list(reads.numbered([later])) == first_number
+    assert reads.per_version("ref", [later], lambda d: "made again") == ["p"]
+    del later
+    assert (sys.getrefcount(later_uid), sys.getrefcount(later_version)) == before, "a kept key holds the later cycle's strings"

@@ -4,6 +4,7 @@ it builds, reads an object's version once, and reads again what changed or has n
 from __future__ import annotations
 
 import copy
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import yaml
 
 from models.loaders import load_snapshot_documents
 from models.loaders.read_memo import ReadMemo
+from models.loaders.step_memo import StepMemo
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -79,3 +81,20 @@ def test_what_did_not_change_is_the_same_model_again() -> None:
     assert all(a is b for a, b in zip(first.nodes, again.nodes, strict=True))
     assert all(a is b for a, b in zip(first.pod_groups, again.pod_groups, strict=True))
     assert len(memo.steps) == len(first.nodes) + len(first.pods) + len(first.pod_groups)  # a vcjob's tasks are its own
+
+
+def test_an_entry_stays_under_the_key_it_was_first_stored_with() -> None:
+    """The key a later load builds to find an entry dies with the call: the memo holds none of
+    its parts (`models.loaders.step_memo`), so the collector walks no new key per record."""
+    memo = StepMemo()
+    record = object()
+    memo.begin()
+    assert memo.built("step", (record,), ("derived", "value"), lambda: "built") == "built"
+    memo.end()
+    later_values = ("derived", "".join(["val", "ue"]))  # equal to the first, another object
+    before = sys.getrefcount(later_values)
+    memo.begin()
+    assert memo.built("step", (record,), later_values, lambda: "built again") == "built"
+    memo.end()
+    assert sys.getrefcount(later_values) == before, "the memo holds the later load's key"
+    assert len(memo) == 1
