@@ -1,8 +1,8 @@
 """The partitioned solve (`solver.partition`): the split gives every pending gang one part,
-the merge and its repair pass the checker on the whole snapshot, quota stays global, a part
-whose solve fails answers with greedy's placement of it, and the same input gives the same
-answer. Parts are forced (`SolveConfig.partition_parts`) on small snapshots, so each solve
-takes seconds (most of it the pool's workers starting)."""
+the merge and its repair pass the checker on the whole snapshot, quota and the queues' fair
+shares stay global, a part whose solve fails answers with greedy's placement of it, and the
+same input gives the same answer. Parts are forced (`SolveConfig.partition_parts`) on small
+snapshots, so each solve takes seconds (most of it the pool's workers starting)."""
 
 from __future__ import annotations
 
@@ -227,6 +227,32 @@ def test_partitioned_place_keeps_a_queue_within_its_capability_over_the_whole_cl
     )
     assert bound_gpus_a <= 16_000
     assert len(decision.placement.binds) == 6  # queue b's four gangs and two of a's: all that quota and room allow
+
+
+def gpus_bound_per_queue(snapshot: Snapshot, placement: Placement) -> dict[str, int]:
+    bound: dict[str, int] = {}
+    for bind in placement.binds:
+        pod = snapshot.pod_by_key[bind.pod]
+        queue = snapshot.pod_group_by_key[pod.pod_group].queue  # type: ignore[index]
+        bound[queue] = bound.get(queue, 0) + pod.requests[GPU] // 1000
+    return bound
+
+
+def test_partitioned_place_shares_the_whole_cluster_between_queues_by_their_weights() -> None:
+    """16 eight-GPU gangs, alternately of queue `a` (weight 3) and `b` (weight 1), on 8 free
+    nodes: room for half. Fair over the whole cluster, `a` gets three quarters (48 GPUs) and
+    `b` a quarter (16) — as the unpartitioned solve gives. Each part sees only its half of the
+    nodes and of each queue's gangs; a part that shared out only its own pending demand, or
+    the nodes it holds, by anything but the weights would give `b` more or less."""
+    nodes = [make_node(f"n{i}", gpus=8, cpu=64, leaf=f"leaf-{i // 2}", spine="spine") for i in range(8)]
+    jobs = [created_at(make_gang(f"g{i}", gpus=8, cpu=8, queue="a" if i % 2 == 0 else "b"), float(i)) for i in range(16)]
+    snapshot = make_snapshot(nodes=nodes, groups=jobs, queues=[make_queue("a", weight=3), make_queue("b", weight=1)])
+    whole = place(snapshot, SolveConfig(time_limit_s=2))
+    parts = place(snapshot, SolveConfig(time_limit_s=2, partition_parts=2))
+    assert parts.engine == "cpsat-partitioned"
+    assert check_placement(snapshot, parts.placement) == ()
+    assert gpus_bound_per_queue(snapshot, whole.placement) == {"a": 48, "b": 16}
+    assert gpus_bound_per_queue(snapshot, parts.placement) == {"a": 48, "b": 16}
 
 
 # ---- the pool ----
