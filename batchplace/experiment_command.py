@@ -430,7 +430,7 @@ def subgroups(
 ) -> None:
     """Nested gangs: a stream of sharded training and prefill/decode serving jobs, each shard or replica group inside
     one rack, on an NVL72-style tree and the Lingjun switch tree — sub-group domain violations (judged by the
-    checker), jobs started, mean wait, whole racks left free after each cycle, solve time p50/p99."""
+    checker), jobs started, mean and longest wait, whole racks left free after each cycle, solve time p50/p99."""
     from experiments.plots import plot_timeline_series
     from experiments.subgroup_stream import (
         SUBGROUP_CLUSTERS,

@@ -20,7 +20,9 @@ sub-groups meet its `min_sub_groups` starts at t and ends at t + its duration (i
 placing its other sub-groups as they fit); (6) whole racks free (tier-1 HyperNodes with
 every GPU idle) are counted.
 
-Per run: jobs arrived and started, mean wait of the started, checker violations (those of
+Per run: jobs arrived and started, mean wait of the started, the longest wait of any job
+(one not started waits until the end of the stream: the starvation a hold on nodes guards
+against shows there), checker violations (those of
 a sub-group's hard domain apart), whole racks free after each cycle (the mean over all
 cycles, and from the first hour on, past the start on an empty cluster), each decision's
 wall time (p50/p99; the snapshot build and the re-check are not counted) and who answered.
@@ -88,6 +90,7 @@ class SubGroupResult:
     jobs_arrived: int
     jobs_started: int
     waits_s: np.ndarray  # started jobs' start − arrival
+    longest_wait_s: float  # of every job arrived: start − arrival, or the stream's end − arrival when not started
     sub_groups_started: int
     violations: tuple[Violation, ...]  # every checker violation of every cycle
     times_h: np.ndarray  # [cycles]
@@ -315,6 +318,7 @@ def run_subgroup_stream(
         jobs_arrived=len(arrivals),
         jobs_started=len(started),
         waits_s=np.array([j.start_s - j.arrival_s for j in started if j.start_s is not None]),
+        longest_wait_s=max(((j.start_s if j.start_s is not None else horizon) - j.arrival_s for j in arrivals), default=0.0),
         sub_groups_started=sum(len(j.started_sub_groups()) for j in arrivals),
         violations=tuple(violations),
         times_h=np.array(times),
@@ -336,7 +340,7 @@ def _percentile(values: np.ndarray, q: float) -> float:
 
 
 _HEADER = ("cluster", "policy", "seed", "sub-group domain violations", "all violations", "jobs started",
-           "training started", "serving started", "mean wait (min)", "whole racks free (mean)", "after 1 h", "racks",
+           "training started", "serving started", "mean wait (min)", "longest wait (min)", "whole racks free (mean)", "after 1 h", "racks",
            "solve p50 (s)", "solve p99 (s)", "decisions", "evictions", "answered by")  # fmt: skip
 
 
@@ -347,7 +351,7 @@ def _row(result: SubGroupResult) -> tuple[str, ...]:
         c.cluster, c.policy, str(c.seed), str(result.sub_group_violations), str(len(result.violations)),
         f"{result.jobs_started} / {result.jobs_arrived}",
         "{1} / {0}".format(*kinds.get("training", (0, 0))), "{1} / {0}".format(*kinds.get("serving", (0, 0))),
-        f"{result.mean_wait_s / 60:.1f}", _mean(result.racks_free), _mean(result.racks_free[result.times_h >= 1.0]), str(result.racks), f"{_percentile(result.solve_seconds, 50):.3f}", f"{_percentile(result.solve_seconds, 99):.3f}",
+        f"{result.mean_wait_s / 60:.1f}", f"{result.longest_wait_s / 60:.1f}", _mean(result.racks_free), _mean(result.racks_free[result.times_h >= 1.0]), str(result.racks), f"{_percentile(result.solve_seconds, 50):.3f}", f"{_percentile(result.solve_seconds, 99):.3f}",
         str(result.solve_seconds.size), str(result.evictions),
         ", ".join(f"{who} ×{count}" for who, count in sorted(result.answered.items(), key=lambda item: -item[1])),
     )  # fmt: skip

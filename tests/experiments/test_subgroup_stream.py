@@ -212,6 +212,21 @@ def test_every_policy_passes_the_checker_and_never_splits_a_sub_group(policy: st
             assert job.ready()
 
 
+def test_the_longest_wait_counts_a_job_never_started_until_the_stream_ends():
+    """Two 16-GPU jobs fill both leaves at 0 s; a third waits for the first to end (600 s);
+    a fourth of 24 GPUs fits no leaf (16 GPUs) and waits from 300 s to the end, 1,800 s."""
+    cluster = _small_cluster()
+    config = SubGroupConfig("small", "greedy", hours=0.5, cycle_s=300.0)
+    fitting = [_training(i, 2, 2) for i in range(3)]
+    waited = run_subgroup_stream(config, cluster, jobs=fitting)
+    assert sorted(j.start_s for j in fitting) == [0.0, 0.0, 600.0]
+    assert waited.longest_wait_s == 600.0
+    never = _training(3, 3, 2, arrival_s=300.0)
+    starved = run_subgroup_stream(config, cluster, jobs=[_training(i, 2, 2) for i in range(3)] + [never])
+    assert never.start_s is None and starved.jobs_started == 3
+    assert starved.longest_wait_s == 1800.0 - 300.0
+
+
 def test_cli_writes_the_table_csvs_and_plot_and_refuses_a_missing_topology(tmp_path: Path):
     runner = CliRunner()
     out = tmp_path / "out"
