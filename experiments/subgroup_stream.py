@@ -22,10 +22,10 @@ every GPU idle) are counted.
 
 Per run: jobs arrived and started, mean wait of the started, the longest wait of any job
 (one not started waits until the end of the stream: the starvation a hold on nodes guards
-against shows there), checker violations (those of
-a sub-group's hard domain apart), whole racks free after each cycle (the mean over all
-cycles, and from the first hour on, past the start on an empty cluster), each decision's
-wall time (p50/p99; the snapshot build and the re-check are not counted) and who answered.
+against shows there), checker violations (those of a sub-group's hard domain apart), whole
+racks free after each cycle (the mean over all cycles, and from the first hour on, past
+the start on an empty cluster), each decision's wall time (p50/p99; the snapshot build and
+the re-check are not counted) and who answered.
 """
 
 from __future__ import annotations
