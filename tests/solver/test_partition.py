@@ -216,12 +216,13 @@ def test_repair_drops_the_gang_that_cut_a_victim_gang_split_across_parts() -> No
     assert repaired.placement == Placement() and repaired.violations == ()
 
 
-def gpus_bound_per_queue(snapshot: Snapshot, placement: Placement) -> dict[str, int]:
+def gpu_milli_bound_per_queue(snapshot: Snapshot, placement: Placement) -> dict[str, int]:
+    """Milli-GPUs the placement binds, per queue: exact, a share counts as its fraction."""
     bound: dict[str, int] = {}
     for bind in placement.binds:
         pod = snapshot.pod_by_key[bind.pod]
         queue = snapshot.pod_group_by_key[pod.pod_group].queue  # type: ignore[index]
-        bound[queue] = bound.get(queue, 0) + pod.requests[GPU] // 1000
+        bound[queue] = bound.get(queue, 0) + pod.requests[GPU]
     return bound
 
 
@@ -229,7 +230,7 @@ def test_partitioned_place_keeps_a_queue_within_its_capability_over_the_whole_cl
     snapshot = two_leaves_of_four(capability_gpus=16)
     decision = place(snapshot, SolveConfig(time_limit_s=2, partition_parts=2))
     assert check_placement(snapshot, decision.placement) == ()
-    assert gpus_bound_per_queue(snapshot, decision.placement).get("a", 0) <= 16
+    assert gpu_milli_bound_per_queue(snapshot, decision.placement).get("a", 0) <= 16_000
     assert len(decision.placement.binds) == 6  # queue b's four gangs and two of a's: all that quota and room allow
 
 
@@ -246,8 +247,8 @@ def test_partitioned_place_shares_the_whole_cluster_between_queues_by_their_weig
     parts = place(snapshot, SolveConfig(time_limit_s=2, partition_parts=2))
     assert parts.engine == "cpsat-partitioned"
     assert check_placement(snapshot, parts.placement) == ()
-    assert gpus_bound_per_queue(snapshot, whole.placement) == {"a": 48, "b": 16}
-    assert gpus_bound_per_queue(snapshot, parts.placement) == {"a": 48, "b": 16}
+    assert gpu_milli_bound_per_queue(snapshot, whole.placement) == {"a": 48_000, "b": 16_000}
+    assert gpu_milli_bound_per_queue(snapshot, parts.placement) == {"a": 48_000, "b": 16_000}
 
 
 # ---- the pool ----
